@@ -1,0 +1,229 @@
+#include "ptx/base.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const status_text[] = {
+#define X(name, text) text,
+    PT_ERRNO_MAP(X)
+#undef X
+};
+
+const char *pt_strerror(int code)
+{
+    if (code < 0 || code >= PT_NSTATUS)
+        return "unknown error";
+    return status_text[code];
+}
+
+int pt_verrf(pt_err *e, int code, const char *fmt, va_list ap)
+{
+    if (e && e->code == PT_OK) {
+        e->code = code;
+        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        for (char *p = e->msg; *p; p++) /* keep it one line */
+            if (*p == '\n')
+                *p = ' ';
+    }
+    return code;
+}
+
+int pt_errf(pt_err *e, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pt_verrf(e, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void pt_err_clear(pt_err *e)
+{
+    e->code = PT_OK;
+    e->msg[0] = '\0';
+}
+
+/* ---- arena ---- */
+
+typedef struct pt_block {
+    struct pt_block *next;
+    size_t used, size;
+    _Alignas(16) unsigned char data[];
+} pt_block;
+
+struct pt_arena {
+    pt_block *head;
+};
+
+enum { ARENA_BLOCK = 64 * 1024 };
+
+pt_arena *pt_arena_new(void)
+{
+    pt_arena *a = calloc(1, sizeof *a);
+    if (!a)
+        abort();
+    return a;
+}
+
+void pt_arena_free(pt_arena *a)
+{
+    if (!a)
+        return;
+    for (pt_block *b = a->head, *n; b; b = n) {
+        n = b->next;
+        free(b);
+    }
+    free(a);
+}
+
+void *pt_arena_alloc(pt_arena *a, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    pt_block *b = a->head;
+    if (!b || b->size - b->used < n) {
+        size_t size = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+        pt_block *nb = malloc(sizeof *nb + size);
+        if (!nb)
+            abort();
+        nb->used = 0;
+        nb->size = size;
+        /* a big one-off block goes behind the head so the head keeps its room */
+        if (b && size > ARENA_BLOCK) {
+            nb->next = b->next;
+            b->next = nb;
+        } else {
+            nb->next = b;
+            a->head = nb;
+        }
+        b = nb;
+    }
+    void *p = b->data + b->used;
+    b->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+char *pt_arena_strndup(pt_arena *a, const char *s, size_t n)
+{
+    char *d = pt_arena_alloc(a, n + 1);
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+char *pt_arena_strdup(pt_arena *a, const char *s)
+{
+    return pt_arena_strndup(a, s, strlen(s));
+}
+
+char *pt_arena_printf(pt_arena *a, const char *fmt, ...)
+{
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n < sizeof tmp)
+        return pt_arena_strndup(a, tmp, (size_t)n);
+    char *d = pt_arena_alloc(a, (size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(d, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return d;
+}
+
+void *pt_arena_grow(pt_arena *a, void *old, size_t elem, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return old;
+    size_t nc = *cap ? *cap : 8;
+    while (nc < need)
+        nc *= 2;
+    void *p = pt_arena_alloc(a, nc * elem);
+    if (old)
+        memcpy(p, old, *cap * elem);
+    *cap = nc;
+    return p;
+}
+
+/* ---- text buffer ---- */
+
+void pt_buf_init(pt_buf *b)
+{
+    b->s = NULL;
+    b->len = b->cap = 0;
+}
+
+void pt_buf_free(pt_buf *b)
+{
+    free(b->s);
+    pt_buf_init(b);
+}
+
+static void buf_reserve(pt_buf *b, size_t extra)
+{
+    if (b->len + extra + 1 <= b->cap)
+        return;
+    size_t nc = b->cap ? b->cap : 256;
+    while (nc < b->len + extra + 1)
+        nc *= 2;
+    char *s = realloc(b->s, nc);
+    if (!s)
+        abort();
+    b->s = s;
+    b->cap = nc;
+}
+
+void pt_buf_putn(pt_buf *b, const char *s, size_t n)
+{
+    buf_reserve(b, n);
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+void pt_buf_puts(pt_buf *b, const char *s) { pt_buf_putn(b, s, strlen(s)); }
+
+void pt_buf_putc(pt_buf *b, char c) { pt_buf_putn(b, &c, 1); }
+
+void pt_buf_printf(pt_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n <= 0)
+        return;
+    buf_reserve(b, (size_t)n);
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+char *pt_buf_take(pt_buf *b)
+{
+    char *s = b->s;
+    if (!s) {
+        s = malloc(1);
+        if (!s)
+            abort();
+        s[0] = '\0';
+    }
+    pt_buf_init(b);
+    return s;
+}
+
+uint64_t pt_hash64(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}

@@ -1,0 +1,274 @@
+/* PTX IR: modules, entries, typed virtual registers, instructions.
+ * Templates build it through ptx_emit() (checked against ptx/isa.def), the
+ * parser builds the same structures from text, the printer is the only code
+ * that writes PTX text, and the emulator pre-decodes it.
+ *
+ * Errors while building are sticky: the first one is kept in the module's
+ * pt_err and later calls become no-ops returning NULL, so a template checks
+ * once, at ptx_module_finish(). */
+#ifndef PTX_IR_H
+#define PTX_IR_H
+
+#include "ptx/base.h"
+#include "ptx/target.h"
+
+typedef enum ptx_type {
+#define PTX_TYPE(id, text, bits, cls) PTX_T_##id,
+#include "ptx/isa.def"
+    PTX_NTYPES
+} ptx_type;
+
+typedef enum ptx_mod {
+#define PTX_MOD(id, text) PTX_M_##id,
+#include "ptx/isa.def"
+    PTX_NMODS
+} ptx_mod;
+
+typedef enum ptx_sreg {
+#define PTX_SREG(id, text, bits) PTX_S_##id,
+#include "ptx/isa.def"
+    PTX_NSREGS
+} ptx_sreg;
+
+typedef enum ptx_op {
+#define PTX_OP(id, text, opnds, typing, types, mods, sm, ver) PTX_OP_##id,
+#include "ptx/isa.def"
+    PTX_NOPS
+} ptx_op;
+
+/* One row of the ISA table, with the modifier set split in two words. */
+typedef struct ptx_opinfo {
+    const char *name;   /* "add", "cp.async.wait_group" */
+    const char *opnds;  /* operand classes, see isa.def */
+    const char *typing; /* operand typing rule letters */
+    uint32_t types;     /* allowed type suffixes, bit per ptx_type */
+    uint64_t mods[2];   /* allowed modifiers, bit per ptx_mod */
+    int sm, ver;        /* lowest target and .version */
+    int min_opnds, max_opnds;
+} ptx_opinfo;
+
+ptx_opinfo ptx_op_info(ptx_op op);
+const char *ptx_type_name(ptx_type t);
+int ptx_type_bits(ptx_type t);
+char ptx_type_class(ptx_type t); /* 'b' 'u' 's' 'f' 'p' */
+const char *ptx_mod_name(ptx_mod m);
+const char *ptx_sreg_name(ptx_sreg s);
+int ptx_sreg_bits(ptx_sreg s);
+bool ptx_op_allows_mod(ptx_op op, ptx_mod m);
+/* Lookups by text, for the parser; -1 when unknown. */
+int ptx_op_lookup(const char *name, size_t n);
+int ptx_type_lookup(const char *name, size_t n);
+int ptx_mod_lookup(const char *name, size_t n);
+int ptx_sreg_lookup(const char *name, size_t n);
+
+/* A virtual register: a bank (a .reg declaration family such as %r<N>) and
+ * an index in it. id 0 is "no register". */
+typedef struct ptx_reg {
+    uint32_t id; /* (bank + 1) << 20 | index */
+} ptx_reg;
+#define PTX_REG_BANK(r) ((int)((r).id >> 20) - 1)
+#define PTX_REG_IDX(r) ((r).id & 0xfffffu)
+
+typedef struct ptx_bank {
+    const char *prefix; /* "%r", or a full name when scalar */
+    ptx_type type;      /* declared type: b16 b32 b64 f32 f64 pred ... */
+    uint32_t count;     /* registers 0..count-1 */
+    bool scalar;        /* declared as a plain name, printed without index */
+} ptx_bank;
+
+typedef enum ptx_opd_kind {
+    PTX_O_NONE,
+    PTX_O_REG,   /* a register; neg for "!%p" */
+    PTX_O_IMM,   /* integer immediate; hex prints it in hex */
+    PTX_O_F32,   /* f32 immediate, printed 0fXXXXXXXX */
+    PTX_O_F64,   /* f64 immediate, printed 0dXXXXXXXXXXXXXXXX */
+    PTX_O_ADDR,  /* [reg+off] or [sym+off] */
+    PTX_O_VEC,   /* {a, b, ...} */
+    PTX_O_SREG,  /* special register */
+    PTX_O_SYM,   /* a symbol as a value: mov.u32 %r, smem; */
+    PTX_O_LABEL, /* a label, by index into the entry's label table */
+    PTX_O_SINK,  /* '_' inside a vector */
+} ptx_opd_kind;
+
+typedef struct ptx_opd {
+    uint8_t kind;
+    bool neg;
+    bool hex;
+    union {
+        ptx_reg reg;
+        int64_t imm;
+        float f32;
+        double f64;
+        ptx_sreg sreg;
+        int label;
+        const char *sym;
+        struct {
+            ptx_reg base;    /* id 0 when the address is a symbol */
+            const char *sym; /* NULL when based on a register */
+            int64_t off;
+        } addr;
+        struct {
+            struct ptx_opd *e;
+            int n;
+        } vec;
+    } u;
+} ptx_opd;
+
+enum { PTX_MAX_MODS = 10, PTX_MAX_TYPES = 4, PTX_MAX_OPDS = 6 };
+
+typedef struct ptx_ins {
+    uint16_t op;
+    uint8_t nmods, ntypes, nopd;
+    bool guard_neg;
+    ptx_reg guard; /* id 0: unguarded */
+    uint8_t mods[PTX_MAX_MODS];
+    uint8_t types[PTX_MAX_TYPES];
+    ptx_opd opd[PTX_MAX_OPDS];
+    int line; /* source line in the PTX text (parser or printer sets it) */
+} ptx_ins;
+
+typedef struct ptx_param {
+    const char *name;
+    ptx_type type;  /* u32, u64, f32, b8 (for byte arrays) ... */
+    int align;      /* .align N, 0 when none */
+    int array;      /* element count of a byte array, 0 for a scalar */
+    bool ptr;       /* .ptr .global .align N attribute on a u64 */
+    int ptr_align;
+} ptx_param;
+
+typedef struct ptx_shared {
+    const char *name;
+    int align;
+    int64_t bytes;   /* static size; 0 for an extern (dynamic) array */
+    bool is_extern;
+} ptx_shared;
+
+typedef struct ptx_module ptx_module;
+
+typedef struct ptx_fn {
+    ptx_module *mod;
+    const char *name;
+    ptx_param *params;
+    size_t nparams, cap_params;
+    int maxntid[3], reqntid[3]; /* 0: not given */
+    int minnctapersm, maxnreg;
+    ptx_bank *banks;
+    size_t nbanks, cap_banks;
+    int std_bank[PTX_NTYPES]; /* builder's bank per declared type, -1 none */
+    ptx_shared *shared;       /* function-scope static .shared */
+    size_t nshared, cap_shared;
+    ptx_ins *body;
+    size_t nbody, cap_body;
+    const char **labels;      /* label names; a label's index is its id */
+    size_t nlabels, cap_labels;
+    int need_sm, need_ver;    /* highest requirement of the instructions */
+} ptx_fn;
+
+struct ptx_module {
+    pt_arena *arena;
+    pt_target target;
+    int version;  /* .version written; set by ptx_module_finish or the parser */
+    int max_ptx;  /* ceiling: what the compiler (and driver) accept */
+    ptx_shared *shared; /* module scope: .extern .shared dynamic arrays */
+    size_t nshared, cap_shared;
+    ptx_fn **fns;
+    size_t nfns, cap_fns;
+    pt_err err; /* first building error, sticky */
+};
+
+/* Module lifetime. max_ptx is the highest .version the toolchain accepts
+ * (90 for CUDA 13.0); 0 means no ceiling known. */
+ptx_module *ptx_module_new(const pt_target *t, int max_ptx);
+void ptx_module_free(ptx_module *m);
+/* Sets .version to the lowest the target and every instruction need, and
+ * checks it against the ceiling. Returns the sticky error, if any. */
+int ptx_module_finish(ptx_module *m);
+int ptx_module_error(const ptx_module *m);
+const char *ptx_module_errmsg(const ptx_module *m);
+/* Module-scope dynamic shared memory: .extern .shared .align A .b8 name[]; */
+void ptx_module_extern_shared(ptx_module *m, const char *name, int align);
+
+ptx_fn *ptx_fn_new(ptx_module *m, const char *name);
+/* Parameters; returns the name for use in [name] addresses. */
+const char *ptx_param_add(ptx_fn *f, const char *name, ptx_type t);
+const char *ptx_param_ptr(ptx_fn *f, const char *name, int align); /* .u64 .ptr .global .align */
+const char *ptx_param_bytes(ptx_fn *f, const char *name, int align, int bytes);
+/* Static shared array; returns its name. */
+const char *ptx_shared_add(ptx_fn *f, const char *name, int align, int64_t bytes);
+int ptx_bank_add(ptx_fn *f, const char *prefix, ptx_type t, uint32_t count, bool scalar);
+
+/* A fresh register of a declared type: pred, b16, b32, b64, f32, f64 get
+ * the families %p %rs %r %rd %f %fd. */
+ptx_reg ptx_reg_new(ptx_fn *f, ptx_type t);
+ptx_type ptx_reg_type(const ptx_fn *f, ptx_reg r);
+int ptx_label_new(ptx_fn *f);
+int ptx_label_named(ptx_fn *f, const char *name);
+void ptx_label_place(ptx_fn *f, int label);
+
+/* Operand constructors. */
+static inline ptx_opd ptx_r(ptx_reg r) { return (ptx_opd){.kind = PTX_O_REG, .u.reg = r}; }
+static inline ptx_opd ptx_notp(ptx_reg r) { return (ptx_opd){.kind = PTX_O_REG, .neg = true, .u.reg = r}; }
+static inline ptx_opd ptx_imm(int64_t v) { return (ptx_opd){.kind = PTX_O_IMM, .u.imm = v}; }
+static inline ptx_opd ptx_hex(int64_t v) { return (ptx_opd){.kind = PTX_O_IMM, .hex = true, .u.imm = v}; }
+static inline ptx_opd ptx_f32(float v) { return (ptx_opd){.kind = PTX_O_F32, .u.f32 = v}; }
+static inline ptx_opd ptx_f64(double v) { return (ptx_opd){.kind = PTX_O_F64, .u.f64 = v}; }
+static inline ptx_opd ptx_sr(ptx_sreg s) { return (ptx_opd){.kind = PTX_O_SREG, .u.sreg = s}; }
+static inline ptx_opd ptx_sym(const char *s) { return (ptx_opd){.kind = PTX_O_SYM, .u.sym = s}; }
+static inline ptx_opd ptx_lbl(int l) { return (ptx_opd){.kind = PTX_O_LABEL, .u.label = l}; }
+static inline ptx_opd ptx_sink(void) { return (ptx_opd){.kind = PTX_O_SINK}; }
+static inline ptx_opd ptx_addr(ptx_reg base, int64_t off)
+{
+    return (ptx_opd){.kind = PTX_O_ADDR, .u.addr = {base, NULL, off}};
+}
+static inline ptx_opd ptx_saddr(const char *sym, int64_t off)
+{
+    return (ptx_opd){.kind = PTX_O_ADDR, .u.addr = {{0}, sym, off}};
+}
+/* A vector operand; elements copied into the module's arena. */
+ptx_opd ptx_vec(ptx_fn *f, int n, const ptx_opd *e);
+ptx_opd ptx_vecr(ptx_fn *f, int n, const ptx_reg *r);
+
+/* Modifier and type lists, kept in written order. */
+typedef struct ptx_mods {
+    uint8_t n;
+    uint8_t m[PTX_MAX_MODS];
+} ptx_mods;
+typedef struct ptx_types {
+    uint8_t n;
+    uint8_t t[PTX_MAX_TYPES];
+} ptx_types;
+#define PTX_NARGS_(...) (sizeof((const uint8_t[]){__VA_ARGS__}) / sizeof(uint8_t))
+#define PTX_MODS(...) ((ptx_mods){.n = (uint8_t)PTX_NARGS_(__VA_ARGS__), .m = {__VA_ARGS__}})
+#define PTX_NOMODS ((ptx_mods){.n = 0})
+#define PTX_TYPES(...) ((ptx_types){.n = (uint8_t)PTX_NARGS_(__VA_ARGS__), .t = {__VA_ARGS__}})
+#define PTX_T1(ty) ((ptx_types){.n = 1, .t = {(ty)}})
+#define PTX_NOTYPES ((ptx_types){.n = 0})
+
+/* Appends an instruction after checking it against the ISA table: opcode,
+ * modifiers, types, operand count and classes, register sizes, and the
+ * target (an instruction above it fails with e.g.
+ * "cvt.rn.satfinite.e4m3x2.f32 needs sm_89 and PTX 8.1; target is sm_80").
+ * Returns the instruction (to set a guard) or NULL after an error. */
+ptx_ins *ptx_emit_n(ptx_fn *f, ptx_op op, ptx_mods mods, ptx_types types, int n,
+                    const ptx_opd *opd);
+#define ptx_emit(f, op, mods, types, ...)                                             \
+    ptx_emit_n((f), (op), (mods), (types),                                            \
+               (int)(sizeof((ptx_opd[]){__VA_ARGS__}) / sizeof(ptx_opd)),             \
+               (ptx_opd[]){__VA_ARGS__})
+#define ptx_emit0(f, op, mods, types) ptx_emit_n((f), (op), (mods), (types), 0, NULL)
+/* Guards an emitted instruction: @%p or @!%p. NULL-safe. */
+void ptx_guard(ptx_ins *i, ptx_reg p, bool neg);
+
+/* Checks one instruction against the table and target without appending
+ * (the parser uses it); raises f->need_sm/need_ver. */
+int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e);
+/* "cvt.rn.satfinite.e4m3x2.f32": opcode with modifiers and types. */
+void ptx_ins_opname(const ptx_ins *ins, pt_buf *out);
+
+/* Printer: the only writer of PTX text. Sets each instruction's line. */
+char *ptx_print(ptx_module *m); /* malloc'd text */
+void ptx_print_buf(ptx_module *m, pt_buf *out);
+void ptx_print_ins(const ptx_fn *f, const ptx_ins *ins, pt_buf *out);
+const char *ptx_reg_name(const ptx_fn *f, ptx_reg r, char *buf, size_t n);
+
+#endif
