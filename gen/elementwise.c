@@ -1,0 +1,1446 @@
+/* Fused elementwise and row-reduction kernels from gen/expr programs.
+ *
+ * Two kernel shapes:
+ *  - flat (no reduction): each thread handles `unroll` chunks of `vec`
+ *    consecutive elements of the full shape; chunks of one unroll step are
+ *    tpb apart so a warp's accesses coalesce. A scalar tail covers the last
+ *    partial chunk when the element count is not a multiple of vec.
+ *  - row (reductions over the last dim): a group of wpr warps owns a row;
+ *    thread l of the group handles chunks l, l+T, l+2T... (T = 32*wpr).
+ *    Each reduction level is one pass over the row (kept in registers when
+ *    cache=1 and the row fits), reduced with warp shuffles and, across warps,
+ *    through shared memory. softmax's max and sum of exponentials share one
+ *    pass with the online rescaling rule when online=1.
+ * Values are computed in f32 whatever the storage dtype (f32, f16, bf16;
+ * fp8 e4m3/e5m2 outputs multiply by a scale parameter first).
+ *
+ * A tensor element (row r, col c) lives at rowoff(r) + c*s, s in {0, 1}:
+ * rowoff is a div/mod chain over the broadcast strides, emitted with the
+ * shape as immediates, or from run-time rows/cols parameters for the simple
+ * broadcasting patterns (full, [cols], [..., 1], scalar). */
+#include "gen/elementwise.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gen/expr.h"
+
+enum { EW_MAX_TENSORS = 8 };
+
+/* How a tensor maps onto the rows x cols view. */
+typedef enum ew_layout {
+    EW_FULL,    /* own shape == full shape: offset = r*cols + c */
+    EW_ROWVEC,  /* varies only along the last dim, shape [cols] */
+    EW_COLVEC,  /* one value per row, shape full[:-1] + [1] */
+    EW_SCALAR,  /* one element */
+    EW_GENERAL, /* anything else: div/mod chain */
+} ew_layout;
+
+struct pt_prepared {
+    pt_problem prob;
+    pt_target target;
+    ex_prog *prog;
+    pt_dtype in_dt, out_dt;
+    float out_scale;
+    ew_layout in_layout[EW_MAX_TENSORS], out_layout[EW_MAX_TENSORS];
+    bool idx64;
+    bool has_sumexp; /* softmax-like pair present: online is a real choice */
+};
+
+static int dt_bytes(pt_dtype t) { return pt_dtype_get(t)->bytes; }
+
+static ew_layout classify(const ex_prog *p, const ex_tensor *t)
+{
+    if (t->numel == 1)
+        return EW_SCALAR;
+    int nd = p->full.ndim;
+    bool full = t->shape.ndim == nd;
+    for (int d = 0; full && d < nd; d++)
+        full = t->shape.dim[d] == p->full.dim[d];
+    if (full)
+        return EW_FULL;
+    if (t->varies_col && !t->varies_row && t->numel == p->cols)
+        return EW_ROWVEC;
+    if (!t->varies_col && t->numel == p->rows) {
+        /* [..., 1] with the leading dims equal to the full ones */
+        bool ok = t->shape.ndim == nd;
+        for (int d = 0; ok && d < nd - 1; d++)
+            ok = t->shape.dim[d] == p->full.dim[d];
+        if (ok)
+            return EW_COLVEC;
+    }
+    return EW_GENERAL;
+}
+
+static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_prepared **out,
+                   pt_err *e)
+{
+    pt_prepared *pp = pt_arena_alloc(a, sizeof *pp);
+    pp->prob = *pb;
+    pp->target = *t;
+    pp->in_dt = pb->dtype;
+    pp->out_dt = pb->out_dtype;
+    pp->out_scale = 1.0f;
+    if (!pb->expr || !*pb->expr)
+        return pt_errf(e, PT_EINVAL, "empty expression");
+    if (pp->in_dt != PT_F32 && pp->in_dt != PT_F16 && pp->in_dt != PT_BF16)
+        return pt_errf(e, PT_EINVAL,
+                       "dtype '%s' is not supported for elementwise inputs (f32, f16, bf16)",
+                       pt_dtype_get(pp->in_dt)->name);
+    if (pp->out_dt != PT_F32 && pp->out_dt != PT_F16 && pp->out_dt != PT_BF16 &&
+        pp->out_dt != PT_E4M3 && pp->out_dt != PT_E5M2)
+        return pt_errf(e, PT_EINVAL,
+                       "dtype '%s' is not supported for elementwise outputs (f32, f16, bf16, e4m3, e5m2)",
+                       pt_dtype_get(pp->out_dt)->name);
+    if (pt_dtype_get(pp->out_dt)->min_sm > t->sm) {
+        char tn[16];
+        return pt_errf(e, PT_EUNSUPPORTED, "dtype %s needs sm_%d; target is %s",
+                       pt_dtype_get(pp->out_dt)->name, pt_dtype_get(pp->out_dt)->min_sm,
+                       pt_target_name(t, tn, sizeof tn));
+    }
+    int rc = ex_parse(a, pb->expr, &pp->prog, e);
+    if (rc)
+        return rc;
+    if (!pb->shapes || !*pb->shapes)
+        return pt_errf(e, PT_EINVAL, "no shapes given (e.g. --shape x=4096x8192,w=8192)");
+    rc = ex_bind_spec(pp->prog, pb->shapes, e);
+    if (rc)
+        return rc;
+    const ex_prog *p = pp->prog;
+    if (p->ninputs > EW_MAX_TENSORS || p->noutputs > EW_MAX_TENSORS)
+        return pt_errf(e, PT_EINVAL, "at most %d inputs and %d outputs", EW_MAX_TENSORS,
+                       EW_MAX_TENSORS);
+    if (p->ninputs == 0)
+        return pt_errf(e, PT_EINVAL, "expression has no input tensor");
+    int64_t maxel = p->rows * p->cols;
+    for (int i = 0; i < p->ninputs; i++)
+        pp->in_layout[i] = classify(p, &p->inputs[i]);
+    for (int i = 0; i < p->noutputs; i++)
+        pp->out_layout[i] = classify(p, &p->outputs[i]);
+    if (p->rows > INT64_MAX / p->cols || maxel > ((int64_t)1 << 40))
+        return pt_errf(e, PT_ERANGE, "shape too large: %lld elements",
+                       (long long)maxel);
+    pp->idx64 = maxel >= ((int64_t)1 << 31);
+    if (p->rows >= ((int64_t)1 << 31))
+        return pt_errf(e, PT_ERANGE, "too many rows (%lld): the grid is limited to 2^31-1 blocks",
+                       (long long)p->rows);
+    for (int i = 0; i < p->nnodes; i++)
+        if (p->nodes[i].kind == EX_RSUMEXP)
+            pp->has_sumexp = true;
+    *out = pp;
+    return PT_OK;
+}
+
+static int space(const pt_prepared *pp, const pt_target *t, pt_space *s)
+{
+    (void)t;
+    memset(s, 0, sizeof *s);
+    int vmax = 16 / dt_bytes(pp->in_dt);
+    if (16 / dt_bytes(pp->out_dt) < vmax)
+        vmax = 16 / dt_bytes(pp->out_dt);
+    pt_param_space tpb = {"tpb", "threads per block", 3, {128, 256, 512}};
+    pt_param_space vec = {"vec", "elements per vector access (16 bytes at most)", 0, {0}};
+    for (int v = 1; v <= vmax && v <= 8; v *= 2)
+        vec.values[vec.nvalues++] = v;
+    pt_param_space imm = {"shape_imm", "shapes as immediates (1) or run-time parameters (0)", 2,
+                          {1, 0}};
+    s->p[s->nparams++] = tpb;
+    s->p[s->nparams++] = vec;
+    if (!pp->prog->has_reduction) {
+        pt_param_space unroll = {"unroll", "chunks per thread", 3, {1, 2, 4}};
+        s->p[s->nparams++] = unroll;
+    } else {
+        pt_param_space wpr = {"wpr", "warps per row", 4, {1, 2, 4, 8}};
+        pt_param_space cache = {"cache", "keep the row in registers between passes", 2, {1, 0}};
+        s->p[s->nparams++] = wpr;
+        s->p[s->nparams++] = cache;
+        if (pp->has_sumexp) {
+            pt_param_space online = {"online", "one-pass max and sum of exponentials", 2, {1, 0}};
+            s->p[s->nparams++] = online;
+        }
+    }
+    s->p[s->nparams++] = imm;
+    return PT_OK;
+}
+
+/* Row kernel: vector chunks of the row each thread owns. */
+static int64_t row_chunks(const pt_prepared *pp, int64_t wpr, int64_t vec)
+{
+    int64_t per = 32 * wpr * vec;
+    return (pp->prog->cols + per - 1) / per;
+}
+
+static int elem_inputs(const pt_prepared *pp)
+{
+    int n = 0;
+    for (int i = 0; i < pp->prog->ninputs; i++)
+        n += pp->prog->inputs[i].varies_col;
+    return n;
+}
+
+static void defaults(const pt_prepared *pp, const pt_target *t, pt_config *c)
+{
+    pt_space s;
+    space(pp, t, &s);
+    c->n = 0;
+    for (int i = 0; i < s.nparams; i++)
+        pt_config_set(c, s.p[i].name, s.p[i].values[0]);
+    int64_t vec = s.p[1].values[s.p[1].nvalues - 1];
+    while (vec > 1 && pp->prog->cols % vec)
+        vec /= 2;
+    pt_config_set(c, "vec", vec);
+    if (pp->prog->has_reduction) {
+        /* enough warps that each thread holds at most 4 chunks */
+        int64_t wpr = 1;
+        while (wpr < 8 && row_chunks(pp, wpr, vec) > 4)
+            wpr *= 2;
+        pt_config_set(c, "wpr", wpr);
+        pt_config_set(c, "tpb", 32 * wpr > 256 ? 32 * wpr : 256);
+    }
+}
+
+static bool simple_layouts(const pt_prepared *pp)
+{
+    for (int i = 0; i < pp->prog->ninputs; i++)
+        if (pp->in_layout[i] == EW_GENERAL)
+            return false;
+    for (int i = 0; i < pp->prog->noutputs; i++)
+        if (pp->out_layout[i] == EW_GENERAL)
+            return false;
+    return true;
+}
+
+static bool all_full_or_scalar(const pt_prepared *pp)
+{
+    for (int i = 0; i < pp->prog->ninputs; i++)
+        if (pp->in_layout[i] != EW_FULL && pp->in_layout[i] != EW_SCALAR)
+            return false;
+    for (int i = 0; i < pp->prog->noutputs; i++)
+        if (pp->out_layout[i] != EW_FULL)
+            return false;
+    return true;
+}
+
+static int check(const pt_prepared *pp, const pt_target *t, const pt_config *c, pt_err *e)
+{
+    (void)t;
+    const ex_prog *p = pp->prog;
+    int64_t tpb = pt_config_get(c, "tpb", 256), vec = pt_config_get(c, "vec", 1);
+    int64_t imm = pt_config_get(c, "shape_imm", 1);
+    if (tpb < 32 || tpb > 1024 || tpb % 32)
+        return pt_errf(e, PT_EINVAL, "tpb=%lld: must be a multiple of 32 in 32..1024",
+                       (long long)tpb);
+    if (vec < 1 || vec > 16 || (vec & (vec - 1)))
+        return pt_errf(e, PT_EINVAL, "vec=%lld: must be a power of two", (long long)vec);
+    if (vec * dt_bytes(pp->in_dt) > 16 || vec * dt_bytes(pp->out_dt) > 16)
+        return pt_errf(e, PT_EINVAL, "vec=%lld: accesses wider than 16 bytes", (long long)vec);
+    if (imm == 0 && !simple_layouts(pp))
+        return pt_errf(e, PT_EINVAL,
+                       "shape_imm=0: run-time shapes need simple broadcasting (full, [cols], [...,1], scalar)");
+    if (!p->has_reduction) {
+        int64_t unroll = pt_config_get(c, "unroll", 1);
+        if (unroll < 1 || unroll > 8)
+            return pt_errf(e, PT_EINVAL, "unroll=%lld: must be 1..8", (long long)unroll);
+        if (vec > 1 && p->cols % vec && !all_full_or_scalar(pp))
+            return pt_errf(e, PT_EINVAL,
+                           "vec=%lld does not divide the last dim %lld of a broadcast operand",
+                           (long long)vec, (long long)p->cols);
+        return PT_OK;
+    }
+    int64_t wpr = pt_config_get(c, "wpr", 1), cache = pt_config_get(c, "cache", 0);
+    if (wpr < 1 || wpr > 32 || (wpr & (wpr - 1)))
+        return pt_errf(e, PT_EINVAL, "wpr=%lld: must be a power of two up to 32", (long long)wpr);
+    if (tpb % (32 * wpr))
+        return pt_errf(e, PT_EINVAL, "tpb=%lld is not a multiple of 32*wpr=%lld", (long long)tpb,
+                       (long long)(32 * wpr));
+    if (vec > 1 && p->cols % vec)
+        return pt_errf(e, PT_EINVAL, "vec=%lld does not divide the row length %lld",
+                       (long long)vec, (long long)p->cols);
+    if (cache) {
+        if (!imm)
+            return pt_errf(e, PT_EINVAL, "cache=1 needs shape_imm=1 (the row length fixes the registers)");
+        int64_t regs = row_chunks(pp, wpr, vec) * vec * (elem_inputs(pp) ? elem_inputs(pp) : 1);
+        if (regs > 64)
+            return pt_errf(e, PT_EINVAL,
+                           "cache=1 would hold %lld values per thread (at most 64): raise wpr or set cache=0",
+                           (long long)regs);
+    }
+    /* a group of warps that finds no element of its row wastes the block */
+    if (32 * wpr * vec > 4 * p->cols && wpr > 1)
+        return pt_errf(e, PT_EINVAL, "wpr=%lld is too many warps for rows of %lld",
+                       (long long)wpr, (long long)p->cols);
+    return PT_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Emission context                                                        */
+
+typedef struct ew {
+    const pt_prepared *pp;
+    const ex_prog *p;
+    ptx_fn *f;
+    int64_t tpb, vec, unroll, wpr, cache, online, imm;
+    ptx_type it;                 /* index type: u32 or u64 */
+    ptx_type ireg;               /* its register type: b32 or b64 */
+    ptx_reg in_ptr[EW_MAX_TENSORS], out_ptr[EW_MAX_TENSORS];
+    ptx_opd rows, cols;          /* immediates or registers (index type) */
+    ptx_reg scale;               /* fp8 output scale */
+    ptx_opd *val;                /* per node: value of the current element */
+    ptx_opd *rowval;             /* per node: value of the current row/chunk */
+    bool *avail;                 /* rowval valid */
+} ew;
+
+#define F32T PTX_T1(PTX_T_F32)
+
+static ptx_reg freg(ew *w) { return ptx_reg_new(w->f, PTX_T_F32); }
+static ptx_reg ireg(ew *w) { return ptx_reg_new(w->f, w->ireg); }
+static ptx_reg preg(ew *w) { return ptx_reg_new(w->f, PTX_T_PRED); }
+
+static ptx_opd iimm(int64_t v) { return ptx_imm(v); }
+
+static ptx_reg f_op2(ew *w, ptx_op op, ptx_mods m, ptx_opd a, ptx_opd b)
+{
+    ptx_reg d = freg(w);
+    ptx_emit(w->f, op, m, F32T, ptx_r(d), a, b);
+    return d;
+}
+
+static ptx_reg f_op1(ew *w, ptx_op op, ptx_mods m, ptx_opd a)
+{
+    ptx_reg d = freg(w);
+    ptx_emit(w->f, op, m, F32T, ptx_r(d), a);
+    return d;
+}
+
+static ptx_reg f_fma(ew *w, ptx_opd a, ptx_opd b, ptx_opd c)
+{
+    ptx_reg d = freg(w);
+    ptx_emit(w->f, PTX_OP_FMA, PTX_MODS(PTX_M_RN), F32T, ptx_r(d), a, b, c);
+    return d;
+}
+
+static ptx_reg i_op2(ew *w, ptx_op op, ptx_mods m, ptx_opd a, ptx_opd b)
+{
+    ptx_reg d = ireg(w);
+    ptx_emit(w->f, op, m, PTX_T1(w->it), ptx_r(d), a, b);
+    return d;
+}
+
+static ptx_reg i_mad(ew *w, ptx_opd a, ptx_opd b, ptx_opd c)
+{
+    ptx_reg d = ireg(w);
+    ptx_emit(w->f, PTX_OP_MAD, PTX_MODS(PTX_M_LO), PTX_T1(w->it), ptx_r(d), a, b, c);
+    return d;
+}
+
+#define NOM PTX_NOMODS
+#define M1(a) PTX_MODS(a)
+#define M2(a, b) PTX_MODS(a, b)
+
+/* exp(x) = 2^(x*log2 e) */
+static ptx_reg f_exp(ew *w, ptx_opd x)
+{
+    ptx_reg t = f_op2(w, PTX_OP_MUL, NOM, x, ptx_f32(1.44269504088896341f));
+    return f_op1(w, PTX_OP_EX2, M2(PTX_M_APPROX, PTX_M_FTZ), ptx_r(t));
+}
+
+/* 1/(1+exp(-x)) */
+static ptx_reg f_sigmoid(ew *w, ptx_opd x)
+{
+    ptx_reg t = f_op2(w, PTX_OP_MUL, NOM, x, ptx_f32(-1.44269504088896341f));
+    ptx_reg e = f_op1(w, PTX_OP_EX2, M2(PTX_M_APPROX, PTX_M_FTZ), ptx_r(t));
+    ptx_reg s = f_op2(w, PTX_OP_ADD, NOM, ptx_r(e), ptx_f32(1.0f));
+    return f_op1(w, PTX_OP_RCP, M1(PTX_M_RN), ptx_r(s));
+}
+
+/* tanh without tanh.approx (its 2^-11 error is too coarse for f32):
+ * |x| >= 0.5: sign(x) * (1 - 2/(exp(2|x|) + 1)); below, an odd Taylor
+ * polynomial to x^11 (error < 2e-8 on |x| < 0.5). */
+static ptx_reg f_tanh(ew *w, ptx_opd x)
+{
+    ptx_reg ax = f_op1(w, PTX_OP_ABS, NOM, x);
+    ptx_reg t = f_op2(w, PTX_OP_MUL, NOM, ptx_r(ax), ptx_f32(2.0f * 1.44269504088896341f));
+    ptx_reg e = f_op1(w, PTX_OP_EX2, M2(PTX_M_APPROX, PTX_M_FTZ), ptx_r(t));
+    ptx_reg s = f_op2(w, PTX_OP_ADD, NOM, ptx_r(e), ptx_f32(1.0f));
+    ptx_reg r = f_op1(w, PTX_OP_RCP, M1(PTX_M_RN), ptx_r(s));
+    ptx_reg big = f_fma(w, ptx_r(r), ptx_f32(-2.0f), ptx_f32(1.0f));
+    big = f_op2(w, PTX_OP_COPYSIGN, NOM, x, ptx_r(big)); /* copysign d, a(sign), b */
+    ptx_reg x2 = f_op2(w, PTX_OP_MUL, NOM, x, x);
+    static const float c[] = {-0.33333333333f, 0.13333333333f, -0.05396825397f, 0.02186948854f,
+                              -0.00886323552f};
+    ptx_reg poly = f_fma(w, ptx_r(x2), ptx_f32(c[4]), ptx_f32(c[3]));
+    poly = f_fma(w, ptx_r(x2), ptx_r(poly), ptx_f32(c[2]));
+    poly = f_fma(w, ptx_r(x2), ptx_r(poly), ptx_f32(c[1]));
+    poly = f_fma(w, ptx_r(x2), ptx_r(poly), ptx_f32(c[0]));
+    ptx_reg x3 = f_op2(w, PTX_OP_MUL, NOM, ptx_r(x2), x);
+    ptx_reg small = f_fma(w, ptx_r(x3), ptx_r(poly), x);
+    ptx_reg p = preg(w);
+    ptx_emit(w->f, PTX_OP_SETP, M1(PTX_M_LT), F32T, ptx_r(p), ptx_r(ax), ptx_f32(0.5f));
+    ptx_reg d = freg(w);
+    ptx_emit(w->f, PTX_OP_SELP, PTX_NOMODS, F32T, ptx_r(d), ptx_r(small), ptx_r(big), ptx_r(p));
+    return d;
+}
+
+/* erf by Abramowitz-Stegun 7.1.26 (absolute error < 1.5e-7). */
+static ptx_reg f_erf(ew *w, ptx_opd x)
+{
+    ptx_reg ax = f_op1(w, PTX_OP_ABS, NOM, x);
+    ptx_reg den = f_fma(w, ptx_r(ax), ptx_f32(0.3275911f), ptx_f32(1.0f));
+    ptx_reg t = f_op1(w, PTX_OP_RCP, M1(PTX_M_RN), ptx_r(den));
+    ptx_reg poly = f_fma(w, ptx_r(t), ptx_f32(1.061405429f), ptx_f32(-1.453152027f));
+    poly = f_fma(w, ptx_r(t), ptx_r(poly), ptx_f32(1.421413741f));
+    poly = f_fma(w, ptx_r(t), ptx_r(poly), ptx_f32(-0.284496736f));
+    poly = f_fma(w, ptx_r(t), ptx_r(poly), ptx_f32(0.254829592f));
+    poly = f_op2(w, PTX_OP_MUL, NOM, ptx_r(poly), ptx_r(t));
+    ptx_reg x2 = f_op2(w, PTX_OP_MUL, NOM, ptx_r(ax), ptx_r(ax));
+    ptx_reg nx2 = f_op1(w, PTX_OP_NEG, NOM, ptx_r(x2));
+    ptx_reg ex = f_exp(w, ptx_r(nx2));
+    ptx_reg y = f_fma(w, ptx_r(poly), ptx_r(ex), ptx_f32(-1.0f)); /* -(1 - poly*e) */
+    y = f_op1(w, PTX_OP_NEG, NOM, ptx_r(y));
+    return f_op2(w, PTX_OP_COPYSIGN, NOM, x, ptx_r(y));
+}
+
+/* Rounds x through a storage dtype, as cast() does. */
+static ptx_reg f_cast(ew *w, ptx_opd x, pt_dtype dt)
+{
+    ptx_fn *f = w->f;
+    ptx_reg d = freg(w);
+    switch (dt) {
+    case PT_F16:
+    case PT_BF16: {
+        ptx_type t = dt == PT_F16 ? PTX_T_F16 : PTX_T_BF16;
+        ptx_reg h = ptx_reg_new(f, PTX_T_B16);
+        ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(t, PTX_T_F32), ptx_r(h), x);
+        ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_F32, t), ptx_r(d), ptx_r(h));
+        return d;
+    }
+    case PT_TF32: {
+        ptx_reg b = ptx_reg_new(f, PTX_T_B32);
+        ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RNA), PTX_TYPES(PTX_T_TF32, PTX_T_F32), ptx_r(b), x);
+        ptx_emit(f, PTX_OP_MOV, NOM, PTX_T1(PTX_T_B32), ptx_r(d), ptx_r(b));
+        return d;
+    }
+    case PT_E4M3:
+    case PT_E5M2: {
+        ptx_type t = dt == PT_E4M3 ? PTX_T_E4M3X2 : PTX_T_E5M2X2;
+        ptx_reg q = ptx_reg_new(f, PTX_T_B16), h2 = ptx_reg_new(f, PTX_T_B32);
+        ptx_reg lo = ptx_reg_new(f, PTX_T_B16), hi = ptx_reg_new(f, PTX_T_B16);
+        ptx_emit(f, PTX_OP_CVT, M2(PTX_M_RN, PTX_M_SATFINITE), PTX_TYPES(t, PTX_T_F32), ptx_r(q),
+                 ptx_f32(0.0f), x);
+        ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(PTX_T_F16X2, t), ptx_r(h2), ptx_r(q));
+        ptx_opd parts[2] = {ptx_r(lo), ptx_r(hi)};
+        ptx_emit(f, PTX_OP_MOV, NOM, PTX_T1(PTX_T_B32), ptx_vec(f, 2, parts), ptx_r(h2));
+        ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_F32, PTX_T_F16), ptx_r(d), ptx_r(lo));
+        return d;
+    }
+    default: ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(d), x); return d;
+    }
+}
+
+static ptx_reg f_cmp(ew *w, ptx_mod cmp, ptx_opd a, ptx_opd b)
+{
+    ptx_reg p = preg(w), d = freg(w);
+    ptx_emit(w->f, PTX_OP_SETP, M1(cmp), F32T, ptx_r(p), a, b);
+    ptx_emit(w->f, PTX_OP_SELP, NOM, F32T, ptx_r(d), ptx_f32(1.0f), ptx_f32(0.0f), ptx_r(p));
+    return d;
+}
+
+/* One elementwise node from its argument values. */
+static ptx_opd emit_node(ew *w, const ex_node *n, const ptx_opd *a)
+{
+    ptx_mods AF = M2(PTX_M_APPROX, PTX_M_FTZ);
+    switch (n->kind) {
+    case EX_CONST: return ptx_f32((float)n->value);
+    case EX_ADD: return ptx_r(f_op2(w, PTX_OP_ADD, NOM, a[0], a[1]));
+    case EX_SUB: return ptx_r(f_op2(w, PTX_OP_SUB, NOM, a[0], a[1]));
+    case EX_MUL: return ptx_r(f_op2(w, PTX_OP_MUL, NOM, a[0], a[1]));
+    case EX_DIV: return ptx_r(f_op2(w, PTX_OP_DIV, M1(PTX_M_RN), a[0], a[1]));
+    case EX_NEG: return ptx_r(f_op1(w, PTX_OP_NEG, NOM, a[0]));
+    case EX_ABS: return ptx_r(f_op1(w, PTX_OP_ABS, NOM, a[0]));
+    case EX_MIN: return ptx_r(f_op2(w, PTX_OP_MIN, NOM, a[0], a[1]));
+    case EX_MAX: return ptx_r(f_op2(w, PTX_OP_MAX, NOM, a[0], a[1]));
+    case EX_LT: return ptx_r(f_cmp(w, PTX_M_LT, a[0], a[1]));
+    case EX_LE: return ptx_r(f_cmp(w, PTX_M_LE, a[0], a[1]));
+    case EX_GT: return ptx_r(f_cmp(w, PTX_M_GT, a[0], a[1]));
+    case EX_GE: return ptx_r(f_cmp(w, PTX_M_GE, a[0], a[1]));
+    case EX_EQ: return ptx_r(f_cmp(w, PTX_M_EQ, a[0], a[1]));
+    case EX_NE: return ptx_r(f_cmp(w, PTX_M_NE, a[0], a[1]));
+    case EX_EXP: return ptx_r(f_exp(w, a[0]));
+    case EX_EXP2: return ptx_r(f_op1(w, PTX_OP_EX2, AF, a[0]));
+    case EX_LOG: {
+        ptx_reg l = f_op1(w, PTX_OP_LG2, AF, a[0]);
+        return ptx_r(f_op2(w, PTX_OP_MUL, NOM, ptx_r(l), ptx_f32(0.693147180559945309f)));
+    }
+    case EX_SQRT: return ptx_r(f_op1(w, PTX_OP_SQRT, M1(PTX_M_RN), a[0]));
+    case EX_RSQRT: {
+        ptx_reg s = f_op1(w, PTX_OP_SQRT, M1(PTX_M_RN), a[0]);
+        return ptx_r(f_op1(w, PTX_OP_RCP, M1(PTX_M_RN), ptx_r(s)));
+    }
+    case EX_TANH: return ptx_r(f_tanh(w, a[0]));
+    case EX_SIGMOID: return ptx_r(f_sigmoid(w, a[0]));
+    case EX_RELU: return ptx_r(f_op2(w, PTX_OP_MAX, NOM, a[0], ptx_f32(0.0f)));
+    case EX_SILU: {
+        ptx_reg s = f_sigmoid(w, a[0]);
+        return ptx_r(f_op2(w, PTX_OP_MUL, NOM, a[0], ptx_r(s)));
+    }
+    case EX_GELU: {
+        /* 0.5*x*(1+tanh(k*(x+0.044715x^3))) */
+        ptx_reg x2 = f_op2(w, PTX_OP_MUL, NOM, a[0], a[0]);
+        ptx_reg in = f_fma(w, ptx_r(x2), ptx_f32(0.044715f), ptx_f32(1.0f));
+        in = f_op2(w, PTX_OP_MUL, NOM, ptx_r(in), a[0]);
+        in = f_op2(w, PTX_OP_MUL, NOM, ptx_r(in), ptx_f32(0.797884560802865356f));
+        ptx_reg t = f_tanh(w, ptx_r(in));
+        ptx_reg h = f_op2(w, PTX_OP_MUL, NOM, a[0], ptx_f32(0.5f));
+        return ptx_r(f_fma(w, ptx_r(h), ptx_r(t), ptx_r(h)));
+    }
+    case EX_GELU_ERF: {
+        ptx_reg s = f_op2(w, PTX_OP_MUL, NOM, a[0], ptx_f32(0.707106781186547524f));
+        ptx_reg t = f_erf(w, ptx_r(s));
+        ptx_reg h = f_op2(w, PTX_OP_MUL, NOM, a[0], ptx_f32(0.5f));
+        return ptx_r(f_fma(w, ptx_r(h), ptx_r(t), ptx_r(h)));
+    }
+    case EX_CAST: return ptx_r(f_cast(w, a[0], n->dtype));
+    case EX_WHERE: {
+        ptx_reg p = preg(w), d = freg(w);
+        ptx_emit(w->f, PTX_OP_SETP, M1(PTX_M_NE), F32T, ptx_r(p), a[0], ptx_f32(0.0f));
+        ptx_emit(w->f, PTX_OP_SELP, NOM, F32T, ptx_r(d), a[1], a[2], ptx_r(p));
+        return ptx_r(d);
+    }
+    default: break;
+    }
+    pt_errf(&w->f->mod->err, PT_EINTERNAL, "elementwise: node kind %s has no emitter",
+            ex_kind_get(n->kind)->name);
+    return ptx_f32(0.0f);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Addresses, loads and stores                                             */
+
+/* byte address = base + idx * size */
+static ptx_reg addr_of(ew *w, ptx_reg base, ptx_opd idx, int size)
+{
+    ptx_fn *f = w->f;
+    ptx_reg off = ptx_reg_new(f, PTX_T_B64), a = ptx_reg_new(f, PTX_T_B64);
+    if (w->it == PTX_T_U32)
+        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_WIDE), PTX_T1(PTX_T_U32), ptx_r(off), idx, iimm(size));
+    else
+        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), PTX_T1(PTX_T_U64), ptx_r(off), idx, iimm(size));
+    ptx_emit(f, PTX_OP_ADD, NOM, PTX_T1(PTX_T_S64), ptx_r(a), ptx_r(base), ptx_r(off));
+    return a;
+}
+
+/* Loads n consecutive elements of dtype dt at idx into f32 values. */
+static void load_elems(ew *w, ptx_reg base, ptx_opd idx, pt_dtype dt, int n, ptx_opd *out,
+                       ptx_reg guard)
+{
+    ptx_fn *f = w->f;
+    int bytes = dt_bytes(dt);
+    ptx_reg a = addr_of(w, base, idx, bytes);
+    ptx_mods m = M2(PTX_M_GLOBAL, PTX_M_NC);
+    if (dt == PT_F32) {
+        ptx_reg r[4];
+        for (int i = 0; i < n; i++) {
+            r[i] = freg(w);
+            out[i] = ptx_r(r[i]);
+        }
+        ptx_mods mv = n == 4 ? PTX_MODS(PTX_M_GLOBAL, PTX_M_NC, PTX_M_V4)
+                    : n == 2 ? PTX_MODS(PTX_M_GLOBAL, PTX_M_NC, PTX_M_V2) : m;
+        ptx_opd d = n == 1 ? ptx_r(r[0]) : ptx_vecr(f, n, r);
+        ptx_ins *in = ptx_emit(f, PTX_OP_LD, mv, F32T, d, ptx_addr(a, 0));
+        if (guard.id)
+            ptx_guard(in, guard, false);
+        return;
+    }
+    /* 16-bit storage: whole 32-bit words when possible, then unpack */
+    ptx_type cvt_src = dt == PT_F16 ? PTX_T_F16 : PTX_T_BF16;
+    ptx_reg h[8];
+    for (int i = 0; i < n; i++)
+        h[i] = ptx_reg_new(f, PTX_T_B16);
+    if (n == 1) {
+        ptx_ins *in = ptx_emit(f, PTX_OP_LD, m, PTX_T1(PTX_T_B16), ptx_r(h[0]), ptx_addr(a, 0));
+        if (guard.id)
+            ptx_guard(in, guard, false);
+    } else {
+        int nw = n / 2;
+        ptx_reg wd[4];
+        for (int i = 0; i < nw; i++)
+            wd[i] = ptx_reg_new(f, PTX_T_B32);
+        ptx_mods mv = nw == 4 ? PTX_MODS(PTX_M_GLOBAL, PTX_M_NC, PTX_M_V4)
+                    : nw == 2 ? PTX_MODS(PTX_M_GLOBAL, PTX_M_NC, PTX_M_V2) : m;
+        ptx_opd d = nw == 1 ? ptx_r(wd[0]) : ptx_vecr(f, nw, wd);
+        ptx_ins *in = ptx_emit(f, PTX_OP_LD, mv, PTX_T1(PTX_T_B32), d, ptx_addr(a, 0));
+        if (guard.id)
+            ptx_guard(in, guard, false);
+        for (int i = 0; i < nw; i++) {
+            ptx_opd parts[2] = {ptx_r(h[2 * i]), ptx_r(h[2 * i + 1])};
+            ptx_emit(f, PTX_OP_MOV, NOM, PTX_T1(PTX_T_B32), ptx_vec(f, 2, parts), ptx_r(wd[i]));
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        ptx_reg v = freg(w);
+        ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_F32, cvt_src), ptx_r(v), ptx_r(h[i]));
+        out[i] = ptx_r(v);
+    }
+}
+
+/* Stores n f32 values as dtype dt at idx (fp8: times the scale). */
+static void store_elems(ew *w, ptx_reg base, ptx_opd idx, pt_dtype dt, int n, const ptx_opd *v,
+                        ptx_reg guard)
+{
+    ptx_fn *f = w->f;
+    int bytes = dt_bytes(dt);
+    ptx_reg a = addr_of(w, base, idx, bytes);
+    ptx_mods m = M1(PTX_M_GLOBAL);
+    ptx_mods mv2 = M2(PTX_M_GLOBAL, PTX_M_V2), mv4 = M2(PTX_M_GLOBAL, PTX_M_V4);
+    ptx_ins *in;
+    if (dt == PT_F32) {
+        ptx_opd s[4];
+        for (int i = 0; i < n; i++) {
+            if (v[i].kind == PTX_O_REG)
+                s[i] = v[i];
+            else { /* a constant output: materialise */
+                ptx_reg r = freg(w);
+                ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(r), v[i]);
+                s[i] = ptx_r(r);
+            }
+        }
+        in = ptx_emit(f, PTX_OP_ST, n == 4 ? mv4 : n == 2 ? mv2 : m, F32T, ptx_addr(a, 0),
+                      n == 1 ? s[0] : ptx_vec(f, n, s));
+        if (guard.id)
+            ptx_guard(in, guard, false);
+        return;
+    }
+    if (dt == PT_E4M3 || dt == PT_E5M2) {
+        ptx_type t = dt == PT_E4M3 ? PTX_T_E4M3X2 : PTX_T_E5M2X2;
+        ptx_reg q[8];
+        int nq = (n + 1) / 2;
+        for (int i = 0; i < nq; i++) {
+            ptx_opd lo = ptx_r(f_op2(w, PTX_OP_MUL, NOM, v[2 * i], ptx_r(w->scale)));
+            ptx_opd hi = 2 * i + 1 < n ? ptx_r(f_op2(w, PTX_OP_MUL, NOM, v[2 * i + 1], ptx_r(w->scale)))
+                                       : ptx_f32(0.0f);
+            q[i] = ptx_reg_new(f, PTX_T_B16);
+            ptx_emit(f, PTX_OP_CVT, M2(PTX_M_RN, PTX_M_SATFINITE), PTX_TYPES(t, PTX_T_F32),
+                     ptx_r(q[i]), hi, lo);
+        }
+        if (n == 1)
+            in = ptx_emit(f, PTX_OP_ST, m, PTX_T1(PTX_T_B8), ptx_addr(a, 0), ptx_r(q[0]));
+        else if (n == 2)
+            in = ptx_emit(f, PTX_OP_ST, m, PTX_T1(PTX_T_B16), ptx_addr(a, 0), ptx_r(q[0]));
+        else {
+            int nw = n / 4;
+            ptx_reg wd[4];
+            for (int i = 0; i < nw; i++) {
+                wd[i] = ptx_reg_new(f, PTX_T_B32);
+                ptx_opd parts[2] = {ptx_r(q[2 * i]), ptx_r(q[2 * i + 1])};
+                ptx_emit(f, PTX_OP_MOV, NOM, PTX_T1(PTX_T_B32), ptx_r(wd[i]), ptx_vec(f, 2, parts));
+            }
+            in = ptx_emit(f, PTX_OP_ST, nw == 4 ? mv4 : nw == 2 ? mv2 : m, PTX_T1(PTX_T_B32),
+                          ptx_addr(a, 0), nw == 1 ? ptx_r(wd[0]) : ptx_vecr(f, nw, wd));
+        }
+        if (guard.id)
+            ptx_guard(in, guard, false);
+        return;
+    }
+    ptx_type t = dt == PT_F16 ? PTX_T_F16 : PTX_T_BF16;
+    if (n == 1) {
+        ptx_reg h = ptx_reg_new(f, PTX_T_B16);
+        ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(t, PTX_T_F32), ptx_r(h), v[0]);
+        in = ptx_emit(f, PTX_OP_ST, m, PTX_T1(PTX_T_B16), ptx_addr(a, 0), ptx_r(h));
+    } else {
+        int nw = n / 2;
+        ptx_reg wd[4];
+        ptx_type t2 = dt == PT_F16 ? PTX_T_F16X2 : PTX_T_BF16X2;
+        for (int i = 0; i < nw; i++) {
+            wd[i] = ptx_reg_new(f, PTX_T_B32);
+            /* cvt.rn.f16x2.f32 d, hi, lo */
+            ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(t2, PTX_T_F32), ptx_r(wd[i]),
+                     v[2 * i + 1], v[2 * i]);
+        }
+        in = ptx_emit(f, PTX_OP_ST, nw == 4 ? mv4 : nw == 2 ? mv2 : m, PTX_T1(PTX_T_B32),
+                      ptx_addr(a, 0), nw == 1 ? ptx_r(wd[0]) : ptx_vecr(f, nw, wd));
+    }
+    if (guard.id)
+        ptx_guard(in, guard, false);
+}
+
+/* Row offset of tensor t for row r (index type). */
+static ptx_opd row_offset(ew *w, const ex_tensor *t, ew_layout lay, ptx_opd r)
+{
+    const ex_prog *p = w->p;
+    switch (lay) {
+    case EW_SCALAR:
+    case EW_ROWVEC: return iimm(0);
+    case EW_COLVEC: return r;
+    case EW_FULL: return ptx_r(i_op2(w, PTX_OP_MUL, M1(PTX_M_LO), r, w->cols));
+    case EW_GENERAL: break;
+    }
+    /* general: r -> full-shape coordinates of dims 0..nd-2 (immediates) */
+    int nd = p->full.ndim;
+    ptx_opd acc = iimm(0);
+    int64_t inner = 1;
+    for (int d = nd - 2; d >= 0; d--) {
+        int64_t dim = p->full.dim[d];
+        if (t->stride[d] != 0 && dim > 1) {
+            ptx_opd q = inner == 1 ? r : ptx_r(i_op2(w, PTX_OP_DIV, NOM, r, iimm(inner)));
+            ptx_reg c = i_op2(w, PTX_OP_REM, NOM, q, iimm(dim));
+            ptx_reg term = i_op2(w, PTX_OP_MUL, M1(PTX_M_LO), ptx_r(c), iimm(t->stride[d]));
+            acc = acc.kind == PTX_O_IMM ? ptx_r(term)
+                                        : ptx_r(i_op2(w, PTX_OP_ADD, NOM, acc, ptx_r(term)));
+        }
+        inner *= dim;
+    }
+    return acc;
+}
+
+static ptx_opd idx_add(ew *w, ptx_opd a, ptx_opd b)
+{
+    if (a.kind == PTX_O_IMM && a.u.imm == 0)
+        return b;
+    if (b.kind == PTX_O_IMM && b.u.imm == 0)
+        return a;
+    if (a.kind == PTX_O_IMM && b.kind == PTX_O_IMM)
+        return iimm(a.u.imm + b.u.imm);
+    return ptx_r(i_op2(w, PTX_OP_ADD, NOM, a, b));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Kernel prologue                                                         */
+
+static ptx_opd sreg32(ew *w, ptx_sreg s)
+{
+    ptx_reg r = ptx_reg_new(w->f, PTX_T_B32);
+    ptx_emit(w->f, PTX_OP_MOV, NOM, PTX_T1(PTX_T_U32), ptx_r(r), ptx_sr(s));
+    if (w->it == PTX_T_U32)
+        return ptx_r(r);
+    ptx_reg d = ireg(w);
+    ptx_emit(w->f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U64, PTX_T_U32), ptx_r(d), ptx_r(r));
+    return ptx_r(d);
+}
+
+static void prologue(ew *w, pt_launch *l)
+{
+    ptx_fn *f = w->f;
+    const ex_prog *p = w->p;
+    char name[64];
+    l->nargs = 0;
+    for (int i = 0; i < p->noutputs; i++) {
+        snprintf(name, sizeof name, "out_%s", p->outputs[i].name);
+        const char *pn = ptx_param_ptr(f, name, 16);
+        l->args[l->nargs++] = (pt_arg){PT_ARG_OUTPUT, i, 0, 0};
+        ptx_reg r = ptx_reg_new(f, PTX_T_B64);
+        ptx_emit(f, PTX_OP_LD, M1(PTX_M_PARAM), PTX_T1(PTX_T_U64), ptx_r(r), ptx_saddr(pn, 0));
+        w->out_ptr[i] = ptx_reg_new(f, PTX_T_B64);
+        ptx_emit(f, PTX_OP_CVTA, M2(PTX_M_TO, PTX_M_GLOBAL), PTX_T1(PTX_T_U64), ptx_r(w->out_ptr[i]),
+                 ptx_r(r));
+    }
+    for (int i = 0; i < p->ninputs; i++) {
+        snprintf(name, sizeof name, "in_%s", p->inputs[i].name);
+        const char *pn = ptx_param_ptr(f, name, 16);
+        l->args[l->nargs++] = (pt_arg){PT_ARG_INPUT, i, 0, 0};
+        ptx_reg r = ptx_reg_new(f, PTX_T_B64);
+        ptx_emit(f, PTX_OP_LD, M1(PTX_M_PARAM), PTX_T1(PTX_T_U64), ptx_r(r), ptx_saddr(pn, 0));
+        w->in_ptr[i] = ptx_reg_new(f, PTX_T_B64);
+        ptx_emit(f, PTX_OP_CVTA, M2(PTX_M_TO, PTX_M_GLOBAL), PTX_T1(PTX_T_U64), ptx_r(w->in_ptr[i]),
+                 ptx_r(r));
+    }
+    if (w->imm) {
+        w->rows = iimm(p->rows);
+        w->cols = iimm(p->cols);
+    } else {
+        const char *names[2] = {"rows", "cols"};
+        int64_t vals[2] = {p->rows, p->cols};
+        ptx_opd *dst[2] = {&w->rows, &w->cols};
+        for (int i = 0; i < 2; i++) {
+            const char *pn = ptx_param_add(f, names[i], w->it);
+            l->args[l->nargs++] =
+                (pt_arg){w->it == PTX_T_U32 ? PT_ARG_U32 : PT_ARG_U64, 0, (uint64_t)vals[i], 0};
+            ptx_reg r = ireg(w);
+            ptx_emit(f, PTX_OP_LD, M1(PTX_M_PARAM), PTX_T1(w->it), ptx_r(r), ptx_saddr(pn, 0));
+            *dst[i] = ptx_r(r);
+        }
+    }
+    if (w->pp->out_dt == PT_E4M3 || w->pp->out_dt == PT_E5M2) {
+        const char *pn = ptx_param_add(f, "out_scale", PTX_T_F32);
+        l->args[l->nargs++] = (pt_arg){PT_ARG_F32, 0, 0, w->pp->out_scale};
+        w->scale = freg(w);
+        ptx_emit(f, PTX_OP_LD, M1(PTX_M_PARAM), F32T, ptx_r(w->scale), ptx_saddr(pn, 0));
+    }
+}
+
+/* Loads the per-row (or per-chunk) inputs: those constant along the row. */
+static void load_row_inputs(ew *w, ptx_opd r)
+{
+    const ex_prog *p = w->p;
+    for (int i = 0; i < p->ninputs; i++) {
+        const ex_tensor *t = &p->inputs[i];
+        if (t->varies_col)
+            continue;
+        ptx_opd off = row_offset(w, t, w->pp->in_layout[i], r);
+        ptx_opd v;
+        load_elems(w, w->in_ptr[i], off, w->pp->in_dt, 1, &v, (ptx_reg){0});
+        w->rowval[t->node] = v;
+        w->avail[t->node] = true;
+    }
+}
+
+/* Computes every ROW-class node whose operands are available. */
+static void eval_row_nodes(ew *w)
+{
+    const ex_prog *p = w->p;
+    for (int i = 0; i < p->nnodes; i++) {
+        const ex_node *n = &p->nodes[i];
+        if (w->avail[i] || ex_node_class(p, i) != EX_ROW || n->kind == EX_INPUT ||
+            (ex_kind_get(n->kind)->flags & EXK_RED))
+            continue;
+        ptx_opd a[3];
+        bool ok = true;
+        for (int k = 0; k < n->nargs; k++) {
+            ok &= w->avail[n->arg[k]];
+            a[k] = w->rowval[n->arg[k]];
+        }
+        if (!ok)
+            continue;
+        w->rowval[i] = emit_node(w, n, a);
+        w->avail[i] = true;
+    }
+}
+
+/* Evaluates the ELEM nodes in need[] for one element whose ELEM inputs are
+ * in w->val (ROW values in w->rowval). */
+static void eval_elem(ew *w, const bool *need)
+{
+    const ex_prog *p = w->p;
+    for (int i = 0; i < p->nnodes; i++) {
+        const ex_node *n = &p->nodes[i];
+        if (!need[i] || n->kind == EX_INPUT || ex_node_class(p, i) != EX_ELEM)
+            continue;
+        ptx_opd a[3];
+        for (int k = 0; k < n->nargs; k++) {
+            int g = n->arg[k];
+            a[k] = ex_node_class(p, g) == EX_ROW ? w->rowval[g] : w->val[g];
+        }
+        w->val[i] = emit_node(w, n, a);
+    }
+}
+
+static ptx_opd node_value(ew *w, int i)
+{
+    return ex_node_class(w->p, i) == EX_ROW ? w->rowval[i] : w->val[i];
+}
+
+/* Marks the ELEM nodes needed to compute roots (transitively). */
+static void mark_needed(const ex_prog *p, bool *need, const int *roots, int nroots)
+{
+    for (int i = 0; i < nroots; i++)
+        need[roots[i]] = true;
+    for (int i = p->nnodes - 1; i >= 0; i--) {
+        if (!need[i] || (ex_kind_get(p->nodes[i].kind)->flags & EXK_RED))
+            continue;
+        for (int k = 0; k < p->nodes[i].nargs; k++)
+            need[p->nodes[i].arg[k]] = true;
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Flat kernel                                                             */
+
+static void flat_chunk(ew *w, ptx_opd e, int n, ptx_reg guard, const bool *need)
+{
+    const ex_prog *p = w->p;
+    const pt_prepared *pp = w->pp;
+    ptx_opd r = iimm(0), c = e;
+    bool need_rc = false;
+    for (int i = 0; i < p->ninputs; i++)
+        need_rc |= pp->in_layout[i] != EW_FULL && pp->in_layout[i] != EW_SCALAR;
+    for (int i = 0; i < p->noutputs; i++)
+        need_rc |= pp->out_layout[i] != EW_FULL;
+    if (need_rc) {
+        r = ptx_r(i_op2(w, PTX_OP_DIV, NOM, e, w->cols));
+        c = ptx_r(i_op2(w, PTX_OP_REM, NOM, e, w->cols));
+    }
+    memset(w->avail, 0, (size_t)p->nnodes * sizeof *w->avail);
+    load_row_inputs(w, r);
+    eval_row_nodes(w);
+    ptx_opd vals[EW_MAX_TENSORS][8];
+    for (int i = 0; i < p->ninputs; i++) {
+        const ex_tensor *t = &p->inputs[i];
+        if (!t->varies_col)
+            continue;
+        ptx_opd off = pp->in_layout[i] == EW_FULL ? e : idx_add(w, row_offset(w, t, pp->in_layout[i], r), c);
+        load_elems(w, w->in_ptr[i], off, pp->in_dt, n, vals[i], guard);
+    }
+    ptx_opd outv[EW_MAX_TENSORS][8];
+    for (int j = 0; j < n; j++) {
+        for (int i = 0; i < p->ninputs; i++)
+            if (p->inputs[i].varies_col)
+                w->val[p->inputs[i].node] = vals[i][j];
+        eval_elem(w, need);
+        for (int o = 0; o < p->noutputs; o++)
+            outv[o][j] = node_value(w, p->outputs[o].node);
+    }
+    for (int o = 0; o < p->noutputs; o++) {
+        const ex_tensor *t = &p->outputs[o];
+        ptx_opd off = pp->out_layout[o] == EW_FULL ? e : idx_add(w, row_offset(w, t, pp->out_layout[o], r), c);
+        store_elems(w, w->out_ptr[o], off, pp->out_dt, n, outv[o], guard);
+    }
+}
+
+static int emit_flat(ew *w, pt_launch *l)
+{
+    ptx_fn *f = w->f;
+    const ex_prog *p = w->p;
+    int64_t n = p->rows * p->cols;
+    int64_t per_block = w->tpb * w->vec * w->unroll;
+    l->grid[0] = (unsigned)((n + per_block - 1) / per_block);
+    if ((n + per_block - 1) / per_block > 0x7fffffff)
+        return pt_errf(&f->mod->err, PT_ERANGE, "grid too large");
+    bool *need = pt_arena_alloc(f->mod->arena, (size_t)p->nnodes);
+    int roots[EW_MAX_TENSORS];
+    for (int o = 0; o < p->noutputs; o++)
+        roots[o] = p->outputs[o].node;
+    mark_needed(p, need, roots, p->noutputs);
+
+    ptx_opd tid = sreg32(w, PTX_S_TID_X), cta = sreg32(w, PTX_S_CTAID_X);
+    ptx_opd total = w->imm ? iimm(n) : ptx_r(i_op2(w, PTX_OP_MUL, M1(PTX_M_LO), w->rows, w->cols));
+    /* first chunk of this thread: (cta*unroll)*tpb + tid */
+    ptx_reg base = i_mad(w, cta, iimm(w->unroll * w->tpb), tid);
+    bool tail = w->imm ? n % w->vec != 0 : w->vec > 1;
+    for (int u = 0; u < w->unroll; u++) {
+        int skip = ptx_label_new(f);
+        ptx_reg chunk = i_op2(w, PTX_OP_ADD, NOM, ptx_r(base), iimm(u * w->tpb));
+        ptx_reg e = i_op2(w, PTX_OP_MUL, M1(PTX_M_LO), ptx_r(chunk), iimm(w->vec));
+        ptx_reg p_out = preg(w);
+        ptx_emit(f, PTX_OP_SETP, M1(PTX_M_GE), PTX_T1(w->it), ptx_r(p_out), ptx_r(e), total);
+        ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(skip)), p_out, false);
+        int scalar = -1;
+        if (tail) {
+            /* a partial last chunk goes to the scalar path */
+            scalar = ptx_label_new(f);
+            ptx_reg end = i_op2(w, PTX_OP_ADD, NOM, ptx_r(e), iimm(w->vec));
+            ptx_reg p_part = preg(w);
+            ptx_emit(f, PTX_OP_SETP, M1(PTX_M_GT), PTX_T1(w->it), ptx_r(p_part), ptx_r(end), total);
+            ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(scalar)), p_part, false);
+        }
+        flat_chunk(w, ptx_r(e), (int)w->vec, (ptx_reg){0}, need);
+        if (tail) {
+            ptx_emit(f, PTX_OP_BRA, M1(PTX_M_UNI), PTX_NOTYPES, ptx_lbl(skip));
+            ptx_label_place(f, scalar);
+            for (int j = 0; j < w->vec - 1; j++) {
+                ptx_reg ej = i_op2(w, PTX_OP_ADD, NOM, ptx_r(e), iimm(j));
+                ptx_reg pj = preg(w);
+                ptx_emit(f, PTX_OP_SETP, M1(PTX_M_LT), PTX_T1(w->it), ptx_r(pj), ptx_r(ej), total);
+                flat_chunk(w, ptx_r(ej), 1, pj, need);
+            }
+        }
+        ptx_label_place(f, skip);
+    }
+    ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
+    return PT_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Row kernel                                                              */
+
+typedef enum red_op { RED_SUM, RED_MAX, RED_PAIR } red_op;
+
+/* Combines (a) with (b) into (a): sums, maxima or (max, sumexp) pairs. */
+static void combine(ew *w, red_op op, ptx_reg *a, const ptx_opd *b)
+{
+    if (op == RED_SUM) {
+        ptx_emit(w->f, PTX_OP_ADD, NOM, F32T, ptx_r(a[0]), ptx_r(a[0]), b[0]);
+    } else if (op == RED_MAX) {
+        ptx_emit(w->f, PTX_OP_MAX, NOM, F32T, ptx_r(a[0]), ptx_r(a[0]), b[0]);
+    } else {
+        /* m = max(m1, m2); s = s1*exp(m1-m) + s2*exp(m2-m); -inf pairs stay (-inf, 0) */
+        ptx_reg m = f_op2(w, PTX_OP_MAX, NOM, ptx_r(a[0]), b[0]);
+        ptx_reg p = preg(w);
+        ptx_emit(w->f, PTX_OP_SETP, M1(PTX_M_EQ), F32T, ptx_r(p), ptx_r(m), ptx_f32(-INFINITY));
+        ptx_reg ms = freg(w);
+        ptx_emit(w->f, PTX_OP_SELP, NOM, F32T, ptx_r(ms), ptx_f32(0.0f), ptx_r(m), ptx_r(p));
+        ptx_reg d1 = f_op2(w, PTX_OP_SUB, NOM, ptx_r(a[0]), ptx_r(ms));
+        ptx_reg d2 = f_op2(w, PTX_OP_SUB, NOM, b[0], ptx_r(ms));
+        ptx_reg e1 = f_exp(w, ptx_r(d1)), e2 = f_exp(w, ptx_r(d2));
+        ptx_reg s = f_op2(w, PTX_OP_MUL, NOM, ptx_r(a[1]), ptx_r(e1));
+        ptx_emit(w->f, PTX_OP_FMA, M1(PTX_M_RN), F32T, ptx_r(a[1]), b[1], ptx_r(e2), ptx_r(s));
+        ptx_emit(w->f, PTX_OP_MOV, NOM, F32T, ptx_r(a[0]), ptx_r(m));
+    }
+}
+
+typedef struct red_slot {
+    int node;      /* the reduction node (for a pair: the RSUMEXP) */
+    int max_node;  /* pair: the RMAX node, else -1 */
+    red_op op;
+    ptx_reg acc[2];
+} red_slot;
+
+/* Shuffle-reduces each slot across the T threads of a row group. */
+static void reduce_group(ew *w, red_slot *s, int ns, ptx_opd row_in_block, ptx_opd lane_in_row,
+                         const char *smem)
+{
+    ptx_fn *f = w->f;
+    int width = w->wpr > 1 ? 32 : 32;
+    for (int off = width / 2; off >= 1; off /= 2) {
+        for (int i = 0; i < ns; i++) {
+            int nv = s[i].op == RED_PAIR ? 2 : 1;
+            ptx_opd other[2];
+            for (int k = 0; k < nv; k++) {
+                ptx_reg o = freg(w);
+                ptx_emit(f, PTX_OP_SHFL, M2(PTX_M_SYNC, PTX_M_BFLY), PTX_T1(PTX_T_B32), ptx_r(o),
+                         ptx_r(s[i].acc[k]), iimm(off), iimm(31), ptx_hex(0xffffffff));
+                other[k] = ptx_r(o);
+            }
+            combine(w, s[i].op, s[i].acc, other);
+        }
+    }
+    if (w->wpr == 1)
+        return;
+    /* across warps: lane 0 of each warp writes, everyone folds in order */
+    int nval = 0;
+    for (int i = 0; i < ns; i++)
+        nval += s[i].op == RED_PAIR ? 2 : 1;
+    int64_t rpb = w->tpb / (32 * w->wpr);
+    ptx_reg base = ptx_reg_new(f, PTX_T_B32);
+    ptx_emit(f, PTX_OP_MOV, NOM, PTX_T1(PTX_T_U32), ptx_r(base), ptx_sym(smem));
+    /* slot address: base + ((v*rpb + row)*wpr + warp)*4 */
+    ptx_reg lane32 = ptx_reg_new(f, PTX_T_B32), row32 = ptx_reg_new(f, PTX_T_B32);
+    ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U32, w->it == PTX_T_U32 ? PTX_T_U32 : PTX_T_U64),
+             ptx_r(lane32), lane_in_row);
+    ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U32, w->it == PTX_T_U32 ? PTX_T_U32 : PTX_T_U64),
+             ptx_r(row32), row_in_block);
+    ptx_reg warp = ptx_reg_new(f, PTX_T_B32), lane = ptx_reg_new(f, PTX_T_B32);
+    ptx_emit(f, PTX_OP_SHR, NOM, PTX_T1(PTX_T_U32), ptx_r(warp), ptx_r(lane32), iimm(5));
+    ptx_emit(f, PTX_OP_AND, NOM, PTX_T1(PTX_T_B32), ptx_r(lane), ptx_r(lane32), iimm(31));
+    ptx_reg rowbase = ptx_reg_new(f, PTX_T_B32);
+    ptx_emit(f, PTX_OP_MAD, M1(PTX_M_LO), PTX_T1(PTX_T_U32), ptx_r(rowbase), ptx_r(row32),
+             iimm(w->wpr * 4), ptx_r(base));
+    ptx_reg mine = ptx_reg_new(f, PTX_T_B32);
+    ptx_emit(f, PTX_OP_MAD, M1(PTX_M_LO), PTX_T1(PTX_T_U32), ptx_r(mine), ptx_r(warp), iimm(4),
+             ptx_r(rowbase));
+    ptx_reg p0 = preg(w);
+    ptx_emit(f, PTX_OP_SETP, M1(PTX_M_EQ), PTX_T1(PTX_T_U32), ptx_r(p0), ptx_r(lane), iimm(0));
+    int64_t stride = rpb * w->wpr * 4;
+    int v = 0;
+    for (int i = 0; i < ns; i++)
+        for (int k = 0; k < (s[i].op == RED_PAIR ? 2 : 1); k++, v++)
+            ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_SHARED), F32T, ptx_addr(mine, v * stride),
+                               ptx_r(s[i].acc[k])),
+                      p0, false);
+    ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, iimm(0));
+    v = 0;
+    for (int i = 0; i < ns; i++) {
+        int nv = s[i].op == RED_PAIR ? 2 : 1;
+        for (int k = 0; k < nv; k++)
+            ptx_emit(f, PTX_OP_LD, M1(PTX_M_SHARED), F32T, ptx_r(s[i].acc[k]),
+                     ptx_addr(rowbase, (v + k) * stride));
+        for (int wi = 1; wi < w->wpr; wi++) {
+            ptx_opd other[2];
+            for (int k = 0; k < nv; k++) {
+                ptx_reg o = freg(w);
+                ptx_emit(f, PTX_OP_LD, M1(PTX_M_SHARED), F32T, ptx_r(o),
+                         ptx_addr(rowbase, (v + k) * stride + wi * 4));
+                other[k] = ptx_r(o);
+            }
+            combine(w, s[i].op, s[i].acc, other);
+        }
+        v += nv;
+    }
+    ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, iimm(0));
+}
+
+/* One pass over the row computing the slots' reductions. elem(k) loads or
+ * recalls chunk k's ELEM input values into w->val. */
+typedef struct row_ctx {
+    ptx_opd row, lane_in_row, row_in_block;
+    ptx_reg store_ok;
+    int64_t nchunks;                 /* cache mode: chunks per thread */
+    ptx_opd (*cached)[EW_MAX_TENSORS][8]; /* cache mode: [chunk][input][j] */
+    bool *loaded;                    /* cache mode: chunk loaded */
+    ptx_reg valid[64];               /* cache mode: chunk in range (0: always) */
+} row_ctx;
+
+/* Loads chunk values for column c into w->val (per element j, via vals). */
+static void row_load(ew *w, row_ctx *rc, ptx_opd c, ptx_opd vals[EW_MAX_TENSORS][8],
+                     ptx_reg guard)
+{
+    const ex_prog *p = w->p;
+    for (int i = 0; i < p->ninputs; i++) {
+        const ex_tensor *t = &p->inputs[i];
+        if (!t->varies_col)
+            continue;
+        ptx_opd off = idx_add(w, row_offset(w, t, w->pp->in_layout[i], rc->row), c);
+        load_elems(w, w->in_ptr[i], off, w->pp->in_dt, (int)w->vec, vals[i], guard);
+    }
+}
+
+static void set_elem_inputs(ew *w, ptx_opd vals[EW_MAX_TENSORS][8], int j)
+{
+    for (int i = 0; i < w->p->ninputs; i++)
+        if (w->p->inputs[i].varies_col)
+            w->val[w->p->inputs[i].node] = vals[i][j];
+}
+
+/* Accumulates element values into the slots. */
+static void accumulate(ew *w, red_slot *s, int ns, ptx_reg guard)
+{
+    for (int i = 0; i < ns; i++) {
+        const ex_node *n = &w->p->nodes[s[i].node];
+        ptx_opd v = node_value(w, n->arg[0]);
+        ptx_ins *in;
+        switch (s[i].op) {
+        case RED_SUM:
+            if (n->kind == EX_RSUMEXP) {
+                ptx_reg d = f_op2(w, PTX_OP_SUB, NOM, v, node_value(w, n->arg[1]));
+                v = ptx_r(f_exp(w, ptx_r(d)));
+            }
+            in = ptx_emit(w->f, PTX_OP_ADD, NOM, F32T, ptx_r(s[i].acc[0]), ptx_r(s[i].acc[0]), v);
+            if (guard.id)
+                ptx_guard(in, guard, false);
+            break;
+        case RED_MAX:
+            in = ptx_emit(w->f, PTX_OP_MAX, NOM, F32T, ptx_r(s[i].acc[0]), ptx_r(s[i].acc[0]), v);
+            if (guard.id)
+                ptx_guard(in, guard, false);
+            break;
+        case RED_PAIR: {
+            /* online: m' = max(m, v); s = s*exp(m - m') + exp(v - m') */
+            ptx_reg m = f_op2(w, PTX_OP_MAX, NOM, ptx_r(s[i].acc[0]), v);
+            ptx_reg d1 = f_op2(w, PTX_OP_SUB, NOM, ptx_r(s[i].acc[0]), ptx_r(m));
+            ptx_reg d2 = f_op2(w, PTX_OP_SUB, NOM, v, ptx_r(m));
+            ptx_reg e1 = f_exp(w, ptx_r(d1)), e2 = f_exp(w, ptx_r(d2));
+            in = ptx_emit(w->f, PTX_OP_FMA, M1(PTX_M_RN), F32T, ptx_r(s[i].acc[1]), ptx_r(s[i].acc[1]),
+                          ptx_r(e1), ptx_r(e2));
+            if (guard.id)
+                ptx_guard(in, guard, false);
+            in = ptx_emit(w->f, PTX_OP_MOV, NOM, F32T, ptx_r(s[i].acc[0]), ptx_r(m));
+            if (guard.id)
+                ptx_guard(in, guard, false);
+            break;
+        }
+        }
+    }
+}
+
+/* Runs body over this thread's chunks of the row: unrolled over cached
+ * chunks, or a loop. body(w, rc, c, vals, guard) */
+typedef void (*chunk_fn)(ew *w, row_ctx *rc, void *arg, ptx_opd vals[EW_MAX_TENSORS][8],
+                         ptx_opd c, ptx_reg guard);
+
+static void for_chunks(ew *w, row_ctx *rc, chunk_fn body, void *arg)
+{
+    ptx_fn *f = w->f;
+    int64_t T = 32 * w->wpr;
+    ptx_reg c0 = i_op2(w, PTX_OP_MUL, M1(PTX_M_LO), rc->lane_in_row, iimm(w->vec));
+    if (w->cache) {
+        for (int64_t k = 0; k < rc->nchunks; k++) {
+            ptx_opd c = idx_add(w, ptx_r(c0), iimm(k * T * w->vec));
+            if (!rc->loaded[k]) {
+                if ((k + 1) * T * w->vec > w->p->cols) {
+                    rc->valid[k] = preg(w);
+                    ptx_emit(f, PTX_OP_SETP, M1(PTX_M_LT), PTX_T1(w->it), ptx_r(rc->valid[k]), c,
+                             w->cols);
+                }
+                row_load(w, rc, c, rc->cached[k], rc->valid[k]);
+                rc->loaded[k] = true;
+            }
+            body(w, rc, arg, rc->cached[k], c, rc->valid[k]);
+        }
+        return;
+    }
+    /* loop: for (c = c0; c < cols; c += T*vec) */
+    int top = ptx_label_new(f), done = ptx_label_new(f);
+    ptx_reg c = ireg(w);
+    ptx_emit(f, PTX_OP_MOV, NOM, PTX_T1(w->it), ptx_r(c), ptx_r(c0));
+    ptx_label_place(f, top);
+    ptx_reg p = preg(w);
+    ptx_emit(f, PTX_OP_SETP, M1(PTX_M_GE), PTX_T1(w->it), ptx_r(p), ptx_r(c), w->cols);
+    ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(done)), p, false);
+    ptx_opd vals[EW_MAX_TENSORS][8];
+    row_load(w, rc, ptx_r(c), vals, (ptx_reg){0});
+    body(w, rc, arg, vals, ptx_r(c), (ptx_reg){0});
+    ptx_emit(f, PTX_OP_ADD, NOM, PTX_T1(w->it), ptx_r(c), ptx_r(c), iimm(T * w->vec));
+    ptx_emit(f, PTX_OP_BRA, M1(PTX_M_UNI), PTX_NOTYPES, ptx_lbl(top));
+    ptx_label_place(f, done);
+}
+
+typedef struct pass_arg {
+    red_slot *s;
+    int ns;
+    bool *need;
+} pass_arg;
+
+static void pass_body(ew *w, row_ctx *rc, void *arg, ptx_opd vals[EW_MAX_TENSORS][8], ptx_opd c,
+                      ptx_reg guard)
+{
+    (void)rc;
+    (void)c;
+    pass_arg *pa = arg;
+    for (int j = 0; j < w->vec; j++) {
+        set_elem_inputs(w, vals, j);
+        eval_elem(w, pa->need);
+        accumulate(w, pa->s, pa->ns, guard);
+    }
+}
+
+static void out_body(ew *w, row_ctx *rc, void *arg, ptx_opd vals[EW_MAX_TENSORS][8], ptx_opd c,
+                     ptx_reg guard)
+{
+    const ex_prog *p = w->p;
+    bool *need = arg;
+    ptx_opd outv[EW_MAX_TENSORS][8];
+    for (int j = 0; j < w->vec; j++) {
+        set_elem_inputs(w, vals, j);
+        eval_elem(w, need);
+        for (int o = 0; o < p->noutputs; o++)
+            outv[o][j] = node_value(w, p->outputs[o].node);
+    }
+    ptx_reg g = rc->store_ok;
+    if (guard.id) {
+        g = preg(w);
+        ptx_emit(w->f, PTX_OP_AND, NOM, PTX_T1(PTX_T_PRED), ptx_r(g), ptx_r(guard),
+                 ptx_r(rc->store_ok));
+    }
+    for (int o = 0; o < p->noutputs; o++) {
+        const ex_tensor *t = &p->outputs[o];
+        if (t->per_row)
+            continue;
+        ptx_opd off = idx_add(w, row_offset(w, t, w->pp->out_layout[o], rc->row), c);
+        store_elems(w, w->out_ptr[o], off, w->pp->out_dt, (int)w->vec, outv[o], g);
+    }
+}
+
+static int emit_rows(ew *w, pt_launch *l)
+{
+    ptx_fn *f = w->f;
+    const ex_prog *p = w->p;
+    pt_arena *a = f->mod->arena;
+    int64_t T = 32 * w->wpr, rpb = w->tpb / T;
+    l->grid[0] = (unsigned)((p->rows + rpb - 1) / rpb);
+    row_ctx rc = {0};
+    ptx_opd tid = sreg32(w, PTX_S_TID_X), cta = sreg32(w, PTX_S_CTAID_X);
+    rc.row_in_block = rpb == 1 ? iimm(0) : ptx_r(i_op2(w, PTX_OP_DIV, NOM, tid, iimm(T)));
+    rc.lane_in_row = rpb == 1 ? tid : ptx_r(i_op2(w, PTX_OP_REM, NOM, tid, iimm(T)));
+    ptx_reg row = i_mad(w, cta, iimm(rpb), rc.row_in_block);
+    /* rows past the end recompute the last row (barriers stay uniform) and
+     * store nothing */
+    rc.store_ok = preg(w);
+    ptx_emit(f, PTX_OP_SETP, M1(PTX_M_LT), PTX_T1(w->it), ptx_r(rc.store_ok), ptx_r(row), w->rows);
+    ptx_reg last = i_op2(w, PTX_OP_SUB, NOM, w->rows, iimm(1));
+    rc.row = ptx_r(i_op2(w, PTX_OP_MIN, NOM, ptx_r(row), ptx_r(last)));
+    rc.nchunks = row_chunks(w->pp, w->wpr, w->vec);
+    if (w->cache) {
+        rc.cached = pt_arena_alloc(a, (size_t)rc.nchunks * sizeof *rc.cached);
+        rc.loaded = pt_arena_alloc(a, (size_t)rc.nchunks);
+    }
+    memset(w->avail, 0, (size_t)p->nnodes * sizeof *w->avail);
+    load_row_inputs(w, rc.row);
+    eval_row_nodes(w);
+
+    /* shared scratch for cross-warp reductions: [values][rpb][wpr] f32 */
+    int maxvals = 0;
+    for (int lv = 1; lv <= p->nlevels; lv++) {
+        int nv = 0;
+        for (int i = 0; i < p->nnodes; i++)
+            if (p->nodes[i].level == lv && (ex_kind_get(p->nodes[i].kind)->flags & EXK_RED))
+                nv += p->nodes[i].kind == EX_RSUMEXP ? 2 : 1;
+        if (nv > maxvals)
+            maxvals = nv;
+    }
+    const char *smem = NULL;
+    if (w->wpr > 1)
+        smem = ptx_shared_add(f, "red", 16, maxvals * rpb * w->wpr * 4);
+
+    for (int lv = 1; lv <= p->nlevels; lv++) {
+        /* sub-pass 0: everything of this level (pairs when online);
+         * sub-pass 1 (online=0): sums of exponentials after their max */
+        for (int sub = 0; sub < 2; sub++) {
+            red_slot *s = pt_arena_alloc(a, (size_t)p->nnodes * sizeof *s);
+            int ns = 0;
+            for (int i = 0; i < p->nnodes; i++) {
+                const ex_node *n = &p->nodes[i];
+                if (n->level != lv || !(ex_kind_get(n->kind)->flags & EXK_RED) || w->avail[i])
+                    continue;
+                bool pair_max = false; /* RMAX folded into a pair */
+                int pair = -1;
+                if (n->kind == EX_RSUMEXP && p->nodes[n->arg[1]].kind == EX_RMAX &&
+                    p->nodes[n->arg[1]].arg[0] == n->arg[0] && p->nodes[n->arg[1]].level == lv)
+                    pair = n->arg[1];
+                if (n->kind == EX_RMAX && w->online)
+                    for (int k = 0; k < p->nnodes; k++)
+                        if (p->nodes[k].kind == EX_RSUMEXP && p->nodes[k].arg[1] == i &&
+                            p->nodes[k].arg[0] == n->arg[0])
+                            pair_max = true;
+                if (pair_max)
+                    continue;
+                if (pair >= 0 && !w->online && sub == 0)
+                    continue; /* needs its max first */
+                if (sub == 1 && !(pair >= 0 && !w->online))
+                    continue;
+                red_slot *r = &s[ns++];
+                r->node = i;
+                r->max_node = pair >= 0 && w->online ? pair : -1;
+                r->op = r->max_node >= 0 ? RED_PAIR
+                      : n->kind == EX_RMAX ? RED_MAX : RED_SUM;
+                for (int k = 0; k < (r->op == RED_PAIR ? 2 : 1); k++) {
+                    r->acc[k] = freg(w);
+                    float init = (r->op == RED_MAX || (r->op == RED_PAIR && k == 0)) ? -INFINITY : 0.0f;
+                    ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(r->acc[k]), ptx_f32(init));
+                }
+            }
+            if (!ns)
+                continue;
+            bool *need = pt_arena_alloc(a, (size_t)p->nnodes);
+            int *roots = pt_arena_alloc(a, (size_t)(2 * ns) * sizeof *roots);
+            int nr = 0;
+            for (int i = 0; i < ns; i++)
+                roots[nr++] = p->nodes[s[i].node].arg[0];
+            mark_needed(p, need, roots, nr);
+            pass_arg pa = {s, ns, need};
+            for_chunks(w, &rc, pass_body, &pa);
+            reduce_group(w, s, ns, rc.row_in_block, rc.lane_in_row, smem);
+            for (int i = 0; i < ns; i++) {
+                const ex_node *n = &p->nodes[s[i].node];
+                ptx_opd v = ptx_r(s[i].acc[s[i].op == RED_PAIR ? 1 : 0]);
+                if (n->kind == EX_RMEAN)
+                    v = ptx_r(f_op2(w, PTX_OP_MUL, NOM, v, ptx_f32((float)(1.0 / (double)p->cols))));
+                w->rowval[s[i].node] = v;
+                w->avail[s[i].node] = true;
+                if (s[i].op == RED_PAIR) {
+                    w->rowval[s[i].max_node] = ptx_r(s[i].acc[0]);
+                    w->avail[s[i].max_node] = true;
+                }
+            }
+            eval_row_nodes(w);
+        }
+    }
+    /* per-row outputs: lane 0 of the group */
+    ptx_reg lane0 = preg(w);
+    ptx_emit(f, PTX_OP_SETP, M1(PTX_M_EQ), PTX_T1(w->it), ptx_r(lane0), rc.lane_in_row, iimm(0));
+    ptx_reg g = preg(w);
+    ptx_emit(f, PTX_OP_AND, NOM, PTX_T1(PTX_T_PRED), ptx_r(g), ptx_r(lane0), ptx_r(rc.store_ok));
+    int nelem_out = 0;
+    int roots[EW_MAX_TENSORS];
+    for (int o = 0; o < p->noutputs; o++) {
+        const ex_tensor *t = &p->outputs[o];
+        if (t->per_row) {
+            ptx_opd v = w->rowval[t->node];
+            store_elems(w, w->out_ptr[o], rc.row, w->pp->out_dt, 1, &v, g);
+        } else
+            roots[nelem_out++] = t->node;
+    }
+    if (nelem_out) {
+        bool *need = pt_arena_alloc(a, (size_t)p->nnodes);
+        mark_needed(p, need, roots, nelem_out);
+        for_chunks(w, &rc, out_body, need);
+    }
+    ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
+    return PT_OK;
+}
+
+static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l, pt_err *e)
+{
+    const ex_prog *p = pp->prog;
+    ew w = {0};
+    w.pp = pp;
+    w.p = p;
+    w.tpb = pt_config_get(c, "tpb", 256);
+    w.vec = pt_config_get(c, "vec", 1);
+    w.unroll = pt_config_get(c, "unroll", 1);
+    w.wpr = pt_config_get(c, "wpr", 1);
+    w.cache = pt_config_get(c, "cache", 0);
+    w.online = pt_config_get(c, "online", 1);
+    w.imm = pt_config_get(c, "shape_imm", 1);
+    w.it = pp->idx64 ? PTX_T_U64 : PTX_T_U32;
+    w.ireg = pp->idx64 ? PTX_T_B64 : PTX_T_B32;
+    char cfg[256];
+    uint64_t h = pt_hash64(pt_config_str(c, cfg, sizeof cfg), strlen(cfg));
+    char name[64];
+    snprintf(name, sizeof name, "ew_%s_%016llx", p->has_reduction ? "row" : "flat",
+             (unsigned long long)(h ^ pt_hash64(pp->prob.expr, strlen(pp->prob.expr))));
+    w.f = ptx_fn_new(m, name);
+    w.f->maxntid[0] = (int)w.tpb;
+    w.val = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.val);
+    w.rowval = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.rowval);
+    w.avail = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.avail);
+    for (int i = 0; i < p->nnodes; i++)
+        if (p->nodes[i].kind == EX_CONST) {
+            w.val[i] = w.rowval[i] = ptx_f32((float)p->nodes[i].value);
+        }
+    prologue(&w, l);
+    l->block[0] = (unsigned)w.tpb;
+    l->block[1] = l->block[2] = 1;
+    l->grid[1] = l->grid[2] = 1;
+    l->smem = 0;
+    l->align = (int)(w.vec * dt_bytes(pp->in_dt) > w.vec * dt_bytes(pp->out_dt)
+                         ? w.vec * dt_bytes(pp->in_dt)
+                         : w.vec * dt_bytes(pp->out_dt));
+    l->entry = w.f->name;
+    int rc = p->has_reduction ? emit_rows(&w, l) : emit_flat(&w, l);
+    if (!rc && m->err.code)
+        rc = m->err.code;
+    if (rc && m->err.code)
+        pt_errf(e, m->err.code, "%s", m->err.msg);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+
+static int tensors(const pt_prepared *pp, int *nin, int *nout, pt_tensor *in, pt_tensor *out)
+{
+    const ex_prog *p = pp->prog;
+    *nin = p->ninputs;
+    *nout = p->noutputs;
+    for (int i = 0; in && i < p->ninputs; i++)
+        in[i] = (pt_tensor){p->inputs[i].name, pp->in_dt, p->inputs[i].numel, NULL};
+    for (int i = 0; out && i < p->noutputs; i++)
+        out[i] = (pt_tensor){p->outputs[i].name, pp->out_dt, p->outputs[i].numel, NULL};
+    return PT_OK;
+}
+
+static int reference(const pt_prepared *pp, const pt_tensor *in, pt_tensor *out, pt_err *e)
+{
+    const ex_prog *p = pp->prog;
+    const double *ins[EW_MAX_TENSORS];
+    double *outs[EW_MAX_TENSORS];
+    for (int i = 0; i < p->ninputs; i++)
+        ins[i] = in[i].data;
+    for (int i = 0; i < p->noutputs; i++)
+        outs[i] = out[i].data;
+    int rc = ex_reference(p, ins, outs, e);
+    if (rc)
+        return rc;
+    /* fp8 outputs hold value*scale */
+    if (pp->out_dt == PT_E4M3 || pp->out_dt == PT_E5M2)
+        for (int i = 0; i < p->noutputs; i++)
+            for (int64_t k = 0; k < out[i].numel; k++)
+                outs[i][k] *= pp->out_scale;
+    return PT_OK;
+}
+
+static double flops(const pt_prepared *pp) { return ex_flops(pp->prog); }
+
+static double bytes(const pt_prepared *pp)
+{
+    pt_dtype in[EW_MAX_TENSORS], out[EW_MAX_TENSORS];
+    for (int i = 0; i < EW_MAX_TENSORS; i++) {
+        in[i] = pp->in_dt;
+        out[i] = pp->out_dt;
+    }
+    return (double)ex_bytes(pp->prog, in, out);
+}
+
+const ex_prog *gen_elementwise_prog(const pt_prepared *pp) { return pp->prog; }
+
+const pt_op gen_elementwise_op = {
+    .name = "elementwise",
+    .summary = "fused elementwise and last-dim row-reduction chains (softmax, norms, activations)",
+    .prepare = prepare,
+    .space = space,
+    .defaults = defaults,
+    .check = check,
+    .emit = emit,
+    .tensors = tensors,
+    .reference = reference,
+    .flops = flops,
+    .bytes = bytes,
+};

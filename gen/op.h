@@ -1,0 +1,111 @@
+/* Kernel families: every op exports one pt_op descriptor (name, parameter
+ * space, validity check, emit, float64 reference, flop and byte counts), so
+ * the search loop, the verifier and the CLI treat every op alike. */
+#ifndef PT_OP_H
+#define PT_OP_H
+
+#include "gen/dtype.h"
+#include "ptx/ir.h"
+
+/* A problem: what to compute. Fields are read by the op that owns them. */
+typedef struct pt_problem {
+    const char *op;        /* "elementwise" */
+    /* elementwise */
+    const char *expr;      /* "y = gelu(x * w + b)" */
+    const char *shapes;    /* "x=4096x8192,w=8192,b=8192" */
+    pt_dtype dtype;        /* storage dtype of inputs and outputs */
+    pt_dtype out_dtype;    /* outputs (fp8 e4m3/e5m2 with a scale); = dtype by default */
+} pt_problem;
+
+/* A parameter space: named integer parameters, each with its values. */
+enum { PT_MAX_PARAMS = 16, PT_MAX_VALUES = 16 };
+typedef struct pt_param_space {
+    const char *name, *doc;
+    int nvalues;
+    int64_t values[PT_MAX_VALUES];
+} pt_param_space;
+typedef struct pt_space {
+    int nparams;
+    pt_param_space p[PT_MAX_PARAMS];
+} pt_space;
+
+/* A configuration: one value per parameter, in the space's order. */
+typedef struct pt_config {
+    int n;
+    const char *name[PT_MAX_PARAMS];
+    int64_t value[PT_MAX_PARAMS];
+} pt_config;
+
+/* Value of name in c, or def when absent. */
+int64_t pt_config_get(const pt_config *c, const char *name, int64_t def);
+/* Sets (or adds) name = v. */
+void pt_config_set(pt_config *c, const char *name, int64_t v);
+/* "tpb=256,vec=8" into buf. */
+const char *pt_config_str(const pt_config *c, char *buf, size_t n);
+/* Parses "k=v,k=v" over a base config (defaults); unknown keys are errors
+ * naming the key and the space's parameters. */
+int pt_config_parse(const pt_space *s, const char *spec, pt_config *c, pt_err *e);
+/* The i-th configuration of the cartesian product (i < pt_space_size). */
+int64_t pt_space_size(const pt_space *s);
+void pt_space_config(const pt_space *s, int64_t i, pt_config *c);
+
+/* How a kernel parameter is bound at launch. */
+typedef enum pt_arg_kind { PT_ARG_INPUT, PT_ARG_OUTPUT, PT_ARG_U32, PT_ARG_U64, PT_ARG_F32 } pt_arg_kind;
+typedef struct pt_arg {
+    pt_arg_kind kind;
+    int index;        /* tensor index for INPUT / OUTPUT */
+    uint64_t u;       /* value of a U32 / U64 scalar */
+    float f;          /* value of an F32 scalar */
+} pt_arg;
+
+typedef struct pt_launch {
+    unsigned grid[3], block[3];
+    size_t smem;          /* dynamic shared memory bytes */
+    int align;            /* every tensor pointer must be aligned to this */
+    int nargs;
+    pt_arg args[24];
+    const char *entry;    /* kernel name */
+} pt_launch;
+
+/* A host tensor for references and verification: float64 values in the
+ * tensor's own contiguous shape, plus its storage dtype. */
+typedef struct pt_tensor {
+    const char *name;
+    pt_dtype dtype;
+    int64_t numel;
+    double *data;
+} pt_tensor;
+
+/* Everything an op knows about a problem once it is prepared (parsed,
+ * bound); allocated in the arena given to prepare. */
+typedef struct pt_prepared pt_prepared;
+
+typedef struct pt_op {
+    const char *name;
+    const char *summary;
+    int (*prepare)(pt_arena *a, const pt_problem *p, const pt_target *t, pt_prepared **out,
+                   pt_err *e);
+    int (*space)(const pt_prepared *pp, const pt_target *t, pt_space *out);
+    /* A config's defaults (the space's first value unless the op knows better). */
+    void (*defaults)(const pt_prepared *pp, const pt_target *t, pt_config *out);
+    int (*check)(const pt_prepared *pp, const pt_target *t, const pt_config *c, pt_err *e);
+    int (*emit)(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l,
+                pt_err *e);
+    /* Inputs and outputs for a reference run: counts, names, sizes. */
+    int (*tensors)(const pt_prepared *pp, int *nin, int *nout, pt_tensor *in, pt_tensor *out);
+    int (*reference)(const pt_prepared *pp, const pt_tensor *in, pt_tensor *out, pt_err *e);
+    double (*flops)(const pt_prepared *pp);
+    double (*bytes)(const pt_prepared *pp);
+} pt_op;
+
+extern const pt_op gen_elementwise_op;
+
+/* The registry: every op, by name. */
+const pt_op *pt_op_find(const char *name);
+int pt_op_list(const pt_op *const **out);
+
+/* Convenience: prepare + check + emit + finish for one config. */
+int pt_op_build(const pt_op *op, const pt_prepared *pp, const pt_target *t, int max_ptx,
+                const pt_config *c, ptx_module **m, pt_launch *l, pt_err *e);
+
+#endif
