@@ -179,6 +179,8 @@ static int elem_inputs(const pt_prepared *pp)
     return n;
 }
 
+static int check(const pt_prepared *pp, const pt_target *t, const pt_config *c, pt_err *e);
+
 static void defaults(const pt_prepared *pp, const pt_target *t, pt_config *c)
 {
     pt_space s;
@@ -197,6 +199,9 @@ static void defaults(const pt_prepared *pp, const pt_target *t, pt_config *c)
             wpr *= 2;
         pt_config_set(c, "wpr", wpr);
         pt_config_set(c, "tpb", 32 * wpr > 256 ? 32 * wpr : 256);
+        pt_err e = {0};
+        if (check(pp, t, c, &e))
+            pt_config_set(c, "cache", 0);
     }
 }
 
@@ -1102,23 +1107,31 @@ static void accumulate(ew *w, red_slot *s, int ns, ptx_reg guard)
             if (guard.id)
                 ptx_guard(in, guard, false);
             break;
-        case RED_PAIR: {
-            /* online: m' = max(m, v); s = s*exp(m - m') + exp(v - m') */
-            ptx_reg m = f_op2(w, PTX_OP_MAX, NOM, ptx_r(s[i].acc[0]), v);
-            ptx_reg d1 = f_op2(w, PTX_OP_SUB, NOM, ptx_r(s[i].acc[0]), ptx_r(m));
-            ptx_reg d2 = f_op2(w, PTX_OP_SUB, NOM, v, ptx_r(m));
-            ptx_reg e1 = f_exp(w, ptx_r(d1)), e2 = f_exp(w, ptx_r(d2));
-            in = ptx_emit(w->f, PTX_OP_FMA, M1(PTX_M_RN), F32T, ptx_r(s[i].acc[1]), ptx_r(s[i].acc[1]),
-                          ptx_r(e1), ptx_r(e2));
-            if (guard.id)
-                ptx_guard(in, guard, false);
-            in = ptx_emit(w->f, PTX_OP_MOV, NOM, F32T, ptx_r(s[i].acc[0]), ptx_r(m));
-            if (guard.id)
-                ptx_guard(in, guard, false);
-            break;
-        }
+        case RED_PAIR: break; /* per chunk, in pair_update() */
         }
     }
+}
+
+/* Online update of a (max, sum of exp) pair with one chunk of n values:
+ * m' = max(m, max_j v_j); s = s*exp(m - m') + sum_j exp(v_j - m'). One
+ * rescale per chunk instead of per element. */
+static void pair_update(ew *w, red_slot *s, const ptx_opd *v, int n, ptx_reg guard)
+{
+    ptx_reg cm = f_op2(w, PTX_OP_MAX, NOM, ptx_r(s->acc[0]), v[0]);
+    for (int j = 1; j < n; j++)
+        cm = f_op2(w, PTX_OP_MAX, NOM, ptx_r(cm), v[j]);
+    ptx_reg d = f_op2(w, PTX_OP_SUB, NOM, ptx_r(s->acc[0]), ptx_r(cm));
+    ptx_reg sum = f_op2(w, PTX_OP_MUL, NOM, ptx_r(s->acc[1]), ptx_r(f_exp(w, ptx_r(d))));
+    for (int j = 0; j < n; j++) {
+        ptx_reg dj = f_op2(w, PTX_OP_SUB, NOM, v[j], ptx_r(cm));
+        sum = f_op2(w, PTX_OP_ADD, NOM, ptx_r(sum), ptx_r(f_exp(w, ptx_r(dj))));
+    }
+    ptx_ins *in = ptx_emit(w->f, PTX_OP_MOV, NOM, F32T, ptx_r(s->acc[1]), ptx_r(sum));
+    if (guard.id)
+        ptx_guard(in, guard, false);
+    in = ptx_emit(w->f, PTX_OP_MOV, NOM, F32T, ptx_r(s->acc[0]), ptx_r(cm));
+    if (guard.id)
+        ptx_guard(in, guard, false);
 }
 
 /* Runs body over this thread's chunks of the row: unrolled over cached
@@ -1175,11 +1188,18 @@ static void pass_body(ew *w, row_ctx *rc, void *arg, ptx_opd vals[EW_MAX_TENSORS
     (void)rc;
     (void)c;
     pass_arg *pa = arg;
+    ptx_opd pv[8][8]; /* [pair slot][j] values of the chunk */
     for (int j = 0; j < w->vec; j++) {
         set_elem_inputs(w, vals, j);
         eval_elem(w, pa->need);
         accumulate(w, pa->s, pa->ns, guard);
+        for (int i = 0, k = 0; i < pa->ns && k < 8; i++)
+            if (pa->s[i].op == RED_PAIR)
+                pv[k++][j] = node_value(w, w->p->nodes[pa->s[i].node].arg[0]);
     }
+    for (int i = 0, k = 0; i < pa->ns && k < 8; i++)
+        if (pa->s[i].op == RED_PAIR)
+            pair_update(w, &pa->s[i], pv[k++], (int)w->vec, guard);
 }
 
 static void out_body(ew *w, row_ctx *rc, void *arg, ptx_opd vals[EW_MAX_TENSORS][8], ptx_opd c,

@@ -56,7 +56,7 @@ struct pt_arena {
     pt_block *head;
 };
 
-enum { ARENA_BLOCK = 64 * 1024 };
+enum { ARENA_BLOCK = 256 * 1024 };
 
 pt_arena *pt_arena_new(void)
 {
@@ -77,7 +77,16 @@ void pt_arena_free(pt_arena *a)
     free(a);
 }
 
+static void *arena_raw(pt_arena *a, size_t n);
+
 void *pt_arena_alloc(pt_arena *a, size_t n)
+{
+    void *p = arena_raw(a, n);
+    memset(p, 0, n);
+    return p;
+}
+
+static void *arena_raw(pt_arena *a, size_t n)
 {
     n = (n + 15) & ~(size_t)15;
     pt_block *b = a->head;
@@ -100,7 +109,6 @@ void *pt_arena_alloc(pt_arena *a, size_t n)
     }
     void *p = b->data + b->used;
     b->used += n;
-    memset(p, 0, n);
     return p;
 }
 
@@ -139,10 +147,10 @@ void *pt_arena_grow(pt_arena *a, void *old, size_t elem, size_t *cap, size_t nee
 {
     if (need <= *cap)
         return old;
-    size_t nc = *cap ? *cap : 8;
+    size_t nc = *cap ? *cap : 16;
     while (nc < need)
         nc *= 2;
-    void *p = pt_arena_alloc(a, nc * elem);
+    void *p = arena_raw(a, nc * elem); /* callers fill what they use */
     if (old)
         memcpy(p, old, *cap * elem);
     *cap = nc;

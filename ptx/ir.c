@@ -422,8 +422,9 @@ static int check_opd(const ptx_fn *f, const ptx_ins *ins, int pos, char cls, cha
                      pt_err *e)
 {
     const ptx_opd *o = &ins->opd[pos];
-    char buf[64];
-    snprintf(buf, sizeof buf, " %d", pos + 1);
+    char buf[16] = " ?";
+    if (pos < 9) /* the message's position, without printf on the hot path */
+        buf[1] = (char)('1' + pos);
     bool ok;
     switch (cls) {
     case 'd': ok = o->kind == PTX_O_REG || o->kind == PTX_O_VEC || o->kind == PTX_O_SINK; break;

@@ -21,32 +21,91 @@ const char *ptx_reg_name(const ptx_fn *f, ptx_reg r, char *buf, size_t n)
     return buf;
 }
 
+/* Hand-rolled number formatting: the printer is on the emission hot path
+ * and printf dominated its profile. */
+static void put_u64(pt_buf *out, uint64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    char rev[24];
+    for (int i = 0; i < n; i++)
+        rev[i] = tmp[n - 1 - i];
+    pt_buf_putn(out, rev, (size_t)n);
+}
+
+static void put_i64(pt_buf *out, int64_t v)
+{
+    if (v < 0) {
+        pt_buf_putc(out, '-');
+        put_u64(out, (uint64_t)0 - (uint64_t)v);
+    } else
+        put_u64(out, (uint64_t)v);
+}
+
+static void put_hex(pt_buf *out, uint64_t v, int digits, bool upper)
+{
+    const char *d = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+    char tmp[16];
+    int n = 0;
+    if (digits == 0) {
+        do {
+            tmp[n++] = d[v & 15];
+            v >>= 4;
+        } while (v);
+    } else
+        for (; n < digits; n++, v >>= 4)
+            tmp[n] = d[v & 15];
+    char rev[16];
+    for (int i = 0; i < n; i++)
+        rev[i] = tmp[n - 1 - i];
+    pt_buf_putn(out, rev, (size_t)n);
+}
+
+static void put_reg(const ptx_fn *f, ptx_reg r, pt_buf *out)
+{
+    int b = PTX_REG_BANK(r);
+    if (b < 0 || (size_t)b >= f->nbanks) {
+        char buf[32];
+        pt_buf_puts(out, ptx_reg_name(f, r, buf, sizeof buf));
+        return;
+    }
+    pt_buf_puts(out, f->banks[b].prefix);
+    if (!f->banks[b].scalar)
+        put_u64(out, PTX_REG_IDX(r));
+}
+
 static void print_opd(const ptx_fn *f, const ptx_opd *o, pt_buf *out)
 {
-    char buf[64];
     switch ((ptx_opd_kind)o->kind) {
     case PTX_O_NONE: break;
     case PTX_O_REG:
         if (o->neg)
             pt_buf_putc(out, '!');
-        pt_buf_puts(out, ptx_reg_name(f, o->u.reg, buf, sizeof buf));
+        put_reg(f, o->u.reg, out);
         break;
     case PTX_O_IMM:
-        if (o->hex)
-            pt_buf_printf(out, "0x%" PRIx64, (uint64_t)o->u.imm);
-        else
-            pt_buf_printf(out, "%" PRId64, o->u.imm);
+        if (o->hex) {
+            pt_buf_puts(out, "0x");
+            put_hex(out, (uint64_t)o->u.imm, 0, false);
+        } else
+            put_i64(out, o->u.imm);
         break;
     case PTX_O_F32: {
         uint32_t bits;
         memcpy(&bits, &o->u.f32, 4);
-        pt_buf_printf(out, "0f%08" PRIX32, bits);
+        pt_buf_puts(out, "0f");
+        put_hex(out, bits, 8, true);
         break;
     }
     case PTX_O_F64: {
         uint64_t bits;
         memcpy(&bits, &o->u.f64, 8);
-        pt_buf_printf(out, "0d%016" PRIX64, bits);
+        pt_buf_puts(out, "0d");
+        put_hex(out, bits, 16, true);
         break;
     }
     case PTX_O_ADDR:
@@ -54,9 +113,11 @@ static void print_opd(const ptx_fn *f, const ptx_opd *o, pt_buf *out)
         if (o->u.addr.sym)
             pt_buf_puts(out, o->u.addr.sym);
         else
-            pt_buf_puts(out, ptx_reg_name(f, o->u.addr.base, buf, sizeof buf));
-        if (o->u.addr.off)
-            pt_buf_printf(out, "+%" PRId64, o->u.addr.off);
+            put_reg(f, o->u.addr.base, out);
+        if (o->u.addr.off) {
+            pt_buf_putc(out, '+');
+            put_i64(out, o->u.addr.off);
+        }
         pt_buf_putc(out, ']');
         break;
     case PTX_O_VEC:
@@ -77,7 +138,6 @@ static void print_opd(const ptx_fn *f, const ptx_opd *o, pt_buf *out)
 
 void ptx_print_ins(const ptx_fn *f, const ptx_ins *ins, pt_buf *out)
 {
-    char buf[64];
     if (ins->op == PTX_OP_LABEL) {
         pt_buf_puts(out, f->labels[ins->opd[0].u.label]);
         pt_buf_puts(out, ":\n");
@@ -86,7 +146,7 @@ void ptx_print_ins(const ptx_fn *f, const ptx_ins *ins, pt_buf *out)
     pt_buf_putc(out, '\t');
     if (ins->guard.id) {
         pt_buf_puts(out, ins->guard_neg ? "@!" : "@");
-        pt_buf_puts(out, ptx_reg_name(f, ins->guard, buf, sizeof buf));
+        put_reg(f, ins->guard, out);
         pt_buf_putc(out, ' ');
     }
     ptx_ins_opname(ins, out);

@@ -1,0 +1,336 @@
+/* The elementwise family: every config of the space assembles without
+ * spills on every claimed arch, structural properties of the emitted PTX,
+ * golden files, and bad input. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen/op.h"
+#include "ptx/compile.h"
+#include "ptx/ir.h"
+
+static bool toolkit_required(void)
+{
+    const char *v = getenv("PTXTUNE_REQUIRE_TOOLKIT");
+    return v && strcmp(v, "1") == 0;
+}
+
+/* The six families the issue names, at small but real shapes. */
+static const pt_problem cases[] = {
+    {"elementwise", "y = softmax(x * 0.125, -1)", "x=64x1024", PT_BF16, PT_BF16},
+    {"elementwise", "y = layernorm(x + r, -1) * g + b", "x=32x768,r=32x768,g=768,b=768", PT_F16, PT_F16},
+    {"elementwise", "y = x * rsqrt(mean(x*x, -1) + 1e-6) * g", "x=16x4096,g=4096", PT_F32, PT_F32},
+    {"elementwise", "y = gelu(x * w + b)", "x=128x512,w=512,b=512", PT_BF16, PT_BF16},
+    {"elementwise", "h = x + r; y = rmsnorm(h, -1) * g", "x=8x2048,r=8x2048,g=2048", PT_BF16, PT_BF16},
+    {"elementwise", "y = silu(x) * u + where(b > 0, b, 0.5 * b)", "x=4x8x96,u=4x8x96,b=8x1", PT_F32, PT_F32},
+};
+enum { NCASES = sizeof cases / sizeof cases[0] };
+
+typedef struct job {
+    const pt_compiler *comp;
+    int max_ptx;
+    int first, step;
+    int variants, failures, spills;
+    char first_failure[1200];
+} job;
+
+static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
+
+static void *run_job(void *arg)
+{
+    job *j = arg;
+    int k = 0;
+    for (int ci = 0; ci < NCASES; ci++)
+        for (int ai = 0; ai < 4; ai++) {
+            pt_target t;
+            pt_err e = {0};
+            pt_target_parse(archs[ai], &t, &e);
+            pt_arena *a = pt_arena_new();
+            pt_prepared *pp;
+            if (gen_elementwise_op.prepare(a, &cases[ci], &t, &pp, &e)) {
+                snprintf(j->first_failure, sizeof j->first_failure, "%s", e.msg);
+                j->failures++;
+                pt_arena_free(a);
+                continue;
+            }
+            pt_space s;
+            gen_elementwise_op.space(pp, &t, &s);
+            for (int64_t i = 0; i < pt_space_size(&s); i++) {
+                pt_config c;
+                pt_space_config(&s, i, &c);
+                pt_err ce = {0};
+                if (gen_elementwise_op.check(pp, &t, &c, &ce))
+                    continue;
+                if (k++ % j->step != j->first)
+                    continue;
+                ptx_module *m;
+                pt_launch l;
+                int rc = pt_op_build(&gen_elementwise_op, pp, &t, j->max_ptx, &c, &m, &l, &ce);
+                pt_resource r = {0};
+                char *text = NULL;
+                if (!rc) {
+                    text = ptx_print(m);
+                    rc = pt_compile(j->comp, text, &t, NULL, NULL, &r, &ce);
+                    if (!rc && (strstr(text, "ld.local") || strstr(text, "st.local")))
+                        rc = pt_errf(&ce, PT_EINTERNAL, "local memory access in the PTX");
+                    ptx_module_free(m);
+                }
+                j->variants++;
+                if (rc) {
+                    if (!j->failures++) {
+                        char cs[256];
+                        snprintf(j->first_failure, sizeof j->first_failure, "%s %s [%s]: %s",
+                                 cases[ci].expr, archs[ai], pt_config_str(&c, cs, sizeof cs),
+                                 ce.msg);
+                    }
+                } else if (r.spill_stores || r.spill_loads || r.stack_frame) {
+                    if (!j->spills++ && !j->failures) {
+                        char cs[256];
+                        snprintf(j->first_failure, sizeof j->first_failure,
+                                 "%s %s [%s]: spills %d/%d stack %d", cases[ci].expr, archs[ai],
+                                 pt_config_str(&c, cs, sizeof cs), r.spill_stores, r.spill_loads,
+                                 r.stack_frame);
+                    }
+                }
+                free(text);
+            }
+            pt_arena_free(a);
+        }
+    return NULL;
+}
+
+Test(elementwise, every_variant_assembles_without_spills, .timeout = 900)
+{
+    pt_compiler *comp = NULL;
+    pt_err e = {0};
+    if (pt_compiler_open(&comp, &e)) {
+        cr_assert(!toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_skip_test("no CUDA toolkit: %s", e.msg);
+    }
+    enum { NTHREADS = 2 };
+    job jobs[NTHREADS];
+    pthread_t th[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++) {
+        jobs[i] = (job){comp, pt_compiler_max_ptx(comp), i, NTHREADS, 0, 0, 0, ""};
+        pthread_create(&th[i], NULL, run_job, &jobs[i]);
+    }
+    int variants = 0, failures = 0, spills = 0;
+    const char *msg = "";
+    for (int i = 0; i < NTHREADS; i++) {
+        pthread_join(th[i], NULL);
+        variants += jobs[i].variants;
+        failures += jobs[i].failures;
+        spills += jobs[i].spills;
+        if (jobs[i].first_failure[0] && !msg[0])
+            msg = jobs[i].first_failure;
+    }
+    printf("elementwise: %d variants of %d expressions assembled for sm_80 sm_86 sm_89 sm_90 "
+           "with %s: %d failures, %d with spills\n",
+           variants, NCASES, pt_compiler_describe(comp), failures, spills);
+    pt_compiler_close(comp);
+    cr_assert(variants > 500, "only %d variants", variants);
+    cr_assert(failures == 0 && spills == 0, "%d failures, %d spills; first: %s", failures, spills,
+              msg);
+}
+
+/* Emits one variant's text (config over the defaults); NULL + e on error. */
+static char *emit_text(const pt_problem *p, const char *arch, const char *config, pt_err *e)
+{
+    pt_target t;
+    if (pt_target_parse(arch, &t, e))
+        return NULL;
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    char *text = NULL;
+    if (gen_elementwise_op.prepare(a, p, &t, &pp, e) == 0) {
+        pt_space s;
+        pt_config c;
+        gen_elementwise_op.space(pp, &t, &s);
+        gen_elementwise_op.defaults(pp, &t, &c);
+        ptx_module *m;
+        pt_launch l;
+        if (pt_config_parse(&s, config, &c, e) == 0 &&
+            pt_op_build(&gen_elementwise_op, pp, &t, 90, &c, &m, &l, e) == 0) {
+            text = ptx_print(m);
+            ptx_module_free(m);
+        }
+    }
+    pt_arena_free(a);
+    return text;
+}
+
+static int count(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+Test(elementwise, bf16_vec8_uses_16_byte_accesses)
+{
+    pt_problem p = cases[3];
+    pt_err e = {0};
+    char *t = emit_text(&p, "sm_80", "vec=8,unroll=1", &e);
+    cr_assert(t, "%s", e.msg);
+    cr_expect_eq(count(t, "ld.global.nc.v4.b32"), 3, "x, w, b each one 16-byte load:\n%s", t);
+    cr_expect_eq(count(t, "st.global.v4.b32"), 1);
+    cr_expect_eq(count(t, "ld.local") + count(t, "st.local"), 0);
+    free(t);
+    /* vec=1: no vector access at all */
+    t = emit_text(&p, "sm_80", "vec=1", &e);
+    cr_assert(t, "%s", e.msg);
+    cr_expect_eq(count(t, ".v4.") + count(t, ".v2."), 0);
+    free(t);
+    /* a reduction with vec=8 too */
+    p = cases[0];
+    t = emit_text(&p, "sm_80", "vec=8,wpr=4,cache=1", &e);
+    cr_assert(t, "%s", e.msg);
+    cr_expect_gt(count(t, "ld.global.nc.v4.b32"), 0);
+    cr_expect_gt(count(t, "st.global.v4.b32"), 0);
+    cr_expect_gt(count(t, "shfl.sync.bfly.b32"), 0);
+    cr_expect_gt(count(t, "bar.sync 0"), 0, "wpr=4 reduces through shared memory");
+    free(t);
+}
+
+Test(elementwise, online_softmax_is_one_pass)
+{
+    pt_problem p = cases[0];
+    pt_err e = {0};
+    /* cache=0: each pass re-reads the row, so loads count the passes */
+    char *one = emit_text(&p, "sm_80", "vec=8,wpr=1,cache=0,online=1", &e);
+    char *two = emit_text(&p, "sm_80", "vec=8,wpr=1,cache=0,online=0", &e);
+    cr_assert(one && two, "%s", e.msg);
+    cr_expect_eq(count(one, "ld.global.nc.v4.b32"), 2, "online: stats pass + output pass");
+    cr_expect_eq(count(two, "ld.global.nc.v4.b32"), 3, "max pass + sum pass + output pass");
+    free(one);
+    free(two);
+}
+
+Test(elementwise, index_width_follows_the_shape)
+{
+    pt_problem small = {"elementwise", "y = x * 2", "x=1024x1024", PT_F16, PT_F16};
+    pt_problem big = {"elementwise", "y = x * 2", "x=65536x65536", PT_F16, PT_F16};
+    pt_err e = {0};
+    char *a = emit_text(&small, "sm_80", "vec=8", &e);
+    char *b = emit_text(&big, "sm_80", "vec=8", &e);
+    cr_assert(a && b, "%s", e.msg);
+    cr_expect(strstr(a, "mul.wide.u32"), "32-bit indices widen once per address");
+    cr_expect(!strstr(a, "mul.lo.u64"));
+    cr_expect(strstr(b, "mul.lo.u64"), "2^32 elements need 64-bit indices");
+    free(a);
+    free(b);
+}
+
+Test(elementwise, fp8_output_needs_sm89)
+{
+    pt_problem p = {"elementwise", "y = x * 2", "x=64x64", PT_F16, PT_E4M3};
+    pt_err e = {0};
+    char *t = emit_text(&p, "sm_80", "", &e);
+    cr_assert_null(t);
+    cr_expect_str_eq(e.msg, "dtype e4m3 needs sm_89; target is sm_80");
+    pt_err_clear(&e);
+    t = emit_text(&p, "sm_89", "vec=8", &e);
+    cr_assert(t, "%s", e.msg);
+    cr_expect(strstr(t, "cvt.rn.satfinite.e4m3x2.f32"));
+    cr_expect(strstr(t, ".version 8.1"), "fp8 cvt needs PTX 8.1");
+    free(t);
+}
+
+Test(elementwise, bad_input_names_the_value)
+{
+    static const struct {
+        pt_problem p;
+        const char *arch, *config, *msg;
+    } bad[] = {
+        {{"elementwise", "", "x=4", PT_F32, PT_F32}, "sm_80", "", "empty expression"},
+        {{"elementwise", "y = gelo(x)", "x=4", PT_F32, PT_F32}, "sm_80", "",
+         "unknown function 'gelo' at column 5"},
+        {{"elementwise", "y = x + w", "x=4x8,w=7", PT_F32, PT_F32}, "sm_80", "", "cannot broadcast"},
+        {{"elementwise", "y = x", "x=0x8", PT_F32, PT_F32}, "sm_80", "", "bad dimension '0'"},
+        {{"elementwise", "y = x", "x=-3x8", PT_F32, PT_F32}, "sm_80", "", "-3"},
+        {{"elementwise", "y = x", "x=4x8", PT_F32, PT_F32}, "sm_70", "", "unknown arch 'sm_70'"},
+        {{"elementwise", "y = x", "x=4x8", PT_F32, PT_F32}, "sm_99", "", "unknown arch 'sm_99'"},
+        {{"elementwise", "y = x", "x=4x8", PT_S32, PT_S32}, "sm_80", "", "dtype 's32'"},
+        {{"elementwise", "y = x", "x=4x8", PT_F32, PT_E5M2}, "sm_80", "", "e5m2 needs sm_89"},
+        {{"elementwise", "y = x", "x=4x8", PT_F32, PT_F32}, "sm_80", "vec=3", "vec=3"},
+        {{"elementwise", "y = x", "x=4x8", PT_F32, PT_F32}, "sm_80", "tpb=100", "tpb=100"},
+        {{"elementwise", "y = x", "x=4x8", PT_F32, PT_F32}, "sm_80", "frob=1", "unknown config key 'frob'"},
+        {{"elementwise", "y = softmax(x, -1)", "x=4x6", PT_F32, PT_F32}, "sm_80", "vec=4",
+         "vec=4 does not divide the row length 6"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pt_err e = {0};
+        char *t = emit_text(&bad[i].p, bad[i].arch, bad[i].config, &e);
+        cr_expect_null(t, "case %zu emitted", i);
+        cr_expect(e.code != PT_OK, "case %zu", i);
+        cr_expect(strstr(e.msg, bad[i].msg), "case %zu: '%s' lacks '%s'", i, e.msg, bad[i].msg);
+        cr_expect(!strchr(e.msg, '\n'), "one line");
+        free(t);
+    }
+}
+
+Test(elementwise, emission_is_deterministic)
+{
+    pt_err e = {0};
+    for (int i = 0; i < NCASES; i++) {
+        char *a = emit_text(&cases[i], "sm_90", "", &e);
+        char *b = emit_text(&cases[i], "sm_90", "", &e);
+        cr_assert(a && b, "%s", e.msg);
+        cr_expect_str_eq(a, b);
+        free(a);
+        free(b);
+    }
+}
+
+/* Golden files: tests/golden/<name>.ptx. Regenerate with
+ * PTXTUNE_REGEN_GOLDEN=1 meson test -C build test_elementwise (see README). */
+static const struct {
+    const char *name;
+    pt_problem p;
+    const char *arch, *config;
+} golden[] = {
+    {"softmax_bf16_sm80", {"elementwise", "y = softmax(x * 0.125, -1)", "x=8x256", PT_BF16, PT_BF16},
+     "sm_80", "tpb=128,vec=8,wpr=1,cache=1,online=1,shape_imm=1"},
+    {"layernorm_f16_sm90", {"elementwise", "y = layernorm(x + r, -1) * g + b", "x=4x512,r=4x512,g=512,b=512", PT_F16, PT_F16},
+     "sm_90", "tpb=128,vec=4,wpr=2,cache=1,shape_imm=1"},
+    {"rmsnorm_f32_runtime_sm86", {"elementwise", "h = x + r; y = rmsnorm(h, -1) * g", "x=16x1000,r=16x1000,g=1000", PT_F32, PT_F32},
+     "sm_86", "tpb=256,vec=4,wpr=4,cache=0,shape_imm=0"},
+    {"gelu_bf16_sm80", {"elementwise", "y = gelu(x * w + b)", "x=64x128,w=128,b=128", PT_BF16, PT_BF16},
+     "sm_80", "tpb=128,vec=8,unroll=2,shape_imm=1"},
+    {"broadcast_tail_f32_sm80", {"elementwise", "y = exp(x) * s", "x=3x5x7,s=1", PT_F32, PT_F32},
+     "sm_80", "tpb=128,vec=4,unroll=1,shape_imm=1"},
+    {"fp8_out_sm89", {"elementwise", "y = silu(x)", "x=32x64", PT_BF16, PT_E4M3},
+     "sm_89", "tpb=128,vec=8,unroll=1,shape_imm=1"},
+};
+
+Test(elementwise, golden_files)
+{
+    bool regen = getenv("PTXTUNE_REGEN_GOLDEN") && strcmp(getenv("PTXTUNE_REGEN_GOLDEN"), "1") == 0;
+    const char *dir = getenv("PTXTUNE_GOLDEN_DIR");
+    cr_assert(dir, "PTXTUNE_GOLDEN_DIR not set (meson sets it)");
+    for (size_t i = 0; i < sizeof golden / sizeof golden[0]; i++) {
+        pt_err e = {0};
+        char *t = emit_text(&golden[i].p, golden[i].arch, golden[i].config, &e);
+        cr_assert(t, "%s: %s", golden[i].name, e.msg);
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s.ptx", dir, golden[i].name);
+        if (regen) {
+            FILE *f = fopen(path, "wb");
+            cr_assert(f, "cannot write %s", path);
+            fputs(t, f);
+            fclose(f);
+        } else {
+            FILE *f = fopen(path, "rb");
+            cr_assert(f, "missing golden file %s (regenerate: see README)", path);
+            static char want[1 << 20];
+            size_t n = fread(want, 1, sizeof want - 1, f);
+            want[n] = '\0';
+            fclose(f);
+            cr_expect_str_eq(t, want, "%s differs from the golden file", golden[i].name);
+        }
+        free(t);
+    }
+}
