@@ -1,0 +1,152 @@
+/* The IR builder's checks against the ISA table and the printer's text. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx/ir.h"
+
+static ptx_module *module(const char *arch, int max_ptx)
+{
+    pt_target t;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse(arch, &t, &e), PT_OK, "%s", e.msg);
+    return ptx_module_new(&t, max_ptx);
+}
+
+Test(ir, refuses_instruction_above_target)
+{
+    ptx_module *m = module("sm_80", 90);
+    ptx_fn *f = ptx_fn_new(m, "k");
+    ptx_reg h = ptx_reg_new(f, PTX_T_B16), x = ptx_reg_new(f, PTX_T_F32);
+    cr_expect_null(ptx_emit(f, PTX_OP_CVT, PTX_MODS(PTX_M_RN, PTX_M_SATFINITE),
+                            PTX_TYPES(PTX_T_E4M3X2, PTX_T_F32), ptx_r(h), ptx_r(x), ptx_r(x)));
+    cr_expect_str_eq(ptx_module_errmsg(m),
+                     "cvt.rn.satfinite.e4m3x2.f32 needs sm_89 and PTX 8.1; target is sm_80");
+    cr_expect_eq(ptx_module_finish(m), PT_EUNSUPPORTED);
+    ptx_module_free(m);
+
+    /* same instruction on sm_89 raises .version to 8.1 */
+    m = module("sm_89", 90);
+    f = ptx_fn_new(m, "k");
+    h = ptx_reg_new(f, PTX_T_B16);
+    x = ptx_reg_new(f, PTX_T_F32);
+    cr_expect_not_null(ptx_emit(f, PTX_OP_CVT, PTX_MODS(PTX_M_RN, PTX_M_SATFINITE),
+                                PTX_TYPES(PTX_T_E4M3X2, PTX_T_F32), ptx_r(h), ptx_r(x), ptx_r(x)));
+    cr_expect_eq(ptx_module_finish(m), PT_OK);
+    cr_expect_eq(m->version, 81);
+    ptx_module_free(m);
+
+    /* a compiler that only knows PTX 8.0 refuses it */
+    m = module("sm_89", 80);
+    f = ptx_fn_new(m, "k");
+    h = ptx_reg_new(f, PTX_T_B16);
+    x = ptx_reg_new(f, PTX_T_F32);
+    cr_expect_null(ptx_emit(f, PTX_OP_CVT, PTX_MODS(PTX_M_RN, PTX_M_SATFINITE),
+                            PTX_TYPES(PTX_T_E4M3X2, PTX_T_F32), ptx_r(h), ptx_r(x), ptx_r(x)));
+    cr_expect(strstr(ptx_module_errmsg(m), "needs PTX 8.1; the toolchain accepts at most PTX 8.0"),
+              "%s", ptx_module_errmsg(m));
+    ptx_module_free(m);
+
+    /* bf16x2 add is sm_90 only; xorsign sm_86 */
+    m = module("sm_80", 90);
+    f = ptx_fn_new(m, "k");
+    ptx_reg r = ptx_reg_new(f, PTX_T_B32);
+    cr_expect_null(ptx_emit(f, PTX_OP_ADD, PTX_NOMODS, PTX_T1(PTX_T_BF16X2), ptx_r(r), ptx_r(r), ptx_r(r)));
+    cr_expect_str_eq(ptx_module_errmsg(m), "add.bf16x2 needs sm_90 and PTX 7.8; target is sm_80");
+    ptx_module_free(m);
+}
+
+Test(ir, version_is_the_lowest_needed)
+{
+    const char *archs[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
+    const int want[] = {70, 71, 78, 78, 80};
+    for (int i = 0; i < 5; i++) {
+        ptx_module *m = module(archs[i], 90);
+        ptx_fn *f = ptx_fn_new(m, "k");
+        ptx_emit0(f, PTX_OP_RET, PTX_NOMODS, PTX_NOTYPES);
+        cr_expect_eq(ptx_module_finish(m), PT_OK);
+        cr_expect_eq(m->version, want[i], "%s", archs[i]);
+        ptx_module_free(m);
+    }
+    /* cvt.f32.bf16 needs 7.1 on sm_80 */
+    ptx_module *m = module("sm_80", 90);
+    ptx_fn *f = ptx_fn_new(m, "k");
+    ptx_reg h = ptx_reg_new(f, PTX_T_B16), x = ptx_reg_new(f, PTX_T_F32);
+    ptx_emit(f, PTX_OP_CVT, PTX_NOMODS, PTX_TYPES(PTX_T_F32, PTX_T_BF16), ptx_r(x), ptx_r(h));
+    cr_expect_eq(ptx_module_finish(m), PT_OK);
+    cr_expect_eq(m->version, 71);
+    ptx_module_free(m);
+}
+
+Test(ir, checks_operands)
+{
+    static const char *const want[] = {
+        "wrong operand count", "type mismatch", "modifier not allowed", "type not allowed",
+        "vector size mismatch", "expects a predicate", "missing type suffix",
+    };
+    for (int c = 0; c < 7; c++) {
+        ptx_module *m = module("sm_80", 90);
+        ptx_fn *f = ptx_fn_new(m, "k");
+        ptx_reg r = ptx_reg_new(f, PTX_T_B32), fl = ptx_reg_new(f, PTX_T_F32);
+        ptx_reg d = ptx_reg_new(f, PTX_T_B64);
+        ptx_ins *i = NULL;
+        switch (c) {
+        case 0: i = ptx_emit(f, PTX_OP_ADD, PTX_NOMODS, PTX_T1(PTX_T_U32), ptx_r(r), ptx_r(r)); break;
+        case 1: i = ptx_emit(f, PTX_OP_ADD, PTX_NOMODS, PTX_T1(PTX_T_U32), ptx_r(fl), ptx_r(fl), ptx_r(fl)); break;
+        case 2: i = ptx_emit(f, PTX_OP_ADD, PTX_MODS(PTX_M_TRANS), PTX_T1(PTX_T_U32), ptx_r(r), ptx_r(r), ptx_r(r)); break;
+        case 3: i = ptx_emit(f, PTX_OP_LOP3, PTX_NOMODS, PTX_T1(PTX_T_F32), ptx_r(r), ptx_r(r), ptx_r(r), ptx_r(r), ptx_imm(1)); break;
+        case 4: i = ptx_emit(f, PTX_OP_LD, PTX_MODS(PTX_M_GLOBAL, PTX_M_V4), PTX_T1(PTX_T_B32),
+                             ptx_vecr(f, 2, (ptx_reg[]){r, r}), ptx_addr(d, 0)); break;
+        case 5: i = ptx_emit(f, PTX_OP_SELP, PTX_NOMODS, PTX_T1(PTX_T_B32), ptx_r(r), ptx_r(r), ptx_r(r), ptx_r(r)); break;
+        case 6: i = ptx_emit(f, PTX_OP_ADD, PTX_NOMODS, PTX_NOTYPES, ptx_r(r), ptx_r(r), ptx_r(r)); break;
+        }
+        cr_expect_null(i, "case %d accepted", c);
+        cr_expect(strstr(ptx_module_errmsg(m), want[c]), "case %d: %s", c, ptx_module_errmsg(m));
+        ptx_module_free(m);
+    }
+}
+
+Test(ir, prints_declarations_and_operands)
+{
+    ptx_module *m = module("sm_80", 90);
+    ptx_module_extern_shared(m, "dsmem", 16);
+    ptx_fn *f = ptx_fn_new(m, "k");
+    f->maxntid[0] = 128;
+    f->minnctapersm = 2;
+    const char *pa = ptx_param_ptr(f, "a", 16);
+    ptx_param_add(f, "n", PTX_T_U32);
+    ptx_param_bytes(f, "blob", 8, 16);
+    const char *tile = ptx_shared_add(f, "tile", 16, 4096);
+    ptx_reg rd = ptx_reg_new(f, PTX_T_B64), r = ptx_reg_new(f, PTX_T_B32), p = ptx_reg_new(f, PTX_T_PRED);
+    ptx_reg x = ptx_reg_new(f, PTX_T_F32), y = ptx_reg_new(f, PTX_T_F32);
+    ptx_emit(f, PTX_OP_LD, PTX_MODS(PTX_M_PARAM), PTX_T1(PTX_T_U64), ptx_r(rd), ptx_saddr(pa, 0));
+    ptx_emit(f, PTX_OP_MOV, PTX_NOMODS, PTX_T1(PTX_T_U32), ptx_r(r), ptx_sym(tile));
+    ptx_emit(f, PTX_OP_SETP, PTX_MODS(PTX_M_LT), PTX_T1(PTX_T_S32), ptx_r(p), ptx_r(r), ptx_imm(-4));
+    int l = ptx_label_new(f);
+    ptx_guard(ptx_emit(f, PTX_OP_BRA, PTX_NOMODS, PTX_NOTYPES, ptx_lbl(l)), p, true);
+    ptx_emit(f, PTX_OP_LD, PTX_MODS(PTX_M_GLOBAL, PTX_M_V2), PTX_T1(PTX_T_F32),
+             ptx_vecr(f, 2, (ptx_reg[]){x, y}), ptx_addr(rd, 16));
+    ptx_emit(f, PTX_OP_SHFL, PTX_MODS(PTX_M_SYNC, PTX_M_BFLY), PTX_T1(PTX_T_B32), ptx_r(x),
+             ptx_r(y), ptx_imm(1), ptx_imm(31), ptx_hex(0xffffffff));
+    ptx_emit(f, PTX_OP_FMA, PTX_MODS(PTX_M_RN), PTX_T1(PTX_T_F32), ptx_r(x), ptx_r(x), ptx_f32(1.5f), ptx_r(y));
+    ptx_label_place(f, l);
+    ptx_emit0(f, PTX_OP_RET, PTX_NOMODS, PTX_NOTYPES);
+    cr_assert_eq(ptx_module_finish(m), PT_OK, "%s", ptx_module_errmsg(m));
+    char *t = ptx_print(m);
+    const char *want[] = {
+        ".version 7.0\n.target sm_80\n.address_size 64\n",
+        ".extern .shared .align 16 .b8 dsmem[];\n",
+        ".visible .entry k(\n\t.param .u64 .ptr .global .align 16 a,\n\t.param .u32 n,\n\t.param .align 8 .b8 blob[16]\n)\n",
+        ".maxntid 128, 1, 1\n.minnctapersm 2\n{\n",
+        "\t.reg .b64 %rd<1>;\n\t.reg .b32 %r<1>;\n\t.reg .pred %p<1>;\n\t.reg .f32 %f<2>;\n",
+        "\t.shared .align 16 .b8 tile[4096];\n",
+        "\tld.param.u64 %rd0, [a];\n\tmov.u32 %r0, tile;\n\tsetp.lt.s32 %p0, %r0, -4;\n",
+        "\t@!%p0 bra $L__BB0;\n\tld.global.v2.f32 {%f0, %f1}, [%rd0+16];\n",
+        "\tshfl.sync.bfly.b32 %f0, %f1, 1, 31, 0xffffffff;\n",
+        "\tfma.rn.f32 %f0, %f0, 0f3FC00000, %f1;\n$L__BB0:\n\tret;\n}\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect(strstr(t, want[i]), "missing:\n%s\nin:\n%s", want[i], t);
+    free(t);
+    ptx_module_free(m);
+}
