@@ -56,7 +56,7 @@ struct pt_arena {
     pt_block *head;
 };
 
-enum { ARENA_BLOCK = 256 * 1024 };
+enum { ARENA_BLOCK = 1024 * 1024 };
 
 pt_arena *pt_arena_new(void)
 {

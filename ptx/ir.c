@@ -205,6 +205,8 @@ ptx_fn *ptx_fn_new(ptx_module *m, const char *name)
     f->name = pt_arena_strdup(m->arena, name);
     for (int i = 0; i < PTX_NTYPES; i++)
         f->std_bank[i] = -1;
+    /* room for a typical kernel up front: regrowing copies whole bodies */
+    f->body = pt_arena_grow(m->arena, NULL, sizeof *f->body, &f->cap_body, 512);
     m->fns = pt_arena_grow(m->arena, m->fns, sizeof *m->fns, &m->cap_fns, m->nfns + 1);
     m->fns[m->nfns++] = f;
     return f;
