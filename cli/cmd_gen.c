@@ -1,0 +1,225 @@
+/* Generator commands: emit, compile, variants, ops. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "ptx/compile.h"
+#include "tuner/driver.h"
+
+static int ops_table(void);
+
+static const char emit_usage[] =
+    "usage: ptxtune emit OP --expr 'y = ...' --shape x=RxC,... [--dtype f32|f16|bf16]\n"
+    "                       [--out-dtype f32|f16|bf16|e4m3|e5m2] [--arch sm_80] [--config k=v,...]\n"
+    "Prints the PTX of one variant on stdout and its launch geometry on stderr.\n"
+    "The default config is the op's own choice; 'ptxtune ops' lists the parameters.\n";
+
+int cmd_emit(int argc, char **argv)
+{
+    cli_problem cp;
+    cli_parse_problem(argc, argv, &cp, emit_usage);
+    pt_target t;
+    pt_err e = {0};
+    if (pt_target_parse(cp.arch, &t, &e))
+        cli_die(2, "%s", e.msg);
+    pt_compiler *comp = cli_open_compiler(NULL, false);
+    int max_ptx = pt_toolchain_max_ptx(comp ? pt_compiler_max_ptx(comp) : 0);
+    pt_compiler_close(comp);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    if (cp.op->prepare(a, &cp.prob, &t, &pp, &e))
+        cli_die(2, "%s", e.msg);
+    pt_config cfg;
+    cli_make_config(&cp, pp, &t, &cfg);
+    ptx_module *m;
+    pt_launch l;
+    if (pt_op_build(cp.op, pp, &t, max_ptx, &cfg, &m, &l, &e))
+        cli_die(2, "%s", e.msg);
+    char *text = ptx_print(m);
+    fputs(text, stdout);
+    char cs[256];
+    fprintf(stderr, "config %s grid %u,%u,%u block %u,%u,%u smem %zu align %d\n",
+            pt_config_str(&cfg, cs, sizeof cs), l.grid[0], l.grid[1], l.grid[2], l.block[0],
+            l.block[1], l.block[2], l.smem, l.align);
+    free(text);
+    ptx_module_free(m);
+    pt_arena_free(a);
+    return 0;
+}
+
+static const char compile_usage[] =
+    "usage: ptxtune compile FILE.ptx|- --arch sm_XX [--json] [--backend nvjitlink|ptxas]\n"
+    "Assembles PTX and prints the resource report (registers, spills, stack, shared,\n"
+    "constant, barriers, compile time, ptxas codes).\n";
+
+static const struct option compile_opts[] = {
+    {"arch", required_argument, 0, 'a'}, {"json", no_argument, 0, 'j'},
+    {"backend", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+};
+
+int cmd_compile(int argc, char **argv)
+{
+    const char *arch = NULL, *backend = NULL;
+    bool json = false;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "", compile_opts, NULL)) != -1) {
+        switch (c) {
+        case 'a': arch = optarg; break;
+        case 'j': json = true; break;
+        case 'b': backend = optarg; break;
+        case 'h': fputs(compile_usage, stdout); return 0;
+        default: cli_die(2, "bad option (see --help)");
+        }
+    }
+    if (optind != argc - 1)
+        cli_die(2, "expected one PTX file (or - for stdin)");
+    if (!arch)
+        cli_die(2, "missing --arch");
+    pt_target t;
+    pt_err e = {0};
+    if (pt_target_parse(arch, &t, &e))
+        cli_die(2, "%s", e.msg);
+    char *text = cli_read_file(argv[optind], NULL);
+    pt_compiler *comp = cli_open_compiler(backend, true);
+    pt_resource r;
+    int rc = pt_compile(comp, text, &t, NULL, NULL, &r, &e);
+    pt_compiler_close(comp);
+    free(text);
+    if (rc)
+        cli_die(1, "%s", e.msg);
+    if (json) {
+        pt_buf b;
+        pt_buf_init(&b);
+        pt_resource_json(&r, &b);
+        puts(b.s);
+        pt_buf_free(&b);
+    } else {
+        printf("backend      %s\nregisters    %d\nspill stores %d bytes\nspill loads  %d bytes\n"
+               "stack frame  %d bytes\nshared       %d bytes\nconstant     %d bytes\n"
+               "barriers     %d\ncompile time %.2f ms\n",
+               r.backend, r.registers, r.spill_stores, r.spill_loads, r.stack_frame,
+               r.shared_bytes, r.const_bytes, r.barriers, r.compile_ms);
+        printf("codes       ");
+        for (int i = 0; i < r.ncodes; i++)
+            printf(" %s", r.codes[i]);
+        printf("%s\nwarnings     %d\n", r.ncodes ? "" : " none", r.nwarnings);
+    }
+    return 0;
+}
+
+static const char variants_usage[] =
+    "usage: ptxtune variants OP --expr ... --shape ... [--dtype D] [--arch sm_XX|all]\n"
+    "                           [--limit N] [--backend nvjitlink|ptxas]\n"
+    "Emits and compiles every config of the op's parameter space for each\n"
+    "architecture (all = sm_80 sm_86 sm_89 sm_90) and prints one row per variant:\n"
+    "registers, spills, shared memory, emit time and compile time.\n";
+
+int cmd_variants(int argc, char **argv)
+{
+    cli_problem cp;
+    cli_parse_problem(argc, argv, &cp, variants_usage);
+    pt_err e = {0};
+    const char *archs_all[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
+    const char *const *archs = archs_all;
+    int narchs = 4;
+    if (strcmp(cp.arch, "all") != 0) {
+        archs = (const char *const *)&cp.arch;
+        narchs = 1;
+    }
+    pt_compiler *comp = cli_open_compiler(cp.backend, true);
+    int max_ptx = pt_toolchain_max_ptx(pt_compiler_max_ptx(comp));
+    int total = 0, failed = 0, spilled = 0;
+    printf("%-7s %-52s %5s %7s %6s %9s %10s\n", "arch", "config", "regs", "spill", "smem",
+           "emit_us", "compile_ms");
+    for (int ai = 0; ai < narchs; ai++) {
+        pt_target t;
+        if (pt_target_parse(archs[ai], &t, &e))
+            cli_die(2, "%s", e.msg);
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        if (cp.op->prepare(a, &cp.prob, &t, &pp, &e))
+            cli_die(2, "%s", e.msg);
+        pt_space s;
+        cp.op->space(pp, &t, &s);
+        int64_t n = pt_space_size(&s);
+        for (int64_t i = 0; i < n && (!cp.limit || total < cp.limit); i++) {
+            pt_config cfg;
+            pt_space_config(&s, i, &cfg);
+            pt_err ce = {0};
+            if (cp.op->check(pp, &t, &cfg, &ce))
+                continue;
+            ptx_module *m;
+            pt_launch l;
+            double t0 = cli_now();
+            int rc = pt_op_build(cp.op, pp, &t, max_ptx, &cfg, &m, &l, &ce);
+            char *text = rc ? NULL : ptx_print(m);
+            double emit_us = (cli_now() - t0) * 1e6;
+            char cs[256];
+            pt_config_str(&cfg, cs, sizeof cs);
+            total++;
+            pt_resource r;
+            if (!rc)
+                rc = pt_compile(comp, text, &t, NULL, NULL, &r, &ce);
+            if (rc) {
+                failed++;
+                printf("%-7s %-52s FAILED: %s\n", archs[ai], cs, ce.msg);
+            } else {
+                spilled += r.spill_stores + r.spill_loads > 0;
+                printf("%-7s %-52s %5d %3d/%-3d %6d %9.1f %10.2f\n", archs[ai], cs, r.registers,
+                       r.spill_stores, r.spill_loads, r.shared_bytes, emit_us, r.compile_ms);
+            }
+            free(text);
+            if (m && !rc)
+                ptx_module_free(m);
+        }
+        pt_arena_free(a);
+    }
+    pt_compiler_close(comp);
+    printf("%d variants, %d failed, %d with spills\n", total, failed, spilled);
+    return failed || spilled ? 1 : 0;
+}
+
+int cmd_ops(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    return ops_table();
+}
+
+static int ops_table(void)
+{
+    const pt_op *const *ops;
+    int n = pt_op_list(&ops);
+    /* a representative problem so the space can be shown */
+    for (int i = 0; i < n; i++) {
+        printf("%s: %s\n", ops[i]->name, ops[i]->summary);
+        pt_problem pr[2] = {
+            {ops[i]->name, "y = gelu(x)", "x=1024x1024", PT_F16, PT_F16},
+            {ops[i]->name, "y = softmax(x, -1)", "x=1024x1024", PT_F16, PT_F16},
+        };
+        const char *titles[2] = {"without reductions", "with row reductions"};
+        for (int k = 0; k < 2; k++) {
+            pt_arena *a = pt_arena_new();
+            pt_prepared *pp;
+            pt_err e = {0};
+            pt_target t = {80, false, false};
+            if (ops[i]->prepare(a, &pr[k], &t, &pp, &e) == 0) {
+                pt_space s;
+                ops[i]->space(pp, &t, &s);
+                printf("  parameters %s (e.g. %s, f16):\n", titles[k], pr[k].expr);
+                for (int p = 0; p < s.nparams; p++) {
+                    printf("    %-10s", s.p[p].name);
+                    for (int v = 0; v < s.p[p].nvalues; v++)
+                        printf("%s%lld", v ? "," : " ", (long long)s.p[p].values[v]);
+                    printf("   %s\n", s.p[p].doc);
+                }
+            }
+            pt_arena_free(a);
+        }
+    }
+    return 0;
+}
+
