@@ -41,12 +41,12 @@ int main(int argc, char **argv)
             only = atoi(argv[i + 1]);
     }
     static const pt_problem cases[] = {
-        {"elementwise", "y = softmax(x * 0.125, -1)", "x=4096x8192", PT_BF16, PT_BF16},
-        {"elementwise", "y = layernorm(x + r, -1) * g + b", "x=4096x4096,r=4096x4096,g=4096,b=4096", PT_BF16, PT_BF16},
-        {"elementwise", "y = x * rsqrt(mean(x*x, -1) + 1e-6) * g", "x=4096x4096,g=4096", PT_BF16, PT_BF16},
-        {"elementwise", "y = gelu(x * w + b)", "x=4096x8192,w=8192,b=8192", PT_BF16, PT_BF16},
-        {"elementwise", "h = x + r; y = rmsnorm(h, -1) * g", "x=4096x4096,r=4096x4096,g=4096", PT_BF16, PT_BF16},
-        {"elementwise", "y = silu(x) * u", "x=4096x14336,u=4096x14336", PT_BF16, PT_BF16},
+        PT_EW("y = softmax(x * 0.125, -1)", "x=4096x8192", PT_BF16, PT_BF16),
+        PT_EW("y = layernorm(x + r, -1) * g + b", "x=4096x4096,r=4096x4096,g=4096,b=4096", PT_BF16, PT_BF16),
+        PT_EW("y = x * rsqrt(mean(x*x, -1) + 1e-6) * g", "x=4096x4096,g=4096", PT_BF16, PT_BF16),
+        PT_EW("y = gelu(x * w + b)", "x=4096x8192,w=8192,b=8192", PT_BF16, PT_BF16),
+        PT_EW("h = x + r; y = rmsnorm(h, -1) * g", "x=4096x4096,r=4096x4096,g=4096", PT_BF16, PT_BF16),
+        PT_EW("y = silu(x) * u", "x=4096x14336,u=4096x14336", PT_BF16, PT_BF16),
     };
     pt_target t;
     pt_err e = {0};

@@ -193,23 +193,19 @@ static int ops_table(void)
 {
     const pt_op *const *ops;
     int n = pt_op_list(&ops);
-    /* a representative problem so the space can be shown */
     for (int i = 0; i < n; i++) {
         printf("%s: %s\n", ops[i]->name, ops[i]->summary);
-        pt_problem pr[2] = {
-            {ops[i]->name, "y = gelu(x)", "x=1024x1024", PT_F16, PT_F16},
-            {ops[i]->name, "y = softmax(x, -1)", "x=1024x1024", PT_F16, PT_F16},
-        };
-        const char *titles[2] = {"without reductions", "with row reductions"};
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < ops[i]->nexamples; k++) {
+            const pt_problem *pr = &ops[i]->examples[k];
             pt_arena *a = pt_arena_new();
             pt_prepared *pp;
             pt_err e = {0};
             pt_target t = {80, false, false};
-            if (ops[i]->prepare(a, &pr[k], &t, &pp, &e) == 0) {
+            if (ops[i]->prepare(a, pr, &t, &pp, &e) == 0) {
                 pt_space s;
                 ops[i]->space(pp, &t, &s);
-                printf("  parameters %s (e.g. %s, f16):\n", titles[k], pr[k].expr);
+                printf("  parameters for e.g. %s (%s):\n", pr->expr ? pr->expr : pr->op,
+                       pt_dtype_get(pr->dtype)->name);
                 for (int p = 0; p < s.nparams; p++) {
                     printf("    %-10s", s.p[p].name);
                     for (int v = 0; v < s.p[p].nvalues; v++)
@@ -222,4 +218,3 @@ static int ops_table(void)
     }
     return 0;
 }
-

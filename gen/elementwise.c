@@ -1451,6 +1451,11 @@ static double bytes(const pt_prepared *pp)
 
 const ex_prog *gen_elementwise_prog(const pt_prepared *pp) { return pp->prog; }
 
+static const pt_problem examples[] = {
+    PT_EW("y = gelu(x * w + b)", "x=1024x1024,w=1024,b=1024", PT_F16, PT_F16),
+    PT_EW("y = softmax(x, -1)", "x=1024x1024", PT_F16, PT_F16),
+};
+
 const pt_op gen_elementwise_op = {
     .name = "elementwise",
     .summary = "fused elementwise and last-dim row-reduction chains (softmax, norms, activations)",
@@ -1463,4 +1468,6 @@ const pt_op gen_elementwise_op = {
     .reference = reference,
     .flops = flops,
     .bytes = bytes,
+    .examples = examples,
+    .nexamples = 2,
 };

@@ -15,6 +15,14 @@ typedef struct pt_problem {
     const char *shapes;    /* "x=4096x8192,w=8192,b=8192" */
     pt_dtype dtype;        /* storage dtype of inputs and outputs */
     pt_dtype out_dtype;    /* outputs (fp8 e4m3/e5m2 with a scale); = dtype by default */
+    /* gemm: D[b] = epilogue(alpha * op(A[b]) * op(B[b]) + beta * C[b]) */
+    int64_t m, n, k, batch;     /* batch 0 or 1: not batched */
+    const char *layout;         /* "nn" "nt" "tn" "tt": A then B; n = as written */
+    bool d_colmajor;            /* D (and C) column-major */
+    const char *epilogue;       /* expression over acc, e.g. "gelu(acc * alpha + bias[n])"; NULL: none */
+    double alpha, beta;         /* beta 0: no C operand */
+    int64_t lda, ldb, ldc, ldd; /* leading dimensions; 0: packed */
+    double scale_a, scale_b;    /* fp8 per-tensor scales (0: 1.0) */
 } pt_problem;
 
 /* A parameter space: named integer parameters, each with its values. */
@@ -96,7 +104,14 @@ typedef struct pt_op {
     int (*reference)(const pt_prepared *pp, const pt_tensor *in, pt_tensor *out, pt_err *e);
     double (*flops)(const pt_prepared *pp);
     double (*bytes)(const pt_prepared *pp);
+    /* Representative problems, for 'ptxtune ops' and smoke tests. */
+    const pt_problem *examples;
+    int nexamples;
 } pt_op;
+
+/* An elementwise problem, for tables of cases. */
+#define PT_EW(ex, sh, dt, odt) \
+    {.op = "elementwise", .expr = (ex), .shapes = (sh), .dtype = (dt), .out_dtype = (odt)}
 
 extern const pt_op gen_elementwise_op;
 

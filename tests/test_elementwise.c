@@ -19,12 +19,12 @@ static bool toolkit_required(void)
 
 /* The six families the issue names, at small but real shapes. */
 static const pt_problem cases[] = {
-    {"elementwise", "y = softmax(x * 0.125, -1)", "x=64x1024", PT_BF16, PT_BF16},
-    {"elementwise", "y = layernorm(x + r, -1) * g + b", "x=32x768,r=32x768,g=768,b=768", PT_F16, PT_F16},
-    {"elementwise", "y = x * rsqrt(mean(x*x, -1) + 1e-6) * g", "x=16x4096,g=4096", PT_F32, PT_F32},
-    {"elementwise", "y = gelu(x * w + b)", "x=128x512,w=512,b=512", PT_BF16, PT_BF16},
-    {"elementwise", "h = x + r; y = rmsnorm(h, -1) * g", "x=8x2048,r=8x2048,g=2048", PT_BF16, PT_BF16},
-    {"elementwise", "y = silu(x) * u + where(b > 0, b, 0.5 * b)", "x=4x8x96,u=4x8x96,b=8x1", PT_F32, PT_F32},
+    PT_EW("y = softmax(x * 0.125, -1)", "x=64x1024", PT_BF16, PT_BF16),
+    PT_EW("y = layernorm(x + r, -1) * g + b", "x=32x768,r=32x768,g=768,b=768", PT_F16, PT_F16),
+    PT_EW("y = x * rsqrt(mean(x*x, -1) + 1e-6) * g", "x=16x4096,g=4096", PT_F32, PT_F32),
+    PT_EW("y = gelu(x * w + b)", "x=128x512,w=512,b=512", PT_BF16, PT_BF16),
+    PT_EW("h = x + r; y = rmsnorm(h, -1) * g", "x=8x2048,r=8x2048,g=2048", PT_BF16, PT_BF16),
+    PT_EW("y = silu(x) * u + where(b > 0, b, 0.5 * b)", "x=4x8x96,u=4x8x96,b=8x1", PT_F32, PT_F32),
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
@@ -211,8 +211,8 @@ Test(elementwise, online_softmax_is_one_pass)
 
 Test(elementwise, index_width_follows_the_shape)
 {
-    pt_problem small = {"elementwise", "y = x * 2", "x=1024x1024", PT_F16, PT_F16};
-    pt_problem big = {"elementwise", "y = x * 2", "x=65536x65536", PT_F16, PT_F16};
+    pt_problem small = PT_EW("y = x * 2", "x=1024x1024", PT_F16, PT_F16);
+    pt_problem big = PT_EW("y = x * 2", "x=65536x65536", PT_F16, PT_F16);
     pt_err e = {0};
     char *a = emit_text(&small, "sm_80", "vec=8", &e);
     char *b = emit_text(&big, "sm_80", "vec=8", &e);
@@ -226,7 +226,7 @@ Test(elementwise, index_width_follows_the_shape)
 
 Test(elementwise, fp8_output_needs_sm89)
 {
-    pt_problem p = {"elementwise", "y = x * 2", "x=64x64", PT_F16, PT_E4M3};
+    pt_problem p = PT_EW("y = x * 2", "x=64x64", PT_F16, PT_E4M3);
     pt_err e = {0};
     char *t = emit_text(&p, "sm_80", "", &e);
     cr_assert_null(t);
@@ -245,20 +245,20 @@ Test(elementwise, bad_input_names_the_value)
         pt_problem p;
         const char *arch, *config, *msg;
     } bad[] = {
-        {{"elementwise", "", "x=4", PT_F32, PT_F32}, "sm_80", "", "empty expression"},
-        {{"elementwise", "y = gelo(x)", "x=4", PT_F32, PT_F32}, "sm_80", "",
+        {PT_EW("", "x=4", PT_F32, PT_F32), "sm_80", "", "empty expression"},
+        {PT_EW("y = gelo(x)", "x=4", PT_F32, PT_F32), "sm_80", "",
          "unknown function 'gelo' at column 5"},
-        {{"elementwise", "y = x + w", "x=4x8,w=7", PT_F32, PT_F32}, "sm_80", "", "cannot broadcast"},
-        {{"elementwise", "y = x", "x=0x8", PT_F32, PT_F32}, "sm_80", "", "bad dimension '0'"},
-        {{"elementwise", "y = x", "x=-3x8", PT_F32, PT_F32}, "sm_80", "", "-3"},
-        {{"elementwise", "y = x", "x=4x8", PT_F32, PT_F32}, "sm_70", "", "unknown arch 'sm_70'"},
-        {{"elementwise", "y = x", "x=4x8", PT_F32, PT_F32}, "sm_99", "", "unknown arch 'sm_99'"},
-        {{"elementwise", "y = x", "x=4x8", PT_S32, PT_S32}, "sm_80", "", "dtype 's32'"},
-        {{"elementwise", "y = x", "x=4x8", PT_F32, PT_E5M2}, "sm_80", "", "e5m2 needs sm_89"},
-        {{"elementwise", "y = x", "x=4x8", PT_F32, PT_F32}, "sm_80", "vec=3", "vec=3"},
-        {{"elementwise", "y = x", "x=4x8", PT_F32, PT_F32}, "sm_80", "tpb=100", "tpb=100"},
-        {{"elementwise", "y = x", "x=4x8", PT_F32, PT_F32}, "sm_80", "frob=1", "unknown config key 'frob'"},
-        {{"elementwise", "y = softmax(x, -1)", "x=4x6", PT_F32, PT_F32}, "sm_80", "vec=4",
+        {PT_EW("y = x + w", "x=4x8,w=7", PT_F32, PT_F32), "sm_80", "", "cannot broadcast"},
+        {PT_EW("y = x", "x=0x8", PT_F32, PT_F32), "sm_80", "", "bad dimension '0'"},
+        {PT_EW("y = x", "x=-3x8", PT_F32, PT_F32), "sm_80", "", "-3"},
+        {PT_EW("y = x", "x=4x8", PT_F32, PT_F32), "sm_70", "", "unknown arch 'sm_70'"},
+        {PT_EW("y = x", "x=4x8", PT_F32, PT_F32), "sm_99", "", "unknown arch 'sm_99'"},
+        {PT_EW("y = x", "x=4x8", PT_S32, PT_S32), "sm_80", "", "dtype 's32'"},
+        {PT_EW("y = x", "x=4x8", PT_F32, PT_E5M2), "sm_80", "", "e5m2 needs sm_89"},
+        {PT_EW("y = x", "x=4x8", PT_F32, PT_F32), "sm_80", "vec=3", "vec=3"},
+        {PT_EW("y = x", "x=4x8", PT_F32, PT_F32), "sm_80", "tpb=100", "tpb=100"},
+        {PT_EW("y = x", "x=4x8", PT_F32, PT_F32), "sm_80", "frob=1", "unknown config key 'frob'"},
+        {PT_EW("y = softmax(x, -1)", "x=4x6", PT_F32, PT_F32), "sm_80", "vec=4",
          "vec=4 does not divide the row length 6"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -292,17 +292,17 @@ static const struct {
     pt_problem p;
     const char *arch, *config;
 } golden[] = {
-    {"softmax_bf16_sm80", {"elementwise", "y = softmax(x * 0.125, -1)", "x=8x256", PT_BF16, PT_BF16},
+    {"softmax_bf16_sm80", PT_EW("y = softmax(x * 0.125, -1)", "x=8x256", PT_BF16, PT_BF16),
      "sm_80", "tpb=128,vec=8,wpr=1,cache=1,online=1,shape_imm=1"},
-    {"layernorm_f16_sm90", {"elementwise", "y = layernorm(x + r, -1) * g + b", "x=4x512,r=4x512,g=512,b=512", PT_F16, PT_F16},
+    {"layernorm_f16_sm90", PT_EW("y = layernorm(x + r, -1) * g + b", "x=4x512,r=4x512,g=512,b=512", PT_F16, PT_F16),
      "sm_90", "tpb=128,vec=4,wpr=2,cache=1,shape_imm=1"},
-    {"rmsnorm_f32_runtime_sm86", {"elementwise", "h = x + r; y = rmsnorm(h, -1) * g", "x=16x1000,r=16x1000,g=1000", PT_F32, PT_F32},
+    {"rmsnorm_f32_runtime_sm86", PT_EW("h = x + r; y = rmsnorm(h, -1) * g", "x=16x1000,r=16x1000,g=1000", PT_F32, PT_F32),
      "sm_86", "tpb=256,vec=4,wpr=4,cache=0,shape_imm=0"},
-    {"gelu_bf16_sm80", {"elementwise", "y = gelu(x * w + b)", "x=64x128,w=128,b=128", PT_BF16, PT_BF16},
+    {"gelu_bf16_sm80", PT_EW("y = gelu(x * w + b)", "x=64x128,w=128,b=128", PT_BF16, PT_BF16),
      "sm_80", "tpb=128,vec=8,unroll=2,shape_imm=1"},
-    {"broadcast_tail_f32_sm80", {"elementwise", "y = exp(x) * s", "x=3x5x7,s=1", PT_F32, PT_F32},
+    {"broadcast_tail_f32_sm80", PT_EW("y = exp(x) * s", "x=3x5x7,s=1", PT_F32, PT_F32),
      "sm_80", "tpb=128,vec=4,unroll=1,shape_imm=1"},
-    {"fp8_out_sm89", {"elementwise", "y = silu(x)", "x=32x64", PT_BF16, PT_E4M3},
+    {"fp8_out_sm89", PT_EW("y = silu(x)", "x=32x64", PT_BF16, PT_E4M3),
      "sm_89", "tpb=128,vec=8,unroll=1,shape_imm=1"},
 };
 
