@@ -206,7 +206,7 @@ ptx_fn *ptx_fn_new(ptx_module *m, const char *name)
     for (int i = 0; i < PTX_NTYPES; i++)
         f->std_bank[i] = -1;
     /* room for a typical kernel up front: regrowing copies whole bodies */
-    f->body = pt_arena_grow(m->arena, NULL, sizeof *f->body, &f->cap_body, 512);
+    f->body = pt_arena_grow(m->arena, NULL, sizeof *f->body, &f->cap_body, 1024);
     m->fns = pt_arena_grow(m->arena, m->fns, sizeof *m->fns, &m->cap_fns, m->nfns + 1);
     m->fns[m->nfns++] = f;
     return f;
@@ -572,19 +572,21 @@ ptx_ins *ptx_emit_n(ptx_fn *f, ptx_op op, ptx_mods mods, ptx_types types, int n,
         pt_errf(&f->mod->err, PT_EINTERNAL, "%s: too many operands", op_tab[op].name);
         return NULL;
     }
-    ptx_ins ins;
-    memset(&ins, 0, sizeof ins);
-    ins.op = (uint16_t)op;
-    ins.nmods = mods.n;
-    memcpy(ins.mods, mods.m, sizeof ins.mods);
-    ins.ntypes = types.n;
-    memcpy(ins.types, types.t, sizeof ins.types);
-    ins.nopd = (uint8_t)n;
-    if (n)
-        memcpy(ins.opd, opd, (size_t)n * sizeof *opd);
-    if (ptx_check_ins(f, &ins, &f->mod->err))
-        return NULL;
+    /* build in place: the body slot is checked, then kept or dropped */
     f->body = pt_arena_grow(f->mod->arena, f->body, sizeof *f->body, &f->cap_body, f->nbody + 1);
-    f->body[f->nbody] = ins;
+    ptx_ins *ins = &f->body[f->nbody];
+    ins->op = (uint16_t)op;
+    ins->nmods = mods.n;
+    ins->ntypes = types.n;
+    ins->nopd = (uint8_t)n;
+    ins->guard_neg = false;
+    ins->guard = (ptx_reg){0};
+    ins->line = 0;
+    memcpy(ins->mods, mods.m, sizeof ins->mods);
+    memcpy(ins->types, types.t, sizeof ins->types);
+    if (n)
+        memcpy(ins->opd, opd, (size_t)n * sizeof *opd);
+    if (ptx_check_ins(f, ins, &f->mod->err))
+        return NULL;
     return &f->body[f->nbody++];
 }

@@ -334,3 +334,32 @@ Test(elementwise, golden_files)
         free(t);
     }
 }
+
+/* sm_90a, and the assemble-only targets sm_100a / sm_120: each family's
+ * default variant assembles. */
+Test(elementwise, defaults_assemble_on_newer_targets, .timeout = 300)
+{
+    pt_compiler *comp = NULL;
+    pt_err e = {0};
+    if (pt_compiler_open(&comp, &e)) {
+        cr_assert(!toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_skip_test("no CUDA toolkit: %s", e.msg);
+    }
+    const char *newer[] = {"sm_90a", "sm_100a", "sm_120"};
+    int n = 0;
+    for (int ai = 0; ai < 3; ai++)
+        for (int ci = 0; ci < NCASES; ci++) {
+            char *t = emit_text(&cases[ci], newer[ai], "", &e);
+            cr_assert(t, "%s %s: %s", cases[ci].expr, newer[ai], e.msg);
+            pt_target tg;
+            pt_target_parse(newer[ai], &tg, &e);
+            pt_resource r;
+            cr_expect_eq(pt_compile(comp, t, &tg, NULL, NULL, &r, &e), PT_OK, "%s %s: %s",
+                         cases[ci].expr, newer[ai], e.msg);
+            cr_expect_eq(r.spill_stores + r.spill_loads, 0);
+            free(t);
+            n++;
+        }
+    printf("elementwise: %d default variants assembled for sm_90a sm_100a sm_120\n", n);
+    pt_compiler_close(comp);
+}
