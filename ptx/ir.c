@@ -493,9 +493,11 @@ int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
     if (op_tab[ins->op].types && ins->ntypes == 0)
         return ins_err(f, ins, e, PT_EINVAL, "missing type suffix", "");
     if (ins->nopd < min || ins->nopd > max) {
-        snprintf(buf, sizeof buf, " %d operands, expected %d%s%d", ins->nopd, min,
-                 min == max ? "" : "..", max);
-        return ins_err(f, ins, e, PT_EINVAL, "wrong operand count:", min == max ? buf : buf);
+        if (min == max)
+            snprintf(buf, sizeof buf, " %d operands, expected %d", ins->nopd, min);
+        else
+            snprintf(buf, sizeof buf, " %d operands, expected %d..%d", ins->nopd, min, max);
+        return ins_err(f, ins, e, PT_EINVAL, "wrong operand count:", buf);
     }
     for (int i = 0, k = 0; i < ins->nopd; i++, k++) {
         while (opnds[k] == '?')

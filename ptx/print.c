@@ -227,9 +227,14 @@ void ptx_print_buf(ptx_module *m, pt_buf *out)
     pt_buf_printf(out, ".version %s\n.target %s\n.address_size 64\n\n",
                   pt_ptx_version_str(m->version, vs, sizeof vs),
                   pt_target_name(&m->target, tn, sizeof tn));
-    for (size_t i = 0; i < m->nshared; i++)
-        pt_buf_printf(out, ".extern .shared .align %d .b8 %s[];\n", m->shared[i].align,
-                      m->shared[i].name);
+    for (size_t i = 0; i < m->nshared; i++) {
+        const ptx_shared *s = &m->shared[i];
+        if (s->is_extern)
+            pt_buf_printf(out, ".extern .shared .align %d .b8 %s[];\n", s->align, s->name);
+        else
+            pt_buf_printf(out, ".shared .align %d .b8 %s[%" PRId64 "];\n", s->align, s->name,
+                          s->bytes);
+    }
     if (m->nshared)
         pt_buf_putc(out, '\n');
     for (size_t i = 0; i < m->nfns; i++) {
