@@ -57,18 +57,26 @@ int pt_config_parse(const pt_space *s, const char *spec, pt_config *c, pt_err *e
 int64_t pt_space_size(const pt_space *s);
 void pt_space_config(const pt_space *s, int64_t i, pt_config *c);
 
-/* How a kernel parameter is bound at launch. */
-typedef enum pt_arg_kind { PT_ARG_INPUT, PT_ARG_OUTPUT, PT_ARG_U32, PT_ARG_U64, PT_ARG_F32 } pt_arg_kind;
+/* How a kernel parameter is bound at launch. WORKSPACE: a device buffer of
+ * .u bytes the launcher allocates and zero-fills before the first launch;
+ * the kernel uses it as scratch (split-K partial tiles, arrival counters)
+ * and leaves it all zero again, so one buffer serves repeated launches. */
+typedef enum pt_arg_kind {
+    PT_ARG_INPUT, PT_ARG_OUTPUT, PT_ARG_U32, PT_ARG_U64, PT_ARG_F32, PT_ARG_WORKSPACE
+} pt_arg_kind;
 typedef struct pt_arg {
     pt_arg_kind kind;
     int index;        /* tensor index for INPUT / OUTPUT */
-    uint64_t u;       /* value of a U32 / U64 scalar */
+    uint64_t u;       /* value of a U32 / U64 scalar; bytes of a WORKSPACE */
     float f;          /* value of an F32 scalar */
 } pt_arg;
 
 typedef struct pt_launch {
     unsigned grid[3], block[3];
     size_t smem;          /* dynamic shared memory bytes */
+    bool smem_optin;      /* smem > 48 KB: the host must raise the kernel's
+                           * CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+                           * to smem before launching */
     int align;            /* every tensor pointer must be aligned to this */
     int nargs;
     pt_arg args[24];
@@ -102,6 +110,12 @@ typedef struct pt_op {
     /* Inputs and outputs for a reference run: counts, names, sizes. */
     int (*tensors)(const pt_prepared *pp, int *nin, int *nout, pt_tensor *in, pt_tensor *out);
     int (*reference)(const pt_prepared *pp, const pt_tensor *in, pt_tensor *out, pt_err *e);
+    /* Sampled float64 reference, for problems too large to compute whole:
+     * vals[j] = element idx[j] of output `out` (idx ascending, so an op that
+     * evaluates per row reuses one row for neighbouring samples). Same values
+     * as reference() gives at those indices. NULL: only reference() exists. */
+    int (*reference_at)(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
+                        int n, double *vals, pt_err *e);
     double (*flops)(const pt_prepared *pp);
     double (*bytes)(const pt_prepared *pp);
     /* Representative problems, for 'ptxtune ops' and smoke tests. */

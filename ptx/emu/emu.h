@@ -1,0 +1,120 @@
+/* The CPU PTX emulator: runs a kernel of a ptx_module (from the builder or
+ * the parser) over a whole grid, with detectors a GPU does not have.
+ *
+ * Memory model: device allocations live at fake 64-bit addresses with
+ * unmapped gaps between them; every byte has a shadow "written" bit, so
+ * reads of memory nothing wrote are reported. Outputs are poisoned
+ * (filled and marked unwritten) before a run. Shared memory is a per-CTA
+ * window: `mov.u32 %r, smem` gives a window offset, cvta.shared turns it into
+ * a generic address (see emu_int.h for the address map).
+ *
+ * Execution: instructions are pre-decoded once per kernel (emu_load) from
+ * the IR, dispatched through the ISA table's opcode enum; no string work
+ * per step. Each warp keeps per-lane registers and per-lane pcs and always
+ * runs the group of lanes with the lowest pc ("min-pc" scheduling, which
+ * reconverges structured code without a stack); bar.sync blocks lanes until
+ * the CTA's arrivals complete. CTAs may run in parallel on worker threads
+ * (opts.threads): each CTA's shared memory is private, global memory is
+ * shared, atomics are atomic; races between CTAs are not detected.
+ *
+ * Not emulated yet (a load-time PT_EUNSUPPORTED, never a wrong answer):
+ * .b128 registers, .local variables (the IR declares none), Hopper's wgmma,
+ * TMA, mbarrier and clusters (decode.c says where they plug in). */
+#ifndef PTX_EMU_H
+#define PTX_EMU_H
+
+#include "ptx/ir.h"
+
+typedef struct emu_opts {
+    bool detect_oob;        /* out-of-bounds global/shared/local access */
+    bool detect_uninit;     /* read of memory nothing wrote */
+    bool detect_race;       /* shared-memory race between barriers (threads of
+                               different warps; atomics excluded) */
+    bool detect_divergence; /* .sync.aligned op reached by a non-converged warp */
+    bool detect_cp_async;   /* cp.async destination read before its wait */
+    bool detect_misaligned; /* misaligned (vector) access */
+    bool detect_deadlock;   /* barrier that can never complete (off: the run still
+                               stops, returning PT_EEMU without a report) */
+    int threads;            /* worker threads across CTAs; 0 or 1 = serial */
+    uint64_t max_steps;     /* per-run warp-instruction cap (hang guard); 0 = default 2^30 */
+    int max_reports;        /* reports kept; 0 = default 32 */
+} emu_opts;
+
+/* Detector report kinds: one X-macro backs the enum and the names that
+ * start each report line. */
+#define EMU_REPORT_MAP(X)                                                   \
+    X(OOB, "out-of-bounds")                                                 \
+    X(UNINIT, "uninitialized-read")                                         \
+    X(RACE, "shared-race")                                                  \
+    X(DIVERGENCE, "divergent-sync")                                         \
+    X(CP_ASYNC, "cp-async-read-before-wait")                                \
+    X(MISALIGNED, "misaligned")                                             \
+    X(DEADLOCK, "deadlock")                                                 \
+    X(STEP_CAP, "step-cap")                                                 \
+    X(TRAP, "trap")                                                         \
+    X(INVALID, "invalid")
+
+typedef enum emu_report_kind {
+#define X(id, text) EMU_R_##id,
+    EMU_REPORT_MAP(X)
+#undef X
+    EMU_NREPORT_KINDS
+} emu_report_kind;
+const char *emu_report_kind_name(emu_report_kind k);
+
+/* All detectors on, serial. */
+emu_opts emu_default_opts(void);
+
+/* A context owns device memory, conversion tables and the reports of its
+ * last run. One emu_run at a time per context, and no
+ * allocation while it runs; separate contexts are independent. */
+typedef struct emu_ctx emu_ctx;
+emu_ctx *emu_new(const emu_opts *o); /* o NULL: emu_default_opts() */
+void emu_free(emu_ctx *c);
+
+/* Device memory. Pointers are fake device addresses (never 0). */
+uint64_t emu_alloc(emu_ctx *c, size_t bytes, const char *name);
+int emu_write(emu_ctx *c, uint64_t dptr, const void *src, size_t n, pt_err *e); /* marks written */
+int emu_read(emu_ctx *c, uint64_t dptr, void *dst, size_t n, pt_err *e);
+/* Fills with a poison byte pattern and marks the bytes unwritten. */
+int emu_poison(emu_ctx *c, uint64_t dptr, size_t n, pt_err *e);
+
+typedef struct emu_kernel emu_kernel;
+/* Pre-decodes entry `name` (NULL: the only/first entry) of module m. The
+ * module must outlive the kernel. */
+int emu_load(emu_ctx *c, ptx_module *m, const char *name, emu_kernel **out, pt_err *e);
+void emu_kernel_free(emu_kernel *k);
+
+typedef struct emu_launch {
+    unsigned grid[3], block[3];
+    size_t dyn_smem; /* bytes of .extern .shared */
+} emu_launch;
+
+typedef struct emu_stats {
+    uint64_t lane_instructions; /* executed instructions x active lanes */
+    uint64_t warp_instructions;
+    double seconds;
+    int reports; /* detector reports in this run */
+    uint64_t ctas; /* CTAs run to completion */
+} emu_stats;
+
+/* Runs the grid. args[i] points to the value of parameter i (as in
+ * cuLaunchKernel): a uint64_t device pointer, a uint32_t, a float, or the
+ * bytes of a .b8 array. Returns PT_EEMU when a detector fired (first report
+ * in e), PT_EINVAL for a bad launch. */
+int emu_run(emu_ctx *c, emu_kernel *k, const emu_launch *l, const void *const *args,
+            emu_stats *st, pt_err *e);
+
+/* Detector reports of the last run, one line each: kind, kernel, PTX line,
+ * CTA and thread, address and nearest allocation. */
+int emu_nreports(const emu_ctx *c);
+const char *emu_report(const emu_ctx *c, int i);
+/* Kind of report i, for tests and the tuner's failure classes. */
+emu_report_kind emu_report_kind_of(const emu_ctx *c, int i);
+/* Reports are cleared at the start of every emu_run; this clears them now. */
+void emu_clear_reports(emu_ctx *c);
+/* Size in bytes of the allocation holding dptr (0: none); for tests and
+ * tools that print allocations. */
+size_t emu_alloc_size(const emu_ctx *c, uint64_t dptr);
+
+#endif

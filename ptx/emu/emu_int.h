@@ -1,0 +1,356 @@
+/* Private header of the emulator: the decoded kernel, the state of a
+ * running CTA, and the entry points the ptx/emu/ files share (emu__ names).
+ *
+ * Address map (generic 64-bit addresses):
+ *   global allocation i    [(i+1) << 40, (i+1) << 40 + size)   unmapped gaps between
+ *   shared window          EMU_SHARED_BASE + offset             offset = what
+ *                          `mov.u32 %r, smem` and ld.shared take (static vars from 0,
+ *                          each followed by a redzone, then the .extern dynamic array)
+ *   local window           EMU_LOCAL_BASE + offset              per thread
+ * cvta.shared / cvta.to.shared add / subtract EMU_SHARED_BASE; cvta.global is
+ * the identity. Kernel parameters live in their own buffer (ld.param).
+ *
+ * Registers: every PTX register, immediate, special register and symbol
+ * address is a "slot"; a warp holds slots x 32 lanes of uint64_t, laid out
+ * [slot][lane] so a lane loop walks contiguous memory. Immediates and
+ * special registers are slots filled when a warp starts, so every source
+ * operand is a plain slot read. A register holds its value zero-extended
+ * from its declared width; predicates hold 0 or 1. */
+#ifndef PTX_EMU_INT_H
+#define PTX_EMU_INT_H
+
+#include "ptx/emu/emu.h"
+#include "ptx/emu/num.h"
+
+#include <pthread.h>
+#include <string.h>
+
+enum { EMU_LANES = 32, EMU_NBAR = 16 };
+
+#define EMU_GSHIFT 40
+#define EMU_GSPAN (1ull << EMU_GSHIFT)
+#define EMU_MAX_ALLOCS ((1u << 20) - 2)
+#define EMU_SHARED_BASE (1ull << 61)
+#define EMU_LOCAL_BASE ((1ull << 61) + (1ull << 40))
+#define EMU_WINDOW (1ull << 32)
+#define EMU_SHARED_REDZONE 32 /* bytes between shared variables */
+#define EMU_POISON 0xff /* poison byte: NaN in every float format */
+#define EMU_FULL 0xffffffffu
+
+/* Fixed slots: 0 always reads 0 (the base of a [symbol] address and the
+ * "no guard" value), 1 swallows writes ('_' sinks), then one slot per special
+ * register, then the kernel's registers, then its constants. */
+enum { EMU_SLOT_ZERO = 0, EMU_SLOT_SINK = 1, EMU_SLOT_SREG = 2 };
+
+/* Micro-operations: what an instruction becomes after decode. Each PTX
+ * opcode (the ISA table's enum) decodes into one of these plus type, mode
+ * and flag fields; exec.c switches over them. */
+#define EMU_H_MAP(X)                                                                      \
+    X(NOP) X(MOV) X(PACK) X(UNPACK) X(SREG_DYN) X(LD) X(ST) X(CVTA) X(CVT)                \
+    X(IADD) X(ISUB) X(IADD_SAT) X(ISUB_SAT) X(IMUL_LO) X(IMUL_HI) X(IMUL_WIDE)           \
+    X(IMAD_LO) X(IMAD_HI) X(IMAD_WIDE) X(IDIV) X(IREM) X(IMIN) X(IMAX) X(IABS) X(INEG)     \
+    X(F32_ADD) X(F32_SUB) X(F32_MUL) X(F32_FMA) X(F32_DIV) X(F64_ADD) X(F64_SUB)          \
+    X(F64_MUL) X(F64_FMA) X(F64_DIV) X(FARITH) X(FMINMAX) X(FABS) X(FNEG) X(COPYSIGN)     \
+    X(FUNARY) X(AND) X(OR) X(XOR) X(NOT) X(SHL) X(SHR) X(LOP3) X(PRMT) X(BFE) X(BFI)       \
+    X(POPC) X(CLZ) X(BREV) X(SETP) X(SELP) X(BRA) X(EXIT) X(TRAP) X(BAR) X(BAR_WARP)     \
+    X(SHFL) X(VOTE) X(ACTIVEMASK) X(REDUX) X(ATOM) X(CP_ASYNC) X(CP_COMMIT) X(CP_WAIT)    \
+    X(LDMATRIX) X(MMA)
+
+enum emu_h {
+#define X(id) EMU_H_##id,
+    EMU_H_MAP(X)
+#undef X
+    EMU_NH
+};
+
+/* Flag bits of emu_ins.flags; the low four match num.h's EMU_NF_*. */
+enum {
+    EMU_IF_SATFINITE = EMU_NF_SATFINITE,
+    EMU_IF_RELU = EMU_NF_RELU,
+    EMU_IF_FTZ = EMU_NF_FTZ,
+    EMU_IF_SAT = EMU_NF_SAT,
+    EMU_IF_SIGNED = 16,   /* signed integer type */
+    EMU_IF_NAN = 32,      /* min/max .NaN */
+    EMU_IF_XORSIGN = 64,  /* min/max .xorsign.abs */
+    EMU_IF_ALIGNED = 128, /* .sync.aligned collective: all lanes must be converged */
+    EMU_IF_ARRIVE = 256,  /* bar.arrive: does not wait */
+    EMU_IF_TRANS = 512,   /* ldmatrix .trans */
+    EMU_IF_HAS_C = 1024,  /* optional operand present (setp c, bar count, cp src-size) */
+    EMU_IF_PAIR = 2048,   /* two-source packing cvt */
+    EMU_IF_NOFTZ = 4096,  /* atom .noftz */
+    EMU_IF_APPROX = 8192,
+    EMU_IF_IGNSRC = 16384, /* cp.async ignore-src predicate: true -> zero fill */
+};
+
+/* Memory spaces of a decoded access. */
+enum { EMU_SP_GENERIC, EMU_SP_GLOBAL, EMU_SP_SHARED, EMU_SP_LOCAL, EMU_SP_PARAM, EMU_SP_CONST };
+
+/* setp comparisons (integer ones use the unsigned/signed flag). */
+enum {
+    EMU_CMP_EQ, EMU_CMP_NE, EMU_CMP_LT, EMU_CMP_LE, EMU_CMP_GT, EMU_CMP_GE,
+    EMU_CMP_EQU, EMU_CMP_NEU, EMU_CMP_LTU, EMU_CMP_LEU, EMU_CMP_GTU, EMU_CMP_GEU,
+    EMU_CMP_NUM, EMU_CMP_NAN,
+};
+enum { EMU_BOOL_NONE, EMU_BOOL_AND, EMU_BOOL_OR, EMU_BOOL_XOR };
+/* FUNARY functions */
+enum { EMU_FN_RCP, EMU_FN_SQRT, EMU_FN_RSQRT, EMU_FN_EX2, EMU_FN_LG2, EMU_FN_SIN, EMU_FN_COS, EMU_FN_TANH };
+/* shfl, vote, redux/atom operations */
+enum { EMU_SHFL_UP, EMU_SHFL_DOWN, EMU_SHFL_BFLY, EMU_SHFL_IDX };
+enum { EMU_VOTE_BALLOT, EMU_VOTE_ALL, EMU_VOTE_ANY, EMU_VOTE_UNI };
+enum {
+    EMU_AOP_ADD, EMU_AOP_MIN, EMU_AOP_MAX, EMU_AOP_AND, EMU_AOP_OR, EMU_AOP_XOR,
+    EMU_AOP_CAS, EMU_AOP_EXCH, EMU_AOP_INC, EMU_AOP_DEC,
+};
+/* cvta: which way and which window */
+enum { EMU_CVTA_ID, EMU_CVTA_TO_GENERIC, EMU_CVTA_FROM_GENERIC };
+/* mma shapes */
+enum { EMU_MMA_K8, EMU_MMA_K16, EMU_MMA_K32 };
+
+/* A decoded instruction: 64 bytes, no pointers into the IR on the hot path.
+ * Scalar operands are slots; vector operands (.v2/.v4, {a,b}, mma
+ * fragments, ldmatrix destinations) index the kernel's vpool. */
+typedef struct emu_ins {
+    uint16_t h;     /* micro-op, EMU_H_* */
+    uint16_t op;    /* the PTX opcode (ptx_op), for reports */
+    uint16_t flags; /* EMU_IF_* */
+    uint8_t ty;     /* types[0] (ptx_type) */
+    uint8_t ty2;    /* second type: cvt source, mma A type */
+    uint8_t bits;   /* width of ty in bits (1 for pred) */
+    uint8_t rnd;    /* EMU_RN ... */
+    uint8_t sub;    /* cmp, function, mode, space... per micro-op */
+    uint8_t sub2;   /* setp bool op, atom op, mma shape... */
+    uint8_t n;      /* vector elements */
+    uint8_t sz;     /* bytes per element of a memory access */
+    uint8_t dbits;  /* destination register width */
+    uint8_t gneg;   /* guard is negated */
+    uint8_t cneg;   /* predicate source is negated */
+    uint8_t pad[3];
+    uint32_t guard; /* guard predicate slot, 0 when unguarded */
+    uint32_t d, a, b, c, e;
+    uint32_t target; /* branch target pc */
+    int32_t line;    /* PTX line (0: module never printed) */
+    int64_t off;     /* address offset, symbol resolved */
+    uint64_t aux;    /* lop3 lut, cp-size, wait count, mma B/C types */
+} emu_ins;
+
+typedef struct emu_shvar {
+    const char *name;
+    uint32_t off, size; /* size 0: dynamic (its size is the launch's dyn_smem) */
+    bool dyn;
+} emu_shvar;
+
+struct emu_kernel {
+    emu_ctx *ctx;
+    const ptx_fn *fn;
+    const char *name;
+    emu_ins *code;
+    uint32_t ncode;
+    uint32_t *vpool;
+    uint32_t nvpool;
+    uint32_t nslots;     /* all slots */
+    uint32_t reg_base;   /* first register slot */
+    uint32_t const_base; /* first constant slot */
+    uint32_t nconst;
+    uint64_t *consts;
+    uint32_t nparams;
+    uint32_t *param_off, *param_size;
+    uint32_t param_bytes;
+    emu_shvar *shvars;
+    uint32_t nshvars;
+    uint32_t smem_static; /* bytes of static shared (dynamic starts after) */
+    uint32_t dyn_off;     /* window offset of the .extern array */
+    uint32_t dyn_align;
+    uint32_t local_bytes; /* per-thread .local (none declared by the IR yet) */
+    int maxntid[3], reqntid[3];
+};
+
+typedef struct emu_allocrec {
+    char *name;
+    uint64_t base;
+    size_t size;
+    uint8_t *data;
+    uint64_t *shadow; /* one bit per byte: 1 written (bit b % 64 of word b / 64) */
+} emu_allocrec;
+
+struct emu_ctx {
+    emu_opts o;
+    emu_allocrec **allocs;
+    size_t nallocs, cap_allocs;
+    pthread_mutex_t lock; /* reports */
+    char **reports;
+    uint8_t *report_kinds;
+    int nreports, total_reports;
+    uint64_t *report_keys; /* (kernel code pointer ^ kind/pc) dedupe across CTAs */
+    size_t nkeys, cap_keys;
+    float *h2f;         /* f16 -> f32 table, 65536 entries (mma operands) */
+    float fp8f[2][256]; /* e4m3, e5m2 -> f32 */
+};
+
+/* One queued cp.async of one thread. */
+typedef struct emu_cp {
+    uint64_t src;
+    uint32_t dst;
+    uint32_t group; /* the lane's group number it belongs to */
+    uint32_t pc;
+    uint8_t lane, size, srcsize;
+} emu_cp;
+
+typedef struct emu_warp {
+    uint64_t *R;
+    uint32_t index;   /* warp index in the CTA */
+    uint32_t pc;      /* pc of the running group */
+    uint32_t group;   /* lanes running at pc */
+    uint32_t next_pc; /* lowest pc of the other runnable lanes, UINT32_MAX none */
+    uint32_t exists;  /* lanes that are threads of the CTA */
+    uint32_t live;    /* lanes not exited */
+    uint32_t blocked; /* lanes waiting at a barrier */
+    uint32_t bar_wait[EMU_NBAR];    /* lanes blocked per barrier id */
+    uint32_t bar_arrived[EMU_NBAR]; /* lanes arrived in the current phase */
+    uint32_t ws_wait, ws_mask;      /* bar.warp.sync waiters and their masks */
+    uint32_t lane_pc[EMU_LANES];    /* pc of lanes outside the running group */
+    uint32_t cp_group[EMU_LANES];   /* next cp.async group number per lane */
+    emu_cp *cp;
+    size_t ncp, cap_cp;
+} emu_warp;
+
+/* The state shared by the workers of one emu_run. */
+typedef struct emu_runst {
+    emu_ctx *ctx;
+    const emu_kernel *k;
+    emu_launch l;
+    uint8_t *params;
+    uint32_t nctas, nthreads, nwarps;
+    uint32_t smem_size; /* window size: static + dynamic */
+    uint64_t max_steps;
+    uint64_t next_cta;  /* atomics */
+    uint64_t steps;
+    uint64_t lanes;
+    uint64_t ctas;
+    int abort;
+    int reports;
+} emu_runst;
+
+/* Shadow of the shared bytes, one array per field (the checks of a 4-, 8-
+ * or 16-byte access then vectorise): the last write and read of each byte
+ * as (barrier epoch, thread). Epochs count barrier intervals and never
+ * repeat across the CTAs a worker runs, so nothing is cleared between
+ * CTAs. rtid EMU_MANY: readers from several warps. */
+typedef struct emu_shadow {
+    uint32_t *wep, *rep;
+    uint16_t *wtid, *rtid;
+} emu_shadow;
+#define EMU_MANY 0xffffu
+
+typedef struct emu_cta {
+    emu_runst *rs;
+    emu_ctx *ctx;
+    const emu_kernel *k;
+    const emu_opts *o;
+    unsigned ctaid[3];
+    uint32_t nwarps, nthreads;
+    emu_warp *warps;
+    uint64_t *regs;
+    uint8_t *smem;
+    uint32_t smem_size;
+    emu_shadow sh;
+    uint32_t last_var; /* shared variable of the last access (a cache) */
+    uint8_t *pend;  /* 1: a cp.async to this shared byte is pending */
+    uint64_t npend; /* queued cp.async copies in the CTA */
+    uint8_t *local, *local_w;
+    uint32_t epoch, epoch0;
+    uint32_t live_threads;
+    uint32_t bar_thr[EMU_NBAR], bar_cnt[EMU_NBAR], bar_need[EMU_NBAR];
+    uint64_t steps, lanes, steps_flushed, clock;
+    uint64_t *seen; /* report dedupe bitmap: kind x pc */
+    bool shadow_sh; /* any shared-memory detector on */
+    bool dead;      /* CTA (or run) aborted */
+} emu_cta;
+
+static inline uint64_t emu_mask(int bits)
+{
+    return bits >= 64 ? ~0ull : (1ull << bits) - 1;
+}
+static inline int64_t emu_sx(uint64_t v, int bits)
+{
+    return bits >= 64 ? (int64_t)v : (int64_t)(v << (64 - bits)) >> (64 - bits);
+}
+#define EMU_RG(R, s) ((R) + (size_t)(s) * EMU_LANES)
+/* Iterates the set bits of a lane mask. */
+#define EMU_FOR_LANES(m, l)                                                         \
+    for (uint32_t l##_m = (m), l = 0; l##_m && ((l = (uint32_t)__builtin_ctz(l##_m)), 1); \
+         l##_m &= l##_m - 1)
+
+/* Global shadow bits of [off, off+n): all set? Set them (atomically: workers
+ * share global memory) / clear them (host side only). n may be any size. */
+static inline bool emu_bits_all(const uint64_t *w, uint64_t off, uint64_t n)
+{
+    while (n) {
+        uint64_t i = off >> 6, b = off & 63, k = 64 - b < n ? 64 - b : n;
+        uint64_t m = (k == 64 ? ~0ull : ((1ull << k) - 1)) << b;
+        if ((__atomic_load_n(&w[i], __ATOMIC_RELAXED) & m) != m)
+            return false;
+        off += k;
+        n -= k;
+    }
+    return true;
+}
+static inline void emu_bits_set(uint64_t *w, uint64_t off, uint64_t n, bool v)
+{
+    while (n) {
+        uint64_t i = off >> 6, b = off & 63, k = 64 - b < n ? 64 - b : n;
+        uint64_t m = (k == 64 ? ~0ull : ((1ull << k) - 1)) << b;
+        uint64_t cur = __atomic_load_n(&w[i], __ATOMIC_RELAXED);
+        if (v && (cur & m) != m)
+            __atomic_fetch_or(&w[i], m, __ATOMIC_RELAXED);
+        else if (!v && (cur & m))
+            __atomic_fetch_and(&w[i], ~m, __ATOMIC_RELAXED);
+        off += k;
+        n -= k;
+    }
+}
+
+/* decode.c */
+int emu__decode(emu_kernel *k, ptx_module *m, ptx_fn *f, pt_err *e);
+
+/* exec.c */
+void emu__cta_run(emu_cta *c, uint64_t cta_linear);
+int emu__cta_init(emu_cta *c, emu_runst *rs);
+void emu__cta_free(emu_cta *c);
+
+/* mem.c */
+enum { EMU_ACC_READ = 1, EMU_ACC_WRITE = 2, EMU_ACC_ATOMIC = 4, EMU_ACC_NOALIGN = 8 };
+uint8_t *emu__mem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane, int space,
+                  uint64_t addr, uint32_t n, int acc);
+void emu__ld(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m);
+void emu__st(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m);
+void emu__atom(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m);
+void emu__cp_async(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t pc);
+/* Completes lane copies: all committed groups but the newest `keep`
+ * (keep < 0: every queued copy). */
+void emu__cp_wait(emu_cta *c, emu_warp *w, uint32_t m, int keep);
+emu_allocrec *emu__galloc(emu_ctx *ctx, uint64_t addr);
+
+/* warp.c */
+void emu__shfl(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m);
+void emu__vote(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m);
+void emu__redux(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m);
+void emu__ldmatrix(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m);
+void emu__mma(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m);
+/* cvt of one lane (warp.c keeps the numeric per-lane helpers too) */
+uint64_t emu__cvt(const emu_ins *in, uint64_t a, uint64_t b);
+uint64_t emu__funary(const emu_ins *in, uint64_t a);
+uint64_t emu__farith(const emu_ins *in, uint64_t a, uint64_t b, uint64_t c);
+uint64_t emu__fminmax(const emu_ins *in, uint64_t a, uint64_t b);
+bool emu__setp_f(const emu_ins *in, uint64_t a, uint64_t b);
+
+/* emu.c: one detector report (deduplicated per kind and instruction). tid
+ * is the thread's linear index in the CTA, -1 for a CTA-wide report. */
+void emu__report(emu_cta *c, emu_report_kind kind, const emu_ins *in, int tid, int space,
+                 uint64_t addr, uint32_t n, const char *fmt, ...) PT_PRINTF(8, 9);
+static inline bool emu__seen(emu_cta *c, emu_report_kind kind, const emu_ins *in)
+{
+    size_t bit = (size_t)kind * (c->k->ncode + 1) + (in ? (size_t)(in - c->k->code) : c->k->ncode);
+    return (c->seen[bit >> 6] >> (bit & 63)) & 1;
+}
+
+#endif

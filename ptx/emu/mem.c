@@ -1,0 +1,560 @@
+/* Memory: address translation for every state space, the memory detectors
+ * (out of bounds, uninitialised reads, shared races, cp.async reads before
+ * their wait, misalignment), loads, stores, atomics and the cp.async
+ * queues.
+ *
+ * Shared-memory race detection: each shared byte remembers its last writer
+ * and reader (thread, barrier epoch). A plain access races when another
+ * warp wrote (or, for a write, read) the same byte in the same epoch, i.e.
+ * with no barrier completing in between. Threads of one warp are treated as
+ * ordered: converged lanes execute each instruction together, and the
+ * emulator runs a warp's lanes in program order. Atomics take part in
+ * neither side (they write with the CTA's first epoch, which marks the byte
+ * written but never racy).
+ *
+ * cp.async: a copy is queued per thread at issue and carried out when a
+ * wait_group/wait_all of that thread covers its group (or when the thread
+ * exits). Until then its destination bytes are "pending"; a read of a
+ * pending byte is reported, since on hardware it may see old data. */
+#include "ptx/emu/emu_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+emu_allocrec *emu__galloc(emu_ctx *ctx, uint64_t addr)
+{
+    uint64_t i = (addr >> EMU_GSHIFT) - 1;
+    return i < ctx->nallocs ? ctx->allocs[i] : NULL;
+}
+
+static int tid_of(const emu_warp *w, uint32_t lane) { return (int)(w->index * 32 + lane); }
+
+static void report_mem(emu_cta *c, emu_report_kind kind, const emu_ins *in, const emu_warp *w,
+                       uint32_t lane, int space, uint64_t addr, uint32_t n, const char *what)
+{
+    if (emu__seen(c, kind, in))
+        return;
+    emu__report(c, kind, in, tid_of(w, lane), space, addr, n, "%s", what);
+}
+
+/* Is [off, off+n) inside one shared variable? */
+static bool in_shvar_slow(emu_cta *c, uint64_t off, uint32_t n)
+{
+    const emu_kernel *k = c->k;
+    for (uint32_t i = 0; i < k->nshvars; i++) {
+        const emu_shvar *v = &k->shvars[i];
+        uint64_t size = v->dyn ? c->rs->l.dyn_smem : v->size;
+        if (off >= v->off && off + n <= v->off + size) {
+            c->last_var = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The same, trying the variable of the last access first. */
+static inline bool in_shvar(emu_cta *c, uint64_t off, uint32_t n)
+{
+    const emu_shvar *v = &c->k->shvars[c->last_var];
+    uint64_t size = v->dyn ? c->rs->l.dyn_smem : v->size;
+    if (c->k->nshvars && off >= v->off && off + n <= v->off + size)
+        return true;
+    return in_shvar_slow(c, off, n);
+}
+
+/* Are all n shadow bytes at p set (written)? */
+static inline bool all_written(const uint8_t *p, uint32_t n)
+{
+    uint64_t a, b;
+    const uint64_t ones = 0x0101010101010101ull;
+    switch (n) {
+    case 16:
+        memcpy(&a, p, 8);
+        memcpy(&b, p + 8, 8);
+        return (a & b) == ones && a == ones;
+    case 8:
+        memcpy(&a, p, 8);
+        return a == ones;
+    case 4: {
+        uint32_t w;
+        memcpy(&w, p, 4);
+        return w == 0x01010101u;
+    }
+    default: return memchr(p, 0, n) == NULL;
+    }
+}
+
+/* Any cp.async pending on [off, off+n)? */
+static inline bool pending(const emu_cta *c, uint64_t off, uint32_t n)
+{
+    if (!c->npend)
+        return false;
+    const uint8_t *p = c->pend + off;
+    uint64_t a = 0, b = 0;
+    if (n == 16) {
+        memcpy(&a, p, 8);
+        memcpy(&b, p + 8, 8);
+        return (a | b) != 0;
+    }
+    if (n == 8) {
+        memcpy(&a, p, 8);
+        return a != 0;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (p[i])
+            return true;
+    return false;
+}
+
+static void shadow_report(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
+                          uint64_t off, uint32_t n, int acc, bool cp, bool un, bool race)
+{
+    const emu_opts *o = c->o;
+    uint32_t E = c->epoch;
+    uint16_t wp = (uint16_t)(tid_of(w, lane) >> 5);
+    if (cp && o->detect_cp_async)
+        report_mem(c, EMU_R_CP_ASYNC, in, w, lane, EMU_SP_SHARED, off, n,
+                   "reads a cp.async destination before the wait that completes it");
+    if (un && o->detect_uninit && !cp)
+        report_mem(c, EMU_R_UNINIT, in, w, lane, EMU_SP_SHARED, off, n,
+                   "reads shared memory no thread wrote");
+    if (!race || !o->detect_race || emu__seen(c, EMU_R_RACE, in))
+        return;
+    /* find the first conflicting byte and its thread (the shadow of the
+     * access itself is not updated yet) */
+    const emu_shadow *sh = &c->sh;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t b = off + i;
+        int other = -2;
+        const char *kind = "";
+        if (sh->wep[b] == E && (sh->wtid[b] >> 5) != wp) {
+            other = sh->wtid[b];
+            kind = (acc & EMU_ACC_WRITE) ? "write after a write" : "read after a write";
+        } else if ((acc & EMU_ACC_WRITE) && sh->rep[b] == E &&
+                   (sh->rtid[b] == EMU_MANY || (sh->rtid[b] >> 5) != wp)) {
+            other = sh->rtid[b] == EMU_MANY ? -1 : sh->rtid[b];
+            kind = "write after a read";
+        }
+        if (other == -2)
+            continue;
+        const unsigned *bd = c->rs->l.block;
+        if (other >= 0)
+            emu__report(c, EMU_R_RACE, in, tid_of(w, lane), EMU_SP_SHARED, off, n,
+                        "%s by thread (%u,%u,%u) to byte +%u with no barrier between", kind,
+                        (unsigned)other % bd[0], (unsigned)other / bd[0] % bd[1],
+                        (unsigned)other / (bd[0] * bd[1]), i);
+        else
+            emu__report(c, EMU_R_RACE, in, tid_of(w, lane), EMU_SP_SHARED, off, n,
+                        "%s by several warps to byte +%u with no barrier between", kind, i);
+        return;
+    }
+}
+
+/* The shadow of a shared access: checks (cp.async pending, unwritten,
+ * race with another warp in this barrier interval), then records it.
+ * Inlined with a constant n for the usual sizes so the loops vectorise. */
+__attribute__((always_inline)) static inline void shadow_n(emu_cta *c, const emu_ins *in,
+                                                           const emu_warp *w, uint32_t lane,
+                                                           uint64_t off, const uint32_t n, int acc)
+{
+    const uint32_t E = c->epoch, E0 = c->epoch0;
+    const uint16_t tid = (uint16_t)tid_of(w, lane), wp = (uint16_t)(tid >> 5);
+    uint32_t *wep = c->sh.wep + off, *rep = c->sh.rep + off;
+    uint16_t *wtid = c->sh.wtid + off, *rtid = c->sh.rtid + off;
+    if (acc & EMU_ACC_ATOMIC) { /* atomics: written, never racy */
+        bool un = false;
+        for (uint32_t i = 0; i < n; i++) {
+            un |= wep[i] < E0;
+            wep[i] = wep[i] < E0 ? E0 : wep[i];
+        }
+        if (un && (acc & EMU_ACC_READ))
+            shadow_report(c, in, w, lane, off, n, acc, false, true, false);
+        return;
+    }
+    if (acc & EMU_ACC_READ) {
+        bool cp = pending(c, off, n);
+        int un = 0, race = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            un |= wep[i] < E0;
+            race |= (wep[i] == E) & ((wtid[i] >> 5) != wp);
+        }
+        if (cp || un || race)
+            shadow_report(c, in, w, lane, off, n, acc, cp, un, race);
+        for (uint32_t i = 0; i < n; i++) {
+            uint16_t r = rtid[i];
+            uint16_t keep = (r == EMU_MANY || (r >> 5) == wp) ? r : (uint16_t)EMU_MANY;
+            rtid[i] = rep[i] == E ? keep : tid;
+            rep[i] = E;
+        }
+        return;
+    }
+    int race = 0;
+    for (uint32_t i = 0; i < n; i++)
+        race |= ((wep[i] == E) & ((wtid[i] >> 5) != wp)) |
+                ((rep[i] == E) & ((rtid[i] == EMU_MANY) | ((rtid[i] >> 5) != wp)));
+    if (race)
+        shadow_report(c, in, w, lane, off, n, acc, false, false, true);
+    for (uint32_t i = 0; i < n; i++) {
+        wep[i] = E;
+        wtid[i] = tid;
+    }
+}
+
+/* A cp.async may land any time between issue and wait: at issue, its
+ * destination must not be in use by another warp in this barrier interval
+ * (the write itself is recorded when the copy completes). */
+static void cp_issue_probe(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
+                           uint64_t off, uint32_t n)
+{
+    const uint32_t E = c->epoch;
+    const uint16_t wp = (uint16_t)(tid_of(w, lane) >> 5);
+    const emu_shadow *sh = &c->sh;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t b = off + i;
+        if ((sh->wep[b] == E && (sh->wtid[b] >> 5) != wp) ||
+            (sh->rep[b] == E && (sh->rtid[b] == EMU_MANY || (sh->rtid[b] >> 5) != wp))) {
+            shadow_report(c, in, w, lane, off, n, EMU_ACC_WRITE, false, false, true);
+            return;
+        }
+    }
+}
+
+static void shared_shadow(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
+                          uint64_t off, uint32_t n, int acc)
+{
+    switch (n) {
+    case 16: shadow_n(c, in, w, lane, off, 16, acc); break;
+    case 8: shadow_n(c, in, w, lane, off, 8, acc); break;
+    case 4: shadow_n(c, in, w, lane, off, 4, acc); break;
+    default: shadow_n(c, in, w, lane, off, n, acc); break;
+    }
+}
+
+uint8_t *emu__mem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane, int space,
+                  uint64_t addr, uint32_t n, int acc)
+{
+    const emu_opts *o = c->o;
+    if (space == EMU_SP_GENERIC) {
+        if (addr - EMU_SHARED_BASE < EMU_WINDOW) {
+            space = EMU_SP_SHARED;
+            addr -= EMU_SHARED_BASE;
+        } else if (addr - EMU_LOCAL_BASE < EMU_WINDOW) {
+            space = EMU_SP_LOCAL;
+            addr -= EMU_LOCAL_BASE;
+        } else
+            space = EMU_SP_GLOBAL;
+    }
+    if ((addr & (n - 1)) && o->detect_misaligned && !(acc & EMU_ACC_NOALIGN) && !emu__seen(c, EMU_R_MISALIGNED, in)) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "%u-byte access not aligned to %u", n, n);
+        report_mem(c, EMU_R_MISALIGNED, in, w, lane, space, addr, n, msg);
+    }
+    switch (space) {
+    case EMU_SP_SHARED:
+        if (addr + n > c->smem_size || addr + n < addr) {
+            if (o->detect_oob)
+                report_mem(c, EMU_R_OOB, in, w, lane, space, addr, n,
+                           "outside the CTA's shared memory");
+            return NULL;
+        }
+        if (o->detect_oob && !in_shvar(c, addr, n))
+            report_mem(c, EMU_R_OOB, in, w, lane, space, addr, n,
+                       "not inside one shared variable");
+        if (c->shadow_sh)
+            shared_shadow(c, in, w, lane, addr, n, acc);
+        return c->smem + addr;
+    case EMU_SP_PARAM:
+        if (addr + n > c->rs->k->param_bytes || addr + n < addr || (acc & EMU_ACC_WRITE)) {
+            if (o->detect_oob)
+                report_mem(c, EMU_R_OOB, in, w, lane, space, addr, n,
+                           (acc & EMU_ACC_WRITE) ? "writes kernel parameters" : "outside the parameters");
+            return NULL;
+        }
+        return c->rs->params + addr;
+    case EMU_SP_LOCAL: {
+        uint32_t lb = c->k->local_bytes;
+        if (addr + n > lb || addr + n < addr) {
+            if (o->detect_oob)
+                report_mem(c, EMU_R_OOB, in, w, lane, space, addr, n, "outside the thread's local memory");
+            return NULL;
+        }
+        size_t base = (size_t)tid_of(w, lane) * lb + addr;
+        if ((acc & EMU_ACC_READ) && o->detect_uninit && !all_written(c->local_w + base, n))
+            report_mem(c, EMU_R_UNINIT, in, w, lane, space, addr, n, "reads local memory never written");
+        if (acc & EMU_ACC_WRITE)
+            memset(c->local_w + base, 1, n);
+        return c->local + base;
+    }
+    default: {
+        emu_allocrec *a = emu__galloc(c->ctx, addr);
+        if (!a || addr - a->base + n > a->size) {
+            if (o->detect_oob)
+                report_mem(c, EMU_R_OOB, in, w, lane, EMU_SP_GLOBAL, addr, n,
+                           "outside every global allocation");
+            return NULL;
+        }
+        uint64_t off = addr - a->base;
+        if ((acc & EMU_ACC_READ) && o->detect_uninit && !emu_bits_all(a->shadow, off, n))
+            report_mem(c, EMU_R_UNINIT, in, w, lane, EMU_SP_GLOBAL, addr, n,
+                       "reads global memory nothing wrote");
+        if (acc & EMU_ACC_WRITE)
+            emu_bits_set(a->shadow, off, n, true);
+        return a->data + off;
+    }
+    }
+}
+
+void emu__ld(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m)
+{
+    uint64_t *R = w->R;
+    const uint64_t *A = EMU_RG(R, in->a);
+    const uint32_t *dv = &c->k->vpool[in->d];
+    uint32_t sz = in->sz, total = sz * in->n;
+    bool sgn = (in->flags & EMU_IF_SIGNED) != 0;
+    uint64_t dm = emu_mask(in->dbits);
+    EMU_FOR_LANES(m, l)
+    {
+        const uint8_t *p = emu__mem(c, in, w, l, in->sub, A[l] + (uint64_t)in->off, total, EMU_ACC_READ);
+        for (uint32_t i = 0; i < in->n; i++) {
+            uint64_t v = 0;
+            if (p)
+                memcpy(&v, p + i * sz, sz);
+            if (sgn)
+                v = (uint64_t)emu_sx(v, (int)sz * 8);
+            EMU_RG(R, dv[i])[l] = v & dm;
+        }
+    }
+}
+
+void emu__st(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m)
+{
+    uint64_t *R = w->R;
+    const uint64_t *A = EMU_RG(R, in->a);
+    const uint32_t *sv = &c->k->vpool[in->b];
+    uint32_t sz = in->sz, total = sz * in->n;
+    EMU_FOR_LANES(m, l)
+    {
+        uint8_t *p = emu__mem(c, in, w, l, in->sub, A[l] + (uint64_t)in->off, total, EMU_ACC_WRITE);
+        if (!p)
+            continue;
+        for (uint32_t i = 0; i < in->n; i++) {
+            uint64_t v = EMU_RG(R, sv[i])[l];
+            memcpy(p + i * sz, &v, sz);
+        }
+    }
+}
+
+/* ---- atomics ---- */
+
+static uint64_t aop(const emu_ins *in, uint64_t old, uint64_t b, uint64_t cv, bool global)
+{
+    int t = in->ty, bits = in->bits;
+    uint64_t m = emu_mask(bits);
+    bool sgn = (in->flags & EMU_IF_SIGNED) != 0;
+    switch (in->sub2) {
+    case EMU_AOP_ADD:
+        switch (t) {
+        case PTX_T_F32: {
+            /* global f32 atomic add flushes subnormals; shared keeps them */
+            unsigned nf = global ? EMU_NF_FTZ : 0;
+            return num_fop(EMU_FMT_F32, EMU_FOP_ADD, old, b, 0, EMU_RN, nf);
+        }
+        case PTX_T_F64: return num_f64_bits(num_f64(old) + num_f64(b));
+        case PTX_T_F16: return num_fop(EMU_FMT_F16, EMU_FOP_ADD, old, b, 0, EMU_RN, 0);
+        case PTX_T_BF16: return num_fop(EMU_FMT_BF16, EMU_FOP_ADD, old, b, 0, EMU_RN, 0);
+        case PTX_T_F16X2:
+        case PTX_T_BF16X2: {
+            emu_fmt f = t == PTX_T_F16X2 ? EMU_FMT_F16 : EMU_FMT_BF16;
+            uint64_t lo = num_fop(f, EMU_FOP_ADD, old & 0xffff, b & 0xffff, 0, EMU_RN, 0);
+            uint64_t hi = num_fop(f, EMU_FOP_ADD, (old >> 16) & 0xffff, (b >> 16) & 0xffff, 0, EMU_RN, 0);
+            return hi << 16 | lo;
+        }
+        default: return (old + b) & m;
+        }
+    case EMU_AOP_MIN:
+    case EMU_AOP_MAX: {
+        bool mx = in->sub2 == EMU_AOP_MAX;
+        if (t == PTX_T_F16 || t == PTX_T_BF16 || t == PTX_T_F16X2 || t == PTX_T_BF16X2 ||
+            t == PTX_T_F32 || t == PTX_T_F64) {
+            emu_ins mm = *in;
+            mm.sub = mx;
+            mm.flags = 0;
+            return emu__fminmax(&mm, old, b);
+        }
+        bool lt = sgn ? emu_sx(old, bits) < emu_sx(b, bits) : old < b;
+        return (lt != mx) ? old : b;
+    }
+    case EMU_AOP_AND: return old & b;
+    case EMU_AOP_OR: return old | b;
+    case EMU_AOP_XOR: return old ^ b;
+    case EMU_AOP_CAS: return old == b ? cv : old;
+    case EMU_AOP_EXCH: return b;
+    case EMU_AOP_INC: return old >= b ? 0 : (old + 1) & m;
+    default: return (old == 0 || old > b) ? b : (old - 1) & m; /* DEC */
+    }
+}
+
+/* Read-modify-write of 2/4/8 bytes at p; a compare-exchange loop keeps it
+ * atomic across the worker threads that share global memory. */
+static uint64_t rmw(const emu_ins *in, uint8_t *p, uint64_t b, uint64_t cv, bool global)
+{
+    uint32_t sz = in->sz;
+    bool aligned = ((uintptr_t)p & (sz - 1)) == 0;
+    if (!aligned || !global) {
+        uint64_t old = 0;
+        memcpy(&old, p, sz);
+        uint64_t nv = aop(in, old, b, cv, global);
+        memcpy(p, &nv, sz);
+        return old;
+    }
+    if (sz == 2) {
+        uint16_t *q = (uint16_t *)(void *)p, old = __atomic_load_n(q, __ATOMIC_RELAXED), nv;
+        do
+            nv = (uint16_t)aop(in, old, b, cv, global);
+        while (!__atomic_compare_exchange_n(q, &old, nv, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+        return old;
+    }
+    if (sz == 4) {
+        uint32_t *q = (uint32_t *)(void *)p, old = __atomic_load_n(q, __ATOMIC_RELAXED), nv;
+        do
+            nv = (uint32_t)aop(in, old, b, cv, global);
+        while (!__atomic_compare_exchange_n(q, &old, nv, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+        return old;
+    }
+    uint64_t *q = (uint64_t *)(void *)p, old = __atomic_load_n(q, __ATOMIC_RELAXED), nv;
+    do
+        nv = aop(in, old, b, cv, global);
+    while (!__atomic_compare_exchange_n(q, &old, nv, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    return old;
+}
+
+void emu__atom(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m)
+{
+    uint64_t *R = w->R, *D = EMU_RG(R, in->d);
+    const uint64_t *A = EMU_RG(R, in->a), *B = EMU_RG(R, in->b), *C = EMU_RG(R, in->c);
+    EMU_FOR_LANES(m, l)
+    {
+        uint64_t addr = A[l] + (uint64_t)in->off;
+        int sp = in->sub;
+        if (sp == EMU_SP_GENERIC)
+            sp = addr - EMU_SHARED_BASE < EMU_WINDOW ? EMU_SP_SHARED : EMU_SP_GLOBAL;
+        uint8_t *p = emu__mem(c, in, w, l, in->sub, addr, in->sz,
+                              EMU_ACC_READ | EMU_ACC_WRITE | EMU_ACC_ATOMIC);
+        D[l] = p ? rmw(in, p, B[l], C[l], sp != EMU_SP_SHARED) : 0;
+    }
+}
+
+/* ---- cp.async ---- */
+
+/* Copies n (4, 8 or 16) bytes with fixed-size moves: a variable-length
+ * memcpy here compiles to a slow rep movs. */
+static inline void copy_small(uint8_t *d, const uint8_t *s, uint32_t n)
+{
+    if (n == 16)
+        memcpy(d, s, 16);
+    else if (n == 8)
+        memcpy(d, s, 8);
+    else if (n == 4)
+        memcpy(d, s, 4);
+    else
+        for (uint32_t i = 0; i < n; i++)
+            d[i] = s[i];
+}
+
+/* Sets n (4, 8 or 16) pending flags: a pending flag per byte, set at issue
+ * and cleared at completion (two copies pending on one byte at once are a
+ * bug of their own; the first completion clears it). */
+static inline void fill_small(uint8_t *d, uint8_t v, uint32_t n)
+{
+    if (n == 16)
+        memset(d, v, 16);
+    else if (n == 8)
+        memset(d, v, 8);
+    else
+        memset(d, v, 4);
+}
+
+void emu__cp_async(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t pc)
+{
+    uint64_t *R = w->R;
+    const uint64_t *A = EMU_RG(R, in->a), *B = EMU_RG(R, in->b), *C = EMU_RG(R, in->c);
+    EMU_FOR_LANES(m, l)
+    {
+        uint64_t dst = A[l] + (uint64_t)in->off, src = B[l] + in->aux;
+        if (dst - EMU_SHARED_BASE < EMU_WINDOW) /* a generic shared address */
+            dst -= EMU_SHARED_BASE;
+        uint32_t srcsize = in->sz;
+        if (in->flags & EMU_IF_IGNSRC)
+            srcsize = ((C[l] != 0) != (in->cneg != 0)) ? 0 : in->sz;
+        else if (in->flags & EMU_IF_HAS_C) {
+            uint64_t s = C[l] & 0xffffffffu;
+            if (s > in->sz) {
+                if (!emu__seen(c, EMU_R_INVALID, in))
+                    emu__report(c, EMU_R_INVALID, in, tid_of(w, l), -1, 0, 0,
+                                "cp.async src-size %llu exceeds cp-size %u", (unsigned long long)s,
+                                in->sz);
+                s = in->sz;
+            }
+            srcsize = (uint32_t)s;
+        }
+        if (c->o->detect_misaligned && ((dst | (srcsize ? src : 0)) & (in->sz - 1)) &&
+            !emu__seen(c, EMU_R_MISALIGNED, in))
+            report_mem(c, EMU_R_MISALIGNED, in, w, l, (dst & (in->sz - 1)) ? EMU_SP_SHARED : EMU_SP_GLOBAL,
+                       (dst & (in->sz - 1)) ? dst : src, in->sz, "cp.async address not aligned to its size");
+        if (dst + in->sz > c->smem_size || (c->o->detect_oob && !in_shvar(c, dst, in->sz))) {
+            if (c->o->detect_oob)
+                report_mem(c, EMU_R_OOB, in, w, l, EMU_SP_SHARED, dst, in->sz,
+                           "cp.async destination outside shared memory");
+            if (dst + in->sz > c->smem_size)
+                continue;
+        }
+        if (w->ncp == w->cap_cp) {
+            size_t nc = w->cap_cp ? w->cap_cp * 2 : 64;
+            emu_cp *q = realloc(w->cp, nc * sizeof *q);
+            if (!q)
+                abort();
+            w->cp = q;
+            w->cap_cp = nc;
+        }
+        w->cp[w->ncp++] = (emu_cp){src, (uint32_t)dst, w->cp_group[l], pc, (uint8_t)l, in->sz,
+                                   (uint8_t)srcsize};
+        if (c->o->detect_cp_async)
+            fill_small(c->pend + dst, 1, in->sz);
+        if (c->o->detect_race)
+            cp_issue_probe(c, in, w, l, dst, in->sz);
+        c->npend++;
+    }
+}
+
+static void cp_complete(emu_cta *c, emu_warp *w, const emu_cp *e)
+{
+    const emu_ins *ci = &c->k->code[e->pc];
+    uint8_t buf[16] = {0};
+    if (c->o->detect_cp_async)
+        fill_small(c->pend + e->dst, 0, e->size);
+    c->npend--;
+    if (e->srcsize) {
+        /* alignment was checked at issue */
+        const uint8_t *p = emu__mem(c, ci, w, e->lane, EMU_SP_GENERIC, e->src, e->srcsize,
+                                    EMU_ACC_READ | EMU_ACC_NOALIGN);
+        if (p)
+            copy_small(buf, p, e->srcsize);
+    }
+    uint8_t *q = emu__mem(c, ci, w, e->lane, EMU_SP_SHARED, e->dst, e->size, EMU_ACC_WRITE | EMU_ACC_NOALIGN);
+    if (q)
+        copy_small(q, buf, e->size);
+}
+
+void emu__cp_wait(emu_cta *c, emu_warp *w, uint32_t m, int keep)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < w->ncp; i++) {
+        emu_cp e = w->cp[i];
+        bool mine = (m >> e.lane) & 1;
+        if (mine && (keep < 0 || (uint64_t)e.group + (uint64_t)keep < w->cp_group[e.lane]))
+            cp_complete(c, w, &e);
+        else
+            w->cp[j++] = e;
+    }
+    w->ncp = j;
+}
