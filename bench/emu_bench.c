@@ -11,6 +11,8 @@
 
 #include <math.h>
 #include <stdio.h>
+
+#include "tuner/emu_check.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -298,6 +300,39 @@ static int run(const char *name, int mt, int nt, unsigned M, unsigned N, unsigne
     return maxerr > 1e-3;
 }
 
+/* The generated softmax kernel (default config) on a rows x cols f32 input,
+ * verified against the float64 reference; the time is emulation only. */
+static int run_softmax(int rows, int cols, int threads)
+{
+    char shape[64];
+    snprintf(shape, sizeof shape, "x=%dx%d", rows, cols);
+    pt_problem p = PT_EW("y = softmax(x, -1)", shape, PT_F32, PT_F32);
+    pt_target t = {80, false, false};
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    pt_err e = {0};
+    int bad = 1;
+    if (gen_elementwise_op.prepare(a, &p, &t, &pp, &e) == 0) {
+        pt_config c;
+        gen_elementwise_op.defaults(pp, &t, &c);
+        for (int th = 1; th <= threads; th = th == 1 && threads > 1 ? threads : threads + 1) {
+            pt_check_opts o = {.seed = 1, .threads = th};
+            pt_check_result r;
+            pt_err_clear(&e);
+            int rc = pt_check_emu(&gen_elementwise_op, pp, &t, &c, &o, &r, &e);
+            char cs[128];
+            printf("softmax     %5dx%5d      threads %d detectors on  %7.3f s %12llu lane-ins %6.1f M/s "
+                   "(%s, max err %.2g)%s%s\n",
+                   rows, cols, th, r.emu_seconds, (unsigned long long)r.lane_instructions,
+                   r.emu_seconds > 0 ? (double)r.lane_instructions / r.emu_seconds * 1e-6 : 0.0,
+                   pt_config_str(&c, cs, sizeof cs), r.max_err, rc ? " FAILED: " : "", rc ? e.msg : "");
+            bad = rc != 0;
+        }
+    }
+    pt_arena_free(a);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     unsigned M = 512, N = 512, K = 512;
@@ -324,5 +359,7 @@ int main(int argc, char **argv)
                     continue;
                 bad |= run(kern[i].name, kern[i].mt, kern[i].nt, M, N, K, th == 1 ? 1 : threads, d);
             }
+    if (!only || strcmp(only, "softmax") == 0)
+        bad |= run_softmax(4096, 4096, threads);
     return bad;
 }
