@@ -10,6 +10,7 @@
 #include "gen/op.h"
 #include "ptx/compile.h"
 #include "ptx/ir.h"
+#include "ptx/parse.h"
 
 static bool toolkit_required(void)
 {
@@ -330,6 +331,14 @@ Test(elementwise, golden_files)
             want[n] = '\0';
             fclose(f);
             cr_expect_str_eq(t, want, "%s differs from the golden file", golden[i].name);
+            /* and the parser reads it back to the same text */
+            ptx_module *m = NULL;
+            pt_err pe = {0};
+            cr_assert_eq(ptx_parse(want, n, path, 90, &m, &pe), PT_OK, "%s", pe.msg);
+            char *again = ptx_print(m);
+            cr_expect_str_eq(again, want, "%s: parse(print) round trip", golden[i].name);
+            free(again);
+            ptx_module_free(m);
         }
         free(t);
     }
