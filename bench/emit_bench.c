@@ -1,11 +1,13 @@
-/* Emission and compile speed per expression: median microseconds to emit
- * one kernel (IR build + print) and median milliseconds to compile it.
- * Usage: emit_bench [--arch sm_80] [--reps N] */
+/* Emission and compile speed per expression and per GEMM variant: median
+ * microseconds to emit one kernel (IR build + print) and median
+ * milliseconds to compile it; then the whole 4096^3 bf16 TN GEMM space.
+ * Usage: emit_bench [--arch sm_80] [--reps N] [--case I] [--no-space] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "gen/gemm.h"
 #include "gen/op.h"
 #include "ptx/compile.h"
 
@@ -28,10 +30,175 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Median emit time (us) of one config over reps, and its text. */
+static int emit_time(const pt_op *op, const pt_prepared *pp, const pt_target *t, const pt_config *c,
+                     int reps, double *v, double *us, char **text)
+{
+    pt_err e = {0};
+    *text = NULL;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        ptx_module *m;
+        pt_launch l;
+        if (pt_op_build(op, pp, t, 90, c, &m, &l, &e)) {
+            fprintf(stderr, "emit_bench: %s\n", e.msg);
+            return 1;
+        }
+        free(*text);
+        *text = ptx_print(m);
+        ptx_module_free(m);
+        v[r] = (now() - t0) * 1e6;
+    }
+    *us = median(v, reps);
+    return 0;
+}
+
+static double compile_ms(const pt_compiler *comp, const char *text, const pt_target *t, int creps)
+{
+    if (!comp)
+        return 0;
+    double cv[16];
+    pt_err e = {0};
+    for (int r = 0; r < creps && r < 16; r++) {
+        pt_resource res;
+        if (pt_compile(comp, text, t, NULL, NULL, &res, &e)) {
+            fprintf(stderr, "emit_bench: %s\n", e.msg);
+            return -1;
+        }
+        cv[r] = res.compile_ms;
+    }
+    return median(cv, creps < 16 ? creps : 16);
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* Representative GEMM variants: one row each. */
+static int gemm_rows(const pt_target *t, const pt_compiler *comp, int reps, int creps)
+{
+    static const struct {
+        pt_problem p;
+        const char *epi, *config;
+    } rows[] = {
+        {PT_GEMM(4096, 4096, 4096, "tn", PT_BF16, PT_BF16), NULL, ""},
+        {PT_GEMM(4096, 4096, 4096, "tn", PT_BF16, PT_BF16), NULL, "bm=256,bn=128,bk=32,wm=64,wn=64,stages=3"},
+        {PT_GEMM(4096, 4096, 4096, "nt", PT_F16, PT_F16), NULL, "bm=128,bn=128,bk=64,wm=64,wn=32,stages=4"},
+        {PT_GEMM(4096, 4096, 4096, "tn", PT_BF16, PT_BF16), "gelu(acc * alpha + bias[n]) + r", ""},
+        {PT_GEMM(4096, 4096, 4096, "nn", PT_TF32, PT_F32), NULL, ""},
+        {PT_GEMM(4096, 4096, 4096, "nt", PT_S8, PT_S32), NULL, ""},
+        {PT_GEMM(4096, 4096, 4096, "nn", PT_F32, PT_F32), NULL, ""},
+        {PT_GEMM(250, 130, 4096, "nn", PT_BF16, PT_BF16), NULL, "bm=64,bn=64,bk=32,wm=32,wn=32,stages=4,splitk=4"},
+        {PT_GEMM(17, 33, 65, "tt", PT_F16, PT_F16), NULL, ""},
+    };
+    printf("\n| GEMM problem | config | PTX lines | emit median (us) | compile median (ms) |\n");
+    printf("|---|---|---|---|---|\n");
+    double *v = malloc((size_t)reps * sizeof *v);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        pt_problem p = rows[i].p;
+        p.epilogue = rows[i].epi;
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        pt_err e = {0};
+        if (gen_gemm_op.prepare(a, &p, t, &pp, &e)) {
+            fprintf(stderr, "emit_bench: %s\n", e.msg);
+            return 1;
+        }
+        pt_space s;
+        pt_config c;
+        gen_gemm_op.space(pp, t, &s);
+        gen_gemm_op.defaults(pp, t, &c);
+        if (pt_config_parse(&s, rows[i].config, &c, &e)) {
+            fprintf(stderr, "emit_bench: %s\n", e.msg);
+            return 1;
+        }
+        double us;
+        char *text;
+        if (emit_time(&gen_gemm_op, pp, t, &c, reps, v, &us, &text))
+            return 1;
+        double ms = compile_ms(comp, text, t, creps);
+        char cs[256];
+        printf("| %lldx%lldx%lld %s %s%s%s%s | %s | %d | %.1f | %.2f |\n", (long long)p.m,
+               (long long)p.n, (long long)p.k, p.layout, pt_dtype_get(p.dtype)->name,
+               p.epilogue ? " `" : "", p.epilogue ? p.epilogue : "", p.epilogue ? "`" : "",
+               pt_config_str(&c, cs, sizeof cs),
+               count_lines(text), us, ms);
+        free(text);
+        pt_arena_free(a);
+    }
+    free(v);
+    return 0;
+}
+
+/* Every config of the 4096^3 bf16 TN space: emit (median of 20) and compile once. */
+static int gemm_space(const pt_target *t, const pt_compiler *comp)
+{
+    pt_problem p = PT_GEMM(4096, 4096, 4096, "tn", PT_BF16, PT_BF16);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    pt_err e = {0};
+    if (gen_gemm_op.prepare(a, &p, t, &pp, &e)) {
+        fprintf(stderr, "emit_bench: %s\n", e.msg);
+        return 1;
+    }
+    pt_space s;
+    gen_gemm_op.space(pp, t, &s);
+    int64_t n = pt_space_size(&s);
+    double *eu = malloc((size_t)n * sizeof *eu), *cm = malloc((size_t)n * sizeof *cm);
+    int *ln = malloc((size_t)n * sizeof *ln);
+    double v[20];
+    int k = 0, under = 0;
+    for (int64_t i = 0; i < n; i++) {
+        pt_config c;
+        pt_space_config(&s, i, &c);
+        pt_err ce = {0};
+        if (gen_gemm_op.check(pp, t, &c, &ce))
+            continue;
+        char *text;
+        if (emit_time(&gen_gemm_op, pp, t, &c, 20, v, &eu[k], &text))
+            return 1;
+        cm[k] = compile_ms(comp, text, t, 1);
+        ln[k] = count_lines(text);
+        under += eu[k] <= 200.0;
+        free(text);
+        k++;
+    }
+    qsort(eu, (size_t)k, sizeof *eu, cmp_double);
+    qsort(cm, (size_t)k, sizeof *cm, cmp_double);
+    int lmin = k ? ln[0] : 0, lmax = 0;
+    for (int i = 0; i < k; i++) {
+        lmin = ln[i] < lmin ? ln[i] : lmin;
+        lmax = ln[i] > lmax ? ln[i] : lmax;
+    }
+    char tn[16];
+    printf("\nGEMM 4096^3 bf16 tn space on %s: %d variants, PTX %d..%d lines; emit (median of 20 "
+           "each) min %.1f / median %.1f / p90 %.1f / max %.1f us, %d of %d at most 200 us; "
+           "compile min %.1f / median %.1f / max %.1f ms\n",
+           pt_target_name(t, tn, sizeof tn), k, lmin, lmax, eu[0], eu[k / 2], eu[k * 9 / 10],
+           eu[k - 1], under, k, cm[0], cm[k / 2], cm[k - 1]);
+    free(eu);
+    free(cm);
+    free(ln);
+    pt_arena_free(a);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *arch = "sm_80";
     int reps = 200, creps = 5, only = -1;
+    bool space = true;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--no-space") == 0) {
+            space = false;
+            memmove(&argv[i], &argv[i + 1], (size_t)(argc - i - 1) * sizeof *argv);
+            argc--;
+            i--;
+        }
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--arch") == 0)
             arch = argv[i + 1];
@@ -113,6 +280,9 @@ int main(int argc, char **argv)
     if (comp)
         printf("\narch %s, compiler %s, %d emit reps, %d compile reps\n", arch,
                pt_compiler_describe(comp), reps, creps);
+    int rc = gemm_rows(&t, comp, reps, creps);
+    if (!rc && space)
+        rc = gemm_space(&t, comp);
     pt_compiler_close(comp);
-    return 0;
+    return rc;
 }

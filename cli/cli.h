@@ -38,5 +38,15 @@ int cmd_emit(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_variants(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_tune(int argc, char **argv);    /* cli/cmd_tune.c */
+int cmd_export(int argc, char **argv);  /* cli/cmd_db.c: export import db regress */
+int cmd_import(int argc, char **argv);
+int cmd_db(int argc, char **argv);
+int cmd_regress(int argc, char **argv);
+/* Exit code of device commands when libcuda.so.1 is missing. */
+enum { CLI_EXIT_NODRIVER = 4 };
 
 #endif

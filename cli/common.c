@@ -1,5 +1,6 @@
 /* Helpers shared by the ptxtune commands: errors, timing, files, and the
  * problem options (--expr --shape --dtype ...) every op command takes. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,25 +48,86 @@ char *cli_read_file(const char *path, size_t *len)
 
 /* ---- problem options shared by emit / variants / run ---- */
 
+/* Long-only options get codes above any character. */
+enum {
+    OPT_M = 256, OPT_N, OPT_K, OPT_BATCH, OPT_LAYOUT, OPT_DCOL, OPT_EPI, OPT_ALPHA, OPT_BETA,
+    OPT_LDA, OPT_LDB, OPT_LDC, OPT_LDD, OPT_SCALE_A, OPT_SCALE_B,
+};
+
 static const struct option problem_opts[] = {
     {"expr", required_argument, 0, 'e'},     {"shape", required_argument, 0, 's'},
     {"dtype", required_argument, 0, 'd'},    {"out-dtype", required_argument, 0, 'D'},
     {"arch", required_argument, 0, 'a'},     {"config", required_argument, 0, 'c'},
     {"json", no_argument, 0, 'j'},           {"backend", required_argument, 0, 'b'},
     {"limit", required_argument, 0, 'n'},    {"help", no_argument, 0, 'h'},
+    {"m", required_argument, 0, OPT_M},      {"n", required_argument, 0, OPT_N},
+    {"k", required_argument, 0, OPT_K},      {"batch", required_argument, 0, OPT_BATCH},
+    {"layout", required_argument, 0, OPT_LAYOUT}, {"d-colmajor", no_argument, 0, OPT_DCOL},
+    {"epilogue", required_argument, 0, OPT_EPI},  {"alpha", required_argument, 0, OPT_ALPHA},
+    {"beta", required_argument, 0, OPT_BETA},     {"lda", required_argument, 0, OPT_LDA},
+    {"ldb", required_argument, 0, OPT_LDB},       {"ldc", required_argument, 0, OPT_LDC},
+    {"ldd", required_argument, 0, OPT_LDD},       {"scale-a", required_argument, 0, OPT_SCALE_A},
+    {"scale-b", required_argument, 0, OPT_SCALE_B},
     {0, 0, 0, 0},
 };
+
+/* Printed after each command's own usage by --help. */
+static const char problem_help[] =
+    "\nproblem options (each op reads its own; 'ptxtune ops' lists the ops):\n"
+    "  elementwise: --expr 'y = f(x, ...)' --shape x=RxC,w=C,...\n"
+    "  gemm:        --m M --n N --k K [--batch B] [--layout nn|nt|tn|tt] [--d-colmajor]\n"
+    "               [--alpha A] [--beta B] [--epilogue EXPR] [--lda/--ldb/--ldc/--ldd LD]\n"
+    "               [--scale-a S] [--scale-b S]\n"
+    "    D = epilogue(acc), acc = A*B (times scale-a*scale-b for fp8/int8 inputs);\n"
+    "    default epilogue 'alpha * acc + beta * c' (C read only when beta != 0).\n"
+    "    Layout letters name A then B as in D = A*B, stored row-major: n = as written\n"
+    "    (A is M x K, B is K x N), t = stored transposed (A as K x M, B as N x K).\n"
+    "    D (and C) is M x N row-major, or column-major with --d-colmajor. An epilogue\n"
+    "    may use acc alpha beta c, name[n] (one value per column), name[m] (per row)\n"
+    "    and other names (M x N tensors stored like D), e.g.\n"
+    "    --epilogue 'gelu(acc * alpha + bias[n]) + r'. Inputs f32 (SIMT) tf32 f16 bf16\n"
+    "    s8 u8 (layout nt, s32 out or f16/bf16/f32 dequantised) e4m3 e5m2 (sm_89, nt).\n"
+    "  common:      --dtype D --out-dtype D --arch sm_XX --config k=v,...\n"
+    "    .npy files hold bf16 as uint16 bits and fp8 as uint8 bits.\n";
+
+static void print_usage(const char *usage)
+{
+    fputs(usage, stdout);
+    fputs(problem_help, stdout);
+}
+
+/* Integer option value; dies naming the option on junk. */
+static int64_t opt_int(const char *name, const char *v)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || errno)
+        cli_die(2, "bad value '%s' for --%s (expected an integer)", v, name);
+    return x;
+}
+
+static double opt_double(const char *name, const char *v)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (!*v || *end || errno)
+        cli_die(2, "bad value '%s' for --%s (expected a number)", v, name);
+    return x;
+}
 
 void cli_parse_problem(int argc, char **argv, cli_problem *cp, const char *usage)
 {
     memset(cp, 0, sizeof *cp);
     cp->prob.dtype = PT_F32;
     cp->prob.out_dtype = PT_NDTYPES;
+    cp->prob.alpha = 1.0;
     cp->arch = "sm_80";
     pt_err e = {0};
     if (argc < 2 || argv[1][0] == '-') {
         if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
-            fputs(usage, stdout);
+            print_usage(usage);
             exit(0);
         }
         cli_die(2, "missing op name (see 'ptxtune ops')");
@@ -93,7 +155,22 @@ void cli_parse_problem(int argc, char **argv, cli_problem *cp, const char *usage
         case 'j': cp->json = true; break;
         case 'b': cp->backend = optarg; break;
         case 'n': cp->limit = strtol(optarg, NULL, 10); break;
-        case 'h': fputs(usage, stdout); exit(0);
+        case OPT_M: cp->prob.m = opt_int("m", optarg); break;
+        case OPT_N: cp->prob.n = opt_int("n", optarg); break;
+        case OPT_K: cp->prob.k = opt_int("k", optarg); break;
+        case OPT_BATCH: cp->prob.batch = opt_int("batch", optarg); break;
+        case OPT_LAYOUT: cp->prob.layout = optarg; break;
+        case OPT_DCOL: cp->prob.d_colmajor = true; break;
+        case OPT_EPI: cp->prob.epilogue = optarg; break;
+        case OPT_ALPHA: cp->prob.alpha = opt_double("alpha", optarg); break;
+        case OPT_BETA: cp->prob.beta = opt_double("beta", optarg); break;
+        case OPT_LDA: cp->prob.lda = opt_int("lda", optarg); break;
+        case OPT_LDB: cp->prob.ldb = opt_int("ldb", optarg); break;
+        case OPT_LDC: cp->prob.ldc = opt_int("ldc", optarg); break;
+        case OPT_LDD: cp->prob.ldd = opt_int("ldd", optarg); break;
+        case OPT_SCALE_A: cp->prob.scale_a = opt_double("scale-a", optarg); break;
+        case OPT_SCALE_B: cp->prob.scale_b = opt_double("scale-b", optarg); break;
+        case 'h': print_usage(usage); exit(0);
         default: cli_die(2, "bad option (see --help)");
         }
     }
@@ -101,10 +178,7 @@ void cli_parse_problem(int argc, char **argv, cli_problem *cp, const char *usage
         cli_die(2, "unexpected argument '%s'", argv[optind]);
     if (cp->prob.out_dtype == PT_NDTYPES)
         cp->prob.out_dtype = cp->prob.dtype;
-    if (!cp->prob.expr)
-        cli_die(2, "missing --expr");
-    if (!*cp->prob.expr)
-        cli_die(2, "empty expression");
+    /* which options an op needs is the op's business (its prepare) */
 }
 
 pt_compiler *cli_open_compiler(const char *backend, bool required)

@@ -14,6 +14,14 @@ static const struct {
     {"compile", "assemble PTX and print the resource report", cmd_compile},
     {"variants", "emit and compile every variant per arch, one row each", cmd_variants},
     {"ops", "list the ops and their parameter spaces", cmd_ops},
+    {"exec", "run a PTX file on the CPU emulator with its detectors", cmd_exec},
+    {"devices", "list the CUDA devices (name, cc, SMs, L2, clocks, peaks, UUID)", cmd_devices},
+    {"run", "run, verify and time one variant (or --sweep all) on cuda, emu or mock", cmd_run},
+    {"tune", "tuning sweep into a SQLite store (resumable), top results", cmd_tune},
+    {"export", "tuned table as json, csv, c-header or bundle", cmd_export},
+    {"import", "add stores, bundles or JSON tables to a store", cmd_import},
+    {"db", "store tools: merge, check, runs, fingerprints, lookup", cmd_db},
+    {"regress", "compare two runs kernel by kernel; exit 1 on a regression", cmd_regress},
 };
 
 static void usage(FILE *f)

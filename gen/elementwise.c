@@ -22,6 +22,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gen/expr.h"
@@ -1437,6 +1438,50 @@ static int reference(const pt_prepared *pp, const pt_tensor *in, pt_tensor *out,
     return PT_OK;
 }
 
+/* Sampled reference: the program evaluated on the sampled rows only. A
+ * shallow copy of the bound program with rows = 1, its inputs offset to row
+ * r, is exactly ex_reference's row loop at r (row 0 of the copy), so the
+ * values are the full reference's, at the cost of one row per distinct row. */
+static int reference_at(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
+                        int n, double *vals, pt_err *e)
+{
+    const ex_prog *p = pp->prog;
+    if (out < 0 || out >= p->noutputs)
+        return pt_errf(e, PT_EINVAL, "reference_at: no output %d", out);
+    const ex_tensor *ot = &p->outputs[out];
+    ex_prog one = *p;
+    one.rows = 1;
+    double *scratch = malloc((size_t)p->noutputs * (size_t)p->cols * sizeof *scratch);
+    if (!scratch)
+        return pt_errf(e, PT_ENOMEM, "reference_at: out of memory for %lld columns",
+                       (long long)p->cols);
+    const double *ins[EW_MAX_TENSORS];
+    double *outs[EW_MAX_TENSORS];
+    for (int i = 0; i < p->noutputs; i++)
+        outs[i] = scratch + (size_t)i * (size_t)p->cols;
+    int rc = PT_OK;
+    int64_t have = -1;
+    for (int j = 0; j < n && !rc; j++) {
+        if (idx[j] < 0 || idx[j] >= ot->numel) {
+            rc = pt_errf(e, PT_ERANGE, "reference_at: index %lld outside output '%s' (%lld elements)",
+                         (long long)idx[j], ot->name, (long long)ot->numel);
+            break;
+        }
+        int64_t r = ot->per_row ? idx[j] : idx[j] / p->cols;
+        if (r != have) {
+            for (int i = 0; i < p->ninputs; i++)
+                ins[i] = in[i].data + ex_row_offset(p, &p->inputs[i], r);
+            rc = ex_reference(&one, ins, outs, e);
+            have = r;
+        }
+        vals[j] = ot->per_row ? outs[out][0] : outs[out][idx[j] % p->cols];
+        if (pp->out_dt == PT_E4M3 || pp->out_dt == PT_E5M2)
+            vals[j] *= pp->out_scale;
+    }
+    free(scratch);
+    return rc;
+}
+
 static double flops(const pt_prepared *pp) { return ex_flops(pp->prog); }
 
 static double bytes(const pt_prepared *pp)
@@ -1466,6 +1511,7 @@ const pt_op gen_elementwise_op = {
     .emit = emit,
     .tensors = tensors,
     .reference = reference,
+    .reference_at = reference_at,
     .flops = flops,
     .bytes = bytes,
     .examples = examples,

@@ -108,6 +108,7 @@ typedef struct parser {
     const char *pos, *line_start;
     int line;
     bool multiline;
+    bool indexed; /* ex_parse_indexed: NAME[IDX] inputs allowed */
     int paren, nest;
     bool have, failed;
     tok t;
@@ -594,6 +595,33 @@ static val parse_call(parser *ps, const tok *name)
     return VNONE;
 }
 
+/* NAME '[' IDX ']' (ex_parse_indexed only): the name is consumed, the '['
+ * is next. The input is called "NAME[IDX]" and remembers IDX; the caller
+ * gives such inputs their meaning (a GEMM epilogue: bias[n] per column). */
+static val parse_indexed(parser *ps, const tok *name)
+{
+    next(ps); /* '[' */
+    tok idx = next(ps);
+    if (idx.type != T_IDENT) {
+        unexpected(ps, &idx);
+        return VNONE;
+    }
+    tok *rb = peek(ps);
+    if (rb->type != T_BAD || *rb->s != ']') {
+        unexpected(ps, rb);
+        return VNONE;
+    }
+    next(ps);
+    tok full = *name;
+    full.s = pt_arena_printf(ps->a, "%.*s[%.*s]", (int)name->len, name->s, (int)idx.len, idx.s);
+    full.len = strlen(full.s);
+    int node = name_ref(ps, &full);
+    ex_tensor *in = &ps->p->inputs[ps->p->nodes[node].input];
+    if (!in->index)
+        in->index = pt_arena_strndup(ps->a, idx.s, idx.len);
+    return node_val(node);
+}
+
 static val parse_prim(parser *ps)
 {
     tok t = *peek(ps);
@@ -607,6 +635,8 @@ static val parse_prim(parser *ps)
         next(ps);
         if (peek(ps)->type == T_LP)
             return parse_call(ps, &t);
+        if (ps->indexed && peek(ps)->type == T_BAD && *peek(ps)->s == '[')
+            return parse_indexed(ps, &t);
         return node_val(name_ref(ps, &t));
     case T_LP: {
         next(ps);
@@ -823,7 +853,19 @@ static void compact(parser *ps)
     }
 }
 
+static int parse_prog(pt_arena *a, const char *src, bool indexed, ex_prog **out, pt_err *e);
+
 int ex_parse(pt_arena *a, const char *src, ex_prog **out, pt_err *e)
+{
+    return parse_prog(a, src, false, out, e);
+}
+
+int ex_parse_indexed(pt_arena *a, const char *src, ex_prog **out, pt_err *e)
+{
+    return parse_prog(a, src, true, out, e);
+}
+
+static int parse_prog(pt_arena *a, const char *src, bool indexed, ex_prog **out, pt_err *e)
 {
     *out = NULL;
     ex_prog *p = pt_arena_alloc(a, sizeof *p);
@@ -837,6 +879,7 @@ int ex_parse(pt_arena *a, const char *src, ex_prog **out, pt_err *e)
     ps.pos = ps.line_start = p->src;
     ps.line = 1;
     ps.multiline = strchr(p->src, '\n') != NULL;
+    ps.indexed = indexed;
     ps.hcap = 64;
     ps.htab = pt_arena_alloc(a, ps.hcap * sizeof *ps.htab);
     for (;;) {

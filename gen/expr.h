@@ -186,6 +186,8 @@ typedef struct ex_tensor {
     int64_t numel;
     bool varies_col, varies_row;
     bool per_row;           /* outputs: one value per row, shape [..., 1] */
+    const char *index;      /* ex_parse_indexed: "n" for an input written bias[n]
+                             * (its name is then "bias[n]"); NULL otherwise */
 } ex_tensor;
 
 /* A reduction dim written in the source, checked against the rank by ex_bind. */
@@ -227,6 +229,11 @@ typedef struct ex_prog {
 
 /* Parses and lowers src; the program and all it holds live in arena a. */
 int ex_parse(pt_arena *a, const char *src, ex_prog **out, pt_err *e);
+/* ex_parse, also accepting indexed inputs NAME[IDX] (prim := IDENT '[' IDENT
+ * ']'): an input called "NAME[IDX]" with .index = "IDX", distinct from NAME
+ * and from NAME[OTHER]. The language gives IDX no meaning; the caller does
+ * (GEMM epilogues bind bias[n] as one value per column). */
+int ex_parse_indexed(pt_arena *a, const char *src, ex_prog **out, pt_err *e);
 
 /* Binds input shapes (numpy broadcasting, aligned right). names/shapes give
  * one shape per input, in any order; every input needs one and every name

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const pt_op *const all_ops[] = {&gen_elementwise_op};
+extern const pt_op gen_gemm_op; /* gen/gemm.c */
+static const pt_op *const all_ops[] = {&gen_elementwise_op, &gen_gemm_op};
 
 int pt_op_list(const pt_op *const **out)
 {

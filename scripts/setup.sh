@@ -4,7 +4,7 @@
 # Sourced by scripts/run.sh and scripts/test.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PKGS="meson ninja-build gcc pkg-config libsqlite3-dev libpcre2-dev libcriterion-dev"
+PKGS="meson ninja-build gcc pkg-config libsqlite3-dev libpcre2-dev libjansson-dev libcriterion-dev"
 missing=""
 for p in $PKGS; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

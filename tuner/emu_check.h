@@ -1,15 +1,8 @@
 /* Proving a generated kernel on the CPU: emit -> print -> parse (the text is
- * what runs) -> emulate with random inputs and poisoned outputs, every
- * detector on -> compare with the op's float64 reference.
- *
- * Error metric, per output element: |got - ref| / max(|ref|, floor), with
- * floor = 1e-2 * max|ref| over that output: f32 arithmetic errors scale
- * with the operands, so an element that cancels to near zero is judged
- * against the tensor's magnitude. Tolerances by the output's storage dtype:
- * f32 1e-5, tf32 5e-4, f16/bf16 1e-2. fp8 outputs are judged in units of
- * the format's spacing at the reference value (after saturation): within
- * one step (the f32 math may land on either side of a rounding boundary).
- */
+ * what runs; it must print back identically) -> the emulator backend with
+ * every detector on -> tuner_verify (random inputs, never zero; outputs
+ * poisoned; every output element compared with the op's float64 reference;
+ * metric and tolerances in tuner/verify.h). */
 #ifndef PT_EMU_CHECK_H
 #define PT_EMU_CHECK_H
 

@@ -1,0 +1,474 @@
+/* Store commands: export, import, db (merge, check, runs, fingerprints,
+ * lookup), regress. Bad input (a file that is not a store, a corrupt one,
+ * a malformed table) is one line and exit 2; nothing is written then. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "db/db.h"
+#include "search/problem.h"
+
+/* Appends ` key="value"` in the problem syntax. */
+static void put_item(pt_buf *b, const char *key, const char *v)
+{
+    pt_buf_printf(b, " %s=\"", key);
+    for (; *v; v++) {
+        if (*v == '"' || *v == '\\')
+            pt_buf_putc(b, '\\');
+        pt_buf_putc(b, *v);
+    }
+    pt_buf_putc(b, '"');
+}
+
+static int exit_code(int rc) { return rc == PT_EINVAL || rc == PT_EPARSE ? 2 : 1; }
+
+static db_store *open_db(const char *path, bool write)
+{
+    if (!path)
+        cli_die(2, "missing --db FILE");
+    db_store *s;
+    pt_err e = {0};
+    db_open_opts o = {.readonly = !write, .must_exist = !write};
+    if (db_open(path, &o, &s, &e))
+        cli_die(exit_code(e.code), "%s", e.msg);
+    return s;
+}
+
+/* ---- export ------------------------------------------------------------ */
+
+static const char export_usage[] =
+    "usage: ptxtune export --db FILE --format json|csv|c-header|bundle [--gpu FP]\n"
+    "                      [--match REGEX] [--out FILE]\n"
+    "Writes the tuned table (the winner of every problem per fingerprint): problem,\n"
+    "config, kernel hash, PTX, cubin where present, launch geometry, time, provenance.\n"
+    "  --gpu FP      a fingerprint key (or a prefix of 4+ hex digits) or a GPU name\n"
+    "  --match RE    a PCRE2 pattern over the problem key and name\n"
+    "  --out FILE    (stdout by default; required for bundle, which must not exist)\n"
+    "json round-trips through 'ptxtune import'; the c-header compiles with -Wall -Werror\n"
+    "(define PTXTUNE_TABLE_IMPLEMENTATION in one file); a bundle is a small store.\n";
+
+static const struct option export_opts[] = {
+    {"db", required_argument, 0, 'd'},    {"format", required_argument, 0, 'f'},
+    {"gpu", required_argument, 0, 'g'},   {"match", required_argument, 0, 'm'},
+    {"out", required_argument, 0, 'o'},   {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+
+int cmd_export(int argc, char **argv)
+{
+    const char *dbp = NULL, *fmt = NULL, *gpu = NULL, *match = NULL, *out = NULL;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "", export_opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': dbp = optarg; break;
+        case 'f': fmt = optarg; break;
+        case 'g': gpu = optarg; break;
+        case 'm': match = optarg; break;
+        case 'o': out = optarg; break;
+        case 'h': fputs(export_usage, stdout); return 0;
+        default: cli_die(2, "bad option (see ptxtune export --help)");
+        }
+    }
+    if (optind < argc)
+        cli_die(2, "unexpected argument '%s'", argv[optind]);
+    if (!fmt)
+        cli_die(2, "missing --format (json, csv, c-header, bundle)");
+    db_format f;
+    pt_err e = {0};
+    if (db_format_parse(fmt, &f, &e))
+        cli_die(2, "%s", e.msg);
+    db_store *s = open_db(dbp, false);
+    int n = 0;
+    if (f == DB_FMT_BUNDLE) {
+        if (!out)
+            cli_die(2, "a bundle needs --out FILE");
+        if (db_export_bundle(s, gpu, match, out, &n, &e))
+            cli_die(exit_code(e.code), "%s", e.msg);
+        fprintf(stderr, "ptxtune: %d kernels into %s\n", n, out);
+        db_close(s);
+        return 0;
+    }
+    pt_buf b;
+    pt_buf_init(&b);
+    if (db_export_text(s, f, gpu, match, &b, &n, &e))
+        cli_die(exit_code(e.code), "%s", e.msg);
+    db_close(s);
+    FILE *fo = out ? fopen(out, "wb") : stdout;
+    if (!fo)
+        cli_die(2, "cannot write '%s'", out);
+    if (b.len && fwrite(b.s, 1, b.len, fo) != b.len)
+        cli_die(1, "writing '%s' failed", out ? out : "stdout");
+    if (out && fclose(fo))
+        cli_die(1, "writing '%s' failed", out);
+    pt_buf_free(&b);
+    if (out || !n)
+        fprintf(stderr, "ptxtune: %d kernels%s%s\n", n, out ? " into " : "", out ? out : "");
+    return 0;
+}
+
+/* ---- import and merge ----------------------------------------------------- */
+
+static bool is_sqlite(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        cli_die(2, "cannot open '%s'", path);
+    char h[16] = {0};
+    size_t n = fread(h, 1, sizeof h, f);
+    fclose(f);
+    return n == 16 && memcmp(h, "SQLite format 3", 16) == 0;
+}
+
+static void print_stats(const char *src, const db_merge_stats *st)
+{
+    printf("%s: %lld measurements added (%lld already present), %lld runs, %lld kernels, "
+           "%lld problems, %lld fingerprints\n",
+           src, (long long)st->measurements, (long long)st->skipped, (long long)st->runs,
+           (long long)st->kernels, (long long)st->problems, (long long)st->fingerprints);
+}
+
+/* Imports each source: a store or bundle (merged) or a JSON table. */
+static int import_all(const char *dbp, int n, char **srcs)
+{
+    if (n == 0)
+        cli_die(2, "nothing to import: give one or more files (stores, bundles or JSON tables)");
+    for (int i = 0; i < n; i++) /* every source readable before anything is written */
+        is_sqlite(srcs[i]);
+    db_store *s = open_db(dbp, true);
+    pt_err e = {0};
+    for (int i = 0; i < n; i++) {
+        db_merge_stats st;
+        int rc;
+        if (is_sqlite(srcs[i]))
+            rc = db_merge(s, srcs[i], &st, &e);
+        else {
+            size_t len;
+            char *text = cli_read_file(srcs[i], &len);
+            rc = db_import_json(s, text, len, srcs[i], &st, &e);
+            free(text);
+        }
+        if (rc) {
+            db_close(s);
+            cli_die(exit_code(rc), "%s", e.msg);
+        }
+        print_stats(srcs[i], &st);
+    }
+    db_close(s);
+    return 0;
+}
+
+static const char import_usage[] =
+    "usage: ptxtune import --db FILE SRC...\n"
+    "Adds each SRC to the store: another store or a bundle (merged), or a JSON table\n"
+    "from 'ptxtune export --format json'. Rows are matched by their natural keys;\n"
+    "existing rows win; winners are recomputed per fingerprint. Each SRC is one\n"
+    "transaction: a bad file adds nothing.\n";
+
+int cmd_import(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"db", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *dbp = NULL;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (c == 'd')
+            dbp = optarg;
+        else if (c == 'h') {
+            fputs(import_usage, stdout);
+            return 0;
+        } else
+            cli_die(2, "bad option (see ptxtune import --help)");
+    }
+    if (!dbp)
+        cli_die(2, "missing --db FILE");
+    return import_all(dbp, argc - optind, argv + optind);
+}
+
+/* ---- db subcommands -------------------------------------------------------- */
+
+static const char db_usage[] =
+    "usage: ptxtune db merge --db DST SRC...      merge stores or bundles into DST\n"
+    "       ptxtune db check --db FILE             integrity check and row counts\n"
+    "       ptxtune db runs --db FILE              runs: id, uuid, fingerprint, strategy, status\n"
+    "       ptxtune db fingerprints --db FILE      fingerprints with every field\n"
+    "       ptxtune db lookup --db FILE --gpu FP OP KEY=VALUE...\n"
+    "              the winner for a problem under fingerprint FP; an untuned problem gets\n"
+    "              the config of the nearest tuned one of the same op and class (every\n"
+    "              field but the dimensions equal), flagged 'nearest': distance = sum over\n"
+    "              dimensions of |log2(a/b)|, ties to the larger problem. Re-emit that\n"
+    "              config for the new problem.\n";
+
+static int print_run(void *ctx, const db_run_info *r)
+{
+    (void)ctx;
+    printf("%-4lld %.12s %s %-28.28s %-10s %-6s %-5s %-11s seed %-6llu %5lld ok %4lld failed  %s\n",
+           (long long)r->id, r->uuid, r->fingerprint, r->gpu, r->strategy, r->budget, r->backend,
+           r->status, (unsigned long long)r->seed, (long long)r->measured, (long long)r->failed,
+           r->git_rev);
+    return 0;
+}
+
+static int print_fp(void *ctx, const char *key, const db_fingerprint *f)
+{
+    (void)ctx;
+    printf("%s  gpu=\"%s\" cc=%d sms=%d driver=%s compiler=\"%s\" ptx=%d.%d generator=\"%s\" "
+           "protocol=%s\n",
+           key, f->gpu, f->cc, f->sm_count, f->driver, f->compiler, f->ptx_version / 10,
+           f->ptx_version % 10, f->generator, f->protocol);
+    return 0;
+}
+
+typedef struct lookup_ctx {
+    db_store *s;
+    const db_problem *p;
+    int nfp;
+    bool found;
+    pt_err *e;
+} lookup_ctx;
+
+static int print_winner(void *ctx, const db_winner *w)
+{
+    (void)ctx;
+    printf("%s%s\n", w->nearest ? "nearest tuned problem: " : "tuned: ", w->problem_key);
+    if (w->nearest)
+        printf("distance %.3f (sum of |log2| dimension ratios): re-emit the config for the new "
+               "problem\n", w->distance);
+    printf("config %s\nkernel %s (%s)\ntime %.3f us (%s%s)\nrun %.12s, %s\n", w->config,
+           w->kernel_hash, w->entry, w->t_median * 1e6, w->source,
+           w->verified ? ", verified" : "", w->run_uuid, w->strategy);
+    return 0;
+}
+
+static int lookup_fp(void *ctx, const char *key, const db_fingerprint *f)
+{
+    (void)key;
+    lookup_ctx *l = ctx;
+    l->nfp++;
+    return db_lookup(l->s, f, l->p, print_winner, NULL, &l->found, l->e);
+}
+
+int cmd_db(int argc, char **argv)
+{
+    static const struct option opts[] = {{"db", required_argument, 0, 'd'},
+                                         {"gpu", required_argument, 0, 'g'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(db_usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const char *sub = argv[1], *dbp = NULL, *gpu = NULL;
+    optind = 2;
+    int c;
+    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+        if (c == 'd')
+            dbp = optarg;
+        else if (c == 'g')
+            gpu = optarg;
+        else if (c == 'h') {
+            fputs(db_usage, stdout);
+            return 0;
+        } else
+            cli_die(2, "bad option (see ptxtune db --help)");
+    }
+    pt_err e = {0};
+    if (strcmp(sub, "merge") == 0) {
+        if (!dbp)
+            cli_die(2, "missing --db DST");
+        for (int i = optind; i < argc; i++)
+            if (!is_sqlite(argv[i]))
+                cli_die(2, "%s: not a ptxtune store or bundle (use 'ptxtune import' for JSON)",
+                        argv[i]);
+        return import_all(dbp, argc - optind, argv + optind);
+    }
+    if (strcmp(sub, "lookup") != 0 && optind < argc)
+        cli_die(2, "unexpected argument '%s'", argv[optind]);
+    if (strcmp(sub, "check") == 0) {
+        db_store *s = open_db(dbp, false);
+        char msg[1024];
+        if (db_integrity(s, msg, sizeof msg, &e))
+            cli_die(exit_code(e.code), "%s", e.msg);
+        db_counts n;
+        if (db_count(s, &n, &e))
+            cli_die(exit_code(e.code), "%s", e.msg);
+        printf("%s: integrity ok, schema version %d; %lld fingerprints, %lld problems, %lld "
+               "kernels (%lld cubins), %lld runs, %lld measurements, %lld winners\n",
+               dbp, db_schema_version(s), (long long)n.fingerprints, (long long)n.problems,
+               (long long)n.kernels, (long long)n.cubins, (long long)n.runs,
+               (long long)n.measurements, (long long)n.winners);
+        db_close(s);
+        return 0;
+    }
+    if (strcmp(sub, "runs") == 0 || strcmp(sub, "fingerprints") == 0) {
+        db_store *s = open_db(dbp, false);
+        int rc = sub[0] == 'r' ? db_runs(s, print_run, NULL, &e)
+                               : db_fingerprints(s, gpu, print_fp, NULL, &e);
+        if (rc)
+            cli_die(exit_code(rc), "%s", e.msg);
+        db_close(s);
+        return 0;
+    }
+    if (strcmp(sub, "lookup") == 0) {
+        if (!gpu)
+            cli_die(2, "missing --gpu FP (a fingerprint key or prefix: 'ptxtune db fingerprints')");
+        if (optind >= argc)
+            cli_die(2, "missing problem: OP KEY=VALUE...");
+        const char *op = argv[optind++];
+        pt_buf items;
+        pt_buf_init(&items);
+        for (; optind < argc; optind++) {
+            /* one argument is one item: the shell already split them */
+            const char *eq = strchr(argv[optind], '=');
+            if (!eq || eq == argv[optind])
+                cli_die(2, "expected KEY=VALUE, got '%s'", argv[optind]);
+            char key[64];
+            snprintf(key, sizeof key, "%.*s", (int)(eq - argv[optind]), argv[optind]);
+            put_item(&items, key, eq + 1);
+        }
+        pt_arena *a = pt_arena_new();
+        search_problem sp;
+        if (search_problem_parse(a, op, items.s ? items.s : "", &sp, &e))
+            cli_die(2, "%s", e.msg);
+        pt_buf_free(&items);
+        db_store *s = open_db(dbp, false);
+        db_problem p = {sp.prob.op, sp.key, sp.klass, sp.dims, sp.name, 0, 0};
+        lookup_ctx l = {s, &p, 0, false, &e};
+        if (db_fingerprints(s, gpu, lookup_fp, &l, &e))
+            cli_die(exit_code(e.code), "%s", e.msg);
+        if (l.nfp == 0)
+            cli_die(2, "no fingerprint '%s' in %s (see 'ptxtune db fingerprints')", gpu, dbp);
+        if (l.nfp > 1)
+            cli_die(2, "fingerprint prefix '%s' is ambiguous (%d matches)", gpu, l.nfp);
+        db_close(s);
+        pt_arena_free(a);
+        if (!l.found) {
+            fprintf(stderr, "ptxtune: no tuned problem of this op and class under %s\n", gpu);
+            return 1;
+        }
+        return 0;
+    }
+    cli_die(2, "unknown db command '%s' (merge, check, runs, fingerprints, lookup)", sub);
+}
+
+/* ---- regress ------------------------------------------------------------------- */
+
+static const char regress_usage[] =
+    "usage: ptxtune regress --db FILE --baseline RUN --candidate RUN [--threshold 3%]\n"
+    "                       [--csv]\n"
+    "Compares two runs kernel by kernel on every problem (measured rows only; cost-\n"
+    "model rows are estimates, never regressions). RUN is a run id or 6+ uuid digits\n"
+    "('ptxtune db runs'). A change is a regression (SLOWER) when it exceeds both the\n"
+    "threshold and the noise, 2 x sqrt(spread_base^2 + spread_cand^2) from the stored\n"
+    "relative spreads of the two medians. Exits 1 when anything is SLOWER.\n";
+
+typedef struct regress_ctx {
+    bool csv;
+    int n;
+} regress_ctx;
+
+static void csv_cell(const char *s, char end)
+{
+    if (strpbrk(s, ",\"\n")) {
+        putchar('"');
+        for (; *s; s++) {
+            if (*s == '"')
+                putchar('"');
+            putchar(*s);
+        }
+        putchar('"');
+    } else
+        fputs(s, stdout);
+    putchar(end);
+}
+
+static int print_regress(void *ctx, const db_regress_row *r)
+{
+    regress_ctx *x = ctx;
+    if (x->csv) {
+        if (!x->n++)
+            puts("problem,name,config,kernel,base_us,cand_us,change,noise,verdict");
+        csv_cell(r->problem_key, ',');
+        csv_cell(r->problem_name, ',');
+        csv_cell(r->config, ',');
+        csv_cell(r->kernel_hash, ',');
+        printf("%.4f,%.4f,%.5f,%.5f,%s\n", r->base_s * 1e6, r->cand_s * 1e6, r->change, r->noise,
+               db_verdict_name(r->verdict));
+        return 0;
+    }
+    if (!x->n++)
+        printf("%-8s %12s %12s %8s %7s  %-16s %s\n", "verdict", "base", "candidate", "change",
+               "noise", "kernel", "problem / config");
+    char b[32] = "-", cnd[32] = "-", ch[16] = "-", nz[16] = "-";
+    if (isfinite(r->base_s))
+        snprintf(b, sizeof b, "%.3f us", r->base_s * 1e6);
+    if (isfinite(r->cand_s))
+        snprintf(cnd, sizeof cnd, "%.3f us", r->cand_s * 1e6);
+    if (isfinite(r->change))
+        snprintf(ch, sizeof ch, "%+.2f%%", r->change * 100);
+    if (isfinite(r->noise))
+        snprintf(nz, sizeof nz, "%.2f%%", r->noise * 100);
+    printf("%-8s %12s %12s %8s %7s  %-16s %s%s%s / %s\n", db_verdict_name(r->verdict), b, cnd,
+           ch, nz, r->kernel_hash, r->problem_name, r->problem_name[0] ? ": " : "",
+           r->problem_key, r->config);
+    return 0;
+}
+
+int cmd_regress(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"db", required_argument, 0, 'd'},        {"baseline", required_argument, 0, 'b'},
+        {"candidate", required_argument, 0, 'c'}, {"threshold", required_argument, 0, 't'},
+        {"csv", no_argument, 0, 'v'},             {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    const char *dbp = NULL, *base = NULL, *cand = NULL;
+    double thr = 0.03;
+    bool csv = false;
+    optind = 1;
+    int c;
+    char *end;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': dbp = optarg; break;
+        case 'b': base = optarg; break;
+        case 'c': cand = optarg; break;
+        case 't':
+            thr = strtod(optarg, &end);
+            if (end == optarg || (*end && strcmp(end, "%") != 0) || !(thr >= 0))
+                cli_die(2, "bad --threshold '%s' (e.g. 3%% or 0.03)", optarg);
+            if (*end == '%')
+                thr /= 100;
+            break;
+        case 'v': csv = true; break;
+        case 'h': fputs(regress_usage, stdout); return 0;
+        default: cli_die(2, "bad option (see ptxtune regress --help)");
+        }
+    }
+    if (optind < argc)
+        cli_die(2, "unexpected argument '%s'", argv[optind]);
+    if (!base || !cand)
+        cli_die(2, "missing --baseline RUN or --candidate RUN (see 'ptxtune db runs')");
+    db_store *s = open_db(dbp, false);
+    regress_ctx x = {csv, 0};
+    db_regress_summary sum;
+    pt_err e = {0};
+    if (db_regress(s, base, cand, thr, print_regress, &x, &sum, &e))
+        cli_die(exit_code(e.code), "%s", e.msg);
+    db_close(s);
+    FILE *f = csv ? stderr : stdout;
+    fprintf(f, "%s%d compared: %d slower, %d faster, %d same within noise; %d only in the "
+               "baseline, %d only in the candidate (threshold %.1f%%)\n",
+            csv ? "" : "\n", sum.rows, sum.slower, sum.faster, sum.same, sum.only_base,
+            sum.only_cand, thr * 100);
+    if (!sum.same_fingerprint)
+        fprintf(f, "note: different fingerprints (%s vs %s): driver, compiler, GPU or generator "
+                   "changed between the runs\n", sum.base_fp, sum.cand_fp);
+    if (sum.rows == 0)
+        fprintf(f, "note: no measured kernel in common (emulator runs hold model estimates)\n");
+    return sum.slower ? 1 : 0;
+}

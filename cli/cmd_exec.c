@@ -1,0 +1,357 @@
+/* ptxtune exec: run any PTX file on the CPU emulator with its detectors. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "ptx/emu/emu.h"
+#include "ptx/parse.h"
+#include "tuner/exec.h"
+#include "tuner/npy.h"
+
+static const char exec_usage[] =
+    "usage: ptxtune exec FILE.ptx [--entry NAME] --grid X[,Y[,Z]] --block X[,Y[,Z]]\n"
+    "                    [--smem BYTES] [--threads N] [--no-detect KINDS] --arg SPEC...\n"
+    "Runs a PTX kernel on the CPU emulator. One --arg per kernel parameter, in order:\n"
+    "  FILE.npy                input buffer from a .npy file; its device pointer is passed\n"
+    "  out:FILE.npy:DTYPE:N    output buffer of N elements, poisoned before the run, saved\n"
+    "  DTYPE:VALUE             scalar, e.g. u32:1024, s32:-1, u64:7, f32:0.5, f64:1e-3\n"
+    "DTYPE: f64 f32 f16 bf16 s8 u8 s16 u16 s32 u32 s64 u64 e4m3 e5m2; in .npy files\n"
+    "bf16 is stored as uint16 bits and fp8 as uint8 bits.\n"
+    "Detectors (all on; --no-detect takes a comma list): oob uninit race divergence\n"
+    "cp_async misaligned deadlock.\n"
+    "--backend cuda runs it on a GPU instead (driver JIT, guard zones checked).\n"
+    "Reports and a summary go to stderr. Exit: 0 clean, 1 a detector fired or the\n"
+    "kernel faulted, 2 bad input, 4 no CUDA driver.\n";
+
+static const struct option exec_opts[] = {
+    {"entry", required_argument, 0, 'e'},   {"grid", required_argument, 0, 'g'},
+    {"block", required_argument, 0, 'b'},   {"smem", required_argument, 0, 's'},
+    {"arg", required_argument, 0, 'a'},     {"threads", required_argument, 0, 't'},
+    {"no-detect", required_argument, 0, 'n'}, {"backend", required_argument, 0, 'B'},
+    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
+};
+
+static void parse_dim3(const char *s, const char *what, unsigned d[3])
+{
+    d[0] = d[1] = d[2] = 1;
+    const char *p = s;
+    for (int i = 0; i < 3; i++) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 1 || v > 0x7fffffffL)
+            cli_die(2, "bad --%s '%s' (expected X[,Y[,Z]] with positive integers)", what, s);
+        d[i] = (unsigned)v;
+        if (*end == '\0')
+            return;
+        if (*end != ',' || i == 2)
+            cli_die(2, "bad --%s '%s' (expected X[,Y[,Z]] with positive integers)", what, s);
+        p = end + 1;
+    }
+}
+
+typedef struct out_spec {
+    const char *path;
+    pt_dtype dt;
+    int64_t n;
+    void *host; /* the bytes read back */
+} out_spec;
+
+typedef enum { ARG_IN, ARG_OUT, ARG_SCALAR } arg_kind;
+typedef struct exec_arg {
+    arg_kind kind;
+    void *data;        /* IN: the .npy payload */
+    const char *name;  /* IN: the file, for reports */
+    size_t bytes;
+    out_spec *out;     /* OUT */
+    unsigned char scalar[16];
+    uint64_t dptr;     /* emu: the device address of an OUT */
+} exec_arg;
+
+static int run_emu(const emu_opts *eo, ptx_module *m, const char *entry, const unsigned grid[3],
+                   const unsigned block[3], size_t smem, int nargs, exec_arg *xa);
+static int run_cuda(const char *entry, const char *text, size_t len, const unsigned grid[3],
+                    const unsigned block[3], size_t smem, int nargs, exec_arg *xa);
+
+/* A scalar DTYPE:VALUE into bytes (size of the dtype). */
+static size_t parse_scalar(const char *spec, const char *colon, unsigned char *bytes, int param)
+{
+    char dname[16];
+    size_t dl = (size_t)(colon - spec);
+    if (dl >= sizeof dname)
+        cli_die(2, "bad --arg '%s' for parameter %d", spec, param + 1);
+    memcpy(dname, spec, dl);
+    dname[dl] = '\0';
+    pt_dtype dt;
+    pt_err e = {0};
+    if (pt_dtype_parse(dname, &dt, &e))
+        cli_die(2, "--arg '%s': %s", spec, e.msg);
+    const char *v = colon + 1;
+    char *end;
+    errno = 0;
+    size_t size = (size_t)pt_dtype_get(dt)->bytes;
+    if (pt_dtype_get(dt)->is_float) {
+        double x = strtod(v, &end);
+        if (end == v || *end || errno)
+            cli_die(2, "bad value '%s' in --arg '%s'", v, spec);
+        pt_dtype_store(dt, bytes, 0, x);
+    } else {
+        bool sgn = dname[0] == 's';
+        long long x = sgn ? strtoll(v, &end, 0) : (long long)strtoull(v, &end, 0);
+        if (end == v || *end || errno || (!sgn && v[0] == '-'))
+            cli_die(2, "bad value '%s' in --arg '%s'", v, spec);
+        int bits = (int)size * 8;
+        if (bits < 64 && (sgn ? (x < -(1LL << (bits - 1)) || x >= (1LL << (bits - 1)))
+                              : ((unsigned long long)x >> bits) != 0))
+            cli_die(2, "value '%s' does not fit %s in --arg '%s'", v, dname, spec);
+        memcpy(bytes, &x, size); /* little-endian: the low bytes */
+    }
+    return size;
+}
+
+int cmd_exec(int argc, char **argv)
+{
+    const char *entry = NULL;
+    unsigned grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+    long smem = 0;
+    const char *args[64];
+    int nargs = 0;
+    emu_opts eo = emu_default_opts();
+    const char *backend = "emu";
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "", exec_opts, NULL)) != -1) {
+        switch (c) {
+        case 'e': entry = optarg; break;
+        case 'g': parse_dim3(optarg, "grid", grid); break;
+        case 'b': parse_dim3(optarg, "block", block); break;
+        case 's': {
+            char *end;
+            smem = strtol(optarg, &end, 10);
+            if (*end || smem < 0 || smem > (1L << 20))
+                cli_die(2, "bad --smem '%s' (bytes, 0..1048576)", optarg);
+            break;
+        }
+        case 't': eo.threads = atoi(optarg); break;
+        case 'a':
+            if (nargs == 64)
+                cli_die(2, "too many --arg (64 at most)");
+            args[nargs++] = optarg;
+            break;
+        case 'n': {
+            char *list = strdup(optarg);
+            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+                if (strcmp(tok, "oob") == 0) eo.detect_oob = false;
+                else if (strcmp(tok, "uninit") == 0) eo.detect_uninit = false;
+                else if (strcmp(tok, "race") == 0) eo.detect_race = false;
+                else if (strcmp(tok, "divergence") == 0) eo.detect_divergence = false;
+                else if (strcmp(tok, "cp_async") == 0) eo.detect_cp_async = false;
+                else if (strcmp(tok, "misaligned") == 0) eo.detect_misaligned = false;
+                else if (strcmp(tok, "deadlock") == 0) eo.detect_deadlock = false;
+                else
+                    cli_die(2, "unknown detector '%s' (oob uninit race divergence cp_async misaligned deadlock)", tok);
+            }
+            free(list);
+            break;
+        }
+        case 'B':
+            if (strcmp(optarg, "emu") != 0 && strcmp(optarg, "cuda") != 0)
+                cli_die(2, "unknown exec backend '%s' (emu, cuda)", optarg);
+            backend = optarg;
+            break;
+        case 'h': fputs(exec_usage, stdout); return 0;
+        default: cli_die(2, "bad option (see --help)");
+        }
+    }
+    if (optind != argc - 1)
+        cli_die(2, "expected one PTX file");
+    if (!grid[0])
+        cli_die(2, "missing --grid");
+    if (!block[0])
+        cli_die(2, "missing --block");
+    if ((uint64_t)block[0] * block[1] * block[2] > 1024)
+        cli_die(2, "block %u,%u,%u has more than 1024 threads", block[0], block[1], block[2]);
+    const char *path = argv[optind];
+    size_t len;
+    char *text = cli_read_file(path, &len);
+    ptx_module *m;
+    pt_err e = {0};
+    if (ptx_parse(text, len, path, 0, &m, &e))
+        cli_die(2, "%s", e.msg);
+    ptx_fn *f = NULL;
+    for (size_t i = 0; i < m->nfns; i++)
+        if (!entry || strcmp(m->fns[i]->name, entry) == 0) {
+            f = m->fns[i];
+            break;
+        }
+    if (!f)
+        cli_die(2, entry ? "no entry '%s' in %s" : "no entry in %s%s", entry ? entry : "", path);
+    if ((size_t)nargs != f->nparams)
+        cli_die(2, "entry '%s' has %zu parameters but %d --arg given", f->name, f->nparams, nargs);
+
+    /* the arguments, backend-neutral: input bytes, output sizes, scalars */
+    exec_arg xa[64];
+    memset(xa, 0, sizeof xa);
+    out_spec outs[64];
+    int nouts = 0;
+    for (int i = 0; i < nargs; i++) {
+        const char *s = args[i];
+        const ptx_param *p = &f->params[i];
+        int psize = p->array ? p->array : ptx_type_bits(p->type) / 8;
+        if (strncmp(s, "out:", 4) == 0) {
+            /* out:FILE.npy:DTYPE:N */
+            char *copy = strdup(s + 4);
+            char *c2 = strrchr(copy, ':');
+            char *c1 = c2 ? (*c2 = '\0', strrchr(copy, ':')) : NULL;
+            if (!c1)
+                cli_die(2, "bad --arg '%s' (out:FILE.npy:DTYPE:N)", s);
+            *c1 = '\0';
+            out_spec *o = &outs[nouts++];
+            o->path = copy;
+            if (pt_dtype_parse(c1 + 1, &o->dt, &e))
+                cli_die(2, "--arg '%s': %s", s, e.msg);
+            char *end;
+            o->n = strtoll(c2 + 1, &end, 10);
+            if (*end || o->n < 1 || o->n > (1LL << 32))
+                cli_die(2, "bad element count '%s' in --arg '%s'", c2 + 1, s);
+            if (psize != 8)
+                cli_die(2, "parameter %d '%s' is not a pointer (.u64/.b64) for --arg '%s'", i + 1, p->name, s);
+            xa[i].kind = ARG_OUT;
+            xa[i].bytes = (size_t)o->n * (size_t)pt_dtype_get(o->dt)->bytes;
+            xa[i].out = o;
+            o->host = calloc(1, xa[i].bytes);
+            if (!o->host)
+                cli_die(1, "out of memory for --arg '%s'", s);
+        } else if (strlen(s) > 4 && strcmp(s + strlen(s) - 4, ".npy") == 0) {
+            tuner_npy n;
+            if (tuner_npy_read(s, &n, &e))
+                cli_die(2, "%s", e.msg);
+            if (psize != 8)
+                cli_die(2, "parameter %d '%s' is not a pointer (.u64/.b64) for --arg '%s'", i + 1, p->name, s);
+            xa[i].kind = ARG_IN;
+            xa[i].bytes = (size_t)n.numel * n.itemsize;
+            xa[i].data = n.data; /* owned from here */
+            xa[i].name = s;
+        } else {
+            const char *colon = strchr(s, ':');
+            if (!colon)
+                cli_die(2, "bad --arg '%s' (FILE.npy, out:FILE.npy:DTYPE:N or DTYPE:VALUE)", s);
+            if (p->array)
+                cli_die(2, "parameter %d '%s' is a %d-byte array: scalars cannot fill it", i + 1, p->name, p->array);
+            size_t size = parse_scalar(s, colon, xa[i].scalar, i);
+            if ((int)size != psize)
+                cli_die(2, "--arg '%s' is %zu bytes but parameter %d '%s' is .%s", s, size, i + 1,
+                        p->name, ptx_type_name(p->type));
+            xa[i].kind = ARG_SCALAR;
+            xa[i].bytes = size;
+        }
+    }
+    int rc = strcmp(backend, "cuda") == 0
+                 ? run_cuda(f->name, text, len, grid, block, (size_t)smem, nargs, xa)
+                 : run_emu(&eo, m, f->name, grid, block, (size_t)smem, nargs, xa);
+    for (int i = 0; i < nouts; i++) {
+        pt_err we = {0};
+        if (tuner_npy_write(outs[i].path, pt_dtype_get(outs[i].dt)->npy, 1, &outs[i].n,
+                            outs[i].host, &we))
+            cli_die(1, "%s", we.msg);
+        free(outs[i].host);
+        free((void *)outs[i].path);
+    }
+    for (int i = 0; i < nargs; i++)
+        if (xa[i].kind == ARG_IN)
+            free(xa[i].data);
+    ptx_module_free(m);
+    free(text);
+    return rc;
+}
+
+/* The emulator: detector reports one per line, then a summary. */
+static int run_emu(const emu_opts *eo, ptx_module *m, const char *entry, const unsigned grid[3],
+                   const unsigned block[3], size_t smem, int nargs, exec_arg *xa)
+{
+    pt_err e = {0};
+    emu_ctx *ctx = emu_new(eo);
+    unsigned char vals[64][16];
+    const void *argp[64];
+    for (int i = 0; i < nargs; i++) {
+        memset(vals[i], 0, sizeof vals[i]);
+        argp[i] = vals[i];
+        uint64_t d = 0;
+        switch (xa[i].kind) {
+        case ARG_OUT:
+            d = emu_alloc(ctx, xa[i].bytes, xa[i].out->path);
+            if (emu_poison(ctx, d, xa[i].bytes, &e))
+                cli_die(1, "%s", e.msg);
+            xa[i].dptr = d;
+            memcpy(vals[i], &d, 8);
+            break;
+        case ARG_IN:
+            d = emu_alloc(ctx, xa[i].bytes ? xa[i].bytes : 1, xa[i].name);
+            if (emu_write(ctx, d, xa[i].data, xa[i].bytes, &e))
+                cli_die(1, "%s", e.msg);
+            memcpy(vals[i], &d, 8);
+            break;
+        case ARG_SCALAR: memcpy(vals[i], xa[i].scalar, xa[i].bytes); break;
+        }
+    }
+    emu_kernel *k;
+    if (emu_load(ctx, m, entry, &k, &e))
+        cli_die(2, "%s", e.msg);
+    emu_launch l = {{grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, smem};
+    emu_stats st;
+    memset(&st, 0, sizeof st);
+    int rc = emu_run(ctx, k, &l, argp, &st, &e);
+    for (int i = 0; i < emu_nreports(ctx); i++)
+        fprintf(stderr, "%s\n", emu_report(ctx, i));
+    if (rc && !emu_nreports(ctx))
+        fprintf(stderr, "ptxtune: %s\n", e.msg);
+    for (int i = 0; i < nargs; i++) {
+        pt_err re = {0};
+        if (xa[i].kind == ARG_OUT && emu_read(ctx, xa[i].dptr, xa[i].out->host, xa[i].bytes, &re))
+            cli_die(1, "%s", re.msg);
+    }
+    fprintf(stderr,
+            "exec %s: grid %u,%u,%u block %u,%u,%u: %llu lane-instructions, %llu warp-instructions, "
+            "%.3f s (%.1f M lane-instr/s), %d report%s\n",
+            entry, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+            (unsigned long long)st.lane_instructions, (unsigned long long)st.warp_instructions,
+            st.seconds, st.seconds > 0 ? (double)st.lane_instructions / st.seconds * 1e-6 : 0.0,
+            emu_nreports(ctx), emu_nreports(ctx) == 1 ? "" : "s");
+    emu_kernel_free(k);
+    emu_free(ctx);
+    return rc ? 1 : 0;
+}
+
+/* A GPU through the driver (no driver: exit 4 with the plain message). */
+static int run_cuda(const char *entry, const char *text, size_t len, const unsigned grid[3],
+                    const unsigned block[3], size_t smem, int nargs, exec_arg *xa)
+{
+    pt_err e = {0};
+    tuner_dev *d;
+    int rc = tuner_dev_open("cuda", NULL, &d, &e);
+    if (rc == PT_ENODRIVER)
+        cli_die(CLI_EXIT_NODRIVER, "%s", e.msg);
+    if (rc)
+        cli_die(1, "%s", e.msg);
+    tuner_exec_arg ta[64];
+    for (int i = 0; i < nargs; i++) {
+        ta[i].kind = xa[i].kind == ARG_IN    ? TUNER_EXEC_IN
+                   : xa[i].kind == ARG_OUT   ? TUNER_EXEC_OUT
+                                             : TUNER_EXEC_SCALAR;
+        ta[i].data = xa[i].kind == ARG_SCALAR ? (const void *)xa[i].scalar : xa[i].data;
+        ta[i].bytes = xa[i].bytes;
+        ta[i].result = xa[i].kind == ARG_OUT ? xa[i].out->host : NULL;
+    }
+    rc = tuner_exec(d, text, len, entry, grid, block, smem, nargs, ta, &e);
+    if (rc)
+        fprintf(stderr, "ptxtune: %s (%s)\n", e.msg, tuner_outcome_name(tuner_dev_failure(d)));
+    else
+        fprintf(stderr, "exec %s on %s: grid %u,%u,%u block %u,%u,%u: ok\n", entry,
+                tuner_dev_info(d)->name, grid[0], grid[1], grid[2], block[0], block[1], block[2]);
+    tuner_dev_close(d);
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,380 @@
+/* ptxtune tune: a tuning sweep into the store (search/sweep.h), with a
+ * progress line on a terminal and the top results at the end. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "db/db.h"
+#include "search/problem.h"
+#include "search/sweep.h"
+#include "tuner/sweep.h"
+
+#ifndef PT_GIT_REV
+#define PT_GIT_REV "unknown"
+#endif
+
+static const char tune_usage[] =
+    "usage: ptxtune tune OP [KEY=VALUE ...] [problem options] [options]\n"
+    "       ptxtune tune --problems FILE [options]\n"
+    "Tunes one problem (or every problem of FILE) into a SQLite store: the strategy\n"
+    "proposes configs of the op's space; each is emitted, compiled (on a thread pool,\n"
+    "ahead of measuring), verified against the float64 reference and timed in an\n"
+    "isolated worker process; every candidate is stored, failures with their class.\n"
+    "With --backend emu nothing is timed: candidates are verified on the CPU emulator\n"
+    "and ranked by the cost model (rows say source=model). Killed at any moment, the\n"
+    "same command resumes the run where it stopped.\n\n"
+    "problem: KEY=VALUE items as in a problem file (see results/problems/README.md),\n"
+    "  e.g. ptxtune tune elementwise expr='y = softmax(x, -1)' shape=x=64x4096 dtype=bf16\n"
+    "  or the flags --expr --shape --dtype --out-dtype --m --n --k --batch --layout\n"
+    "  --epilogue --name\n\n"
+    "options:\n"
+    "  --strategy S     exhaustive | random | anneal | genetic | halving (default anneal)\n"
+    "  --budget B       per problem: N candidates, Ns / Nm / Nh of time, or all (default 100)\n"
+    "  --backend B      cuda | emu | mock (default: cuda when a GPU is found, else emu)\n"
+    "  --db FILE        the store (default ptxtune.db; created when missing)\n"
+    "  --problems FILE  a problem set, one problem per line\n"
+    "  --arch sm_XX     target (default: the GPU's; sm_80 on the emulator)\n"
+    "  --seed N         strategy and input seed (default 1)\n"
+    "  --threads N      compile threads (default: CPUs, at most 8)\n"
+    "  --prune F        drop configs the cost model puts above F x the best estimate\n"
+    "  --top N          rows per problem in the final table (default 5)\n"
+    "  --new            start a new run even when an unfinished one matches\n"
+    "  --no-compile     emu/mock: skip the compile gate (no resource report)\n"
+    "  --quiet          no progress line\n"
+    "exit: 0 done, 1 failed, 2 bad input, 4 no CUDA driver (--backend cuda), 130 interrupted\n";
+
+enum {
+    O_STRATEGY = 256, O_BUDGET, O_BACKEND, O_DB, O_PROBLEMS, O_ARCH, O_SEED, O_THREADS, O_PRUNE,
+    O_TOP, O_NEW, O_NOCOMPILE, O_QUIET, O_EXPR, O_SHAPE, O_DTYPE, O_ODTYPE, O_M, O_N, O_K,
+    O_BATCH, O_LAYOUT, O_EPI, O_NAME, O_HELP, O_NOISE,
+};
+
+static const struct option tune_opts[] = {
+    {"strategy", required_argument, 0, O_STRATEGY}, {"budget", required_argument, 0, O_BUDGET},
+    {"backend", required_argument, 0, O_BACKEND},   {"db", required_argument, 0, O_DB},
+    {"problems", required_argument, 0, O_PROBLEMS}, {"arch", required_argument, 0, O_ARCH},
+    {"seed", required_argument, 0, O_SEED},         {"threads", required_argument, 0, O_THREADS},
+    {"prune", required_argument, 0, O_PRUNE},       {"top", required_argument, 0, O_TOP},
+    {"new", no_argument, 0, O_NEW},                 {"no-compile", no_argument, 0, O_NOCOMPILE},
+    {"quiet", no_argument, 0, O_QUIET},             {"expr", required_argument, 0, O_EXPR},
+    {"shape", required_argument, 0, O_SHAPE},       {"dtype", required_argument, 0, O_DTYPE},
+    {"out-dtype", required_argument, 0, O_ODTYPE},  {"m", required_argument, 0, O_M},
+    {"n", required_argument, 0, O_N},               {"k", required_argument, 0, O_K},
+    {"batch", required_argument, 0, O_BATCH},       {"layout", required_argument, 0, O_LAYOUT},
+    {"epilogue", required_argument, 0, O_EPI},      {"name", required_argument, 0, O_NAME},
+    {"mock-noise", required_argument, 0, O_NOISE},  {"help", no_argument, 0, O_HELP},
+    {0, 0, 0, 0},
+};
+
+/* The signal flag: cli/ owns the process, so the one mutable global of the
+ * sweep lives here and the library reads it through a pointer. */
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+/* "300", "60s", "2m", "1.5h", "all", or "300,60s". */
+static void parse_budget(const char *v, int64_t *n, double *secs)
+{
+    *n = 0;
+    *secs = 0;
+    if (strcmp(v, "all") == 0)
+        return;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        char *end;
+        errno = 0;
+        double x = strtod(tok, &end);
+        if (end == tok || errno || !isfinite(x))
+            cli_die(2, "bad budget '%s' (N candidates, Ns, Nm or Nh of time, or all)", v);
+        if (!*end) {
+            if (x != floor(x) || x < 0)
+                cli_die(2, "bad budget '%s': a candidate count is a whole number", v);
+            if (x == 0)
+                cli_die(2, "budget 0: nothing to tune (N candidates, Ns of time, or all)");
+            *n = (int64_t)x;
+        } else if (!end[1] && strchr("smh", *end)) {
+            if (x <= 0)
+                cli_die(2, "budget %s: a time budget must be positive", v);
+            *secs = x * (*end == 's' ? 1 : *end == 'm' ? 60 : 3600);
+        } else
+            cli_die(2, "bad budget '%s' (N candidates, Ns, Nm or Nh of time, or all)", v);
+    }
+}
+
+/* Appends ` key="value"` in the problem syntax. */
+static void put_item(pt_buf *b, const char *key, const char *v)
+{
+    pt_buf_printf(b, " %s=\"", key);
+    for (; *v; v++) {
+        if (*v == '"' || *v == '\\')
+            pt_buf_putc(b, '\\');
+        pt_buf_putc(b, *v);
+    }
+    pt_buf_putc(b, '"');
+}
+
+typedef struct progress_ctx {
+    bool tty;
+    int width;
+} progress_ctx;
+
+static void fmt_time(double s, char *buf, size_t n)
+{
+    if (!isfinite(s))
+        snprintf(buf, n, "-");
+    else if (s >= 1e-3)
+        snprintf(buf, n, "%.3f ms", s * 1e3);
+    else
+        snprintf(buf, n, "%.2f us", s * 1e6);
+}
+
+static void on_progress(void *ctx, const sweep_progress *p)
+{
+    progress_ctx *pc = ctx;
+    if (!pc->tty)
+        return;
+    char best[32], eta[32] = "?";
+    fmt_time(p->best_s, best, sizeof best);
+    if (p->eta_s >= 0)
+        snprintf(eta, sizeof eta, "%d:%02d", (int)(p->eta_s / 60), (int)fmod(p->eta_s, 60));
+    fprintf(stderr, "\r\033[K[%d/%d %.24s] %lld/%lld best %s failures %lld%s ETA %s",
+            p->problem + 1, p->nproblems, p->problem_name, (long long)p->done,
+            (long long)p->total, best, (long long)p->failed,
+            p->reused ? " (resumed)" : "", eta);
+    fflush(stderr);
+}
+
+typedef struct top_ctx {
+    const char *last;
+    char lastkey[1024];
+} top_ctx;
+
+static int print_top(void *ctx, const db_top_row *r)
+{
+    top_ctx *t = ctx;
+    if (!t->last || strcmp(t->lastkey, r->problem_key) != 0) {
+        printf("\n%s%s%s\n", r->problem_name[0] ? r->problem_name : "", r->problem_name[0] ? ": " : "",
+               r->problem_key);
+        printf("  %-4s %-12s %-8s %9s %9s  %-8s %-8s %-16s %s\n", "rank", "time", "spread",
+               "TFLOP/s", "GB/s", "source", "verified", "kernel", "config");
+        snprintf(t->lastkey, sizeof t->lastkey, "%s", r->problem_key);
+        t->last = t->lastkey;
+    }
+    char tm[32], sp[16];
+    fmt_time(r->t_median, tm, sizeof tm);
+    if (strcmp(r->source, "measured") == 0 && isfinite(r->spread))
+        snprintf(sp, sizeof sp, "%.2f%%", r->spread * 100);
+    else
+        snprintf(sp, sizeof sp, "-");
+    printf("  %-4d %-12s %-8s %9.3f %9.1f  %-8s %-8s %-16s %s\n", r->rank, tm, sp,
+           isfinite(r->tflops) ? r->tflops : 0.0, isfinite(r->gbps) ? r->gbps : 0.0, r->source,
+           r->verified ? "yes" : "no", r->kernel_hash, r->config);
+    return 0;
+}
+
+static int print_class(void *ctx, const char *status, int64_t n)
+{
+    int *first = ctx;
+    printf("%s%s %lld", *first ? "" : ", ", status, (long long)n);
+    *first = 0;
+    return 0;
+}
+
+static int exit_code(int rc)
+{
+    return rc == PT_EINVAL || rc == PT_EPARSE || rc == PT_EUNSUPPORTED ? 2
+           : rc == PT_ENODRIVER                                          ? CLI_EXIT_NODRIVER
+                                                                         : 1;
+}
+
+int cmd_tune(int argc, char **argv)
+{
+    const char *strategy = "anneal", *budget = "100", *backend = NULL, *dbpath = "ptxtune.db";
+    const char *problems = NULL, *arch = NULL, *name = NULL;
+    uint64_t seed = 1;
+    int threads = 0, top = 5;
+    double prune = 0, noise = 0;
+    bool fresh = false, no_compile = false, quiet = false;
+    pt_buf items;
+    pt_buf_init(&items);
+    optind = 1;
+    int c;
+    char *end;
+    while ((c = getopt_long(argc, argv, "", tune_opts, NULL)) != -1) {
+        switch (c) {
+        case O_STRATEGY: strategy = optarg; break;
+        case O_BUDGET: budget = optarg; break;
+        case O_BACKEND: backend = optarg; break;
+        case O_DB: dbpath = optarg; break;
+        case O_PROBLEMS: problems = optarg; break;
+        case O_ARCH: arch = optarg; break;
+        case O_SEED:
+            errno = 0;
+            seed = strtoull(optarg, &end, 0);
+            if (!*optarg || *end || errno)
+                cli_die(2, "bad value '%s' for --seed", optarg);
+            break;
+        case O_THREADS:
+            threads = (int)strtol(optarg, &end, 10);
+            if (*end || threads < 1 || threads > 64)
+                cli_die(2, "bad value '%s' for --threads (1..64)", optarg);
+            break;
+        case O_PRUNE:
+            prune = strtod(optarg, &end);
+            if (*end || !(prune >= 1))
+                cli_die(2, "bad value '%s' for --prune (a factor >= 1)", optarg);
+            break;
+        case O_TOP:
+            top = (int)strtol(optarg, &end, 10);
+            if (*end || top < 0)
+                cli_die(2, "bad value '%s' for --top", optarg);
+            break;
+        case O_NOISE: noise = strtod(optarg, NULL); break;
+        case O_NEW: fresh = true; break;
+        case O_NOCOMPILE: no_compile = true; break;
+        case O_QUIET: quiet = true; break;
+        case O_EXPR: put_item(&items, "expr", optarg); break;
+        case O_SHAPE: put_item(&items, "shape", optarg); break;
+        case O_DTYPE: put_item(&items, "dtype", optarg); break;
+        case O_ODTYPE: put_item(&items, "out_dtype", optarg); break;
+        case O_M: put_item(&items, "m", optarg); break;
+        case O_N: put_item(&items, "n", optarg); break;
+        case O_K: put_item(&items, "k", optarg); break;
+        case O_BATCH: put_item(&items, "batch", optarg); break;
+        case O_LAYOUT: put_item(&items, "layout", optarg); break;
+        case O_EPI: put_item(&items, "epilogue", optarg); break;
+        case O_NAME: name = optarg; break;
+        case O_HELP: fputs(tune_usage, stdout); return 0;
+        default: cli_die(2, "bad option (see ptxtune tune --help)");
+        }
+    }
+    search_kind kind;
+    pt_err e = {0};
+    if (search_kind_parse(strategy, &kind, &e))
+        cli_die(2, "%s", e.msg);
+    int64_t nbudget;
+    double sbudget;
+    parse_budget(budget, &nbudget, &sbudget);
+    if (backend && strcmp(backend, "cuda") && strcmp(backend, "emu") && strcmp(backend, "mock"))
+        cli_die(2, "unknown backend '%s' (cuda, emu, mock)", backend);
+
+    /* the problems: a file, or OP with items and flags */
+    search_problem_set set = {0};
+    search_problem one;
+    const search_problem *list;
+    int nlist;
+    if (problems) {
+        if (optind < argc)
+            cli_die(2, "give either --problems FILE or OP KEY=VALUE..., not both");
+        size_t len;
+        char *text = cli_read_file(problems, &len);
+        if (strlen(text) != len)
+            cli_die(2, "%s: not a text file (NUL bytes)", problems);
+        if (search_problems_parse(text, problems, &set, &e))
+            cli_die(2, "%s", e.msg);
+        free(text);
+        list = set.v;
+        nlist = set.n;
+    } else {
+        if (optind >= argc)
+            cli_die(2, "missing problem: OP KEY=VALUE... or --problems FILE (see --help)");
+        const char *op = argv[optind++];
+        for (; optind < argc; optind++) {
+            /* one argument is one item: the shell already split them */
+            const char *eq = strchr(argv[optind], '=');
+            if (!eq || eq == argv[optind])
+                cli_die(2, "expected KEY=VALUE, got '%s'", argv[optind]);
+            char key[64];
+            snprintf(key, sizeof key, "%.*s", (int)(eq - argv[optind]), argv[optind]);
+            put_item(&items, key, eq + 1);
+        }
+        if (name)
+            put_item(&items, "name", name);
+        set.arena = pt_arena_new();
+        if (search_problem_parse(set.arena, op, items.s ? items.s : "", &one, &e))
+            cli_die(2, "%s", e.msg);
+        list = &one;
+        nlist = 1;
+    }
+    pt_buf_free(&items);
+
+    /* no backend asked: a GPU when there is one */
+    if (!backend) {
+        tuner_devinfo di;
+        int n = 0;
+        pt_err de = {0};
+        if (tuner_cuda_list_isolated(&di, 1, &n, &de) == PT_OK && n > 0)
+            backend = "cuda";
+        else {
+            backend = "emu";
+            if (!quiet)
+                fprintf(stderr, "ptxtune: no GPU found: emulator backend (candidates verified on "
+                                "the CPU, ranked by the cost model, nothing timed)\n");
+        }
+    }
+
+    db_store *db;
+    if (db_open(dbpath, NULL, &db, &e))
+        cli_die(exit_code(e.code), "%s", e.msg);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    progress_ctx pc = {.tty = !quiet && isatty(2)};
+    sweep_opts o = {
+        .backend = backend, .arch = arch, .strategy = kind, .budget = nbudget,
+        .budget_s = sbudget, .seed = seed, .threads = threads, .prune = prune,
+        .no_compile = no_compile, .fresh = fresh, .tool_version = PT_VERSION,
+        .git_rev = PT_GIT_REV, .mock_noise = noise, .progress = on_progress,
+        .progress_ctx = &pc, .stop = &stop_flag,
+    };
+    sweep_summary sum;
+    int rc = sweep_run(db, list, nlist, &o, &sum, &e);
+    if (pc.tty)
+        fputs("\r\033[K", stderr);
+    if (rc) {
+        db_close(db);
+        search_problems_free(&set);
+        cli_die(exit_code(rc), "%s", e.msg);
+    }
+    printf("run %lld (%.12s) on %s [%s], fingerprint %s%s\n", (long long)sum.run_id,
+           sum.run_uuid, sum.device, sum.protocol, sum.fingerprint,
+           sum.resumed ? ", resumed" : "");
+    printf("%lld measured, %lld replayed from the store, %lld duplicates; classes: ",
+           (long long)sum.measured, (long long)sum.reused, (long long)sum.duplicates);
+    int first = 1;
+    db_run_classes(db, sum.run_id, print_class, &first, &e);
+    printf("; %.1f s\n", sum.wall_s);
+    if (sum.unverified)
+        printf("note: %lld candidates not verified (too large for the emulator; use --backend "
+               "cuda)\n", (long long)sum.unverified);
+    if (strcmp(backend, "emu") == 0)
+        printf("note: emulator backend: times are cost-model estimates (source=model), not "
+               "measurements\n");
+    if (top > 0) {
+        top_ctx t = {0};
+        db_run_top(db, sum.run_id, top, print_top, &t, &e);
+    }
+    db_close(db);
+    search_problems_free(&set);
+    if (sum.stopped) {
+        fprintf(stderr, "ptxtune: interrupted; the same command resumes run %lld\n",
+                (long long)sum.run_id);
+        return 130;
+    }
+    return 0;
+}

@@ -1,0 +1,291 @@
+/* The tuning store: one SQLite file holding every measurement, the kernels
+ * that were measured, the runs that made them and the winners per GPU
+ * fingerprint and problem (docs/db.md has the schema and the rules).
+ *
+ * Records are plain: the store knows nothing of ops, PTX or devices. Every
+ * write is one BEGIN IMMEDIATE transaction through prepared statements, so a
+ * process killed at any moment leaves either the whole candidate or nothing;
+ * busy waits (other processes writing) are absorbed here and never reach the
+ * caller. A file that is not ours, is newer than us or is corrupt gives a
+ * one-line error and is never modified. */
+#ifndef PT_DB_H
+#define PT_DB_H
+
+#include "ptx/base.h"
+
+/* 'PTXT': PRAGMA application_id of every ptxtune store and bundle. */
+#define DB_APPLICATION_ID 0x50545854
+/* PRAGMA user_version this build writes; older files are migrated. */
+enum { DB_SCHEMA_VERSION = 2 };
+
+typedef struct db_store db_store;
+
+typedef struct db_open_opts {
+    bool readonly;   /* never writes; a missing or empty file is an error */
+    bool must_exist; /* a missing file is an error instead of a new store */
+    int busy_ms;     /* how long to wait for other writers; 0: 60 s */
+    int max_version; /* tests: migrate only up to this version; 0: all */
+} db_open_opts;
+
+/* Opens (creating or migrating when allowed) the store at path. */
+int db_open(const char *path, const db_open_opts *o, db_store **out, pt_err *e);
+void db_close(db_store *s);
+const char *db_path(const db_store *s);
+int db_schema_version(db_store *s);
+/* PRAGMA integrity_check: PT_OK with "ok" in msg, or PT_EIO with the first
+ * problem in msg and e. */
+int db_integrity(db_store *s, char *msg, size_t n, pt_err *e);
+
+/* ---- records -------------------------------------------------------- */
+
+/* Everything a timing depends on besides the kernel and the problem. A
+ * winner is served only when all eight fields match. */
+typedef struct db_fingerprint {
+    const char *gpu;       /* "NVIDIA H200", "emulator" */
+    int cc;                /* compute capability as sm number: 90 */
+    int sm_count;
+    const char *driver;    /* "13000", "none" */
+    const char *compiler;  /* "nvJitLink 13.0" */
+    int ptx_version;       /* 90 = PTX ISA 9.0 */
+    const char *generator; /* "ptxtune 0.1.0" */
+    const char *protocol;  /* benchmark protocol name and version */
+} db_fingerprint;
+
+/* 16 hex digits naming the fingerprint (a hash of its fields). */
+void db_fingerprint_key(const db_fingerprint *f, char key[17]);
+int db_fingerprint_put(db_store *s, const db_fingerprint *f, int64_t *id, pt_err *e);
+
+/* A problem: key identifies it (op + every field, canonical); class is the
+ * key without the shape dimensions and dims the dimensions ("4096,4096,14336"):
+ * the nearest-bucket lookup compares dims within one class. */
+typedef struct db_problem {
+    const char *op, *key, *klass, *dims;
+    const char *name; /* a label; the first one stored is kept */
+    double flops, bytes;
+} db_problem;
+int db_problem_put(db_store *s, const db_problem *p, int64_t *id, pt_err *e);
+
+typedef struct db_kernel {
+    const char *hash;   /* 16 hex digits of pt_hash64(ptx) */
+    const char *op;
+    const char *config; /* the config that first produced it */
+    const char *entry;  /* kernel (entry) name */
+    const char *ptx;
+} db_kernel;
+
+typedef struct db_cubin {
+    const char *arch;      /* "sm_80" */
+    const char *compiler;  /* "nvJitLink 13.0" */
+    const void *data;      /* may be NULL: resources only */
+    size_t size;
+    const char *resources; /* pt_resource as JSON */
+} db_cubin;
+
+/* Run states. A 'running' run whose process is gone can be resumed. */
+#define DB_RUN_STATUS(X) X(running) X(done) X(failed) X(interrupted)
+
+typedef struct db_run {
+    const char *uuid;         /* NULL: db_run_begin makes one */
+    int64_t fingerprint_id;
+    const char *tool_version, *git_rev;
+    const char *strategy, *budget; /* "anneal", "300" or "60s" */
+    uint64_t seed;
+    const char *backend;  /* cuda | emu | mock */
+    const char *arch;     /* target: which cubin its winners serve ("sm_80") */
+    const char *args_key; /* what makes two invocations the same sweep */
+    const char *host;
+    int64_t pid;
+    double started, ended; /* unix seconds; ended 0: not ended */
+    const char *status;
+} db_run;
+
+/* Candidate outcome classes. ok is the only one with a score; duplicate
+ * marks a config whose PTX equals one already measured in the run. */
+#define DB_CLASS_MAP(X)                                                      \
+    X(ok) X(compile_error) X(resource_limit) X(launch_error) X(fault) X(timeout) \
+    X(wrong_answer) X(invalid) X(duplicate)
+
+/* One candidate of one run on one problem. Statistics are seconds; spread
+ * is the relative spread (coefficient of variation) of the repetitions. */
+typedef struct db_measurement {
+    int64_t run_id, problem_id;
+    const char *config; /* canonical "k=v,..." */
+    int rung;           /* successive-halving level; 0 otherwise */
+    bool final;         /* may be a winner (the last rung of its strategy) */
+    const char *status; /* DB_CLASS_MAP name */
+    const char *error;  /* one line, "" when ok */
+    const char *source; /* "measured" or "model" (estimated, never timed) */
+    int verified;       /* 1 checked against the reference, 0 not checked */
+    double t_min, t_median, t_max, spread;
+    int reps;
+    double tflops, gbps;
+    const char *launch; /* JSON: grid, block, smem */
+    double created;     /* unix seconds; 0: now */
+} db_measurement;
+
+/* Stores one candidate atomically: the kernel (when k is not NULL; kept if
+ * present), its cubin (when c is not NULL), the measurement, and the winner
+ * of (fingerprint, problem) when this one beats it. Winner order among the
+ * final ok rows of one fingerprint: measured before model, then the lowest
+ * median, then the smaller config string, then the kernel hash. PT_OK also when the
+ * measurement was already there (*inserted false): a resumed sweep never
+ * stores a candidate twice. */
+int db_record(db_store *s, const db_kernel *k, const db_cubin *c, const db_measurement *m,
+              bool *inserted, pt_err *e);
+
+/* Starts a run (status running) and returns its id. */
+int db_run_begin(db_store *s, const db_run *r, int64_t *id, pt_err *e);
+/* Finds an unfinished run of the same args_key and fingerprint whose process
+ * is gone (same host, pid not alive) and takes it over (pid := ours).
+ * *id 0 when none. */
+int db_run_claim(db_store *s, const char *args_key, int64_t fingerprint_id, const char *host,
+                 int64_t pid, int64_t *id, pt_err *e);
+int db_run_end(db_store *s, int64_t run, const char *status, pt_err *e);
+/* The uuid of run id. */
+int db_run_uuid(db_store *s, int64_t run, char uuid[33], pt_err *e);
+/* A run named by its id ("12") or a unique prefix of 6+ digits of its uuid. */
+int db_run_resolve(db_store *s, const char *name, int64_t *id, pt_err *e);
+
+/* The candidates already stored for (run, problem): the replay of a resumed
+ * sweep. score is t_median for ok rows, INFINITY otherwise. */
+typedef int (*db_result_fn)(void *ctx, const char *config, int rung, const char *status,
+                            double score, const char *kernel_hash);
+int db_run_results(db_store *s, int64_t run, int64_t problem, db_result_fn fn, void *ctx,
+                   pt_err *e);
+
+/* ---- winners and lookup --------------------------------------------- */
+
+typedef struct db_winner {
+    const char *fingerprint; /* key */
+    const char *gpu;
+    const char *problem_key, *problem_name, *op;
+    const char *config, *kernel_hash, *entry, *ptx;
+    const void *cubin; /* NULL when none */
+    size_t cubin_size;
+    const char *arch, *launch, *source, *status;
+    double t_min, t_median, t_max, spread, tflops, gbps;
+    int reps, verified;
+    const char *run_uuid, *tool_version, *git_rev, *strategy;
+    double measured_at;
+    /* lookup only */
+    bool nearest;        /* from the nearest tuned bucket, not this problem */
+    double distance;     /* sum |log2 ratio| over the dimensions */
+} db_winner;
+typedef int (*db_winner_fn)(void *ctx, const db_winner *w);
+
+/* The winner of a problem under exactly this fingerprint; PT_OK and *found
+ * false when there is none (never a winner of another fingerprint). */
+int db_winner_get(db_store *s, const db_fingerprint *f, const char *problem_key,
+                  db_winner_fn fn, void *ctx, bool *found, pt_err *e);
+
+/* The winner for a problem that may be untuned: the exact one when tuned,
+ * else the winner of the nearest problem of the same op and class under the
+ * same fingerprint (flagged nearest, with its distance). Rule: distance =
+ * sum over dimensions of |log2(a/b)|; ties go to the larger problem, then
+ * to the smaller key. The config is what transfers: re-emit it for the new
+ * problem. *found false when the class has no winner at all. */
+int db_lookup(db_store *s, const db_fingerprint *f, const db_problem *p, db_winner_fn fn,
+              void *ctx, bool *found, pt_err *e);
+
+/* Every winner, optionally filtered: fingerprint key prefix or exact GPU
+ * name (gpu NULL: all), and a PCRE2 pattern over the problem key and name
+ * (NULL: all). */
+int db_winners(db_store *s, const char *gpu, const char *match, db_winner_fn fn, void *ctx,
+               pt_err *e);
+/* Recomputes every winner from the measurements (after a merge). */
+int db_winners_rebuild(db_store *s, pt_err *e);
+
+/* ---- export, import, merge ------------------------------------------ */
+
+typedef enum db_format { DB_FMT_JSON, DB_FMT_CSV, DB_FMT_CHEADER, DB_FMT_BUNDLE } db_format;
+int db_format_parse(const char *name, db_format *f, pt_err *e);
+
+/* The tuned table (winners, filtered as db_winners) as JSON, CSV or a C
+ * header, appended to out; *nrows says how many. */
+int db_export_text(db_store *s, db_format f, const char *gpu, const char *match, pt_buf *out,
+                   int *nrows, pt_err *e);
+/* The same rows (with their kernel, cubin, problem, fingerprint, run and
+ * measurement) into a new store at path: the bundle. path must not exist. */
+int db_export_bundle(db_store *s, const char *gpu, const char *match, const char *path,
+                     int *nrows, pt_err *e);
+
+typedef struct db_merge_stats {
+    int64_t fingerprints, problems, kernels, runs, measurements; /* new rows */
+    int64_t skipped; /* measurements already present */
+} db_merge_stats;
+
+/* Copies another store (or a bundle) into s: rows are matched by their
+ * natural keys (fingerprint fields, problem key, kernel hash, run uuid,
+ * (run, problem, config, rung)); existing rows win; winners are rebuilt.
+ * The source is opened read-only and never changed. */
+int db_merge(db_store *s, const char *src_path, db_merge_stats *st, pt_err *e);
+/* Imports a JSON table written by db_export_text (name is for messages). */
+int db_import_json(db_store *s, const char *text, size_t len, const char *name,
+                   db_merge_stats *st, pt_err *e);
+
+/* ---- regression ----------------------------------------------------- */
+
+typedef enum db_verdict { DB_SAME, DB_FASTER, DB_SLOWER, DB_NEW, DB_GONE } db_verdict;
+const char *db_verdict_name(db_verdict v);
+
+typedef struct db_regress_row {
+    const char *problem_key, *problem_name, *config, *kernel_hash;
+    double base_s, cand_s;       /* medians; NAN when absent */
+    double base_spread, cand_spread;
+    double change;               /* cand/base - 1 */
+    double noise;                /* the change the spreads alone can explain */
+    db_verdict verdict;
+} db_regress_row;
+typedef int (*db_regress_fn)(void *ctx, const db_regress_row *r);
+
+typedef struct db_regress_summary {
+    int rows, slower, faster, same, only_base, only_cand;
+    bool same_fingerprint;
+    char base_fp[17], cand_fp[17];
+} db_regress_summary;
+
+/* Compares two runs kernel by kernel on each problem (final ok rows). A
+ * change is a regression when it exceeds both the threshold (0.03 = 3%) and
+ * the noise, 2*sqrt(sb^2 + sc^2) from the stored relative spreads. */
+int db_regress(db_store *s, const char *base, const char *cand, double threshold,
+               db_regress_fn fn, void *ctx, db_regress_summary *sum, pt_err *e);
+
+/* ---- listing -------------------------------------------------------- */
+
+typedef struct db_run_info {
+    int64_t id;
+    const char *uuid, *fingerprint, *gpu, *strategy, *budget, *backend, *status, *git_rev;
+    uint64_t seed;
+    double started, ended;
+    int64_t measured, failed;
+} db_run_info;
+typedef int (*db_run_fn)(void *ctx, const db_run_info *r);
+int db_runs(db_store *s, db_run_fn fn, void *ctx, pt_err *e);
+
+/* The best final ok rows of a run, up to per_problem for each problem (in
+ * the order problems were stored), fastest first. */
+typedef struct db_top_row {
+    const char *problem_key, *problem_name, *config, *kernel_hash, *source;
+    double t_median, spread, tflops, gbps;
+    int rank, verified;
+} db_top_row;
+typedef int (*db_top_fn)(void *ctx, const db_top_row *r);
+int db_run_top(db_store *s, int64_t run, int per_problem, db_top_fn fn, void *ctx, pt_err *e);
+/* Candidates of a run per outcome class. */
+typedef int (*db_class_fn)(void *ctx, const char *status, int64_t count);
+int db_run_classes(db_store *s, int64_t run, db_class_fn fn, void *ctx, pt_err *e);
+
+/* Fingerprints whose key starts with prefix (NULL or "": all), by key. */
+typedef int (*db_fingerprint_fn)(void *ctx, const char *key, const db_fingerprint *f);
+int db_fingerprints(db_store *s, const char *prefix, db_fingerprint_fn fn, void *ctx, pt_err *e);
+
+typedef struct db_counts {
+    int64_t fingerprints, problems, kernels, cubins, runs, measurements, winners;
+} db_counts;
+int db_count(db_store *s, db_counts *c, pt_err *e);
+
+/* A query for tests and tools that need a number the API does not expose:
+ * runs sql (no parameters) and returns the first column of the first row. */
+int db_query_int(db_store *s, const char *sql, int64_t *v, pt_err *e);
+
+#endif

@@ -1,0 +1,963 @@
+/* The tuned table out of the store and back in: JSON (every column, so an
+ * import rebuilds the same rows), CSV (one flat row per winner, no PTX), a C
+ * header an engine compiles in, and the bundle (a small store holding only
+ * the exported rows). Merge copies another store row by row, matching rows
+ * by their natural keys. */
+#include <jansson.h>
+
+#include "db/db_int.h"
+#include "db/wcols.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int db_format_parse(const char *name, db_format *f, pt_err *e)
+{
+    static const struct {
+        const char *name;
+        db_format f;
+    } fmts[] = {{"json", DB_FMT_JSON},
+                {"csv", DB_FMT_CSV},
+                {"c-header", DB_FMT_CHEADER},
+                {"bundle", DB_FMT_BUNDLE}};
+    for (size_t i = 0; name && i < sizeof fmts / sizeof fmts[0]; i++)
+        if (strcmp(name, fmts[i].name) == 0) {
+            *f = fmts[i].f;
+            return PT_OK;
+        }
+    return pt_errf(e, PT_EINVAL, "unknown format '%s' (json, csv, c-header, bundle)",
+                   name ? name : "");
+}
+
+/* ---- base64 (cubins in JSON) ------------------------------------------- */
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static char *b64_encode(const unsigned char *p, size_t n)
+{
+    char *out = malloc(4 * ((n + 2) / 3) + 1), *o = out;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)p[i + 1] << 8;
+        if (i + 2 < n)
+            v |= p[i + 2];
+        *o++ = b64[v >> 18 & 63];
+        *o++ = b64[v >> 12 & 63];
+        *o++ = i + 1 < n ? b64[v >> 6 & 63] : '=';
+        *o++ = i + 2 < n ? b64[v & 63] : '=';
+    }
+    *o = '\0';
+    return out;
+}
+
+/* Returns a malloc'd buffer, or NULL on bad input. */
+static unsigned char *b64_decode(const char *s, size_t *n)
+{
+    size_t len = strlen(s);
+    if (len % 4)
+        return NULL;
+    unsigned char *out = malloc(len / 4 * 3 + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 4) {
+        uint32_t v = 0;
+        int pad = 0;
+        for (int k = 0; k < 4; k++) {
+            char c = s[i + (size_t)k];
+            const char *q = c ? strchr(b64, c) : NULL;
+            if (c == '=' && i + 4 == len && k >= 2) {
+                pad++;
+                v <<= 6;
+            } else if (q && !pad)
+                v = v << 6 | (uint32_t)(q - b64);
+            else {
+                free(out);
+                return NULL;
+            }
+        }
+        out[o++] = (unsigned char)(v >> 16);
+        if (pad < 2)
+            out[o++] = (unsigned char)(v >> 8);
+        if (pad < 1)
+            out[o++] = (unsigned char)v;
+    }
+    *n = o;
+    return out;
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+static json_t *jreal(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *jstr(const char *s) { return json_string(s ? s : ""); }
+
+/* A stored JSON text as a value (a plain string when it does not parse). */
+static json_t *jparsed(const char *text)
+{
+    if (!text || !*text)
+        return json_null();
+    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+    return v ? v : json_string(text);
+}
+
+#define T(col) db__col_text(st, DB_WC_##col)
+#define D(col) db__col_double(st, DB_WC_##col)
+#define I(col) sqlite3_column_int64(st, DB_WC_##col)
+
+static json_t *row_json(sqlite3_stmt *st)
+{
+    json_t *fp = json_pack("{s:o,s:o,s:I,s:I,s:o,s:o,s:I,s:o,s:o}", "key", jstr(T(FP_KEY)), "gpu",
+                           jstr(T(FP_GPU)), "cc", (json_int_t)I(FP_CC), "sm_count",
+                           (json_int_t)I(FP_SMS), "driver", jstr(T(FP_DRIVER)), "compiler",
+                           jstr(T(FP_COMPILER)), "ptx_version", (json_int_t)I(FP_PTX),
+                           "generator", jstr(T(FP_GENERATOR)), "protocol", jstr(T(FP_PROTOCOL)));
+    json_t *prob = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "key", jstr(T(P_KEY)), "name",
+                             jstr(T(P_NAME)), "op", jstr(T(P_OP)), "class", jstr(T(P_CLASS)),
+                             "dims", jstr(T(P_DIMS)), "flops", jreal(D(P_FLOPS)), "bytes",
+                             jreal(D(P_BYTES)));
+    json_t *kernel = json_null();
+    if (sqlite3_column_type(st, DB_WC_K_HASH) != SQLITE_NULL)
+        kernel = json_pack("{s:o,s:o,s:o,s:o,s:o}", "hash", jstr(T(K_HASH)), "op", jstr(T(K_OP)),
+                           "config", jstr(T(K_CONFIG)), "entry", jstr(T(K_ENTRY)), "ptx",
+                           jstr(T(K_PTX)));
+    json_t *cubin = json_null();
+    if (sqlite3_column_type(st, DB_WC_C_COMPILER) != SQLITE_NULL) {
+        const void *blob = sqlite3_column_blob(st, DB_WC_C_CUBIN);
+        size_t n = (size_t)sqlite3_column_bytes(st, DB_WC_C_CUBIN);
+        json_t *data = json_null();
+        if (blob) {
+            char *enc = b64_encode(blob, n);
+            data = json_string(enc);
+            free(enc);
+        }
+        cubin = json_pack("{s:o,s:o,s:o,s:o}", "arch", jstr(T(R_ARCH)), "compiler",
+                          jstr(T(C_COMPILER)), "base64", data, "resources",
+                          jparsed(sqlite3_column_type(st, DB_WC_C_RESOURCES) == SQLITE_NULL
+                                      ? NULL
+                                      : T(C_RESOURCES)));
+    }
+    json_t *time = json_pack("{s:o,s:o,s:o,s:o,s:I}", "min", jreal(D(M_TMIN)), "median",
+                             jreal(D(M_TMEDIAN)), "max", jreal(D(M_TMAX)), "spread",
+                             jreal(D(M_SPREAD)), "reps", (json_int_t)I(M_REPS));
+    json_t *meas = json_pack("{s:I,s:b,s:o,s:o,s:o}", "rung", (json_int_t)I(M_RUNG), "final",
+                             (int)I(M_FINAL), "status", jstr(T(M_STATUS)), "error",
+                             jstr(T(M_ERROR)), "created", jreal(D(M_CREATED)));
+    json_t *prov = json_pack(
+        "{s:o,s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:o}", "run", jstr(T(R_UUID)),
+        "tool_version", jstr(T(R_TOOL)), "git_rev", jstr(T(R_GIT)), "strategy",
+        jstr(T(R_STRATEGY)), "budget", jstr(T(R_BUDGET)), "seed", (json_int_t)I(R_SEED),
+        "backend", jstr(T(R_BACKEND)), "arch", jstr(T(R_ARCH)), "args_key", jstr(T(R_ARGS)),
+        "host", jstr(T(R_HOST)), "pid", (json_int_t)I(R_PID), "started", jreal(D(R_STARTED)),
+        "ended", jreal(D(R_ENDED)), "status", jstr(T(R_STATUS)));
+    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o}", "fingerprint", fp,
+                     "problem", prob, "config", jstr(T(M_CONFIG)), "kernel", kernel, "cubin",
+                     cubin, "launch", jparsed(T(M_LAUNCH)), "time_s", time, "tflops",
+                     jreal(D(M_TFLOPS)), "gbps", jreal(D(M_GBPS)), "verified",
+                     (int)I(M_VERIFIED), "source", jstr(T(M_SOURCE)), "measurement",
+                     json_pack("{s:o,s:o}", "detail", meas, "provenance", prov));
+}
+
+/* ---- CSV ----------------------------------------------------------------- */
+
+static void csv_field(pt_buf *b, const char *s, bool last)
+{
+    if (strpbrk(s, ",\"\r\n")) {
+        pt_buf_putc(b, '"');
+        for (; *s; s++) {
+            if (*s == '"')
+                pt_buf_putc(b, '"');
+            pt_buf_putc(b, *s);
+        }
+        pt_buf_putc(b, '"');
+    } else
+        pt_buf_puts(b, s);
+    pt_buf_putc(b, last ? '\n' : ',');
+}
+
+static void csv_num(pt_buf *b, double v, double scale)
+{
+    if (isfinite(v))
+        pt_buf_printf(b, "%.6g,", v * scale);
+    else
+        pt_buf_putc(b, ',');
+}
+
+/* Launch geometry from its JSON: grid, block, smem (zeros when absent). */
+static void launch_geom(const char *text, unsigned grid[3], unsigned block[3], unsigned *smem)
+{
+    for (int i = 0; i < 3; i++)
+        grid[i] = block[i] = 0;
+    *smem = 0;
+    json_t *v = text && *text ? json_loads(text, 0, NULL) : NULL;
+    if (!v)
+        return;
+    json_t *g = json_object_get(v, "grid"), *bl = json_object_get(v, "block");
+    for (size_t i = 0; i < 3; i++) {
+        grid[i] = (unsigned)json_integer_value(json_array_get(g, i));
+        block[i] = (unsigned)json_integer_value(json_array_get(bl, i));
+    }
+    *smem = (unsigned)json_integer_value(json_object_get(v, "smem"));
+    json_decref(v);
+}
+
+static const char csv_header[] =
+    "fingerprint,gpu,problem,name,op,config,kernel_hash,entry,arch,grid,block,smem,"
+    "time_us,min_us,max_us,spread,reps,tflops,gbps,source,verified,run,tool_version,git_rev,"
+    "strategy\n";
+
+static void row_csv(sqlite3_stmt *st, pt_buf *b)
+{
+    unsigned g[3], bl[3], smem;
+    launch_geom(T(M_LAUNCH), g, bl, &smem);
+    char gs[64], bs[64], ss[32];
+    snprintf(gs, sizeof gs, "%ux%ux%u", g[0], g[1], g[2]);
+    snprintf(bs, sizeof bs, "%ux%ux%u", bl[0], bl[1], bl[2]);
+    snprintf(ss, sizeof ss, "%u", smem);
+    const char *txt[] = {T(FP_KEY), T(FP_GPU), T(P_KEY), T(P_NAME), T(P_OP), T(M_CONFIG),
+                         T(K_HASH), T(K_ENTRY), T(R_ARCH), gs, bs, ss};
+    for (size_t i = 0; i < sizeof txt / sizeof txt[0]; i++)
+        csv_field(b, txt[i], false);
+    csv_num(b, D(M_TMEDIAN), 1e6);
+    csv_num(b, D(M_TMIN), 1e6);
+    csv_num(b, D(M_TMAX), 1e6);
+    csv_num(b, D(M_SPREAD), 1);
+    pt_buf_printf(b, "%lld,", (long long)I(M_REPS));
+    csv_num(b, D(M_TFLOPS), 1);
+    csv_num(b, D(M_GBPS), 1);
+    csv_field(b, T(M_SOURCE), false);
+    pt_buf_printf(b, "%d,", (int)I(M_VERIFIED));
+    csv_field(b, T(R_UUID), false);
+    csv_field(b, T(R_TOOL), false);
+    csv_field(b, T(R_GIT), false);
+    csv_field(b, T(R_STRATEGY), true);
+}
+
+/* ---- C header ------------------------------------------------------------ */
+
+/* A C string literal: escapes quotes, backslashes, '?' (no trigraphs) and
+ * every byte outside printable ASCII (3-digit octal, so a following digit
+ * never joins the escape). Newlines end a literal piece (one per line). */
+static void c_string(pt_buf *b, const char *s, const char *indent)
+{
+    pt_buf_putc(b, '"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\' || *p == '?') {
+            pt_buf_putc(b, '\\');
+            pt_buf_putc(b, (char)*p);
+        } else if (*p == '\n') {
+            pt_buf_puts(b, "\\n\"");
+            if (p[1]) {
+                pt_buf_putc(b, '\n');
+                pt_buf_puts(b, indent);
+                pt_buf_putc(b, '"');
+            } else
+                return;
+        } else if (*p < 0x20 || *p >= 0x7f)
+            pt_buf_printf(b, "\\%03o", *p);
+        else
+            pt_buf_putc(b, (char)*p);
+    }
+    pt_buf_putc(b, '"');
+}
+
+static const char cheader_top[] =
+    "#ifndef PTXTUNE_TABLE_H\n"
+    "#define PTXTUNE_TABLE_H\n"
+    "\n"
+    "#include <stddef.h>\n"
+    "\n"
+    "/* One tuned kernel: serve it only when every fingerprint field equals the\n"
+    " * device's (GPU name, compute capability, SM count, driver, compiler, PTX\n"
+    " * version, generator, benchmark protocol). */\n"
+    "typedef struct ptxtune_kernel {\n"
+    "    const char *fingerprint; /* 16 hex digits */\n"
+    "    const char *gpu;\n"
+    "    int cc, sm_count;\n"
+    "    const char *driver, *compiler;\n"
+    "    int ptx_version;\n"
+    "    const char *generator, *protocol;\n"
+    "    const char *problem, *name, *op; /* problem key, label, op */\n"
+    "    const char *config;              /* the tuned parameters */\n"
+    "    const char *hash, *entry, *arch;  /* PTX hash, kernel name, cubin target */\n"
+    "    const char *ptx;\n"
+    "    const unsigned char *cubin;      /* NULL: load the PTX */\n"
+    "    size_t cubin_size;\n"
+    "    unsigned grid[3], block[3], smem;\n"
+    "    double time_s, spread;           /* median and its relative spread */\n"
+    "    int measured;                    /* 0: a cost-model estimate, never timed */\n"
+    "    const char *run;                 /* provenance: run uuid */\n"
+    "} ptxtune_kernel;\n"
+    "\n"
+    "extern const ptxtune_kernel ptxtune_table[];\n"
+    "extern const size_t ptxtune_table_size;\n"
+    "\n"
+    "#ifdef PTXTUNE_TABLE_IMPLEMENTATION\n";
+
+typedef struct export_ctx {
+    db_format fmt;
+    pt_buf *out;
+    json_t *rows;
+    pt_buf cubins, table; /* c-header: the arrays, then the table */
+    int n;
+} export_ctx;
+
+static int export_row(void *ctx, sqlite3_stmt *st, const db_winner *w)
+{
+    export_ctx *x = ctx;
+    if (x->fmt == DB_FMT_JSON)
+        json_array_append_new(x->rows, row_json(st));
+    else if (x->fmt == DB_FMT_CSV)
+        row_csv(st, x->out);
+    else {
+        pt_buf *t = &x->table;
+        char cub[64] = "NULL";
+        if (w->cubin && w->cubin_size) {
+            snprintf(cub, sizeof cub, "ptxtune_cubin_%d", x->n);
+            pt_buf_printf(&x->cubins, "static const unsigned char %s[%zu] = {", cub,
+                          w->cubin_size);
+            const unsigned char *p = w->cubin;
+            for (size_t i = 0; i < w->cubin_size; i++)
+                pt_buf_printf(&x->cubins, "%s0x%02x,", i % 16 ? "" : "\n    ", p[i]);
+            pt_buf_puts(&x->cubins, "\n};\n");
+        }
+        unsigned g[3], bl[3], smem;
+        launch_geom(w->launch, g, bl, &smem);
+        const char *ind = "        ";
+        pt_buf_puts(t, "    {\n        .fingerprint = ");
+        c_string(t, w->fingerprint, ind);
+        pt_buf_puts(t, ",\n        .gpu = ");
+        c_string(t, w->gpu, ind);
+        pt_buf_printf(t, ",\n        .cc = %d, .sm_count = %d,\n        .driver = ",
+                      (int)I(FP_CC), (int)I(FP_SMS));
+        c_string(t, T(FP_DRIVER), ind);
+        pt_buf_puts(t, ",\n        .compiler = ");
+        c_string(t, T(FP_COMPILER), ind);
+        pt_buf_printf(t, ",\n        .ptx_version = %d,\n        .generator = ", (int)I(FP_PTX));
+        c_string(t, T(FP_GENERATOR), ind);
+        pt_buf_puts(t, ",\n        .protocol = ");
+        c_string(t, T(FP_PROTOCOL), ind);
+        pt_buf_puts(t, ",\n        .problem = ");
+        c_string(t, w->problem_key, ind);
+        pt_buf_puts(t, ",\n        .name = ");
+        c_string(t, w->problem_name, ind);
+        pt_buf_puts(t, ",\n        .op = ");
+        c_string(t, w->op, ind);
+        pt_buf_puts(t, ",\n        .config = ");
+        c_string(t, w->config, ind);
+        pt_buf_puts(t, ",\n        .hash = ");
+        c_string(t, w->kernel_hash, ind);
+        pt_buf_puts(t, ",\n        .entry = ");
+        c_string(t, w->entry, ind);
+        pt_buf_puts(t, ",\n        .arch = ");
+        c_string(t, w->arch, ind);
+        pt_buf_puts(t, ",\n        .ptx =\n        ");
+        c_string(t, w->ptx, ind);
+        pt_buf_printf(t, ",\n        .cubin = %s, .cubin_size = %zu,\n", cub,
+                      w->cubin ? w->cubin_size : (size_t)0);
+        pt_buf_printf(t,
+                      "        .grid = {%u, %u, %u}, .block = {%u, %u, %u}, .smem = %u,\n"
+                      "        .time_s = %.17g, .spread = %.17g, .measured = %d,\n"
+                      "        .run = ",
+                      g[0], g[1], g[2], bl[0], bl[1], bl[2], smem,
+                      isfinite(w->t_median) ? w->t_median : 0.0,
+                      isfinite(w->spread) ? w->spread : 0.0, strcmp(w->source, "measured") == 0);
+        c_string(t, w->run_uuid, ind);
+        pt_buf_puts(t, ",\n    },\n");
+    }
+    x->n++;
+    return PT_OK;
+}
+
+int db_export_text(db_store *s, db_format f, const char *gpu, const char *match, pt_buf *out,
+                   int *nrows, pt_err *e)
+{
+    if (f == DB_FMT_BUNDLE)
+        return pt_errf(e, PT_EINVAL, "the bundle is a file: use db_export_bundle");
+    export_ctx x = {.fmt = f, .out = out};
+    pt_buf_init(&x.cubins);
+    pt_buf_init(&x.table);
+    if (f == DB_FMT_JSON)
+        x.rows = json_array();
+    if (f == DB_FMT_CSV)
+        pt_buf_puts(out, csv_header);
+    int rc = db__winners_raw(s, gpu, match, export_row, &x, e);
+    if (!rc && f == DB_FMT_JSON) {
+        json_t *root = json_pack("{s:s,s:i,s:o}", "format", "ptxtune-table", "version", 1,
+                                 "rows", x.rows);
+        char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+        pt_buf_puts(out, text);
+        pt_buf_putc(out, '\n');
+        free(text);
+        json_decref(root);
+        x.rows = NULL;
+    } else if (!rc && f == DB_FMT_CHEADER) {
+        pt_buf_printf(out,
+                      "/* ptxtune tuned kernel table: %d entries. Generated by ptxtune %s;\n"
+                      " * do not edit. Include it everywhere; define\n"
+                      " * PTXTUNE_TABLE_IMPLEMENTATION in exactly one file. */\n",
+                      x.n, PT_VERSION);
+        pt_buf_puts(out, cheader_top);
+        if (x.cubins.len)
+            pt_buf_putn(out, x.cubins.s, x.cubins.len);
+        pt_buf_puts(out, "const ptxtune_kernel ptxtune_table[] = {\n");
+        if (x.table.len)
+            pt_buf_putn(out, x.table.s, x.table.len);
+        else
+            pt_buf_puts(out, "    {0}\n");
+        pt_buf_printf(out,
+                      "};\nconst size_t ptxtune_table_size = %d;\n"
+                      "#endif /* PTXTUNE_TABLE_IMPLEMENTATION */\n\n#endif\n",
+                      x.n);
+    }
+    json_decref(x.rows);
+    pt_buf_free(&x.cubins);
+    pt_buf_free(&x.table);
+    if (nrows)
+        *nrows = x.n;
+    return rc;
+}
+
+#undef T
+#undef D
+#undef I
+
+/* ---- merge and bundle ------------------------------------------------- */
+
+/* Percent-encodes a path into a read-only file: URI. */
+static char *ro_uri(const char *path)
+{
+    pt_buf b;
+    pt_buf_init(&b);
+    pt_buf_puts(&b, "file:");
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            strchr("/._-", *p))
+            pt_buf_putc(&b, (char)*p);
+        else
+            pt_buf_printf(&b, "%%%02X", *p);
+    }
+    pt_buf_puts(&b, "?mode=ro");
+    return pt_buf_take(&b);
+}
+
+int db__attach_ro(db_store *s, const char *path, pt_err *e)
+{
+    sqlite3_stmt *st = db__prepare(s, "ATTACH DATABASE ?1 AS src", e);
+    if (!st)
+        return e->code;
+    char *uri = ro_uri(path);
+    db__bind_text(st, 1, uri);
+    free(uri);
+    int rc = db__step(s, st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return pt_errf(e, PT_EIO, "%s: cannot attach '%s': %s", s->path, path,
+                       sqlite3_errmsg(s->h));
+    return PT_OK;
+}
+
+void db__detach(db_store *s) { sqlite3_exec(s->h, "DETACH DATABASE src", NULL, NULL, NULL); }
+
+#define SEL " (SELECT id FROM temp.sel)"
+/* The copy, in dependency order. ?1 = 1: only the measurements in temp.sel
+ * and the rows they reference. */
+static const char *const merge_sql[] = {
+    "INSERT OR IGNORE INTO main.fingerprints(key, gpu, cc, sm_count, driver, compiler,"
+    " ptx_version, generator, protocol)"
+    " SELECT f.key, f.gpu, f.cc, f.sm_count, f.driver, f.compiler, f.ptx_version, f.generator,"
+    " f.protocol FROM src.fingerprints f WHERE ?1 = 0 OR f.id IN (SELECT r.fingerprint_id"
+    " FROM src.runs r JOIN src.measurements m ON m.run_id = r.id WHERE m.id IN" SEL ")"
+    " ORDER BY f.id",
+    "INSERT OR IGNORE INTO main.problems(key, op, class, dims, name, flops, bytes)"
+    " SELECT p.key, p.op, p.class, p.dims, p.name, p.flops, p.bytes FROM src.problems p"
+    " WHERE ?1 = 0 OR p.id IN (SELECT m.problem_id FROM src.measurements m WHERE m.id IN" SEL
+    ") ORDER BY p.id",
+    "INSERT OR IGNORE INTO main.kernels(hash, op, config, entry, ptx)"
+    " SELECT k.hash, k.op, k.config, k.entry, k.ptx FROM src.kernels k"
+    " WHERE ?1 = 0 OR k.id IN (SELECT m.kernel_id FROM src.measurements m WHERE m.id IN" SEL
+    ") ORDER BY k.id",
+    "INSERT OR IGNORE INTO main.cubins(kernel_id, arch, compiler, cubin, resources)"
+    " SELECT mk.id, c.arch, c.compiler, c.cubin, c.resources FROM src.cubins c"
+    " JOIN src.kernels sk ON sk.id = c.kernel_id JOIN main.kernels mk ON mk.hash = sk.hash"
+    " WHERE ?1 = 0 OR EXISTS (SELECT 1 FROM src.measurements m JOIN src.runs r"
+    " ON r.id = m.run_id WHERE m.id IN" SEL " AND m.kernel_id = c.kernel_id AND r.arch = c.arch)"
+    " ORDER BY c.kernel_id, c.arch",
+    "INSERT OR IGNORE INTO main.runs(uuid, fingerprint_id, tool_version, git_rev, strategy,"
+    " budget, seed, backend, arch, args_key, host, pid, started, ended, status)"
+    " SELECT r.uuid, mf.id, r.tool_version, r.git_rev, r.strategy, r.budget, r.seed, r.backend,"
+    " r.arch, r.args_key, r.host, r.pid, r.started, r.ended, r.status FROM src.runs r"
+    " JOIN src.fingerprints sf ON sf.id = r.fingerprint_id JOIN main.fingerprints mf"
+    " ON mf.key = sf.key WHERE ?1 = 0 OR r.id IN (SELECT m.run_id FROM src.measurements m"
+    " WHERE m.id IN" SEL ") ORDER BY r.id",
+    "INSERT OR IGNORE INTO main.measurements(run_id, problem_id, kernel_id, config, rung, final,"
+    " status, error, source, verified, t_min, t_median, t_max, spread, reps, tflops, gbps,"
+    " launch, created)"
+    " SELECT mr.id, mp.id, mk.id, m.config, m.rung, m.final, m.status, m.error, m.source,"
+    " m.verified, m.t_min, m.t_median, m.t_max, m.spread, m.reps, m.tflops, m.gbps, m.launch,"
+    " m.created FROM src.measurements m JOIN src.runs sr ON sr.id = m.run_id"
+    " JOIN main.runs mr ON mr.uuid = sr.uuid JOIN src.problems sp ON sp.id = m.problem_id"
+    " JOIN main.problems mp ON mp.key = sp.key LEFT JOIN src.kernels sk ON sk.id = m.kernel_id"
+    " LEFT JOIN main.kernels mk ON mk.hash = sk.hash WHERE ?1 = 0 OR m.id IN" SEL
+    " ORDER BY m.id",
+};
+#undef SEL
+
+int db__merge_attached(db_store *s, bool filtered, db_merge_stats *stats, pt_err *e)
+{
+    db_merge_stats dummy;
+    if (!stats)
+        stats = &dummy;
+    memset(stats, 0, sizeof *stats);
+    int rc = db__exec(s, "CREATE TEMP TABLE IF NOT EXISTS sel(id INTEGER PRIMARY KEY)", e);
+    if (rc)
+        return rc;
+    int64_t total = 0;
+    sqlite3_stmt *cnt = db__prepare(
+        s, "SELECT count(*) FROM src.measurements WHERE ?1 = 0 OR id IN (SELECT id FROM temp.sel)",
+        e);
+    if (!cnt)
+        return e->code;
+    sqlite3_bind_int(cnt, 1, filtered);
+    int src = db__step(s, cnt);
+    if (src == SQLITE_ROW)
+        total = sqlite3_column_int64(cnt, 0);
+    sqlite3_finalize(cnt);
+    if (src != SQLITE_ROW)
+        return db__fail(s, src, "reading the source store", e);
+    if ((rc = db__begin(s, e)))
+        return rc;
+    int64_t *counts[] = {&stats->fingerprints, &stats->problems, &stats->kernels, NULL,
+                         &stats->runs,         &stats->measurements};
+    for (size_t i = 0; !rc && i < sizeof merge_sql / sizeof merge_sql[0]; i++) {
+        sqlite3_stmt *st = db__prepare(s, merge_sql[i], e);
+        if (!st) {
+            rc = e->code;
+            break;
+        }
+        sqlite3_bind_int(st, 1, filtered);
+        src = db__step(s, st);
+        if (src != SQLITE_DONE)
+            rc = db__fail(s, src, "merging", e);
+        else if (counts[i])
+            *counts[i] = sqlite3_changes(s->h);
+        sqlite3_finalize(st);
+    }
+    if (!rc)
+        rc = db__exec(s,
+                      "DELETE FROM winners;"
+                      "INSERT INTO winners(fingerprint_id, problem_id, measurement_id)"
+                      " SELECT fingerprint_id, problem_id, id FROM ("
+                      "  SELECT r.fingerprint_id, m.problem_id, m.id, ROW_NUMBER() OVER ("
+                      "    PARTITION BY r.fingerprint_id, m.problem_id"
+                      "    ORDER BY (m.source = 'measured') DESC, m.t_median ASC, m.config ASC,"
+                      "    k.hash ASC, m.id ASC) AS rn"
+                      "  FROM main.measurements m JOIN main.runs r ON r.id = m.run_id"
+                      "  LEFT JOIN main.kernels k ON k.id = m.kernel_id"
+                      "  WHERE m.status = 'ok' AND m.final = 1)"
+                      " WHERE rn = 1",
+                      e);
+    if (rc) {
+        db__rollback(s);
+        return rc;
+    }
+    stats->skipped = total - stats->measurements;
+    return db__commit(s, e);
+}
+
+static bool same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+/* An older source is copied to a temporary file and migrated there: the
+ * source itself is never written. */
+static int migrated_copy(const char *src, char *tmp, size_t n, pt_err *e)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(tmp, n, "%s/ptxtune-merge-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return pt_errf(e, PT_EIO, "cannot create a temporary file: %s", strerror(errno));
+    close(fd);
+    sqlite3 *from = NULL, *to = NULL;
+    int rc = sqlite3_open_v2(src, &from, SQLITE_OPEN_READONLY, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_open_v2(tmp, &to, SQLITE_OPEN_READWRITE, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_busy_timeout(from, 60000);
+        sqlite3_backup *bk = sqlite3_backup_init(to, "main", from, "main");
+        if (bk) {
+            sqlite3_backup_step(bk, -1);
+            rc = sqlite3_backup_finish(bk);
+        } else
+            rc = sqlite3_errcode(to);
+    }
+    if (rc != SQLITE_OK)
+        pt_errf(e, PT_EIO, "%s: cannot copy for migration: %s", src, sqlite3_errstr(rc));
+    sqlite3_close_v2(from);
+    sqlite3_close_v2(to);
+    if (rc != SQLITE_OK) {
+        unlink(tmp);
+        return PT_EIO;
+    }
+    db_store *m;
+    int prc = db_open(tmp, NULL, &m, e);
+    if (prc) {
+        unlink(tmp);
+        return prc;
+    }
+    db_close(m);
+    return PT_OK;
+}
+
+static void unlink_db(const char *path)
+{
+    char side[4096];
+    unlink(path);
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+}
+
+int db_merge(db_store *s, const char *src_path, db_merge_stats *st, pt_err *e)
+{
+    if (same_file(s->path, src_path))
+        return pt_errf(e, PT_EINVAL, "%s: cannot merge a store into itself", src_path);
+    int64_t version = 0;
+    int rc = db__src_version(src_path, &version, e);
+    if (rc)
+        return rc;
+    char tmp[4096] = "";
+    const char *from = src_path;
+    if (version < DB_SCHEMA_VERSION) {
+        if ((rc = migrated_copy(src_path, tmp, sizeof tmp, e)))
+            return rc;
+        from = tmp;
+    }
+    rc = db__attach_ro(s, from, e);
+    if (!rc) {
+        rc = db__merge_attached(s, false, st, e);
+        db__detach(s);
+    }
+    if (*tmp)
+        unlink_db(tmp);
+    return rc;
+}
+
+typedef struct sel_ctx {
+    int64_t *ids;
+    size_t n, cap;
+} sel_ctx;
+
+static int collect_id(void *ctx, sqlite3_stmt *st, const db_winner *w)
+{
+    (void)w;
+    sel_ctx *c = ctx;
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 64;
+        c->ids = realloc(c->ids, c->cap * sizeof *c->ids);
+    }
+    c->ids[c->n++] = sqlite3_column_int64(st, DB_WC_M_ID);
+    return PT_OK;
+}
+
+int db_export_bundle(db_store *s, const char *gpu, const char *match, const char *path,
+                     int *nrows, pt_err *e)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0)
+        return pt_errf(e, PT_EINVAL, "%s: already exists; a bundle is always a new file", path);
+    sel_ctx sel = {0};
+    int rc = db__winners_raw(s, gpu, match, collect_id, &sel, e);
+    if (rc) {
+        free(sel.ids);
+        return rc;
+    }
+    db_store *b;
+    if ((rc = db_open(path, NULL, &b, e))) {
+        free(sel.ids);
+        return rc;
+    }
+    rc = db__exec(b, "CREATE TEMP TABLE IF NOT EXISTS sel(id INTEGER PRIMARY KEY)", e);
+    sqlite3_stmt *ins = rc ? NULL : db__prepare(b, "INSERT INTO temp.sel(id) VALUES(?1)", e);
+    if (!rc && !ins)
+        rc = e->code;
+    for (size_t i = 0; !rc && i < sel.n; i++) {
+        sqlite3_reset(ins);
+        sqlite3_bind_int64(ins, 1, sel.ids[i]);
+        int src = db__step(b, ins);
+        if (src != SQLITE_DONE)
+            rc = db__fail(b, src, "selecting rows", e);
+    }
+    sqlite3_finalize(ins);
+    free(sel.ids);
+    if (!rc)
+        rc = db__attach_ro(b, s->path, e);
+    if (!rc) {
+        rc = db__merge_attached(b, true, NULL, e);
+        db__detach(b);
+    }
+    /* a bundle is one file: fold the WAL back in */
+    if (!rc)
+        rc = db__exec(b, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE", e);
+    db_close(b);
+    if (rc)
+        unlink_db(path);
+    else if (nrows)
+        *nrows = (int)sel.n;
+    return rc;
+}
+
+/* ---- JSON import ------------------------------------------------------- */
+
+static const char *jget_str(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static const char *jstr_or(json_t *o, const char *k)
+{
+    const char *v = jget_str(o, k);
+    return v ? v : "";
+}
+
+static double jget_num(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static int64_t jget_int(json_t *o, const char *k)
+{
+    return (int64_t)json_integer_value(json_object_get(o, k));
+}
+
+/* A JSON value back to the stored text (NULL for null). */
+static char *jtext(json_t *v)
+{
+    if (!v || json_is_null(v))
+        return NULL;
+    if (json_is_string(v))
+        return strdup(json_string_value(v));
+    return json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+}
+
+typedef struct import_row {
+    json_t *fp, *prob, *kernel, *cubin, *time, *detail, *prov;
+} import_row;
+
+static int import_one(db_store *s, json_t *row, const char *name, size_t idx, db_merge_stats *st,
+                      pt_err *e)
+{
+    import_row r = {
+        json_object_get(row, "fingerprint"), json_object_get(row, "problem"),
+        json_object_get(row, "kernel"),      json_object_get(row, "cubin"),
+        json_object_get(row, "time_s"),      NULL,
+        NULL,
+    };
+    json_t *meas = json_object_get(row, "measurement");
+    r.detail = json_object_get(meas, "detail");
+    r.prov = json_object_get(meas, "provenance");
+    const char *missing = !json_is_object(r.fp)       ? "fingerprint"
+                          : !json_is_object(r.prob)   ? "problem"
+                          : !json_is_object(r.time)   ? "time_s"
+                          : !json_is_object(r.detail) ? "measurement.detail"
+                          : !json_is_object(r.prov)   ? "measurement.provenance"
+                          : !jget_str(r.prob, "key")  ? "problem.key"
+                          : !jget_str(r.prob, "op")   ? "problem.op"
+                          : !jget_str(row, "config")  ? "config"
+                          : !jget_str(row, "source")  ? "source"
+                          : !jget_str(r.prov, "run")  ? "measurement.provenance.run"
+                          : !jget_str(r.fp, "gpu")    ? "fingerprint.gpu"
+                          : !jget_str(r.detail, "status") ? "measurement.detail.status"
+                          : NULL;
+    if (missing)
+        return pt_errf(e, PT_EINVAL, "%s: row %zu: missing or mistyped '%s'", name, idx + 1,
+                       missing);
+    db_fingerprint f = {jget_str(r.fp, "gpu"),      (int)jget_int(r.fp, "cc"),
+                        (int)jget_int(r.fp, "sm_count"), jget_str(r.fp, "driver"),
+                        jget_str(r.fp, "compiler"), (int)jget_int(r.fp, "ptx_version"),
+                        jget_str(r.fp, "generator"), jget_str(r.fp, "protocol")};
+    const char *key = jget_str(r.fp, "key");
+    char want[17];
+    db_fingerprint_key(&f, want);
+    if (key && strcmp(key, want) != 0)
+        return pt_errf(e, PT_EINVAL,
+                       "%s: row %zu: fingerprint key %s does not match its fields (%s)", name,
+                       idx + 1, key, want);
+    int64_t fp_id, prob_id, run_id = 0;
+    int rc = db__fp_put(s, &f, &fp_id, e);
+    if (rc)
+        return rc;
+    db_problem p = {jget_str(r.prob, "op"),   jget_str(r.prob, "key"),
+                    jget_str(r.prob, "class"), jget_str(r.prob, "dims"),
+                    jget_str(r.prob, "name"),  jget_num(r.prob, "flops"),
+                    jget_num(r.prob, "bytes")};
+    if ((rc = db__problem_put(s, &p, &prob_id, e)))
+        return rc;
+    const char *uuid = jget_str(r.prov, "run");
+    sqlite3_stmt *q = db__prepare(s, "SELECT id FROM runs WHERE uuid = ?1", e);
+    if (!q)
+        return e->code;
+    db__bind_text(q, 1, uuid);
+    int src = db__step(s, q);
+    if (src == SQLITE_ROW)
+        run_id = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        return db__fail(s, src, "reading runs", e);
+    if (!run_id) {
+        sqlite3_stmt *ins = db__stmt(s, DB_ST_RUN_INSERT, e);
+        if (!ins)
+            return e->code;
+        const char *status = jget_str(r.prov, "status");
+        db__bind_text(ins, 1, uuid);
+        sqlite3_bind_int64(ins, 2, fp_id);
+        db__bind_text(ins, 3, jstr_or(r.prov, "tool_version"));
+        db__bind_text(ins, 4, jstr_or(r.prov, "git_rev"));
+        db__bind_text(ins, 5, jstr_or(r.prov, "strategy"));
+        db__bind_text(ins, 6, jstr_or(r.prov, "budget"));
+        sqlite3_bind_int64(ins, 7, jget_int(r.prov, "seed"));
+        db__bind_text(ins, 8, jstr_or(r.prov, "backend"));
+        db__bind_text(ins, 9, jstr_or(r.prov, "arch"));
+        db__bind_text(ins, 10, jstr_or(r.prov, "args_key"));
+        db__bind_text(ins, 11, jstr_or(r.prov, "host"));
+        sqlite3_bind_int64(ins, 12, jget_int(r.prov, "pid"));
+        db__bind_double(ins, 13, jget_num(r.prov, "started"));
+        db__bind_double(ins, 14, jget_num(r.prov, "ended"));
+        db__bind_text(ins, 15, status ? status : "done");
+        src = db__step(s, ins);
+        if (src != SQLITE_DONE)
+            return pt_errf(e, PT_EINVAL, "%s: row %zu: bad provenance: %s", name, idx + 1,
+                           sqlite3_errmsg(s->h));
+        run_id = sqlite3_last_insert_rowid(s->h);
+        st->runs++;
+    }
+    db_kernel k = {0}, *kp = NULL;
+    db_cubin c = {0}, *cp = NULL;
+    unsigned char *bin = NULL;
+    char *res = NULL;
+    if (json_is_object(r.kernel)) {
+        k = (db_kernel){jget_str(r.kernel, "hash"), jget_str(r.kernel, "op"),
+                        jget_str(r.kernel, "config"), jget_str(r.kernel, "entry"),
+                        jget_str(r.kernel, "ptx")};
+        if (!k.hash || !k.op || !k.ptx)
+            return pt_errf(e, PT_EINVAL, "%s: row %zu: kernel without hash, op or ptx", name,
+                           idx + 1);
+        char h[17];
+        snprintf(h, sizeof h, "%016llx", (unsigned long long)pt_hash64(k.ptx, strlen(k.ptx)));
+        if (strcmp(h, k.hash) != 0)
+            return pt_errf(e, PT_EINVAL, "%s: row %zu: kernel hash %s does not match its PTX (%s)",
+                           name, idx + 1, k.hash, h);
+        kp = &k;
+        if (json_is_object(r.cubin)) {
+            c.arch = jget_str(r.cubin, "arch");
+            c.compiler = jget_str(r.cubin, "compiler");
+            const char *data = jget_str(r.cubin, "base64");
+            if (data && !(bin = b64_decode(data, &c.size)))
+                return pt_errf(e, PT_EINVAL, "%s: row %zu: cubin is not valid base64", name,
+                               idx + 1);
+            c.data = bin;
+            res = jtext(json_object_get(r.cubin, "resources"));
+            c.resources = res;
+            if (!c.arch)
+                c.arch = jget_str(r.prov, "arch");
+            cp = c.arch ? &c : NULL;
+        }
+    }
+    char *launch = jtext(json_object_get(row, "launch"));
+    json_t *ver = json_object_get(row, "verified"), *fin = json_object_get(r.detail, "final");
+    db_measurement m = {
+        .run_id = run_id,
+        .problem_id = prob_id,
+        .config = jget_str(row, "config"),
+        .rung = (int)jget_int(r.detail, "rung"),
+        .final = fin ? json_is_true(fin) : true,
+        .status = jget_str(r.detail, "status"),
+        .error = jget_str(r.detail, "error"),
+        .source = jget_str(row, "source"),
+        .verified = json_is_true(ver) ? 1 : 0,
+        .t_min = jget_num(r.time, "min"),
+        .t_median = jget_num(r.time, "median"),
+        .t_max = jget_num(r.time, "max"),
+        .spread = jget_num(r.time, "spread"),
+        .reps = (int)jget_int(r.time, "reps"),
+        .tflops = jget_num(row, "tflops"),
+        .gbps = jget_num(row, "gbps"),
+        .launch = launch,
+        .created = jget_num(r.detail, "created"),
+    };
+    bool inserted = false;
+    if (strcmp(m.source, "measured") && strcmp(m.source, "model"))
+        rc = pt_errf(e, PT_EINVAL, "%s: row %zu: source '%s' is neither measured nor model",
+                     name, idx + 1, m.source);
+    else if (strcmp(m.status, "ok") == 0 && !isfinite(m.t_median))
+        rc = pt_errf(e, PT_EINVAL, "%s: row %zu: an ok row needs time_s.median", name, idx + 1);
+    else
+        rc = db__record(s, kp, cp, &m, &inserted, e);
+    if (!rc) {
+        st->measurements += inserted;
+        st->skipped += !inserted;
+    }
+    free(launch);
+    free(bin);
+    free(res);
+    return rc;
+}
+
+int db_import_json(db_store *s, const char *text, size_t len, const char *name,
+                   db_merge_stats *st, pt_err *e)
+{
+    db_merge_stats dummy;
+    if (!st)
+        st = &dummy;
+    memset(st, 0, sizeof *st);
+    json_error_t je;
+    json_t *root = json_loadb(text, len, 0, &je);
+    if (!root)
+        return pt_errf(e, PT_EPARSE, "%s:%d:%d: not valid JSON: %s", name, je.line, je.column,
+                       je.text);
+    const char *fmt = jget_str(root, "format");
+    json_t *rows = json_object_get(root, "rows");
+    int rc = PT_OK;
+    if (!fmt || strcmp(fmt, "ptxtune-table") != 0 || !json_is_array(rows))
+        rc = pt_errf(e, PT_EINVAL, "%s: not a ptxtune table (expected \"format\": "
+                     "\"ptxtune-table\" and a \"rows\" array)", name);
+    else if (jget_int(root, "version") != 1)
+        rc = pt_errf(e, PT_EINVAL, "%s: table version %lld is not supported (1)", name,
+                     (long long)jget_int(root, "version"));
+    if (!rc)
+        rc = db__begin(s, e);
+    if (rc) {
+        json_decref(root);
+        return rc;
+    }
+    db_counts before = {0}, after = {0};
+    rc = db_count(s, &before, e);
+    for (size_t i = 0; !rc && i < json_array_size(rows); i++) {
+        json_t *row = json_array_get(rows, i);
+        if (!json_is_object(row))
+            rc = pt_errf(e, PT_EINVAL, "%s: row %zu is not an object", name, i + 1);
+        else
+            rc = import_one(s, row, name, i, st, e);
+    }
+    if (!rc)
+        rc = db_count(s, &after, e);
+    json_decref(root);
+    if (rc) {
+        db__rollback(s);
+        return rc;
+    }
+    st->fingerprints = after.fingerprints - before.fingerprints;
+    st->problems = after.problems - before.problems;
+    st->kernels = after.kernels - before.kernels;
+    return db__commit(s, e);
+}

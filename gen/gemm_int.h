@@ -1,0 +1,199 @@
+/* GEMM building blocks shared by gen/gemm*.c (private to the family).
+ *
+ *   gemm.c       the op: problem checks, parameter space, reference, the
+ *                kernel skeleton (tile order, split-K ranges, pipeline)
+ *   gemm_tile.c  the mma atom table, shared-memory tile layouts (XOR
+ *                swizzle or padding), global->shared loaders (cp.async
+ *                zero-fill, or plain loads for misaligned operands),
+ *                ldmatrix fragment loads and the mma.sync / FFMA inner
+ *                products
+ *   gemm_epi.c   epilogue: accumulator staging through shared memory,
+ *                in-CTA k-slice reduction, parallel split-K fixup, the
+ *                expression epilogue and vector stores
+ *
+ * The main loop and the epilogue meet at gemm_accs: a thread's accumulator
+ * registers with their tile-local (row, col) positions. A Hopper main loop
+ * (wgmma) fills the same struct and reuses the loaders' layouts and the
+ * whole epilogue. */
+#ifndef GEN_GEMM_INT_H
+#define GEN_GEMM_INT_H
+
+#include "gen/expr.h"
+#include "gen/gemm.h"
+
+/* One row per input dtype: how its inner product is computed.
+ * es: bytes per element; simt: FFMA path (f32), else mma.sync;
+ * kstep: k elements per mma (every atom consumes 32 bytes of k);
+ * shape/ab/acc: the mma shape modifier and its A/B and C/D type suffixes;
+ * tf32: operands are rounded with cvt.rna.tf32.f32 in registers;
+ * kmajor_only: ldmatrix cannot transpose 8-bit data, so A and B must both
+ *   be K-contiguous (layout nt);
+ * out: the default output dtype; min_sm: lowest target. */
+typedef struct gemm_atom {
+    pt_dtype dt;
+    int es;
+    bool simt;
+    int kstep;
+    ptx_mod shape;
+    ptx_type ab, acc;
+    bool tf32, kmajor_only, int_acc;
+    pt_dtype out;
+    int min_sm;
+} gemm_atom;
+
+const gemm_atom *gemm_atom_get(pt_dtype dt); /* NULL: not a GEMM input dtype */
+
+enum { GEMM_MAX_AUX = 6 };
+
+/* How an epilogue tensor is indexed. */
+typedef enum gemm_aux_kind {
+    GEMM_AUX_N,    /* name[n]: one value per column, N elements */
+    GEMM_AUX_M,    /* name[m]: one value per row, M elements */
+    GEMM_AUX_FULL, /* name: an M x N tensor stored like D (packed) */
+} gemm_aux_kind;
+
+typedef struct gemm_aux {
+    const char *name; /* as written: "bias[n]", "r" */
+    gemm_aux_kind kind;
+    int input;        /* index in the epilogue program's inputs */
+} gemm_aux;
+
+struct pt_prepared {
+    pt_problem prob;
+    pt_target target;
+    const gemm_atom *at;
+    pt_dtype out_dt, c_dt, aux_dt;
+    int64_t M, N, K, batch;
+    int64_t lda, ldb, ldc, ldd;
+    int64_t sa, sb, sc, sd, saux; /* batch strides in elements */
+    bool a_kmajor, b_kmajor;      /* A 'n', B 't' */
+    bool d_col;
+    bool has_c;                   /* C is read (beta != 0 or c in the epilogue) */
+    bool int_exact;               /* s32 out: D = acc (+ C) in integers */
+    ex_prog *epi;                 /* the epilogue program (NULL when int_exact) */
+    int in_acc, in_alpha, in_beta, in_c; /* program input indices, -1 unused */
+    int naux;
+    gemm_aux aux[GEMM_MAX_AUX];
+    int cw_a, cw_b;               /* global->shared copy width, bytes */
+    int vec_max;                  /* widest epilogue access, elements */
+    float alpha, beta, scale_ab, out_scale;
+};
+
+/* A shared-memory tile: rows of row_bytes logical bytes, pitch physical
+ * bytes apart. swz > 1: the 16-byte chunk index is XORed with
+ * (row >> shift) & (swz - 1), so that 8 consecutive rows at one chunk (an
+ * ldmatrix 8x8 matrix, or a warp's cp.async row) hit 8 different bank
+ * groups; swz == 1: padding instead (pitch > row_bytes). */
+typedef struct gemm_smem {
+    int rows, row_bytes, pitch, swz, shift, bytes;
+} gemm_smem;
+
+gemm_smem gemm_smem_swizzled(int rows, int row_bytes);
+gemm_smem gemm_smem_padded(int rows, int row_bytes, int pad);
+/* Physical byte offset of (row, byte) in the tile (compile-time). */
+int gemm_smem_off(const gemm_smem *s, int row, int byte);
+
+/* The emission context of one kernel. */
+typedef struct gemm_ctx {
+    const pt_prepared *pp;
+    const gemm_atom *at;
+    ptx_fn *f;
+    /* config */
+    int bm, bn, bk, wm, wn, tm, tn, stages, kslice, splitk, raster, persistent;
+    int threads, warps_m, warps_n, ksteps; /* ksteps: mma k-steps per tile */
+    /* tile and layouts */
+    gemm_smem sa, sb;   /* per stage */
+    int stage_bytes;    /* A + B of one stage */
+    int smem_bytes;     /* dynamic shared memory of the kernel */
+    int64_t kt_total;   /* k tiles over the whole K */
+    /* registers */
+    ptx_reg tid, lane, warp, smem;   /* u32; smem: shared window base */
+    ptx_reg tile;                    /* u32 linear tile index (%ctaid.x) */
+    int64_t tiles;                   /* tiles per batch entry */
+    ptx_reg m0, n0;                  /* u32 tile origin */
+    ptx_reg bidx;                    /* u32 batch index */
+    ptx_reg split;                   /* u32 split-K index (splitk > 1) */
+    ptx_reg kt_begin, nkt;           /* u32 first k tile of this CTA, count */
+    ptx_reg pa, pb, pc, pd, pws;     /* u64 global pointers (batch applied) */
+    ptx_reg paux[GEMM_MAX_AUX];
+    ptx_reg alpha, beta, scale_ab, out_scale; /* f32 params (id 0: absent) */
+    ptx_reg kslice_idx;              /* u32 warp's k slice */
+} gemm_ctx;
+
+/* Accumulators handed from a main loop to the epilogue: register i holds
+ * tile-local element (row_base + row[i], col_base + col[i]); runs of vec
+ * consecutive registers share a row and have consecutive columns. With
+ * kslice > 1 every slice holds a partial sum of the same positions. */
+typedef struct gemm_accs {
+    int n, vec;
+    ptx_reg *r;
+    int *row, *col;
+    ptx_reg row_base, col_base;
+    /* every position lies in [grp_row, grp_row + grp_rows) x [grp_col, ...):
+     * the warp's (or thread's) block, aligned to its size */
+    ptx_reg grp_row, grp_col;
+    int grp_rows, grp_cols;
+} gemm_accs;
+
+/* ---- integer helpers (u32 unless named 64) ---- */
+ptx_reg gemm_r32(gemm_ctx *g);
+ptx_reg gemm_r64(gemm_ctx *g);
+ptx_reg gemm_pred(gemm_ctx *g);
+ptx_reg gemm_op2(gemm_ctx *g, ptx_op op, ptx_opd a, ptx_opd b);   /* add sub and or xor shl shr min max */
+ptx_reg gemm_mul(gemm_ctx *g, ptx_opd a, ptx_opd b);              /* mul.lo.u32 */
+ptx_reg gemm_mad(gemm_ctx *g, ptx_opd a, ptx_opd b, ptx_opd c);   /* mad.lo.u32 */
+ptx_reg gemm_setp(gemm_ctx *g, ptx_mod cmp, ptx_opd a, ptx_opd b); /* setp.cmp.u32 */
+ptx_reg gemm_setp_s(gemm_ctx *g, ptx_mod cmp, ptx_opd a, ptx_opd b); /* setp.cmp.s32 */
+ptx_reg gemm_selp(gemm_ctx *g, ptx_opd a, ptx_opd b, ptx_reg p);  /* selp.b32 */
+ptx_reg gemm_pand(gemm_ctx *g, ptx_reg a, ptx_reg b);             /* and.pred (a id 0: b) */
+/* p64 + a*b (a u32 register or immediate, b immediate): mul.wide then add. */
+ptx_reg gemm_addr64(gemm_ctx *g, ptx_reg p64, ptx_opd a, int64_t b);
+ptx_reg gemm_add64(gemm_ctx *g, ptx_reg p64, int64_t imm);
+void gemm_inc64(gemm_ctx *g, ptx_reg p64, int64_t imm);            /* in place */
+void gemm_inc32(gemm_ctx *g, ptx_reg r, int64_t imm);              /* in place */
+/* Swizzled byte offset of (row register, chunk register) in a tile. */
+ptx_reg gemm_swz_off(gemm_ctx *g, const gemm_smem *s, ptx_opd row, ptx_opd chunk);
+void gemm_bar(gemm_ctx *g);
+
+/* ---- global -> shared loaders ---- */
+
+/* One operand's loader: which pieces of a stage this thread copies and
+ * how its source pointer and edge checks advance from k tile to k tile. */
+typedef struct gemm_loader {
+    const gemm_smem *st;
+    bool kmajor;      /* smem rows are m (A) / n (B); else rows are k */
+    int cw;           /* bytes per copy */
+    int es;
+    int64_t ld_bytes; /* global row pitch */
+    int64_t mn_lim;   /* M or N */
+    int tile_mn;      /* BM or BN */
+    int stage_off;    /* byte offset of this operand inside a stage */
+    int n;            /* copies per thread per tile */
+    int *rowimm, *pcimm;
+    ptx_reg *soff;    /* per copy: smem offset register ... */
+    int *simm;        /* ... plus this immediate */
+    ptx_reg *guard;   /* per copy: thread has this piece (id 0: always) */
+    ptx_reg *mnok;    /* per copy: m/n edge (K-major rows, MN-major bytes) */
+    ptx_reg *mnsize;  /* MN-major partial chunk sizes (id 0: cw) */
+    ptx_reg gp;       /* u64 source of copy 0 of the next tile */
+    ptx_reg krem;     /* K-major: bytes of k left at pc0; MN-major: k rows left at row0 */
+    bool kedge, mnedge;
+    int64_t step;     /* gp advance per k tile */
+} gemm_loader;
+
+void gemm_loader_init(gemm_ctx *g, gemm_loader *ld, bool is_a);
+/* Issues this thread's copies of the next k tile into the stage at smem
+ * byte offset stage (register), then advances the source. */
+void gemm_loader_tile(gemm_ctx *g, gemm_loader *ld, ptx_reg stage);
+
+/* ---- main loops ---- */
+void gemm_mainloop_tc(gemm_ctx *g, gemm_accs *acc);
+void gemm_mainloop_simt(gemm_ctx *g, gemm_accs *acc);
+
+/* ---- epilogue ---- */
+/* Shared memory the epilogue needs beyond the pipeline (bytes), for the
+ * config in g (before any register exists). */
+int gemm_epi_smem(const gemm_ctx *g);
+void gemm_epilogue(gemm_ctx *g, const gemm_accs *acc);
+
+#endif

@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# The GPU check: build (or take a carried build), verify every kernel of the
+# test suite on the GPU, run the small ones on the emulator too and compare
+# the outputs bit for bit (differential), benchmark a fixed suite against
+# torch eager / torch.compile (and GEMMs against torch.matmul when the gemm
+# op is registered), write CSV tables and summary.md to $OUT.
+#
+#   scripts/gpu/check.sh [--no-gpu] [--quick] [--small] [--budget SECONDS]
+#
+# --no-gpu  everything a CPU can do: the build, the correctness suite and
+#           the differential plumbing on the emulator; no benchmarks.
+# --quick   a sample of variants per case instead of all of them.
+# --small   tiny benchmark shapes: a dry run of the GPU path on a CPU with
+#           the fake driver (LD_LIBRARY_PATH=build/tests, see docs/gpu.md).
+# --budget  wall-clock budget of the whole script (default 450 s, under the
+#           8 minutes the device tool allows one command); steps that would
+#           start past it are skipped and listed in notes.txt.
+# $OUT defaults to build-gpu/out (ignored by git). Needs: bash, python3
+# (torch for the benchmarks), the CUDA toolkit. How to run it with the
+# device tool, what to carry, what comes back: docs/gpu.md.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${OUT:-$ROOT/build-gpu/out}
+NOGPU=0
+QUICK=0
+SMALL=0
+BUDGET=450
+while [ $# -gt 0 ]; do
+  case $1 in
+    --no-gpu) NOGPU=1 ;;
+    --quick) QUICK=1 ;;
+    --small) SMALL=1 ;;
+    --budget) BUDGET=$2; shift ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#' | cut -c3-; exit 0 ;;
+    *) echo "check.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+mkdir -p "$OUT/raw"
+rm -f "$OUT"/{check,diff,bench_ours,bench_torch,bench_summary}.csv "$OUT/notes.txt"
+T0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - T0 )); }
+log() { echo "[$(printf '%4d' "$(elapsed)")s] $*" | tee -a "$OUT/log.txt" >&2; }
+note() { echo "- $*" >> "$OUT/notes.txt"; log "note: $*"; }
+left() { echo $(( BUDGET - $(elapsed) )); }
+TOOLS="python3 $ROOT/scripts/gpu/tools.py"
+: > "$OUT/log.txt"
+
+# ---- 1. ptxtune: carried, meson, or plain cc ----
+PT=""
+if [ "${PTXTUNE_REBUILD:-0}" != 1 ] && [ -x "$ROOT/build-gpu/ptxtune" ] &&
+   "$ROOT/build-gpu/ptxtune" --version >/dev/null 2>&1; then
+  PT=$ROOT/build-gpu/ptxtune
+  log "using the carried build-gpu/ptxtune ($($PT --version))"
+elif command -v meson >/dev/null && command -v ninja >/dev/null &&
+     meson setup "$ROOT/build-gpu-meson" "$ROOT" -Dtests=disabled >"$OUT/raw/build.log" 2>&1 &&
+     ninja -C "$ROOT/build-gpu-meson" >>"$OUT/raw/build.log" 2>&1; then
+  PT=$ROOT/build-gpu-meson/cli/ptxtune
+  log "built with meson: $PT"
+elif "$ROOT/scripts/gpu/build.sh" "$ROOT/build-gpu" >>"$OUT/raw/build.log" 2>&1; then
+  PT=$ROOT/build-gpu/ptxtune
+  log "built with scripts/gpu/build.sh: $PT"
+else
+  log "no ptxtune: the carried build does not run and neither meson nor cc could build one"
+  tail -20 "$OUT/raw/build.log" >&2
+  note "build failed (see raw/build.log); carry build-gpu made by scripts/gpu/build.sh --stage"
+  $TOOLS summary "$OUT" >/dev/null
+  exit 3
+fi
+
+# ---- 2. the machine ----
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "ptxtune: $($PT --version) (git $(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown))"
+  echo "host: $(uname -srm), $(nproc) cores"
+  command -v nvidia-smi >/dev/null &&
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit \
+      --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+  python3 -c 'import torch, triton; print("torch:", torch.__version__, "triton:", triton.__version__, "cuda:", torch.version.cuda)' 2>/dev/null
+} > "$OUT/env.txt"
+$PT devices --json > "$OUT/devices.json" 2>"$OUT/raw/devices.err"
+DEV_RC=$?
+if [ $DEV_RC -eq 0 ]; then
+  GPU=$(python3 -c 'import json,re,sys; n=json.load(open(sys.argv[1]))[0]["name"]; m=re.search(r"([A-Za-z]+[0-9]+[A-Za-z]*)", n.replace("NVIDIA","")); print((m.group(1) if m else n).lower())' "$OUT/devices.json")
+  $PT devices >> "$OUT/env.txt"
+else
+  GPU=none
+  echo "devices: $(cat "$OUT/raw/devices.err") (exit $DEV_RC)" >> "$OUT/env.txt"
+fi
+echo "$GPU" > "$OUT/gpu.txt"
+if [ $NOGPU = 0 ] && [ $DEV_RC -ne 0 ]; then
+  log "no GPU: $(cat "$OUT/raw/devices.err"); rerun with --no-gpu for the CPU parts"
+  note "no CUDA device: $(cat "$OUT/raw/devices.err")"
+  $TOOLS summary "$OUT" >/dev/null
+  exit 4
+fi
+BK=cuda
+[ $NOGPU = 1 ] && BK=emu
+log "device: $GPU, backend $BK"
+
+# ---- 3. correctness: every variant of every test case ----
+# name|expression|shapes|dtype|out dtype|outputs|arch for the emulator
+CHECK_CASES=(
+  "softmax_bf16|y = softmax(x * 0.125, -1)|x=64x1024|bf16|bf16|y|sm_80"
+  "layernorm_f16|y = layernorm(x + r, -1) * g + b|x=32x768,r=32x768,g=768,b=768|f16|f16|y|sm_80"
+  "rmsnorm_f32|y = x * rsqrt(mean(x*x, -1) + 1e-6) * g|x=16x4096,g=4096|f32|f32|y|sm_80"
+  "gelu_bf16|y = gelu(x * w + b)|x=128x512,w=512,b=512|bf16|bf16|y|sm_80"
+  "add_rmsnorm_bf16|h = x + r; y = rmsnorm(h, -1) * g|x=8x2048,r=8x2048,g=2048|bf16|bf16|h,y|sm_80"
+  "silu_where_f32|y = silu(x) * u + where(b > 0, b, 0.5 * b)|x=4x8x96,u=4x8x96,b=8x1|f32|f32|y|sm_80"
+  "log_softmax_f16|y = log_softmax(x, -1)|x=33x1000|f16|f16|y|sm_80"
+  "mean_center_f32|m = mean(x, -1); y = x - m|x=12x40|f32|f32|m,y|sm_80"
+  "tail_f16|y = x * 2 + 1|x=1000x33|f16|f16|y|sm_80"
+  "gelu_e4m3|y = gelu(x * w + b)|x=64x512,w=512,b=512|bf16|e4m3|y|sm_89"
+  "softmax_e5m2|y = softmax(x, -1)|x=32x256|f16|e5m2|y|sm_89"
+)
+# name|gemm problem options (run only when the gemm op is registered)
+GEMM_CHECK=(
+  "gemm_bf16_nn|--m 256 --n 256 --k 128 --dtype bf16 --layout nn"
+  "gemm_f16_tn|--m 192 --n 320 --k 96 --dtype f16 --layout tn"
+  "gemm_f32|--m 128 --n 128 --k 64 --dtype f32 --layout nn"
+)
+HAVE_GEMM=0
+$PT ops 2>/dev/null | grep -q '^gemm:' && HAVE_GEMM=1
+SAMPLE=()
+[ $QUICK = 1 ] && SAMPLE=(--sample 16)
+[ $NOGPU = 1 ] && SAMPLE=(--sample 8) # the emulator is slow: a sample is enough on a CPU
+
+run_check() { # name, then ptxtune run arguments
+  local name=$1; shift
+  if [ "$(left)" -lt 200 ]; then note "skipped check $name: time budget"; return; fi
+  timeout 240 $PT run "$@" --backend $BK --check --sweep "${SAMPLE[@]}" --json \
+    > "$OUT/raw/check_$name.jsonl" 2> "$OUT/raw/check_$name.err"
+  local rc=$?
+  if [ $rc -ge 2 ]; then
+    note "check $name: ptxtune exit $rc: $(head -c 300 "$OUT/raw/check_$name.err")"
+    return
+  fi
+  $TOOLS csv "$OUT/raw/check_$name.jsonl" "$name" "$OUT/check.csv" | tee -a "$OUT/log.txt" >&2
+}
+for c in "${CHECK_CASES[@]}"; do
+  IFS='|' read -r name expr shapes dt odt outs arch <<< "$c"
+  archarg=()
+  [ $NOGPU = 1 ] && archarg=(--arch "$arch")
+  run_check "$name" elementwise --expr "$expr" --shape "$shapes" --dtype "$dt" --out-dtype "$odt" "${archarg[@]}"
+done
+if [ $HAVE_GEMM = 1 ]; then
+  for c in "${GEMM_CHECK[@]}"; do
+    IFS='|' read -r name opts <<< "$c"
+    # shellcheck disable=SC2086
+    run_check "$name" gemm $opts $([ $NOGPU = 1 ] && echo --arch sm_80)
+  done
+else
+  note "gemm is not registered in this build: GEMM checks and benchmarks skipped"
+fi
+
+# ---- 4. differential: the same PTX on the GPU and on the emulator ----
+# The default config of each small case, same seed on both backends; the
+# outputs are compared element by element (tools.py npydiff). Without a
+# GPU the emulator is compared with itself, which exercises the plumbing.
+OTHER=cuda
+[ $NOGPU = 1 ] && OTHER=emu
+for c in "${CHECK_CASES[@]}"; do
+  IFS='|' read -r name expr shapes dt odt outs arch <<< "$c"
+  if [ "$(left)" -lt 150 ]; then note "skipped diff $name: time budget"; continue; fi
+  ok=1
+  for bk in emu $OTHER; do
+    outargs=()
+    IFS=',' read -ra names <<< "$outs"
+    for o in "${names[@]}"; do outargs+=(--out "$o=$OUT/raw/diff_${name}_${o}_$bk.npy"); done
+    a=(--arch "$arch")
+    [ "$bk" = cuda ] && a=()
+    timeout 120 $PT run elementwise --expr "$expr" --shape "$shapes" --dtype "$dt" --out-dtype "$odt" \
+      "${a[@]}" --backend "$bk" --seed 3 "${outargs[@]}" > "$OUT/raw/diff_${name}_$bk.txt" 2>&1 || ok=0
+  done
+  if [ $ok = 0 ]; then note "diff $name: a run failed (raw/diff_${name}_*.txt)"; continue; fi
+  for o in "${names[@]}"; do
+    r=$($TOOLS npydiff "$OUT/raw/diff_${name}_${o}_$OTHER.npy" "$OUT/raw/diff_${name}_${o}_emu.npy" "$odt")
+    python3 - "$OUT/diff.csv" "$name" "$o" "$r" "$OTHER" <<'PY'
+import csv, json, os, sys
+path, case, out, r, other = sys.argv[1:6]
+d = json.loads(r)
+new = not os.path.exists(path)
+with open(path, "a", newline="") as f:
+    w = csv.writer(f)
+    if new:
+        w.writerow(["case", "output", "backends", "elements", "identical", "max_err"])
+    w.writerow([case, out, f"{other}-vs-emu", d["elements"], d["identical"], d["max_err"]])
+PY
+  done
+done
+[ -f "$OUT/diff.csv" ] && log "differential: $(($(wc -l < "$OUT/diff.csv") - 1)) outputs compared"
+
+# ---- 5. benchmarks: ours (best of a sample of verified configs) vs torch ----
+if [ $NOGPU = 0 ]; then
+  printf '# name\texpr\tshapes\tdtype\n' > "$OUT/raw/bench_cases.tsv"
+  BENCH_CASES=(
+    "copy_f32|y = x * 1.0|x=8192x8192|f32"
+    "gelu_bias_bf16|y = gelu(x * w + b)|x=8192x8192,w=8192,b=8192|bf16"
+    "softmax_bf16|y = softmax(x, -1)|x=8192x8192|bf16"
+    "layernorm_bf16|y = layernorm(x, -1) * g + b|x=8192x8192,g=8192,b=8192|bf16"
+    "add_rmsnorm_bf16|h = x + r; y = rmsnorm(h, -1) * g|x=8192x8192,r=8192x8192,g=8192|bf16"
+    "swiglu_bf16|y = silu(x) * u|x=8192x14336,u=8192x14336|bf16"
+  )
+  NS=24
+  [ $QUICK = 1 ] && NS=8
+  shrink() { if [ $SMALL = 1 ]; then sed 's/8192x14336/64x1024/g; s/8192x8192/64x1024/g; s/=8192/=1024/g'; else cat; fi; }
+  for c in "${BENCH_CASES[@]}"; do
+    IFS='|' read -r name expr shapes dt <<< "$c"
+    shapes=$(echo "$shapes" | shrink)
+    if [ "$(left)" -lt 120 ]; then note "skipped bench $name: time budget"; continue; fi
+    printf '%s\t%s\t%s\t%s\n' "$name" "$expr" "$shapes" "$dt" >> "$OUT/raw/bench_cases.tsv"
+    timeout 150 $PT run elementwise --expr "$expr" --shape "$shapes" --dtype "$dt" --backend cuda \
+      --check --bench --sweep --sample $NS --budget-ms 300 --json \
+      > "$OUT/raw/bench_$name.jsonl" 2> "$OUT/raw/bench_$name.err"
+    $TOOLS csv "$OUT/raw/bench_$name.jsonl" "$name" "$OUT/bench_ours.csv" | tee -a "$OUT/log.txt" >&2
+  done
+  if [ $HAVE_GEMM = 1 ]; then
+    MNKS="4096 8192"
+    [ $SMALL = 1 ] && MNKS="128 256"
+    for mnk in $MNKS; do
+      name=gemm_bf16_$mnk
+      if [ "$(left)" -lt 120 ]; then note "skipped bench $name: time budget"; continue; fi
+      printf '%s\t%s\t%s\t%s\n' "$name" "" "a=${mnk}x${mnk},b=${mnk}x${mnk}" bf16 >> "$OUT/raw/bench_cases.tsv"
+      opts=(--m $mnk --n $mnk --k $mnk --dtype bf16 --layout nn)
+      timeout 150 $PT run gemm "${opts[@]}" --backend cuda --check --bench --sweep --sample $NS \
+        --budget-ms 300 --json > "$OUT/raw/bench_$name.jsonl" 2> "$OUT/raw/bench_$name.err"
+      if grep -q 'no sampled reference' "$OUT/raw/bench_$name.jsonl"; then
+        note "$name: timed unverified (gemm has no pt_op.reference_at yet; small GEMMs are verified above)"
+        timeout 150 $PT run gemm "${opts[@]}" --backend cuda --bench --sweep --sample $NS \
+          --budget-ms 300 --json > "$OUT/raw/bench_$name.jsonl" 2> "$OUT/raw/bench_$name.err"
+      fi
+      $TOOLS csv "$OUT/raw/bench_$name.jsonl" "$name" "$OUT/bench_ours.csv" | tee -a "$OUT/log.txt" >&2
+    done
+  fi
+  TB=$(( $(left) - 40 ))
+  if [ $TB -gt 30 ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    log "torch side (torch.compile while $TB s remain)"
+    timeout $(( TB + 60 )) $TOOLS torchbench "$OUT/raw/bench_cases.tsv" "$OUT/bench_torch.csv" "$TB" \
+      > "$OUT/raw/torch.jsonl" 2> "$OUT/raw/torch.err" || note "torch bench: exit $? (raw/torch.err)"
+  else
+    note "torch benchmarks skipped (no torch with CUDA, or no time left)"
+  fi
+fi
+
+# ---- 6. summary ----
+$TOOLS summary "$OUT" > /dev/null
+log "done in $(elapsed) s: $OUT/summary.md"
+cat "$OUT/summary.md"
+FAILED=$(python3 - "$OUT/check.csv" <<'PY'
+import csv, os, sys
+p = sys.argv[1]
+print(sum(r["class"] != "ok" for r in csv.DictReader(open(p))) if os.path.exists(p) else 0)
+PY
+)
+[ "$FAILED" = 0 ] || { log "$FAILED variants failed their check"; exit 1; }
+exit 0

@@ -1,0 +1,51 @@
+/* Problems as text: one problem per line, for problem sets
+ * (results/problems/NAME.txt) and the command line.
+ *
+ *   # a comment; blank lines are skipped
+ *   gemm m=16 n=4096 k=4096 dtype=bf16 layout=tn name=q_proj
+ *   elementwise expr="y = softmax(x, -1)" shape=x=16x4096 dtype=bf16 name='attn softmax'
+ *
+ * A line is an op name then key=value items separated by blanks. A value is
+ * bare (no blank, quote or '#'), "double-quoted" (\" and \\ escapes) or
+ * 'single-quoted' (taken literally). Keys per op:
+ *   elementwise: expr shape dtype out_dtype name            (expr, shape required)
+ *   gemm:        m n k batch layout dtype out_dtype epilogue alpha beta
+ *                d_colmajor lda ldb ldc ldd scale_a scale_b name (m n k required)
+ * dtype defaults to f32, out_dtype to dtype (gemm: the op's default), layout
+ * to nn, alpha to 1, beta to 0. name is a label, not part of the problem's
+ * identity.
+ *
+ * Every problem gets a canonical key (op and every field in a fixed order,
+ * defaults left out, so two spellings of one problem share a key), a class
+ * (the key without shape dimensions) and its dims (the dimensions, comma
+ * separated): the store's identity and nearest-bucket lookup use them. */
+#ifndef PT_SEARCH_PROBLEM_H
+#define PT_SEARCH_PROBLEM_H
+
+#include "gen/op.h"
+
+typedef struct search_problem {
+    pt_problem prob;
+    const char *name;              /* "" when none */
+    const char *key, *klass, *dims;
+    int line;                      /* 1-based line in its file; 0: command line */
+} search_problem;
+
+typedef struct search_problem_set {
+    pt_arena *arena;
+    int n;
+    search_problem *v;
+} search_problem_set;
+
+/* Parses a whole problem file; errors read "file:line: message". Ops must
+ * be registered (pt_op_find). An empty set is an error. */
+int search_problems_parse(const char *text, const char *filename, search_problem_set *out,
+                          pt_err *e);
+/* One problem: op and the items of one line (without the op). */
+int search_problem_parse(pt_arena *a, const char *op, const char *items, search_problem *out,
+                         pt_err *e);
+/* Fills key, klass and dims from prob (after building one in code). */
+void search_problem_canon(pt_arena *a, search_problem *p);
+void search_problems_free(search_problem_set *s);
+
+#endif

@@ -1,0 +1,1021 @@
+/* The sweep driver (search/sweep.h).
+ *
+ * Threads: the caller's thread runs the search, measures and stores; a
+ * small pool builds candidates (emit, print, hash, compile) ahead of it.
+ * The measuring worker is a forked process (tuner/pool.h); a fork while a
+ * builder thread holds a lock inside a library would leave that lock held
+ * forever in the child, so the builders are paused whenever the next job may
+ * start a new worker (the first job, and the one after a worker exited). */
+#include "search/sweep.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ptx/target.h"
+#include "tuner/bench.h"
+#include "tuner/driver.h"
+#include "tuner/pool.h"
+#include "tuner/sweep.h"
+#include "tuner/verify.h"
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- a small string map: "rung|key" -> entry --------------------------- */
+
+typedef struct smap_ent {
+    char *key;
+    double score;
+    char status[16];
+    char hash[17];
+    char config[256];
+} smap_ent;
+
+typedef struct smap {
+    smap_ent *v;
+    size_t cap, n;
+} smap;
+
+static size_t smap_slot(const smap *m, const char *key)
+{
+    size_t i = (size_t)pt_hash64(key, strlen(key)) & (m->cap - 1);
+    while (m->v[i].key && strcmp(m->v[i].key, key) != 0)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static smap_ent *smap_get(const smap *m, int rung, const char *k)
+{
+    if (!m->cap)
+        return NULL;
+    char key[512];
+    snprintf(key, sizeof key, "%d|%s", rung, k);
+    smap_ent *e = &m->v[smap_slot(m, key)];
+    return e->key ? e : NULL;
+}
+
+static smap_ent *smap_put(smap *m, int rung, const char *k)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        smap old = *m;
+        m->cap = m->cap ? 2 * m->cap : 256;
+        m->v = calloc(m->cap, sizeof *m->v);
+        m->n = 0;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.v[i].key) {
+                m->v[smap_slot(m, old.v[i].key)] = old.v[i];
+                m->n++;
+            }
+        free(old.v);
+    }
+    char key[512];
+    snprintf(key, sizeof key, "%d|%s", rung, k);
+    smap_ent *e = &m->v[smap_slot(m, key)];
+    if (!e->key) {
+        e->key = strdup(key);
+        m->n++;
+    }
+    return e;
+}
+
+static void smap_free(smap *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        free(m->v[i].key);
+    free(m->v);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- state -------------------------------------------------------------- */
+
+typedef struct prob_state {
+    const search_problem *sp;
+    const pt_op *op;
+    pt_arena *arena;
+    pt_prepared *pp;
+    pt_space space;
+    int64_t db_id;
+    double flops, bytes;
+    bool verify; /* emulator: small enough to emulate */
+} prob_state;
+
+/* One proposal on its way: built by the pool, measured in order. */
+typedef struct build {
+    search_cand cand;
+    pt_config cfg;
+    char cfg_str[256];
+    bool skip;          /* known already: no build */
+    bool done;
+    const char *cls;    /* NULL: built; else compile_error / resource_limit */
+    char err[1024];
+    char *ptx;
+    size_t ptx_len;
+    char hash[17];
+    void *cubin;
+    size_t cubin_size;
+    bool compiled;
+    pt_resource res;
+    pt_launch launch;
+    char entry[128];
+} build;
+
+typedef struct sweep_ctx {
+    const sweep_opts *o;
+    prob_state *ps;
+    int nps;
+    pt_target target;
+    char arch[16];
+    int max_ptx;
+    pt_compiler *comp;
+    search_device dev;
+    bool timed_backend;
+    /* build pool */
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_done;
+    build *jobs;
+    int njobs, next_job, active, problem;
+    bool hold, quit;
+    pthread_t *threads;
+    int nthreads;
+    /* measuring worker */
+    tuner_pool *pool;
+    bool may_fork;
+    tuner_dev_opts dev_opts;
+    /* prior cache */
+    int prior_problem;
+} sweep_ctx;
+
+/* ---- the cost model for a candidate -------------------------------------- */
+
+static double model_of(const sweep_ctx *sc, const prob_state *ps, const pt_config *cfg,
+                       const pt_launch *l, const pt_resource *res)
+{
+    const pt_problem *p = &ps->sp->prob;
+    bool gemm = strcmp(ps->op->name, "gemm") == 0;
+    search_kernel k = {
+        .flops = ps->flops,
+        .bytes = ps->bytes,
+        .tensor = gemm && p->dtype != PT_F32,
+        .blocks = (int64_t)l->grid[0] * l->grid[1] * l->grid[2],
+        .threads = (int)(l->block[0] * l->block[1] * l->block[2]),
+        .regs = res ? res->registers : 0,
+        .smem = (int)l->smem + (res ? res->shared_bytes : 0),
+        .spill_bytes = res ? res->spill_stores + res->spill_loads : 0,
+        .access_bytes = l->align > 0 ? l->align : 16,
+        .pipelined = pt_config_get(cfg, "stages", 1) >= 2,
+    };
+    if (gemm) {
+        k.m = (double)p->m;
+        k.n = (double)p->n;
+        k.k = (double)p->k * (double)(p->batch > 1 ? p->batch : 1);
+        k.tile_m = (double)pt_config_get(cfg, "bm", 0);
+        k.tile_n = (double)pt_config_get(cfg, "bn", 0);
+        k.elem_bytes = pt_dtype_get(p->dtype)->bytes;
+    }
+    search_estimate est;
+    search_estimate_kernel(&sc->dev, &k, &est);
+    return est.seconds;
+}
+
+static bool valid_cfg(void *ctx, const pt_config *c)
+{
+    sweep_ctx *sc = ctx;
+    prob_state *ps = &sc->ps[sc->prior_problem];
+    pt_err e = {0};
+    return ps->op->check(ps->pp, &sc->target, c, &e) == PT_OK;
+}
+
+/* The prior: emit (no compile) and model with estimated registers. */
+static double prior_cfg(void *ctx, int64_t index, const pt_config *c)
+{
+    (void)index;
+    sweep_ctx *sc = ctx;
+    prob_state *ps = &sc->ps[sc->prior_problem];
+    ptx_module *m;
+    pt_launch l;
+    pt_err e = {0};
+    if (pt_op_build(ps->op, ps->pp, &sc->target, sc->max_ptx, c, &m, &l, &e))
+        return 1e30; /* the measurement will record why; keep it last, not pruned */
+    double t = model_of(sc, ps, c, &l, NULL);
+    ptx_module_free(m);
+    return t;
+}
+
+/* ---- building ------------------------------------------------------------- */
+
+static bool is_resource_message(const char *m)
+{
+    return strstr(m, "too much shared data") || strstr(m, "too many resources") ||
+           strstr(m, "too much local data") || strstr(m, "too much parameter space");
+}
+
+static void do_build(sweep_ctx *sc, prob_state *ps, build *b)
+{
+    pt_err e = {0};
+    ptx_module *m;
+    if (pt_op_build(ps->op, ps->pp, &sc->target, sc->max_ptx, &b->cfg, &m, &b->launch, &e)) {
+        b->cls = "compile_error";
+        snprintf(b->err, sizeof b->err, "emit: %.1000s", e.msg);
+        return;
+    }
+    snprintf(b->entry, sizeof b->entry, "%s", b->launch.entry ? b->launch.entry : "");
+    b->launch.entry = b->entry;
+    pt_buf text;
+    pt_buf_init(&text);
+    ptx_print_buf(m, &text);
+    ptx_module_free(m);
+    if (strcmp(sc->o->backend ? sc->o->backend : "", "mock") == 0 && !sc->o->measure) {
+        /* the mock device times a kernel by its directive: give it the
+         * model's estimate with a per-config wobble, so mock sweeps have a
+         * landscape (the directive is part of the stored, hashed text) */
+        double t = model_of(sc, ps, &b->cfg, &b->launch, NULL);
+        uint64_t h = pt_hash64(b->cfg_str, strlen(b->cfg_str));
+        double w = 1 + 0.2 * ((double)(h >> 11) * 0x1.0p-53 - 0.5);
+        pt_buf_printf(&text, "// mock: time_us=%.4f\n", isfinite(t) ? t * 1e6 * w : 1e6);
+    }
+    b->ptx_len = text.len;
+    b->ptx = pt_buf_take(&text);
+    snprintf(b->hash, sizeof b->hash, "%016llx", (unsigned long long)pt_hash64(b->ptx, b->ptx_len));
+    if (sc->comp && !sc->o->no_compile) {
+        if (pt_compile(sc->comp, b->ptx, &sc->target, &b->cubin, &b->cubin_size, &b->res, &e)) {
+            b->cls = is_resource_message(e.msg) ? "resource_limit" : "compile_error";
+            snprintf(b->err, sizeof b->err, "%.1000s", e.msg);
+            return;
+        }
+        b->compiled = true;
+    }
+}
+
+static void *builder(void *arg)
+{
+    sweep_ctx *sc = arg;
+    pthread_mutex_lock(&sc->mu);
+    for (;;) {
+        while (!sc->quit && (sc->hold || sc->next_job >= sc->njobs))
+            pthread_cond_wait(&sc->cv_work, &sc->mu);
+        if (sc->quit)
+            break;
+        build *b = &sc->jobs[sc->next_job++];
+        prob_state *ps = &sc->ps[sc->problem];
+        sc->active++;
+        pthread_mutex_unlock(&sc->mu);
+        if (!b->skip)
+            do_build(sc, ps, b);
+        pthread_mutex_lock(&sc->mu);
+        b->done = true;
+        sc->active--;
+        pthread_cond_broadcast(&sc->cv_done);
+    }
+    pthread_mutex_unlock(&sc->mu);
+    return NULL;
+}
+
+static void pool_submit(sweep_ctx *sc, build *jobs, int n, int problem)
+{
+    pthread_mutex_lock(&sc->mu);
+    sc->jobs = jobs;
+    sc->njobs = n;
+    sc->next_job = 0;
+    sc->problem = problem;
+    pthread_cond_broadcast(&sc->cv_work);
+    pthread_mutex_unlock(&sc->mu);
+}
+
+static void pool_wait(sweep_ctx *sc, build *b)
+{
+    pthread_mutex_lock(&sc->mu);
+    while (!b->done)
+        pthread_cond_wait(&sc->cv_done, &sc->mu);
+    pthread_mutex_unlock(&sc->mu);
+}
+
+/* Stops handing out builds and waits for the ones running: no builder
+ * holds any lock while the worker is forked. */
+static void pool_hold(sweep_ctx *sc, bool hold)
+{
+    pthread_mutex_lock(&sc->mu);
+    sc->hold = hold;
+    if (hold)
+        while (sc->active > 0)
+            pthread_cond_wait(&sc->cv_done, &sc->mu);
+    else
+        pthread_cond_broadcast(&sc->cv_work);
+    pthread_mutex_unlock(&sc->mu);
+}
+
+/* Waits for the batch to be taken and built, then detaches it. */
+static void pool_drain(sweep_ctx *sc)
+{
+    pthread_mutex_lock(&sc->mu);
+    sc->hold = false;
+    pthread_cond_broadcast(&sc->cv_work);
+    while (sc->next_job < sc->njobs || sc->active > 0)
+        pthread_cond_wait(&sc->cv_done, &sc->mu);
+    sc->jobs = NULL;
+    sc->njobs = sc->next_job = 0;
+    pthread_mutex_unlock(&sc->mu);
+}
+
+/* ---- the measuring worker (a child process) -------------------------------- */
+
+typedef struct job_hdr {
+    int problem, rung, final;
+    uint32_t ptx_len, cubin_len;
+    pt_launch launch; /* entry: sent after the cubin */
+} job_hdr;
+
+typedef struct wstate {
+    sweep_ctx *sc;
+    tuner_dev *d;
+    int io_problem;
+    tuner_io *io;
+} wstate;
+
+static int w_init(void *ctx, void **state, pt_buf *hello, pt_err *e)
+{
+    sweep_ctx *sc = ctx;
+    wstate *w = calloc(1, sizeof *w);
+    if (!w)
+        return pt_errf(e, PT_ENOMEM, "out of memory");
+    w->sc = sc;
+    w->io_problem = -1;
+    int rc = tuner_dev_open(sc->o->backend, &sc->dev_opts, &w->d, e);
+    if (rc) {
+        free(w);
+        return rc;
+    }
+    pt_buf_putn(hello, (const char *)tuner_dev_info(w->d), sizeof(tuner_devinfo));
+    *state = w;
+    return PT_OK;
+}
+
+static void w_fini(void *state)
+{
+    wstate *w = state;
+    tuner_io_free(w->d, w->io);
+    tuner_dev_close(w->d);
+    free(w);
+}
+
+static void meas_fail(sweep_meas *m, tuner_outcome cls, const char *phase, const pt_err *e)
+{
+    snprintf(m->cls, sizeof m->cls, "%s", tuner_outcome_name(cls));
+    snprintf(m->phase, sizeof m->phase, "%s", phase);
+    snprintf(m->msg, sizeof m->msg, "%.1000s", e->msg[0] ? e->msg : pt_strerror(e->code));
+}
+
+static tuner_outcome dev_class(tuner_dev *d)
+{
+    tuner_outcome c = tuner_dev_failure(d);
+    return c == TUNER_OK ? TUNER_LAUNCH_ERROR : c;
+}
+
+typedef struct w_reply {
+    sweep_meas m;
+    bool retry; /* the device was broken before this job began */
+} w_reply;
+
+static void w_job(void *state, const void *req, size_t len, pt_buf *reply, bool *last,
+                  tuner_progress_fn progress, void *pctx)
+{
+    wstate *w = state;
+    w_reply r;
+    memset(&r, 0, sizeof r);
+    sweep_meas *m = &r.m;
+    job_hdr h;
+    pt_err e = {0};
+    tuner_kernel *k = NULL;
+    if (len < sizeof h) {
+        snprintf(m->cls, sizeof m->cls, "launch_error");
+        snprintf(m->msg, sizeof m->msg, "bad job");
+        goto out;
+    }
+    memcpy(&h, req, sizeof h);
+    const char *ptx = (const char *)req + sizeof h;
+    const void *cubin = h.cubin_len ? ptx + h.ptx_len : NULL;
+    const char *entry = ptx + h.ptx_len + h.cubin_len;
+    h.launch.entry = entry;
+    prob_state *ps = &w->sc->ps[h.problem];
+    tuner_dev_reset_failure(w->d);
+    if (tuner_sync(w->d, &e) != PT_OK) {
+        r.retry = true;
+        goto out;
+    }
+    progress(pctx, "load");
+    tuner_image img = {ptx, h.ptx_len, cubin, h.cubin_len, entry, ps->op, ps->pp};
+    if (tuner_load(w->d, &img, &k, &e)) {
+        meas_fail(m, dev_class(w->d), "load", &e);
+        goto out;
+    }
+    if (!ps->verify && !tuner_dev_can_time(w->d)) {
+        /* the emulator on a problem too large to emulate: the PTX parsed
+         * and loaded; nothing runs */
+        snprintf(m->cls, sizeof m->cls, "ok");
+        snprintf(m->phase, sizeof m->phase, "load");
+        goto out;
+    }
+    if (w->io_problem != h.problem) {
+        tuner_io_free(w->d, w->io);
+        w->io = NULL;
+        w->io_problem = -1;
+        if (tuner_io_new(ps->op, ps->pp, &w->io, &e)) {
+            meas_fail(m, TUNER_LAUNCH_ERROR, "load", &e);
+            goto out;
+        }
+        tuner_io_random(w->io, w->sc->o->seed ? w->sc->o->seed : 1, 0, 0);
+        w->io_problem = h.problem;
+    }
+    if (ps->verify) {
+        progress(pctx, "verify");
+        tuner_verify_result vr;
+        tuner_verify_opts vo = {.seed = w->sc->o->seed};
+        if (tuner_verify(w->d, k, &h.launch, w->io, &vo, &vr, &e)) {
+            meas_fail(m, vr.cls == TUNER_OK ? TUNER_WRONG_ANSWER : vr.cls, "verify", &e);
+            goto out;
+        }
+        m->verified = true;
+    }
+    if (tuner_dev_can_time(w->d)) {
+        progress(pctx, "bench");
+        /* successive halving: lower rungs get a fraction of the protocol */
+        double frac = h.final ? 1.0 : h.rung == 0 ? 0.1 : 0.3;
+        tuner_bench_opts bo = {.budget_ms = 500 * frac, .min_reps = frac < 1 ? 5 : 0};
+        tuner_bench_result br;
+        if (tuner_bench(w->d, k, &h.launch, w->io, &bo, &br, &e)) {
+            meas_fail(m, dev_class(w->d), "bench", &e);
+            goto out;
+        }
+        m->timed = true;
+        m->t_min = br.st.min;
+        m->t_median = br.st.median;
+        m->t_max = br.st.max;
+        m->spread = br.st.spread;
+        m->reps = br.st.n;
+    }
+    progress(pctx, "sync");
+    if (tuner_sync(w->d, &e)) {
+        meas_fail(m, dev_class(w->d), "sync", &e);
+        goto out;
+    }
+    snprintf(m->cls, sizeof m->cls, "ok");
+    snprintf(m->phase, sizeof m->phase, "done");
+out:
+    tuner_unload(w->d, k);
+    *last = r.retry || tuner_dev_sticky(w->d);
+    pt_buf_putn(reply, (const char *)&r, sizeof r);
+}
+
+/* Measures one built candidate in the worker. */
+static int measure_worker(sweep_ctx *sc, int problem, const build *b, sweep_meas *m, pt_err *e)
+{
+    job_hdr h = {problem, b->cand.rung, b->cand.final, (uint32_t)b->ptx_len,
+                 (uint32_t)(b->compiled ? b->cubin_size : 0), b->launch};
+    h.launch.entry = NULL;
+    pt_buf req, reply;
+    pt_buf_init(&req);
+    pt_buf_init(&reply);
+    pt_buf_putn(&req, (const char *)&h, sizeof h);
+    pt_buf_putn(&req, b->ptx, b->ptx_len);
+    if (h.cubin_len)
+        pt_buf_putn(&req, b->cubin, h.cubin_len);
+    pt_buf_puts(&req, b->entry);
+    pt_buf_putc(&req, '\0');
+    int rc = PT_OK;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        tuner_job_info info;
+        bool held = sc->may_fork;
+        if (held)
+            pool_hold(sc, true);
+        rc = tuner_pool_run(sc->pool, req.s, req.len, &reply, &info, e);
+        if (held)
+            pool_hold(sc, false);
+        if (rc)
+            break;
+        sc->may_fork = info.worker_exited;
+        memset(m, 0, sizeof *m);
+        if (info.status == TUNER_JOB_TIMEOUT) {
+            snprintf(m->cls, sizeof m->cls, "timeout");
+            snprintf(m->phase, sizeof m->phase, "%s", info.phase);
+            snprintf(m->msg, sizeof m->msg, "killed after %.3f s in phase '%s'", info.kill_s,
+                     info.phase);
+        } else if (info.status == TUNER_JOB_DIED) {
+            snprintf(m->cls, sizeof m->cls, "fault");
+            snprintf(m->phase, sizeof m->phase, "%s", info.phase);
+            snprintf(m->msg, sizeof m->msg, "worker died in phase '%s' (%s %d)", info.phase,
+                     info.signal ? "signal" : "exit code",
+                     info.signal ? info.signal : info.exit_code);
+        } else if (reply.len == sizeof(w_reply)) {
+            w_reply r;
+            memcpy(&r, reply.s, sizeof r);
+            *m = r.m;
+            if (r.retry && attempt == 0)
+                continue;
+            if (r.retry) {
+                snprintf(m->cls, sizeof m->cls, "launch_error");
+                snprintf(m->msg, sizeof m->msg, "device broken before the job, twice");
+            }
+        } else {
+            snprintf(m->cls, sizeof m->cls, "fault");
+            snprintf(m->msg, sizeof m->msg, "worker sent a reply of %zu bytes", reply.len);
+        }
+        break;
+    }
+    pt_buf_free(&req);
+    pt_buf_free(&reply);
+    return rc;
+}
+
+/* ---- recording ---------------------------------------------------------- */
+
+static int record(db_store *db, int64_t run, prob_state *ps, const sweep_ctx *sc, const build *b,
+                  const char *cls, const char *err, const sweep_meas *m, double model_s,
+                  double *score, pt_err *e)
+{
+    bool ok = strcmp(cls, "ok") == 0;
+    bool timed = m && m->timed;
+    double t = timed ? m->t_median : model_s;
+    *score = ok && isfinite(t) && t > 0 ? t : INFINITY;
+    if (ok && !isfinite(*score)) {
+        cls = "resource_limit";
+        err = "the cost model says it cannot launch";
+    }
+    char launch[160];
+    snprintf(launch, sizeof launch, "{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%zu}",
+             b->launch.grid[0], b->launch.grid[1], b->launch.grid[2], b->launch.block[0],
+             b->launch.block[1], b->launch.block[2], b->launch.smem);
+    db_kernel k = {b->hash, ps->op->name, b->cfg_str, b->entry, b->ptx};
+    pt_buf res;
+    pt_buf_init(&res);
+    db_cubin c = {0};
+    if (b->compiled) {
+        pt_resource_json(&b->res, &res);
+        c = (db_cubin){sc->arch, pt_compiler_describe(sc->comp), b->cubin, b->cubin_size, res.s};
+    }
+    bool isok = strcmp(cls, "ok") == 0;
+    double tm = isok ? (timed ? m->t_min : t) : NAN, tM = isok ? (timed ? m->t_max : t) : NAN;
+    db_measurement dm = {
+        .run_id = run,
+        .problem_id = ps->db_id,
+        .config = b->cfg_str,
+        .rung = b->cand.rung,
+        .final = b->cand.final,
+        .status = cls,
+        .error = err ? err : "",
+        .source = timed ? "measured" : "model",
+        .verified = m && m->verified,
+        .t_min = tm,
+        .t_median = isok ? t : NAN,
+        .t_max = tM,
+        .spread = isok ? (timed ? m->spread : 0) : NAN,
+        .reps = timed ? m->reps : 0,
+        .tflops = isok && ps->flops > 0 ? ps->flops / t / 1e12 : NAN,
+        .gbps = isok && ps->bytes > 0 ? ps->bytes / t / 1e9 : NAN,
+        .launch = b->ptx ? launch : NULL,
+    };
+    int rc = db_record(db, b->ptx ? &k : NULL, b->compiled ? &c : NULL, &dm, NULL, e);
+    pt_buf_free(&res);
+    if (!isok)
+        *score = INFINITY;
+    return rc;
+}
+
+/* ---- setup ---------------------------------------------------------------- */
+
+static int pick_threads(const sweep_opts *o)
+{
+    if (o->threads > 0)
+        return o->threads > 64 ? 64 : o->threads;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
+
+static void device_from_info(search_device *d, const tuner_devinfo *di, int sm)
+{
+    *d = *search_device_for(sm);
+    if (di->sm_count > 0)
+        d->sm_count = di->sm_count;
+    if (di->peak_tensor_tflops > 0)
+        d->tensor_tflops = di->peak_tensor_tflops;
+    if (di->peak_fp32_tflops > 0)
+        d->fp32_tflops = di->peak_fp32_tflops;
+    if (di->peak_gbs > 0)
+        d->dram_gbs = di->peak_gbs;
+    if (di->smem_per_sm > 0)
+        d->smem_sm = di->smem_per_sm;
+    if (di->smem_optin > 0)
+        d->smem_block = di->smem_optin;
+    if (di->regs_per_sm > 0)
+        d->regs_sm = di->regs_per_sm;
+    d->name = NULL;
+}
+
+static void args_key(const sweep_opts *o, const sweep_ctx *sc, const search_problem *p, int np,
+                     const char *fpkey, char out[17])
+{
+    pt_buf b;
+    pt_buf_init(&b);
+    pt_buf_printf(&b, "v1|%s|%s|%s|%lld|%.17g|%llu|%.17g|%d|%s", o->measure ? "fake" : o->backend,
+                  sc->arch, search_kind_name(o->strategy), (long long)o->budget, o->budget_s,
+                  (unsigned long long)o->seed, o->prune, o->no_compile, fpkey);
+    for (int i = 0; i < np; i++)
+        pt_buf_printf(&b, "|%s", p[i].key);
+    snprintf(out, 17, "%016llx", (unsigned long long)pt_hash64(b.s, b.len));
+    pt_buf_free(&b);
+}
+
+static int load_stored(void *ctx, const char *config, int rung, const char *status, double score,
+                       const char *hash)
+{
+    smap **maps = ctx;
+    if (strcmp(status, "duplicate") == 0 && hash) {
+        /* a duplicate was told its original's score; rows come in id order,
+         * so the original is known already */
+        smap_ent *orig = smap_get(maps[1], rung, hash);
+        if (orig)
+            score = orig->score;
+    }
+    smap_ent *en = smap_put(maps[0], rung, config);
+    en->score = score;
+    snprintf(en->status, sizeof en->status, "%s", status);
+    snprintf(en->hash, sizeof en->hash, "%s", hash ? hash : "");
+    if (hash && strcmp(status, "duplicate") != 0) {
+        smap_ent *h = smap_put(maps[1], rung, hash);
+        h->score = score;
+        snprintf(h->config, sizeof h->config, "%s", config);
+    }
+    return 0;
+}
+
+static void free_build(build *b)
+{
+    free(b->ptx);
+    free(b->cubin);
+    b->ptx = NULL;
+    b->cubin = NULL;
+}
+
+/* ---- one problem ---------------------------------------------------------- */
+
+static int sweep_problem(db_store *db, sweep_ctx *sc, int pi, int64_t run, sweep_summary *sum,
+                         pt_err *e)
+{
+    const sweep_opts *o = sc->o;
+    prob_state *ps = &sc->ps[pi];
+    sc->prior_problem = pi;
+    search_opts so = {.kind = o->strategy, .seed = o->seed ^ (uint64_t)pi * 0x9e3779b97f4a7c15ull,
+                      .budget = o->budget, .prior = prior_cfg, .prior_ctx = sc,
+                      .prune = o->prune};
+    search *s;
+    int rc = search_new(&ps->space, &so, valid_cfg, sc, &s, e);
+    if (rc)
+        return pt_errf(e, rc, "%s: %s", ps->sp->name[0] ? ps->sp->name : ps->sp->key, e->msg);
+    sum->pruned += search_pruned_count(s);
+    smap stored = {0}, hashes = {0};
+    smap *maps[2] = {&stored, &hashes};
+    rc = db_run_results(db, run, ps->db_id, load_stored, maps, e);
+    double t0 = mono();
+    sweep_progress pr = {.problem = pi, .nproblems = sc->nps,
+                         .problem_name = ps->sp->name[0] ? ps->sp->name : ps->sp->key,
+                         .total = search_planned(s), .best_s = INFINITY};
+    char best_cfg[256] = "";
+    int64_t measured_here = 0;
+    double measure_time = 0;
+    enum { BATCH = 64 };
+    search_cand cand[BATCH];
+    build *jobs = calloc(BATCH, sizeof *jobs);
+    int n;
+    bool out_of_time = false;
+    while (!rc && (n = search_ask(s, cand, BATCH)) > 0) {
+        for (int i = 0; i < n; i++) {
+            build *b = &jobs[i];
+            memset(b, 0, sizeof *b);
+            b->cand = cand[i];
+            pt_space_config(&ps->space, cand[i].index, &b->cfg);
+            pt_config_str(&b->cfg, b->cfg_str, sizeof b->cfg_str);
+            b->skip = smap_get(&stored, cand[i].rung, b->cfg_str) != NULL;
+        }
+        pool_submit(sc, jobs, n, pi);
+        for (int i = 0; i < n; i++) {
+            build *b = &jobs[i];
+            if (o->budget_s > 0 && mono() - t0 > o->budget_s) {
+                out_of_time = true;
+                break;
+            }
+            if (o->stop && *o->stop) {
+                sum->stopped = true;
+                break;
+            }
+            double score = INFINITY;
+            smap_ent *known = smap_get(&stored, b->cand.rung, b->cfg_str);
+            if (known) {
+                score = known->score;
+                sum->reused++;
+                pr.reused++;
+            } else {
+                pool_wait(sc, b);
+                smap_ent *dup = b->ptx ? smap_get(&hashes, b->cand.rung, b->hash) : NULL;
+                double tm0 = mono();
+                if (b->cls) {
+                    sweep_meas none = {0};
+                    rc = record(db, run, ps, sc, b, b->cls, b->err, &none, INFINITY, &score, e);
+                    sum->failed++;
+                } else if (dup) {
+                    char msg[320];
+                    snprintf(msg, sizeof msg, "same PTX as %s", dup->config);
+                    sweep_meas none = {0};
+                    rc = record(db, run, ps, sc, b, "duplicate", msg, &none, INFINITY, &score, e);
+                    score = dup->score;
+                    sum->duplicates++;
+                } else {
+                    double model_s = model_of(sc, ps, &b->cfg, &b->launch,
+                                              b->compiled ? &b->res : NULL);
+                    sweep_meas m = {0};
+                    if (!isfinite(model_s)) {
+                        snprintf(m.cls, sizeof m.cls, "resource_limit");
+                        snprintf(m.msg, sizeof m.msg, "cannot launch (cost model: %s)",
+                                 "threads, registers or shared memory");
+                    } else if (o->measure) {
+                        sweep_cand c = {pi, ps->sp, ps->op, ps->pp, &sc->target, &b->cfg,
+                                        b->cfg_str, b->ptx, b->ptx_len, b->hash,
+                                        b->compiled ? b->cubin : NULL, b->cubin_size,
+                                        &b->launch, b->compiled ? &b->res : NULL, model_s,
+                                        b->cand.rung, b->cand.final};
+                        rc = o->measure(o->measure_ctx, &c, &m, e);
+                    } else
+                        rc = measure_worker(sc, pi, b, &m, e);
+                    if (!rc && o->stop && *o->stop) {
+                        /* interrupted mid-measurement (the worker may have
+                         * caught the same signal): not this kernel's fault */
+                        sum->stopped = true;
+                        free_build(b);
+                        break;
+                    }
+                    if (!rc) {
+                        if (!m.cls[0])
+                            snprintf(m.cls, sizeof m.cls, "launch_error");
+                        rc = record(db, run, ps, sc, b, m.cls, m.msg, &m, model_s, &score, e);
+                        if (strcmp(m.cls, "ok") != 0)
+                            sum->failed++;
+                        else if (!m.verified)
+                            sum->unverified++;
+                        sum->measured++;
+                        measured_here++;
+                        measure_time += mono() - tm0;
+                    }
+                }
+                if (!rc && b->ptx && !dup) {
+                    smap_ent *h = smap_put(&hashes, b->cand.rung, b->hash);
+                    h->score = score;
+                    snprintf(h->config, sizeof h->config, "%s", b->cfg_str);
+                }
+                if (!rc) {
+                    smap_ent *en = smap_put(&stored, b->cand.rung, b->cfg_str);
+                    en->score = score;
+                }
+                free_build(b);
+                if (rc)
+                    break;
+            }
+            search_tell(s, &b->cand, score);
+            pr.done = search_evaluations(s);
+            if (!isfinite(score))
+                pr.failed++;
+            if (b->cand.final && score < pr.best_s) {
+                pr.best_s = score;
+                snprintf(best_cfg, sizeof best_cfg, "%s", b->cfg_str);
+            }
+            pr.best_config = best_cfg;
+            pr.elapsed_s = mono() - t0;
+            int64_t left = pr.total - pr.done;
+            pr.eta_s = measured_here ? measure_time / (double)measured_here * (double)left : -1;
+            if (o->progress)
+                o->progress(o->progress_ctx, &pr);
+        }
+        pool_drain(sc);
+        for (int i = 0; i < n; i++)
+            free_build(&jobs[i]);
+        if (sum->stopped || out_of_time)
+            break;
+    }
+    free(jobs);
+    smap_free(&stored);
+    smap_free(&hashes);
+    search_free(s);
+    return rc;
+}
+
+/* ---- the whole sweep ---------------------------------------------------------- */
+
+static int prepare_problems(sweep_ctx *sc, const search_problem *p, int np, pt_err *e)
+{
+    sc->ps = calloc((size_t)np, sizeof *sc->ps);
+    sc->nps = np;
+    for (int i = 0; i < np; i++) {
+        prob_state *ps = &sc->ps[i];
+        ps->sp = &p[i];
+        ps->op = pt_op_find(p[i].prob.op);
+        char where[64] = "";
+        if (p[i].line)
+            snprintf(where, sizeof where, "line %d: ", p[i].line);
+        if (!ps->op)
+            return pt_errf(e, PT_EINVAL, "%sunknown op '%s'", where, p[i].prob.op);
+        ps->arena = pt_arena_new();
+        pt_err pe = {0};
+        if (ps->op->prepare(ps->arena, &p[i].prob, &sc->target, &ps->pp, &pe))
+            return pt_errf(e, pe.code, "%s%s", where, pe.msg);
+        ps->op->space(ps->pp, &sc->target, &ps->space);
+        ps->flops = ps->op->flops(ps->pp);
+        ps->bytes = ps->op->bytes(ps->pp);
+        double limit = sc->o->emu_verify_limit > 0 ? (double)sc->o->emu_verify_limit : 2e7;
+        bool emu = sc->o->backend && strcmp(sc->o->backend, "emu") == 0;
+        ps->verify = !emu || ps->flops + ps->bytes <= limit;
+    }
+    return PT_OK;
+}
+
+static void free_ctx(sweep_ctx *sc)
+{
+    if (sc->threads) {
+        pthread_mutex_lock(&sc->mu);
+        sc->quit = true;
+        pthread_cond_broadcast(&sc->cv_work);
+        pthread_mutex_unlock(&sc->mu);
+        for (int i = 0; i < sc->nthreads; i++)
+            pthread_join(sc->threads[i], NULL);
+        free(sc->threads);
+    }
+    pthread_mutex_destroy(&sc->mu);
+    pthread_cond_destroy(&sc->cv_work);
+    pthread_cond_destroy(&sc->cv_done);
+    if (sc->pool)
+        tuner_pool_free(sc->pool);
+    for (int i = 0; i < sc->nps; i++)
+        pt_arena_free(sc->ps[i].arena);
+    free(sc->ps);
+    pt_compiler_close(sc->comp);
+}
+
+int sweep_run(db_store *db, const search_problem *problems, int nproblems, const sweep_opts *o,
+              sweep_summary *sum, pt_err *e)
+{
+    memset(sum, 0, sizeof *sum);
+    double t_start = mono();
+    if (nproblems <= 0)
+        return pt_errf(e, PT_EINVAL, "no problem to tune");
+    if (!o->measure && (!o->backend || (strcmp(o->backend, "cuda") && strcmp(o->backend, "emu") &&
+                                        strcmp(o->backend, "mock"))))
+        return pt_errf(e, PT_EINVAL, "unknown backend '%s' (cuda, emu, mock)",
+                       o->backend ? o->backend : "");
+    if (o->measure && !o->fingerprint)
+        return pt_errf(e, PT_EINVAL, "an in-process measure step needs a fingerprint");
+    sweep_ctx sc = {.o = o};
+    pthread_mutex_init(&sc.mu, NULL);
+    pthread_cond_init(&sc.cv_work, NULL);
+    pthread_cond_init(&sc.cv_done, NULL);
+    bool cuda = !o->measure && strcmp(o->backend, "cuda") == 0;
+    bool emu = !o->measure && strcmp(o->backend, "emu") == 0;
+    sc.timed_backend = !o->measure && !emu;
+    sc.dev_opts = (tuner_dev_opts){.emu_threads = 2, .mock_noise = o->mock_noise,
+                                   .mock_seed = o->seed + 1};
+    pt_err ce = {0};
+    if (pt_compiler_open(&sc.comp, &ce) != PT_OK)
+        sc.comp = NULL;
+    /* the worker: started before any thread exists (it inherits memory,
+     * not threads); for cuda its hello is the device, hence the arch */
+    tuner_devinfo di = {0};
+    int rc = PT_OK;
+    if (!o->measure) {
+        tuner_pool_opts po = {.deadline_s = o->deadline_s > 0 ? o->deadline_s : emu ? 60 : 10};
+        tuner_worker_fns fns = {w_init, w_job, w_fini};
+        rc = tuner_pool_new(&fns, &sc, &po, &sc.pool, e);
+    }
+    /* the target: asked, else the device's (asked of a child process: this
+     * one must not touch CUDA before forking workers), else sm_80 */
+    const char *arch = o->arch;
+    char devarch[16];
+    if (!rc && !arch && cuda) {
+        int ndev = 0;
+        rc = tuner_cuda_list_isolated(&di, 1, &ndev, e);
+        if (!rc && ndev == 0)
+            rc = pt_errf(e, PT_ENODRIVER, "no CUDA device found");
+        snprintf(devarch, sizeof devarch, "sm_%d%d", di.cc_major, di.cc_minor);
+        arch = devarch;
+    }
+    if (!arch)
+        arch = "sm_80";
+    if (!rc) {
+        pt_err te = {0};
+        if (pt_target_parse(arch, &sc.target, &te))
+            rc = pt_errf(e, PT_EINVAL, "%s", te.msg);
+        else if (sc.target.assemble_only && !emu && !o->measure)
+            rc = pt_errf(e, PT_EUNSUPPORTED, "%s is assemble-only: tune it with --backend emu",
+                         arch);
+    }
+    if (!rc) {
+        pt_target_name(&sc.target, sc.arch, sizeof sc.arch);
+        sc.max_ptx = pt_toolchain_max_ptx(sc.comp ? pt_compiler_max_ptx(sc.comp) : 0);
+        rc = prepare_problems(&sc, problems, nproblems, e);
+    }
+    if (!rc && sc.pool) {
+        rc = tuner_pool_start(sc.pool, e);
+        size_t hl = 0;
+        const void *h = rc ? NULL : tuner_pool_hello(sc.pool, &hl);
+        if (h && hl == sizeof di)
+            memcpy(&di, h, sizeof di);
+    }
+    if (rc) {
+        free_ctx(&sc);
+        return rc;
+    }
+    /* fingerprint and model device */
+    char gpu[192], driver[32], compiler[64];
+    db_fingerprint fp;
+    if (o->measure) {
+        fp = *o->fingerprint;
+        sc.dev = *search_device_for(sc.target.sm);
+    } else if (emu) {
+        sc.dev = *search_device_for(sc.target.sm);
+        snprintf(gpu, sizeof gpu, "emulator (cost model of %s)", sc.dev.name);
+        fp = (db_fingerprint){gpu, sc.target.sm, sc.dev.sm_count, "none", NULL, sc.max_ptx, NULL,
+                              "cost-model/1"};
+    } else {
+        device_from_info(&sc.dev, &di, sc.target.sm);
+        snprintf(gpu, sizeof gpu, "%s", di.name);
+        snprintf(driver, sizeof driver, "%d", di.driver_version);
+        fp = (db_fingerprint){gpu, di.cc_major * 10 + di.cc_minor, di.sm_count, driver, NULL,
+                              sc.max_ptx, NULL, TUNER_BENCH_PROTOCOL};
+    }
+    char generator[64];
+    snprintf(generator, sizeof generator, "ptxtune %s", o->tool_version ? o->tool_version : "?");
+    snprintf(compiler, sizeof compiler, "%s",
+             sc.comp && !o->no_compile ? pt_compiler_describe(sc.comp) : "none");
+    if (!o->measure) {
+        fp.compiler = compiler;
+        fp.generator = generator;
+    }
+    db_fingerprint_key(&fp, sum->fingerprint);
+    snprintf(sum->device, sizeof sum->device, "%s", fp.gpu);
+    snprintf(sum->protocol, sizeof sum->protocol, "%s", fp.protocol);
+    int64_t fp_id = 0, run = 0;
+    rc = db_fingerprint_put(db, &fp, &fp_id, e);
+    for (int i = 0; !rc && i < sc.nps; i++) {
+        const search_problem *p = sc.ps[i].sp;
+        db_problem dp = {p->prob.op, p->key, p->klass, p->dims, p->name, sc.ps[i].flops,
+                         sc.ps[i].bytes};
+        rc = db_problem_put(db, &dp, &sc.ps[i].db_id, e);
+    }
+    char key[17], host[256] = "localhost", budget[64];
+    args_key(o, &sc, problems, nproblems, sum->fingerprint, key);
+    gethostname(host, sizeof host - 1);
+    if (o->budget > 0 && o->budget_s > 0)
+        snprintf(budget, sizeof budget, "%lld,%gs", (long long)o->budget, o->budget_s);
+    else if (o->budget_s > 0)
+        snprintf(budget, sizeof budget, "%gs", o->budget_s);
+    else if (o->budget > 0)
+        snprintf(budget, sizeof budget, "%lld", (long long)o->budget);
+    else
+        snprintf(budget, sizeof budget, "all");
+    if (!rc && !o->fresh)
+        rc = db_run_claim(db, key, fp_id, host, getpid(), &run, e);
+    sum->resumed = run != 0;
+    if (!rc && !run) {
+        db_run r = {.fingerprint_id = fp_id, .tool_version = o->tool_version,
+                    .git_rev = o->git_rev, .strategy = search_kind_name(o->strategy),
+                    .budget = budget, .seed = o->seed,
+                    .backend = o->measure ? "fake" : o->backend, .arch = sc.arch,
+                    .args_key = key, .host = host, .pid = getpid()};
+        rc = db_run_begin(db, &r, &run, e);
+    }
+    sum->run_id = run;
+    if (!rc)
+        rc = db_run_uuid(db, run, sum->run_uuid, e);
+    /* builders */
+    sc.may_fork = false; /* the worker is up; it forks again only after an exit */
+    sc.nthreads = pick_threads(o);
+    sc.threads = calloc((size_t)sc.nthreads, sizeof *sc.threads);
+    for (int i = 0; !rc && i < sc.nthreads; i++)
+        pthread_create(&sc.threads[i], NULL, builder, &sc);
+    for (int i = 0; !rc && i < sc.nps && !sum->stopped; i++)
+        rc = sweep_problem(db, &sc, i, run, sum, e);
+    if (run) {
+        pt_err ee = {0};
+        const char *st = rc ? "failed" : sum->stopped && o->stop && *o->stop ? "interrupted" : "done";
+        int erc = db_run_end(db, run, st, &ee);
+        if (!rc && erc) {
+            rc = erc;
+            *e = ee;
+        }
+    }
+    free_ctx(&sc);
+    sum->wall_s = mono() - t_start;
+    return rc;
+}

@@ -1,0 +1,125 @@
+/* The tuning sweep: problems x strategy -> measured (or modelled)
+ * candidates in the store, resumable at any moment.
+ *
+ * This is the tuner's outer loop; it sits in search/ only because tuner/
+ * was being written at the same time (it uses tuner/pool.h, verify.h and
+ * bench.h, and belongs in tuner/ once the two settle).
+ *
+ * Per problem: prepare -> the op's space with check() as the constraint ->
+ * a strategy (search/search.h) with the cost model as its prior -> batches
+ * of proposals. Each proposal is emitted, printed, hashed and compiled on a
+ * thread pool while earlier ones are measured; measuring happens in order,
+ * one at a time, in an isolated worker process (tuner/pool.h) that owns the
+ * device: load (cubin, else PTX), verify against the float64 reference,
+ * then the benchmark protocol where the backend times (cuda, mock). On the
+ * emulator nothing is timed: the candidate is verified and its score is the
+ * cost model's estimate; the row says source=model.
+ *
+ * Every candidate is one transaction in the store (kernel, cubin,
+ * measurement, winner). A sweep killed at any moment resumes: the same
+ * command finds its run (same arguments, same fingerprint, its process
+ * gone), replays the strategy with the stored scores (no measurement) and
+ * measures only what was never stored: at most the candidates in flight are
+ * lost. Two configs that print the same PTX are measured once (the second
+ * is stored as duplicate with the first one's score). */
+#ifndef PT_SEARCH_SWEEP_H
+#define PT_SEARCH_SWEEP_H
+
+#include <signal.h>
+
+#include "db/db.h"
+#include "ptx/compile.h"
+#include "search/model.h"
+#include "search/problem.h"
+#include "search/search.h"
+
+/* One candidate as the measurement step sees it. */
+typedef struct sweep_cand {
+    int problem;              /* index in the sweep's problem list */
+    const search_problem *sp;
+    const pt_op *op;
+    const pt_prepared *pp;
+    const pt_target *target;
+    const pt_config *config;
+    const char *config_str;
+    const char *ptx;
+    size_t ptx_len;
+    const char *hash;         /* 16 hex digits */
+    const void *cubin;        /* NULL when not compiled */
+    size_t cubin_size;
+    const pt_launch *launch;
+    const pt_resource *res;   /* NULL when not compiled */
+    double model_s;           /* cost-model estimate */
+    int rung;
+    bool final;
+} sweep_cand;
+
+/* What measuring one candidate gave. cls is an outcome class name
+ * (DB_CLASS_MAP). timed: the t_* fields hold a measurement; otherwise the
+ * score is the model's. */
+typedef struct sweep_meas {
+    char cls[16];
+    char phase[32];
+    char msg[1024];
+    bool verified;
+    bool timed;
+    double t_min, t_median, t_max, spread;
+    int reps;
+} sweep_meas;
+
+/* A measurement step in the caller's process (tests: a fake device).
+ * Return PT_OK with the outcome in m; an error stops the sweep. */
+typedef int (*sweep_measure_fn)(void *ctx, const sweep_cand *c, sweep_meas *m, pt_err *e);
+
+typedef struct sweep_progress {
+    int problem, nproblems;
+    const char *problem_name;
+    int64_t done, total;      /* candidates of this problem */
+    int64_t failed, reused;   /* reused: replayed from the store */
+    double best_s;            /* INFINITY: none yet */
+    const char *best_config;
+    double elapsed_s, eta_s;  /* eta < 0: unknown */
+} sweep_progress;
+
+typedef struct sweep_opts {
+    const char *backend;      /* "cuda" "emu" "mock" (ignored with measure) */
+    const char *arch;         /* target, e.g. "sm_80"; NULL: the device's, else sm_80 */
+    search_kind strategy;
+    int64_t budget;           /* candidates per problem; 0: every valid config */
+    double budget_s;          /* seconds per problem; 0: none */
+    uint64_t seed;
+    int threads;              /* compile threads; 0: online CPUs (at most 8) */
+    double prune;             /* see search_opts.prune; 0: only what cannot launch */
+    bool no_compile;          /* emu/mock: skip the compile gate (no resource report) */
+    bool fresh;               /* never resume: always a new run */
+    const char *tool_version, *git_rev;
+    double deadline_s;        /* per worker phase; 0: 10 s (60 s on the emulator) */
+    int64_t emu_verify_limit; /* emulator: verify problems up to this many flops+bytes;
+                               * 0: 2e7; larger ones are not verified (verified=0) */
+    double mock_noise;        /* mock backend timing noise */
+    sweep_measure_fn measure; /* non-NULL: measure in-process with this */
+    void *measure_ctx;
+    const db_fingerprint *fingerprint; /* with measure: the fingerprint to store under */
+    void (*progress)(void *ctx, const sweep_progress *p);
+    void *progress_ctx;
+    const volatile sig_atomic_t *stop; /* set by a signal handler: end cleanly */
+} sweep_opts;
+
+typedef struct sweep_summary {
+    int64_t run_id;
+    char run_uuid[33];
+    bool resumed;
+    int64_t measured, reused, failed, duplicates, unverified, pruned;
+    double wall_s;
+    bool stopped;             /* by opts.stop or the time budget */
+    char fingerprint[17];
+    char device[128];
+    char protocol[32];
+} sweep_summary;
+
+/* Runs the sweep over problems into the store. Bad input (a problem the op
+ * refuses, an unknown arch) fails before any run is started. */
+int sweep_run(db_store *db, const search_problem *problems, int nproblems, const sweep_opts *o,
+              sweep_summary *sum, pt_err *e);
+
+#endif

@@ -1,0 +1,723 @@
+/* The store: schema and ownership checks, winners per exact fingerprint,
+ * idempotent records, export/import round trips, bundle, merge, the C
+ * header, regressions, nearest-bucket lookup, concurrent writers. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "db/db.h"
+
+static char tmpdir[64];
+
+static void mk_tmp(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ptxtune_db_XXXXXX");
+    cr_assert(mkdtemp(tmpdir));
+}
+
+static void rm_tmp(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static const char *tpath(const char *name)
+{
+    static char buf[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
+    return buf[k];
+}
+
+static db_store *open_ok(const char *path)
+{
+    db_store *s = NULL;
+    pt_err e = {0};
+    int rc = db_open(path, NULL, &s, &e);
+    cr_assert_eq(rc, PT_OK, "open %s: %s", path, e.msg);
+    return s;
+}
+
+static const char nasty[] = "it's \"q\"; DROP TABLE runs; -- ?\?/ \\n\xc3\xa9";
+
+static db_fingerprint fp_a(void)
+{
+    return (db_fingerprint){"NVIDIA H200 \"SXM\"; DROP TABLE winners;--", 90, 132, "13000",
+                            "nvJitLink 13.0", 90, "ptxtune 0.1.0", "cuda-median-1"};
+}
+
+typedef struct fixture {
+    db_store *s;
+    int64_t fp, prob, run;
+} fixture;
+
+static void setup_store(fixture *f, const char *path, const db_fingerprint *fp,
+                        const char *pkey, const char *dims, const char *uuid)
+{
+    pt_err e = {0};
+    f->s = open_ok(path);
+    cr_assert_eq(db_fingerprint_put(f->s, fp, &f->fp, &e), PT_OK, "%s", e.msg);
+    db_problem p = {"gemm", pkey, "gemm dtype=bf16 layout=tn", dims, nasty, 2e9, 3e7};
+    cr_assert_eq(db_problem_put(f->s, &p, &f->prob, &e), PT_OK, "%s", e.msg);
+    db_run r = {.uuid = uuid, .fingerprint_id = f->fp, .tool_version = "0.1.0",
+                .git_rev = "abc'def", .strategy = "anneal", .budget = "300", .seed = 7,
+                .backend = "mock", .arch = "sm_90", .args_key = "k1", .host = "h", .pid = 1};
+    cr_assert_eq(db_run_begin(f->s, &r, &f->run, &e), PT_OK, "%s", e.msg);
+}
+
+/* One ok candidate with a synthetic kernel; t in seconds. */
+static void put(fixture *f, int64_t run, int64_t prob, const char *cfg, double t, double spread,
+                const char *status, bool final, bool *inserted)
+{
+    char ptx[256], hash[17];
+    snprintf(ptx, sizeof ptx, ".version 8.0\n// kernel for %s\n", cfg);
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)pt_hash64(ptx, strlen(ptx)));
+    db_kernel k = {hash, "gemm", cfg, "kern", ptx};
+    unsigned char bin[40];
+    for (size_t i = 0; i < sizeof bin; i++)
+        bin[i] = (unsigned char)(i * 37 + strlen(cfg));
+    db_cubin c = {"sm_90", "nvJitLink 13.0", bin, sizeof bin, "{\"registers\": 40}"};
+    bool ok = strcmp(status, "ok") == 0;
+    db_measurement m = {
+        .run_id = run, .problem_id = prob, .config = cfg, .final = final, .status = status,
+        .error = ok ? "" : "boom \"x\"", .source = "measured", .verified = ok,
+        .t_min = ok ? t * 0.98 : NAN, .t_median = ok ? t : NAN, .t_max = ok ? t * 1.05 : NAN,
+        .spread = ok ? spread : NAN, .reps = 20, .tflops = ok ? 2e9 / t / 1e12 : NAN,
+        .gbps = NAN, .launch = "{\"grid\":[32,16,1],\"block\":[128,1,1],\"smem\":49152}"};
+    pt_err e = {0};
+    cr_assert_eq(db_record(f->s, &k, &c, &m, inserted, &e), PT_OK, "%s", e.msg);
+}
+
+static int count_cb(void *ctx, const db_winner *w)
+{
+    (void)w;
+    (*(int *)ctx)++;
+    return 0;
+}
+
+typedef struct got {
+    char config[256], hash[17], gpu[256], name[256];
+    double t, distance;
+    bool nearest;
+} got;
+
+static int got_cb(void *ctx, const db_winner *w)
+{
+    got *g = ctx;
+    snprintf(g->config, sizeof g->config, "%s", w->config);
+    snprintf(g->hash, sizeof g->hash, "%s", w->kernel_hash);
+    snprintf(g->gpu, sizeof g->gpu, "%s", w->gpu);
+    snprintf(g->name, sizeof g->name, "%s", w->problem_name);
+    g->t = w->t_median;
+    g->nearest = w->nearest;
+    g->distance = w->distance;
+    return 0;
+}
+
+static unsigned long long file_sum(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "open %s", path);
+    unsigned long long h = 1469598103934665603ull;
+    int c;
+    while ((c = fgetc(f)) != EOF)
+        h = (h ^ (unsigned)c) * 1099511628211ull;
+    fclose(f);
+    return h;
+}
+
+TestSuite(db, .init = mk_tmp, .fini = rm_tmp);
+
+Test(db, schema_wal_and_reopen)
+{
+    db_store *s = open_ok(tpath("a.db"));
+    cr_assert_eq(db_schema_version(s), DB_SCHEMA_VERSION);
+    int64_t v;
+    pt_err e = {0};
+    cr_assert_eq(db_query_int(s, "PRAGMA application_id", &v, &e), PT_OK);
+    cr_assert_eq((uint32_t)v, (uint32_t)DB_APPLICATION_ID);
+    char msg[256];
+    cr_assert_eq(db_integrity(s, msg, sizeof msg, &e), PT_OK, "%s", msg);
+    db_close(s);
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open(tpath("a.db"), &h), SQLITE_OK);
+    sqlite3_stmt *st;
+    sqlite3_prepare_v2(h, "PRAGMA journal_mode", -1, &st, NULL);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    cr_expect_str_eq((const char *)sqlite3_column_text(st, 0), "wal");
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    s = open_ok(tpath("a.db"));
+    db_close(s);
+}
+
+Test(db, migration_from_v1)
+{
+    db_store *s = NULL;
+    pt_err e = {0};
+    db_open_opts o = {.max_version = 1};
+    cr_assert_eq(db_open(tpath("old.db"), &o, &s, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(db_schema_version(s), 1);
+    db_close(s);
+    s = open_ok(tpath("old.db"));
+    cr_assert_eq(db_schema_version(s), 2);
+    int64_t n;
+    cr_assert_eq(db_query_int(s, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'arch'",
+                              &n, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(n, 1);
+    db_close(s);
+}
+
+static void expect_refused(const char *path, const char *msg)
+{
+    unsigned long long before = file_sum(path);
+    struct stat sb0;
+    stat(path, &sb0);
+    db_store *s = NULL;
+    pt_err e = {0};
+    int rc = db_open(path, NULL, &s, &e);
+    cr_expect_neq(rc, PT_OK, "%s opened", path);
+    cr_expect(strstr(e.msg, msg), "'%s' lacks '%s'", e.msg, msg);
+    cr_expect(!strchr(e.msg, '\n'), "one line: %s", e.msg);
+    cr_expect_eq(file_sum(path), before, "%s changed", path);
+    char side[300];
+    snprintf(side, sizeof side, "%s-wal", path);
+    cr_expect(access(side, F_OK) != 0 || rc == PT_OK, "a -wal file appeared next to %s", path);
+    db_close(s);
+}
+
+Test(db, foreign_newer_and_corrupt_files_are_refused_untouched)
+{
+    FILE *f = fopen(tpath("text.db"), "w");
+    fputs("gemm m=1 n=2 k=3\nthis is a problem file, not a database\n", f);
+    for (int i = 0; i < 200; i++)
+        fputs("padding padding padding padding\n", f);
+    fclose(f);
+    expect_refused(tpath("text.db"), "not a ptxtune database");
+
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open(tpath("other.db"), &h), SQLITE_OK);
+    sqlite3_exec(h, "CREATE TABLE t(x); INSERT INTO t VALUES(1)", NULL, NULL, NULL);
+    sqlite3_close(h);
+    expect_refused(tpath("other.db"), "not a ptxtune database");
+
+    db_store *s = open_ok(tpath("newer.db"));
+    db_close(s);
+    cr_assert_eq(sqlite3_open(tpath("newer.db"), &h), SQLITE_OK);
+    sqlite3_exec(h, "PRAGMA user_version = 99", NULL, NULL, NULL);
+    sqlite3_close(h);
+    expect_refused(tpath("newer.db"), "newer than this ptxtune");
+
+    /* corrupt: a real store with its table pages overwritten */
+    fixture fx;
+    setup_store(&fx, tpath("bad.db"), &(db_fingerprint){"g", 80, 1, "d", "c", 80, "x", "p"},
+                "gemm m=1", "1", NULL);
+    for (int i = 0; i < 50; i++) {
+        char cfg[32];
+        snprintf(cfg, sizeof cfg, "bm=%d", i);
+        put(&fx, fx.run, fx.prob, cfg, 1e-3 + i * 1e-6, 0.01, "ok", true, NULL);
+    }
+    pt_err e = {0};
+    db_close(fx.s); /* the last close folds the WAL into the file */
+    f = fopen(tpath("bad.db"), "r+b");
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    cr_assert_gt(size, 8192);
+    for (long off = 4096; off < size; off += 4096) { /* every b-tree page header */
+        fseek(f, off, SEEK_SET);
+        fwrite("\xde\xad\xbe\xef\xde\xad\xbe\xef\xff\xff\xff\xff", 1, 12, f);
+    }
+    fclose(f);
+    unsigned long long before = file_sum(tpath("bad.db"));
+    s = NULL;
+    int rc = db_open(tpath("bad.db"), NULL, &s, &e);
+    if (rc == PT_OK) {
+        char msg[512];
+        pt_err e2 = {0};
+        rc = db_integrity(s, msg, sizeof msg, &e2);
+        cr_expect_neq(rc, PT_OK, "integrity_check passed a corrupted file");
+        cr_expect(!strchr(e2.msg, '\n'));
+        db_close(s);
+    } else {
+        cr_expect(strstr(e.msg, "corrupt") || strstr(e.msg, "not a ptxtune"), "%s", e.msg);
+    }
+    cr_expect_eq(file_sum(tpath("bad.db")), before);
+
+    /* a directory and a missing file when it must exist */
+    s = NULL;
+    memset(&e, 0, sizeof e);
+    cr_expect_neq(db_open(tmpdir, NULL, &s, &e), PT_OK);
+    cr_expect(strstr(e.msg, "directory"), "%s", e.msg);
+    memset(&e, 0, sizeof e);
+    db_open_opts ro = {.readonly = true};
+    cr_expect_neq(db_open(tpath("missing.db"), &ro, &s, &e), PT_OK);
+    cr_expect(access(tpath("missing.db"), F_OK) != 0, "read-only open created the file");
+}
+
+Test(db, winner_served_only_under_exact_fingerprint)
+{
+    fixture f;
+    db_fingerprint a = fp_a();
+    setup_store(&f, tpath("w.db"), &a, "gemm m=16 n=4096 k=4096", "16,4096,4096", NULL);
+    put(&f, f.run, f.prob, "bm=128,bn=128", 2e-3, 0.01, "ok", true, NULL);
+    put(&f, f.run, f.prob, "bm=64,bn=128", 1e-3, 0.01, "ok", true, NULL);
+    put(&f, f.run, f.prob, "bm=256,bn=128", 3e-3, 0.01, "ok", true, NULL);
+    put(&f, f.run, f.prob, "bm=32,bn=32", NAN, 0, "fault", true, NULL);
+    put(&f, f.run, f.prob, "bm=16,bn=16", 1e-4, 0.01, "ok", false, NULL); /* not final */
+    pt_err e = {0};
+    got g = {0};
+    bool found;
+    cr_assert_eq(db_winner_get(f.s, &a, "gemm m=16 n=4096 k=4096", got_cb, &g, &found, &e), PT_OK);
+    cr_assert(found);
+    cr_expect_str_eq(g.config, "bm=64,bn=128");
+    cr_expect_str_eq(g.gpu, a.gpu);
+    cr_expect_str_eq(g.name, nasty);
+    /* every field that differs hides the winner */
+    db_fingerprint others[8];
+    for (int i = 0; i < 8; i++)
+        others[i] = a;
+    others[0].gpu = "NVIDIA H100";
+    others[1].cc = 89;
+    others[2].sm_count = 114;
+    others[3].driver = "13010";
+    others[4].compiler = "ptxas 13.0";
+    others[5].ptx_version = 88;
+    others[6].generator = "ptxtune 0.2.0";
+    others[7].protocol = "cuda-median-2";
+    for (int i = 0; i < 8; i++) {
+        found = true;
+        cr_assert_eq(db_winner_get(f.s, &others[i], "gemm m=16 n=4096 k=4096", got_cb, &g,
+                                   &found, &e), PT_OK);
+        cr_expect(!found, "winner served under fingerprint variant %d", i);
+        db_problem p = {"gemm", "gemm m=32 n=4096 k=4096", "gemm dtype=bf16 layout=tn",
+                        "32,4096,4096", "", 0, 0};
+        found = true;
+        cr_assert_eq(db_lookup(f.s, &others[i], &p, got_cb, &g, &found, &e), PT_OK);
+        cr_expect(!found, "nearest bucket served under fingerprint variant %d", i);
+    }
+    /* a second fingerprint with a faster kernel does not change a's winner */
+    int64_t fpb, runb;
+    cr_assert_eq(db_fingerprint_put(f.s, &others[3], &fpb, &e), PT_OK);
+    db_run r = {.fingerprint_id = fpb, .strategy = "random", .budget = "10", .backend = "mock",
+                .arch = "sm_90", .args_key = "k2", .host = "h", .pid = 1};
+    cr_assert_eq(db_run_begin(f.s, &r, &runb, &e), PT_OK);
+    put(&f, runb, f.prob, "bm=128,bn=64", 1e-5, 0.01, "ok", true, NULL);
+    cr_assert_eq(db_winner_get(f.s, &a, "gemm m=16 n=4096 k=4096", got_cb, &g, &found, &e), PT_OK);
+    cr_expect_str_eq(g.config, "bm=64,bn=128");
+    cr_assert_eq(db_winner_get(f.s, &others[3], "gemm m=16 n=4096 k=4096", got_cb, &g, &found,
+                               &e), PT_OK);
+    cr_expect_str_eq(g.config, "bm=128,bn=64");
+    /* rebuilding gives the same winners */
+    cr_assert_eq(db_winners_rebuild(f.s, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(db_winner_get(f.s, &a, "gemm m=16 n=4096 k=4096", got_cb, &g, &found, &e), PT_OK);
+    cr_expect_str_eq(g.config, "bm=64,bn=128");
+    db_close(f.s);
+}
+
+Test(db, records_are_idempotent)
+{
+    fixture f;
+    db_fingerprint a = fp_a();
+    setup_store(&f, tpath("i.db"), &a, "p1", "1", NULL);
+    bool ins = false;
+    put(&f, f.run, f.prob, "x=1", 1e-3, 0.01, "ok", true, &ins);
+    cr_expect(ins);
+    put(&f, f.run, f.prob, "x=1", 0.5e-3, 0.01, "ok", true, &ins);
+    cr_expect(!ins);
+    int64_t n;
+    pt_err e = {0};
+    db_query_int(f.s, "SELECT count(*) FROM measurements", &n, &e);
+    cr_expect_eq(n, 1);
+    /* unknown class and a non-finite ok time are refused */
+    db_measurement m = {.run_id = f.run, .problem_id = f.prob, .config = "x=2",
+                        .status = "exploded", .source = "measured"};
+    cr_expect_neq(db_record(f.s, NULL, NULL, &m, NULL, &e), PT_OK);
+    m.status = "ok";
+    m.t_median = NAN;
+    memset(&e, 0, sizeof e);
+    cr_expect_neq(db_record(f.s, NULL, NULL, &m, NULL, &e), PT_OK);
+    db_close(f.s);
+}
+
+static char *export_str(db_store *s, db_format fmt, const char *gpu, const char *match, int *n)
+{
+    pt_buf b;
+    pt_buf_init(&b);
+    pt_err e = {0};
+    cr_assert_eq(db_export_text(s, fmt, gpu, match, &b, n, &e), PT_OK, "%s", e.msg);
+    return pt_buf_take(&b);
+}
+
+static void fill_two_problems(fixture *f)
+{
+    put(f, f->run, f->prob, "bm=64,bn=128", 1e-3, 0.01, "ok", true, NULL);
+    put(f, f->run, f->prob, "bm=128,bn=128", 2e-3, 0.01, "ok", true, NULL);
+    db_problem p2 = {"gemm", "gemm m=4096 'quoted' \"name\"", "gemm dtype=bf16 layout=tn",
+                     "4096,4096,4096", "o'brien \"x\"", 1.4e11, 1e8};
+    int64_t pid;
+    pt_err e = {0};
+    cr_assert_eq(db_problem_put(f->s, &p2, &pid, &e), PT_OK);
+    put(f, f->run, pid, "bm=256,bn=128", 5e-3, 0.02, "ok", true, NULL);
+}
+
+Test(db, json_round_trip_and_names)
+{
+    fixture f;
+    db_fingerprint a = fp_a();
+    setup_store(&f, tpath("j.db"), &a, "gemm m=16 n=4096 k=4096", "16,4096,4096", NULL);
+    fill_two_problems(&f);
+    int n1, n2;
+    char *j1 = export_str(f.s, DB_FMT_JSON, NULL, NULL, &n1);
+    cr_assert_eq(n1, 2);
+    db_store *b = open_ok(tpath("j2.db"));
+    db_merge_stats st;
+    pt_err e = {0};
+    cr_assert_eq(db_import_json(b, j1, strlen(j1), "j1.json", &st, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(st.measurements, 2);
+    char *j2 = export_str(b, DB_FMT_JSON, NULL, NULL, &n2);
+    cr_expect_eq(n2, 2);
+    cr_expect_str_eq(j2, j1);
+    /* importing again adds nothing */
+    cr_assert_eq(db_import_json(b, j1, strlen(j1), "j1.json", &st, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(st.measurements, 0);
+    cr_expect_eq(st.skipped, 2);
+    got g = {0};
+    bool found;
+    cr_assert_eq(db_winner_get(b, &a, "gemm m=4096 'quoted' \"name\"", got_cb, &g, &found, &e),
+                 PT_OK);
+    cr_assert(found);
+    cr_expect_str_eq(g.gpu, a.gpu);
+    cr_expect_str_eq(g.name, "o'brien \"x\"");
+    /* --match and --gpu filters */
+    int n;
+    free(export_str(f.s, DB_FMT_JSON, NULL, "quoted", &n));
+    cr_expect_eq(n, 1);
+    free(export_str(f.s, DB_FMT_JSON, "no such gpu", NULL, &n));
+    cr_expect_eq(n, 0);
+    char key[17];
+    db_fingerprint_key(&a, key);
+    key[8] = '\0';
+    free(export_str(f.s, DB_FMT_JSON, key, NULL, &n));
+    cr_expect_eq(n, 2);
+    pt_buf tmp;
+    pt_buf_init(&tmp);
+    memset(&e, 0, sizeof e);
+    cr_expect_neq(db_export_text(f.s, DB_FMT_JSON, NULL, "(unclosed", &tmp, &n, &e), PT_OK);
+    cr_expect(strstr(e.msg, "bad --match pattern"), "%s", e.msg);
+    pt_buf_free(&tmp);
+    /* bad tables: nothing imported */
+    static const char *const bad[] = {
+        "not json at all",
+        "{\"format\": \"something-else\", \"rows\": []}",
+        "{\"format\": \"ptxtune-table\", \"version\": 7, \"rows\": []}",
+        "{\"format\": \"ptxtune-table\", \"version\": 1, \"rows\": [{\"config\": \"x\"}]}",
+    };
+    db_counts c0, c1;
+    db_count(b, &c0, &e);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&e, 0, sizeof e);
+        cr_expect_neq(db_import_json(b, bad[i], strlen(bad[i]), "bad.json", &st, &e), PT_OK,
+                      "imported '%s'", bad[i]);
+        cr_expect(strstr(e.msg, "bad.json"), "%s", e.msg);
+    }
+    /* a tampered PTX (hash mismatch) in the last row rolls back every row */
+    char *t = strdup(j1);
+    char *ptx = strstr(t, "// kernel for bm=256");
+    cr_assert(ptx);
+    ptx[3] = 'K';
+    db_store *c = open_ok(tpath("j3.db"));
+    memset(&e, 0, sizeof e);
+    cr_expect_neq(db_import_json(c, t, strlen(t), "t.json", &st, &e), PT_OK);
+    cr_expect(strstr(e.msg, "does not match its PTX"), "%s", e.msg);
+    db_count(c, &c1, &e);
+    cr_expect_eq(c1.measurements, 0);
+    cr_expect_eq(c1.runs, 0);
+    db_count(b, &c1, &e);
+    cr_expect_eq(c1.measurements, c0.measurements);
+    free(t);
+    free(j1);
+    free(j2);
+    db_close(c);
+    db_close(b);
+    db_close(f.s);
+}
+
+Test(db, bundle_and_merge)
+{
+    fixture f;
+    db_fingerprint a = fp_a();
+    setup_store(&f, tpath("m1.db"), &a, "gemm m=16 n=4096 k=4096", "16,4096,4096", "aaaa1111");
+    fill_two_problems(&f);
+    int n;
+    pt_err e = {0};
+    cr_assert_eq(db_export_bundle(f.s, NULL, "quoted", tpath("b.db"), &n, &e), PT_OK, "%s",
+                 e.msg);
+    cr_expect_eq(n, 1);
+    struct stat sb;
+    cr_assert_eq(stat(tpath("b.db"), &sb), 0);
+    cr_expect(access(tpath("b.db-wal"), F_OK) != 0, "bundle left a -wal file");
+    memset(&e, 0, sizeof e);
+    cr_expect_neq(db_export_bundle(f.s, NULL, NULL, tpath("b.db"), &n, &e), PT_OK);
+    cr_expect(strstr(e.msg, "already exists"), "%s", e.msg);
+    db_store *b = open_ok(tpath("b.db"));
+    db_counts c;
+    db_count(b, &c, &e);
+    cr_expect_eq(c.winners, 1);
+    cr_expect_eq(c.measurements, 1);
+    cr_expect_eq(c.kernels, 1);
+    cr_expect_eq(c.cubins, 1);
+    char *jb = export_str(b, DB_FMT_JSON, NULL, NULL, &n);
+    char *ja = export_str(f.s, DB_FMT_JSON, NULL, "quoted", &n);
+    cr_expect_str_eq(jb, ja);
+    free(ja);
+    free(jb);
+    db_close(b);
+
+    /* a second store with its own run, merged twice */
+    fixture g;
+    setup_store(&g, tpath("m2.db"), &a, "gemm m=16 n=4096 k=4096", "16,4096,4096", "bbbb2222");
+    put(&g, g.run, g.prob, "bm=32,bn=128", 0.5e-3, 0.01, "ok", true, NULL);
+    put(&g, g.run, g.prob, "bm=64,bn=128", 1.5e-3, 0.01, "ok", true, NULL);
+    db_close(g.s);
+    db_merge_stats st;
+    cr_assert_eq(db_merge(f.s, tpath("m2.db"), &st, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(st.measurements, 2);
+    cr_expect_eq(st.runs, 1);
+    cr_expect_eq(st.kernels, 1); /* bm=64,bn=128 is the same PTX */
+    cr_assert_eq(db_merge(f.s, tpath("m2.db"), &st, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(st.measurements, 0);
+    cr_expect_eq(st.skipped, 2);
+    got w = {0};
+    bool found;
+    cr_assert_eq(db_winner_get(f.s, &a, "gemm m=16 n=4096 k=4096", got_cb, &w, &found, &e), PT_OK);
+    cr_expect_str_eq(w.config, "bm=32,bn=128");
+    memset(&e, 0, sizeof e);
+    cr_expect_neq(db_merge(f.s, tpath("m1.db"), &st, &e), PT_OK);
+    cr_expect(strstr(e.msg, "into itself"), "%s", e.msg);
+    /* an old-schema source is migrated on a copy, never in place */
+    db_store *old = NULL;
+    db_open_opts o1 = {.max_version = 1};
+    cr_assert_eq(db_open(tpath("v1.db"), &o1, &old, &e), PT_OK);
+    db_close(old);
+    unsigned long long before = file_sum(tpath("v1.db"));
+    cr_assert_eq(db_merge(f.s, tpath("v1.db"), &st, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(file_sum(tpath("v1.db")), before);
+    db_close(f.s);
+}
+
+Test(db, c_header_compiles_and_names_round_trip)
+{
+    fixture f;
+    db_fingerprint a = fp_a();
+    setup_store(&f, tpath("h.db"), &a, "gemm m=16 n=4096 k=4096", "16,4096,4096", NULL);
+    fill_two_problems(&f);
+    int n;
+    char *h = export_str(f.s, DB_FMT_CHEADER, NULL, NULL, &n);
+    cr_assert_eq(n, 2);
+    FILE *o = fopen(tpath("table.h"), "w");
+    fputs(h, o);
+    fclose(o);
+    free(h);
+    o = fopen(tpath("main.c"), "w");
+    fprintf(o, "#define PTXTUNE_TABLE_IMPLEMENTATION\n#include \"table.h\"\n#include <stdio.h>\n"
+               "int main(void) {\n"
+               "  for (size_t i = 0; i < ptxtune_table_size; i++)\n"
+               "    printf(\"%%s|%%s|%%zu|%%u\\n\", ptxtune_table[i].gpu, ptxtune_table[i].name,\n"
+               "           ptxtune_table[i].cubin_size, ptxtune_table[i].block[0]);\n"
+               "  return 0;\n}\n");
+    fclose(o);
+    /* also a file that only includes it (declarations, no definitions) */
+    o = fopen(tpath("user.c"), "w");
+    fprintf(o, "#include \"table.h\"\nsize_t count(void);\nsize_t count(void) { return ptxtune_table_size; }\n");
+    fclose(o);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "cd %s && cc -std=c11 -Wall -Wextra -Werror -o t main.c user.c 2>err.txt && ./t >out.txt",
+             tmpdir);
+    int rc = system(cmd);
+    char err[4096] = "", out[4096] = "";
+    FILE *ef = fopen(tpath("err.txt"), "r");
+    if (ef) {
+        err[fread(err, 1, sizeof err - 1, ef)] = '\0';
+        fclose(ef);
+    }
+    cr_assert_eq(rc, 0, "header did not compile: %s", err);
+    FILE *of = fopen(tpath("out.txt"), "r");
+    out[fread(out, 1, sizeof out - 1, of)] = '\0';
+    fclose(of);
+    char want[1024];
+    snprintf(want, sizeof want, "%s|%s|40|128\n", a.gpu, nasty);
+    cr_expect(strstr(out, want), "got '%s' want '%s'", out, want);
+    /* an empty table compiles too */
+    db_store *empty = open_ok(tpath("e.db"));
+    h = export_str(empty, DB_FMT_CHEADER, NULL, NULL, &n);
+    cr_expect_eq(n, 0);
+    o = fopen(tpath("table.h"), "w");
+    fputs(h, o);
+    fclose(o);
+    free(h);
+    cr_expect_eq(system(cmd), 0, "empty header did not compile");
+    db_close(empty);
+    /* CSV: one header line, one row each, quotes doubled */
+    char *csv = export_str(f.s, DB_FMT_CSV, NULL, NULL, &n);
+    cr_expect(strstr(csv, "\"o'brien \"\"x\"\"\""), "%s", csv);
+    cr_expect(strncmp(csv, "fingerprint,gpu,problem", 23) == 0);
+    free(csv);
+    db_close(f.s);
+}
+
+typedef struct rg {
+    int slower, faster, same;
+    char slow_cfg[64];
+} rg;
+
+static int rg_cb(void *ctx, const db_regress_row *r)
+{
+    rg *x = ctx;
+    if (r->verdict == DB_SLOWER) {
+        x->slower++;
+        snprintf(x->slow_cfg, sizeof x->slow_cfg, "%s", r->config);
+    }
+    x->faster += r->verdict == DB_FASTER;
+    x->same += r->verdict == DB_SAME;
+    return 0;
+}
+
+Test(db, regress_is_noise_aware)
+{
+    fixture f;
+    db_fingerprint a = fp_a();
+    setup_store(&f, tpath("r.db"), &a, "p", "1", "baseline0000");
+    int64_t cand;
+    pt_err e = {0};
+    db_run r = {.uuid = "candidate111", .fingerprint_id = f.fp, .strategy = "exhaustive",
+                .budget = "all", .backend = "mock", .arch = "sm_90", .args_key = "k",
+                .host = "h", .pid = 1};
+    cr_assert_eq(db_run_begin(f.s, &r, &cand, &e), PT_OK);
+    /* quiet +10%: slower; quiet +1%: same; noisy +10% (8% spreads): same;
+     * quiet -20%: faster */
+    put(&f, f.run, f.prob, "a=1", 1.00e-3, 0.005, "ok", true, NULL);
+    put(&f, cand, f.prob, "a=1", 1.10e-3, 0.005, "ok", true, NULL);
+    put(&f, f.run, f.prob, "a=2", 1.00e-3, 0.005, "ok", true, NULL);
+    put(&f, cand, f.prob, "a=2", 1.01e-3, 0.005, "ok", true, NULL);
+    put(&f, f.run, f.prob, "a=3", 1.00e-3, 0.08, "ok", true, NULL);
+    put(&f, cand, f.prob, "a=3", 1.10e-3, 0.08, "ok", true, NULL);
+    put(&f, f.run, f.prob, "a=4", 1.00e-3, 0.005, "ok", true, NULL);
+    put(&f, cand, f.prob, "a=4", 0.80e-3, 0.005, "ok", true, NULL);
+    rg x = {0};
+    db_regress_summary sum;
+    cr_assert_eq(db_regress(f.s, "baseline", "candid", 0.03, rg_cb, &x, &sum, &e), PT_OK, "%s",
+                 e.msg);
+    cr_expect_eq(x.slower, 1);
+    cr_expect_str_eq(x.slow_cfg, "a=1");
+    cr_expect_eq(x.same, 2);
+    cr_expect_eq(x.faster, 1);
+    cr_expect(sum.same_fingerprint);
+    memset(&e, 0, sizeof e);
+    cr_expect_neq(db_regress(f.s, "nosuchrun", "candid", 0.03, rg_cb, &x, &sum, &e), PT_OK);
+    cr_expect(strstr(e.msg, "no run 'nosuchrun'"), "%s", e.msg);
+    db_close(f.s);
+}
+
+Test(db, nearest_bucket_lookup)
+{
+    fixture f;
+    db_fingerprint a = fp_a();
+    setup_store(&f, tpath("n.db"), &a, "gemm m=1", "1,4096,4096", NULL);
+    put(&f, f.run, f.prob, "bm=16", 1e-5, 0.01, "ok", true, NULL);
+    pt_err e = {0};
+    int64_t p128, pother;
+    db_problem q128 = {"gemm", "gemm m=128", "gemm dtype=bf16 layout=tn", "128,4096,4096", "",
+                       0, 0};
+    db_problem other = {"gemm", "gemm m=16 f16", "gemm dtype=f16 layout=tn", "16,4096,4096", "",
+                        0, 0};
+    cr_assert_eq(db_problem_put(f.s, &q128, &p128, &e), PT_OK);
+    cr_assert_eq(db_problem_put(f.s, &other, &pother, &e), PT_OK);
+    put(&f, f.run, p128, "bm=128", 1e-4, 0.01, "ok", true, NULL);
+    put(&f, f.run, pother, "bm=999", 1e-6, 0.01, "ok", true, NULL);
+    db_problem want = {"gemm", "gemm m=16", "gemm dtype=bf16 layout=tn", "16,4096,4096", "", 0,
+                       0};
+    got g = {0};
+    bool found;
+    cr_assert_eq(db_lookup(f.s, &a, &want, got_cb, &g, &found, &e), PT_OK, "%s", e.msg);
+    cr_assert(found);
+    cr_expect(g.nearest);
+    cr_expect_str_eq(g.config, "bm=128"); /* |log2 16/128| = 3 < |log2 16/1| = 4 */
+    cr_expect_float_eq(g.distance, 3.0, 1e-9);
+    /* an exact tuned problem is not flagged */
+    cr_assert_eq(db_lookup(f.s, &a, &q128, got_cb, &g, &found, &e), PT_OK);
+    cr_expect(!g.nearest);
+    /* a tie (m=11.3 is 3.5 from both 1 and 128) goes to the larger problem */
+    db_problem tie = {"gemm", "gemm m=tie", "gemm dtype=bf16 layout=tn", "11.313708498984761,4096,4096",
+                      "", 0, 0};
+    cr_assert_eq(db_lookup(f.s, &a, &tie, got_cb, &g, &found, &e), PT_OK);
+    cr_expect_str_eq(g.config, "bm=128");
+    db_close(f.s);
+}
+
+Test(db, concurrent_writers)
+{
+    const char *path = tpath("c.db");
+    fixture f;
+    db_fingerprint a = fp_a();
+    setup_store(&f, path, &a, "p", "1", NULL);
+    int64_t run = f.run, prob = f.prob;
+    db_close(f.s);
+    enum { NPROC = 4, NREC = 150 };
+    pid_t kids[NPROC];
+    for (int p = 0; p < NPROC; p++) {
+        kids[p] = fork();
+        if (kids[p] == 0) {
+            fixture c = {.s = NULL};
+            pt_err e = {0};
+            if (db_open(path, NULL, &c.s, &e))
+                _exit(10);
+            for (int i = 0; i < NREC; i++) {
+                char cfg[64], ptx[128], hash[17];
+                snprintf(cfg, sizeof cfg, "p=%d,i=%d", p, i);
+                snprintf(ptx, sizeof ptx, "// %s\n", cfg);
+                snprintf(hash, sizeof hash, "%016llx",
+                         (unsigned long long)pt_hash64(ptx, strlen(ptx)));
+                db_kernel k = {hash, "gemm", cfg, "k", ptx};
+                db_measurement m = {.run_id = run, .problem_id = prob, .config = cfg,
+                                    .final = true, .status = "ok", .source = "measured",
+                                    .t_median = 1e-3 + (double)(p * NREC + i) * 1e-7,
+                                    .t_min = NAN, .t_max = NAN, .spread = 0.01, .tflops = NAN,
+                                    .gbps = NAN};
+                if (db_record(c.s, &k, NULL, &m, NULL, &e)) {
+                    fprintf(stderr, "child %d: %s\n", p, e.msg);
+                    _exit(11);
+                }
+            }
+            db_close(c.s);
+            _exit(0);
+        }
+    }
+    for (int p = 0; p < NPROC; p++) {
+        int st;
+        waitpid(kids[p], &st, 0);
+        cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "writer %d failed (%d)", p,
+                  WEXITSTATUS(st));
+    }
+    db_store *s = open_ok(path);
+    int64_t n;
+    pt_err e = {0};
+    db_query_int(s, "SELECT count(*) FROM measurements", &n, &e);
+    cr_expect_eq(n, NPROC * NREC);
+    got g = {0};
+    bool found;
+    db_winner_get(s, &a, "p", got_cb, &g, &found, &e);
+    cr_expect_str_eq(g.config, "p=0,i=0");
+    int cnt = 0;
+    db_winners(s, NULL, NULL, count_cb, &cnt, &e);
+    cr_expect_eq(cnt, 1);
+    db_close(s);
+}

@@ -1,0 +1,200 @@
+/* ptxtune exec: a hand-written kernel runs from .npy inputs to .npy
+ * outputs; a planted out-of-bounds access exits 1 with a report; bad
+ * arguments exit 2 with one line. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[64];
+
+static const char kernel[] =
+    ".version 7.0\n.target sm_80\n.address_size 64\n\n"
+    ".visible .entry axpy(\n\t.param .u64 x,\n\t.param .u64 y,\n\t.param .f32 a,\n\t.param .u32 n\n)\n{\n"
+    "\t.reg .b32 %r<3>;\n\t.reg .b64 %rd<4>;\n\t.reg .f32 %f<3>;\n\t.reg .pred %p<1>;\n\n"
+    "\tld.param.u64 %rd0, [x];\n\tld.param.u64 %rd1, [y];\n\tld.param.f32 %f0, [a];\n"
+    "\tld.param.u32 %r0, [n];\n\tmov.u32 %r1, %tid.x;\n\tsetp.ge.u32 %p0, %r1, %r0;\n"
+    "\t@%p0 bra DONE;\n\tmul.wide.u32 %rd2, %r1, 4;\n\tadd.s64 %rd3, %rd0, %rd2;\n"
+    "\tld.global.f32 %f1, [%rd3];\n\tmul.rn.f32 %f2, %f1, %f0;\n\tadd.s64 %rd3, %rd1, %rd2;\n"
+    "\tst.global.f32 [%rd3], %f2;\nDONE:\n\tret;\n}\n";
+
+static void write_file(const char *name, const void *data, size_t n)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+/* A minimal version 1.0 .npy of n float32 values. */
+static void write_npy_f32(const char *name, const float *v, int n)
+{
+    char hdr[128];
+    int len = snprintf(hdr, sizeof hdr, "{'descr': '<f4', 'fortran_order': False, 'shape': (%d,), }", n);
+    int total = 10 + len + 1;
+    int pad = (64 - total % 64) % 64;
+    unsigned char buf[4096];
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    uint16_t hl = (uint16_t)(len + pad + 1);
+    memcpy(buf + 8, &hl, 2);
+    memcpy(buf + 10, hdr, (size_t)len);
+    memset(buf + 10 + len, ' ', (size_t)pad);
+    buf[10 + len + pad] = '\n';
+    size_t off = (size_t)(10 + len + pad + 1);
+    memcpy(buf + off, v, (size_t)n * 4);
+    write_file(name, buf, off + (size_t)n * 4);
+}
+
+static int run(const char *args, char *err, size_t n)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd %s && %s exec %s 2>err.txt >/dev/null </dev/null", dir,
+             getenv("PTXTUNE_BIN"), args);
+    int st = system(cmd);
+    char path[128];
+    snprintf(path, sizeof path, "%s/err.txt", dir);
+    FILE *f = fopen(path, "r");
+    size_t len = f ? fread(err, 1, n - 1, f) : 0;
+    err[len] = '\0';
+    if (f)
+        fclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void setup(void)
+{
+    cr_assert(getenv("PTXTUNE_BIN"), "PTXTUNE_BIN not set (meson sets it)");
+    strcpy(dir, "/tmp/ptxtune_exec_XXXXXX");
+    cr_assert(mkdtemp(dir));
+    write_file("k.ptx", kernel, strlen(kernel));
+    float x[64];
+    for (int i = 0; i < 64; i++)
+        x[i] = (float)i * 0.25f - 3.0f;
+    write_npy_f32("x.npy", x, 64);
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    (void)!system(cmd);
+}
+
+TestSuite(exec, .init = setup, .fini = teardown);
+
+Test(exec, runs_from_npy_to_npy)
+{
+    char err[4096];
+    int rc = run("k.ptx --grid 1 --block 64 --arg x.npy --arg out:y.npy:f32:64 --arg f32:2.5 "
+                 "--arg u32:64", err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_expect(strstr(err, "0 reports"), "%s", err);
+    char path[128];
+    snprintf(path, sizeof path, "%s/y.npy", dir);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "no y.npy");
+    unsigned char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    cr_assert_gt(n, 256 + 10);
+    uint16_t hl;
+    memcpy(&hl, buf + 8, 2);
+    cr_assert_eq(n, 10u + hl + 256u);
+    cr_expect(memmem(buf, 10u + hl, "'<f4'", 5), "descr");
+    for (int i = 0; i < 64; i++) {
+        float y;
+        memcpy(&y, buf + 10 + hl + 4 * i, 4);
+        cr_expect_eq(y, ((float)i * 0.25f - 3.0f) * 2.5f, "y[%d] = %g", i, (double)y);
+    }
+}
+
+Test(exec, out_of_bounds_is_reported)
+{
+    char err[8192];
+    /* n = 65 with 64 elements: thread 64 reads past x and writes past y */
+    int rc = run("k.ptx --grid 1 --block 96 --arg x.npy --arg out:y.npy:f32:64 --arg f32:2.5 "
+                 "--arg u32:65", err, sizeof err);
+    cr_expect_eq(rc, 1, "%s", err);
+    cr_expect(strstr(err, "axpy"), "names the kernel: %s", err);
+    cr_expect(strstr(err, "x.npy"), "names the allocation: %s", err);
+    /* a clean run with one detector switched off stays clean */
+    rc = run("k.ptx --grid 1 --block 64 --arg x.npy --arg out:y.npy:f32:64 --arg f32:1 "
+             "--arg u32:64 --no-detect uninit", err, sizeof err);
+    cr_expect_eq(rc, 0, "%s", err);
+}
+
+Test(exec, bad_arguments_exit_2)
+{
+    static const struct {
+        const char *args, *msg;
+    } bad[] = {
+        {"k.ptx --grid 1 --block 64 --arg x.npy", "has 4 parameters but 1 --arg given"},
+        {"k.ptx --grid 1 --block 64 --arg x.npy --arg out:y.npy:f12:64 --arg f32:1 --arg u32:1", "unknown dtype 'f12'"},
+        {"k.ptx --grid 1 --block 64 --arg x.npy --arg out:y.npy:f32:64 --arg f64:1 --arg u32:1", "is 8 bytes but parameter 3 'a' is .f32"},
+        {"k.ptx --grid 1 --block 64 --arg x.npy --arg out:y.npy:f32:64 --arg f32:1 --arg u32:-1", "bad value '-1'"},
+        {"k.ptx --grid 0 --block 64", "bad --grid '0'"},
+        {"k.ptx --grid 1 --block 2048", "more than 1024 threads"},
+        {"k.ptx --grid 1 --block 64 --arg f32:1 --arg out:y.npy:f32:64 --arg f32:1 --arg u32:1", "parameter 1 'x'"},
+        {"missing.ptx --grid 1 --block 1", "cannot open 'missing.ptx'"},
+        {"k.ptx --grid 1 --block 64 --entry nope --arg u32:1", "no entry 'nope'"},
+        {"k.ptx --grid 1 --block 64 --no-detect frob", "unknown detector 'frob'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char err[4096];
+        int rc = run(bad[i].args, err, sizeof err);
+        cr_expect_eq(rc, 2, "'%s' exited %d: %s", bad[i].args, rc, err);
+        cr_expect(strstr(err, bad[i].msg), "'%s': '%s' lacks '%s'", bad[i].args, err, bad[i].msg);
+        int lines = 0;
+        for (const char *p = err; *p; p++)
+            lines += *p == '\n';
+        cr_expect_eq(lines, 1, "'%s': one line: %s", bad[i].args, err);
+    }
+}
+
+/* --backend cuda: without a driver the plain message and exit 4; with the
+ * test suite's fake libcuda.so.1 (the driver API over the emulator) the
+ * same kernel gives the same output. */
+Test(exec, cuda_backend)
+{
+    char err[4096];
+    int rc = run("k.ptx --grid 1 --block 64 --arg x.npy --arg out:y.npy:f32:64 --arg f32:2.5 "
+                 "--arg u32:64 --backend cuda", err, sizeof err);
+    if (rc == 4) {
+        cr_expect(strstr(err, "no CUDA driver found (libcuda.so.1)"), "%s", err);
+    } else {
+        cr_expect_eq(rc, 0, "a real driver: %s", err);
+    }
+    const char *fake = getenv("PTXTUNE_FAKE_CUDA");
+    if (!fake)
+        cr_skip_test("PTXTUNE_FAKE_CUDA not set (built without CUDA headers)");
+    char libdir[512];
+    snprintf(libdir, sizeof libdir, "%s", fake);
+    *strrchr(libdir, '/') = '\0';
+    char args[1024];
+    snprintf(args, sizeof args, "k.ptx --grid 1 --block 64 --arg x.npy --arg out:z.npy:f32:64 "
+             "--arg f32:2.5 --arg u32:64 --backend cuda");
+    setenv("LD_LIBRARY_PATH", libdir, 1);
+    rc = run(args, err, sizeof err);
+    unsetenv("LD_LIBRARY_PATH");
+    cr_assert_eq(rc, 0, "%s", err);
+    char path[128];
+    snprintf(path, sizeof path, "%s/z.npy", dir);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "no z.npy");
+    unsigned char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    uint16_t hl;
+    memcpy(&hl, buf + 8, 2);
+    cr_assert_eq(n, 10u + hl + 256u);
+    for (int i = 0; i < 64; i++) {
+        float y;
+        memcpy(&y, buf + 10 + hl + 4 * i, 4);
+        cr_expect_eq(y, ((float)i * 0.25f - 3.0f) * 2.5f, "y[%d] = %g", i, (double)y);
+    }
+}

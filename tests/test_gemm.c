@@ -1,0 +1,761 @@
+/* The GEMM generator: every config of the 4096^3 bf16 TN space assembles on
+ * every claimed arch without spills or ptxas warnings, the structure of the
+ * emitted PTX (mma per k-step, ldmatrix, 16-byte cp.async.cg, no local
+ * memory), bad input, golden files, determinism and the CLI. Numerical
+ * checks on the emulator are in test_gemm_emu.c. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gen/expr.h"
+#include "gen/gemm.h"
+#include "gen/gemm_int.h"
+#include "ptx/compile.h"
+#include "ptx/ir.h"
+#include "ptx/parse.h"
+
+static bool toolkit_required(void)
+{
+    const char *v = getenv("PTXTUNE_REQUIRE_TOOLKIT");
+    return v && strcmp(v, "1") == 0;
+}
+
+static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
+
+typedef struct job {
+    const pt_compiler *comp;
+    int max_ptx;
+    int first, step;
+    int variants, failures, spills, warned, local;
+    char first_failure[1200];
+} job;
+
+static const pt_problem big = PT_GEMM(4096, 4096, 4096, "tn", PT_BF16, PT_BF16);
+
+static void fail(job *j, const char *arch, const pt_config *c, const char *what)
+{
+    if (j->first_failure[0])
+        return;
+    char cs[256];
+    snprintf(j->first_failure, sizeof j->first_failure, "%s [%s]: %s", arch,
+             pt_config_str(c, cs, sizeof cs), what);
+}
+
+static void *run_job(void *arg)
+{
+    job *j = arg;
+    int k = 0;
+    for (int ai = 0; ai < 4; ai++) {
+        pt_target t;
+        pt_err e = {0};
+        pt_target_parse(archs[ai], &t, &e);
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        if (gen_gemm_op.prepare(a, &big, &t, &pp, &e)) {
+            j->failures++;
+            snprintf(j->first_failure, sizeof j->first_failure, "%s", e.msg);
+            pt_arena_free(a);
+            continue;
+        }
+        pt_space s;
+        gen_gemm_op.space(pp, &t, &s);
+        for (int64_t i = 0; i < pt_space_size(&s); i++) {
+            pt_config c;
+            pt_space_config(&s, i, &c);
+            pt_err ce = {0};
+            if (gen_gemm_op.check(pp, &t, &c, &ce))
+                continue;
+            if (k++ % j->step != j->first)
+                continue;
+            ptx_module *m;
+            pt_launch l;
+            int rc = pt_op_build(&gen_gemm_op, pp, &t, j->max_ptx, &c, &m, &l, &ce);
+            j->variants++;
+            if (rc) {
+                j->failures++;
+                fail(j, archs[ai], &c, ce.msg);
+                continue;
+            }
+            char *text = ptx_print(m);
+            ptx_module_free(m);
+            if (strstr(text, "ld.local") || strstr(text, "st.local")) {
+                j->local++;
+                fail(j, archs[ai], &c, "local memory in the PTX");
+            }
+            pt_resource r = {0};
+            rc = pt_compile(j->comp, text, &t, NULL, NULL, &r, &ce);
+            free(text);
+            if (rc) {
+                j->failures++;
+                fail(j, archs[ai], &c, ce.msg);
+                continue;
+            }
+            if (r.spill_stores || r.spill_loads || r.stack_frame) {
+                j->spills++;
+                char w[96];
+                snprintf(w, sizeof w, "spills %d/%d stack %d", r.spill_stores, r.spill_loads,
+                         r.stack_frame);
+                fail(j, archs[ai], &c, w);
+            }
+            for (int q = 0; q < r.ncodes; q++)
+                if (r.codes[q][0] == 'C' && r.codes[q][1] == '7') {
+                    j->warned++;
+                    fail(j, archs[ai], &c, r.codes[q]);
+                    break;
+                }
+        }
+        pt_arena_free(a);
+    }
+    return NULL;
+}
+
+Test(gemm, every_variant_of_4096_bf16_tn_assembles, .timeout = 1800)
+{
+    pt_compiler *comp = NULL;
+    pt_err e = {0};
+    if (pt_compiler_open(&comp, &e)) {
+        cr_assert(!toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_skip_test("no CUDA toolkit: %s", e.msg);
+    }
+    enum { NTHREADS = 2 };
+    job jobs[NTHREADS];
+    pthread_t th[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++) {
+        jobs[i] = (job){comp, pt_compiler_max_ptx(comp), i, NTHREADS, 0, 0, 0, 0, 0, ""};
+        pthread_create(&th[i], NULL, run_job, &jobs[i]);
+    }
+    int variants = 0, failures = 0, spills = 0, warned = 0, local = 0;
+    const char *msg = "";
+    for (int i = 0; i < NTHREADS; i++) {
+        pthread_join(th[i], NULL);
+        variants += jobs[i].variants;
+        failures += jobs[i].failures;
+        spills += jobs[i].spills;
+        warned += jobs[i].warned;
+        local += jobs[i].local;
+        if (jobs[i].first_failure[0] && !msg[0])
+            msg = jobs[i].first_failure;
+    }
+    printf("gemm: %d variants of the 4096^3 bf16 tn space assembled for sm_80 sm_86 sm_89 sm_90 "
+           "with %s: %d failures, %d with spills, %d with C7xxx warnings, %d with local memory\n",
+           variants, pt_compiler_describe(comp), failures, spills, warned, local);
+    pt_compiler_close(comp);
+    cr_assert(variants > 400, "only %d variants", variants);
+    cr_assert(failures + spills + warned + local == 0, "first: %s", msg);
+}
+
+/* ---- emission helpers ---- */
+
+static char *emit_text(const pt_problem *p, const char *arch, const char *config, pt_launch *lo,
+                       pt_err *e)
+{
+    pt_target t;
+    if (pt_target_parse(arch, &t, e))
+        return NULL;
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    char *text = NULL;
+    if (gen_gemm_op.prepare(a, p, &t, &pp, e) == 0) {
+        pt_space s;
+        pt_config c;
+        gen_gemm_op.space(pp, &t, &s);
+        gen_gemm_op.defaults(pp, &t, &c);
+        ptx_module *m;
+        pt_launch l;
+        if (pt_config_parse(&s, config, &c, e) == 0 &&
+            pt_op_build(&gen_gemm_op, pp, &t, 90, &c, &m, &l, e) == 0) {
+            text = ptx_print(m);
+            ptx_module_free(m);
+            if (lo)
+                *lo = l;
+        }
+    }
+    pt_arena_free(a);
+    return text;
+}
+
+static int count(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+/* The main loop is the first loop; the epilogue may have its own. */
+static int count_in_mainloop(const char *text, const char *needle)
+{
+    const char *wait = strstr(text, "cp.async.wait_group");
+    cr_assert(wait, "no pipeline wait");
+    const char *lab = wait;
+    while (lab > text && !(lab[0] == '\n' && lab[1] == '$'))
+        lab--;
+    const char *end = strstr(wait, "cp.async.wait_all");
+    cr_assert(end, "no pipeline drain");
+    int n = 0;
+    for (const char *p = lab; (p = strstr(p, needle)) && p < end; p++)
+        n++;
+    return n;
+}
+
+Test(gemm, bf16_tn_main_loop_structure)
+{
+    pt_problem p = big;
+    pt_err e = {0};
+    /* 128x128 tile of 2x2 warps of 64x64: per k-step 4 x 8 m16n8k16, bk=64: 4 k-steps */
+    char *t = emit_text(&p, "sm_80", "bm=128,bn=128,bk=64,wm=64,wn=64,stages=3", NULL, &e);
+    cr_assert(t, "%s", e.msg);
+    int mma = count_in_mainloop(t, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
+    cr_expect_eq(mma, 4 * 8 * 4, "main loop holds %d mma.sync, expected 32 per k-step x 4", mma);
+    cr_expect_eq(count(t, "mma.sync"), mma, "no mma outside the main loop");
+    /* tn: A is K x M and B is K x N in memory, both fed with ldmatrix.trans */
+    cr_expect_eq(count_in_mainloop(t, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), 4 * (4 + 4));
+    cr_expect_gt(count(t, "cp.async.cg.shared.global ["), 0);
+    cr_expect(strstr(t, "], 16;\n"), "16-byte cp.async without src-size (no edges at 4096)");
+    cr_expect_eq(count(t, "cp.async.ca"), 0);
+    cr_expect_eq(count(t, "ld.local") + count(t, "st.local"), 0);
+    cr_expect_gt(count(t, "st.global.v4.b32"), 0, "16-byte bf16 stores");
+    cr_expect(strstr(t, "cp.async.wait_group 1;"), "3 stages wait for all but 1 group");
+    free(t);
+
+    /* nt: both operands K-contiguous, ldmatrix without .trans */
+    p.layout = "nt";
+    t = emit_text(&p, "sm_80", "bm=64,bn=64,bk=32,wm=32,wn=32,stages=4", NULL, &e);
+    cr_assert(t, "%s", e.msg);
+    cr_expect_eq(count_in_mainloop(t, "mma.sync"), 2 * 4 * 2);
+    cr_expect_eq(count(t, ".trans"), 0);
+    cr_expect_eq(count_in_mainloop(t, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 2 * (2 + 2));
+    cr_expect(strstr(t, "cp.async.wait_group 2;"));
+    free(t);
+}
+
+Test(gemm, edges_are_predicated_with_zero_fill)
+{
+    pt_problem p = PT_GEMM(250, 130, 72, "nn", PT_F16, PT_F16);
+    pt_err e = {0};
+    char *t = emit_text(&p, "sm_86", "bm=64,bn=64,bk=32,wm=32,wn=32,stages=3", NULL, &e);
+    cr_assert(t, "%s", e.msg);
+    /* k 72 % 32: src-size from the k left; rows 250 % 64: src-size 0 */
+    cr_expect_gt(count(t, "cp.async.cg.shared.global"), 0);
+    cr_expect_gt(count(t, "], 16, %r"), 0, "src-size operand on edge copies");
+    cr_expect_gt(count(t, "min.s32"), 0);
+    free(t);
+    /* odd leading dimensions: no 16-byte alignment, element copies */
+    p = (pt_problem)PT_GEMM(17, 33, 65, "nn", PT_BF16, PT_BF16);
+    t = emit_text(&p, "sm_80", "bm=32,bn=32,bk=16,wm=16,wn=16,stages=2", NULL, &e);
+    cr_assert(t, "%s", e.msg);
+    cr_expect_eq(count(t, "cp.async"), count(t, "cp.async.commit_group") +
+                                           count(t, "cp.async.wait_group") +
+                                           count(t, "cp.async.wait_all"),
+                 "2-byte aligned rows cannot use cp.async copies");
+    cr_expect_gt(count(t, "ld.global.b16"), 0);
+    cr_expect_gt(count(t, "st.shared.b16"), 0);
+    free(t);
+}
+
+Test(gemm, dtype_rows_pick_their_atoms)
+{
+    static const struct {
+        pt_problem p;
+        const char *arch, *mma, *extra;
+    } rows[] = {
+        {PT_GEMM(128, 128, 128, "nt", PT_F16, PT_F16), "sm_80", "m16n8k16.row.col.f32.f16.f16.f32", "cvt.rn.f16x2.f32"},
+        {PT_GEMM(128, 128, 128, "tt", PT_TF32, PT_F32), "sm_80", "m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32"},
+        {PT_GEMM(128, 128, 128, "nt", PT_S8, PT_S32), "sm_80", "m16n8k32.row.col.s32.s8.s8.s32", "st.global.v4.b32"},
+        {PT_GEMM(128, 128, 128, "nt", PT_U8, PT_BF16), "sm_86", "m16n8k32.row.col.s32.u8.u8.s32", "cvt.rn.f32.s32"},
+        {PT_GEMM(128, 128, 128, "nt", PT_E4M3, PT_BF16), "sm_89", "m16n8k32.row.col.f32.e4m3.e4m3.f32", ".version 8.4"},
+        {PT_GEMM(128, 128, 128, "nt", PT_E5M2, PT_E4M3), "sm_89", "m16n8k32.row.col.f32.e5m2.e5m2.f32", "cvt.rn.satfinite.e4m3x2.f32"},
+        {PT_GEMM(128, 128, 128, "nn", PT_F32, PT_F32), "sm_80", "fma.rn.f32", "ld.shared.v4.f32"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        pt_err e = {0};
+        char *t = emit_text(&rows[i].p, rows[i].arch, "", NULL, &e);
+        cr_assert(t, "row %zu: %s", i, e.msg);
+        cr_expect(strstr(t, rows[i].mma), "row %zu lacks %s", i, rows[i].mma);
+        cr_expect(strstr(t, rows[i].extra), "row %zu lacks %s", i, rows[i].extra);
+        free(t);
+    }
+}
+
+Test(gemm, launch_description)
+{
+    pt_problem p = PT_GEMM(1000, 700, 4096, "tn", PT_BF16, PT_BF16);
+    p.batch = 3;
+    pt_err e = {0};
+    pt_launch l;
+    char *t = emit_text(&p, "sm_80", "bm=128,bn=128,bk=64,wm=64,wn=64,stages=4,splitk=2,raster=4", &l, &e);
+    cr_assert(t, "%s", e.msg);
+    cr_expect_eq(l.grid[0], 8 * 6);
+    cr_expect_eq(l.grid[1], 2, "split-K over grid.y");
+    cr_expect_eq(l.grid[2], 3, "batch over grid.z");
+    cr_expect_eq(l.block[0], 128);
+    cr_expect_eq(l.smem, 4 * (128 + 128) * 128);
+    cr_expect(l.smem_optin, "more than 48 KB of dynamic shared memory");
+    cr_expect_eq(l.nargs, 5, "d a b ws alpha");
+    cr_expect_eq(l.args[3].kind, PT_ARG_WORKSPACE);
+    cr_expect_eq(l.args[3].u, 3ull * 48 * 2 * 128 * 128 * 4 + (3 * 48 * 4 + 15) / 16 * 16);
+    cr_expect_eq(l.args[4].kind, PT_ARG_F32);
+    cr_expect(strstr(t, "atom.global.add.u32"), "split-K arrival counter");
+    cr_expect(strstr(t, "fence.acq_rel.gpu"));
+    free(t);
+    t = emit_text(&p, "sm_80", "bm=64,bn=64,bk=32,wm=32,wn=32,stages=2,splitk=1", &l, &e);
+    cr_assert(t, "%s", e.msg);
+    cr_expect(!l.smem_optin && l.smem <= 48 * 1024);
+    cr_expect(!strstr(t, "atom."));
+    cr_expect(!strstr(t, "%nctaid.x"));
+    free(t);
+    /* persistent: 132 CTAs walk the 16 x 11 tiles */
+    t = emit_text(&p, "sm_80", "bm=64,bn=64,bk=32,wm=32,wn=32,stages=2,persistent=132", &l, &e);
+    cr_assert(t, "%s", e.msg);
+    cr_expect_eq(l.grid[0], 132);
+    cr_expect(strstr(t, "%nctaid.x"));
+    free(t);
+}
+
+Test(gemm, epilogue_binds_vectors_and_tensors)
+{
+    pt_problem p = PT_GEMM(256, 512, 256, "tn", PT_BF16, PT_BF16);
+    p.epilogue = "gelu(acc * alpha + bias[n]) + r";
+    p.alpha = 0.5;
+    pt_err e = {0};
+    pt_launch l;
+    char *t = emit_text(&p, "sm_80", "", &l, &e);
+    cr_assert(t, "%s", e.msg);
+    cr_expect_eq(l.nargs, 6, "d a b bias r alpha");
+    cr_expect_eq(l.args[3].kind, PT_ARG_INPUT);
+    cr_expect_eq(l.args[3].index, 2);
+    cr_expect_eq(l.args[5].kind, PT_ARG_F32);
+    cr_expect_float_eq(l.args[5].f, 0.5f, 0);
+    cr_expect(strstr(t, "ex2.approx.ftz.f32"), "gelu's tanh");
+    cr_expect_gt(count(t, "ld.global.nc.v4.b32"), 0, "bias[n] and r by 16 bytes");
+    free(t);
+    /* tensors() names them in parameter order */
+    pt_target tg;
+    pt_target_parse("sm_80", &tg, &e);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_gemm_op.prepare(a, &p, &tg, &pp, &e), 0, "%s", e.msg);
+    int nin, nout;
+    pt_tensor in[8], out[2];
+    gen_gemm_op.tensors(pp, &nin, &nout, in, out);
+    cr_expect_eq(nin, 4);
+    cr_expect_eq(nout, 1);
+    cr_expect_str_eq(in[2].name, "bias[n]");
+    cr_expect_eq(in[2].numel, 512);
+    cr_expect_str_eq(in[3].name, "r");
+    cr_expect_eq(in[3].numel, 256 * 512);
+    cr_expect_eq(out[0].dtype, PT_BF16);
+    cr_expect_gt(gen_gemm_op.flops(pp), 2.0 * 256 * 512 * 256, "the product plus the epilogue");
+    cr_expect_float_eq(gen_gemm_op.bytes(pp), (256.0 * 256 + 256.0 * 512 + 2.0 * 256 * 512) * 2 + 512 * 2, 1);
+    pt_arena_free(a);
+}
+
+Test(gemm, addresses_are_64_bit)
+{
+    /* 2^34 elements of A: every global address is base + mul.wide */
+    pt_problem p = PT_GEMM(131072, 256, 131072, "nn", PT_BF16, PT_BF16);
+    pt_err e = {0};
+    char *t = emit_text(&p, "sm_80", "bm=128,bn=128,bk=64,wm=64,wn=64,stages=3", NULL, &e);
+    cr_assert(t, "%s", e.msg);
+    cr_expect_gt(count(t, "mul.wide.u32"), 0);
+    cr_expect_gt(count(t, "add.s64"), 0);
+    cr_expect_eq(count(t, "mul.lo.u64"), 0, "every factor fits 32 bits");
+    free(t);
+}
+
+Test(gemm, bad_input_is_one_exact_line)
+{
+    static const struct {
+        pt_problem p;
+        const char *arch, *config, *msg;
+    } bad[] = {
+        {PT_GEMM(0, 64, 64, "nn", PT_BF16, PT_BF16), "sm_80", "",
+         "M, N and K must be at least 1 (got m=0 n=64 k=64)"},
+        {PT_GEMM(64, -3, 64, "nn", PT_BF16, PT_BF16), "sm_80", "",
+         "M, N and K must be at least 1 (got m=64 n=-3 k=64)"},
+        {PT_GEMM(64, 64, 0, "nn", PT_BF16, PT_BF16), "sm_80", "",
+         "M, N and K must be at least 1 (got m=64 n=64 k=0)"},
+        {PT_GEMM(64, 64, 3000000000ll, "nn", PT_BF16, PT_BF16), "sm_80", "",
+         "m=64 n=64 k=3000000000: each must be at most 2^31-1"},
+        {PT_GEMM(64, 64, 64, "nt", PT_E4M3, PT_BF16), "sm_80", "",
+         "dtype e4m3 needs sm_89; target is sm_80"},
+        {PT_GEMM(64, 64, 64, "nt", PT_E5M2, PT_BF16), "sm_86", "",
+         "dtype e5m2 needs sm_89; target is sm_86"},
+        {PT_GEMM(64, 64, 64, "tn", PT_S8, PT_S32), "sm_80", "",
+         "s8 inputs need layout nt (A M x K and B N x K, both K-contiguous: ldmatrix cannot "
+         "transpose 8-bit data); got tn"},
+        {PT_GEMM(64, 64, 64, "nn", PT_E4M3, PT_BF16), "sm_89", "",
+         "e4m3 inputs need layout nt (A M x K and B N x K, both K-contiguous: ldmatrix cannot "
+         "transpose 8-bit data); got nn"},
+        {PT_GEMM(64, 64, 64, "xn", PT_BF16, PT_BF16), "sm_80", "",
+         "bad layout 'xn' (nn, nt, tn or tt: A then B; n as written, t stored transposed)"},
+        {PT_GEMM(64, 64, 64, "nn", PT_F64, PT_F64), "sm_80", "",
+         "dtype 'f64' is not supported for gemm inputs (f32 tf32 f16 bf16 s8 u8 e4m3 e5m2)"},
+        {PT_GEMM(64, 64, 64, "nn", PT_BF16, PT_E4M3), "sm_80", "", "dtype e4m3 needs sm_89; target is sm_80"},
+        {PT_GEMM(64, 64, 64, "nt", PT_S8, PT_E4M3), "sm_89", "",
+         "output dtype 'e4m3' is not supported for s8 inputs (s32 f32 f16 bf16)"},
+        {PT_GEMM(64, 64, 64, "nn", PT_BF16, PT_BF16), "sm_70", "", "unknown arch 'sm_70'"},
+        {PT_GEMM(64, 64, 64, "nn", PT_BF16, PT_BF16), "sm_80", "bm=48",
+         "bm=48: must be a power of two in 16..256"},
+        {PT_GEMM(64, 64, 64, "nn", PT_BF16, PT_BF16), "sm_80", "bm=16,wm=32",
+         "warp tile 32x32 is larger than the block tile 16x64"},
+        {PT_GEMM(64, 64, 64, "nn", PT_BF16, PT_BF16), "sm_80", "bk=24",
+         "bk=24: k tile must be 32, 64 or 128 bytes (16..64 bf16 elements)"},
+        {PT_GEMM(64, 64, 64, "nn", PT_BF16, PT_BF16), "sm_80", "stages=6", "stages=6: must be 2..5"},
+        {PT_GEMM(64, 64, 64, "nn", PT_BF16, PT_BF16), "sm_80", "splitk=3",
+         "splitk=3: more splits than k tiles (2)"},
+        {PT_GEMM(4096, 4096, 4096, "tn", PT_BF16, PT_BF16), "sm_86",
+         "bm=256,bn=128,bk=64,wm=64,wn=64,stages=4",
+         "196608 bytes of shared memory: sm_86 allows 101376 per block"},
+        {PT_GEMM(64, 64, 64, "nn", PT_BF16, PT_BF16), "sm_80", "frob=1", "unknown config key 'frob'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pt_err e = {0};
+        char *t = emit_text(&bad[i].p, bad[i].arch, bad[i].config, NULL, &e);
+        cr_expect_null(t, "case %zu emitted", i);
+        cr_expect(e.code != PT_OK, "case %zu", i);
+        cr_expect(strncmp(e.msg, bad[i].msg, strlen(bad[i].msg)) == 0, "case %zu: '%s' is not '%s'",
+                  i, e.msg, bad[i].msg);
+        cr_expect(!strchr(e.msg, '\n'), "one line");
+        free(t);
+    }
+    /* leading dimensions and epilogues */
+    static const struct {
+        int64_t lda, ldb, ldc, ldd;
+        double alpha, beta;
+        const char *epi, *msg;
+    } bad2[] = {
+        {10, 0, 0, 0, 1, 0, NULL, "lda=10 is too small: A (layout n) is stored 64 x 65, so lda >= 65"},
+        {0, 30, 0, 0, 1, 0, NULL, "ldb=30 is too small: B (layout t) is stored 48 x 65, so ldb >= 65"},
+        {0, 0, 40, 0, 1, 0.5, NULL, "ldc=40 is too small: C is stored 64 x 48, so ldc >= 48"},
+        {0, 0, 0, 47, 1, 0, NULL, "ldd=47 is too small: D is stored 64 x 48, so ldd >= 48"},
+        {0, 0, 0, 0, 1, 0, "relu(acc", "epilogue: unexpected end of input at column 9"},
+        {0, 0, 0, 0, 1, 0, "gelo(acc)", "epilogue: unknown function 'gelo' at column 1"},
+        {0, 0, 0, 0, 1, 0, "acc + bias[k]",
+         "epilogue input 'bias[k]': the index must be [m] (one value per row) or [n] (per column)"},
+        {0, 0, 0, 0, 1, 0, "relu(x)", "epilogue does not use acc"},
+        {0, 0, 0, 0, 2, 0, "relu(acc)", "alpha=2 is not used: write alpha into the epilogue"},
+        {0, 0, 0, 0, 1, 0.5, "relu(acc)", "beta=0.5 is not used: write beta * c into the epilogue"},
+        {0, 0, 0, 0, 1, 0, "softmax(acc, -1)", "epilogue: reductions (sum, max, softmax, norms) are not supported"},
+        {0, 0, 0, 0, 1, 0, "acc[n]", "epilogue: 'acc' cannot be indexed"},
+    };
+    for (size_t i = 0; i < sizeof bad2 / sizeof bad2[0]; i++) {
+        pt_problem p = PT_GEMM(64, 48, 65, "nt", PT_BF16, PT_BF16);
+        p.lda = bad2[i].lda;
+        p.ldb = bad2[i].ldb;
+        p.ldc = bad2[i].ldc;
+        p.ldd = bad2[i].ldd;
+        p.alpha = bad2[i].alpha;
+        p.beta = bad2[i].beta;
+        p.epilogue = bad2[i].epi;
+        pt_err e = {0};
+        char *t = emit_text(&p, "sm_80", "", NULL, &e);
+        cr_expect_null(t, "case %zu emitted", i);
+        cr_expect_str_eq(e.msg, bad2[i].msg, "case %zu", i);
+        free(t);
+    }
+}
+
+Test(gemm, emission_is_deterministic)
+{
+    pt_problem ps[] = {big, PT_GEMM(250, 130, 70, "nn", PT_F16, PT_F32),
+                       PT_GEMM(100, 100, 100, "nt", PT_S8, PT_S32)};
+    ps[1].epilogue = "relu(acc * alpha + b[m])";
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
+        pt_err e = {0};
+        char *a = emit_text(&ps[i], "sm_86", "", NULL, &e);
+        char *b = emit_text(&ps[i], "sm_86", "", NULL, &e);
+        cr_assert(a && b, "%s", e.msg);
+        cr_expect_str_eq(a, b);
+        free(a);
+        free(b);
+    }
+}
+
+/* Golden files: tests/golden/gemm_*.ptx. Regenerate with
+ * PTXTUNE_REGEN_GOLDEN=1 meson test -C build test_gemm (see README). */
+static pt_problem golden_problem(int i)
+{
+    pt_problem p;
+    switch (i) {
+    case 0: p = (pt_problem)PT_GEMM(256, 256, 256, "tn", PT_BF16, PT_BF16); break;
+    case 1:
+        p = (pt_problem)PT_GEMM(100, 72, 40, "nn", PT_F16, PT_F32);
+        p.beta = 0.5;
+        break;
+    case 2: p = (pt_problem)PT_GEMM(128, 64, 96, "nt", PT_S8, PT_S32); break;
+    case 3:
+        p = (pt_problem)PT_GEMM(64, 64, 128, "nt", PT_E4M3, PT_BF16);
+        p.epilogue = "gelu(acc * alpha + bias[n])";
+        p.scale_a = 0.5;
+        break;
+    case 4: p = (pt_problem)PT_GEMM(96, 64, 64, "tt", PT_F32, PT_F32); break;
+    default:
+        p = (pt_problem)PT_GEMM(64, 64, 512, "tt", PT_TF32, PT_F32);
+        p.d_colmajor = true;
+        break;
+    }
+    return p;
+}
+
+static const struct {
+    const char *name, *arch, *config;
+} golden[] = {
+    {"gemm_bf16_tn_sm80", "sm_80", "bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,kslice=1,splitk=1,raster=1,persistent=0"},
+    {"gemm_f16_nn_edges_beta_sm86", "sm_86", "bm=32,bn=32,bk=32,wm=16,wn=16,stages=2,kslice=1,splitk=1,raster=1"},
+    {"gemm_s8_nt_sm80", "sm_80", "bm=64,bn=64,bk=64,wm=32,wn=32,stages=4,kslice=1,splitk=1,raster=1"},
+    {"gemm_e4m3_nt_gelu_bias_sm89", "sm_89", "bm=64,bn=64,bk=64,wm=32,wn=32,stages=3,kslice=1,splitk=1,raster=1"},
+    {"gemm_f32_simt_tt_sm80", "sm_80", "bm=32,bn=64,bk=16,tm=4,tn=8,stages=3,splitk=1,raster=1"},
+    {"gemm_tf32_tt_splitk_kslice_sm80", "sm_80", "bm=64,bn=64,bk=16,wm=32,wn=32,stages=2,kslice=2,splitk=2,raster=1"},
+};
+
+Test(gemm, golden_files)
+{
+    bool regen = getenv("PTXTUNE_REGEN_GOLDEN") && strcmp(getenv("PTXTUNE_REGEN_GOLDEN"), "1") == 0;
+    const char *dir = getenv("PTXTUNE_GOLDEN_DIR");
+    cr_assert(dir, "PTXTUNE_GOLDEN_DIR not set (meson sets it)");
+    for (size_t i = 0; i < sizeof golden / sizeof golden[0]; i++) {
+        pt_err e = {0};
+        pt_problem p = golden_problem((int)i);
+        char *t = emit_text(&p, golden[i].arch, golden[i].config, NULL, &e);
+        cr_assert(t, "%s: %s", golden[i].name, e.msg);
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s.ptx", dir, golden[i].name);
+        if (regen) {
+            FILE *f = fopen(path, "wb");
+            cr_assert(f, "cannot write %s", path);
+            fputs(t, f);
+            fclose(f);
+        } else {
+            FILE *f = fopen(path, "rb");
+            cr_assert(f, "missing golden file %s (regenerate: see README)", path);
+            static char want[1 << 20];
+            size_t n = fread(want, 1, sizeof want - 1, f);
+            want[n] = '\0';
+            fclose(f);
+            cr_expect_str_eq(t, want, "%s differs from the golden file", golden[i].name);
+            /* and the parser reads it back to the same text */
+            ptx_module *m = NULL;
+            pt_err pe = {0};
+            cr_assert_eq(ptx_parse(want, n, path, 90, &m, &pe), PT_OK, "%s", pe.msg);
+            char *again = ptx_print(m);
+            cr_expect_str_eq(again, want, "%s: parse(print) round trip", golden[i].name);
+            free(again);
+            ptx_module_free(m);
+        }
+        free(t);
+    }
+}
+
+/* Bank groups (16-byte column of the 128-byte bank window) of the 8 rows an
+ * ldmatrix 8x8 matrix (or 8 threads of a cp.async row) touches: the swizzle
+ * must spread them over all 8, for every tile width the generator uses and
+ * every lane-address scheme of gen/gemm_tile.c. */
+static bool spread(const gemm_smem *s, const int *rows, const int *chunks)
+{
+    int seen = 0;
+    for (int i = 0; i < 8; i++)
+        seen |= 1 << ((gemm_smem_off(s, rows[i], chunks[i] * 16) / 16) % 8);
+    return seen == 0xff;
+}
+
+Test(gemm, swizzled_tiles_are_free_of_bank_conflicts)
+{
+    int checked = 0;
+    for (int rb = 32; rb <= 512; rb *= 2) {
+        gemm_smem s = gemm_smem_swizzled(64, rb);
+        int nc = rb / 16;
+        for (int base = 0; base < 64; base += 16)
+            for (int c0 = 0; c0 + 1 < nc; c0 += 2)
+                for (int grp = 0; grp < 4; grp++) {
+                    int r[4][8], c[4][8];
+                    for (int i = 0; i < 8; i++) {
+                        int l = 8 * grp + i, j = l / 8;
+                        r[0][i] = base + l % 16, c[0][i] = c0 + l / 16;                 /* A K-major */
+                        r[1][i] = base + (l / 16) * 8 + l % 8, c[1][i] = c0 + (l / 8) % 2; /* B K-major */
+                        r[2][i] = base + l % 8 + 8 * (j / 2), c[2][i] = c0 + j % 2;    /* A MN-major */
+                        r[3][i] = base + l % 16, c[3][i] = c0 + l / 16;                 /* B MN-major */
+                    }
+                    for (int k = 0; k < 4; k++, checked++)
+                        cr_expect(spread(&s, r[k], c[k]), "row bytes %d scheme %d base %d chunk %d group %d",
+                                  rb, k, base, c0, grp);
+                }
+        for (int p = 0; p < 64 * nc; p += 8, checked++) { /* cp.async: consecutive pieces */
+            int r[8], c[8];
+            for (int i = 0; i < 8; i++)
+                r[i] = (p + i) / nc, c[i] = (p + i) % nc;
+            cr_expect(spread(&s, r, c), "cp.async row bytes %d piece %d", rb, p);
+        }
+    }
+    cr_expect_gt(checked, 1000);
+}
+
+/* The sampled reference gives the full reference's values, bit for bit. */
+Test(gemm, reference_at_matches_reference)
+{
+    pt_problem ps[] = {
+        PT_GEMM(37, 29, 45, "tn", PT_BF16, PT_BF16),
+        PT_GEMM(20, 24, 33, "nt", PT_S8, PT_S32),
+        PT_GEMM(20, 24, 33, "tt", PT_TF32, PT_F32),
+        PT_GEMM(16, 40, 64, "nt", PT_E4M3, PT_E4M3),
+        PT_GEMM(31, 17, 19, "nn", PT_F16, PT_F16),
+    };
+    ps[0].epilogue = "gelu(acc * alpha + bias[n]) + r * s[m]";
+    ps[0].alpha = 0.75;
+    ps[1].beta = 1;
+    ps[2].d_colmajor = true;
+    ps[2].batch = 2;
+    ps[2].beta = -0.5;
+    ps[3].alpha = 0.25;
+    ps[4].ldd = 36;
+    ps[4].d_colmajor = true;
+    ps[4].batch = 3;
+    ps[4].epilogue = "relu(acc) + c";
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
+        pt_target t;
+        pt_err e = {0};
+        pt_target_parse("sm_89", &t, &e);
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        cr_assert_eq(gen_gemm_op.prepare(a, &ps[i], &t, &pp, &e), 0, "%zu: %s", i, e.msg);
+        int nin, nout;
+        pt_tensor in[8], out[1];
+        gen_gemm_op.tensors(pp, &nin, &nout, in, out);
+        uint64_t seed = 12345 + i;
+        for (int k = 0; k < nin; k++) {
+            in[k].data = malloc((size_t)in[k].numel * sizeof(double));
+            for (int64_t j = 0; j < in[k].numel; j++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                double u = (double)(seed >> 11) * 0x1p-53 * 4.0 - 2.0;
+                in[k].data[j] = pt_dtype_round(in[k].dtype, u);
+            }
+        }
+        out[0].data = malloc((size_t)out[0].numel * sizeof(double));
+        cr_assert_eq(gen_gemm_op.reference(pp, in, out, &e), 0, "%s", e.msg);
+        int64_t n = out[0].numel;
+        int64_t *idx = malloc((size_t)n * sizeof *idx);
+        double *v = malloc((size_t)n * sizeof *v);
+        for (int64_t j = 0; j < n; j++)
+            idx[j] = j;
+        cr_assert_eq(gen_gemm_op.reference_at(pp, in, 0, idx, (int)n, v, &e), 0, "%s", e.msg);
+        int64_t diff = 0;
+        for (int64_t j = 0; j < n; j++)
+            diff += v[j] != out[0].data[j];
+        cr_expect_eq(diff, 0, "problem %zu: %lld of %lld sampled values differ", i, (long long)diff,
+                     (long long)n);
+        free(idx);
+        free(v);
+        free(out[0].data);
+        for (int k = 0; k < nin; k++)
+            free(in[k].data);
+        pt_arena_free(a);
+    }
+}
+
+/* The expression language's indexed inputs (ex_parse_indexed) and that
+ * plain ex_parse still refuses them. */
+Test(gemm, indexed_epilogue_inputs)
+{
+    pt_arena *a = pt_arena_new();
+    ex_prog *p;
+    pt_err e = {0};
+    cr_assert_eq(ex_parse_indexed(a, "d = acc + bias[n] * s[m] + bias[m] + r", &p, &e), 0, "%s", e.msg);
+    cr_expect_eq(p->ninputs, 5);
+    int k = ex_find_input(p, "bias[n]");
+    cr_assert_geq(k, 0);
+    cr_expect_str_eq(p->inputs[k].index, "n");
+    cr_expect(ex_find_input(p, "bias[m]") >= 0 && ex_find_input(p, "bias[m]") != k);
+    cr_expect_null(p->inputs[ex_find_input(p, "r")].index);
+    pt_err_clear(&e);
+    cr_expect_neq(ex_parse_indexed(a, "d = bias[1]", &p, &e), 0);
+    cr_expect_str_eq(e.msg, "unexpected '1' at column 10");
+    pt_err_clear(&e);
+    cr_expect_neq(ex_parse_indexed(a, "d = bias[n", &p, &e), 0);
+    cr_expect_str_eq(e.msg, "unexpected end of input at column 11");
+    pt_err_clear(&e);
+    cr_expect_neq(ex_parse(a, "y = x[n]", &p, &e), 0);
+    cr_expect_str_eq(e.msg, "unexpected '[' at column 6");
+    pt_arena_free(a);
+}
+
+/* ---- the command line ---- */
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    size_t len = f ? fread(buf, 1, n - 1, f) : 0;
+    buf[len] = '\0';
+    if (f)
+        fclose(f);
+}
+
+static int run(const char *args, char *err, size_t n, char *out, size_t on)
+{
+    const char *bin = getenv("PTXTUNE_BIN");
+    cr_assert(bin, "PTXTUNE_BIN not set (meson sets it)");
+    char dir[] = "/tmp/ptxtune_gemm_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s %s >%s/out 2>%s/err </dev/null", bin, args, dir, dir);
+    int st = system(cmd);
+    char path[256];
+    snprintf(path, sizeof path, "%s/out", dir);
+    slurp(path, out, on);
+    remove(path);
+    snprintf(path, sizeof path, "%s/err", dir);
+    slurp(path, err, n);
+    remove(path);
+    rmdir(dir);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(gemm, cli_emit)
+{
+    static char out[1 << 20];
+    char err[4096];
+    int rc = run("emit gemm --m 4096 --n 4096 --k 4096 --dtype bf16 --layout tn --arch sm_80",
+                 err, sizeof err, out, sizeof out);
+    cr_expect_eq(rc, 0, "%s", err);
+    cr_expect(strstr(out, ".visible .entry gemm_bf16_tn_"));
+    cr_expect(strstr(err, "grid 1024,1,1 block 128,1,1"), "%s", err);
+    rc = run("emit gemm --m 256 --n 128 --k 64 --dtype f16 --out-dtype f32 --layout nt --arch sm_86 "
+             "--epilogue 'gelu(acc * alpha + bias[n]) + r' --alpha 0.5 --config bm=64,bn=64,stages=2",
+             err, sizeof err, out, sizeof out);
+    cr_expect_eq(rc, 0, "%s", err);
+    cr_expect(strstr(err, "bm=64,bn=64,") && strstr(err, "stages=2"), "%s", err);
+    rc = run("emit gemm --help", err, sizeof err, out, sizeof out);
+    cr_expect_eq(rc, 0);
+    cr_expect(strstr(out, "--layout nn|nt|tn|tt") && strstr(out, "uint16 bits"), "%s", out);
+    /* the elementwise options still work and --expr is its business */
+    rc = run("emit elementwise --expr 'y = x * 2' --shape x=8x32 --dtype f16", err, sizeof err, out,
+             sizeof out);
+    cr_expect_eq(rc, 0, "%s", err);
+    static const struct {
+        const char *args, *msg;
+    } bad[] = {
+        {"emit gemm --m 0 --n 4 --k 4", "M, N and K must be at least 1 (got m=0 n=4 k=4)"},
+        {"emit gemm --n 4 --k 4", "M, N and K must be at least 1 (got m=0 n=4 k=4)"},
+        {"emit gemm --m x4 --n 4 --k 4", "bad value 'x4' for --m (expected an integer)"},
+        {"emit gemm --m 4 --n 4 --k 4 --alpha two", "bad value 'two' for --alpha (expected a number)"},
+        {"emit gemm --m 64 --n 64 --k 64 --dtype e4m3 --layout nt --arch sm_80",
+         "dtype e4m3 needs sm_89; target is sm_80"},
+        {"emit gemm --m 64 --n 64 --k 64 --dtype s8 --layout nn", "s8 inputs need layout nt"},
+        {"emit gemm --m 64 --n 64 --k 64 --lda 3", "lda=3 is too small"},
+        {"emit gemm --m 64 --n 64 --k 64 --dtype bf16 --epilogue 'relu(acc'",
+         "epilogue: unexpected end of input at column 9"},
+        {"emit elementwise --shape x=4", "empty expression"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rc = run(bad[i].args, err, sizeof err, out, sizeof out);
+        cr_expect_eq(rc, 2, "'%s' exited %d (%s)", bad[i].args, rc, err);
+        cr_expect(strstr(err, bad[i].msg), "'%s': '%s' lacks '%s'", bad[i].args, err, bad[i].msg);
+        int lines = 0;
+        for (const char *s = err; *s; s++)
+            lines += *s == '\n';
+        cr_expect_eq(lines, 1, "'%s': one line: %s", bad[i].args, err);
+    }
+}

@@ -1,0 +1,209 @@
+/* GEMM kernels on the CPU emulator against the float64 reference
+ * (tuner/emu_check.h: emit -> print -> parse -> emulate with random inputs,
+ * poisoned outputs and every detector on -> compare).
+ *
+ * The acceptance matrix: every input dtype x every layout it serves x 8
+ * configs (all four stage counts, tiles from 16x16 to 128x64, in-CTA
+ * k-slices, parallel split-K on and off, raster groups) x 7 shapes with
+ * ragged edges. Then epilogues, column-major D, batches, fp8 outputs,
+ * dequantised int8 and a long-K small-M case.
+ *
+ * Tolerance: the checker's per-dtype one, except for f32/tf32 outputs,
+ * where the error of f32 accumulation over K (not a property of the dtype)
+ * is allowed: 100 * 2^-24 * sqrt(K) in the checker's metric. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "gen/gemm.h"
+#include "tuner/emu_check.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct tally {
+    int ran, failed;
+    char first[1700];
+} tally;
+
+/* Runs one (problem, config, arch) and records the outcome. */
+static void check_one(tally *t, const pt_problem *p, const char *arch, const char *config)
+{
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse(arch, &tg, &e), 0, "%s", e.msg);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    char what[512];
+    snprintf(what, sizeof what, "%s %lldx%lldx%lld %s %s->%s [%s]%s%s", arch, (long long)p->m,
+             (long long)p->n, (long long)p->k, p->layout, pt_dtype_get(p->dtype)->name,
+             pt_dtype_get(p->out_dtype)->name, config, p->epilogue ? " epilogue " : "",
+             p->epilogue ? p->epilogue : "");
+    int rc = gen_gemm_op.prepare(a, p, &tg, &pp, &e);
+    pt_config c;
+    if (!rc) {
+        pt_space s;
+        gen_gemm_op.space(pp, &tg, &s);
+        gen_gemm_op.defaults(pp, &tg, &c);
+        rc = pt_config_parse(&s, config, &c, &e);
+    }
+    pt_check_result r;
+    memset(&r, 0, sizeof r);
+    if (!rc) {
+        pt_check_opts o = {.seed = (uint64_t)(p->m * 131 + p->n * 7 + p->k), .threads = 2};
+        rc = pt_check_emu(&gen_gemm_op, pp, &tg, &c, &o, &r, &e);
+        int nin, nout;
+        pt_tensor in[8], out[1];
+        gen_gemm_op.tensors(pp, &nin, &nout, in, out);
+        if (rc == PT_ERANGE && out[0].dtype == PT_F32 &&
+            r.max_err <= 100.0 * 0x1p-24 * sqrt((double)p->k))
+            rc = PT_OK; /* f32 accumulation over K */
+    }
+    t->ran++;
+    if (rc) {
+        if (!t->failed)
+            snprintf(t->first, sizeof t->first, "%s: %s", what, e.msg);
+        t->failed++;
+    }
+    pt_arena_free(a);
+}
+
+static const int64_t shapes[][3] = {
+    {1, 1, 1}, {17, 33, 65}, {64, 64, 64}, {128, 96, 200}, {1, 256, 512}, {250, 130, 70}, {256, 256, 256},
+};
+enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
+
+/* Tensor-core configs; bk in bytes of k (32, 64, 128), turned into
+ * elements per dtype. splitk is capped by the k tiles of the shape. */
+static const struct {
+    int bm, bn, kbytes, wm, wn, stages, kslice, splitk, raster;
+} tc_cfgs[] = {
+    {16, 16, 32, 16, 16, 2, 1, 1, 1},   {32, 32, 64, 16, 16, 3, 1, 1, 1},
+    {64, 32, 128, 32, 16, 4, 2, 1, 1},  {64, 64, 64, 32, 32, 5, 1, 1, 1},
+    {128, 64, 64, 64, 32, 3, 1, 1, 2},  {32, 64, 64, 32, 32, 2, 1, 2, 1},
+    {64, 128, 32, 32, 64, 4, 1, 3, 1},  {16, 64, 128, 16, 32, 3, 2, 4, 2},
+};
+static const struct {
+    int bm, bn, bk, tm, tn, stages, splitk, raster;
+} simt_cfgs[] = {
+    {16, 32, 8, 4, 4, 2, 1, 1},  {32, 32, 16, 4, 4, 3, 1, 1},  {64, 32, 32, 8, 4, 4, 1, 1},
+    {64, 64, 16, 8, 8, 5, 1, 1}, {128, 64, 8, 8, 8, 3, 1, 2},  {32, 64, 16, 4, 8, 2, 2, 1},
+    {64, 128, 32, 8, 8, 4, 3, 1}, {32, 32, 32, 4, 4, 3, 4, 2},
+};
+enum { NCFG = 8 };
+
+static void config_str(pt_dtype dt, int i, int64_t k, char *buf, size_t n)
+{
+    if (dt == PT_F32) {
+        int sk = simt_cfgs[i].splitk;
+        int64_t kt = (k + simt_cfgs[i].bk - 1) / simt_cfgs[i].bk;
+        snprintf(buf, n, "bm=%d,bn=%d,bk=%d,tm=%d,tn=%d,stages=%d,splitk=%lld,raster=%d",
+                 simt_cfgs[i].bm, simt_cfgs[i].bn, simt_cfgs[i].bk, simt_cfgs[i].tm, simt_cfgs[i].tn,
+                 simt_cfgs[i].stages, (long long)(sk < kt ? sk : kt), simt_cfgs[i].raster);
+        return;
+    }
+    int es = pt_dtype_get(dt)->bytes;
+    int bk = tc_cfgs[i].kbytes / es;
+    int64_t kt = (k + bk - 1) / bk;
+    int sk = tc_cfgs[i].splitk;
+    snprintf(buf, n, "bm=%d,bn=%d,bk=%d,wm=%d,wn=%d,stages=%d,kslice=%d,splitk=%lld,raster=%d",
+             tc_cfgs[i].bm, tc_cfgs[i].bn, bk, tc_cfgs[i].wm, tc_cfgs[i].wn, tc_cfgs[i].stages,
+             tc_cfgs[i].kslice, (long long)(sk < kt ? sk : kt), tc_cfgs[i].raster);
+}
+
+static void report(const char *what, const tally *t, double secs)
+{
+    printf("gemm emu %s: %d cases ran, %d failed, %.1f s\n", what, t->ran, t->failed, secs);
+    fflush(stdout);
+}
+
+static void matrix(pt_dtype dt, const char *arch, const char *const *layouts, int nlay, pt_dtype odt)
+{
+    tally t = {0};
+    double t0 = now();
+    for (int li = 0; li < nlay; li++)
+        for (int ci = 0; ci < NCFG; ci++)
+            for (int si = 0; si < NSHAPES; si++) {
+                pt_problem p = PT_GEMM(shapes[si][0], shapes[si][1], shapes[si][2], layouts[li], dt, odt);
+                char cfg[256];
+                config_str(dt, ci, shapes[si][2], cfg, sizeof cfg);
+                check_one(&t, &p, arch, cfg);
+            }
+    char what[64];
+    snprintf(what, sizeof what, "matrix %s on %s", pt_dtype_get(dt)->name, arch);
+    report(what, &t, now() - t0);
+    cr_expect_eq(t.ran, nlay * NCFG * NSHAPES);
+    cr_expect_eq(t.failed, 0, "first failure: %s", t.first);
+}
+
+static const char *const all_layouts[] = {"nn", "nt", "tn", "tt"};
+static const char *const nt_only[] = {"nt"};
+
+Test(gemm_emu, matrix_f32_simt, .timeout = 1800) { matrix(PT_F32, "sm_80", all_layouts, 4, PT_F32); }
+Test(gemm_emu, matrix_tf32, .timeout = 1800) { matrix(PT_TF32, "sm_80", all_layouts, 4, PT_F32); }
+Test(gemm_emu, matrix_f16, .timeout = 1800) { matrix(PT_F16, "sm_86", all_layouts, 4, PT_F16); }
+Test(gemm_emu, matrix_bf16, .timeout = 1800) { matrix(PT_BF16, "sm_80", all_layouts, 4, PT_BF16); }
+Test(gemm_emu, matrix_s8, .timeout = 1800) { matrix(PT_S8, "sm_80", nt_only, 1, PT_S32); }
+Test(gemm_emu, matrix_u8, .timeout = 1800) { matrix(PT_U8, "sm_86", nt_only, 1, PT_S32); }
+Test(gemm_emu, matrix_e4m3, .timeout = 1800) { matrix(PT_E4M3, "sm_89", nt_only, 1, PT_BF16); }
+Test(gemm_emu, matrix_e5m2, .timeout = 1800) { matrix(PT_E5M2, "sm_89", nt_only, 1, PT_F32); }
+
+/* Epilogues, D orientation, batches, output dtypes, scales. */
+Test(gemm_emu, epilogues_layouts_and_outputs, .timeout = 1800)
+{
+    static const struct {
+        int64_t m, n, k, batch;
+        const char *layout;
+        pt_dtype dt, odt;
+        bool dcol;
+        double alpha, beta, sa, sb;
+        const char *epi, *arch, *config;
+    } cases[] = {
+        {250, 130, 70, 1, "tn", PT_BF16, PT_BF16, false, 1, 0, 0, 0, "gelu(acc * alpha + bias[n]) + r", "sm_80", ""},
+        {250, 130, 70, 1, "tn", PT_BF16, PT_BF16, false, 0.5, 0, 0, 0, "gelu(acc * alpha + bias[n]) + r", "sm_80", "splitk=2"},
+        {128, 96, 200, 1, "nn", PT_F16, PT_F32, false, 1.5, 0.25, 0, 0, NULL, "sm_86", "bm=64,bn=32,wm=32,wn=16,kslice=2,bk=64"},
+        {128, 96, 200, 1, "nn", PT_F16, PT_F32, true, 1.5, 0.25, 0, 0, NULL, "sm_86", ""},
+        {17, 33, 65, 1, "tt", PT_BF16, PT_F16, true, 1, 1, 0, 0, "silu(acc + s[m]) * t[n] + beta * c", "sm_80", ""},
+        {64, 64, 64, 3, "nt", PT_BF16, PT_BF16, false, 1, 0.5, 0, 0, NULL, "sm_80", "bm=32,bn=32,wm=16,wn=16"},
+        {33, 47, 65, 3, "tt", PT_F16, PT_F16, true, 2, 0, 0, 0, "relu(alpha * acc - b2[m]) + r", "sm_86", "bm=32,bn=32,wm=16,wn=16,splitk=2"},
+        {100, 72, 40, 2, "nn", PT_TF32, PT_F32, true, 1, 0.5, 0, 0, NULL, "sm_80", ""},
+        {100, 72, 40, 2, "tn", PT_F32, PT_F32, false, 1, 0, 0, 0, "where(acc > 0, acc, 0.1 * acc) + bias[n]", "sm_80", ""},
+        {250, 130, 70, 1, "nt", PT_S8, PT_S32, false, 1, 1, 0, 0, NULL, "sm_80", ""},
+        {250, 130, 70, 1, "nt", PT_S8, PT_BF16, false, 1, 0, 0.02, 0.5, NULL, "sm_80", ""},
+        {250, 130, 70, 2, "nt", PT_U8, PT_F16, true, 0.25, 0, 0, 0, "acc * alpha * sa[m] * sb[n]", "sm_86", "splitk=2"},
+        {128, 96, 200, 1, "nt", PT_S8, PT_S32, true, 2, 0, 0, 0, NULL, "sm_80", ""},
+        {128, 96, 200, 1, "nt", PT_E4M3, PT_F32, false, 1, 0, 0.5, 2, "acc + bias[n]", "sm_89", ""},
+        {128, 96, 200, 1, "nt", PT_E4M3, PT_E4M3, false, 0.25, 0, 0, 0, NULL, "sm_89", ""},
+        {250, 130, 70, 1, "nt", PT_E5M2, PT_E5M2, true, 1, 0, 0, 0, "tanh(acc)", "sm_89", ""},
+        {128, 96, 200, 1, "tn", PT_BF16, PT_E4M3, false, 0.125, 0, 0, 0, NULL, "sm_89", ""},
+        {250, 130, 70, 1, "tn", PT_F16, PT_F16, false, 1, 0, 0, 0, NULL, "sm_90", ""},
+        {260, 520, 64, 1, "tn", PT_BF16, PT_BF16, false, 1, 0, 0, 0, NULL, "sm_80", "bm=16,bn=16,wm=16,wn=16,raster=3"},
+        /* persistent grids: fewer CTAs than tiles, each walking several */
+        {250, 130, 70, 2, "tn", PT_BF16, PT_BF16, false, 0.5, 0, 0, 0, "acc * alpha + bias[n]", "sm_80", "bm=64,bn=32,wm=32,wn=16,persistent=5,splitk=2"},
+        {250, 130, 70, 1, "nn", PT_F32, PT_F32, true, 1, 0.5, 0, 0, NULL, "sm_80", "bm=32,bn=64,tm=4,tn=8,persistent=3"},
+        {128, 96, 200, 1, "nt", PT_S8, PT_S32, false, 1, 0, 0, 0, NULL, "sm_80", "bm=32,bn=32,wm=16,wn=16,kslice=2,persistent=4,raster=2"},
+        /* long K, small M: 8193 k tiles through the ring, 64-bit pointer walks */
+        {2, 24, 262147, 1, "tn", PT_BF16, PT_BF16, false, 1, 0, 0, 0, NULL, "sm_80", "bm=16,bn=32,bk=32,wm=16,wn=32,stages=4"},
+    };
+    tally t = {0};
+    double t0 = now();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pt_problem p = PT_GEMM(cases[i].m, cases[i].n, cases[i].k, cases[i].layout, cases[i].dt, cases[i].odt);
+        p.batch = cases[i].batch;
+        p.d_colmajor = cases[i].dcol;
+        p.alpha = cases[i].alpha;
+        p.beta = cases[i].beta;
+        p.scale_a = cases[i].sa;
+        p.scale_b = cases[i].sb;
+        p.epilogue = cases[i].epi;
+        check_one(&t, &p, cases[i].arch, cases[i].config);
+    }
+    report("epilogues/layouts/outputs", &t, now() - t0);
+    cr_expect_eq(t.failed, 0, "first failure: %s", t.first);
+}

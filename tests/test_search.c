@@ -1,0 +1,353 @@
+/* Search strategies: determinism under a seed, no config proposed twice at
+ * a rung, budgets, validity, successive-halving rungs, the cost model's
+ * limits, and the problem text format. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search/model.h"
+#include "search/problem.h"
+#include "search/search.h"
+
+static void toy_space(pt_space *s)
+{
+    memset(s, 0, sizeof *s);
+    pt_param_space p[] = {
+        {"a", "", 8, {1, 2, 3, 4, 5, 6, 7, 8}},
+        {"b", "", 6, {1, 2, 3, 4, 5, 6}},
+        {"c", "", 4, {1, 2, 3, 4}},
+        {"d", "", 3, {0, 1, 2}},
+    };
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+        s->p[s->nparams++] = p[i];
+}
+
+/* a + b even is invalid (a quarter-ish of the space gone, in a pattern) */
+static bool toy_valid(void *ctx, const pt_config *c)
+{
+    (void)ctx;
+    return (pt_config_get(c, "a", 0) * pt_config_get(c, "b", 0)) % 4 != 0;
+}
+
+static double toy_score(const pt_config *c)
+{
+    double a = (double)pt_config_get(c, "a", 0), b = (double)pt_config_get(c, "b", 0);
+    double cc = (double)pt_config_get(c, "c", 0), d = (double)pt_config_get(c, "d", 0);
+    return 1e-3 * (1 + (a - 5) * (a - 5) + 0.5 * (b - 2) * (b - 2) + 0.3 * (cc - 3) * (cc - 3) +
+                   0.1 * d + 0.05 * a * d);
+}
+
+typedef struct trace {
+    int64_t idx[4096];
+    int rung[4096];
+    int n;
+} trace;
+
+static void run(search_kind k, uint64_t seed, int64_t budget, trace *t, double *best)
+{
+    pt_space sp;
+    toy_space(&sp);
+    search_opts o = {.kind = k, .seed = seed, .budget = budget};
+    search *s;
+    pt_err e = {0};
+    cr_assert_eq(search_new(&sp, &o, toy_valid, NULL, &s, &e), PT_OK, "%s", e.msg);
+    t->n = 0;
+    search_cand c[16];
+    int n;
+    while ((n = search_ask(s, c, 16)) > 0) {
+        for (int i = 0; i < n; i++) {
+            pt_config cfg;
+            pt_space_config(&sp, c[i].index, &cfg);
+            cr_assert(toy_valid(NULL, &cfg), "invalid config proposed");
+            cr_assert_lt(t->n, 4096);
+            t->idx[t->n] = c[i].index;
+            t->rung[t->n++] = c[i].rung;
+            search_tell(s, &c[i], toy_score(&cfg));
+        }
+    }
+    cr_assert_eq(search_evaluations(s), t->n);
+    if (best) {
+        double sc;
+        cr_assert(search_best(s, NULL, &sc));
+        *best = sc;
+    }
+    search_free(s);
+}
+
+Test(search, every_strategy_is_deterministic_and_never_repeats)
+{
+    for (int k = 0; k < SEARCH_NKINDS; k++) {
+        trace a, b, c;
+        run((search_kind)k, 7, 60, &a, NULL);
+        run((search_kind)k, 7, 60, &b, NULL);
+        run((search_kind)k, 8, 60, &c, NULL);
+        cr_expect_eq(a.n, b.n, "%s", search_kind_name((search_kind)k));
+        cr_expect(memcmp(a.idx, b.idx, (size_t)a.n * sizeof a.idx[0]) == 0,
+                  "%s: same seed, different proposals", search_kind_name((search_kind)k));
+        cr_expect_leq(a.n, 60, "%s over budget: %d", search_kind_name((search_kind)k), a.n);
+        if (k != SEARCH_EXHAUSTIVE)
+            cr_expect(a.n != c.n || memcmp(a.idx, c.idx, (size_t)a.n * sizeof a.idx[0]) != 0,
+                      "%s ignores its seed", search_kind_name((search_kind)k));
+        for (int i = 0; i < a.n; i++)
+            for (int j = 0; j < i; j++)
+                cr_expect(!(a.idx[i] == a.idx[j] && a.rung[i] == a.rung[j]),
+                          "%s proposed index %lld twice at rung %d",
+                          search_kind_name((search_kind)k), (long long)a.idx[i], a.rung[i]);
+    }
+}
+
+Test(search, exhaustive_covers_the_valid_set_and_finds_the_optimum)
+{
+    trace t;
+    double best;
+    run(SEARCH_EXHAUSTIVE, 1, 0, &t, &best);
+    pt_space sp;
+    toy_space(&sp);
+    int nvalid = 0;
+    double opt = INFINITY;
+    for (int64_t i = 0; i < pt_space_size(&sp); i++) {
+        pt_config c;
+        pt_space_config(&sp, i, &c);
+        if (toy_valid(NULL, &c)) {
+            nvalid++;
+            opt = fmin(opt, toy_score(&c));
+        }
+    }
+    cr_expect_eq(t.n, nvalid);
+    cr_expect_float_eq(best, opt, 1e-15);
+    /* the heuristics get close on this smooth toy with a quarter of it */
+    for (int k = SEARCH_ANNEAL; k <= SEARCH_GENETIC; k++) {
+        run((search_kind)k, 3, nvalid / 4, &t, &best);
+        cr_expect_leq(best, opt * 1.05, "%s: %g vs optimum %g", search_kind_name((search_kind)k),
+                      best, opt);
+    }
+}
+
+Test(search, halving_promotes_the_best_third)
+{
+    trace t;
+    run(SEARCH_HALVING, 5, 90, &t, NULL);
+    int per[8] = {0};
+    for (int i = 0; i < t.n; i++)
+        per[t.rung[i]]++;
+    cr_expect_gt(per[0], 0);
+    cr_expect_eq(per[1], (per[0] + 2) / 3);
+    cr_expect_eq(per[2], (per[1] + 2) / 3);
+    cr_expect_leq(t.n, 90);
+    /* rung r+1 configs all appeared at rung r */
+    for (int i = 0; i < t.n; i++) {
+        if (t.rung[i] == 0)
+            continue;
+        bool found = false;
+        for (int j = 0; j < i; j++)
+            found |= t.idx[j] == t.idx[i] && t.rung[j] == t.rung[i] - 1;
+        cr_expect(found, "config %lld at rung %d was not at rung %d", (long long)t.idx[i],
+                  t.rung[i], t.rung[i] - 1);
+    }
+}
+
+static double prior_inf_for_a7(void *ctx, int64_t index, const pt_config *c)
+{
+    (void)ctx;
+    (void)index;
+    return pt_config_get(c, "a", 0) == 7 ? INFINITY : toy_score(c) * 1.1;
+}
+
+Test(search, prior_orders_and_prunes)
+{
+    pt_space sp;
+    toy_space(&sp);
+    search_opts o = {.kind = SEARCH_EXHAUSTIVE, .seed = 1, .budget = 5, .prior = prior_inf_for_a7};
+    search *s;
+    pt_err e = {0};
+    cr_assert_eq(search_new(&sp, &o, toy_valid, NULL, &s, &e), PT_OK);
+    cr_expect_gt(search_pruned_count(s), 0);
+    search_cand c[8];
+    int n = search_ask(s, c, 8);
+    cr_assert_eq(n, 5);
+    double last = 0;
+    for (int i = 0; i < n; i++) {
+        pt_config cfg;
+        pt_space_config(&sp, c[i].index, &cfg);
+        cr_expect_neq(pt_config_get(&cfg, "a", 0), 7);
+        cr_expect_geq(toy_score(&cfg), last, "not in prior order");
+        last = toy_score(&cfg);
+        search_tell(s, &c[i], toy_score(&cfg));
+    }
+    search_free(s);
+}
+
+static bool none_valid(void *ctx, const pt_config *c)
+{
+    (void)ctx;
+    (void)c;
+    return false;
+}
+
+Test(search, bad_input)
+{
+    search_kind k;
+    pt_err e = {0};
+    cr_expect_neq(search_kind_parse("simulated", &k, &e), PT_OK);
+    cr_expect_str_eq(e.msg, "unknown strategy 'simulated' (exhaustive, random, anneal, genetic, halving)");
+    pt_space sp;
+    toy_space(&sp);
+    search_opts o = {.kind = SEARCH_RANDOM};
+    search *s = NULL;
+    memset(&e, 0, sizeof e);
+    cr_expect_neq(search_new(&sp, &o, none_valid, NULL, &s, &e), PT_OK);
+    cr_expect(strstr(e.msg, "no valid config"), "%s", e.msg);
+}
+
+Test(model, limits_and_trends)
+{
+    const search_device *d = search_device_for(80);
+    search_estimate est;
+    search_kernel k = {.flops = 1e9, .bytes = 1e8, .blocks = 1000, .threads = 2048};
+    search_estimate_kernel(d, &k, &est);
+    cr_expect(isinf(est.seconds));
+    cr_expect_str_eq(est.limiter, "threads");
+    k.threads = 256;
+    k.smem = 400000;
+    search_estimate_kernel(d, &k, &est);
+    cr_expect(isinf(est.seconds));
+    k.smem = 0;
+    k.regs = 255;
+    k.threads = 1024;
+    search_estimate_kernel(d, &k, &est);
+    cr_expect(isinf(est.seconds), "255 regs x 1024 threads fits no SM");
+    /* memory bound: wider accesses and more blocks are faster */
+    search_kernel a = {.flops = 1e6, .bytes = 1e9, .blocks = 4096, .threads = 256, .access_bytes = 16};
+    search_kernel b = a;
+    b.access_bytes = 2;
+    search_estimate ea, eb;
+    search_estimate_kernel(d, &a, &ea);
+    search_estimate_kernel(d, &b, &eb);
+    cr_expect_lt(ea.seconds, eb.seconds);
+    cr_expect_str_eq(ea.limiter, "memory");
+    b = a;
+    b.blocks = 20;
+    search_estimate_kernel(d, &b, &eb);
+    cr_expect_lt(ea.seconds, eb.seconds);
+    /* GEMM tiles: bigger tiles move less data */
+    search_kernel g = {.flops = 2 * 4096.0 * 4096 * 4096, .bytes = 3 * 2 * 4096.0 * 4096,
+                       .tensor = true, .blocks = 1024, .threads = 128, .m = 4096, .n = 4096,
+                       .k = 4096, .tile_m = 64, .tile_n = 64, .elem_bytes = 2};
+    search_kernel h = g;
+    h.tile_m = h.tile_n = 16;
+    h.blocks = 65536;
+    search_estimate_kernel(d, &g, &ea);
+    search_estimate_kernel(d, &h, &eb);
+    cr_expect_gt(eb.traffic, ea.traffic);
+    cr_expect_lt(ea.seconds, eb.seconds);
+    /* wave quantisation: one block over a full wave costs a second wave */
+    search_kernel w1 = {.flops = 1e12, .blocks = 108, .threads = 1024, .regs = 64};
+    search_kernel w2 = w1;
+    w2.blocks = 109;
+    search_estimate_kernel(d, &w1, &ea);
+    search_estimate_kernel(d, &w2, &eb);
+    cr_expect_eq(ea.waves, 1);
+    cr_expect_eq(eb.waves, 2);
+    cr_expect_gt(eb.seconds, ea.seconds * 1.5);
+}
+
+Test(problem, canonical_keys_classes_and_errors)
+{
+    pt_arena *a = pt_arena_new();
+    search_problem p, q;
+    pt_err e = {0};
+    cr_assert_eq(search_problem_parse(a, "elementwise",
+                                      " shape=x=16x4096 expr=\"y = softmax(x, -1)\" dtype=bf16 name='it''s'",
+                                      &p, &e),
+                 PT_EPARSE, "%s", e.msg); /* '' is not an escape: two quoted values glued */
+    memset(&e, 0, sizeof e);
+    cr_assert_eq(search_problem_parse(a, "elementwise",
+                                      " shape=x=16x4096 expr=\"y = softmax(x, -1)\" dtype=bf16 name='a \"b\"'",
+                                      &p, &e),
+                 PT_OK, "%s", e.msg);
+    cr_assert_eq(search_problem_parse(a, "elementwise",
+                                      "expr='y = softmax(x, -1)' dtype=bf16 shape=x=128x4096 out_dtype=bf16",
+                                      &q, &e),
+                 PT_OK, "%s", e.msg);
+    cr_expect_str_eq(p.key, "elementwise expr=\"y = softmax(x, -1)\" shape=x=16x4096 dtype=bf16");
+    cr_expect_str_eq(p.klass, q.klass);
+    cr_expect_str_eq(p.dims, "16,4096");
+    cr_expect_str_eq(q.dims, "128,4096");
+    cr_expect_str_eq(p.name, "a \"b\"");
+    static const struct {
+        const char *op, *items, *msg;
+    } bad[] = {
+        {"elementwise", "shape=x=4", "missing expr"},
+        {"elementwise", "expr=\"y = x\"", "missing shape"},
+        {"elementwise", "expr=\"y = x shape=x=4", "unterminated double quote"},
+        {"elementwise", "expr=\"y = x\" shape=x=4 colour=red", "unknown key 'colour' for elementwise"},
+        {"elementwise", "expr=\"y = x\" shape=x=4 dtype=f12", "unknown dtype 'f12'"},
+        {"elementwise", "expr=\"y = x\" shape=x=4 shape=x=5", "duplicate key 'shape'"},
+        {"elementwise", "expr", "expected key=value at column 1"},
+        {"frobnicate", "a=1", "unknown op 'frobnicate'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&e, 0, sizeof e);
+        cr_expect_neq(search_problem_parse(a, bad[i].op, bad[i].items, &p, &e), PT_OK,
+                      "accepted '%s'", bad[i].items);
+        cr_expect(strstr(e.msg, bad[i].msg), "'%s': '%s' lacks '%s'", bad[i].items, e.msg,
+                  bad[i].msg);
+    }
+    search_problem_set set;
+    memset(&e, 0, sizeof e);
+    cr_expect_neq(search_problems_parse("# only a comment\n\n", "empty.txt", &set, &e), PT_OK);
+    cr_expect(strstr(e.msg, "empty.txt: no problems"), "%s", e.msg);
+    memset(&e, 0, sizeof e);
+    cr_expect_neq(search_problems_parse("elementwise expr='y = x' shape=x=4\n  = oops\n", "p.txt",
+                                        &set, &e), PT_OK);
+    cr_expect(strstr(e.msg, "p.txt:2: expected an op name"), "%s", e.msg);
+    memset(&e, 0, sizeof e);
+    cr_assert_eq(search_problems_parse("# set\nelementwise expr='y = x' shape=x=4 # trailing\n"
+                                       "elementwise expr='y = x' shape=x=8\n", "p.txt", &set, &e),
+                 PT_OK, "%s", e.msg);
+    cr_expect_eq(set.n, 2);
+    cr_expect_eq(set.v[1].line, 3);
+    search_problems_free(&set);
+    pt_arena_free(a);
+}
+
+/* Every problem set in results/problems parses and every problem prepares
+ * with its op on sm_80. */
+Test(problem, shipped_problem_sets_are_valid)
+{
+    const char *tdir = getenv("PTXTUNE_TESTS_DIR");
+    cr_assert(tdir, "PTXTUNE_TESTS_DIR not set (meson sets it)");
+    static const char *const files[] = {"llama3_8b_gemm.txt", "llama3_8b_rows.txt", "smoke.txt"};
+    int total = 0;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/../results/problems/%s", tdir, files[i]);
+        FILE *f = fopen(path, "rb");
+        cr_assert(f, "cannot open %s", path);
+        static char text[1 << 16];
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        text[n] = '\0';
+        fclose(f);
+        search_problem_set set;
+        pt_err e = {0};
+        cr_assert_eq(search_problems_parse(text, files[i], &set, &e), PT_OK, "%s", e.msg);
+        for (int k = 0; k < set.n; k++) {
+            const pt_op *op = pt_op_find(set.v[k].prob.op);
+            cr_assert(op);
+            pt_arena *a = pt_arena_new();
+            pt_prepared *pp;
+            pt_target t = {80, false, false};
+            cr_expect_eq(op->prepare(a, &set.v[k].prob, &t, &pp, &e), PT_OK, "%s:%d: %s",
+                         files[i], set.v[k].line, e.msg);
+            pt_arena_free(a);
+            for (int j = 0; j < k; j++)
+                cr_expect_str_neq(set.v[j].key, set.v[k].key, "%s: lines %d and %d are one problem",
+                                  files[i], set.v[j].line, set.v[k].line);
+        }
+        total += set.n;
+        search_problems_free(&set);
+    }
+    cr_expect_eq(total, 20 + 16 + 4);
+}

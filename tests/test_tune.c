@@ -1,0 +1,593 @@
+/* Tuning sweeps end to end: the driver with an in-process fake device
+ * (resume by replay, duplicates, failures, fingerprints), and the ptxtune
+ * command: kill -9 at 20 random moments of a 300-candidate emulator sweep,
+ * four concurrent sweeps on one store, export/import round trips, the C
+ * header, the mock backend through the isolated worker, bad input. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "db/db.h"
+#include "search/sweep.h"
+
+static char dir[64];
+
+static void mk(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/ptxtune_tune_XXXXXX");
+    cr_assert(mkdtemp(dir));
+}
+
+static void rm(void)
+{
+    if (getenv("PTXTUNE_KEEP_TMP")) {
+        fprintf(stderr, "kept %s\n", dir);
+        return;
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static const char *P(const char *name)
+{
+    static char buf[8][512];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    size_t len = f ? fread(buf, 1, n - 1, f) : 0;
+    buf[len] = '\0';
+    if (f)
+        fclose(f);
+}
+
+/* Runs "ptxtune ARGS" in dir; exit code, stdout and stderr. */
+static int cli(const char *args, char *out, size_t on, char *err, size_t en)
+{
+    const char *bin = getenv("PTXTUNE_BIN");
+    cr_assert(bin, "PTXTUNE_BIN not set (meson sets it)");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cd %s && %s %s >%s/.out 2>%s/.err </dev/null", dir, bin, args, dir,
+             dir);
+    int st = system(cmd);
+    if (out)
+        slurp(P(".out"), out, on);
+    if (err)
+        slurp(P(".err"), err, en);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static unsigned long long file_sum(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "open %s", path);
+    unsigned long long h = 1469598103934665603ull;
+    int c;
+    while ((c = fgetc(f)) != EOF)
+        h = (h ^ (unsigned)c) * 1099511628211ull;
+    fclose(f);
+    return h;
+}
+
+/* ---- winners as text: problem key -> config and kernel ------------------ */
+
+/* Problem, config and time of every winner. The kernel hash is left out:
+ * gen/elementwise.c names its entry from a hash whose strlen() may run
+ * before the config string is written (argument order), so one config can
+ * print different entry names in two processes (reported; not ours). */
+static int winner_line(void *ctx, const db_winner *w)
+{
+    pt_buf *b = ctx;
+    pt_buf_printf(b, "%s | %s | %.17g\n", w->problem_key, w->config, w->t_median);
+    return 0;
+}
+
+static char *winners_of(const char *path)
+{
+    db_store *s;
+    pt_err e = {0};
+    db_open_opts o = {.readonly = true};
+    cr_assert_eq(db_open(path, &o, &s, &e), PT_OK, "%s", e.msg);
+    pt_buf b;
+    pt_buf_init(&b);
+    cr_assert_eq(db_winners(s, NULL, NULL, winner_line, &b, &e), PT_OK, "%s", e.msg);
+    db_close(s);
+    return b.s ? pt_buf_take(&b) : strdup("");
+}
+
+/* -1 when the store cannot be read (yet): for polling a running sweep. */
+static int64_t try_query(const char *path, const char *sql)
+{
+    db_store *s;
+    pt_err e = {0};
+    db_open_opts o = {.readonly = true};
+    if (db_open(path, &o, &s, &e))
+        return -1;
+    int64_t v = -1;
+    if (db_query_int(s, sql, &v, &e))
+        v = -1;
+    db_close(s);
+    return v;
+}
+
+static int64_t query(const char *path, const char *sql)
+{
+    db_store *s;
+    pt_err e = {0};
+    db_open_opts o = {.readonly = true};
+    cr_assert_eq(db_open(path, &o, &s, &e), PT_OK, "%s", e.msg);
+    int64_t v = -1;
+    cr_assert_eq(db_query_int(s, sql, &v, &e), PT_OK, "%s", e.msg);
+    db_close(s);
+    return v;
+}
+
+TestSuite(tune, .init = mk, .fini = rm);
+
+/* ---- the driver with a fake device ------------------------------------------ */
+
+typedef struct fake {
+    int calls, stop_after;
+    volatile sig_atomic_t stop;
+    int fail_every;
+} fake;
+
+/* Time from the config (deterministic), a fault for every fail_every-th
+ * config by hash. */
+static int fake_measure(void *ctx, const sweep_cand *c, sweep_meas *m, pt_err *e)
+{
+    (void)e;
+    fake *f = ctx;
+    f->calls++;
+    if (f->stop_after && f->calls >= f->stop_after)
+        f->stop = 1;
+    uint64_t h = pt_hash64(c->config_str, strlen(c->config_str));
+    if (f->fail_every && h % (uint64_t)f->fail_every == 0) {
+        snprintf(m->cls, sizeof m->cls, "fault");
+        snprintf(m->msg, sizeof m->msg, "planted fault");
+        return PT_OK;
+    }
+    double t = 1e-5 * (1 + (double)(h % 1000) / 1000.0);
+    snprintf(m->cls, sizeof m->cls, "ok");
+    m->verified = true;
+    m->timed = true;
+    m->t_min = t * 0.99;
+    m->t_median = t;
+    m->t_max = t * 1.02;
+    m->spread = 0.004;
+    m->reps = 30;
+    return PT_OK;
+}
+
+static search_problem *problems(pt_arena *a, int *n)
+{
+    static const char *const items[] = {
+        "expr='y = softmax(x, -1)' shape=x=8x256 dtype=f16 name=one",
+        "expr='y = x * rsqrt(mean(x*x, -1) + 1e-6) * g' shape=x=8x512,g=512 dtype=bf16 name=two",
+    };
+    search_problem *p = pt_arena_alloc(a, 2 * sizeof *p);
+    pt_err e = {0};
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(search_problem_parse(a, "elementwise", items[i], &p[i], &e), PT_OK, "%s", e.msg);
+    *n = 2;
+    return p;
+}
+
+static const db_fingerprint fake_fp = {"fake GPU", 80, 108, "13000", "none", 90, "ptxtune test",
+                                       "fake/1"};
+
+static void fake_sweep(const char *db, search_kind k, fake *f, const db_fingerprint *fp,
+                       sweep_summary *sum)
+{
+    pt_arena *a = pt_arena_new();
+    int n;
+    search_problem *p = problems(a, &n);
+    db_store *s;
+    pt_err e = {0};
+    cr_assert_eq(db_open(db, NULL, &s, &e), PT_OK, "%s", e.msg);
+    sweep_opts o = {.strategy = k, .budget = 40, .seed = 3, .threads = 2, .no_compile = true,
+                    .tool_version = "test", .git_rev = "test", .measure = fake_measure,
+                    .measure_ctx = f, .fingerprint = fp, .stop = &f->stop};
+    cr_assert_eq(sweep_run(s, p, n, &o, sum, &e), PT_OK, "%s", e.msg);
+    db_close(s);
+    pt_arena_free(a);
+}
+
+Test(tune, fake_device_resume_replays_and_matches)
+{
+    for (int k = 0; k < SEARCH_NKINDS; k++) {
+        char a[64], b[64];
+        snprintf(a, sizeof a, "a%d.db", k);
+        snprintf(b, sizeof b, "b%d.db", k);
+        fake fa = {.fail_every = 7};
+        sweep_summary sa, sb;
+        fake_sweep(P(a), (search_kind)k, &fa, &fake_fp, &sa);
+        cr_expect(!sa.stopped);
+        /* interrupted three times, then finished */
+        int total_calls = 0, rounds = 0;
+        for (;;) {
+            fake fb = {.fail_every = 7, .stop_after = 13};
+            fake_sweep(P(b), (search_kind)k, &fb, &fake_fp, &sb);
+            total_calls += fb.calls;
+            rounds++;
+            if (!sb.stopped)
+                break;
+            cr_assert_lt(rounds, 50);
+        }
+        char *wa = winners_of(P(a)), *wb = winners_of(P(b));
+        cr_expect_str_eq(wa, wb, "%s: winners differ", search_kind_name((search_kind)k));
+        cr_expect_gt(strlen(wa), 0);
+        free(wa);
+        free(wb);
+        cr_expect_eq(query(P(b), "SELECT count(*) FROM runs"), 1);
+        cr_expect_eq(query(P(a), "SELECT count(*) FROM measurements"),
+                     query(P(b), "SELECT count(*) FROM measurements"));
+        /* the device saw each candidate once (the one interrupted in flight
+         * is measured again: at most one per interruption) */
+        cr_expect_leq(total_calls, fa.calls + rounds - 1, "%s: %d calls vs %d",
+                      search_kind_name((search_kind)k), total_calls, fa.calls);
+        cr_expect_gt(query(P(a), "SELECT count(*) FROM measurements WHERE status = 'fault'"), 0);
+        cr_expect_eq(query(P(a), "SELECT count(*) FROM measurements WHERE status = 'ok' AND source <> 'measured'"), 0);
+    }
+}
+
+Test(tune, fingerprints_keep_winners_apart)
+{
+    fake f1 = {0}, f2 = {0};
+    sweep_summary s1, s2;
+    fake_sweep(P("fp.db"), SEARCH_RANDOM, &f1, &fake_fp, &s1);
+    db_fingerprint other = fake_fp;
+    other.driver = "13010";
+    fake_sweep(P("fp.db"), SEARCH_RANDOM, &f2, &other, &s2);
+    cr_expect_neq(s1.run_id, s2.run_id);
+    cr_expect_str_neq(s1.fingerprint, s2.fingerprint);
+    cr_expect_eq(query(P("fp.db"), "SELECT count(*) FROM winners"), 4);
+    cr_expect_eq(query(P("fp.db"), "SELECT count(DISTINCT fingerprint_id) FROM winners"), 2);
+}
+
+static int slow_measure(void *ctx, const sweep_cand *c, sweep_meas *m, pt_err *e)
+{
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+    return fake_measure(ctx, c, m, e);
+}
+
+Test(tune, time_budget_ends_each_problem)
+{
+    pt_arena *a = pt_arena_new();
+    int n;
+    search_problem *p = problems(a, &n);
+    db_store *s;
+    pt_err e = {0};
+    cr_assert_eq(db_open(P("t.db"), NULL, &s, &e), PT_OK, "%s", e.msg);
+    fake f = {0};
+    sweep_opts o = {.strategy = SEARCH_RANDOM, .budget_s = 0.2, .seed = 1, .no_compile = true,
+                    .tool_version = "test", .measure = slow_measure, .measure_ctx = &f,
+                    .fingerprint = &fake_fp};
+    sweep_summary sum;
+    cr_assert_eq(sweep_run(s, p, n, &o, &sum, &e), PT_OK, "%s", e.msg);
+    cr_expect(!sum.stopped);
+    cr_expect_gt(sum.measured, 2 * 3, "both problems got some time");
+    cr_expect_lt(sum.measured, 2 * 20, "the time budget did not stop anything: %lld",
+                 (long long)sum.measured);
+    int64_t done = -1;
+    db_query_int(s, "SELECT count(*) FROM runs WHERE status = 'done' AND budget = '0.2s'", &done, &e);
+    cr_expect_eq(done, 1);
+    db_close(s);
+    pt_arena_free(a);
+}
+
+/* ---- the command ---------------------------------------------------------- */
+
+/* 4 problems x 75 candidates: 300 */
+static const char kill_problems[] =
+    "# the kill -9 test's sweep: 4 x 75 candidates on the emulator\n"
+    "elementwise expr=\"y = softmax(x, -1)\" shape=x=32x256 dtype=f16 name=softmax-a\n"
+    "elementwise expr=\"y = softmax(x * 0.5, -1)\" shape=x=16x512 dtype=f32 name=softmax-b\n"
+    "elementwise expr=\"y = x * rsqrt(mean(x*x, -1) + 1e-6) * g\" shape=x=32x256,g=256 dtype=bf16 name=rmsnorm\n"
+    "elementwise expr=\"y = softmax(x, -1) * s\" shape=x=16x256,s=256 dtype=bf16 name=\"it's \\\"q\\\"; --\"\n";
+
+static pid_t spawn_tune(const char *db, const char *extra)
+{
+    const char *bin = getenv("PTXTUNE_BIN");
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (chdir(dir) != 0)
+            _exit(99);
+        FILE *o = freopen("/dev/null", "w", stdout);
+        FILE *er = freopen(".kill.err", "a", stderr);
+        (void)o;
+        (void)er;
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd,
+                 "exec %s tune --problems p.txt --strategy anneal --budget 75 --backend emu "
+                 "--seed 11 --db %s --quiet %s",
+                 bin, db, extra);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(98);
+    }
+    return pid;
+}
+
+static int integrity(const char *path)
+{
+    db_store *s;
+    pt_err e = {0};
+    if (db_open(path, NULL, &s, &e))
+        return -1;
+    char msg[256];
+    int rc = db_integrity(s, msg, sizeof msg, &e);
+    db_close(s);
+    return rc;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
+/* Kill moments are spread over the whole sweep: 20 random targets in
+ * [0, 300) stored candidates; each (re)started sweep is polled and killed a
+ * random 0-30 ms after it reaches its target (target 0: during start-up and
+ * replay). PTXTUNE_TEST_COMPILE=1 runs the compile gate too (slower). */
+Test(tune, kill9_at_20_random_moments_resumes_to_the_same_winners, .timeout = 900)
+{
+    write_file(P("p.txt"), kill_problems);
+    const char *extra = getenv("PTXTUNE_TEST_COMPILE") ? "" : "--no-compile";
+    double t0 = now();
+    pid_t pid = spawn_tune("a.db", extra);
+    int st;
+    waitpid(pid, &st, 0);
+    double full = now() - t0;
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "uninterrupted sweep failed");
+    int64_t na = query(P("a.db"), "SELECT count(*) FROM measurements");
+    cr_assert_eq(na, 300, "uninterrupted sweep stored %lld candidates", (long long)na);
+
+    unsigned seed = (unsigned)time(NULL);
+    srand(seed);
+    int targets[20];
+    for (int i = 0; i < 20; i++)
+        targets[i] = rand() % 280; /* the last kill must come before the sweep ends */
+    qsort(targets, 20, sizeof targets[0], cmp_int);
+    int kills = 0, early = 0;
+    char log[4096] = "";
+    size_t ll = 0;
+    t0 = now();
+    for (int i = 0; i < 20; i++) {
+        pid = spawn_tune("b.db", extra);
+        int64_t n = 0;
+        bool exited = false;
+        for (;;) {
+            struct timespec ts = {0, 5000000};
+            nanosleep(&ts, NULL);
+            if (waitpid(pid, &st, WNOHANG) == pid) {
+                exited = true;
+                break;
+            }
+            n = try_query(P("b.db"), "SELECT count(*) FROM measurements");
+            if (n >= targets[i])
+                break;
+        }
+        if (!exited && try_query(P("b.db"), "SELECT count(*) FROM runs WHERE status = 'done'") > 0) {
+            /* it finished between two polls: a later command would start a new sweep */
+            waitpid(pid, &st, 0);
+            exited = true;
+        }
+        if (exited) {
+            early++;
+            cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "sweep failed before its kill");
+            break;
+        }
+        struct timespec jitter = {0, (long)(rand() % 30) * 1000000};
+        nanosleep(&jitter, NULL);
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        kills++;
+        cr_assert_eq(integrity(P("b.db")), PT_OK, "integrity_check failed after kill %d", kills);
+        int64_t after = query(P("b.db"), "SELECT count(*) FROM measurements");
+        ll += (size_t)snprintf(log + ll, sizeof log - ll, "%s%d/%lld", kills > 1 ? " " : "",
+                               targets[i], (long long)after);
+    }
+    if (!early) {
+        pid = spawn_tune("b.db", extra);
+        waitpid(pid, &st, 0);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the resumed sweep failed");
+    }
+    double killed = now() - t0;
+    cr_expect_eq(integrity(P("b.db")), PT_OK);
+    cr_expect_eq(query(P("b.db"), "SELECT count(*) FROM runs"), 1, "resume started a new run");
+    cr_expect_eq(query(P("b.db"), "SELECT count(*) FROM runs WHERE status = 'done'"), 1);
+    cr_expect_eq(query(P("b.db"), "SELECT count(*) FROM measurements"), 300);
+    cr_expect_eq(query(P("b.db"), "SELECT count(*) FROM (SELECT 1 FROM measurements WHERE kernel_id"
+                                  " IS NOT NULL AND status <> 'duplicate' GROUP BY run_id, problem_id,"
+                                  " kernel_id, rung HAVING count(*) > 1)"), 0);
+    char *wa = winners_of(P("a.db")), *wb = winners_of(P("b.db"));
+    cr_expect_str_eq(wa, wb);
+    cr_expect_eq(lines(wa), 4);
+    free(wa);
+    free(wb);
+    fprintf(stderr,
+            "kill -9 test (%s, seed %u): uninterrupted 300-candidate emu sweep %.1f s; %d kills, "
+            "then resumed to the end: %.1f s in all; target/stored after each kill: %s\n",
+            *extra ? "no compile" : "with compile", seed, full, kills, killed, log);
+    cr_expect_eq(kills, 20, "only %d kills before the sweep finished", kills);
+}
+
+Test(tune, four_concurrent_sweeps_on_one_store, .timeout = 300)
+{
+    write_file(P("p.txt"), kill_problems);
+    pid_t pids[4];
+    for (int i = 0; i < 4; i++) {
+        pids[i] = fork();
+        if (pids[i] == 0) {
+            if (chdir(dir) != 0)
+                _exit(99);
+            char cmd[1024], errf[64];
+            snprintf(errf, sizeof errf, "c%d.err", i);
+            FILE *o = freopen("/dev/null", "w", stdout);
+            FILE *er = freopen(errf, "w", stderr);
+            (void)o;
+            (void)er;
+            snprintf(cmd, sizeof cmd,
+                     "exec %s tune --problems p.txt --strategy random --budget 12 --backend emu "
+                     "--seed %d --db c.db --quiet --no-compile --threads 1",
+                     getenv("PTXTUNE_BIN"), 100 + i);
+            execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+            _exit(98);
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        int st;
+        waitpid(pids[i], &st, 0);
+        char err[4096], name[16];
+        snprintf(name, sizeof name, "c%d.err", i);
+        slurp(P(name), err, sizeof err);
+        cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "process %d: exit %d: %s", i,
+                  WEXITSTATUS(st), err);
+        cr_expect(!strstr(err, "lock") && !strstr(err, "busy") && !strstr(err, "BUSY"),
+                  "process %d: %s", i, err);
+    }
+    cr_expect_eq(query(P("c.db"), "SELECT count(*) FROM runs WHERE status = 'done'"), 4);
+    cr_expect_eq(query(P("c.db"), "SELECT count(*) FROM measurements"), 4 * 4 * 12);
+    cr_expect_eq(query(P("c.db"), "SELECT count(*) FROM fingerprints"), 1);
+    cr_expect_eq(query(P("c.db"), "SELECT count(*) FROM problems"), 4);
+    cr_expect_eq(query(P("c.db"), "SELECT count(*) FROM winners"), 4);
+    cr_expect_eq(integrity(P("c.db")), PT_OK);
+}
+
+Test(tune, export_import_header_and_regress_through_the_command, .timeout = 300)
+{
+    char out[1 << 16], err[4096];
+    int rc = cli("tune elementwise expr='y = softmax(x, -1)' shape=x=8x256 dtype=f16 "
+                 "name=\"o'brien \\\"x\\\"; DROP TABLE runs;--\" --backend mock --strategy "
+                 "exhaustive --budget 24 --db m.db --quiet",
+                 out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "tune: %s %s", err, out);
+    cr_expect(strstr(out, "source") && strstr(out, "measured"), "%s", out);
+    cr_expect(strstr(out, "DROP TABLE runs;--"), "%s", out);
+    /* a second exhaustive run on the same kernels: no regression */
+    rc = cli("tune elementwise expr='y = softmax(x, -1)' shape=x=8x256 dtype=f16 --backend mock "
+             "--strategy exhaustive --budget 24 --db m.db --quiet --new",
+             out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    rc = cli("regress --db m.db --baseline 1 --candidate 2", out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 0, "regress: %s %s", out, err);
+    cr_expect(strstr(out, " 0 slower"), "%s", out);
+    /* json out and back in: the same table */
+    cr_assert_eq(cli("export --db m.db --format json --out a.json", NULL, 0, err, sizeof err), 0,
+                 "%s", err);
+    cr_assert_eq(cli("import --db n.db a.json", out, sizeof out, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(cli("export --db n.db --format json --out b.json", NULL, 0, err, sizeof err), 0);
+    cr_expect_eq(file_sum(P("a.json")), file_sum(P("b.json")), "json round trip differs");
+    char *w1 = winners_of(P("m.db")), *w2 = winners_of(P("n.db"));
+    cr_expect_str_eq(w1, w2);
+    free(w1);
+    free(w2);
+    /* the C header compiles into an engine */
+    cr_assert_eq(cli("export --db m.db --format c-header --out t.h", NULL, 0, err, sizeof err), 0);
+    write_file(P("eng.c"), "#define PTXTUNE_TABLE_IMPLEMENTATION\n#include \"t.h\"\n#include <stdio.h>\n"
+                           "int main(void) { printf(\"%s\\n\", ptxtune_table[0].name);\n"
+                           "  return ptxtune_table_size == 1 && ptxtune_table[0].ptx[0] ? 0 : 1; }\n");
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cd %s && cc -std=c11 -Wall -Wextra -Werror eng.c -o eng && ./eng > eng.out", dir);
+    cr_expect_eq(system(cmd), 0, "the exported header did not compile or run");
+    slurp(P("eng.out"), out, sizeof out);
+    cr_expect_str_eq(out, "o'brien \"x\"; DROP TABLE runs;--\n");
+    /* csv and bundle, merged back */
+    cr_expect_eq(cli("export --db m.db --format csv --out t.csv", NULL, 0, err, sizeof err), 0);
+    cr_expect_eq(cli("export --db m.db --format bundle --out b.db", NULL, 0, err, sizeof err), 0);
+    cr_expect_eq(cli("db merge --db n.db b.db", out, sizeof out, err, sizeof err), 0, "%s", err);
+    cr_expect(strstr(out, "0 measurements added"), "%s", out);
+    cr_expect_eq(cli("db check --db b.db", out, sizeof out, err, sizeof err), 0, "%s", err);
+    cr_expect(strstr(out, "integrity ok"), "%s", out);
+}
+
+Test(tune, bad_input_is_one_line_and_changes_nothing)
+{
+    write_file(P("good.txt"), "elementwise expr='y = x' shape=x=64\n");
+    write_file(P("bad.txt"), "elementwise expr='y = x' shape=x=64\nelementwise expr='y = x shape=x=64\n");
+    write_file(P("notours.db"), "this is a text file, not a store\n");
+    write_file(P("other.json"), "{\"format\": \"something else\", \"rows\": []}\n");
+    char out[8192], err[4096];
+    /* a real store, then its pages overwritten */
+    cr_assert_eq(cli("tune --problems good.txt --backend emu --budget 3 --db corrupt.db --quiet --no-compile",
+                     out, sizeof out, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(cli("tune --problems good.txt --backend emu --budget 3 --db ok.db --quiet --no-compile",
+                     out, sizeof out, err, sizeof err), 0, "%s", err);
+    FILE *f = fopen(P("corrupt.db"), "r+b");
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    for (long off = 4096; off < size; off += 4096) { /* every b-tree page header */
+        fseek(f, off, SEEK_SET);
+        fwrite("\xde\xad\xbe\xef\xde\xad\xbe\xef\xde\xad\xbe\xef", 1, 12, f);
+    }
+    fclose(f);
+    static const struct {
+        const char *args, *msg, *file;
+    } bad[] = {
+        {"tune --problems good.txt --backend emu --db notours.db", "not a ptxtune database", "notours.db"},
+        {"tune --problems good.txt --backend emu --db corrupt.db", "corrupt", "corrupt.db"},
+        {"tune --problems bad.txt --backend emu --db ok.db", "bad.txt:2: unterminated", "ok.db"},
+        {"tune --problems good.txt --backend emu --strategy simulated --db ok.db", "unknown strategy 'simulated'", "ok.db"},
+        {"tune --problems good.txt --backend emu --budget 0 --db ok.db", "budget 0", "ok.db"},
+        {"tune --problems good.txt --backend emu --budget -5 --db ok.db", "budget", "ok.db"},
+        {"tune --problems good.txt --backend tpu --db ok.db", "unknown backend 'tpu'", "ok.db"},
+        {"tune --problems missing.txt --backend emu --db ok.db", "cannot open 'missing.txt'", "ok.db"},
+        {"tune elementwise expr='y = frob(x)' shape=x=64 --backend emu --db ok.db", "unknown function 'frob'", "ok.db"},
+        {"tune gemmx m=1 --backend emu --db ok.db", "unknown op 'gemmx'", "ok.db"},
+        {"tune elementwise expr='y = x' shape=x=64 --backend emu --arch sm_70 --db ok.db", "unknown arch 'sm_70'", "ok.db"},
+        {"export --db notours.db --format json", "not a ptxtune database", "notours.db"},
+        {"export --db ok.db --format yaml", "unknown format 'yaml'", "ok.db"},
+        {"export --db ok.db --format json --match '(oops'", "bad --match pattern", "ok.db"},
+        {"import --db ok.db other.json", "not a ptxtune table", "ok.db"},
+        {"import --db ok.db good.txt", "not valid JSON", "ok.db"},
+        {"db merge --db ok.db notours.db", "not a ptxtune store", "ok.db"},
+        {"regress --db ok.db --baseline 1 --candidate 99", "no run '99'", "ok.db"},
+        {"regress --db ok.db --baseline 1 --candidate 1 --threshold abc", "bad --threshold", "ok.db"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        unsigned long long before = file_sum(P(bad[i].file));
+        int rc = cli(bad[i].args, out, sizeof out, err, sizeof err);
+        cr_expect_eq(rc, 2, "'%s' exited %d (stderr: %s)", bad[i].args, rc, err);
+        cr_expect(strstr(err, bad[i].msg), "'%s': stderr '%s' lacks '%s'", bad[i].args, err,
+                  bad[i].msg);
+        cr_expect_eq(lines(err), 1, "'%s': one line, got '%s'", bad[i].args, err);
+        cr_expect_eq(file_sum(P(bad[i].file)), before, "'%s' changed %s", bad[i].args, bad[i].file);
+    }
+}

@@ -1,0 +1,159 @@
+/* ptxtune devices / run: the plain message and exit code 4 without a CUDA
+ * driver, runs on the emulator and the mock, .npy in and out, bad input. */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tuner/npy.h"
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    size_t len = f ? fread(buf, 1, n - 1, f) : 0;
+    buf[len] = '\0';
+    if (f)
+        fclose(f);
+}
+
+/* Runs ptxtune with args (a shell fragment): exit code, stdout, stderr. */
+static int run(const char *args, char *out, size_t on, char *err, size_t en)
+{
+    const char *bin = getenv("PTXTUNE_BIN");
+    cr_assert(bin, "PTXTUNE_BIN not set (meson sets it)");
+    char dir[] = "/tmp/ptxtune_tcli_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cd %s && %s %s >%s/out 2>%s/err </dev/null", dir, bin, args, dir, dir);
+    int st = system(cmd);
+    char path[256];
+    snprintf(path, sizeof path, "%s/out", dir);
+    slurp(path, out, on);
+    remove(path);
+    snprintf(path, sizeof path, "%s/err", dir);
+    slurp(path, err, en);
+    remove(path);
+    rmdir(dir);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static bool have_driver(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h)
+        dlclose(h);
+    return h != NULL;
+}
+
+static int lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+#define EW "elementwise --expr \"y = x * 2 + 1\" --shape x=16x64"
+
+Test(tuner_cli, no_driver_exits_4_with_the_plain_message)
+{
+    if (have_driver())
+        cr_skip_test("a CUDA driver is installed here");
+    static const char *const cmds[] = {
+        "devices",
+        "devices --json",
+        "run " EW " --backend cuda",
+        "run " EW " --backend cuda --check --bench",
+        "run " EW " --check",          /* cuda is the default backend */
+        "run " EW " --backend cuda --sweep --limit 2",
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char out[4096], err[4096];
+        int rc = run(cmds[i], out, sizeof out, err, sizeof err);
+        cr_expect_eq(rc, 4, "'%s' exited %d (%s)", cmds[i], rc, err);
+        cr_expect_str_eq(err, "ptxtune: no CUDA driver found (libcuda.so.1)\n", "'%s'", cmds[i]);
+        cr_expect_str_eq(out, "", "'%s' printed '%s'", cmds[i], out);
+    }
+}
+
+Test(tuner_cli, run_on_the_emulator_and_the_mock)
+{
+    char out[65536], err[4096];
+    int rc = run("run " EW " --backend emu --check", out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 0, "%s%s", out, err);
+    cr_expect(strstr(out, "result   ok"), "%s", out);
+    cr_expect(strstr(out, "check    ok: 1024 elements"), "%s", out);
+    rc = run("run " EW " --dtype bf16 --backend mock --check --bench --json", out, sizeof out, err,
+             sizeof err);
+    cr_expect_eq(rc, 0, "%s%s", out, err);
+    cr_expect_eq(lines(out), 1, "%s", out);
+    cr_expect(strstr(out, "\"class\":\"ok\""), "%s", out);
+    cr_expect(strstr(out, "\"protocol\":\"ptxtune-bench/1\""), "%s", out);
+    cr_expect(strstr(out, "\"device\":{\"backend\":\"mock\""), "%s", out);
+    rc = run("run " EW " --backend mock --check --bench --sweep --limit 3", out, sizeof out, err,
+             sizeof err);
+    cr_expect_eq(rc, 0, "%s%s", out, err);
+    cr_expect(strstr(out, "3 candidates on mock device (mock): 3 ok"), "%s", out);
+    cr_expect(strstr(out, "best     "), "%s", out);
+}
+
+Test(tuner_cli, npy_in_and_out)
+{
+    char dir[] = "/tmp/ptxtune_npy_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char args[1024], out[65536], err[4096];
+    snprintf(args, sizeof args, "run " EW " --backend emu --seed 7 --out y=%s/y.npy", dir);
+    int rc = run(args, out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s%s", out, err);
+    /* feed the output back as the input: z = 2 * (2x + 1) + 1 */
+    snprintf(args, sizeof args, "run " EW " --backend emu --check --in x=%s/y.npy --out y=%s/z.npy",
+             dir, dir);
+    rc = run(args, out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s%s", out, err);
+    char p1[256], p2[256];
+    snprintf(p1, sizeof p1, "%s/y.npy", dir);
+    snprintf(p2, sizeof p2, "%s/z.npy", dir);
+    tuner_npy y, z;
+    pt_err e = {0};
+    cr_assert_eq(tuner_npy_read(p1, &y, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(tuner_npy_read(p2, &z, &e), PT_OK, "%s", e.msg);
+    cr_expect_str_eq(y.descr, "<f4");
+    cr_expect_eq(y.ndim, 2);
+    cr_expect_eq(y.shape[0], 16);
+    cr_expect_eq(y.shape[1], 64);
+    for (int64_t i = 0; i < y.numel; i++) {
+        float a = ((float *)y.data)[i], b = ((float *)z.data)[i];
+        cr_assert_float_eq(b, a * 2 + 1, 1e-5f * (1 + (a < 0 ? -a : a)), "[%lld]", (long long)i);
+    }
+    tuner_npy_free(&y);
+    tuner_npy_free(&z);
+    remove(p1);
+    remove(p2);
+    rmdir(dir);
+}
+
+Test(tuner_cli, bad_input_exits_2)
+{
+    static const struct {
+        const char *args, *msg;
+    } bad[] = {
+        {"run " EW " --backend gpu", "unknown backend 'gpu' (cuda, emu, mock)"},
+        {"run " EW " --backend emu --bench", "the emu backend does not time kernels"},
+        {"run " EW " --backend emu --in z=/tmp/none.npy", "no input named 'z'"},
+        {"run " EW " --backend emu --in x", "bad --in 'x' (expected NAME=FILE.npy)"},
+        {"run " EW " --backend emu --in x=/nonexistent.npy", "cannot open '/nonexistent.npy'"},
+        {"run " EW " --backend emu --seed", "--seed needs a value"},
+        {"run " EW " --backend emu --compiler nvcc", "unknown compiler 'nvcc'"},
+        {"devices --frob", "bad option"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char out[4096], err[4096];
+        int rc = run(bad[i].args, out, sizeof out, err, sizeof err);
+        cr_expect_eq(rc, 2, "'%s' exited %d (%s)", bad[i].args, rc, err);
+        cr_expect(strstr(err, bad[i].msg), "'%s': '%s' lacks '%s'", bad[i].args, err, bad[i].msg);
+        cr_expect_eq(lines(err), 1, "'%s': %s", bad[i].args, err);
+    }
+}

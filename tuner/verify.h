@@ -1,0 +1,121 @@
+/* Verification on any backend (cuda, emu, mock): is this kernel right?
+ *
+ * A verify run: inputs random (or given), stored in their dtypes, and the
+ * reference sees exactly the stored values; outputs poisoned (0xFF bytes:
+ * a NaN in every float format) so an element the kernel never writes
+ * cannot pass; a guard zone of the backend's size (4 KB on cuda, 1 KB on
+ * the mock, none on the emulator, whose detector sees every out-of-bounds
+ * access) before and after every buffer, filled with 0xA5. After the run:
+ * guard zones unchanged, inputs unchanged, workspaces (PT_ARG_WORKSPACE)
+ * back to zero, no output element left with the poison bits (float
+ * outputs), then the values against the op's float64
+ * reference, on every element when all outputs together have at most
+ * full_limit elements, else on a sample of at least 4096 elements per
+ * output (runs of 64 consecutive elements, one at a random place in each
+ * of samples/64 equal strata, plus the first and the last element), each
+ * computed on the CPU in float64 by pt_op.reference_at. An op without
+ * reference_at gets the full reference up to 16 x full_limit outputs and
+ * PT_EUNSUPPORTED above (the harness cannot check it, the kernel is not
+ * blamed: class launch_error with that message).
+ *
+ * Error metric, per output element, got g and reference w:
+ *   f32/f16/bf16/tf32: err = |g - w| / max(|w|, 1e-2 * S), S = max |w| over
+ *     the compared elements of that output (near-zero elements are judged
+ *     against the tensor's scale, not against themselves);
+ *   e4m3/e5m2: w is clamped to the format's range (saturation is part of
+ *     the format) and err = |g - w| / spacing of the format at w (ulps);
+ *   both NaN: 0; one NaN: infinite.
+ * Tolerances (tuner_tolerance): f32 1e-5, tf32 5e-4, f16/bf16 1e-2, fp8
+ * 1 ulp, integers exact. An element fails when err > tol. */
+#ifndef TUNER_VERIFY_H
+#define TUNER_VERIFY_H
+
+#include "tuner/backend.h"
+
+enum { TUNER_MAX_TENSORS = 16, TUNER_MAX_ARGS = 24, TUNER_MIN_SAMPLES = 4096 };
+
+/* Host and device copies of one problem's tensors. in[i].data: the float64
+ * values of the stored inputs; out[i].data: the outputs as read back (NULL
+ * before tuner_io_download). */
+typedef struct tuner_io {
+    const pt_op *op;
+    const pt_prepared *pp;
+    int nin, nout;
+    pt_tensor in[TUNER_MAX_TENSORS], out[TUNER_MAX_TENSORS];
+    void *in_bits[TUNER_MAX_TENSORS], *out_bits[TUNER_MAX_TENSORS];
+    size_t in_bytes[TUNER_MAX_TENSORS], out_bytes[TUNER_MAX_TENSORS];
+    size_t guard;           /* bytes each side of every device buffer */
+    bool allocated;
+    tuner_ptr in_base[TUNER_MAX_TENSORS], out_base[TUNER_MAX_TENSORS]; /* allocations */
+    tuner_ptr in_dev[TUNER_MAX_TENSORS], out_dev[TUNER_MAX_TENSORS];   /* payloads */
+    tuner_ptr ws[TUNER_MAX_ARGS];   /* PT_ARG_WORKSPACE buffers, by parameter index */
+    size_t ws_bytes[TUNER_MAX_ARGS];
+} tuner_io;
+
+/* Host side: tensor list and input storage (zeros). */
+int tuner_io_new(const pt_op *op, const pt_prepared *pp, tuner_io **out, pt_err *e);
+void tuner_io_free(tuner_dev *d, tuner_io *io); /* d may be NULL when nothing was allocated */
+/* Random inputs, uniform in [lo, hi) (0,0: [-2, 2)), never exactly 0 (a zero
+ * hides wrong indexing); deterministic in seed (0: 1). */
+void tuner_io_random(tuner_io *io, uint64_t seed, double lo, double hi);
+/* Input i from stored bits (in_bytes[i] bytes of its dtype). */
+void tuner_io_set_input(tuner_io *io, int i, const void *bits);
+/* Device buffers with room for guard zones (guard bytes each side). */
+int tuner_io_alloc(tuner_dev *d, tuner_io *io, size_t guard, pt_err *e);
+/* Guard zones filled (0xA5), inputs written, outputs poisoned (0xFF). */
+int tuner_io_upload(tuner_dev *d, tuner_io *io, pt_err *e);
+/* Outputs read back into out_bits and out[].data. */
+int tuner_io_download(tuner_dev *d, tuner_io *io, pt_err *e);
+
+/* Kernel arguments as cuLaunchKernel wants them: p[i] points at v[i]. */
+typedef struct tuner_args {
+    union {
+        uint64_t u64;
+        uint32_t u32;
+        float f32;
+    } v[TUNER_MAX_ARGS];
+    void *p[TUNER_MAX_ARGS];
+} tuner_args;
+/* Binds l's parameters: tensors from in/out device pointers, workspaces
+ * from ws (by parameter index), scalars from l. */
+int tuner_args_bind(tuner_args *a, const pt_launch *l, const tuner_ptr *in, const tuner_ptr *out,
+                    const tuner_ptr *ws, pt_err *e);
+/* The same on io's buffers; workspaces are allocated (and zero-filled) here
+ * when l needs more than io has. */
+int tuner_io_bind(tuner_dev *d, tuner_io *io, const pt_launch *l, tuner_args *a, pt_err *e);
+
+typedef struct tuner_verify_opts {
+    int64_t full_limit; /* 0: 1 << 20 output elements */
+    int samples;        /* per output when sampling; below 4096 means 4096 */
+    uint64_t seed;      /* of the sample indices (0: 1) */
+    bool keep_inputs;   /* don't re-upload: inputs already on the device (rotations) */
+} tuner_verify_opts;
+
+typedef struct tuner_verify_result {
+    tuner_outcome cls;  /* OK, WRONG_ANSWER, or the backend's class of a failure */
+    char what[16];      /* wrong answers: "values" "guard" "input" "unwritten" "workspace" */
+    int64_t checked;    /* output elements compared */
+    int64_t bad;        /* over tolerance */
+    bool sampled;
+    double max_err;     /* worst error, metric above */
+    double tol;         /* the strictest output's tolerance */
+    char worst[256];    /* "y[17] = 1.5, reference 1.25" */
+    double seconds;     /* wall time of the whole verify */
+} tuner_verify_result;
+
+double tuner_tolerance(pt_dtype dt);
+
+/* Compares n elements of one output stored as dt: got[j] against ref[j], at
+ * output indices idx[j] (NULL: j), accumulating into r (checked, bad,
+ * max_err, worst; tol lowered to this output's). */
+void tuner_compare(const char *name, pt_dtype dt, const double *got, const double *ref,
+                   const int64_t *idx, int64_t n, tuner_verify_result *r);
+
+/* One verify run of kernel k with launch l on io's tensors (allocated and
+ * inputs chosen by the caller, or zeros). PT_OK with r->cls = TUNER_OK when
+ * the kernel is right; PT_ERANGE with r->cls = TUNER_WRONG_ANSWER and the
+ * first finding in e; the backend's error and class when the run failed. */
+int tuner_verify(tuner_dev *d, tuner_kernel *k, const pt_launch *l, tuner_io *io,
+                 const tuner_verify_opts *o, tuner_verify_result *r, pt_err *e);
+
+#endif
