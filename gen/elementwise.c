@@ -1374,7 +1374,8 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
     w.it = pp->idx64 ? PTX_T_U64 : PTX_T_U32;
     w.ireg = pp->idx64 ? PTX_T_B64 : PTX_T_B32;
     char cfg[256];
-    uint64_t h = pt_hash64(pt_config_str(c, cfg, sizeof cfg), strlen(cfg));
+    pt_config_str(c, cfg, sizeof cfg); /* before strlen: argument order is unspecified */
+    uint64_t h = pt_hash64(cfg, strlen(cfg));
     char name[64];
     snprintf(name, sizeof name, "ew_%s_%016llx", p->has_reduction ? "row" : "flat",
              (unsigned long long)(h ^ pt_hash64(pp->prob.expr, strlen(pp->prob.expr))));

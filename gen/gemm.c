@@ -501,6 +501,13 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     int accs = at->simt ? g->tm * g->tn : g->wm * g->wn / 32;
     if (accs > 128)
         return pt_errf(e, PT_EINVAL, "%d accumulators per thread: at most 128", accs);
+    /* sm_90+ has no native fp8 mma.sync (wgmma is its fp8 path): ptxas
+     * expands it with enough extra registers that warp tiles above 32x32
+     * spill */
+    if ((at->dt == PT_E4M3 || at->dt == PT_E5M2) && t->sm >= 90 && accs > 32)
+        return pt_errf(e, PT_EINVAL,
+                       "warp tile %dx%d: fp8 mma.sync on sm_90+ is emulated by ptxas; at most 32x32",
+                       g->wm, g->wn);
     /* copies per thread per operand and stage (code size for narrow copies) */
     int la = (g->sa.rows * g->sa.row_bytes / pp->cw_a + g->threads - 1) / g->threads;
     int lb = (g->sb.rows * g->sb.row_bytes / pp->cw_b + g->threads - 1) / g->threads;

@@ -91,3 +91,23 @@ Test(cli, emit_prints_ptx)
     cr_expect_eq(rc, 0);
     cr_expect(strstr(out, "elementwise") && strstr(out, "wpr"), "%s", out);
 }
+
+/* Emission is deterministic across processes (the kernel's identity in the
+ * database is the hash of this text). */
+Test(cli, emit_is_identical_across_processes)
+{
+    static const char *const cmds[] = {
+        "emit elementwise --expr \"y = softmax(x, -1)\" --shape x=64x512 --dtype bf16 --arch sm_80",
+        "emit elementwise --expr \"y = gelu(x) * w\" --shape x=64x512,w=512 --dtype f16 --arch sm_90 --config unroll=2",
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        static char a[1 << 20], b[1 << 20];
+        char err[4096];
+        cr_assert_eq(run(cmds[i], err, sizeof err, a, sizeof a), 0, "%s", err);
+        /* a different environment size shifts the stack the emitter runs on */
+        setenv("PTXTUNE_TEST_PADDING", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 1);
+        cr_assert_eq(run(cmds[i], err, sizeof err, b, sizeof b), 0, "%s", err);
+        unsetenv("PTXTUNE_TEST_PADDING");
+        cr_expect_str_eq(a, b, "emit differs between two processes");
+    }
+}

@@ -538,6 +538,31 @@ Test(tune, export_import_header_and_regress_through_the_command, .timeout = 300)
     cr_expect(strstr(out, "integrity ok"), "%s", out);
 }
 
+/* The cuda backend end to end over tests/fake_cuda.c (a libcuda.so.1 over
+ * the emulator): device found without --backend, arch and fingerprint from
+ * the device, the benchmark protocol in the isolated worker. */
+Test(tune, cuda_backend_over_the_fake_driver, .timeout = 300)
+{
+    const char *lib = getenv("PTXTUNE_FAKE_CUDA");
+    if (!lib)
+        cr_skip_test("PTXTUNE_FAKE_CUDA not set (built without CUDA headers)");
+    char libdir[512], out[1 << 15], err[4096];
+    snprintf(libdir, sizeof libdir, "%s", lib);
+    char *slash = strrchr(libdir, '/');
+    cr_assert(slash);
+    *slash = '\0';
+    setenv("LD_LIBRARY_PATH", libdir, 1);
+    int rc = cli("tune elementwise expr='y = softmax(x, -1)' shape=x=8x256 dtype=f16 --budget 3 "
+                 "--db g.db --quiet",
+                 out, sizeof out, err, sizeof err);
+    unsetenv("LD_LIBRARY_PATH");
+    cr_assert_eq(rc, 0, "%s %s", out, err);
+    cr_expect(strstr(out, "ptxtune-bench/1"), "%s", out);
+    cr_expect_eq(query(P("g.db"), "SELECT count(*) FROM measurements WHERE status = 'ok' AND "
+                                  "source = 'measured' AND verified = 1 AND reps >= 10"), 3);
+    cr_expect_eq(query(P("g.db"), "SELECT count(*) FROM runs WHERE backend = 'cuda' AND arch = 'sm_90'"), 1);
+}
+
 Test(tune, bad_input_is_one_line_and_changes_nothing)
 {
     write_file(P("good.txt"), "elementwise expr='y = x' shape=x=64\n");
