@@ -69,6 +69,20 @@ static const struct {
 #undef FEAT_V_M
 };
 
+/* Opcodes that have feature rows at all, so most instructions skip the scan
+ * (two words: one bit per opcode). */
+#define FEAT_BIT(op, w) ((PTX_OP_##op >> 6) == (w) ? 1ull << (PTX_OP_##op & 63) : 0ull)
+static const uint64_t feat_ops[2] = {
+    0
+#define PTX_FEAT(op, kind, value, sm, ver) | FEAT_BIT(op, 0)
+#include "ptx/isa.def"
+    ,
+    0
+#define PTX_FEAT(op, kind, value, sm, ver) | FEAT_BIT(op, 1)
+#include "ptx/isa.def"
+};
+_Static_assert(PTX_NOPS <= 128, "feat_ops holds 128 opcodes");
+
 static void count_opnds(const char *p, int *min, int *max)
 {
     int n = 0, req = -1;
@@ -98,6 +112,7 @@ ptx_opinfo ptx_op_info(ptx_op op)
     return info;
 }
 
+const char *ptx_op_name(ptx_op op) { return op_tab[op].name; }
 const char *ptx_type_name(ptx_type t) { return type_tab[t].name; }
 int ptx_type_bits(ptx_type t) { return type_tab[t].bits; }
 char ptx_type_class(ptx_type t) { return type_tab[t].cls; }
@@ -255,6 +270,11 @@ const char *ptx_shared_add(ptx_fn *f, const char *name, int align, int64_t bytes
 
 int ptx_bank_add(ptx_fn *f, const char *prefix, ptx_type t, uint32_t count, bool scalar)
 {
+    if (strlen(prefix) > PTX_MAX_BANK_NAME) {
+        pt_errf(&f->mod->err, PT_EINVAL, "register name '%.20s...' longer than %d bytes", prefix,
+                PTX_MAX_BANK_NAME);
+        prefix = "%invalid";
+    }
     f->banks = pt_arena_grow(f->mod->arena, f->banks, sizeof *f->banks, &f->cap_banks,
                              f->nbanks + 1);
     f->banks[f->nbanks] = (ptx_bank){pt_arena_strdup(f->mod->arena, prefix), t, count, scalar};
@@ -374,6 +394,9 @@ static int ins_err(const ptx_fn *f, const ptx_ins *ins, pt_err *e, int code, con
 
 /* Size rule for one register operand. Float-typed registers (.f32/.f64)
  * may only serve float instructions (ptxas "Arguments mismatch"). */
+static inline int type_bits_(int t) { return type_tab[t].bits; }
+static inline char type_cls_(int t) { return type_tab[t].cls; }
+
 static int check_reg(const ptx_fn *f, const ptx_ins *ins, ptx_reg r, char rule, pt_err *e,
                      int pos)
 {
@@ -381,7 +404,7 @@ static int check_reg(const ptx_fn *f, const ptx_ins *ins, ptx_reg r, char rule, 
     if (b < 0 || (size_t)b >= f->nbanks || PTX_REG_IDX(r) >= f->banks[b].count)
         return ins_err(f, ins, e, PT_EINVAL, "undeclared register", "");
     ptx_type rt = f->banks[b].type;
-    int rbits = ptx_type_bits(rt);
+    int rbits = type_bits_(rt);
     char buf[96];
     if (rule == 'P') {
         if (rt != PTX_T_PRED) {
@@ -393,10 +416,10 @@ static int check_reg(const ptx_fn *f, const ptx_ins *ins, ptx_reg r, char rule, 
     if (rule == '-' || ins->ntypes == 0)
         return PT_OK;
     ptx_type it = ins->types[0];
-    int want = ptx_type_bits(it);
+    int want = type_bits_(it);
     if (rule == 'U' && ins->ntypes > 1) {
         it = ins->types[1];
-        want = ptx_type_bits(it);
+        want = type_bits_(it);
     } else if (rule == '3')
         want = 32;
     else if (rule == 'W' && has_mod(ins, PTX_M_WIDE))
@@ -409,7 +432,7 @@ static int check_reg(const ptx_fn *f, const ptx_ins *ins, ptx_reg r, char rule, 
         return PT_OK;
     }
     bool ok = rule == 'L' ? rbits >= want : rbits == want;
-    if (ok && ptx_type_class(rt) == 'f' && ptx_type_class(it) != 'f' && ptx_type_class(it) != 'b' &&
+    if (ok && type_cls_(rt) == 'f' && type_cls_(it) != 'f' && type_cls_(it) != 'b' &&
         rule != '3')
         ok = false;
     if (!ok) {
@@ -524,7 +547,8 @@ int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
     }
     /* target requirements: the opcode row, raised by matching feature rows */
     int sm = op_tab[ins->op].sm, ver = op_tab[ins->op].ver;
-    for (size_t i = 0; i < sizeof feat_tab / sizeof feat_tab[0]; i++) {
+    bool has_feat = (feat_ops[ins->op >> 6] >> (ins->op & 63)) & 1;
+    for (size_t i = 0; has_feat && i < sizeof feat_tab / sizeof feat_tab[0]; i++) {
         if (feat_tab[i].op != ins->op)
             continue;
         bool hit = false;

@@ -48,6 +48,7 @@ typedef struct ptx_opinfo {
 } ptx_opinfo;
 
 ptx_opinfo ptx_op_info(ptx_op op);
+const char *ptx_op_name(ptx_op op);
 const char *ptx_type_name(ptx_type t);
 int ptx_type_bits(ptx_type t);
 char ptx_type_class(ptx_type t); /* 'b' 'u' 's' 'f' 'p' */
@@ -68,6 +69,8 @@ typedef struct ptx_reg {
 } ptx_reg;
 #define PTX_REG_BANK(r) ((int)((r).id >> 20) - 1)
 #define PTX_REG_IDX(r) ((r).id & 0xfffffu)
+
+enum { PTX_MAX_BANK_NAME = 64 }; /* longest register family name */
 
 typedef struct ptx_bank {
     const char *prefix; /* "%r", or a full name when scalar */

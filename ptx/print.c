@@ -4,6 +4,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *ptx_reg_name(const ptx_fn *f, ptx_reg r, char *buf, size_t n)
@@ -21,9 +22,32 @@ const char *ptx_reg_name(const ptx_fn *f, ptx_reg r, char *buf, size_t n)
     return buf;
 }
 
-/* Hand-rolled number formatting: the printer is on the emission hot path
- * and printf dominated its profile. */
-static void put_u64(pt_buf *out, uint64_t v)
+/* The instruction printer writes through a cursor into space reserved
+ * once per instruction (printf and per-token appends dominated emission
+ * profiles). opd_room bounds what an operand can print. */
+static size_t opd_room(const ptx_fn *f, const ptx_opd *o)
+{
+    size_t n = 40 + PTX_MAX_BANK_NAME; /* a register, number or special register */
+    if (o->kind == PTX_O_VEC)
+        for (int i = 0; i < o->u.vec.n; i++)
+            n += opd_room(f, &o->u.vec.e[i]) + 2;
+    else if (o->kind == PTX_O_ADDR && o->u.addr.sym)
+        n += strlen(o->u.addr.sym);
+    else if (o->kind == PTX_O_SYM)
+        n += strlen(o->u.sym);
+    else if (o->kind == PTX_O_LABEL)
+        n += strlen(f->labels[o->u.label]);
+    return n;
+}
+
+static char *cp(char *d, const char *s)
+{
+    while (*s)
+        *d++ = *s++;
+    return d;
+}
+
+static char *u64s(char *d, uint64_t v)
 {
     char tmp[24];
     int n = 0;
@@ -31,130 +55,148 @@ static void put_u64(pt_buf *out, uint64_t v)
         tmp[n++] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    char rev[24];
-    for (int i = 0; i < n; i++)
-        rev[i] = tmp[n - 1 - i];
-    pt_buf_putn(out, rev, (size_t)n);
+    while (n)
+        *d++ = tmp[--n];
+    return d;
 }
 
-static void put_i64(pt_buf *out, int64_t v)
+static char *i64s(char *d, int64_t v)
 {
     if (v < 0) {
-        pt_buf_putc(out, '-');
-        put_u64(out, (uint64_t)0 - (uint64_t)v);
-    } else
-        put_u64(out, (uint64_t)v);
+        *d++ = '-';
+        return u64s(d, (uint64_t)0 - (uint64_t)v);
+    }
+    return u64s(d, (uint64_t)v);
 }
 
-static void put_hex(pt_buf *out, uint64_t v, int digits, bool upper)
+static char *hexs(char *d, uint64_t v, int digits, bool upper)
 {
-    const char *d = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+    const char *x = upper ? "0123456789ABCDEF" : "0123456789abcdef";
     char tmp[16];
     int n = 0;
     if (digits == 0) {
         do {
-            tmp[n++] = d[v & 15];
+            tmp[n++] = x[v & 15];
             v >>= 4;
         } while (v);
     } else
         for (; n < digits; n++, v >>= 4)
-            tmp[n] = d[v & 15];
-    char rev[16];
-    for (int i = 0; i < n; i++)
-        rev[i] = tmp[n - 1 - i];
-    pt_buf_putn(out, rev, (size_t)n);
+            tmp[n] = x[v & 15];
+    while (n)
+        *d++ = tmp[--n];
+    return d;
 }
 
-static void put_reg(const ptx_fn *f, ptx_reg r, pt_buf *out)
+static char *regs(const ptx_fn *f, ptx_reg r, char *d)
 {
     int b = PTX_REG_BANK(r);
     if (b < 0 || (size_t)b >= f->nbanks) {
         char buf[32];
-        pt_buf_puts(out, ptx_reg_name(f, r, buf, sizeof buf));
-        return;
+        return cp(d, ptx_reg_name(f, r, buf, sizeof buf));
     }
-    pt_buf_puts(out, f->banks[b].prefix);
-    if (!f->banks[b].scalar)
-        put_u64(out, PTX_REG_IDX(r));
+    d = cp(d, f->banks[b].prefix);
+    return f->banks[b].scalar ? d : u64s(d, PTX_REG_IDX(r));
 }
 
-static void print_opd(const ptx_fn *f, const ptx_opd *o, pt_buf *out)
+static char *opds(const ptx_fn *f, const ptx_opd *o, char *d)
 {
     switch ((ptx_opd_kind)o->kind) {
     case PTX_O_NONE: break;
     case PTX_O_REG:
         if (o->neg)
-            pt_buf_putc(out, '!');
-        put_reg(f, o->u.reg, out);
+            *d++ = '!';
+        d = regs(f, o->u.reg, d);
         break;
     case PTX_O_IMM:
         if (o->hex) {
-            pt_buf_puts(out, "0x");
-            put_hex(out, (uint64_t)o->u.imm, 0, false);
+            d = cp(d, "0x");
+            d = hexs(d, (uint64_t)o->u.imm, 0, false);
         } else
-            put_i64(out, o->u.imm);
+            d = i64s(d, o->u.imm);
         break;
     case PTX_O_F32: {
         uint32_t bits;
         memcpy(&bits, &o->u.f32, 4);
-        pt_buf_puts(out, "0f");
-        put_hex(out, bits, 8, true);
+        d = hexs(cp(d, "0f"), bits, 8, true);
         break;
     }
     case PTX_O_F64: {
         uint64_t bits;
         memcpy(&bits, &o->u.f64, 8);
-        pt_buf_puts(out, "0d");
-        put_hex(out, bits, 16, true);
+        d = hexs(cp(d, "0d"), bits, 16, true);
         break;
     }
     case PTX_O_ADDR:
-        pt_buf_putc(out, '[');
-        if (o->u.addr.sym)
-            pt_buf_puts(out, o->u.addr.sym);
-        else
-            put_reg(f, o->u.addr.base, out);
+        *d++ = '[';
+        d = o->u.addr.sym ? cp(d, o->u.addr.sym) : regs(f, o->u.addr.base, d);
         if (o->u.addr.off) {
-            pt_buf_putc(out, '+');
-            put_i64(out, o->u.addr.off);
+            *d++ = '+';
+            d = i64s(d, o->u.addr.off);
         }
-        pt_buf_putc(out, ']');
+        *d++ = ']';
         break;
     case PTX_O_VEC:
-        pt_buf_putc(out, '{');
+        *d++ = '{';
         for (int i = 0; i < o->u.vec.n; i++) {
             if (i)
-                pt_buf_puts(out, ", ");
-            print_opd(f, &o->u.vec.e[i], out);
+                d = cp(d, ", ");
+            d = opds(f, &o->u.vec.e[i], d);
         }
-        pt_buf_putc(out, '}');
+        *d++ = '}';
         break;
-    case PTX_O_SREG: pt_buf_puts(out, ptx_sreg_name(o->u.sreg)); break;
-    case PTX_O_SYM: pt_buf_puts(out, o->u.sym); break;
-    case PTX_O_LABEL: pt_buf_puts(out, f->labels[o->u.label]); break;
-    case PTX_O_SINK: pt_buf_putc(out, '_'); break;
+    case PTX_O_SREG: d = cp(d, ptx_sreg_name(o->u.sreg)); break;
+    case PTX_O_SYM: d = cp(d, o->u.sym); break;
+    case PTX_O_LABEL: d = cp(d, f->labels[o->u.label]); break;
+    case PTX_O_SINK: *d++ = '_'; break;
     }
+    return d;
 }
 
 void ptx_print_ins(const ptx_fn *f, const ptx_ins *ins, pt_buf *out)
 {
+    size_t room = 96 + (size_t)(ins->nmods + ins->ntypes) * 16;
+    for (int i = 0; i < ins->nopd; i++)
+        room += opd_room(f, &ins->opd[i]);
+    if (ins->op == PTX_OP_LABEL)
+        room += strlen(f->labels[ins->opd[0].u.label]);
+    if (out->len + room + 1 > out->cap) {
+        size_t cap = out->cap ? out->cap : 256;
+        while (cap < out->len + room + 1)
+            cap *= 2;
+        char *s = realloc(out->s, cap);
+        if (!s)
+            abort();
+        out->s = s;
+        out->cap = cap;
+    }
+    char *d = out->s + out->len;
     if (ins->op == PTX_OP_LABEL) {
-        pt_buf_puts(out, f->labels[ins->opd[0].u.label]);
-        pt_buf_puts(out, ":\n");
-        return;
+        d = cp(d, f->labels[ins->opd[0].u.label]);
+        d = cp(d, ":\n");
+    } else {
+        *d++ = '\t';
+        if (ins->guard.id) {
+            d = cp(d, ins->guard_neg ? "@!" : "@");
+            d = regs(f, ins->guard, d);
+            *d++ = ' ';
+        }
+        d = cp(d, ptx_op_name(ins->op));
+        for (int i = 0; i < ins->nmods; i++) {
+            *d++ = '.';
+            d = cp(d, ptx_mod_name(ins->mods[i]));
+        }
+        for (int i = 0; i < ins->ntypes; i++) {
+            *d++ = '.';
+            d = cp(d, ptx_type_name(ins->types[i]));
+        }
+        for (int i = 0; i < ins->nopd; i++) {
+            d = cp(d, i ? ", " : " ");
+            d = opds(f, &ins->opd[i], d);
+        }
+        d = cp(d, ";\n");
     }
-    pt_buf_putc(out, '\t');
-    if (ins->guard.id) {
-        pt_buf_puts(out, ins->guard_neg ? "@!" : "@");
-        put_reg(f, ins->guard, out);
-        pt_buf_putc(out, ' ');
-    }
-    ptx_ins_opname(ins, out);
-    for (int i = 0; i < ins->nopd; i++) {
-        pt_buf_puts(out, i ? ", " : " ");
-        print_opd(f, &ins->opd[i], out);
-    }
-    pt_buf_puts(out, ";\n");
+    *d = '\0';
+    out->len = (size_t)(d - out->s);
 }
 
 static int count_lines(const pt_buf *b)
