@@ -7,35 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "test_util.h"
+
 /* Runs ptxtune with args (a shell fragment); returns the exit code and the
  * stderr text. */
-static void slurp(const char *path, char *buf, size_t n)
-{
-    FILE *f = fopen(path, "r");
-    size_t len = f ? fread(buf, 1, n - 1, f) : 0;
-    buf[len] = '\0';
-    if (f)
-        fclose(f);
-}
-
 static int run(const char *args, char *err, size_t n, char *out, size_t on)
 {
-    const char *bin = getenv("PTXTUNE_BIN");
-    cr_assert(bin, "PTXTUNE_BIN not set (meson sets it)");
-    char dir[] = "/tmp/ptxtune_cli_XXXXXX";
-    cr_assert(mkdtemp(dir));
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s >%s/out 2>%s/err </dev/null", bin, args, dir, dir);
-    int st = system(cmd);
-    char path[256];
-    snprintf(path, sizeof path, "%s/out", dir);
-    slurp(path, out, on);
-    remove(path);
-    snprintf(path, sizeof path, "%s/err", dir);
-    slurp(path, err, n);
-    remove(path);
-    rmdir(dir);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return test_run_ptxtune(NULL, args, out, on, err, n);
 }
 
 static int lines(const char *s)

@@ -1,6 +1,7 @@
 /* The compile gate against the real toolkit: both backends, every target.
  * Tests that need a toolkit skip without one, or fail when
  * PTXTUNE_REQUIRE_TOOLKIT=1 (the CI job with CUDA sets it). */
+#include "test_util.h"
 #include "ptx/compile.h"
 
 #include <criterion/criterion.h>
@@ -13,18 +14,13 @@
 static const pt_backend backends[] = {PT_BACKEND_NVJITLINK, PT_BACKEND_PTXAS};
 enum { NBACKENDS = sizeof backends / sizeof backends[0] };
 
-static bool toolkit_required(void)
-{
-    const char *v = getenv("PTXTUNE_REQUIRE_TOOLKIT");
-    return v && strcmp(v, "1") == 0;
-}
 
 static pt_compiler *open_or_skip(void)
 {
     pt_err e = {0};
     pt_compiler *c = NULL;
     if (pt_compiler_open(&c, &e) != PT_OK) {
-        cr_assert(!toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
         cr_assert_eq(e.code, PT_ENOTOOLKIT, "%s", e.msg);
         cr_skip_test("no CUDA toolkit: %s", e.msg);
     }
@@ -38,7 +34,7 @@ static bool use_backend(pt_compiler *c, pt_backend b)
     pt_err e = {0};
     if (pt_compiler_set_backend(c, b, &e) == PT_OK)
         return true;
-    cr_assert(!toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+    cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
     cr_log_warn("%s", e.msg);
     return false;
 }

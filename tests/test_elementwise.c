@@ -7,16 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_util.h"
 #include "gen/op.h"
 #include "ptx/compile.h"
 #include "ptx/ir.h"
 #include "ptx/parse.h"
 
-static bool toolkit_required(void)
-{
-    const char *v = getenv("PTXTUNE_REQUIRE_TOOLKIT");
-    return v && strcmp(v, "1") == 0;
-}
 
 /* The six families the issue names, at small but real shapes. */
 static const pt_problem cases[] = {
@@ -107,7 +103,7 @@ Test(elementwise, every_variant_assembles_without_spills, .timeout = 900)
     pt_compiler *comp = NULL;
     pt_err e = {0};
     if (pt_compiler_open(&comp, &e)) {
-        cr_assert(!toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
         cr_skip_test("no CUDA toolkit: %s", e.msg);
     }
     enum { NTHREADS = 2 };
@@ -351,7 +347,7 @@ Test(elementwise, defaults_assemble_on_newer_targets, .timeout = 300)
     pt_compiler *comp = NULL;
     pt_err e = {0};
     if (pt_compiler_open(&comp, &e)) {
-        cr_assert(!toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
         cr_skip_test("no CUDA toolkit: %s", e.msg);
     }
     const char *newer[] = {"sm_90a", "sm_100a", "sm_120"};

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test_util.h"
 #include "db/db.h"
 #include "search/sweep.h"
 
@@ -52,29 +53,10 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void slurp(const char *path, char *buf, size_t n)
-{
-    FILE *f = fopen(path, "r");
-    size_t len = f ? fread(buf, 1, n - 1, f) : 0;
-    buf[len] = '\0';
-    if (f)
-        fclose(f);
-}
-
 /* Runs "ptxtune ARGS" in dir; exit code, stdout and stderr. */
 static int cli(const char *args, char *out, size_t on, char *err, size_t en)
 {
-    const char *bin = getenv("PTXTUNE_BIN");
-    cr_assert(bin, "PTXTUNE_BIN not set (meson sets it)");
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "cd %s && %s %s >%s/.out 2>%s/.err </dev/null", dir, bin, args, dir,
-             dir);
-    int st = system(cmd);
-    if (out)
-        slurp(P(".out"), out, on);
-    if (err)
-        slurp(P(".err"), err, en);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return test_run_ptxtune(dir, args, out, on, err, en);
 }
 
 static int lines(const char *s)
@@ -477,7 +459,7 @@ Test(tune, four_concurrent_sweeps_on_one_store, .timeout = 300)
         waitpid(pids[i], &st, 0);
         char err[4096], name[16];
         snprintf(name, sizeof name, "c%d.err", i);
-        slurp(P(name), err, sizeof err);
+        test_slurp(P(name), err, sizeof err);
         cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "process %d: exit %d: %s", i,
                   WEXITSTATUS(st), err);
         cr_expect(!strstr(err, "lock") && !strstr(err, "busy") && !strstr(err, "BUSY"),
@@ -527,7 +509,7 @@ Test(tune, export_import_header_and_regress_through_the_command, .timeout = 300)
     char cmd[512];
     snprintf(cmd, sizeof cmd, "cd %s && cc -std=c11 -Wall -Wextra -Werror eng.c -o eng && ./eng > eng.out", dir);
     cr_expect_eq(system(cmd), 0, "the exported header did not compile or run");
-    slurp(P("eng.out"), out, sizeof out);
+    test_slurp(P("eng.out"), out, sizeof out);
     cr_expect_str_eq(out, "o'brien \"x\"; DROP TABLE runs;--\n");
     /* csv and bundle, merged back */
     cr_expect_eq(cli("export --db m.db --format csv --out t.csv", NULL, 0, err, sizeof err), 0);

@@ -8,36 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "test_util.h"
 #include "tuner/npy.h"
-
-static void slurp(const char *path, char *buf, size_t n)
-{
-    FILE *f = fopen(path, "r");
-    size_t len = f ? fread(buf, 1, n - 1, f) : 0;
-    buf[len] = '\0';
-    if (f)
-        fclose(f);
-}
 
 /* Runs ptxtune with args (a shell fragment): exit code, stdout, stderr. */
 static int run(const char *args, char *out, size_t on, char *err, size_t en)
 {
-    const char *bin = getenv("PTXTUNE_BIN");
-    cr_assert(bin, "PTXTUNE_BIN not set (meson sets it)");
-    char dir[] = "/tmp/ptxtune_tcli_XXXXXX";
-    cr_assert(mkdtemp(dir));
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "cd %s && %s %s >%s/out 2>%s/err </dev/null", dir, bin, args, dir, dir);
-    int st = system(cmd);
-    char path[256];
-    snprintf(path, sizeof path, "%s/out", dir);
-    slurp(path, out, on);
-    remove(path);
-    snprintf(path, sizeof path, "%s/err", dir);
-    slurp(path, err, en);
-    remove(path);
-    rmdir(dir);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return test_run_ptxtune(NULL, args, out, on, err, en);
 }
 
 static bool have_driver(void)
