@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "gen/expr.h"
+#include "gen/expr_ptx.h"
 
 enum { EW_MAX_TENSORS = 8 };
 
@@ -312,20 +313,6 @@ static ptx_reg f_op2(ew *w, ptx_op op, ptx_mods m, ptx_opd a, ptx_opd b)
     return d;
 }
 
-static ptx_reg f_op1(ew *w, ptx_op op, ptx_mods m, ptx_opd a)
-{
-    ptx_reg d = freg(w);
-    ptx_emit(w->f, op, m, F32T, ptx_r(d), a);
-    return d;
-}
-
-static ptx_reg f_fma(ew *w, ptx_opd a, ptx_opd b, ptx_opd c)
-{
-    ptx_reg d = freg(w);
-    ptx_emit(w->f, PTX_OP_FMA, PTX_MODS(PTX_M_RN), F32T, ptx_r(d), a, b, c);
-    return d;
-}
-
 static ptx_reg i_op2(ew *w, ptx_op op, ptx_mods m, ptx_opd a, ptx_opd b)
 {
     ptx_reg d = ireg(w);
@@ -343,182 +330,6 @@ static ptx_reg i_mad(ew *w, ptx_opd a, ptx_opd b, ptx_opd c)
 #define NOM PTX_NOMODS
 #define M1(a) PTX_MODS(a)
 #define M2(a, b) PTX_MODS(a, b)
-
-/* exp(x) = 2^(x*log2 e) */
-static ptx_reg f_exp(ew *w, ptx_opd x)
-{
-    ptx_reg t = f_op2(w, PTX_OP_MUL, NOM, x, ptx_f32(1.44269504088896341f));
-    return f_op1(w, PTX_OP_EX2, M2(PTX_M_APPROX, PTX_M_FTZ), ptx_r(t));
-}
-
-/* 1/(1+exp(-x)) */
-static ptx_reg f_sigmoid(ew *w, ptx_opd x)
-{
-    ptx_reg t = f_op2(w, PTX_OP_MUL, NOM, x, ptx_f32(-1.44269504088896341f));
-    ptx_reg e = f_op1(w, PTX_OP_EX2, M2(PTX_M_APPROX, PTX_M_FTZ), ptx_r(t));
-    ptx_reg s = f_op2(w, PTX_OP_ADD, NOM, ptx_r(e), ptx_f32(1.0f));
-    return f_op1(w, PTX_OP_RCP, M1(PTX_M_RN), ptx_r(s));
-}
-
-/* tanh without tanh.approx (its 2^-11 error is too coarse for f32):
- * |x| >= 0.5: sign(x) * (1 - 2/(exp(2|x|) + 1)); below, an odd Taylor
- * polynomial to x^11 (error < 2e-8 on |x| < 0.5). */
-static ptx_reg f_tanh(ew *w, ptx_opd x)
-{
-    ptx_reg ax = f_op1(w, PTX_OP_ABS, NOM, x);
-    ptx_reg t = f_op2(w, PTX_OP_MUL, NOM, ptx_r(ax), ptx_f32(2.0f * 1.44269504088896341f));
-    ptx_reg e = f_op1(w, PTX_OP_EX2, M2(PTX_M_APPROX, PTX_M_FTZ), ptx_r(t));
-    ptx_reg s = f_op2(w, PTX_OP_ADD, NOM, ptx_r(e), ptx_f32(1.0f));
-    ptx_reg r = f_op1(w, PTX_OP_RCP, M1(PTX_M_RN), ptx_r(s));
-    ptx_reg big = f_fma(w, ptx_r(r), ptx_f32(-2.0f), ptx_f32(1.0f));
-    big = f_op2(w, PTX_OP_COPYSIGN, NOM, x, ptx_r(big)); /* copysign d, a(sign), b */
-    ptx_reg x2 = f_op2(w, PTX_OP_MUL, NOM, x, x);
-    static const float c[] = {-0.33333333333f, 0.13333333333f, -0.05396825397f, 0.02186948854f,
-                              -0.00886323552f};
-    ptx_reg poly = f_fma(w, ptx_r(x2), ptx_f32(c[4]), ptx_f32(c[3]));
-    poly = f_fma(w, ptx_r(x2), ptx_r(poly), ptx_f32(c[2]));
-    poly = f_fma(w, ptx_r(x2), ptx_r(poly), ptx_f32(c[1]));
-    poly = f_fma(w, ptx_r(x2), ptx_r(poly), ptx_f32(c[0]));
-    ptx_reg x3 = f_op2(w, PTX_OP_MUL, NOM, ptx_r(x2), x);
-    ptx_reg small = f_fma(w, ptx_r(x3), ptx_r(poly), x);
-    ptx_reg p = preg(w);
-    ptx_emit(w->f, PTX_OP_SETP, M1(PTX_M_LT), F32T, ptx_r(p), ptx_r(ax), ptx_f32(0.5f));
-    ptx_reg d = freg(w);
-    ptx_emit(w->f, PTX_OP_SELP, PTX_NOMODS, F32T, ptx_r(d), ptx_r(small), ptx_r(big), ptx_r(p));
-    return d;
-}
-
-/* erf by Abramowitz-Stegun 7.1.26 (absolute error < 1.5e-7). */
-static ptx_reg f_erf(ew *w, ptx_opd x)
-{
-    ptx_reg ax = f_op1(w, PTX_OP_ABS, NOM, x);
-    ptx_reg den = f_fma(w, ptx_r(ax), ptx_f32(0.3275911f), ptx_f32(1.0f));
-    ptx_reg t = f_op1(w, PTX_OP_RCP, M1(PTX_M_RN), ptx_r(den));
-    ptx_reg poly = f_fma(w, ptx_r(t), ptx_f32(1.061405429f), ptx_f32(-1.453152027f));
-    poly = f_fma(w, ptx_r(t), ptx_r(poly), ptx_f32(1.421413741f));
-    poly = f_fma(w, ptx_r(t), ptx_r(poly), ptx_f32(-0.284496736f));
-    poly = f_fma(w, ptx_r(t), ptx_r(poly), ptx_f32(0.254829592f));
-    poly = f_op2(w, PTX_OP_MUL, NOM, ptx_r(poly), ptx_r(t));
-    ptx_reg x2 = f_op2(w, PTX_OP_MUL, NOM, ptx_r(ax), ptx_r(ax));
-    ptx_reg nx2 = f_op1(w, PTX_OP_NEG, NOM, ptx_r(x2));
-    ptx_reg ex = f_exp(w, ptx_r(nx2));
-    ptx_reg y = f_fma(w, ptx_r(poly), ptx_r(ex), ptx_f32(-1.0f)); /* -(1 - poly*e) */
-    y = f_op1(w, PTX_OP_NEG, NOM, ptx_r(y));
-    return f_op2(w, PTX_OP_COPYSIGN, NOM, x, ptx_r(y));
-}
-
-/* Rounds x through a storage dtype, as cast() does. */
-static ptx_reg f_cast(ew *w, ptx_opd x, pt_dtype dt)
-{
-    ptx_fn *f = w->f;
-    ptx_reg d = freg(w);
-    switch (dt) {
-    case PT_F16:
-    case PT_BF16: {
-        ptx_type t = dt == PT_F16 ? PTX_T_F16 : PTX_T_BF16;
-        ptx_reg h = ptx_reg_new(f, PTX_T_B16);
-        ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(t, PTX_T_F32), ptx_r(h), x);
-        ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_F32, t), ptx_r(d), ptx_r(h));
-        return d;
-    }
-    case PT_TF32: {
-        ptx_reg b = ptx_reg_new(f, PTX_T_B32);
-        ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RNA), PTX_TYPES(PTX_T_TF32, PTX_T_F32), ptx_r(b), x);
-        ptx_emit(f, PTX_OP_MOV, NOM, PTX_T1(PTX_T_B32), ptx_r(d), ptx_r(b));
-        return d;
-    }
-    case PT_E4M3:
-    case PT_E5M2: {
-        ptx_type t = dt == PT_E4M3 ? PTX_T_E4M3X2 : PTX_T_E5M2X2;
-        ptx_reg q = ptx_reg_new(f, PTX_T_B16), h2 = ptx_reg_new(f, PTX_T_B32);
-        ptx_reg lo = ptx_reg_new(f, PTX_T_B16), hi = ptx_reg_new(f, PTX_T_B16);
-        ptx_emit(f, PTX_OP_CVT, M2(PTX_M_RN, PTX_M_SATFINITE), PTX_TYPES(t, PTX_T_F32), ptx_r(q),
-                 ptx_f32(0.0f), x);
-        ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(PTX_T_F16X2, t), ptx_r(h2), ptx_r(q));
-        ptx_opd parts[2] = {ptx_r(lo), ptx_r(hi)};
-        ptx_emit(f, PTX_OP_MOV, NOM, PTX_T1(PTX_T_B32), ptx_vec(f, 2, parts), ptx_r(h2));
-        ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_F32, PTX_T_F16), ptx_r(d), ptx_r(lo));
-        return d;
-    }
-    default: ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(d), x); return d;
-    }
-}
-
-static ptx_reg f_cmp(ew *w, ptx_mod cmp, ptx_opd a, ptx_opd b)
-{
-    ptx_reg p = preg(w), d = freg(w);
-    ptx_emit(w->f, PTX_OP_SETP, M1(cmp), F32T, ptx_r(p), a, b);
-    ptx_emit(w->f, PTX_OP_SELP, NOM, F32T, ptx_r(d), ptx_f32(1.0f), ptx_f32(0.0f), ptx_r(p));
-    return d;
-}
-
-/* One elementwise node from its argument values. */
-static ptx_opd emit_node(ew *w, const ex_node *n, const ptx_opd *a)
-{
-    ptx_mods AF = M2(PTX_M_APPROX, PTX_M_FTZ);
-    switch (n->kind) {
-    case EX_CONST: return ptx_f32((float)n->value);
-    case EX_ADD: return ptx_r(f_op2(w, PTX_OP_ADD, NOM, a[0], a[1]));
-    case EX_SUB: return ptx_r(f_op2(w, PTX_OP_SUB, NOM, a[0], a[1]));
-    case EX_MUL: return ptx_r(f_op2(w, PTX_OP_MUL, NOM, a[0], a[1]));
-    case EX_DIV: return ptx_r(f_op2(w, PTX_OP_DIV, M1(PTX_M_RN), a[0], a[1]));
-    case EX_NEG: return ptx_r(f_op1(w, PTX_OP_NEG, NOM, a[0]));
-    case EX_ABS: return ptx_r(f_op1(w, PTX_OP_ABS, NOM, a[0]));
-    case EX_MIN: return ptx_r(f_op2(w, PTX_OP_MIN, NOM, a[0], a[1]));
-    case EX_MAX: return ptx_r(f_op2(w, PTX_OP_MAX, NOM, a[0], a[1]));
-    case EX_LT: return ptx_r(f_cmp(w, PTX_M_LT, a[0], a[1]));
-    case EX_LE: return ptx_r(f_cmp(w, PTX_M_LE, a[0], a[1]));
-    case EX_GT: return ptx_r(f_cmp(w, PTX_M_GT, a[0], a[1]));
-    case EX_GE: return ptx_r(f_cmp(w, PTX_M_GE, a[0], a[1]));
-    case EX_EQ: return ptx_r(f_cmp(w, PTX_M_EQ, a[0], a[1]));
-    case EX_NE: return ptx_r(f_cmp(w, PTX_M_NE, a[0], a[1]));
-    case EX_EXP: return ptx_r(f_exp(w, a[0]));
-    case EX_EXP2: return ptx_r(f_op1(w, PTX_OP_EX2, AF, a[0]));
-    case EX_LOG: {
-        ptx_reg l = f_op1(w, PTX_OP_LG2, AF, a[0]);
-        return ptx_r(f_op2(w, PTX_OP_MUL, NOM, ptx_r(l), ptx_f32(0.693147180559945309f)));
-    }
-    case EX_SQRT: return ptx_r(f_op1(w, PTX_OP_SQRT, M1(PTX_M_RN), a[0]));
-    case EX_RSQRT: {
-        ptx_reg s = f_op1(w, PTX_OP_SQRT, M1(PTX_M_RN), a[0]);
-        return ptx_r(f_op1(w, PTX_OP_RCP, M1(PTX_M_RN), ptx_r(s)));
-    }
-    case EX_TANH: return ptx_r(f_tanh(w, a[0]));
-    case EX_SIGMOID: return ptx_r(f_sigmoid(w, a[0]));
-    case EX_RELU: return ptx_r(f_op2(w, PTX_OP_MAX, NOM, a[0], ptx_f32(0.0f)));
-    case EX_SILU: {
-        ptx_reg s = f_sigmoid(w, a[0]);
-        return ptx_r(f_op2(w, PTX_OP_MUL, NOM, a[0], ptx_r(s)));
-    }
-    case EX_GELU: {
-        /* 0.5*x*(1+tanh(k*(x+0.044715x^3))) */
-        ptx_reg x2 = f_op2(w, PTX_OP_MUL, NOM, a[0], a[0]);
-        ptx_reg in = f_fma(w, ptx_r(x2), ptx_f32(0.044715f), ptx_f32(1.0f));
-        in = f_op2(w, PTX_OP_MUL, NOM, ptx_r(in), a[0]);
-        in = f_op2(w, PTX_OP_MUL, NOM, ptx_r(in), ptx_f32(0.797884560802865356f));
-        ptx_reg t = f_tanh(w, ptx_r(in));
-        ptx_reg h = f_op2(w, PTX_OP_MUL, NOM, a[0], ptx_f32(0.5f));
-        return ptx_r(f_fma(w, ptx_r(h), ptx_r(t), ptx_r(h)));
-    }
-    case EX_GELU_ERF: {
-        ptx_reg s = f_op2(w, PTX_OP_MUL, NOM, a[0], ptx_f32(0.707106781186547524f));
-        ptx_reg t = f_erf(w, ptx_r(s));
-        ptx_reg h = f_op2(w, PTX_OP_MUL, NOM, a[0], ptx_f32(0.5f));
-        return ptx_r(f_fma(w, ptx_r(h), ptx_r(t), ptx_r(h)));
-    }
-    case EX_CAST: return ptx_r(f_cast(w, a[0], n->dtype));
-    case EX_WHERE: {
-        ptx_reg p = preg(w), d = freg(w);
-        ptx_emit(w->f, PTX_OP_SETP, M1(PTX_M_NE), F32T, ptx_r(p), a[0], ptx_f32(0.0f));
-        ptx_emit(w->f, PTX_OP_SELP, NOM, F32T, ptx_r(d), a[1], a[2], ptx_r(p));
-        return ptx_r(d);
-    }
-    default: break;
-    }
-    pt_errf(&w->f->mod->err, PT_EINTERNAL, "elementwise: node kind %s has no emitter",
-            ex_kind_get(n->kind)->name);
-    return ptx_f32(0.0f);
-}
 
 /* ---------------------------------------------------------------------- */
 /* Addresses, loads and stores                                             */
@@ -807,7 +618,7 @@ static void eval_row_nodes(ew *w)
         }
         if (!ok)
             continue;
-        w->rowval[i] = emit_node(w, n, a);
+        w->rowval[i] = ex_ptx_node(w->f, n, a);
         w->avail[i] = true;
     }
 }
@@ -826,7 +637,7 @@ static void eval_elem(ew *w, const bool *need)
             int g = n->arg[k];
             a[k] = ex_node_class(p, g) == EX_ROW ? w->rowval[g] : w->val[g];
         }
-        w->val[i] = emit_node(w, n, a);
+        w->val[i] = ex_ptx_node(w->f, n, a);
     }
 }
 
@@ -966,7 +777,7 @@ static void combine(ew *w, red_op op, ptx_reg *a, const ptx_opd *b)
         ptx_emit(w->f, PTX_OP_SELP, NOM, F32T, ptx_r(ms), ptx_f32(0.0f), ptx_r(m), ptx_r(p));
         ptx_reg d1 = f_op2(w, PTX_OP_SUB, NOM, ptx_r(a[0]), ptx_r(ms));
         ptx_reg d2 = f_op2(w, PTX_OP_SUB, NOM, b[0], ptx_r(ms));
-        ptx_reg e1 = f_exp(w, ptx_r(d1)), e2 = f_exp(w, ptx_r(d2));
+        ptx_reg e1 = ex_ptx_exp(w->f, ptx_r(d1)), e2 = ex_ptx_exp(w->f, ptx_r(d2));
         ptx_reg s = f_op2(w, PTX_OP_MUL, NOM, ptx_r(a[1]), ptx_r(e1));
         ptx_emit(w->f, PTX_OP_FMA, M1(PTX_M_RN), F32T, ptx_r(a[1]), b[1], ptx_r(e2), ptx_r(s));
         ptx_emit(w->f, PTX_OP_MOV, NOM, F32T, ptx_r(a[0]), ptx_r(m));
@@ -1097,7 +908,7 @@ static void accumulate(ew *w, red_slot *s, int ns, ptx_reg guard)
         case RED_SUM:
             if (n->kind == EX_RSUMEXP) {
                 ptx_reg d = f_op2(w, PTX_OP_SUB, NOM, v, node_value(w, n->arg[1]));
-                v = ptx_r(f_exp(w, ptx_r(d)));
+                v = ptx_r(ex_ptx_exp(w->f, ptx_r(d)));
             }
             in = ptx_emit(w->f, PTX_OP_ADD, NOM, F32T, ptx_r(s[i].acc[0]), ptx_r(s[i].acc[0]), v);
             if (guard.id)
@@ -1122,10 +933,10 @@ static void pair_update(ew *w, red_slot *s, const ptx_opd *v, int n, ptx_reg gua
     for (int j = 1; j < n; j++)
         cm = f_op2(w, PTX_OP_MAX, NOM, ptx_r(cm), v[j]);
     ptx_reg d = f_op2(w, PTX_OP_SUB, NOM, ptx_r(s->acc[0]), ptx_r(cm));
-    ptx_reg sum = f_op2(w, PTX_OP_MUL, NOM, ptx_r(s->acc[1]), ptx_r(f_exp(w, ptx_r(d))));
+    ptx_reg sum = f_op2(w, PTX_OP_MUL, NOM, ptx_r(s->acc[1]), ptx_r(ex_ptx_exp(w->f, ptx_r(d))));
     for (int j = 0; j < n; j++) {
         ptx_reg dj = f_op2(w, PTX_OP_SUB, NOM, v[j], ptx_r(cm));
-        sum = f_op2(w, PTX_OP_ADD, NOM, ptx_r(sum), ptx_r(f_exp(w, ptx_r(dj))));
+        sum = f_op2(w, PTX_OP_ADD, NOM, ptx_r(sum), ptx_r(ex_ptx_exp(w->f, ptx_r(dj))));
     }
     ptx_ins *in = ptx_emit(w->f, PTX_OP_MOV, NOM, F32T, ptx_r(s->acc[1]), ptx_r(sum));
     if (guard.id)

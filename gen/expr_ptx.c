@@ -30,7 +30,7 @@ static ptx_reg fma_(ptx_fn *f, ptx_opd a, ptx_opd b, ptx_opd c)
 }
 
 /* exp(x) = 2^(x*log2 e) */
-static ptx_reg f_exp(ptx_fn *f, ptx_opd x)
+ptx_reg ex_ptx_exp(ptx_fn *f, ptx_opd x)
 {
     ptx_reg t = op2(f, PTX_OP_MUL, NOM, x, ptx_f32(1.44269504088896341f));
     return op1(f, PTX_OP_EX2, M2(PTX_M_APPROX, PTX_M_FTZ), ptx_r(t));
@@ -86,7 +86,7 @@ static ptx_reg f_erf(ptx_fn *f, ptx_opd x)
     poly = op2(f, PTX_OP_MUL, NOM, ptx_r(poly), ptx_r(t));
     ptx_reg x2 = op2(f, PTX_OP_MUL, NOM, ptx_r(ax), ptx_r(ax));
     ptx_reg nx2 = op1(f, PTX_OP_NEG, NOM, ptx_r(x2));
-    ptx_reg ex = f_exp(f, ptx_r(nx2));
+    ptx_reg ex = ex_ptx_exp(f, ptx_r(nx2));
     ptx_reg y = fma_(f, ptx_r(poly), ptx_r(ex), ptx_f32(-1.0f)); /* -(1 - poly*e) */
     y = op1(f, PTX_OP_NEG, NOM, ptx_r(y));
     return op2(f, PTX_OP_COPYSIGN, NOM, x, ptx_r(y));
@@ -154,7 +154,7 @@ ptx_opd ex_ptx_node(ptx_fn *f, const ex_node *n, const ptx_opd *a)
     case EX_GE: return ptx_r(f_cmp(f, PTX_M_GE, a[0], a[1]));
     case EX_EQ: return ptx_r(f_cmp(f, PTX_M_EQ, a[0], a[1]));
     case EX_NE: return ptx_r(f_cmp(f, PTX_M_NE, a[0], a[1]));
-    case EX_EXP: return ptx_r(f_exp(f, a[0]));
+    case EX_EXP: return ptx_r(ex_ptx_exp(f, a[0]));
     case EX_EXP2: return ptx_r(op1(f, PTX_OP_EX2, AF, a[0]));
     case EX_LOG: {
         ptx_reg l = op1(f, PTX_OP_LG2, AF, a[0]);

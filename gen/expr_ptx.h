@@ -1,7 +1,6 @@
 /* f32 PTX for the elementwise nodes of a gen/expr program: one lowering per
  * node kind, shared by every generator that evaluates expressions (the GEMM
- * epilogue today; the elementwise family carries an older copy of the same
- * forms in gen/elementwise.c).
+ * epilogue and the elementwise family).
  *
  * Math is f32 with accurate forms where `.approx` is too coarse for f32
  * tolerances: tanh by exp + polynomial, erf by Abramowitz-Stegun 7.1.26,
@@ -17,6 +16,9 @@
  * registers or f32 immediates) and returns its value. An unsupported kind
  * sets the module's sticky error. */
 ptx_opd ex_ptx_node(ptx_fn *f, const ex_node *n, const ptx_opd *args);
+
+/* e^x as 2^(x * log2 e): mul + ex2.approx.ftz (relative error ~2^-22). */
+ptx_reg ex_ptx_exp(ptx_fn *f, ptx_opd x);
 
 /* x rounded through storage dtype dt (f16, bf16, tf32, e4m3, e5m2), as
  * cast() does; other dtypes return x unchanged. */
