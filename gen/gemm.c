@@ -287,10 +287,15 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
     if (sab != 1.0 && at->dt != PT_E4M3 && at->dt != PT_E5M2 && !at->int_acc)
         return pt_errf(e, PT_EINVAL, "scale_a/scale_b apply to fp8 and int8 inputs only");
 
-    /* epilogue */
+    /* epilogue. s32 outputs are exact integer sums (+ C): a float epilogue
+     * rounding back to integers would differ from any reference by one at
+     * half-way values, so it takes a float output */
     bool user = pb->epilogue && *pb->epilogue;
-    pp->int_exact = odt == PT_S32 && !user && pb->alpha == 1.0 &&
-                    (pb->beta == 0.0 || pb->beta == 1.0) && sab == 1.0;
+    pp->int_exact = odt == PT_S32;
+    if (pp->int_exact && (user || pb->alpha != 1.0 || (pb->beta != 0.0 && pb->beta != 1.0) || sab != 1.0))
+        return pt_errf(e, PT_EINVAL,
+                       "s32 output is the exact sum (alpha 1, beta 0 or 1, no epilogue or scales); "
+                       "take --out-dtype f32, f16 or bf16 for a float epilogue");
     pp->in_acc = pp->in_alpha = pp->in_beta = pp->in_c = -1;
     if (pp->int_exact) {
         pp->has_c = pb->beta == 1.0;
@@ -308,9 +313,10 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
     int64_t vb[2] = {pp->ldb * es, pp->batch > 1 ? pp->sb * es : 16};
     pp->cw_a = align_of(2, va);
     pp->cw_b = align_of(2, vb);
-    if (pp->cw_a < es)
+    /* below 4 bytes there is no cp.async: plain loads of one element each */
+    if (pp->cw_a < 4)
         pp->cw_a = es;
-    if (pp->cw_b < es)
+    if (pp->cw_b < 4)
         pp->cw_b = es;
     /* epilogue units: E elements contiguous in D, all-or-nothing at the edge */
     int64_t cols = pp->d_col ? M : N;
@@ -355,12 +361,12 @@ static int space(const pt_prepared *pp, const pt_target *t, pt_space *s)
     pt_param_space bm = {"bm", "block tile rows (M)", 0, {0}};
     pt_param_space bn = {"bn", "block tile columns (N)", 0, {0}};
     tile_values(&bm, pp->M, 16, simt ? 128 : 256);
-    tile_values(&bn, pp->N, 16, simt ? 128 : 256);
+    tile_values(&bn, pp->N, simt ? 32 : 16, simt ? 128 : 256); /* SIMT: 32 threads at least */
     pt_param_space bk = {"bk", "k elements per pipeline stage", 0, {0}};
     /* k tile bytes 32, 64, 128: at most what K needs, at least half of that */
     int64_t kb = pow2ceil(pp->K * es), kcap = kb < 128 ? kb : 128;
-    for (int b = 32; b <= 128; b *= 2)
-        if (b <= (kb > 32 ? kb : 32) && b >= kcap / 2)
+    for (int b = 32; b <= 128; b *= 2) /* SIMT: short k tiles too (less unrolled FFMA) */
+        if (b <= (kb > 32 ? kb : 32) && (b >= kcap / 2 || simt))
             bk.values[bk.nvalues++] = b / es;
     s->p[s->nparams++] = bm;
     s->p[s->nparams++] = bn;
@@ -548,14 +554,15 @@ static void defaults(const pt_prepared *pp, const pt_target *t, pt_config *c)
     for (int i = 0; i < s.nparams; i++)
         pt_config_set(c, s.p[i].name, s.p[i].values[0]);
     const gemm_atom *at = pp->at;
-    int64_t bm = pow2ceil(pp->M < 16 ? 16 : pp->M), bn = pow2ceil(pp->N < 16 ? 16 : pp->N);
-    int top = at->simt ? 64 : 128;
+    int64_t nmin = at->simt ? 32 : 16;
+    int64_t bm = pow2ceil(pp->M < 16 ? 16 : pp->M), bn = pow2ceil(pp->N < nmin ? nmin : pp->N);
+    int top = 128;
     bm = bm > top ? top : bm;
     bn = bn > top ? top : bn;
     pt_config_set(c, "bm", bm);
     pt_config_set(c, "bn", bn);
     int64_t kb = pow2ceil(pp->K * at->es);
-    pt_config_set(c, "bk", (kb < 64 ? (at->simt ? 32 : 32) : 64) / at->es);
+    pt_config_set(c, "bk", (kb < 64 || at->simt ? 32 : 64) / at->es);
     if (at->simt) {
         pt_config_set(c, "tm", bm >= 64 ? 8 : 4);
         pt_config_set(c, "tn", bn >= 64 ? 8 : 4);
@@ -822,12 +829,19 @@ static int reference(const pt_prepared *pp, const pt_tensor *in, pt_tensor *out,
     int64_t MN = M * N;
     double *acc = malloc((size_t)(B * MN) * sizeof *acc);
     double *av = malloc((size_t)K * sizeof *av);
-    if (!acc || !av) {
+    bool tf32 = pp->at->tf32;
+    double *bround = tf32 ? malloc((size_t)in[1].numel * sizeof *bround) : NULL;
+    if (!acc || !av || (tf32 && !bround)) {
         free(acc);
         free(av);
+        free(bround);
         return pt_errf(e, PT_ENOMEM, "gemm reference: out of memory");
     }
-    bool tf32 = pp->at->tf32;
+    if (tf32) { /* B rounded once, not once per row of A */
+        for (int64_t i = 0; i < in[1].numel; i++)
+            bround[i] = pt_dtype_round(PT_TF32, Bm[i]);
+        Bm = bround;
+    }
     for (int64_t b = 0; b < B; b++)
         for (int64_t m = 0; m < M; m++) {
             for (int64_t k = 0; k < K; k++) {
@@ -840,17 +854,16 @@ static int reference(const pt_prepared *pp, const pt_tensor *in, pt_tensor *out,
                 if (pp->b_kmajor) {
                     const double *col = bb + n * pp->ldb;
                     for (int64_t k = 0; k < K; k++)
-                        s += av[k] * (tf32 ? pt_dtype_round(PT_TF32, col[k]) : col[k]);
+                        s += av[k] * col[k];
                 } else {
-                    for (int64_t k = 0; k < K; k++) {
-                        double w = bb[k * pp->ldb + n];
-                        s += av[k] * (tf32 ? pt_dtype_round(PT_TF32, w) : w);
-                    }
+                    for (int64_t k = 0; k < K; k++)
+                        s += av[k] * bb[k * pp->ldb + n];
                 }
                 acc[b * MN + m * N + n] = s;
             }
         }
     free(av);
+    free(bround);
     for (int64_t i = 0; i < B * pp->sd; i++)
         D[i] = 0.0;
     if (pp->int_exact) {

@@ -455,9 +455,12 @@ static void emit_units(gemm_ctx *g, const epi_geom *e, const unit_map *u, const 
                 int n = E - k < 4 ? E - k : 4;
                 for (int q = 0; q < n; q++)
                     acc[k + q] = intacc ? gemm_r32(g) : ptx_reg_new(f, PTX_T_F32);
-                ptx_emit(f, PTX_OP_LD, vmods(PTX_M_SHARED, n, false), intacc ? B32T : F32T,
-                         n == 1 ? ptx_r(acc[k]) : ptx_vecr(f, n, &acc[k]),
-                         ptx_addr(u->sbuf, simm + 4 * k));
+                ptx_ins *in = ptx_emit(f, PTX_OP_LD, vmods(PTX_M_SHARED, n, false),
+                                       intacc ? B32T : F32T,
+                                       n == 1 ? ptx_r(acc[k]) : ptx_vecr(f, n, &acc[k]),
+                                       ptx_addr(u->sbuf, simm + 4 * k));
+                if (guard.id) /* past the band: this thread has no such unit */
+                    ptx_guard(in, guard, false);
             }
         }
         if (src == SRC_WS_WRITE) {

@@ -8,8 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "gen/expr.h"
 #include "gen/gemm.h"
@@ -17,12 +15,7 @@
 #include "ptx/compile.h"
 #include "ptx/ir.h"
 #include "ptx/parse.h"
-
-static bool toolkit_required(void)
-{
-    const char *v = getenv("PTXTUNE_REQUIRE_TOOLKIT");
-    return v && strcmp(v, "1") == 0;
-}
+#include "test_util.h"
 
 static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
 
@@ -118,7 +111,7 @@ Test(gemm, every_variant_of_4096_bf16_tn_assembles, .timeout = 1800)
     pt_compiler *comp = NULL;
     pt_err e = {0};
     if (pt_compiler_open(&comp, &e)) {
-        cr_assert(!toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
         cr_skip_test("no CUDA toolkit: %s", e.msg);
     }
     enum { NTHREADS = 2 };
@@ -412,6 +405,10 @@ Test(gemm, bad_input_is_one_exact_line)
          "bm=256,bn=128,bk=64,wm=64,wn=64,stages=4",
          "196608 bytes of shared memory: sm_86 allows 101376 per block"},
         {PT_GEMM(64, 64, 64, "nn", PT_BF16, PT_BF16), "sm_80", "frob=1", "unknown config key 'frob'"},
+        {PT_GEMM(64, 64, 64, "nt", PT_E4M3, PT_BF16), "sm_90", "bm=64,bn=64,wm=64,wn=32",
+         "warp tile 64x32: fp8 mma.sync on sm_90+ is emulated by ptxas; at most 32x32"},
+        {PT_GEMM(64, 64, 64, "nn", PT_BF16, PT_BF16), "sm_80", "persistent=-1",
+         "persistent=-1: must be 0 (off) or a CTA count"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         pt_err e = {0};
@@ -423,6 +420,15 @@ Test(gemm, bad_input_is_one_exact_line)
         cr_expect(!strchr(e.msg, '\n'), "one line");
         free(t);
     }
+    /* s32 outputs are exact or refused */
+    pt_problem q = PT_GEMM(64, 64, 64, "nt", PT_U8, PT_S32);
+    q.alpha = 0.5;
+    pt_err qe = {0};
+    char *qt = emit_text(&q, "sm_80", "", NULL, &qe);
+    cr_expect_null(qt);
+    cr_expect_str_eq(qe.msg, "s32 output is the exact sum (alpha 1, beta 0 or 1, no epilogue or "
+                             "scales); take --out-dtype f32, f16 or bf16 for a float epilogue");
+    free(qt);
     /* leading dimensions and epilogues */
     static const struct {
         int64_t lda, ldb, ldc, ldd;
@@ -684,33 +690,10 @@ Test(gemm, indexed_epilogue_inputs)
 
 /* ---- the command line ---- */
 
-static void slurp(const char *path, char *buf, size_t n)
-{
-    FILE *f = fopen(path, "r");
-    size_t len = f ? fread(buf, 1, n - 1, f) : 0;
-    buf[len] = '\0';
-    if (f)
-        fclose(f);
-}
-
+/* ptxtune ARGS: exit code, stdout, stderr */
 static int run(const char *args, char *err, size_t n, char *out, size_t on)
 {
-    const char *bin = getenv("PTXTUNE_BIN");
-    cr_assert(bin, "PTXTUNE_BIN not set (meson sets it)");
-    char dir[] = "/tmp/ptxtune_gemm_XXXXXX";
-    cr_assert(mkdtemp(dir));
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s >%s/out 2>%s/err </dev/null", bin, args, dir, dir);
-    int st = system(cmd);
-    char path[256];
-    snprintf(path, sizeof path, "%s/out", dir);
-    slurp(path, out, on);
-    remove(path);
-    snprintf(path, sizeof path, "%s/err", dir);
-    slurp(path, err, n);
-    remove(path);
-    rmdir(dir);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return test_run_ptxtune(NULL, args, out, on, err, n);
 }
 
 Test(gemm, cli_emit)

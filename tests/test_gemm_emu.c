@@ -6,7 +6,9 @@
  * configs (all four stage counts, tiles from 16x16 to 128x64, in-CTA
  * k-slices, parallel split-K on and off, raster groups) x 7 shapes with
  * ragged edges. Then epilogues, column-major D, batches, fp8 outputs,
- * dequantised int8 and a long-K small-M case.
+ * dequantised int8, persistent grids, padded leading dimensions and a
+ * long-K small-M case; then 200 random problems with random valid configs
+ * from a fixed seed.
  *
  * Tolerance: the checker's per-dtype one, except for f32/tf32 outputs,
  * where the error of f32 accumulation over K (not a property of the dtype)
@@ -177,7 +179,7 @@ Test(gemm_emu, epilogues_layouts_and_outputs, .timeout = 1800)
         {250, 130, 70, 1, "nt", PT_S8, PT_S32, false, 1, 1, 0, 0, NULL, "sm_80", ""},
         {250, 130, 70, 1, "nt", PT_S8, PT_BF16, false, 1, 0, 0.02, 0.5, NULL, "sm_80", ""},
         {250, 130, 70, 2, "nt", PT_U8, PT_F16, true, 0.25, 0, 0, 0, "acc * alpha * sa[m] * sb[n]", "sm_86", "splitk=2"},
-        {128, 96, 200, 1, "nt", PT_S8, PT_S32, true, 2, 0, 0, 0, NULL, "sm_80", ""},
+        {128, 96, 200, 1, "nt", PT_S8, PT_S32, true, 1, 1, 0, 0, NULL, "sm_80", "splitk=3"},
         {128, 96, 200, 1, "nt", PT_E4M3, PT_F32, false, 1, 0, 0.5, 2, "acc + bias[n]", "sm_89", ""},
         {128, 96, 200, 1, "nt", PT_E4M3, PT_E4M3, false, 0.25, 0, 0, 0, NULL, "sm_89", ""},
         {250, 130, 70, 1, "nt", PT_E5M2, PT_E5M2, true, 1, 0, 0, 0, "tanh(acc)", "sm_89", ""},
@@ -188,6 +190,8 @@ Test(gemm_emu, epilogues_layouts_and_outputs, .timeout = 1800)
         {250, 130, 70, 2, "tn", PT_BF16, PT_BF16, false, 0.5, 0, 0, 0, "acc * alpha + bias[n]", "sm_80", "bm=64,bn=32,wm=32,wn=16,persistent=5,splitk=2"},
         {250, 130, 70, 1, "nn", PT_F32, PT_F32, true, 1, 0.5, 0, 0, NULL, "sm_80", "bm=32,bn=64,tm=4,tn=8,persistent=3"},
         {128, 96, 200, 1, "nt", PT_S8, PT_S32, false, 1, 0, 0, 0, NULL, "sm_80", "bm=32,bn=32,wm=16,wn=16,kslice=2,persistent=4,raster=2"},
+        /* 8 warps on a 16-row tile: half the threads have no epilogue unit (fuzz find) */
+        {33, 16, 39, 1, "nt", PT_U8, PT_F16, false, 1, 0, 0, 0, "acc * s[m] + r", "sm_80", "bm=16,bn=64,bk=64,wm=16,wn=16,stages=4,kslice=2,persistent=3"},
         /* long K, small M: 8193 k tiles through the ring, 64-bit pointer walks */
         {2, 24, 262147, 1, "tn", PT_BF16, PT_BF16, false, 1, 0, 0, 0, NULL, "sm_80", "bm=16,bn=32,bk=32,wm=16,wn=32,stages=4"},
     };
@@ -204,6 +208,114 @@ Test(gemm_emu, epilogues_layouts_and_outputs, .timeout = 1800)
         p.epilogue = cases[i].epi;
         check_one(&t, &p, cases[i].arch, cases[i].config);
     }
-    report("epilogues/layouts/outputs", &t, now() - t0);
+    /* padded leading dimensions: row starts aligned to 2, 4 or 8 bytes only */
+    static const struct {
+        int64_t m, n, k, batch, lda, ldb, ldc;
+        const char *layout;
+        pt_dtype dt, odt;
+        const char *arch, *config;
+    } padded[] = {
+        {107, 14, 171, 2, 174, 174, 0, "nt", PT_U8, PT_BF16, "sm_86", "bm=32,bn=32,bk=64,wm=16,wn=16,stages=5,persistent=4"},
+        {64, 48, 65, 1, 66, 70, 52, "tn", PT_F16, PT_F16, "sm_80", "bm=32,bn=32,wm=16,wn=16"},
+        {50, 70, 33, 3, 36, 72, 0, "nn", PT_BF16, PT_F32, "sm_80", "splitk=2"},
+        {40, 30, 45, 1, 44, 46, 31, "tt", PT_TF32, PT_F32, "sm_80", ""},
+        {40, 30, 45, 2, 50, 48, 0, "nt", PT_E4M3, PT_BF16, "sm_89", ""},
+        {40, 30, 45, 1, 47, 45, 33, "nt", PT_F32, PT_F32, "sm_80", ""},
+    };
+    for (size_t i = 0; i < sizeof padded / sizeof padded[0]; i++) {
+        pt_problem p = PT_GEMM(padded[i].m, padded[i].n, padded[i].k, padded[i].layout, padded[i].dt,
+                               padded[i].odt);
+        p.batch = padded[i].batch;
+        p.lda = padded[i].lda;
+        p.ldb = padded[i].ldb;
+        p.ldc = padded[i].ldc;
+        p.beta = padded[i].ldc ? 0.5 : 0;
+        check_one(&t, &p, padded[i].arch, padded[i].config);
+    }
+    report("epilogues/layouts/outputs/leading dimensions", &t, now() - t0);
+    cr_expect_eq(t.failed, 0, "first failure: %s", t.first);
+}
+
+/* Random problems (shapes, layouts, dtypes, padded leading dimensions,
+ * batches, D orientation, epilogues) with random valid configs, from a
+ * fixed seed: the combinations the tables above do not name. */
+static uint64_t rng = 0x5eed;
+static int pick(int n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (int)(rng % (uint64_t)n);
+}
+
+Test(gemm_emu, random_problems_and_configs, .timeout = 1800)
+{
+    static const pt_dtype dts[] = {PT_F32, PT_TF32, PT_F16, PT_BF16, PT_S8, PT_U8, PT_E4M3, PT_E5M2};
+    static const char *const lays[] = {"nn", "nt", "tn", "tt"};
+    static const char *const epis[] = {NULL, NULL, "relu(acc * alpha) + bias[n]", "acc * s[m] + r",
+                                       "gelu(acc) * alpha + beta * c", "where(acc > 0, acc, 0.1 * acc)"};
+    static const pt_dtype fouts[] = {PT_F32, PT_F16, PT_BF16};
+    tally t = {0};
+    double t0 = now();
+    int tried = 0;
+    while (t.ran < 200 && tried++ < 1000) {
+        pt_dtype dt = dts[pick(8)];
+        bool k_only = dt == PT_S8 || dt == PT_U8 || dt == PT_E4M3 || dt == PT_E5M2;
+        const char *lay = k_only ? "nt" : lays[pick(4)];
+        int64_t m = 1 + pick(pick(2) ? 40 : 300), n = 1 + pick(pick(2) ? 40 : 300);
+        int64_t k = 1 + pick(pick(2) ? 50 : 600);
+        pt_problem p = PT_GEMM(m, n, k, lay, dt, PT_F64);
+        bool int_out = (dt == PT_S8 || dt == PT_U8) && pick(2);
+        p.out_dtype = int_out ? PT_S32 : pick(2) && !(dt == PT_S8 || dt == PT_U8) ? PT_F64 : fouts[pick(3)];
+        p.epilogue = int_out ? NULL : epis[pick(6)];
+        p.alpha = p.epilogue && !strstr(p.epilogue, "alpha") ? 1.0 : int_out || pick(2) ? 1.0 : 0.75;
+        p.beta = p.epilogue ? (strstr(p.epilogue, "beta") ? 0.5 : 0.0)
+               : pick(3) == 0 ? (int_out || pick(2) ? 1.0 : -0.5) : 0.0;
+        p.d_colmajor = pick(3) == 0;
+        p.batch = pick(4) == 0 ? 1 + pick(3) : 0;
+        if (pick(3) == 0)
+            p.lda = (lay[0] == 'n' ? k : m) + pick(9);
+        if (pick(3) == 0)
+            p.ldb = (lay[1] == 't' ? k : n) + pick(9);
+        if (pick(3) == 0)
+            p.ldc = (p.d_colmajor ? m : n) + pick(9);
+        const char *arch = k_only && dt != PT_S8 && dt != PT_U8 ? "sm_89" : pick(2) ? "sm_80" : "sm_86";
+        pt_target tg;
+        pt_err e = {0};
+        pt_target_parse(arch, &tg, &e);
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        cr_assert_eq(gen_gemm_op.prepare(a, &p, &tg, &pp, &e), 0, "%s", e.msg);
+        /* a random config the check accepts */
+        char cfg[256] = "";
+        for (int tries = 0; tries < 200 && !cfg[0]; tries++) {
+            static const int bms[] = {16, 32, 64, 128}, ws[] = {16, 32, 64}, kb[] = {32, 64, 128};
+            int es = pt_dtype_get(dt)->bytes;
+            char c[256];
+            if (dt == PT_F32)
+                snprintf(c, sizeof c, "bm=%d,bn=%d,bk=%d,tm=%d,tn=%d,stages=%d,splitk=%d,raster=%d,persistent=%d",
+                         bms[pick(4)], bms[pick(4)], kb[pick(3)] / es / (pick(2) ? 2 : 1),
+                         pick(2) ? 4 : 8, pick(2) ? 4 : 8, 2 + pick(4), pick(2) ? 1 : 1 + pick(5),
+                         1 + pick(4), pick(3) ? 0 : 1 + pick(6));
+            else
+                snprintf(c, sizeof c,
+                         "bm=%d,bn=%d,bk=%d,wm=%d,wn=%d,kslice=%d,stages=%d,splitk=%d,raster=%d,persistent=%d",
+                         bms[pick(4)], bms[pick(4)], kb[pick(3)] / es, ws[pick(3)], ws[pick(3)],
+                         pick(3) ? 1 : 2, 2 + pick(4), pick(2) ? 1 : 1 + pick(5), 1 + pick(4),
+                         pick(3) ? 0 : 1 + pick(6));
+            pt_space s;
+            pt_config cc;
+            gen_gemm_op.space(pp, &tg, &s);
+            gen_gemm_op.defaults(pp, &tg, &cc);
+            pt_err ce = {0};
+            if (pt_config_parse(&s, c, &cc, &ce) == 0 && gen_gemm_op.check(pp, &tg, &cc, &ce) == 0)
+                snprintf(cfg, sizeof cfg, "%s", c);
+        }
+        pt_arena_free(a);
+        if (cfg[0])
+            check_one(&t, &p, arch, cfg);
+    }
+    report("random problems and configs", &t, now() - t0);
+    cr_expect_eq(t.ran, 200);
     cr_expect_eq(t.failed, 0, "first failure: %s", t.first);
 }

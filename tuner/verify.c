@@ -449,7 +449,7 @@ static int check_values(tuner_io *io, const tuner_verify_opts *o, tuner_verify_r
     int64_t limit = o && o->full_limit > 0 ? o->full_limit : (int64_t)1 << 20;
     int samples = o && o->samples > TUNER_MIN_SAMPLES ? o->samples : TUNER_MIN_SAMPLES;
     r->sampled = total > limit && io->op->reference_at;
-    if (total > 16 * limit && !io->op->reference_at)
+    if (total / 16 > limit && !io->op->reference_at) /* no overflow at INT64_MAX */
         return pt_errf(e, PT_EUNSUPPORTED,
                        "op '%s' has no sampled reference (pt_op.reference_at) and %lld output "
                        "elements are too many to compute whole on the CPU",
