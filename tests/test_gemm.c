@@ -521,38 +521,12 @@ static const struct {
 
 Test(gemm, golden_files)
 {
-    bool regen = getenv("PTXTUNE_REGEN_GOLDEN") && strcmp(getenv("PTXTUNE_REGEN_GOLDEN"), "1") == 0;
-    const char *dir = getenv("PTXTUNE_GOLDEN_DIR");
-    cr_assert(dir, "PTXTUNE_GOLDEN_DIR not set (meson sets it)");
     for (size_t i = 0; i < sizeof golden / sizeof golden[0]; i++) {
         pt_err e = {0};
         pt_problem p = golden_problem((int)i);
         char *t = emit_text(&p, golden[i].arch, golden[i].config, NULL, &e);
         cr_assert(t, "%s: %s", golden[i].name, e.msg);
-        char path[512];
-        snprintf(path, sizeof path, "%s/%s.ptx", dir, golden[i].name);
-        if (regen) {
-            FILE *f = fopen(path, "wb");
-            cr_assert(f, "cannot write %s", path);
-            fputs(t, f);
-            fclose(f);
-        } else {
-            FILE *f = fopen(path, "rb");
-            cr_assert(f, "missing golden file %s (regenerate: see README)", path);
-            static char want[1 << 20];
-            size_t n = fread(want, 1, sizeof want - 1, f);
-            want[n] = '\0';
-            fclose(f);
-            cr_expect_str_eq(t, want, "%s differs from the golden file", golden[i].name);
-            /* and the parser reads it back to the same text */
-            ptx_module *m = NULL;
-            pt_err pe = {0};
-            cr_assert_eq(ptx_parse(want, n, path, 90, &m, &pe), PT_OK, "%s", pe.msg);
-            char *again = ptx_print(m);
-            cr_expect_str_eq(again, want, "%s: parse(print) round trip", golden[i].name);
-            free(again);
-            ptx_module_free(m);
-        }
+        test_golden(golden[i].name, t);
         free(t);
     }
 }

@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ptx/parse.h"
+
 static inline bool test_toolkit_required(void)
 {
     const char *v = getenv("PTXTUNE_REQUIRE_TOOLKIT");
@@ -57,6 +59,38 @@ static inline int test_run_ptxtune(const char *dir, const char *args, char *out,
     if (dir == tmp)
         rmdir(tmp);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Golden file check: text against PTXTUNE_GOLDEN_DIR/<name>.ptx, which must
+ * also parse back to itself; PTXTUNE_REGEN_GOLDEN=1 rewrites the file. */
+static inline void test_golden(const char *name, const char *text)
+{
+    const char *regen = getenv("PTXTUNE_REGEN_GOLDEN");
+    const char *dir = getenv("PTXTUNE_GOLDEN_DIR");
+    cr_assert(dir, "PTXTUNE_GOLDEN_DIR not set (meson sets it)");
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.ptx", dir, name);
+    if (regen && strcmp(regen, "1") == 0) {
+        FILE *f = fopen(path, "wb");
+        cr_assert(f, "cannot write %s", path);
+        fputs(text, f);
+        fclose(f);
+        return;
+    }
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "missing golden file %s (regenerate: see README)", path);
+    static char want[1 << 20];
+    size_t n = fread(want, 1, sizeof want - 1, f);
+    want[n] = '\0';
+    fclose(f);
+    cr_expect_str_eq(text, want, "%s differs from the golden file", name);
+    ptx_module *m = NULL;
+    pt_err pe = {0};
+    cr_assert_eq(ptx_parse(want, n, path, 90, &m, &pe), PT_OK, "%s", pe.msg);
+    char *again = ptx_print(m);
+    cr_expect_str_eq(again, want, "%s: parse(print) round trip", name);
+    free(again);
+    ptx_module_free(m);
 }
 
 #endif
