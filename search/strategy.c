@@ -483,7 +483,7 @@ static void anneal_step(search *s, int64_t slot, double score)
     }
 }
 
-/* A neighbour of cur: one parameter moved one step (3 in 4) or to any other
+/* A neighbour of cur: one parameter moved one step (1 in 2) or to any other
  * value; -1 when 32 tries find no valid one. */
 static int64_t neighbour(search *s, int64_t from)
 {
@@ -497,7 +497,7 @@ static int64_t neighbour(search *s, int64_t from)
     for (int t = 0; t < 32; t++) {
         decode(s, s->idx[from], pos);
         int p = movable[rnd_below(s, nm)];
-        if (rnd_below(s, 4) < 3) {
+        if (rnd_below(s, 2) < 1) {
             int64_t d = rnd_below(s, 2) ? 1 : -1;
             int64_t v = pos[p] + d;
             if (v < 0 || v >= s->nv[p])
