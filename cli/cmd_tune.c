@@ -324,6 +324,17 @@ int cmd_tune(int argc, char **argv)
         }
     }
 
+    /* an explicit cuda backend without a driver stops before the store is
+     * created, so a failed start leaves no empty file behind */
+    if (strcmp(backend, "cuda") == 0) {
+        tuner_devinfo di;
+        int n = 0;
+        pt_err de = {0};
+        int drc = tuner_cuda_list_isolated(&di, 1, &n, &de);
+        if (drc == PT_ENODRIVER)
+            cli_die(CLI_EXIT_NODRIVER, "%s", de.msg);
+    }
+
     db_store *db;
     if (db_open(dbpath, NULL, &db, &e))
         cli_die(exit_code(e.code), "%s", e.msg);

@@ -4,6 +4,7 @@
  * four concurrent sweeps on one store, export/import round trips, the C
  * header, the mock backend through the isolated worker, bad input. */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -518,6 +519,23 @@ Test(tune, export_import_header_and_regress_through_the_command, .timeout = 300)
     cr_expect(strstr(out, "0 measurements added"), "%s", out);
     cr_expect_eq(cli("db check --db b.db", out, sizeof out, err, sizeof err), 0, "%s", err);
     cr_expect(strstr(out, "integrity ok"), "%s", out);
+}
+
+/* --backend cuda without a driver: the plain message, exit 4, and no store
+ * file created. */
+Test(tune, cuda_backend_without_a_driver)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h) {
+        dlclose(h);
+        cr_skip_test("a CUDA driver is installed");
+    }
+    char out[4096], err[4096];
+    int rc = cli("tune elementwise expr='y = x * 2' shape=x=8x64 --backend cuda --db nd.db",
+                 out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 4, "%s", err);
+    cr_expect(strstr(err, "no CUDA driver found (libcuda.so.1)"), "%s", err);
+    cr_expect_neq(access(P("nd.db"), F_OK), 0, "a store file was created");
 }
 
 /* The cuda backend end to end over tests/fake_cuda.c (a libcuda.so.1 over
