@@ -55,7 +55,7 @@ static const struct {
 #include "ptx/isa.def"
 };
 
-enum { FEAT_T, FEAT_M };
+enum { FEAT_T, FEAT_M, FEAT_P };
 static const struct {
     uint16_t op;
     uint8_t kind, value;
@@ -64,9 +64,11 @@ static const struct {
 #define PTX_FEAT(op, kind, value, sm, ver) {PTX_OP_##op, FEAT_##kind, FEAT_V_##kind(value), sm, ver},
 #define FEAT_V_T(v) PTX_T_##v
 #define FEAT_V_M(v) PTX_M_##v
+#define FEAT_V_P(v) v
 #include "ptx/isa.def"
 #undef FEAT_V_T
 #undef FEAT_V_M
+#undef FEAT_V_P
 };
 
 /* Opcodes that have feature rows at all, so most instructions skip the scan
@@ -555,8 +557,13 @@ int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
         if (feat_tab[i].kind == FEAT_T) {
             for (int k = 0; k < ins->ntypes; k++)
                 hit |= ins->types[k] == feat_tab[i].value;
-        } else
+        } else if (feat_tab[i].kind == FEAT_M) {
             hit = has_mod(ins, feat_tab[i].value);
+        } else { /* P: operand `value` is a predicate register */
+            const ptx_opd *o = &ins->opd[feat_tab[i].value];
+            hit = feat_tab[i].value < ins->nopd && o->kind == PTX_O_REG &&
+                  f->banks[PTX_REG_BANK(o->u.reg)].type == PTX_T_PRED;
+        }
         if (hit) {
             if (feat_tab[i].sm > sm)
                 sm = feat_tab[i].sm;

@@ -497,7 +497,7 @@ Test(emu_mem, cp_async)
     E(SETP, MODS(MD(EQ)), T1(U32), ptx_r(ign), ptx_r(zero), ptx_imm(0));
     E(CP_ASYNC, MODS(MD(CG), MD(SHARED), MD(GLOBAL)), PTX_NOTYPES, ptx_addr(za, 3072), ptx_addr(pi, 1 << 20),
       ptx_imm(16), ptx_r(ign));
-    t.min_version = 75; /* ignore-src needs PTX 7.5; isa.def has no row for it yet */
+    cr_expect_eq(t.f->need_ver, 75, "ignore-src needs PTX 7.5 (isa.def row)");
     E(CP_ASYNC_WAIT, NOM, PTX_NOTYPES, ptx_imm(1)); /* the first group is done */
     E(LD, MODS(MD(SHARED), MD(V4)), T1(U32), ptx_vecr(t.f, 4, v), ptx_addr(sa, 0));
     ptx_reg oa = tk_addr(&t, po, tid, 48);

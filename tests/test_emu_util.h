@@ -37,7 +37,6 @@ typedef struct tk {
     const char *sm;
     emu_ctx *emu;
     emu_kernel *k;
-    int min_version; /* raise .version to at least this (isa.def gaps) */
 } tk;
 
 /* A module for target sm ("sm_80", "sm_89") with one entry `name`. */
@@ -147,8 +146,6 @@ TU void tk_ptxas(const tk *t)
 TU void tk_load_opts(tk *t, const emu_opts *o)
 {
     cr_assert_eq(ptx_module_finish(t->m), PT_OK, "%s", ptx_module_errmsg(t->m));
-    if (t->m->version < t->min_version)
-        t->m->version = t->min_version;
     t->text = ptx_print(t->m);
     tk_ptxas(t);
     t->emu = emu_new(o);
