@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "gen/gemm.h"
 #include "tuner/emu_check.h"
 #include <stdlib.h>
 #include <string.h>
@@ -333,6 +334,38 @@ static int run_softmax(int rows, int cols, int threads)
     return bad;
 }
 
+/* The generated GEMM (gen/gemm.c, f16 TN, default config: cp.async
+ * pipeline, ldmatrix, mma.sync m16n8k16) through the checker. */
+static int run_gemm(int m, int n, int k, int threads)
+{
+    pt_problem p = PT_GEMM(m, n, k, "tn", PT_F16, PT_F16);
+    pt_target t = {80, false, false};
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    pt_err e = {0};
+    int bad = 1;
+    if (gen_gemm_op.prepare(a, &p, &t, &pp, &e) == 0) {
+        pt_config c;
+        gen_gemm_op.defaults(pp, &t, &c);
+        for (int th = 1; th <= threads; th = th == 1 && threads > 1 ? threads : threads + 1) {
+            pt_check_opts o = {.seed = 1, .threads = th};
+            pt_check_result r;
+            pt_err_clear(&e);
+            int rc = pt_check_emu(&gen_gemm_op, pp, &t, &c, &o, &r, &e);
+            char cs[160];
+            printf("gemm f16 tn %4dx%4dx%4d threads %d detectors on  %7.3f s %12llu lane-ins %6.1f M/s "
+                   "(%s, max err %.2g)%s%s\n",
+                   m, n, k, th, r.emu_seconds, (unsigned long long)r.lane_instructions,
+                   r.emu_seconds > 0 ? (double)r.lane_instructions / r.emu_seconds * 1e-6 : 0.0,
+                   pt_config_str(&c, cs, sizeof cs), r.max_err, rc ? " FAILED: " : "", rc ? e.msg : "");
+            bad = rc != 0;
+        }
+    } else
+        printf("gemm: %s\n", e.msg);
+    pt_arena_free(a);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     unsigned M = 512, N = 512, K = 512;
@@ -361,5 +394,7 @@ int main(int argc, char **argv)
             }
     if (!only || strcmp(only, "softmax") == 0)
         bad |= run_softmax(4096, 4096, threads);
+    if (!only || strcmp(only, "gemm") == 0)
+        bad |= run_gemm((int)M, (int)N, (int)K, threads);
     return bad;
 }
