@@ -2,11 +2,11 @@
  * spills on every claimed arch, structural properties of the emitted PTX,
  * golden files, and bad input. */
 #include <criterion/criterion.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_space.h"
 #include "test_util.h"
 #include "gen/op.h"
 #include "ptx/compile.h"
@@ -25,78 +25,7 @@ static const pt_problem cases[] = {
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
-typedef struct job {
-    const pt_compiler *comp;
-    int max_ptx;
-    int first, step;
-    int variants, failures, spills;
-    char first_failure[1200];
-} job;
-
 static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
-
-static void *run_job(void *arg)
-{
-    job *j = arg;
-    int k = 0;
-    for (int ci = 0; ci < NCASES; ci++)
-        for (int ai = 0; ai < 4; ai++) {
-            pt_target t;
-            pt_err e = {0};
-            pt_target_parse(archs[ai], &t, &e);
-            pt_arena *a = pt_arena_new();
-            pt_prepared *pp;
-            if (gen_elementwise_op.prepare(a, &cases[ci], &t, &pp, &e)) {
-                snprintf(j->first_failure, sizeof j->first_failure, "%s", e.msg);
-                j->failures++;
-                pt_arena_free(a);
-                continue;
-            }
-            pt_space s;
-            gen_elementwise_op.space(pp, &t, &s);
-            for (int64_t i = 0; i < pt_space_size(&s); i++) {
-                pt_config c;
-                pt_space_config(&s, i, &c);
-                pt_err ce = {0};
-                if (gen_elementwise_op.check(pp, &t, &c, &ce))
-                    continue;
-                if (k++ % j->step != j->first)
-                    continue;
-                ptx_module *m;
-                pt_launch l;
-                int rc = pt_op_build(&gen_elementwise_op, pp, &t, j->max_ptx, &c, &m, &l, &ce);
-                pt_resource r = {0};
-                char *text = NULL;
-                if (!rc) {
-                    text = ptx_print(m);
-                    rc = pt_compile(j->comp, text, &t, NULL, NULL, &r, &ce);
-                    if (!rc && (strstr(text, "ld.local") || strstr(text, "st.local")))
-                        rc = pt_errf(&ce, PT_EINTERNAL, "local memory access in the PTX");
-                    ptx_module_free(m);
-                }
-                j->variants++;
-                if (rc) {
-                    if (!j->failures++) {
-                        char cs[256];
-                        snprintf(j->first_failure, sizeof j->first_failure, "%s %s [%s]: %s",
-                                 cases[ci].expr, archs[ai], pt_config_str(&c, cs, sizeof cs),
-                                 ce.msg);
-                    }
-                } else if (r.spill_stores || r.spill_loads || r.stack_frame) {
-                    if (!j->spills++ && !j->failures) {
-                        char cs[256];
-                        snprintf(j->first_failure, sizeof j->first_failure,
-                                 "%s %s [%s]: spills %d/%d stack %d", cases[ci].expr, archs[ai],
-                                 pt_config_str(&c, cs, sizeof cs), r.spill_stores, r.spill_loads,
-                                 r.stack_frame);
-                    }
-                }
-                free(text);
-            }
-            pt_arena_free(a);
-        }
-    return NULL;
-}
 
 Test(elementwise, every_variant_assembles_without_spills, .timeout = 900)
 {
@@ -106,30 +35,15 @@ Test(elementwise, every_variant_assembles_without_spills, .timeout = 900)
         cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
         cr_skip_test("no CUDA toolkit: %s", e.msg);
     }
-    enum { NTHREADS = 2 };
-    job jobs[NTHREADS];
-    pthread_t th[NTHREADS];
-    for (int i = 0; i < NTHREADS; i++) {
-        jobs[i] = (job){comp, pt_compiler_max_ptx(comp), i, NTHREADS, 0, 0, 0, ""};
-        pthread_create(&th[i], NULL, run_job, &jobs[i]);
-    }
-    int variants = 0, failures = 0, spills = 0;
-    const char *msg = "";
-    for (int i = 0; i < NTHREADS; i++) {
-        pthread_join(th[i], NULL);
-        variants += jobs[i].variants;
-        failures += jobs[i].failures;
-        spills += jobs[i].spills;
-        if (jobs[i].first_failure[0] && !msg[0])
-            msg = jobs[i].first_failure;
-    }
+    test_space_tally t = test_assemble_space(&gen_elementwise_op, cases, NCASES, archs, 4, comp);
+    /* local memory counts as a failure here */
     printf("elementwise: %d variants of %d expressions assembled for sm_80 sm_86 sm_89 sm_90 "
            "with %s: %d failures, %d with spills\n",
-           variants, NCASES, pt_compiler_describe(comp), failures, spills);
+           t.variants, NCASES, pt_compiler_describe(comp), t.failures + t.local, t.spills);
     pt_compiler_close(comp);
-    cr_assert(variants > 500, "only %d variants", variants);
-    cr_assert(failures == 0 && spills == 0, "%d failures, %d spills; first: %s", failures, spills,
-              msg);
+    cr_assert(t.variants > 500, "only %d variants", t.variants);
+    cr_assert(t.failures + t.local == 0 && t.spills == 0, "%d failures, %d spills; first: %s",
+              t.failures + t.local, t.spills, t.first);
 }
 
 /* Emits one variant's text (config over the defaults); NULL + e on error. */

@@ -4,7 +4,6 @@
  * memory), bad input, golden files, determinism and the CLI. Numerical
  * checks on the emulator are in test_gemm_emu.c. */
 #include <criterion/criterion.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,96 +14,12 @@
 #include "ptx/compile.h"
 #include "ptx/ir.h"
 #include "ptx/parse.h"
+#include "test_space.h"
 #include "test_util.h"
 
 static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
 
-typedef struct job {
-    const pt_compiler *comp;
-    int max_ptx;
-    int first, step;
-    int variants, failures, spills, warned, local;
-    char first_failure[1200];
-} job;
-
 static const pt_problem big = PT_GEMM(4096, 4096, 4096, "tn", PT_BF16, PT_BF16);
-
-static void fail(job *j, const char *arch, const pt_config *c, const char *what)
-{
-    if (j->first_failure[0])
-        return;
-    char cs[256];
-    snprintf(j->first_failure, sizeof j->first_failure, "%s [%s]: %s", arch,
-             pt_config_str(c, cs, sizeof cs), what);
-}
-
-static void *run_job(void *arg)
-{
-    job *j = arg;
-    int k = 0;
-    for (int ai = 0; ai < 4; ai++) {
-        pt_target t;
-        pt_err e = {0};
-        pt_target_parse(archs[ai], &t, &e);
-        pt_arena *a = pt_arena_new();
-        pt_prepared *pp;
-        if (gen_gemm_op.prepare(a, &big, &t, &pp, &e)) {
-            j->failures++;
-            snprintf(j->first_failure, sizeof j->first_failure, "%s", e.msg);
-            pt_arena_free(a);
-            continue;
-        }
-        pt_space s;
-        gen_gemm_op.space(pp, &t, &s);
-        for (int64_t i = 0; i < pt_space_size(&s); i++) {
-            pt_config c;
-            pt_space_config(&s, i, &c);
-            pt_err ce = {0};
-            if (gen_gemm_op.check(pp, &t, &c, &ce))
-                continue;
-            if (k++ % j->step != j->first)
-                continue;
-            ptx_module *m;
-            pt_launch l;
-            int rc = pt_op_build(&gen_gemm_op, pp, &t, j->max_ptx, &c, &m, &l, &ce);
-            j->variants++;
-            if (rc) {
-                j->failures++;
-                fail(j, archs[ai], &c, ce.msg);
-                continue;
-            }
-            char *text = ptx_print(m);
-            ptx_module_free(m);
-            if (strstr(text, "ld.local") || strstr(text, "st.local")) {
-                j->local++;
-                fail(j, archs[ai], &c, "local memory in the PTX");
-            }
-            pt_resource r = {0};
-            rc = pt_compile(j->comp, text, &t, NULL, NULL, &r, &ce);
-            free(text);
-            if (rc) {
-                j->failures++;
-                fail(j, archs[ai], &c, ce.msg);
-                continue;
-            }
-            if (r.spill_stores || r.spill_loads || r.stack_frame) {
-                j->spills++;
-                char w[96];
-                snprintf(w, sizeof w, "spills %d/%d stack %d", r.spill_stores, r.spill_loads,
-                         r.stack_frame);
-                fail(j, archs[ai], &c, w);
-            }
-            for (int q = 0; q < r.ncodes; q++)
-                if (r.codes[q][0] == 'C' && r.codes[q][1] == '7') {
-                    j->warned++;
-                    fail(j, archs[ai], &c, r.codes[q]);
-                    break;
-                }
-        }
-        pt_arena_free(a);
-    }
-    return NULL;
-}
 
 Test(gemm, every_variant_of_4096_bf16_tn_assembles, .timeout = 1800)
 {
@@ -114,31 +29,13 @@ Test(gemm, every_variant_of_4096_bf16_tn_assembles, .timeout = 1800)
         cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
         cr_skip_test("no CUDA toolkit: %s", e.msg);
     }
-    enum { NTHREADS = 2 };
-    job jobs[NTHREADS];
-    pthread_t th[NTHREADS];
-    for (int i = 0; i < NTHREADS; i++) {
-        jobs[i] = (job){comp, pt_compiler_max_ptx(comp), i, NTHREADS, 0, 0, 0, 0, 0, ""};
-        pthread_create(&th[i], NULL, run_job, &jobs[i]);
-    }
-    int variants = 0, failures = 0, spills = 0, warned = 0, local = 0;
-    const char *msg = "";
-    for (int i = 0; i < NTHREADS; i++) {
-        pthread_join(th[i], NULL);
-        variants += jobs[i].variants;
-        failures += jobs[i].failures;
-        spills += jobs[i].spills;
-        warned += jobs[i].warned;
-        local += jobs[i].local;
-        if (jobs[i].first_failure[0] && !msg[0])
-            msg = jobs[i].first_failure;
-    }
+    test_space_tally t = test_assemble_space(&gen_gemm_op, &big, 1, archs, 4, comp);
     printf("gemm: %d variants of the 4096^3 bf16 tn space assembled for sm_80 sm_86 sm_89 sm_90 "
            "with %s: %d failures, %d with spills, %d with C7xxx warnings, %d with local memory\n",
-           variants, pt_compiler_describe(comp), failures, spills, warned, local);
+           t.variants, pt_compiler_describe(comp), t.failures, t.spills, t.warned, t.local);
     pt_compiler_close(comp);
-    cr_assert(variants > 400, "only %d variants", variants);
-    cr_assert(failures + spills + warned + local == 0, "first: %s", msg);
+    cr_assert(t.variants > 400, "only %d variants", t.variants);
+    cr_assert(t.failures + t.spills + t.warned + t.local == 0, "first: %s", t.first);
 }
 
 /* ---- emission helpers ---- */
