@@ -796,8 +796,8 @@ static void reduce_group(ew *w, red_slot *s, int ns, ptx_opd row_in_block, ptx_o
                          const char *smem)
 {
     ptx_fn *f = w->f;
-    int width = w->wpr > 1 ? 32 : 32;
-    for (int off = width / 2; off >= 1; off /= 2) {
+    /* butterfly over the whole warp, then across the row's warps below */
+    for (int off = 16; off >= 1; off /= 2) {
         for (int i = 0; i < ns; i++) {
             int nv = s[i].op == RED_PAIR ? 2 : 1;
             ptx_opd other[2];
