@@ -1,8 +1,11 @@
 #include "ptx/base.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char *const status_text[] = {
 #define X(name, text) text,
@@ -237,4 +240,89 @@ uint64_t pt_hash64(const void *data, size_t n)
         h *= 0x100000001b3ull;
     }
     return h;
+}
+
+int pt_wfile_open(pt_wfile *w, const char *path, pt_err *e)
+{
+    memset(w, 0, sizeof *w);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return pt_errf(e, PT_EIO, "cannot write '%s': is a directory", path);
+    size_t n = strlen(path);
+    w->path = malloc(n + 1);
+    w->tmp = malloc(n + 16);
+    if (!w->path || !w->tmp) {
+        pt_wfile_abort(w);
+        return pt_errf(e, PT_ENOMEM, "out of memory writing '%s'", path);
+    }
+    memcpy(w->path, path, n + 1);
+    snprintf(w->tmp, n + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(w->tmp);
+    if (fd < 0) {
+        int err = errno;
+        free(w->tmp);
+        w->tmp = NULL;
+        pt_wfile_abort(w);
+        return pt_errf(e, PT_EIO, "cannot write '%s': %s", path, strerror(err));
+    }
+    /* mkstemp makes the file 0600; give it the usual umask-based mode */
+    mode_t um = umask(0);
+    umask(um);
+    (void)fchmod(fd, 0666 & ~um);
+    w->f = fdopen(fd, "wb");
+    if (!w->f) {
+        int err = errno;
+        close(fd);
+        pt_wfile_abort(w);
+        return pt_errf(e, PT_EIO, "cannot write '%s': %s", path, strerror(err));
+    }
+    return PT_OK;
+}
+
+int pt_wfile_commit(pt_wfile *w, pt_err *e)
+{
+    FILE *f = w->f;
+    int err = 0;
+    if (!f || !w->tmp)
+        err = EBADF;
+    else {
+        if (fflush(f) != 0 || ferror(f))
+            err = errno ? errno : EIO;
+        if (!err && fsync(fileno(f)) != 0)
+            err = errno;
+        if (fclose(f) != 0 && !err)
+            err = errno ? errno : EIO;
+        w->f = NULL;
+        if (!err && rename(w->tmp, w->path) != 0)
+            err = errno;
+    }
+    if (err) {
+        int rc = pt_errf(e, PT_EIO, "cannot write '%s': %s", w->path ? w->path : "?",
+                         strerror(err));
+        pt_wfile_abort(w);
+        return rc;
+    }
+    free(w->tmp);
+    free(w->path);
+    memset(w, 0, sizeof *w);
+    return PT_OK;
+}
+
+void pt_wfile_abort(pt_wfile *w)
+{
+    if (w->f)
+        fclose(w->f);
+    if (w->tmp)
+        unlink(w->tmp);
+    free(w->tmp);
+    free(w->path);
+    memset(w, 0, sizeof *w);
+}
+
+bool pt_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (!a || !b || stat(a, &sa) != 0 || stat(b, &sb) != 0)
+        return false;
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }

@@ -70,6 +70,23 @@ void pt_buf_printf(pt_buf *b, const char *fmt, ...) PT_PRINTF(2, 3);
 /* Returns the string and resets the buffer; the caller frees. */
 char *pt_buf_take(pt_buf *b);
 
+/* Files written whole or not at all: the data goes to a temporary file in
+ * the target's directory, which pt_wfile_commit flushes, syncs and renames
+ * over the target; on any failure (full disk, bad directory) the old file is
+ * untouched and the message names the path and the cause. Every file the
+ * library writes goes through this. */
+typedef struct pt_wfile {
+    void *f;       /* FILE *, open for writing while the file is pending */
+    char *path;    /* target (heap) */
+    char *tmp;     /* temporary name (heap) */
+} pt_wfile;
+int pt_wfile_open(pt_wfile *w, const char *path, pt_err *e);
+int pt_wfile_commit(pt_wfile *w, pt_err *e); /* closes; renames on success */
+void pt_wfile_abort(pt_wfile *w);            /* closes and removes the temporary */
+/* True when both paths name one existing file (same device and inode), so
+ * an output that is also an input can be refused. */
+bool pt_same_file(const char *a, const char *b);
+
 /* 64-bit FNV-1a, for kernel identity hashes. */
 uint64_t pt_hash64(const void *data, size_t n);
 

@@ -1,5 +1,6 @@
 /* The IR builder's checks against the ISA table and the printer's text. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,4 +150,50 @@ Test(ir, prints_declarations_and_operands)
         cr_expect(strstr(t, want[i]), "missing:\n%s\nin:\n%s", want[i], t);
     free(t);
     ptx_module_free(m);
+}
+
+/* Files are written whole or not at all (pt_wfile): the target keeps its old
+ * content until commit, abort leaves it untouched and no temporary behind. */
+Test(base, wfile_replaces_whole_or_not_at_all)
+{
+    char dir[] = "/tmp/ptxtune-wfile-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[256], buf[64];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    FILE *f = fopen(path, "w");
+    fputs("old", f);
+    fclose(f);
+
+    pt_err e = {0};
+    pt_wfile w;
+    cr_assert_eq(pt_wfile_open(&w, path, &e), PT_OK, "%s", e.msg);
+    fputs("new content", (FILE *)w.f);
+    f = fopen(path, "r"); /* still the old file while pending */
+    cr_assert_str_eq(fgets(buf, sizeof buf, f), "old");
+    fclose(f);
+    pt_wfile_abort(&w);
+    f = fopen(path, "r");
+    cr_assert_str_eq(fgets(buf, sizeof buf, f), "old");
+    fclose(f);
+
+    cr_assert_eq(pt_wfile_open(&w, path, &e), PT_OK, "%s", e.msg);
+    fputs("new", (FILE *)w.f);
+    cr_assert_eq(pt_wfile_commit(&w, &e), PT_OK, "%s", e.msg);
+    f = fopen(path, "r");
+    cr_assert_str_eq(fgets(buf, sizeof buf, f), "new");
+    fclose(f);
+    cr_assert(pt_same_file(path, path));
+
+    char cmd[300]; /* exactly one file left: no temporaries */
+    snprintf(cmd, sizeof cmd, "test $(ls -A %s | wc -l) -eq 1", dir);
+    cr_assert_eq(system(cmd), 0);
+
+    cr_assert_neq(pt_wfile_open(&w, dir, &e), PT_OK);
+    cr_assert(strstr(e.msg, "is a directory"), "%s", e.msg);
+    pt_err_clear(&e);
+    snprintf(path, sizeof path, "%s/no/such/dir/x", dir);
+    cr_assert_neq(pt_wfile_open(&w, path, &e), PT_OK);
+    cr_assert(strstr(e.msg, path) && strstr(e.msg, "No such file"), "%s", e.msg);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
 }
