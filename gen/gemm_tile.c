@@ -463,15 +463,19 @@ void gemm_loader_tile(gemm_ctx *g, gemm_loader *ld, ptx_reg stage)
  * over this CTA's k tiles: wait until tile i has landed (at most S-2 newer
  * groups pending), barrier (tile i visible; every warp is done with the
  * stage of tile i-1), issue tile i+S-1 into that freed stage, commit (an
- * empty group past the end keeps the count uniform), compute tile i. */
+ * empty group past the end keeps the count uniform), compute tile i.
+ *
+ * The stage registers hold shared addresses (gemm_smem + stage offset),
+ * never offsets from 0: the array's address is not 0 on every arch (sm_90
+ * places it above a reserved 1 KB), and every shared access of the main
+ * loop is stage + a per-thread offset. */
 typedef void (*compute_fn)(gemm_ctx *g, void *arg, ptx_reg stage);
 
-static void stage_advance(gemm_ctx *g, ptx_reg st)
+static void stage_advance(gemm_ctx *g, ptx_reg st, ptx_reg end)
 {
-    int total = g->stages * g->stage_bytes;
     ptx_emit(g->f, PTX_OP_ADD, NOM, U32T, ptx_r(st), ptx_r(st), ptx_imm(g->stage_bytes));
-    ptx_reg p = gemm_setp(g, PTX_M_GE, ptx_r(st), ptx_imm(total));
-    ptx_emit(g->f, PTX_OP_SELP, NOM, B32T, ptx_r(st), ptx_imm(0), ptx_r(st), ptx_r(p));
+    ptx_reg p = gemm_setp(g, PTX_M_GE, ptx_r(st), ptx_r(end));
+    ptx_emit(g->f, PTX_OP_SELP, NOM, B32T, ptx_r(st), ptx_r(g->smem), ptx_r(st), ptx_r(p));
 }
 
 static void pipeline(gemm_ctx *g, gemm_loader *la, gemm_loader *lb, compute_fn compute, void *arg)
@@ -480,8 +484,13 @@ static void pipeline(gemm_ctx *g, gemm_loader *la, gemm_loader *lb, compute_fn c
     int S = g->stages;
     bool nkt_imm = g->splitk == 1;
     ptx_reg wst = gemm_r32(g);
+    ptx_reg end = gemm_op2(g, PTX_OP_ADD, ptx_r(g->smem), ptx_imm((int64_t)S * g->stage_bytes));
     for (int s = 0; s < S - 1; s++) {
-        ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(wst), ptx_imm((int64_t)s * g->stage_bytes));
+        if (s == 0)
+            ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(wst), ptx_r(g->smem));
+        else
+            ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(wst), ptx_r(g->smem),
+                     ptx_imm((int64_t)s * g->stage_bytes));
         if (nkt_imm && s >= g->kt_total) {
             ptx_emit0(f, PTX_OP_CP_ASYNC_COMMIT, NOM, PTX_NOTYPES);
             continue;
@@ -498,9 +507,10 @@ static void pipeline(gemm_ctx *g, gemm_loader *la, gemm_loader *lb, compute_fn c
             ptx_label_place(f, skip);
         ptx_emit0(f, PTX_OP_CP_ASYNC_COMMIT, NOM, PTX_NOTYPES);
     }
-    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(wst), ptx_imm((int64_t)(S - 1) * g->stage_bytes));
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(wst), ptx_r(g->smem),
+             ptx_imm((int64_t)(S - 1) * g->stage_bytes));
     ptx_reg rst = gemm_r32(g), i = gemm_r32(g);
-    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(rst), ptx_imm(0));
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(rst), ptx_r(g->smem));
     ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(i), ptx_imm(0));
     ptx_opd nkt = nkt_imm ? ptx_imm(g->kt_total) : ptx_r(g->nkt);
     int top = ptx_label_new(f), noload = ptx_label_new(f);
@@ -514,9 +524,9 @@ static void pipeline(gemm_ctx *g, gemm_loader *la, gemm_loader *lb, compute_fn c
     gemm_loader_tile(g, lb, wst);
     ptx_label_place(f, noload);
     ptx_emit0(f, PTX_OP_CP_ASYNC_COMMIT, NOM, PTX_NOTYPES);
-    stage_advance(g, wst);
+    stage_advance(g, wst, end);
     compute(g, arg, rst);
-    stage_advance(g, rst);
+    stage_advance(g, rst, end);
     ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(i), ptx_r(i), ptx_imm(1));
     ptx_reg more = gemm_setp(g, PTX_M_LT, ptx_r(i), nkt);
     ptx_guard(ptx_emit(f, PTX_OP_BRA, M1(PTX_M_UNI), PTX_NOTYPES, ptx_lbl(top)), more, false);

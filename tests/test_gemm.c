@@ -471,6 +471,176 @@ Test(gemm, swizzled_tiles_are_free_of_bank_conflicts)
     cr_expect_gt(checked, 1000);
 }
 
+/* ---- shared addresses derive from the gemm_smem symbol ----
+ * On sm_90 the compiler places the dynamic array above a reserved 1 KB
+ * (its address is 0x400), so an address computed from 0 lands outside it.
+ * A register is "based" when every definition of it derives from the
+ * symbol: mov r, gemm_smem; mov r, based; add with exactly one based
+ * source; sub based - offset; mad a, b, based; selp of two based values
+ * (greatest fixed point, so loop-carried stage registers qualify). Every
+ * shared-space address (ld/st/atom.shared, ldmatrix, cp.async's
+ * destination) must be the symbol itself or a based register. */
+static bool def_based(const ptx_ins *in, const bool *based, const uint32_t *flat, const char *sym)
+{
+#define B(k) (in->opd[k].kind == PTX_O_REG && based[flat[PTX_REG_BANK(in->opd[k].u.reg)] + \
+                                                     PTX_REG_IDX(in->opd[k].u.reg)])
+    switch (in->op) {
+    case PTX_OP_MOV:
+        if (in->opd[1].kind == PTX_O_SYM)
+            return strcmp(in->opd[1].u.sym, sym) == 0;
+        return B(1);
+    case PTX_OP_ADD: return B(1) != B(2);
+    case PTX_OP_SUB: return B(1) && !B(2);
+    case PTX_OP_MAD: return !B(1) && !B(2) && B(3);
+    case PTX_OP_SELP: return B(1) && B(2);
+    default: return false;
+    }
+#undef B
+}
+
+/* Shared accesses of f whose address does not derive from sym; *accesses:
+ * how many shared accesses there are. first: the first offender's line. */
+static int unbased_shared_accesses(const ptx_fn *f, const char *sym, int *accesses, int *first)
+{
+    uint32_t *flat = calloc(f->nbanks + 1, sizeof *flat);
+    for (size_t b = 0; b < f->nbanks; b++)
+        flat[b + 1] = flat[b] + f->banks[b].count;
+    bool *based = calloc(flat[f->nbanks] + 1, 1);
+    /* start from every defined register; drop those with a non-based definition */
+    for (size_t i = 0; i < f->nbody; i++) {
+        const ptx_ins *in = &f->body[i];
+        const char *cls = ptx_op_info((ptx_op)in->op).opnds;
+        if (in->nopd && (cls[0] == 'd' || cls[0] == 'p') && in->opd[0].kind == PTX_O_REG)
+            based[flat[PTX_REG_BANK(in->opd[0].u.reg)] + PTX_REG_IDX(in->opd[0].u.reg)] = true;
+    }
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = 0; i < f->nbody; i++) {
+            const ptx_ins *in = &f->body[i];
+            const char *cls = ptx_op_info((ptx_op)in->op).opnds;
+            if (!in->nopd || (cls[0] != 'd' && cls[0] != 'p') || in->opd[0].kind != PTX_O_REG)
+                continue;
+            uint32_t k = flat[PTX_REG_BANK(in->opd[0].u.reg)] + PTX_REG_IDX(in->opd[0].u.reg);
+            if (based[k] && !def_based(in, based, flat, sym)) {
+                based[k] = false;
+                changed = true;
+            }
+        }
+    }
+    int bad = 0;
+    *accesses = 0;
+    *first = 0;
+    for (size_t i = 0; i < f->nbody; i++) {
+        const ptx_ins *in = &f->body[i];
+        bool shared = false;
+        for (int m = 0; m < in->nmods; m++)
+            shared |= in->mods[m] == PTX_M_SHARED || in->mods[m] == PTX_M_SHARED_CTA;
+        if (!shared)
+            continue;
+        const char *cls = ptx_op_info((ptx_op)in->op).opnds;
+        for (int k = 0; k < in->nopd && cls[k]; k++) {
+            if (cls[k] != 'a' || in->opd[k].kind != PTX_O_ADDR)
+                continue;
+            const ptx_opd *o = &in->opd[k];
+            bool ok = o->u.addr.sym ? strcmp(o->u.addr.sym, sym) == 0
+                                    : based[flat[PTX_REG_BANK(o->u.addr.base)] +
+                                            PTX_REG_IDX(o->u.addr.base)];
+            (*accesses)++;
+            if (!ok && !bad++)
+                *first = in->line;
+            if (in->op == PTX_OP_CP_ASYNC)
+                break; /* the second address is the global source */
+        }
+    }
+    free(based);
+    free(flat);
+    return bad;
+}
+
+/* Parses text back and checks its one kernel. */
+static int unbased_in_text(const char *text, int *accesses, int *first, pt_err *e)
+{
+    ptx_module *m = NULL;
+    if (ptx_parse(text, strlen(text), "<gemm>", 0, &m, e))
+        return -1;
+    int bad = unbased_shared_accesses(m->fns[0], "gemm_smem", accesses, first);
+    ptx_module_free(m);
+    return bad;
+}
+
+Test(gemm, old_zero_base_main_loop_is_caught)
+{
+    const char *dir = getenv("PTXTUNE_TESTS_DIR");
+    cr_assert(dir, "PTXTUNE_TESTS_DIR not set (meson sets it)");
+    char path[512];
+    snprintf(path, sizeof path, "%s/ptx/gemm_old_zero_base.ptx", dir);
+    FILE *fp = fopen(path, "rb");
+    cr_assert(fp, "cannot open %s", path);
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, fp);
+    text[n] = '\0';
+    fclose(fp);
+    pt_err e = {0};
+    int acc, first;
+    int bad = unbased_in_text(text, &acc, &first, &e);
+    cr_assert_geq(bad, 0, "%s", e.msg);
+    cr_expect_gt(bad, 0, "the zero-base fixture has %d shared accesses, none flagged", acc);
+}
+
+Test(gemm, every_shared_address_derives_from_the_symbol, .timeout = 600)
+{
+    pt_problem ps[] = {
+        PT_GEMM(64, 64, 64, "tn", PT_F16, PT_F16),     /* the fixture's problem */
+        PT_GEMM(100, 72, 300, "nn", PT_BF16, PT_F32),  /* edges, split-K, k slices, beta */
+        PT_GEMM(96, 64, 80, "tt", PT_F32, PT_F32),     /* SIMT ld.shared.v4 */
+        PT_GEMM(64, 128, 256, "tt", PT_TF32, PT_F32),  /* scalar ld.shared of MN-major tf32 */
+        PT_GEMM(128, 64, 96, "nt", PT_S8, PT_S32),
+        PT_GEMM(17, 33, 65, "nn", PT_F16, PT_F16),     /* misaligned: ld.global + st.shared */
+    };
+    ps[1].beta = 0.5;
+    ps[3].d_colmajor = true;
+    ps[5].epilogue = "relu(acc) + bias[m]";
+    int configs = 0, accesses = 0;
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
+        pt_target t;
+        pt_err e = {0};
+        pt_target_parse("sm_90", &t, &e);
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        cr_assert_eq(gen_gemm_op.prepare(a, &ps[i], &t, &pp, &e), 0, "%zu: %s", i, e.msg);
+        pt_space s;
+        gen_gemm_op.space(pp, &t, &s);
+        int64_t n = pt_space_size(&s);
+        for (int64_t k = 0; k < n; k++) {
+            pt_config c;
+            pt_space_config(&s, k, &c);
+            pt_err ce = {0};
+            if (gen_gemm_op.check(pp, &t, &c, &ce))
+                continue;
+            ptx_module *m;
+            pt_launch l;
+            cr_assert_eq(pt_op_build(&gen_gemm_op, pp, &t, 90, &c, &m, &l, &e), 0, "%s", e.msg);
+            char *text = ptx_print(m);
+            ptx_module_free(m);
+            int acc, first;
+            int bad = unbased_in_text(text, &acc, &first, &e);
+            char cs[256];
+            cr_assert_geq(bad, 0, "problem %zu [%s]: %s", i, pt_config_str(&c, cs, sizeof cs), e.msg);
+            cr_expect_eq(bad, 0, "problem %zu [%s]: %d of %d shared accesses do not derive from "
+                         "gemm_smem (first at line %d)", i, pt_config_str(&c, cs, sizeof cs), bad,
+                         acc, first);
+            free(text);
+            configs++;
+            accesses += acc;
+            if (bad)
+                break;
+        }
+        pt_arena_free(a);
+    }
+    printf("gemm: %d configs, %d shared accesses, each from gemm_smem\n", configs, accesses);
+    cr_expect_gt(configs, 100);
+}
+
 /* The sampled reference gives the full reference's values, bit for bit. */
 Test(gemm, reference_at_matches_reference)
 {
