@@ -96,6 +96,16 @@ typedef struct pt_tensor {
  * bound); allocated in the arena given to prepare. */
 typedef struct pt_prepared pt_prepared;
 
+/* How an output is accumulated, for the verifier's error model
+ * (tuner/verify.h): `len` terms summed in `dtype`. len 0: no accumulation
+ * (the output's dtype tolerance alone). dtype PT_F32: rounded sums (f32 and
+ * tf32/f16/bf16/fp8 tensor-core products, f32 row reductions); an integer
+ * dtype (PT_S32 for int8 GEMMs): exact. */
+typedef struct pt_accum {
+    pt_dtype dtype;
+    int64_t len;
+} pt_accum;
+
 typedef struct pt_op {
     const char *name;
     const char *summary;
@@ -116,6 +126,19 @@ typedef struct pt_op {
      * as reference() gives at those indices. NULL: only reference() exists. */
     int (*reference_at)(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
                         int n, double *vals, pt_err *e);
+    /* Accumulation magnitude, next to the reference, for the verifier's
+     * error model: mag[j] for element idx[j] of output `out` (idx NULL: the
+     * first n elements, in order) is the sum of |terms| of every rounded
+     * accumulation the element depends on, carried to the output to first
+     * order (times |d output / d sum|): |scale| * sum_k |a_ik| |b_kj| through
+     * the epilogue's slope for a GEMM; sum_j |x_j| for a row sum, the
+     * denominator S times |d y / d S| for a softmax. A rounding error of u
+     * per addition moves the element by about u * mag (times a length
+     * factor the verifier owns). Fills *acc (the same for every element of
+     * an output). Non-finite where the reference is; 0 where no rounded
+     * accumulation reaches the element. NULL: the op accumulates nothing. */
+    int (*magnitude)(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
+                     int64_t n, double *mag, pt_accum *acc, pt_err *e);
     double (*flops)(const pt_prepared *pp);
     double (*bytes)(const pt_prepared *pp);
     /* Representative problems, for 'ptxtune ops' and smoke tests. */
