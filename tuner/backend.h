@@ -90,6 +90,9 @@ typedef struct tuner_dev_opts {
     int ordinal;          /* cuda device number */
     int emu_threads;      /* emu: threads across CTAs (0: serial) */
     uint64_t emu_max_steps; /* emu: warp-instruction cap per run (0: default) */
+    int emu_arch;         /* emu: shared layout of sm_<arch> (0: the module's .target) */
+    int emu_smem_shift;   /* emu: bytes before the first shared array beyond the arch's
+                             reserved region (0: EMU_SMEM_SHIFT_DEFAULT; -1: none) */
     double mock_gbs;      /* mock: bandwidth of its timing model (0: 2000) */
     double mock_noise;    /* mock: relative timing noise (0: none; 0.01 = 1%) */
     uint64_t mock_seed;
