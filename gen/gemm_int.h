@@ -90,8 +90,9 @@ typedef struct gemm_smem {
 
 gemm_smem gemm_smem_swizzled(int rows, int row_bytes);
 gemm_smem gemm_smem_padded(int rows, int row_bytes, int pad);
-/* Physical byte offset of (row, byte) in the tile (compile-time). */
-int gemm_smem_off(const gemm_smem *s, int row, int byte);
+/* Physical byte offset of (row, byte) in the tile at compile time: the
+ * swizzle below (gemm_swz_off) applied to immediates. */
+int64_t gemm_smem_at(const gemm_smem *s, int64_t row, int64_t byte);
 
 /* The emission context of one kernel. */
 typedef struct gemm_ctx {
@@ -151,8 +152,10 @@ ptx_reg gemm_addr64(gemm_ctx *g, ptx_reg p64, ptx_opd a, int64_t b);
 ptx_reg gemm_add64(gemm_ctx *g, ptx_reg p64, int64_t imm);
 void gemm_inc64(gemm_ctx *g, ptx_reg p64, int64_t imm);            /* in place */
 void gemm_inc32(gemm_ctx *g, ptx_reg r, int64_t imm);              /* in place */
-/* Swizzled byte offset of (row register, chunk register) in a tile. */
-ptx_reg gemm_swz_off(gemm_ctx *g, const gemm_smem *s, ptx_opd row, ptx_opd chunk);
+/* Swizzled byte offset of (row, 16-byte chunk) in a tile: the one
+ * definition of the swizzle. Registers emit the address math; immediates
+ * fold to an immediate and emit nothing (g may then be NULL). */
+ptx_opd gemm_swz_off(gemm_ctx *g, const gemm_smem *s, ptx_opd row, ptx_opd chunk);
 void gemm_bar(gemm_ctx *g);
 
 /* ---- global -> shared loaders ---- */

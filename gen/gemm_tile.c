@@ -61,14 +61,6 @@ gemm_smem gemm_smem_padded(int rows, int row_bytes, int pad)
     return (gemm_smem){rows, row_bytes, row_bytes + pad, 1, 0, rows * (row_bytes + pad)};
 }
 
-int gemm_smem_off(const gemm_smem *s, int row, int byte)
-{
-    int chunk = byte / 16;
-    if (s->swz > 1)
-        chunk ^= (row >> s->shift) & (s->swz - 1);
-    return row * s->pitch + chunk * 16 + byte % 16;
-}
-
 /* ---- integer helpers ---- */
 
 ptx_reg gemm_r32(gemm_ctx *g) { return ptx_reg_new(g->f, PTX_T_B32); }
@@ -170,18 +162,57 @@ ptx_reg gemm_addr64(gemm_ctx *g, ptx_reg p64, ptx_opd a, int64_t b)
     return d;
 }
 
-ptx_reg gemm_swz_off(gemm_ctx *g, const gemm_smem *s, ptx_opd row, ptx_opd chunk)
+/* An integer op that folds immediates: two immediates give an immediate
+ * and emit nothing (g may then be NULL), so the swizzle below is one
+ * definition for the emitted address math and for compile-time offsets. */
+static ptx_opd fold2(gemm_ctx *g, ptx_op op, ptx_opd a, ptx_opd b)
+{
+    if (a.kind == PTX_O_IMM && b.kind == PTX_O_IMM) {
+        int64_t x = a.u.imm, y = b.u.imm;
+        switch (op) {
+        case PTX_OP_ADD: return ptx_imm(x + y);
+        case PTX_OP_SHL: return ptx_imm(x << y);
+        case PTX_OP_SHR: return ptx_imm(x >> y);
+        case PTX_OP_AND: return ptx_imm(x & y);
+        case PTX_OP_XOR: return ptx_imm(x ^ y);
+        default: break;
+        }
+    }
+    return ptx_r(gemm_op2(g, op, a, b));
+}
+
+/* The swizzle (the only definition): row * pitch + 16 * (chunk ^ ((row >>
+ * shift) & (swz - 1))); padded tiles (swz 1) keep the chunk. */
+ptx_opd gemm_swz_off(gemm_ctx *g, const gemm_smem *s, ptx_opd row, ptx_opd chunk)
 {
     ptx_opd pc = chunk;
     if (s->swz > 1) {
         ptx_opd x = row;
         if (s->shift)
-            x = ptx_r(gemm_op2(g, PTX_OP_SHR, row, ptx_imm(s->shift)));
-        x = ptx_r(gemm_op2(g, PTX_OP_AND, x, ptx_imm(s->swz - 1)));
-        pc = ptx_r(gemm_op2(g, PTX_OP_XOR, chunk, x));
+            x = fold2(g, PTX_OP_SHR, row, ptx_imm(s->shift));
+        x = fold2(g, PTX_OP_AND, x, ptx_imm(s->swz - 1));
+        pc = fold2(g, PTX_OP_XOR, chunk, x);
     }
-    ptx_reg c16 = gemm_op2(g, PTX_OP_SHL, pc, ptx_imm(4));
-    return gemm_mad(g, row, ptx_imm(s->pitch), ptx_r(c16));
+    ptx_opd c16 = fold2(g, PTX_OP_SHL, pc, ptx_imm(4));
+    if (row.kind == PTX_O_IMM)
+        return fold2(g, PTX_OP_ADD, c16, ptx_imm(row.u.imm * s->pitch));
+    return ptx_r(gemm_mad(g, row, ptx_imm(s->pitch), c16));
+}
+
+int64_t gemm_smem_at(const gemm_smem *s, int64_t row, int64_t byte)
+{
+    return gemm_swz_off(NULL, s, ptx_imm(row), ptx_imm(byte / 16)).u.imm + byte % 16;
+}
+
+/* The swizzled offset in a register (an immediate result is moved into one). */
+static ptx_reg swz_reg(gemm_ctx *g, const gemm_smem *s, ptx_opd row, ptx_opd chunk)
+{
+    ptx_opd o = gemm_swz_off(g, s, row, chunk);
+    if (o.kind == PTX_O_REG)
+        return o.u.reg;
+    ptx_reg r = gemm_r32(g);
+    ptx_emit(g->f, PTX_OP_MOV, NOM, U32T, ptx_r(r), o);
+    return r;
 }
 
 void gemm_bar(gemm_ctx *g) { ptx_emit(g->f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(0)); }
@@ -208,6 +239,26 @@ static ptx_opd clamp_size(gemm_ctx *g, ptx_opd left, int cw, int es)
     if (es > 1)
         t = gemm_op2(g, PTX_OP_SHL, ptx_r(t), ptx_imm(ilog2(es)));
     return ptx_r(t);
+}
+
+/* Tile offset of piece j of thread t (compile time), as the loader below
+ * assigns pieces: np <= T pieces per row: thread t at row t / np, piece
+ * column t % np; else row 0, piece column t. */
+static int64_t piece_off(const gemm_loader *ld, int T, int t, int j)
+{
+    int np = ld->st->row_bytes / ld->cw;
+    int64_t row = np <= T ? t / np : 0, pc = np <= T ? t % np : t;
+    return gemm_smem_at(ld->st, row + ld->rowimm[j], (pc + ld->pcimm[j]) * ld->cw);
+}
+
+/* Whether pieces j and k are the same distance apart for every thread. */
+static bool piece_dist(const gemm_loader *ld, int T, int j, int k, int64_t *dist)
+{
+    *dist = piece_off(ld, T, 0, j) - piece_off(ld, T, 0, k);
+    for (int t = 1; t < T; t++)
+        if (piece_off(ld, T, t, j) - piece_off(ld, T, t, k) != *dist)
+            return false;
+    return true;
 }
 
 void gemm_loader_init(gemm_ctx *g, gemm_loader *ld, bool is_a)
@@ -251,19 +302,22 @@ void gemm_loader_init(gemm_ctx *g, gemm_loader *ld, bool is_a)
             ld->pcimm[j] = (j * T) % np;
         }
     }
-    /* shared offsets: pieces whose row differs by a multiple of 8 and whose
-     * chunk differs by a multiple of the swizzle width share a register */
+    /* shared offsets: piece j shares piece k's register, plus an immediate,
+     * when the swizzle puts them a constant distance apart for every thread
+     * (candidates: rows 8 apart and chunks a swizzle width apart; the
+     * distance is checked through gemm_smem_at, the swizzle itself) */
     int swz = ld->st->swz;
     for (int j = 0; j < n; j++) {
         int rep = -1;
+        int64_t dist = 0;
         for (int k = 0; k < j && rep < 0; k++)
             if ((swz == 1 || (ld->rowimm[j] - ld->rowimm[k]) % 8 == 0) &&
-                ((ld->pcimm[j] - ld->pcimm[k]) * cw) % (16 * swz) == 0)
+                ((ld->pcimm[j] - ld->pcimm[k]) * cw) % (16 * swz) == 0 &&
+                piece_dist(ld, T, j, k, &dist))
                 rep = k;
         if (rep >= 0) {
             ld->soff[j] = ld->soff[rep];
-            ld->simm[j] = ld->simm[rep] + (ld->rowimm[j] - ld->rowimm[rep]) * ld->st->pitch +
-                          (ld->pcimm[j] - ld->pcimm[rep]) * cw;
+            ld->simm[j] = ld->simm[rep] + (int)dist;
             continue;
         }
         ptx_opd row = row0.kind == PTX_O_IMM ? ptx_imm(row0.u.imm + ld->rowimm[j])
@@ -274,7 +328,7 @@ void gemm_loader_init(gemm_ctx *g, gemm_loader *ld, bool is_a)
                                     : pc0;
         ptx_reg byte = gemm_mul(g, pc, ptx_imm(cw));
         ptx_reg chunk = gemm_op2(g, PTX_OP_SHR, ptx_r(byte), ptx_imm(4));
-        ptx_reg off = gemm_swz_off(g, ld->st, row, ptx_r(chunk));
+        ptx_reg off = swz_reg(g, ld->st, row, ptx_r(chunk));
         if (cw < 16) {
             ptx_reg within = gemm_op2(g, PTX_OP_AND, ptx_r(byte), ptx_imm(15));
             off = gemm_op2(g, PTX_OP_ADD, ptx_r(off), ptx_r(within));
@@ -606,7 +660,7 @@ static void tc_frag_offsets(gemm_ctx *g, tc_state *s, ptx_reg warp_m0, ptx_reg w
                 c0 = gemm_mad(g, ksl, ptx_imm((int64_t)s->KSP * 2), ptx_r(h));
             for (int ks = 0; ks < s->KSP; ks++) {
                 ptx_reg c = ks ? gemm_op2(g, PTX_OP_ADD, ptx_r(c0), ptx_imm(2 * ks)) : c0;
-                ptx_reg o = gemm_swz_off(g, st, ptx_r(row), ptx_r(c));
+                ptx_reg o = swz_reg(g, st, ptx_r(row), ptx_r(c));
                 out[nout++] = stage_off ? gemm_op2(g, PTX_OP_ADD, ptx_r(o), ptx_imm(stage_off)) : o;
             }
         } else {
@@ -630,7 +684,7 @@ static void tc_frag_offsets(gemm_ctx *g, tc_state *s, ptx_reg warp_m0, ptx_reg w
             int ngroups = is_a ? s->MI : s->NI / 2;
             for (int i = 0; i < ngroups; i++) {
                 ptx_reg c = i ? gemm_op2(g, PTX_OP_ADD, ptx_r(c0), ptx_imm(2 * i)) : c0;
-                ptx_reg o = gemm_swz_off(g, st, ptx_r(row), ptx_r(c));
+                ptx_reg o = swz_reg(g, st, ptx_r(row), ptx_r(c));
                 out[nout++] = stage_off ? gemm_op2(g, PTX_OP_ADD, ptx_r(o), ptx_imm(stage_off)) : o;
             }
         }

@@ -428,49 +428,6 @@ Test(gemm, golden_files)
     }
 }
 
-/* Bank groups (16-byte column of the 128-byte bank window) of the 8 rows an
- * ldmatrix 8x8 matrix (or 8 threads of a cp.async row) touches: the swizzle
- * must spread them over all 8, for every tile width the generator uses and
- * every lane-address scheme of gen/gemm_tile.c. */
-static bool spread(const gemm_smem *s, const int *rows, const int *chunks)
-{
-    int seen = 0;
-    for (int i = 0; i < 8; i++)
-        seen |= 1 << ((gemm_smem_off(s, rows[i], chunks[i] * 16) / 16) % 8);
-    return seen == 0xff;
-}
-
-Test(gemm, swizzled_tiles_are_free_of_bank_conflicts)
-{
-    int checked = 0;
-    for (int rb = 32; rb <= 512; rb *= 2) {
-        gemm_smem s = gemm_smem_swizzled(64, rb);
-        int nc = rb / 16;
-        for (int base = 0; base < 64; base += 16)
-            for (int c0 = 0; c0 + 1 < nc; c0 += 2)
-                for (int grp = 0; grp < 4; grp++) {
-                    int r[4][8], c[4][8];
-                    for (int i = 0; i < 8; i++) {
-                        int l = 8 * grp + i, j = l / 8;
-                        r[0][i] = base + l % 16, c[0][i] = c0 + l / 16;                 /* A K-major */
-                        r[1][i] = base + (l / 16) * 8 + l % 8, c[1][i] = c0 + (l / 8) % 2; /* B K-major */
-                        r[2][i] = base + l % 8 + 8 * (j / 2), c[2][i] = c0 + j % 2;    /* A MN-major */
-                        r[3][i] = base + l % 16, c[3][i] = c0 + l / 16;                 /* B MN-major */
-                    }
-                    for (int k = 0; k < 4; k++, checked++)
-                        cr_expect(spread(&s, r[k], c[k]), "row bytes %d scheme %d base %d chunk %d group %d",
-                                  rb, k, base, c0, grp);
-                }
-        for (int p = 0; p < 64 * nc; p += 8, checked++) { /* cp.async: consecutive pieces */
-            int r[8], c[8];
-            for (int i = 0; i < 8; i++)
-                r[i] = (p + i) / nc, c[i] = (p + i) % nc;
-            cr_expect(spread(&s, r, c), "cp.async row bytes %d piece %d", rb, p);
-        }
-    }
-    cr_expect_gt(checked, 1000);
-}
-
 /* ---- shared addresses derive from the gemm_smem symbol ----
  * On sm_90 the compiler places the dynamic array above a reserved 1 KB
  * (its address is 0x400), so an address computed from 0 lands outside it.
