@@ -31,27 +31,44 @@ static const struct {
 #include "ptx/isa.def"
 };
 
-/* Modifier masks are two words: the table is expanded twice with MB()
- * selecting the low then the high half. */
-#define MB(x) (PTX_M_##x < 64 ? 1ull << (PTX_M_##x & 63) : 0ull)
-static const uint64_t op_mods_lo[PTX_NOPS] = {
-#define PTX_OP(id, text, opnds, typing, types, mods, sm, ver) mods,
-#include "ptx/isa.def"
-};
-#undef MB
-#define MB(x) (PTX_M_##x >= 64 ? 1ull << (PTX_M_##x & 63) : 0ull)
-static const uint64_t op_mods_hi[PTX_NOPS] = {
-#define PTX_OP(id, text, opnds, typing, types, mods, sm, ver) mods,
-#include "ptx/isa.def"
-};
-#undef MB
+_Static_assert((int)PTX_NTYPES <= (int)PTX_TYPE_BITS, "type masks hold 32 types: widen ptx_opinfo.types");
+_Static_assert((int)PTX_NMODS <= 64 * (int)PTX_MOD_WORDS,
+               "modifier masks hold 64 * PTX_MOD_WORDS modifiers: raise PTX_MOD_WORDS (ir.h) "
+               "and add an expansion per word below");
 
+/* Modifier masks are PTX_MOD_WORDS words: the table is expanded once per
+ * word, MB() keeping the bits that fall in that word. */
+#define MBW(x, w) ((PTX_M_##x >> 6) == (w) ? 1ull << (PTX_M_##x & 63) : 0ull)
+#define MB(x) MBW(x, 0)
+static const uint64_t op_mods0[PTX_NOPS] = {
+#define PTX_OP(id, text, opnds, typing, types, mods, sm, ver, arch) mods,
+#include "ptx/isa.def"
+};
+#undef MB
+#define MB(x) MBW(x, 1)
+static const uint64_t op_mods1[PTX_NOPS] = {
+#define PTX_OP(id, text, opnds, typing, types, mods, sm, ver, arch) mods,
+#include "ptx/isa.def"
+};
+#undef MB
+#define MB(x) MBW(x, 2)
+static const uint64_t op_mods2[PTX_NOPS] = {
+#define PTX_OP(id, text, opnds, typing, types, mods, sm, ver, arch) mods,
+#include "ptx/isa.def"
+};
+#undef MB
+_Static_assert(PTX_MOD_WORDS == 3, "one op_mods expansion per modifier word");
+static const uint64_t *const op_mods[PTX_MOD_WORDS] = {op_mods0, op_mods1, op_mods2};
+
+enum { ARCH_G = 0, ARCH_A = 1 };
 static const struct {
     const char *name, *opnds, *typing;
     uint32_t types;
     int sm, ver;
+    bool arch;
 } op_tab[PTX_NOPS] = {
-#define PTX_OP(id, text, opnds, typing, types, mods, sm, ver) {text, opnds, typing, types, sm, ver},
+#define PTX_OP(id, text, opnds, typing, types, mods, sm, ver, arch) \
+    {text, opnds, typing, types, sm, ver, ARCH_##arch},
 #include "ptx/isa.def"
 };
 
@@ -60,8 +77,10 @@ static const struct {
     uint16_t op;
     uint8_t kind, value;
     int sm, ver;
+    bool arch;
 } feat_tab[] = {
-#define PTX_FEAT(op, kind, value, sm, ver) {PTX_OP_##op, FEAT_##kind, FEAT_V_##kind(value), sm, ver},
+#define PTX_FEAT(op, kind, value, sm, ver, arch) \
+    {PTX_OP_##op, FEAT_##kind, FEAT_V_##kind(value), sm, ver, ARCH_##arch},
 #define FEAT_V_T(v) PTX_T_##v
 #define FEAT_V_M(v) PTX_M_##v
 #define FEAT_V_P(v) v
@@ -76,11 +95,11 @@ static const struct {
 #define FEAT_BIT(op, w) ((PTX_OP_##op >> 6) == (w) ? 1ull << (PTX_OP_##op & 63) : 0ull)
 static const uint64_t feat_ops[2] = {
     0
-#define PTX_FEAT(op, kind, value, sm, ver) | FEAT_BIT(op, 0)
+#define PTX_FEAT(op, kind, value, sm, ver, arch) | FEAT_BIT(op, 0)
 #include "ptx/isa.def"
     ,
     0
-#define PTX_FEAT(op, kind, value, sm, ver) | FEAT_BIT(op, 1)
+#define PTX_FEAT(op, kind, value, sm, ver, arch) | FEAT_BIT(op, 1)
 #include "ptx/isa.def"
 };
 _Static_assert(PTX_NOPS <= 128, "feat_ops holds 128 opcodes");
@@ -106,10 +125,12 @@ ptx_opinfo ptx_op_info(ptx_op op)
         .opnds = op_tab[op].opnds,
         .typing = op_tab[op].typing,
         .types = op_tab[op].types,
-        .mods = {op_mods_lo[op], op_mods_hi[op]},
         .sm = op_tab[op].sm,
         .ver = op_tab[op].ver,
+        .arch_specific = op_tab[op].arch,
     };
+    for (int w = 0; w < PTX_MOD_WORDS; w++)
+        info.mods[w] = op_mods[w][op];
     count_opnds(info.opnds, &info.min_opnds, &info.max_opnds);
     return info;
 }
@@ -124,8 +145,9 @@ int ptx_sreg_bits(ptx_sreg s) { return sreg_tab[s].bits; }
 
 bool ptx_op_allows_mod(ptx_op op, ptx_mod m)
 {
-    uint64_t w = m < 64 ? op_mods_lo[op] : op_mods_hi[op];
-    return (w >> (m & 63)) & 1;
+    if ((unsigned)m >= PTX_NMODS)
+        return false;
+    return (op_mods[m >> 6][op] >> (m & 63)) & 1;
 }
 
 static bool name_eq(const char *tab, const char *s, size_t n)
@@ -549,6 +571,7 @@ int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
     }
     /* target requirements: the opcode row, raised by matching feature rows */
     int sm = op_tab[ins->op].sm, ver = op_tab[ins->op].ver;
+    bool arch = op_tab[ins->op].arch;
     bool has_feat = (feat_ops[ins->op >> 6] >> (ins->op & 63)) & 1;
     for (size_t i = 0; has_feat && i < sizeof feat_tab / sizeof feat_tab[0]; i++) {
         if (feat_tab[i].op != ins->op)
@@ -569,14 +592,21 @@ int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
                 sm = feat_tab[i].sm;
             if (feat_tab[i].ver > ver)
                 ver = feat_tab[i].ver;
+            arch |= feat_tab[i].arch;
         }
     }
     const pt_target *t = &f->mod->target;
-    if (sm > t->sm || (f->mod->max_ptx && ver > f->mod->max_ptx)) {
-        char tn[16], vs[8], need[64];
-        snprintf(need, sizeof need, " needs sm_%d and PTX %s; target is %s", sm,
-                 pt_ptx_version_str(ver, vs, sizeof vs), pt_target_name(t, tn, sizeof tn));
-        if (sm <= t->sm) {
+    bool arch_miss = arch && !t->arch_specific;
+    if (sm > t->sm || arch_miss || (f->mod->max_ptx && ver > f->mod->max_ptx)) {
+        char tn[16], vs[8], need[96];
+        const char *a = arch ? "a" : "";
+        if (sm > t->sm)
+            snprintf(need, sizeof need, " needs sm_%d%s and PTX %s; target is %s", sm, a,
+                     pt_ptx_version_str(ver, vs, sizeof vs), pt_target_name(t, tn, sizeof tn));
+        else if (arch_miss) /* e.g. setmaxnreg on plain sm_90 */
+            snprintf(need, sizeof need, " needs sm_%d%s; target is %s", sm, a,
+                     pt_target_name(t, tn, sizeof tn));
+        else {
             char mx[8];
             snprintf(need, sizeof need, " needs PTX %s; the toolchain accepts at most PTX %s",
                      pt_ptx_version_str(ver, vs, sizeof vs),

@@ -31,19 +31,26 @@ typedef enum ptx_sreg {
 } ptx_sreg;
 
 typedef enum ptx_op {
-#define PTX_OP(id, text, opnds, typing, types, mods, sm, ver) PTX_OP_##id,
+#define PTX_OP(id, text, opnds, typing, types, mods, sm, ver, arch) PTX_OP_##id,
 #include "ptx/isa.def"
     PTX_NOPS
 } ptx_op;
 
-/* One row of the ISA table, with the modifier set split in two words. */
+/* Mask widths: types are bits of a uint32_t, modifiers of PTX_MOD_WORDS
+ * uint64_t words. ir.c has a _Static_assert on each: a table that outgrows
+ * them does not compile (a modifier past the last word once aliased an
+ * older one). */
+enum { PTX_TYPE_BITS = 32, PTX_MOD_WORDS = 3 };
+
+/* One row of the ISA table. */
 typedef struct ptx_opinfo {
     const char *name;   /* "add", "cp.async.wait_group" */
     const char *opnds;  /* operand classes, see isa.def */
     const char *typing; /* operand typing rule letters */
     uint32_t types;     /* allowed type suffixes, bit per ptx_type */
-    uint64_t mods[2];   /* allowed modifiers, bit per ptx_mod */
+    uint64_t mods[PTX_MOD_WORDS]; /* allowed modifiers, bit per ptx_mod */
     int sm, ver;        /* lowest target and .version */
+    bool arch_specific; /* needs the 'a' target (sm_90a) */
     int min_opnds, max_opnds;
 } ptx_opinfo;
 

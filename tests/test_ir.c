@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "ptx/ir.h"
 
@@ -196,4 +198,106 @@ Test(base, wfile_replaces_whole_or_not_at_all)
     cr_assert(strstr(e.msg, path) && strstr(e.msg, "No such file"), "%s", e.msg);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
+}
+
+/* Issue 9 item 10: a scratch copy of the ISA table with `extra` more
+ * modifier rows (zz0, zz1, ...), built from the library's own ir.c with a
+ * small main that lists every opcode accepting one of the new modifiers
+ * (none uses them, so any hit is an alias of an older bit). Returns the
+ * build-and-run status; log gets the compiler's and the program's output. */
+static int scratch_table(int extra, char *log, size_t logn)
+{
+    const char *tests = getenv("PTXTUNE_TESTS_DIR");
+    cr_assert(tests, "PTXTUNE_TESTS_DIR not set (meson sets it)");
+    char src[512], dir[] = "/tmp/ptxtune-isa-XXXXXX", path[600], cmd[4096];
+    snprintf(src, sizeof src, "%s/..", tests);
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/ptx", dir);
+    cr_assert_eq(mkdir(path, 0700), 0);
+    static char def[1 << 18];
+    snprintf(path, sizeof path, "%s/ptx/isa.def", src);
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "%s", path);
+    size_t n = fread(def, 1, sizeof def - 1, f);
+    def[n] = '\0';
+    fclose(f);
+    char *at = strstr(def, "/* PTX_SREG(id"); /* right after the last modifier row */
+    cr_assert(at);
+    snprintf(path, sizeof path, "%s/ptx/isa.def", dir);
+    f = fopen(path, "w");
+    fwrite(def, 1, (size_t)(at - def), f);
+    for (int i = 0; i < extra; i++)
+        fprintf(f, "PTX_MOD(ZZ%d, \"zz%d\")\n", i, i);
+    fputs(at, f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/main.c", dir);
+    f = fopen(path, "w");
+    fputs("#include \"ptx/ir.h\"\n#include <stdio.h>\nint main(void)\n{\n"
+          "    int first = ptx_mod_lookup(\"zz0\", 3), bad = 0;\n"
+          "    for (int op = 0; op < PTX_NOPS; op++)\n"
+          "        for (int m = first; m < PTX_NMODS; m++)\n"
+          "            if (ptx_op_allows_mod((ptx_op)op, (ptx_mod)m)) {\n"
+          "                printf(\"%s accepts .%s\\n\", ptx_op_name((ptx_op)op), ptx_mod_name((ptx_mod)m));\n"
+          "                bad++;\n"
+          "            }\n"
+          "    return bad != 0;\n}\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && cc -std=c17 -D_GNU_SOURCE -I. -I%s %s/ptx/ir.c %s/ptx/base.c %s/ptx/target.c "
+             "main.c -o scratch >log 2>&1 && ./scratch >>log 2>&1",
+             dir, src, src, src, src);
+    int st = system(cmd);
+    snprintf(path, sizeof path, "%s/log", dir);
+    f = fopen(path, "r");
+    size_t ln = f ? fread(log, 1, logn - 1, f) : 0;
+    log[ln] = '\0';
+    if (f)
+        fclose(f);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* 32 more modifiers once made setp accept one that aliased .geu; now the
+ * masks hold them, and a table that outgrows the masks does not compile. */
+Test(ir, modifier_masks_cannot_alias)
+{
+    static char log[1 << 16];
+    int rc = scratch_table(32, log, sizeof log);
+    cr_expect_eq(rc, 0, "32 more modifiers: %s", log);
+    rc = scratch_table(200, log, sizeof log);
+    cr_expect_neq(rc, 0);
+    cr_expect(strstr(log, "modifier masks hold"), "200 more modifiers must not compile:\n%.2000s", log);
+}
+
+/* Issue 9 item 10: arch-specific rows. setmaxnreg exists only for sm_90a
+ * (the 'a' target); plain sm_90 and sm_80 refuse it in one line. */
+Test(ir, arch_specific_rows_need_the_a_target)
+{
+    static const struct {
+        const char *arch;
+        const char *err; /* NULL: accepted */
+    } cases[] = {
+        {"sm_90a", NULL},
+        {"sm_90", "setmaxnreg.inc.sync.aligned.u32 needs sm_90a; target is sm_90"},
+        {"sm_80", "setmaxnreg.inc.sync.aligned.u32 needs sm_90a and PTX 8.0; target is sm_80"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        ptx_module *m = module(cases[c].arch, 90);
+        ptx_fn *f = ptx_fn_new(m, "k");
+        ptx_ins *i = ptx_emit(f, PTX_OP_SETMAXNREG, PTX_MODS(PTX_M_INC, PTX_M_SYNC, PTX_M_ALIGNED),
+                              PTX_T1(PTX_T_U32), ptx_imm(232));
+        if (cases[c].err) {
+            cr_expect_null(i, "%s accepted setmaxnreg", cases[c].arch);
+            cr_expect_str_eq(ptx_module_errmsg(m), cases[c].err);
+        } else {
+            cr_expect_not_null(i, "%s: %s", cases[c].arch, ptx_module_errmsg(m));
+            cr_expect_eq(ptx_module_finish(m), PT_OK);
+            cr_expect_eq(m->version, 80);
+            char *t = ptx_print(m);
+            cr_expect(strstr(t, "\tsetmaxnreg.inc.sync.aligned.u32 232;\n"), "%s", t);
+            free(t);
+        }
+        ptx_module_free(m);
+    }
 }

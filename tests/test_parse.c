@@ -863,6 +863,10 @@ static void expect_exact(const char *src, int max_ptx, const char *msg)
 
 Test(parse_errors, exact_messages)
 {
+    /* issue 9 item 10: an arch-specific instruction in a plain sm_90 file */
+    expect_exact(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n"
+                 "\tsetmaxnreg.dec.sync.aligned.u32 40;\n\tret;\n}\n",
+                 90, "k.ptx:6:2: setmaxnreg.dec.sync.aligned.u32 needs sm_90a; target is sm_90");
     expect_exact(KERNEL("\tad.u32 %r1, %r2, %r3;\n"), 90, "k.ptx:12:2: unknown opcode 'ad'");
     expect_exact(KERNEL("\tadd.u32 %r1, %r2, %r99;\n"), 90,
                  "k.ptx:12:20: undeclared register '%r99'");
