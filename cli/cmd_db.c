@@ -47,7 +47,8 @@ static const char export_usage[] =
     "config, kernel hash, PTX, cubin where present, launch geometry, time, provenance.\n"
     "  --gpu FP      a fingerprint key (or a prefix of 4+ hex digits) or a GPU name\n"
     "  --match RE    a PCRE2 pattern over the problem key and name\n"
-    "  --out FILE    (stdout by default; required for bundle, which must not exist)\n"
+    "  --out FILE    (stdout by default; required for bundle, which must not exist);\n"
+    "                written to a temporary file and renamed into place, never the store\n"
     "json round-trips through 'ptxtune import'; the c-header compiles with -Wall -Werror\n"
     "(define PTXTUNE_TABLE_IMPLEMENTATION in one file); a bundle is a small store.\n";
 
@@ -82,15 +83,16 @@ int cmd_export(int argc, char **argv)
     pt_err e = {0};
     if (db_format_parse(fmt, &f, &e))
         cli_die(2, "%s", e.msg);
+    if (f == DB_FMT_BUNDLE && !out)
+        cli_die(2, "a bundle needs --out FILE");
     db_store *s = open_db(dbp, false);
     int n = 0;
-    if (f == DB_FMT_BUNDLE) {
-        if (!out)
-            cli_die(2, "a bundle needs --out FILE");
-        if (db_export_bundle(s, gpu, match, out, &n, &e))
+    if (out) {
+        /* temporary file + rename: a failure leaves an old --out whole */
+        if (db_export_file(s, f, gpu, match, out, &n, &e))
             cli_die(exit_code(e.code), "%s", e.msg);
-        fprintf(stderr, "ptxtune: %d kernels into %s\n", n, out);
         db_close(s);
+        fprintf(stderr, "ptxtune: %d kernels into %s\n", n, out);
         return 0;
     }
     pt_buf b;
@@ -98,16 +100,13 @@ int cmd_export(int argc, char **argv)
     if (db_export_text(s, f, gpu, match, &b, &n, &e))
         cli_die(exit_code(e.code), "%s", e.msg);
     db_close(s);
-    FILE *fo = out ? fopen(out, "wb") : stdout;
-    if (!fo)
-        cli_die(2, "cannot write '%s'", out);
-    if (b.len && fwrite(b.s, 1, b.len, fo) != b.len)
-        cli_die(1, "writing '%s' failed", out ? out : "stdout");
-    if (out && fclose(fo))
-        cli_die(1, "writing '%s' failed", out);
+    if (b.len && fwrite(b.s, 1, b.len, stdout) != b.len)
+        cli_die(1, "writing stdout failed");
+    if (fflush(stdout) != 0)
+        cli_die(1, "writing stdout failed");
     pt_buf_free(&b);
-    if (out || !n)
-        fprintf(stderr, "ptxtune: %d kernels%s%s\n", n, out ? " into " : "", out ? out : "");
+    if (!n)
+        fprintf(stderr, "ptxtune: 0 kernels\n");
     return 0;
 }
 

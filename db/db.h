@@ -205,9 +205,17 @@ int db_format_parse(const char *name, db_format *f, pt_err *e);
 int db_export_text(db_store *s, db_format f, const char *gpu, const char *match, pt_buf *out,
                    int *nrows, pt_err *e);
 /* The same rows (with their kernel, cubin, problem, fingerprint, run and
- * measurement) into a new store at path: the bundle. path must not exist. */
+ * measurement) into a new store at path: the bundle. path must not exist; it
+ * is built under a temporary name beside it and renamed into place whole. */
 int db_export_bundle(db_store *s, const char *gpu, const char *match, const char *path,
                      int *nrows, pt_err *e);
+/* The table in any format into the file path: written to a temporary file in
+ * path's directory, synced and renamed over it, so a failure (full disk,
+ * missing directory) leaves an old file whole and the message names the
+ * cause (PT_EIO). A path naming the store itself (or its -wal, -shm or
+ * -journal) is refused (PT_EINVAL) before anything is written. */
+int db_export_file(db_store *s, db_format f, const char *gpu, const char *match,
+                   const char *path, int *nrows, pt_err *e);
 
 typedef struct db_merge_stats {
     int64_t fingerprints, problems, kernels, runs, measurements; /* new rows */

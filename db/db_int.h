@@ -118,6 +118,10 @@ int db__winners_raw(db_store *s, const char *gpu, const char *match,
                     int (*fn)(void *ctx, sqlite3_stmt *st, const db_winner *w), void *ctx,
                     pt_err *e);
 
+/* True when path is the store's file or one of its sidecars (an output that
+ * is an input). */
+bool db__is_store_file(db_store *s, const char *path);
+
 /* Copies src (attached as "src") into main. With filtered, only the
  * measurements listed in temp.sel (src ids) and what they reference. */
 int db__merge_attached(db_store *s, bool filtered, db_merge_stats *st, pt_err *e);

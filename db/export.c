@@ -568,13 +568,6 @@ int db__merge_attached(db_store *s, bool filtered, db_merge_stats *stats, pt_err
     return db__commit(s, e);
 }
 
-static bool same_file(const char *a, const char *b)
-{
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-           sa.st_ino == sb.st_ino;
-}
-
 /* An older source is copied to a temporary file and migrated there: the
  * source itself is never written. */
 static int migrated_copy(const char *src, char *tmp, size_t n, pt_err *e)
@@ -624,11 +617,13 @@ static void unlink_db(const char *path)
     unlink(side);
     snprintf(side, sizeof side, "%s-shm", path);
     unlink(side);
+    snprintf(side, sizeof side, "%s-journal", path);
+    unlink(side);
 }
 
 int db_merge(db_store *s, const char *src_path, db_merge_stats *st, pt_err *e)
 {
-    if (same_file(s->path, src_path))
+    if (pt_same_file(s->path, src_path))
         return pt_errf(e, PT_EINVAL, "%s: cannot merge a store into itself", src_path);
     int64_t version = 0;
     int rc = db__src_version(src_path, &version, e);
@@ -668,9 +663,17 @@ static int collect_id(void *ctx, sqlite3_stmt *st, const db_winner *w)
     return PT_OK;
 }
 
+/* The bundle is built under pt_wfile's temporary name in the target's
+ * directory and renamed into place only when whole: the temporary file stays
+ * open (SQLite writes it through its own descriptor), so the commit's fsync
+ * covers what SQLite wrote, and it is closed only after SQLite let go of it
+ * (closing any descriptor of a file drops the process's POSIX locks on it). */
 int db_export_bundle(db_store *s, const char *gpu, const char *match, const char *path,
                      int *nrows, pt_err *e)
 {
+    if (db__is_store_file(s, path))
+        return pt_errf(e, PT_EINVAL, "%s: is the store being exported; give another --out",
+                       path);
     struct stat sb;
     if (stat(path, &sb) == 0)
         return pt_errf(e, PT_EINVAL, "%s: already exists; a bundle is always a new file", path);
@@ -680,12 +683,19 @@ int db_export_bundle(db_store *s, const char *gpu, const char *match, const char
         free(sel.ids);
         return rc;
     }
-    db_store *b;
-    if ((rc = db_open(path, NULL, &b, e))) {
+    pt_wfile w;
+    if ((rc = pt_wfile_open(&w, path, e))) {
         free(sel.ids);
         return rc;
     }
-    rc = db__exec(b, "CREATE TEMP TABLE IF NOT EXISTS sel(id INTEGER PRIMARY KEY)", e);
+    char *tmp = strdup(w.tmp);
+    db_store *b = NULL;
+    if (!tmp)
+        rc = pt_errf(e, PT_ENOMEM, "out of memory");
+    if (!rc)
+        rc = db_open(tmp, NULL, &b, e);
+    if (!rc)
+        rc = db__exec(b, "CREATE TEMP TABLE IF NOT EXISTS sel(id INTEGER PRIMARY KEY)", e);
     sqlite3_stmt *ins = rc ? NULL : db__prepare(b, "INSERT INTO temp.sel(id) VALUES(?1)", e);
     if (!rc && !ins)
         rc = e->code;
@@ -708,10 +718,60 @@ int db_export_bundle(db_store *s, const char *gpu, const char *match, const char
     if (!rc)
         rc = db__exec(b, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE", e);
     db_close(b);
-    if (rc)
-        unlink_db(path);
-    else if (nrows)
+    if (!rc)
+        rc = pt_wfile_commit(&w, e);
+    else {
+        pt_wfile_abort(&w);
+        if (tmp) { /* the message names the temporary: name the target */
+            pt_err inner = *e;
+            pt_err_clear(e);
+            pt_errf(e, inner.code, "%s: the bundle was not written (%s)", path, inner.msg);
+        }
+    }
+    if (tmp)
+        unlink_db(tmp); /* the sidecars; the file itself is renamed or removed */
+    free(tmp);
+    if (!rc && nrows)
         *nrows = (int)sel.n;
+    return rc;
+}
+
+bool db__is_store_file(db_store *s, const char *path)
+{
+    static const char *const side[] = {"", "-wal", "-shm", "-journal"};
+    char buf[4096];
+    for (size_t i = 0; i < sizeof side / sizeof side[0]; i++) {
+        snprintf(buf, sizeof buf, "%s%s", s->path, side[i]);
+        if (pt_same_file(buf, path))
+            return true;
+    }
+    return false;
+}
+
+int db_export_file(db_store *s, db_format f, const char *gpu, const char *match,
+                   const char *path, int *nrows, pt_err *e)
+{
+    if (!path || !*path)
+        return pt_errf(e, PT_EINVAL, "no output file given (--out FILE)");
+    if (db__is_store_file(s, path))
+        return pt_errf(e, PT_EINVAL, "%s: is the store being exported; give another --out",
+                       path);
+    if (f == DB_FMT_BUNDLE)
+        return db_export_bundle(s, gpu, match, path, nrows, e);
+    pt_buf b;
+    pt_buf_init(&b);
+    int rc = db_export_text(s, f, gpu, match, &b, nrows, e);
+    pt_wfile w;
+    if (!rc)
+        rc = pt_wfile_open(&w, path, e);
+    if (!rc) {
+        if (b.len && fwrite(b.s, 1, b.len, w.f) != b.len) {
+            rc = pt_errf(e, PT_EIO, "cannot write '%s': %s", path, strerror(errno));
+            pt_wfile_abort(&w);
+        } else
+            rc = pt_wfile_commit(&w, e);
+    }
+    pt_buf_free(&b);
     return rc;
 }
 

@@ -139,6 +139,11 @@ int db__fail(db_store *s, int src, const char *what, pt_err *e)
                        s->path, s->busy_ms, what);
     case SQLITE_FULL:
         return pt_errf(e, PT_EIO, "%s: disk full while %s", s->path, what);
+    case SQLITE_IOERR: {
+        int en = s->h ? sqlite3_system_errno(s->h) : 0;
+        return pt_errf(e, PT_EIO, "%s: %s: %s%s%s%s", s->path, what, msg, en ? " (" : "",
+                       en ? strerror(en) : "", en ? ")" : "");
+    }
     case SQLITE_READONLY:
         return pt_errf(e, PT_EIO, "%s: read-only (%s)", s->path, what);
     case SQLITE_CANTOPEN:

@@ -3,10 +3,12 @@
  * header, regressions, nearest-bucket lookup, concurrent writers. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -720,4 +722,120 @@ Test(db, concurrent_writers)
     db_winners(s, NULL, NULL, count_cb, &cnt, &e);
     cr_expect_eq(cnt, 1);
     db_close(s);
+}
+
+/* ---- item 12: outputs written whole or not at all ------------------------ */
+
+static void counts_of(db_store *s, db_counts *c)
+{
+    pt_err e = {0};
+    cr_assert_eq(db_count(s, c, &e), PT_OK, "%s", e.msg);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "create %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Names in dir starting with prefix (temporaries left behind). */
+static int leftovers(const char *prefix)
+{
+    char cmd[512], out[64] = "";
+    snprintf(cmd, sizeof cmd, "ls -a %s | grep -c '^%s' || true", tmpdir, prefix);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p);
+    if (!fgets(out, sizeof out, p))
+        out[0] = '\0';
+    pclose(p);
+    return atoi(out);
+}
+
+Test(db, export_never_destroys_an_input_or_an_old_output)
+{
+    fixture f;
+    db_fingerprint a = fp_a();
+    setup_store(&f, tpath("x.db"), &a, "gemm m=16 n=4096 k=4096", "16,4096,4096", NULL);
+    fill_two_problems(&f);
+    db_counts c0, c1;
+    counts_of(f.s, &c0);
+    unsigned long long sum0 = file_sum(tpath("x.db"));
+    static const db_format fmts[] = {DB_FMT_JSON, DB_FMT_CSV, DB_FMT_CHEADER, DB_FMT_BUNDLE};
+    const char *same[] = {tpath("x.db"), tpath("x.db-wal"), tpath("x.db-shm")};
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j < 3; j++) {
+            pt_err e = {0};
+            int n = -1;
+            cr_expect_eq(db_export_file(f.s, fmts[i], NULL, NULL, same[j], &n, &e), PT_EINVAL,
+                         "format %zu over %s", i, same[j]);
+            cr_expect(strstr(e.msg, "is the store"), "%s", e.msg);
+            cr_expect(!strchr(e.msg, '\n'));
+        }
+    char msg[256];
+    pt_err e = {0};
+    cr_expect_eq(db_integrity(f.s, msg, sizeof msg, &e), PT_OK, "%s", msg);
+    counts_of(f.s, &c1);
+    cr_expect_eq(memcmp(&c0, &c1, sizeof c0), 0, "row counts changed");
+    cr_expect_eq(file_sum(tpath("x.db")), sum0, "the store file changed");
+
+    /* a good export, then failures that must leave it whole */
+    int n = 0;
+    cr_assert_eq(db_export_file(f.s, DB_FMT_JSON, NULL, NULL, tpath("t.json"), &n, &e), PT_OK,
+                 "%s", e.msg);
+    cr_expect_eq(n, 2);
+    write_text(tpath("old.json"), "the old table\n");
+    unsigned long long old = file_sum(tpath("old.json"));
+    memset(&e, 0, sizeof e);
+    cr_expect_neq(db_export_file(f.s, DB_FMT_JSON, NULL, NULL, tpath("nodir/t.json"), &n, &e),
+                  PT_OK);
+    cr_expect(strstr(e.msg, "No such file or directory"), "%s", e.msg);
+    memset(&e, 0, sizeof e);
+    cr_expect_neq(db_export_file(f.s, DB_FMT_CSV, NULL, NULL, tmpdir, &n, &e), PT_OK);
+    cr_expect(strstr(e.msg, "directory"), "%s", e.msg);
+    memset(&e, 0, sizeof e);
+    cr_expect_neq(db_export_file(f.s, DB_FMT_BUNDLE, NULL, NULL, tmpdir, &n, &e), PT_OK);
+    /* a full disk: a file-size limit in a child makes every write past 1 KB fail */
+    pid_t kid = fork();
+    if (kid == 0) {
+        /* its own connection, opened before the limit (the -shm exists) */
+        db_store *r = NULL;
+        pt_err ce = {0};
+        db_open_opts ro = {.readonly = true};
+        if (db_open(tpath("x.db"), &ro, &r, &ce))
+            _exit(2);
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {1024, 1024};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        int cn;
+        int r1 = db_export_file(r, DB_FMT_JSON, NULL, NULL, tpath("old.json"), &cn, &ce);
+        bool named = strstr(ce.msg, "File too large") != NULL;
+        fprintf(stderr, "under a 1 KB limit: %s\n", ce.msg);
+        memset(&ce, 0, sizeof ce);
+        int r2 = db_export_file(r, DB_FMT_BUNDLE, NULL, NULL, tpath("nb.db"), &cn, &ce);
+        fprintf(stderr, "under a 1 KB limit: %s\n", ce.msg);
+        db_close(r);
+        _exit(r1 == PT_EIO && r2 != PT_OK && named ? 0 : 1);
+    }
+    int st;
+    waitpid(kid, &st, 0);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the exports under a 1 KB limit did not fail "
+                                                     "with the cause named");
+    cr_expect_eq(file_sum(tpath("old.json")), old, "a failed export changed the old file");
+    cr_expect(access(tpath("nb.db"), F_OK) != 0, "a failed bundle left its file");
+    cr_expect_eq(leftovers("old.json."), 0, "temporaries left behind");
+    cr_expect_eq(leftovers("nb.db"), 0, "bundle temporaries left behind");
+    /* a bundle is renamed into place whole: one file, no journal beside it */
+    memset(&e, 0, sizeof e);
+    cr_assert_eq(db_export_file(f.s, DB_FMT_BUNDLE, NULL, NULL, tpath("nb.db"), &n, &e), PT_OK,
+                 "%s", e.msg);
+    cr_expect_eq(leftovers("nb.db"), 1);
+    db_store *b = open_ok(tpath("nb.db"));
+    counts_of(b, &c1);
+    cr_expect_eq(c1.winners, 2);
+    db_close(b);
+    counts_of(f.s, &c1);
+    cr_expect_eq(memcmp(&c0, &c1, sizeof c0), 0, "row counts changed");
+    db_close(f.s);
 }

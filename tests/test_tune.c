@@ -599,6 +599,9 @@ Test(tune, bad_input_is_one_line_and_changes_nothing)
         {"tune elementwise expr='y = x' shape=x=64 --backend emu --arch sm_70 --db ok.db", "unknown arch 'sm_70'", "ok.db"},
         {"export --db notours.db --format json", "not a ptxtune database", "notours.db"},
         {"export --db ok.db --format yaml", "unknown format 'yaml'", "ok.db"},
+        {"export --db ok.db --format json --out ok.db", "is the store", "ok.db"},
+        {"export --db ok.db --format c-header --out ./ok.db", "is the store", "ok.db"},
+        {"export --db ok.db --format bundle --out ok.db", "is the store", "ok.db"},
         {"export --db ok.db --format json --match '(oops'", "bad --match pattern", "ok.db"},
         {"import --db ok.db other.json", "not a ptxtune table", "ok.db"},
         {"import --db ok.db good.txt", "not valid JSON", "ok.db"},
@@ -615,4 +618,6 @@ Test(tune, bad_input_is_one_line_and_changes_nothing)
         cr_expect_eq(lines(err), 1, "'%s': one line, got '%s'", bad[i].args, err);
         cr_expect_eq(file_sum(P(bad[i].file)), before, "'%s' changed %s", bad[i].args, bad[i].file);
     }
+    cr_expect_eq(integrity(P("ok.db")), PT_OK);
+    cr_expect_gt(query(P("ok.db"), "SELECT count(*) FROM measurements"), 0);
 }
