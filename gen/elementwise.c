@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "gen/expr.h"
+#include "gen/expr_mag.h"
 #include "gen/expr_ptx.h"
 
 enum { EW_MAX_TENSORS = 8 };
@@ -761,6 +762,17 @@ static int emit_flat(ew *w, pt_launch *l)
 
 typedef enum red_op { RED_SUM, RED_MAX, RED_PAIR } red_op;
 
+/* The max to subtract before exponentiating: m, or 0 when m is -inf (every
+ * value seen so far masked), so that exp(-inf - 0) = 0 where -inf - -inf
+ * would give NaN. A (max, sum) pair with nothing unmasked is (-inf, 0). */
+static ptx_reg safe_max(ew *w, ptx_opd m)
+{
+    ptx_reg p = preg(w), ms = freg(w);
+    ptx_emit(w->f, PTX_OP_SETP, M1(PTX_M_EQ), F32T, ptx_r(p), m, ptx_f32(-INFINITY));
+    ptx_emit(w->f, PTX_OP_SELP, NOM, F32T, ptx_r(ms), ptx_f32(0.0f), m, ptx_r(p));
+    return ms;
+}
+
 /* Combines (a) with (b) into (a): sums, maxima or (max, sumexp) pairs. */
 static void combine(ew *w, red_op op, ptx_reg *a, const ptx_opd *b)
 {
@@ -771,10 +783,7 @@ static void combine(ew *w, red_op op, ptx_reg *a, const ptx_opd *b)
     } else {
         /* m = max(m1, m2); s = s1*exp(m1-m) + s2*exp(m2-m); -inf pairs stay (-inf, 0) */
         ptx_reg m = f_op2(w, PTX_OP_MAX, NOM, ptx_r(a[0]), b[0]);
-        ptx_reg p = preg(w);
-        ptx_emit(w->f, PTX_OP_SETP, M1(PTX_M_EQ), F32T, ptx_r(p), ptx_r(m), ptx_f32(-INFINITY));
-        ptx_reg ms = freg(w);
-        ptx_emit(w->f, PTX_OP_SELP, NOM, F32T, ptx_r(ms), ptx_f32(0.0f), ptx_r(m), ptx_r(p));
+        ptx_reg ms = safe_max(w, ptx_r(m));
         ptx_reg d1 = f_op2(w, PTX_OP_SUB, NOM, ptx_r(a[0]), ptx_r(ms));
         ptx_reg d2 = f_op2(w, PTX_OP_SUB, NOM, b[0], ptx_r(ms));
         ptx_reg e1 = ex_ptx_exp(w->f, ptx_r(d1)), e2 = ex_ptx_exp(w->f, ptx_r(d2));
@@ -925,17 +934,19 @@ static void accumulate(ew *w, red_slot *s, int ns, ptx_reg guard)
 }
 
 /* Online update of a (max, sum of exp) pair with one chunk of n values:
- * m' = max(m, max_j v_j); s = s*exp(m - m') + sum_j exp(v_j - m'). One
- * rescale per chunk instead of per element. */
+ * m' = max(m, max_j v_j); s = s*exp(m - m') + sum_j exp(v_j - m'), with m'
+ * replaced by 0 in the differences when it is -inf (safe_max). One rescale
+ * per chunk instead of per element. */
 static void pair_update(ew *w, red_slot *s, const ptx_opd *v, int n, ptx_reg guard)
 {
     ptx_reg cm = f_op2(w, PTX_OP_MAX, NOM, ptx_r(s->acc[0]), v[0]);
     for (int j = 1; j < n; j++)
         cm = f_op2(w, PTX_OP_MAX, NOM, ptx_r(cm), v[j]);
-    ptx_reg d = f_op2(w, PTX_OP_SUB, NOM, ptx_r(s->acc[0]), ptx_r(cm));
+    ptx_reg ms = safe_max(w, ptx_r(cm));
+    ptx_reg d = f_op2(w, PTX_OP_SUB, NOM, ptx_r(s->acc[0]), ptx_r(ms));
     ptx_reg sum = f_op2(w, PTX_OP_MUL, NOM, ptx_r(s->acc[1]), ptx_r(ex_ptx_exp(w->f, ptx_r(d))));
     for (int j = 0; j < n; j++) {
-        ptx_reg dj = f_op2(w, PTX_OP_SUB, NOM, v[j], ptx_r(cm));
+        ptx_reg dj = f_op2(w, PTX_OP_SUB, NOM, v[j], ptx_r(ms));
         sum = f_op2(w, PTX_OP_ADD, NOM, ptx_r(sum), ptx_r(ex_ptx_exp(w->f, ptx_r(dj))));
     }
     ptx_ins *in = ptx_emit(w->f, PTX_OP_MOV, NOM, F32T, ptx_r(s->acc[1]), ptx_r(sum));
@@ -1294,6 +1305,57 @@ static int reference_at(const pt_prepared *pp, const pt_tensor *in, int out, con
     return rc;
 }
 
+/* Accumulation magnitude (pt_op.magnitude, for the verifier's error
+ * model): ex_magnitude of the program (inputs exact) on the rows the
+ * indices touch, one row at a time as reference_at evaluates them, times
+ * the fp8 output scale. The accumulation: f32 row sums of cols terms; none
+ * without a reduction. */
+static int magnitude(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
+                     int64_t n, double *mag, pt_accum *acc, pt_err *e)
+{
+    const ex_prog *p = pp->prog;
+    if (out < 0 || out >= p->noutputs)
+        return pt_errf(e, PT_EINVAL, "magnitude: no output %d", out);
+    acc->dtype = PT_F32;
+    acc->len = p->has_reduction ? p->cols : 0;
+    for (int64_t j = 0; j < n; j++)
+        mag[j] = 0.0;
+    if (!p->has_reduction)
+        return PT_OK;
+    const ex_tensor *ot = &p->outputs[out];
+    ex_prog one = *p;
+    one.rows = 1;
+    double *scratch = malloc((size_t)p->noutputs * (size_t)p->cols * sizeof *scratch);
+    if (!scratch)
+        return pt_errf(e, PT_ENOMEM, "magnitude: out of memory for %lld columns", (long long)p->cols);
+    const double *ins[EW_MAX_TENSORS];
+    double *outs[EW_MAX_TENSORS];
+    for (int i = 0; i < p->noutputs; i++)
+        outs[i] = scratch + (size_t)i * (size_t)p->cols;
+    int rc = PT_OK;
+    int64_t have = -1;
+    for (int64_t j = 0; j < n && !rc; j++) {
+        int64_t at = idx ? idx[j] : j;
+        if (at < 0 || at >= ot->numel) {
+            rc = pt_errf(e, PT_ERANGE, "magnitude: index %lld outside output '%s' (%lld elements)",
+                         (long long)at, ot->name, (long long)ot->numel);
+            break;
+        }
+        int64_t r = ot->per_row ? at : at / p->cols;
+        if (r != have) {
+            for (int i = 0; i < p->ninputs; i++)
+                ins[i] = in[i].data + ex_row_offset(p, &p->inputs[i], r);
+            rc = ex_magnitude(&one, ins, NULL, outs, e);
+            have = r;
+        }
+        mag[j] = ot->per_row ? outs[out][0] : outs[out][at % p->cols];
+        if (pp->out_dt == PT_E4M3 || pp->out_dt == PT_E5M2)
+            mag[j] *= pp->out_scale;
+    }
+    free(scratch);
+    return rc;
+}
+
 static double flops(const pt_prepared *pp) { return ex_flops(pp->prog); }
 
 static double bytes(const pt_prepared *pp)
@@ -1324,6 +1386,7 @@ const pt_op gen_elementwise_op = {
     .tensors = tensors,
     .reference = reference,
     .reference_at = reference_at,
+    .magnitude = magnitude,
     .flops = flops,
     .bytes = bytes,
     .examples = examples,

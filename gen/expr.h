@@ -92,7 +92,14 @@
  *   RMEAN     RSUM(a) / cols
  *   RSUMEXP   sum over the row of exp(a_j - b); the lowering only makes
  *             RSUMEXP(t, RMAX(t)), so b is one value per row and a generator
- *             may compute the pair in one online pass. */
+ *             may compute the pair in one online pass.
+ * Masked entries (-inf), the attention-style mask: they contribute exactly
+ * 0 to softmax's sum and get softmax 0 and log_softmax -inf; the other
+ * entries are exactly the softmax of the unmasked ones. A row that is -inf
+ * everywhere gives NaN in every element of softmax(t) and log_softmax(t)
+ * (M = -inf, so t - M = -inf - -inf = NaN), as numpy and torch do, in the
+ * kernel and in ex_reference alike. For attention's 0 write
+ * where(t > -3e38, softmax(t, -1), 0). A +inf entry makes its row NaN. */
 enum { EXK_COMM = 1, EXK_RED = 2 };
 
 #define EX_KIND_MAP(X)                        \

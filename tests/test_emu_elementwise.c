@@ -6,7 +6,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <math.h>
+#include <stdlib.h>
+
+#include "gen/elementwise.h"
+#include "ptx/ir.h"
+#include "tuner/backend.h"
 #include "tuner/emu_check.h"
+#include "tuner/verify.h"
 
 /* Small shapes that still exercise tails: rows not a multiple of the rows
  * per block, rows longer than one warp's chunk, broadcast operands. */
@@ -153,4 +160,276 @@ Test(emu_elementwise, a_wrong_kernel_is_caught)
     cr_expect(strstr(e.msg, "over tolerance"), "%s", e.msg);
     cr_expect_gt(r.max_err, 4e-5);
     pt_arena_free(a);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Runs on given inputs                                                    */
+
+/* Deterministic pseudo-random numbers (xorshift64*). */
+static uint64_t rnd64(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ull;
+}
+
+static double rnd_unit(uint64_t *s) { return (double)(rnd64(s) >> 11) / 9007199254740992.0; }
+
+typedef struct given_run {
+    int64_t checked, bad;
+    char first[512];
+} given_run;
+
+/* Runs config c of pp on the emulator (every detector on) on the inputs
+ * vals[i] (float64, stored through the input dtype; the reference sees the
+ * stored values) and compares every output element with the float64
+ * reference: a NaN only matches a NaN, an infinity only the same infinity,
+ * finite values within the dtype tolerance relative to max(|w|, 1e-2 * max
+ * |w| of the output) (the verifier's metric). An element the kernel never
+ * wrote (still the 0xFF poison) is bad even where NaN is expected. */
+static int run_given(const pt_prepared *pp, const pt_target *t, const pt_config *c,
+                     double *const *vals, given_run *g, pt_err *e)
+{
+    const pt_op *op = &gen_elementwise_op;
+    memset(g, 0, sizeof *g);
+    ptx_module *m = NULL;
+    pt_launch l;
+    tuner_dev *d = NULL;
+    tuner_kernel *k = NULL;
+    tuner_io *io = NULL;
+    pt_tensor ref[TUNER_MAX_TENSORS];
+    memset(ref, 0, sizeof ref);
+    char *text = NULL;
+    int rc = pt_op_build(op, pp, t, 0, c, &m, &l, e);
+    if (!rc) {
+        text = ptx_print(m);
+        tuner_dev_opts dopts = {0};
+        rc = tuner_dev_open("emu", &dopts, &d, e);
+    }
+    tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, l.entry, op, pp};
+    if (!rc)
+        rc = tuner_load(d, &img, &k, e);
+    if (!rc)
+        rc = tuner_io_new(op, pp, &io, e);
+    for (int i = 0; !rc && i < io->nin; i++) {
+        void *bits = malloc(io->in_bytes[i]);
+        for (int64_t j = 0; j < io->in[i].numel; j++)
+            pt_dtype_store(io->in[i].dtype, bits, (size_t)j, vals[i][j]);
+        tuner_io_set_input(io, i, bits);
+        free(bits);
+    }
+    tuner_args a;
+    if (!rc)
+        rc = tuner_io_alloc(d, io, 0, e);
+    if (!rc)
+        rc = tuner_io_upload(d, io, e);
+    if (!rc)
+        rc = tuner_io_bind(d, io, &l, &a, e);
+    if (!rc)
+        rc = tuner_launch(d, k, &l, a.p, e);
+    if (!rc)
+        rc = tuner_sync(d, e);
+    if (!rc)
+        rc = tuner_io_download(d, io, e);
+    for (int i = 0; !rc && i < io->nout; i++) {
+        ref[i] = io->out[i];
+        ref[i].data = malloc((size_t)ref[i].numel * sizeof *ref[i].data);
+    }
+    if (!rc)
+        rc = op->reference(pp, io->in, ref, e);
+    for (int i = 0; !rc && i < io->nout; i++) {
+        const pt_tensor *o = &io->out[i];
+        int bytes = pt_dtype_get(o->dtype)->bytes;
+        double tol = pt_check_tolerance(o->dtype), scale = 0;
+        for (int64_t j = 0; j < o->numel; j++)
+            if (isfinite(ref[i].data[j]) && fabs(ref[i].data[j]) > scale)
+                scale = fabs(ref[i].data[j]);
+        for (int64_t j = 0; j < o->numel; j++) {
+            double w = ref[i].data[j], got = o->data[j];
+            const unsigned char *b = (const unsigned char *)io->out_bits[i] + (size_t)j * (size_t)bytes;
+            bool poison = true;
+            for (int q = 0; q < bytes; q++)
+                poison &= b[q] == 0xFF;
+            bool ok;
+            if (poison)
+                ok = false;
+            else if (isnan(w) || isnan(got))
+                ok = isnan(w) && isnan(got);
+            else if (isinf(w) || isinf(got))
+                ok = w == got;
+            else
+                ok = fabs(got - w) / fmax(fabs(w), 1e-2 * scale) <= tol;
+            g->checked++;
+            if (!ok && !g->bad++)
+                snprintf(g->first, sizeof g->first, "%s[%lld] = %.9g%s, reference %.9g", o->name,
+                         (long long)j, got, poison ? " (never written)" : "", w);
+        }
+    }
+    for (int i = 0; i < TUNER_MAX_TENSORS; i++)
+        free(ref[i].data);
+    if (io)
+        tuner_io_free(d, io);
+    if (k)
+        tuner_unload(d, k);
+    tuner_dev_close(d);
+    free(text);
+    ptx_module_free(m);
+    return rc;
+}
+
+/* Runs every config of p's space that check() accepts on the given inputs
+ * (generated by fill for each input); returns the number of configs run and
+ * fails the test on the first wrong one. fill(i, x, n, seed) fills input i. */
+typedef void (*fill_fn)(int input, double *x, int64_t rows, int64_t cols, uint64_t seed);
+
+static int every_config_given(const pt_problem *p, const char *arch, fill_fn fill, uint64_t seed,
+                              int64_t *nan_expected)
+{
+    pt_target t;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse(arch, &t, &e), PT_OK, "%s", e.msg);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_elementwise_op.prepare(a, p, &t, &pp, &e), PT_OK, "%s: %s", p->expr, e.msg);
+    const ex_prog *prog = gen_elementwise_prog(pp);
+    double *vals[8];
+    for (int i = 0; i < prog->ninputs; i++) {
+        vals[i] = malloc((size_t)prog->inputs[i].numel * sizeof **vals);
+        fill(i, vals[i], prog->inputs[i].numel / prog->cols, prog->cols, seed + (uint64_t)i);
+    }
+    pt_space s;
+    gen_elementwise_op.space(pp, &t, &s);
+    int ran = 0;
+    for (int64_t i = 0; i < pt_space_size(&s); i++) {
+        pt_config c;
+        pt_space_config(&s, i, &c);
+        pt_err ce = {0};
+        if (gen_elementwise_op.check(pp, &t, &c, &ce))
+            continue;
+        given_run g;
+        char cs[256];
+        int rc = run_given(pp, &t, &c, vals, &g, &ce);
+        cr_assert_eq(rc, PT_OK, "%s [%s]: %s", p->expr, pt_config_str(&c, cs, sizeof cs), ce.msg);
+        cr_assert_eq(g.bad, 0, "%s %s [%s]: %lld of %lld wrong; first %s", p->expr, arch,
+                     pt_config_str(&c, cs, sizeof cs), (long long)g.bad, (long long)g.checked,
+                     g.first);
+        ran++;
+    }
+    if (nan_expected) {
+        /* how many reference elements are NaN (fully masked rows) */
+        pt_tensor in[8], out[8];
+        int nin, nout;
+        gen_elementwise_op.tensors(pp, &nin, &nout, in, out);
+        *nan_expected = 0;
+        for (int i = 0; i < nin; i++) {
+            in[i].data = malloc((size_t)in[i].numel * sizeof(double));
+            for (int64_t j = 0; j < in[i].numel; j++)
+                in[i].data[j] = pt_dtype_round(in[i].dtype, vals[i][j]);
+        }
+        for (int i = 0; i < nout; i++)
+            out[i].data = malloc((size_t)out[i].numel * sizeof(double));
+        cr_assert_eq(gen_elementwise_op.reference(pp, in, out, &e), PT_OK, "%s", e.msg);
+        for (int i = 0; i < nout; i++)
+            for (int64_t j = 0; j < out[i].numel; j++)
+                *nan_expected += isnan(out[i].data[j]);
+        for (int i = 0; i < nin; i++)
+            free(in[i].data);
+        for (int i = 0; i < nout; i++)
+            free(out[i].data);
+    }
+    for (int i = 0; i < prog->ninputs; i++)
+        free(vals[i]);
+    pt_arena_free(a);
+    return ran;
+}
+
+/* The issue's repro: x[:, 32:] = -inf, values in [-2, 2) before. */
+static void fill_tail_masked(int input, double *x, int64_t rows, int64_t cols, uint64_t seed)
+{
+    (void)input;
+    uint64_t s = seed | 1;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++)
+            x[r * cols + c] = c >= 32 ? -INFINITY : 4 * rnd_unit(&s) - 2;
+}
+
+/* Random masks, row by row: row 0 every other chunk of 8 masked, row 1
+ * only the last element finite, row 2 only the first, then random masks
+ * of density 1/8 .. 7/8; never a fully masked row. */
+static void fill_random_masks(int input, double *x, int64_t rows, int64_t cols, uint64_t seed)
+{
+    (void)input;
+    uint64_t s = seed | 1;
+    for (int64_t r = 0; r < rows; r++) {
+        double dens = (double)(r % 7 + 1) / 8;
+        for (int64_t c = 0; c < cols; c++) {
+            double v = 8 * rnd_unit(&s) - 4;
+            bool masked = r == 0   ? (c / 8) % 2 == 0
+                        : r == 1 ? c != cols - 1
+                        : r == 2 ? c != 0
+                                 : rnd_unit(&s) < dens;
+            x[r * cols + c] = masked ? -INFINITY : v;
+        }
+    }
+}
+
+/* Random masks plus fully masked rows (rows 1 and 4 and the last) and one
+ * +inf in row 3 (which makes that row NaN too). */
+static void fill_full_rows(int input, double *x, int64_t rows, int64_t cols, uint64_t seed)
+{
+    fill_random_masks(input, x, rows, cols, seed);
+    for (int64_t r = 0; r < rows; r++)
+        if (r == 1 || r == 4 || r == rows - 1)
+            for (int64_t c = 0; c < cols; c++)
+                x[r * cols + c] = -INFINITY;
+    x[3 * cols + 5] = INFINITY;
+}
+
+/* Issue 9 item 1: masked (-inf) entries give the exact softmax and
+ * log_softmax in every config (online=1 computed -inf - -inf in the
+ * update and returned NaN for every element). */
+Test(emu_elementwise, masked_softmax_every_config, .timeout = 600)
+{
+    static const pt_problem repro[] = {
+        PT_EW("y = softmax(x, -1)", "x=8x256", PT_F32, PT_F32),
+        PT_EW("y = log_softmax(x, -1)", "x=8x256", PT_F32, PT_F32),
+        PT_EW("y = softmax(x, -1)", "x=8x256", PT_F16, PT_F16),
+        PT_EW("y = log_softmax(x, -1)", "x=8x256", PT_F16, PT_F32),
+    };
+    int ran = 0;
+    for (int i = 0; i < 4; i++)
+        ran += every_config_given(&repro[i], "sm_80", fill_tail_masked, 11, NULL);
+    static const pt_problem rnd[] = {
+        PT_EW("y = softmax(x, -1)", "x=9x96", PT_F32, PT_F32),
+        PT_EW("y = log_softmax(x * 0.5, -1); m = max(x, -1)", "x=9x96", PT_BF16, PT_F32),
+        PT_EW("y = softmax(x, -1) + log_softmax(x, -1)", "x=7x200", PT_F16, PT_F16),
+    };
+    for (int i = 0; i < 3; i++)
+        ran += every_config_given(&rnd[i], "sm_80", fill_random_masks, 23, NULL);
+    printf("emu_elementwise: %d masked softmax variants match the reference\n", ran);
+    cr_expect_gt(ran, 300);
+}
+
+/* A fully masked row (or one with +inf): softmax and log_softmax give NaN
+ * for every element of that row (numpy's and torch's answer; see
+ * gen/expr.h), in the kernel and in the reference; the other rows stay
+ * exact. */
+Test(emu_elementwise, fully_masked_rows_give_nan, .timeout = 600)
+{
+    static const pt_problem ps[] = {
+        PT_EW("y = softmax(x, -1)", "x=6x64", PT_F32, PT_F32),
+        PT_EW("y = log_softmax(x, -1)", "x=6x64", PT_F16, PT_F16),
+        PT_EW("y = softmax(x, -1)", "x=6x128", PT_BF16, PT_BF16),
+    };
+    int ran = 0;
+    for (int i = 0; i < 3; i++) {
+        int64_t nans = -1;
+        ran += every_config_given(&ps[i], "sm_80", fill_full_rows, 5, &nans);
+        int64_t cols = i == 2 ? 128 : 64;
+        cr_expect_eq(nans, 4 * cols, "%s: the reference gives NaN exactly on the 3 masked rows "
+                     "and the row with +inf, "
+                     "got %lld NaNs", ps[i].expr, (long long)nans);
+    }
+    cr_expect_gt(ran, 100);
 }
