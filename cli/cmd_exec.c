@@ -14,7 +14,8 @@
 
 static const char exec_usage[] =
     "usage: ptxtune exec FILE.ptx [--entry NAME] --grid X[,Y[,Z]] --block X[,Y[,Z]]\n"
-    "                    [--smem BYTES] [--threads N] [--no-detect KINDS] --arg SPEC...\n"
+    "                    [--smem BYTES] [--threads N] [--no-detect KINDS] [--arch sm_XX]\n"
+    "                    [--smem-shift BYTES] --arg SPEC...\n"
     "Runs a PTX kernel on the CPU emulator. One --arg per kernel parameter, in order:\n"
     "  FILE.npy                input buffer from a .npy file; its device pointer is passed\n"
     "  out:FILE.npy:DTYPE:N    output buffer of N elements, poisoned before the run, saved\n"
@@ -23,6 +24,11 @@ static const char exec_usage[] =
     "bf16 is stored as uint16 bits and fp8 as uint8 bits.\n"
     "Detectors (all on; --no-detect takes a comma list): oob uninit race divergence\n"
     "cp_async misaligned deadlock.\n"
+    "Shared memory is laid out as on the hardware of --arch (default: the file's\n"
+    ".target; sm_90 and above reserve the first 1 KB), then shifted by --smem-shift\n"
+    "bytes (a multiple of 16, default 128; 0: the hardware's layout) so a kernel\n"
+    "that assumes where its arrays start is caught. Any access outside a declared\n"
+    "shared array is out of bounds; the dynamic array has --smem bytes.\n"
     "--backend cuda runs it on a GPU instead (driver JIT, guard zones checked).\n"
     "Reports and a summary go to stderr. Exit: 0 clean, 1 a detector fired or the\n"
     "kernel faulted, 2 bad input, 4 no CUDA driver.\n";
@@ -32,6 +38,7 @@ static const struct option exec_opts[] = {
     {"block", required_argument, 0, 'b'},   {"smem", required_argument, 0, 's'},
     {"arg", required_argument, 0, 'a'},     {"threads", required_argument, 0, 't'},
     {"no-detect", required_argument, 0, 'n'}, {"backend", required_argument, 0, 'B'},
+    {"arch", required_argument, 0, 'A'},    {"smem-shift", required_argument, 0, 'S'},
     {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
 };
 
@@ -121,6 +128,7 @@ int cmd_exec(int argc, char **argv)
     const char *args[64];
     int nargs = 0;
     emu_opts eo = emu_default_opts();
+    eo.smem_shift = EMU_SMEM_SHIFT_DEFAULT;
     const char *backend = "emu";
     optind = 1;
     int c;
@@ -163,6 +171,24 @@ int cmd_exec(int argc, char **argv)
                 cli_die(2, "unknown exec backend '%s' (emu, cuda)", optarg);
             backend = optarg;
             break;
+        case 'A': {
+            pt_target t;
+            pt_err te = {0};
+            if (pt_target_parse(optarg, &t, &te))
+                cli_die(2, "%s", te.msg);
+            eo.arch = t.sm;
+            break;
+        }
+        case 'S': {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (end == optarg || *end || errno || v < 0 || v > (long)EMU_SMEM_SHIFT_MAX || v % 16)
+                cli_die(2, "bad --smem-shift '%s' (bytes, a multiple of 16, 0..%u)", optarg,
+                        EMU_SMEM_SHIFT_MAX);
+            eo.smem_shift = (uint32_t)v;
+            break;
+        }
         case 'h': fputs(exec_usage, stdout); return 0;
         default: cli_die(2, "bad option (see --help)");
         }

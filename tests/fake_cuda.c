@@ -92,6 +92,7 @@ static CUresult f_init(unsigned int flags)
         emu_opts o = emu_default_opts();
         o.detect_uninit = o.detect_race = o.detect_divergence = o.detect_cp_async = false;
         o.max_steps = (uint64_t)env_int("FAKE_CUDA_MAX_STEPS", 1 << 26);
+        o.smem_shift = EMU_SMEM_SHIFT_DEFAULT; /* no kernel may rely on a zero shared base */
         G.emu = emu_new(&o);
         G.init = true;
     }

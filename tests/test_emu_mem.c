@@ -638,3 +638,114 @@ Test(emu_mem, parsed_text_kernel)
     emu_free(c);
     ptx_module_free(m);
 }
+
+/* Issue 9 item 8: the shared window has the hardware's layout per arch (a
+ * reserved 1 KB first on sm_90: ptxas puts the first array at 0x400; none on
+ * sm_80/86/89), static arrays aligned as declared, then the dynamic array;
+ * opts.smem_shift moves everything up on any arch. An access below the
+ * first array (the reserved region) is out of bounds, as is one past the
+ * dynamic array's launch size. */
+static const char layout_kernel[] =
+    ".version 8.0\n"
+    ".target %s\n"
+    ".address_size 64\n"
+    ".extern .shared .align 128 .b8 dyn[];\n"
+    ".visible .entry lay(.param .u64 p_out, .param .u32 off)\n"
+    "{\n"
+    "    .reg .b32 %%r<8>;\n"
+    "    .reg .b64 %%rd<4>;\n"
+    "    .shared .align 4 .b8 small[12];\n"
+    "    .shared .align 64 .b8 big[256];\n"
+    "    ld.param.u64 %%rd1, [p_out];\n"
+    "    ld.param.u32 %%r6, [off];\n"
+    "    mov.u32 %%r1, small;\n"
+    "    mov.u32 %%r2, big;\n"
+    "    mov.u32 %%r3, dyn;\n"
+    "    st.global.v4.u32 [%%rd1], {%%r1, %%r2, %%r3, %%r3};\n"
+    "    st.shared.u32 [%%r6], %%r1;\n" /* line 17: the probe */
+    "    ret;\n"
+    "}\n";
+
+static int layout_run(const char *sm, int arch, uint32_t shift, uint32_t probe, size_t dyn,
+                      uint32_t got[3], char *report, size_t rn)
+{
+    char text[2048];
+    snprintf(text, sizeof text, layout_kernel, sm);
+    ptx_module *m = NULL;
+    pt_err e = {0};
+    cr_assert_eq(ptx_parse(text, strlen(text), "lay.ptx", 90, &m, &e), PT_OK, "%s", e.msg);
+    emu_opts o = emu_default_opts();
+    o.arch = arch;
+    o.smem_shift = shift;
+    emu_ctx *c = emu_new(&o);
+    cr_assert(c);
+    emu_kernel *k = NULL;
+    cr_assert_eq(emu_load(c, m, NULL, &k, &e), PT_OK, "%s", e.msg);
+    uint32_t out[4] = {0};
+    uint64_t dout = emu_alloc(c, sizeof out, "out");
+    emu_launch l = {{1, 1, 1}, {1, 1, 1}, dyn};
+    const void *args[] = {&dout, &probe};
+    int rc = emu_run(c, k, &l, args, NULL, &e);
+    snprintf(report, rn, "%s", emu_nreports(c) ? emu_report(c, 0) : "");
+    if (rc == PT_OK || rc == PT_EEMU)
+        cr_assert_eq(emu_read(c, dout, out, sizeof out, &e), PT_OK);
+    memcpy(got, out, 3 * sizeof *got);
+    emu_kernel_free(k);
+    emu_free(c);
+    ptx_module_free(m);
+    return rc;
+}
+
+Test(emu_mem, shared_layout_per_arch)
+{
+    static const struct {
+        const char *sm;
+        int arch;
+        uint32_t shift, small, big, dyn;
+    } cases[] = {
+        /* small [b, b+12), redzone 32, big aligned 64, 256 bytes + 32, dyn aligned 128 */
+        {"sm_80", 0, 0, 0, 64, 384},
+        {"sm_86", 0, 0, 0, 64, 384},
+        {"sm_89", 0, 0, 0, 64, 384},
+        {"sm_90", 0, 0, 0x400, 0x440, 0x580},
+        {"sm_90a", 0, 0, 0x400, 0x440, 0x580},
+        {"sm_80", 90, 0, 0x400, 0x440, 0x580}, /* opts.arch overrides .target */
+        {"sm_90", 80, 0, 0, 64, 384},
+        {"sm_80", 0, 128, 128, 192, 512},
+        {"sm_90", 0, 128, 0x480, 0x4c0, 0x600},
+        {"sm_80", 0, 16, 16, 64, 384},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint32_t got[3];
+        char rep[1024];
+        /* probe inside `small`: clean */
+        int rc = layout_run(cases[i].sm, cases[i].arch, cases[i].shift, cases[i].small + 4, 256,
+                            got, rep, sizeof rep);
+        cr_assert_eq(rc, PT_OK, "case %zu: %s", i, rep);
+        cr_expect_eq(got[0], cases[i].small, "case %zu small at 0x%x", i, got[0]);
+        cr_expect_eq(got[1], cases[i].big, "case %zu big at 0x%x", i, got[1]);
+        cr_expect_eq(got[2], cases[i].dyn, "case %zu dyn at 0x%x", i, got[2]);
+        /* the last word of the dynamic array is inside; one past it is not */
+        rc = layout_run(cases[i].sm, cases[i].arch, cases[i].shift, cases[i].dyn + 252, 256, got,
+                        rep, sizeof rep);
+        cr_expect_eq(rc, PT_OK, "case %zu: %s", i, rep);
+        rc = layout_run(cases[i].sm, cases[i].arch, cases[i].shift, cases[i].dyn + 256, 512, got,
+                        rep, sizeof rep);
+        cr_expect_eq(rc, PT_OK, "case %zu (a 512-byte dynamic array): %s", i, rep);
+        rc = layout_run(cases[i].sm, cases[i].arch, cases[i].shift, cases[i].dyn + 256, 256, got,
+                        rep, sizeof rep);
+        cr_expect_eq(rc, PT_EEMU, "case %zu: past the dynamic array", i);
+        cr_expect(strstr(rep, "out-of-bounds") && strstr(rep, "line 17"), "case %zu: %s", i, rep);
+        /* below the first array: the reserved region (and the shift) */
+        if (cases[i].small) {
+            rc = layout_run(cases[i].sm, cases[i].arch, cases[i].shift, 0, 256, got, rep, sizeof rep);
+            cr_expect_eq(rc, PT_EEMU, "case %zu: address 0", i);
+            cr_expect(strstr(rep, "out-of-bounds") && strstr(rep, "reserved region"), "case %zu: %s",
+                      i, rep);
+        }
+    }
+    /* a shift that is not a multiple of 16 is refused */
+    emu_opts o = emu_default_opts();
+    o.smem_shift = 8;
+    cr_expect_null(emu_new(&o));
+}

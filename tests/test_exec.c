@@ -31,24 +31,28 @@ static void write_file(const char *name, const void *data, size_t n)
     fclose(f);
 }
 
-/* A minimal version 1.0 .npy of n float32 values. */
-static void write_npy_f32(const char *name, const float *v, int n)
+/* A minimal version 1.0 .npy of n values of descr ('<f4', '<f2'). */
+static void write_npy(const char *name, const char *descr, const void *v, int n, int size)
 {
     char hdr[128];
-    int len = snprintf(hdr, sizeof hdr, "{'descr': '<f4', 'fortran_order': False, 'shape': (%d,), }", n);
+    int len = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }",
+                       descr, n);
     int total = 10 + len + 1;
     int pad = (64 - total % 64) % 64;
-    unsigned char buf[4096];
+    static unsigned char buf[1 << 16];
+    size_t off = (size_t)(10 + len + pad + 1);
+    cr_assert_lt(off + (size_t)n * (size_t)size, sizeof buf);
     memcpy(buf, "\x93NUMPY\x01\x00", 8);
     uint16_t hl = (uint16_t)(len + pad + 1);
     memcpy(buf + 8, &hl, 2);
     memcpy(buf + 10, hdr, (size_t)len);
     memset(buf + 10 + len, ' ', (size_t)pad);
     buf[10 + len + pad] = '\n';
-    size_t off = (size_t)(10 + len + pad + 1);
-    memcpy(buf + off, v, (size_t)n * 4);
-    write_file(name, buf, off + (size_t)n * 4);
+    memcpy(buf + off, v, (size_t)n * (size_t)size);
+    write_file(name, buf, off + (size_t)n * (size_t)size);
 }
+
+static void write_npy_f32(const char *name, const float *v, int n) { write_npy(name, "<f4", v, n, 4); }
 
 static int run(const char *args, char *err, size_t n)
 {
@@ -196,5 +200,50 @@ Test(exec, cuda_backend)
         float y;
         memcpy(&y, buf + 10 + hl + 4 * i, 4);
         cr_expect_eq(y, ((float)i * 0.25f - 3.0f) * 2.5f, "y[%d] = %g", i, (double)y);
+    }
+}
+
+/* Issue 9 item 8: the GEMM main loop that assumed a zero shared base (its
+ * cp.async and ldmatrix addresses omit gemm_smem's address). With the
+ * hardware's sm_80 layout and no shift it runs clean, which is why the bug
+ * was invisible; exec's default shift, and the sm_90 layout (first array at
+ * 0x400), both report it. */
+Test(exec, zero_shared_base_is_out_of_bounds)
+{
+    const char *tests = getenv("PTXTUNE_TESTS_DIR");
+    cr_assert(tests, "PTXTUNE_TESTS_DIR not set (meson sets it)");
+    uint16_t h[4096];
+    for (int i = 0; i < 4096; i++)
+        h[i] = (uint16_t)(0x3000 + (i * 37 % 512)); /* f16 values in [0.125, 0.25) */
+    write_npy("a.npy", "<f2", h, 4096, 2);
+    write_npy("b.npy", "<f2", h, 4096, 2);
+    char args[1024], err[16384];
+    const char *base = "--grid 1 --block 128 --smem 24576 --arg out:d.npy:f16:4096 --arg a.npy "
+                       "--arg b.npy --arg f32:1";
+    snprintf(args, sizeof args, "%s/ptx/gemm_old_zero_base.ptx %s --smem-shift 0", tests, base);
+    int rc = run(args, err, sizeof err);
+    cr_expect_eq(rc, 0, "sm_80 layout, no shift: the old loop looks clean: %s", err);
+    const char *shifted[] = {"", "--smem-shift 0 --arch sm_90", "--arch sm_90", "--smem-shift 4096"};
+    for (size_t i = 0; i < sizeof shifted / sizeof shifted[0]; i++) {
+        snprintf(args, sizeof args, "%s/ptx/gemm_old_zero_base.ptx %s %s", tests, base, shifted[i]);
+        rc = run(args, err, sizeof err);
+        cr_expect_eq(rc, 1, "'%s': %s", shifted[i], err);
+        cr_expect(strstr(err, "out-of-bounds") && strstr(err, "not inside one shared variable"),
+                  "'%s': %s", shifted[i], err);
+    }
+    /* bad values of the new options */
+    static const struct {
+        const char *opt, *msg;
+    } bad[] = {
+        {"--smem-shift 8", "bad --smem-shift '8'"},
+        {"--smem-shift -16", "bad --smem-shift '-16'"},
+        {"--smem-shift x", "bad --smem-shift 'x'"},
+        {"--arch sm_70", "unknown arch 'sm_70'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, "%s/ptx/gemm_old_zero_base.ptx %s %s", tests, base, bad[i].opt);
+        rc = run(args, err, sizeof err);
+        cr_expect_eq(rc, 2, "'%s': %s", bad[i].opt, err);
+        cr_expect(strstr(err, bad[i].msg), "'%s': %s", bad[i].opt, err);
     }
 }

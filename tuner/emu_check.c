@@ -35,7 +35,8 @@ int pt_check_emu(const pt_op *op, const pt_prepared *pp, const pt_target *t, con
             rc = pt_errf(e, PT_EINTERNAL, "parse(print(kernel)) does not print back identically");
         free(again);
     }
-    tuner_dev_opts dopts = {.emu_threads = o ? o->threads : 0};
+    tuner_dev_opts dopts = {.emu_threads = o ? o->threads : 0, .emu_arch = t->sm,
+                            .emu_smem_shift = o ? o->smem_shift : 0};
     if (!rc)
         rc = tuner_dev_open("emu", &dopts, &d, e);
     tuner_image img = {text, strlen(text), NULL, 0, l.entry, op, pp};

@@ -1,6 +1,7 @@
 /* Proving a generated kernel on the CPU: emit -> print -> parse (the text is
  * what runs; it must print back identically) -> the emulator backend with
- * every detector on -> tuner_verify (random inputs, never zero; outputs
+ * every detector on and the target's shared layout, shifted (see
+ * pt_check_opts.smem_shift) -> tuner_verify (random inputs, never zero; outputs
  * poisoned; every output element compared with the op's float64 reference;
  * metric and tolerances in tuner/verify.h). */
 #ifndef PT_EMU_CHECK_H
@@ -12,6 +13,8 @@ typedef struct pt_check_opts {
     uint64_t seed;   /* input values; fixed seeds make failures repeatable */
     int threads;     /* emulator threads across CTAs (0: serial) */
     double lo, hi;   /* input range; 0,0: [-2, 2] */
+    int smem_shift;  /* bytes before the first shared array beyond the target's reserved
+                        region (0: EMU_SMEM_SHIFT_DEFAULT; -1: none, the hardware layout) */
 } pt_check_opts;
 
 typedef struct pt_check_result {

@@ -4,7 +4,10 @@
  * report becomes the launch's failure, classed by what it means on a GPU:
  * out-of-bounds, misaligned, trap -> fault; step cap, deadlock -> timeout;
  * races, uninitialised reads, divergent syncs -> wrong_answer (the values
- * may match by luck, the kernel is still wrong). No timing. */
+ * may match by luck, the kernel is still wrong). No timing. Shared memory
+ * has the layout of the module's arch (or emu_arch), shifted by
+ * EMU_SMEM_SHIFT_DEFAULT unless emu_smem_shift says otherwise, so every
+ * verification (and test grid) runs with a non-zero, non-256-aligned base. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +42,16 @@ static int emud_open(tuner_dev *d, const tuner_dev_opts *o, pt_err *e)
     emu_opts eo = emu_default_opts();
     eo.threads = o->emu_threads;
     eo.max_steps = o->emu_max_steps;
+    /* shared memory: the arch's layout, shifted so no kernel can rely on
+     * where its arrays start */
+    eo.arch = o->emu_arch;
+    if (o->emu_smem_shift < -1 || o->emu_smem_shift > (int)EMU_SMEM_SHIFT_MAX ||
+        (o->emu_smem_shift > 0 && o->emu_smem_shift % 16))
+        return pt_errf(e, PT_EINVAL, "emulator: bad shared-memory shift %d (a multiple of 16, 0..%u)",
+                       o->emu_smem_shift, EMU_SMEM_SHIFT_MAX);
+    eo.smem_shift = o->emu_smem_shift == 0    ? EMU_SMEM_SHIFT_DEFAULT
+                    : o->emu_smem_shift == -1 ? 0
+                                              : (uint32_t)o->emu_smem_shift;
     emu_dev *ed = calloc(1, sizeof *ed);
     if (!ed || !(ed->c = emu_new(&eo))) {
         free(ed);

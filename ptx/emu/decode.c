@@ -986,7 +986,7 @@ static void layout(dec *d)
     /* shared: static variables in declaration order, then the dynamic array */
     size_t nsh = f->nshared + f->mod->nshared;
     k->shvars = calloc(nsh + 1, sizeof *k->shvars);
-    off = 0;
+    off = k->smem_base = emu__smem_base(k->ctx, d->m); /* the arch's reserved region + shift */
     uint32_t dyn_align = 16;
     /* a redzone after each variable makes an overflow into its neighbour an
      * out-of-bounds access (ptxas packs them; no kernel may rely on that) */

@@ -41,6 +41,10 @@ emu_ctx *emu_new(const emu_opts *o)
     if (!c)
         return NULL;
     c->o = o ? *o : emu_default_opts();
+    if (c->o.smem_shift > EMU_SMEM_SHIFT_MAX || c->o.smem_shift % 16) {
+        free(c);
+        return NULL;
+    }
     if (!c->o.max_steps)
         c->o.max_steps = 1ull << 30;
     if (c->o.max_reports <= 0)
@@ -171,6 +175,15 @@ int emu_poison(emu_ctx *c, uint64_t dptr, size_t n, pt_err *e)
 }
 
 /* ---- kernels ---- */
+
+uint32_t emu__smem_base(const emu_ctx *c, const ptx_module *m)
+{
+    int arch = c->o.arch ? c->o.arch : m->target.sm;
+    uint32_t reserved = arch >= 90 ? 1024 : 0; /* sm_90 cubins: first array at 0x400 */
+    return reserved + c->o.smem_shift;
+}
+
+uint32_t emu_kernel_smem_base(const emu_kernel *k) { return k->smem_base; }
 
 int emu_load(emu_ctx *c, ptx_module *m, const char *name, emu_kernel **out, pt_err *e)
 {
@@ -396,10 +409,11 @@ int emu_run(emu_ctx *c, emu_kernel *k, const emu_launch *l, const void *const *a
         if (k->maxntid[0] && l->block[i] > (unsigned)(k->maxntid[i] ? k->maxntid[i] : 1))
             return pt_errf(e, PT_EINVAL, "emulator: block exceeds .maxntid of %s", k->name);
     }
+    /* the window: reserved region + shift, static arrays, the dynamic array */
     uint64_t smem = (uint64_t)k->dyn_off + l->dyn_smem;
-    if (smem > 232448) /* 227 KiB: the most any target allows */
+    if (smem - k->smem_base > 232448) /* 227 KiB: the most any target allows */
         return pt_errf(e, PT_EINVAL, "emulator: %llu bytes of shared memory exceed the limit",
-                       (unsigned long long)smem);
+                       (unsigned long long)(smem - k->smem_base));
     if (k->nparams && !args)
         return pt_errf(e, PT_EINVAL, "emulator: %s takes %u parameters", k->name, k->nparams);
     emu_runst rs = {.ctx = c, .k = k, .l = *l};

@@ -6,7 +6,12 @@
  * reads of memory nothing wrote are reported. Outputs are poisoned
  * (filled and marked unwritten) before a run. Shared memory is a per-CTA
  * window: `mov.u32 %r, smem` gives a window offset, cvta.shared turns it into
- * a generic address (see emu_int.h for the address map).
+ * a generic address (see emu_int.h for the address map). The window is laid
+ * out as the hardware does per arch: a reserved region first (1 KB on sm_90
+ * and above, none on sm_80-89), optionally an extra shift (opts.smem_shift),
+ * then the static arrays (aligned as declared, a redzone after each), then
+ * the dynamic (.extern) array of the launch's dyn_smem bytes. Any access
+ * outside a declared array, the reserved region included, is out of bounds.
  *
  * Execution: instructions are pre-decoded once per kernel (emu_load) from
  * the IR, dispatched through the ISA table's opcode enum; no string work
@@ -38,7 +43,21 @@ typedef struct emu_opts {
     int threads;            /* worker threads across CTAs; 0 or 1 = serial */
     uint64_t max_steps;     /* per-run warp-instruction cap (hang guard); 0 = default 2^30 */
     int max_reports;        /* reports kept; 0 = default 32 */
+    int arch;               /* shared-memory layout of sm_<arch>: 90 and above reserve the
+                               window's first 1 KB (ptxas places the first array at 0x400),
+                               80-89 reserve nothing; 0: the module's .target */
+    uint32_t smem_shift;    /* extra bytes between the reserved region and the first shared
+                               array on any arch, a multiple of 16 (at most EMU_SMEM_SHIFT_MAX):
+                               a kernel that assumes a fixed shared base then touches bytes
+                               outside its arrays, which is reported */
 } emu_opts;
+
+/* The shift the tuner's emulator backend (and so every test grid) and
+ * `ptxtune exec` apply unless told otherwise: an odd multiple of 128, so no
+ * kernel can rely on a zero (or a 256-aligned) base, while bank mapping is
+ * that of the unshifted layout. */
+#define EMU_SMEM_SHIFT_DEFAULT 128u
+#define EMU_SMEM_SHIFT_MAX 65536u
 
 /* Detector report kinds: one X-macro backs the enum and the names that
  * start each report line. */
@@ -69,7 +88,8 @@ emu_opts emu_default_opts(void);
  * last run. One emu_run at a time per context, and no
  * allocation while it runs; separate contexts are independent. */
 typedef struct emu_ctx emu_ctx;
-emu_ctx *emu_new(const emu_opts *o); /* o NULL: emu_default_opts() */
+emu_ctx *emu_new(const emu_opts *o); /* o NULL: emu_default_opts(); NULL: out of memory
+                                      or a bad smem_shift */
 void emu_free(emu_ctx *c);
 
 /* Device memory. Pointers are fake device addresses (never 0). */
@@ -84,6 +104,9 @@ typedef struct emu_kernel emu_kernel;
  * module must outlive the kernel. */
 int emu_load(emu_ctx *c, ptx_module *m, const char *name, emu_kernel **out, pt_err *e);
 void emu_kernel_free(emu_kernel *k);
+/* Window offset where the reserved region (and the shift) end: the lowest
+ * address a shared array of k can have. */
+uint32_t emu_kernel_smem_base(const emu_kernel *k);
 
 typedef struct emu_launch {
     unsigned grid[3], block[3];

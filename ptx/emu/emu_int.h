@@ -4,8 +4,10 @@
  * Address map (generic 64-bit addresses):
  *   global allocation i    [(i+1) << 40, (i+1) << 40 + size)   unmapped gaps between
  *   shared window          EMU_SHARED_BASE + offset             offset = what
- *                          `mov.u32 %r, smem` and ld.shared take (static vars from 0,
- *                          each followed by a redzone, then the .extern dynamic array)
+ *                          `mov.u32 %r, smem` and ld.shared take: [0, smem_base) is
+ *                          the arch's reserved region plus opts.smem_shift (no array
+ *                          there), then static vars, each followed by a redzone, then
+ *                          the .extern dynamic array
  *   local window           EMU_LOCAL_BASE + offset              per thread
  * cvta.shared / cvta.to.shared add / subtract EMU_SHARED_BASE; cvta.global is
  * the identity. Kernel parameters live in their own buffer (ld.param).
@@ -157,7 +159,8 @@ struct emu_kernel {
     uint32_t param_bytes;
     emu_shvar *shvars;
     uint32_t nshvars;
-    uint32_t smem_static; /* bytes of static shared (dynamic starts after) */
+    uint32_t smem_base;   /* reserved region + shift: where the first array may start */
+    uint32_t smem_static; /* end of the static shared (dynamic starts after) */
     uint32_t dyn_off;     /* window offset of the .extern array */
     uint32_t dyn_align;
     uint32_t local_bytes; /* per-thread .local (none declared by the IR yet) */
@@ -308,6 +311,10 @@ static inline void emu_bits_set(uint64_t *w, uint64_t off, uint64_t n, bool v)
         n -= k;
     }
 }
+
+/* emu.c: the window offset of the first shared array for module m (the
+ * reserved region of the arch plus the shift of the options). */
+uint32_t emu__smem_base(const emu_ctx *c, const ptx_module *m);
 
 /* decode.c */
 int emu__decode(emu_kernel *k, ptx_module *m, ptx_fn *f, pt_err *e);

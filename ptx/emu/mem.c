@@ -62,6 +62,14 @@ static inline bool in_shvar(emu_cta *c, uint64_t off, uint32_t n)
     return in_shvar_slow(c, off, n);
 }
 
+/* Why a shared access inside the window is out of bounds. */
+static const char *shvar_miss(const emu_cta *c, uint64_t off)
+{
+    return off < c->k->smem_base
+               ? "not inside one shared variable (in the reserved region below the first array)"
+               : "not inside one shared variable";
+}
+
 /* Are all n shadow bytes at p set (written)? */
 static inline bool all_written(const uint8_t *p, uint32_t n)
 {
@@ -258,8 +266,7 @@ uint8_t *emu__mem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lan
             return NULL;
         }
         if (o->detect_oob && !in_shvar(c, addr, n))
-            report_mem(c, EMU_R_OOB, in, w, lane, space, addr, n,
-                       "not inside one shared variable");
+            report_mem(c, EMU_R_OOB, in, w, lane, space, addr, n, shvar_miss(c, addr));
         if (c->shadow_sh)
             shared_shadow(c, in, w, lane, addr, n, acc);
         return c->smem + addr;
@@ -504,7 +511,12 @@ void emu__cp_async(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint3
         if (dst + in->sz > c->smem_size || (c->o->detect_oob && !in_shvar(c, dst, in->sz))) {
             if (c->o->detect_oob)
                 report_mem(c, EMU_R_OOB, in, w, l, EMU_SP_SHARED, dst, in->sz,
-                           "cp.async destination outside shared memory");
+                           dst + in->sz > c->smem_size
+                               ? "cp.async destination outside the CTA's shared memory"
+                               : dst < c->k->smem_base
+                                     ? "cp.async destination not inside one shared variable "
+                                       "(in the reserved region below the first array)"
+                                     : "cp.async destination not inside one shared variable");
             if (dst + in->sz > c->smem_size)
                 continue;
         }
