@@ -168,8 +168,14 @@ void cli_parse_problem(int argc, char **argv, cli_problem *cp, const char *usage
         case OPT_LDB: cp->prob.ldb = opt_int("ldb", optarg); break;
         case OPT_LDC: cp->prob.ldc = opt_int("ldc", optarg); break;
         case OPT_LDD: cp->prob.ldd = opt_int("ldd", optarg); break;
-        case OPT_SCALE_A: cp->prob.scale_a = opt_double("scale-a", optarg); break;
-        case OPT_SCALE_B: cp->prob.scale_b = opt_double("scale-b", optarg); break;
+        case OPT_SCALE_A:
+            cp->prob.scale_a = opt_double("scale-a", optarg);
+            cp->prob.has_scale_a = true;
+            break;
+        case OPT_SCALE_B:
+            cp->prob.scale_b = opt_double("scale-b", optarg);
+            cp->prob.has_scale_b = true;
+            break;
         case 'h': print_usage(usage); exit(0);
         default: cli_die(2, "bad option (see --help)");
         }

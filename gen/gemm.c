@@ -281,8 +281,18 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
     /* scalars */
     pp->alpha = (float)pb->alpha;
     pp->beta = (float)pb->beta;
-    double sab = (pb->scale_a ? pb->scale_a : 1.0) * (pb->scale_b ? pb->scale_b : 1.0);
+    double sa = pb->has_scale_a || pb->scale_a != 0.0 ? pb->scale_a : 1.0;
+    double sb = pb->has_scale_b || pb->scale_b != 0.0 ? pb->scale_b : 1.0;
+    if (!(sa >= 0.0) || isinf(sa) || !(sb >= 0.0) || isinf(sb))
+        return pt_errf(e, PT_EINVAL, "%s=%g: must be a finite number >= 0",
+                       !(sa >= 0.0) || isinf(sa) ? "scale_a" : "scale_b",
+                       !(sa >= 0.0) || isinf(sa) ? sa : sb);
+    double sab = sa * sb;
+    if (isinf((float)sab))
+        return pt_errf(e, PT_ERANGE, "scale_a*scale_b=%g does not fit f32", sab);
     pp->scale_ab = (float)sab;
+    pp->prob.scale_a = sa;
+    pp->prob.scale_b = sb;
     pp->out_scale = 1.0f;
     if (sab != 1.0 && at->dt != PT_E4M3 && at->dt != PT_E5M2 && !at->int_acc)
         return pt_errf(e, PT_EINVAL, "scale_a/scale_b apply to fp8 and int8 inputs only");

@@ -79,6 +79,9 @@ static bool is_default(const pt_problem *p, const field *f)
     case F_BOOL:
         return !*(const bool *)v;
     case F_REAL:
+        if (strcmp(f->key, "scale_a") == 0 || strcmp(f->key, "scale_b") == 0) /* 1 = not given */
+            return *(const double *)v == 1.0 ||
+                   (*(const double *)v == 0.0 && !(f->key[6] == 'a' ? p->has_scale_a : p->has_scale_b));
         return strcmp(f->key, "alpha") == 0 ? *(const double *)v == 1.0 : *(const double *)v == 0.0;
     }
     return true;
@@ -228,6 +231,10 @@ static int set_field(pt_arena *a, pt_problem *p, const field *f, const char *v, 
         if (*end || end == v || errno || !isfinite(x))
             return pt_errf(e, PT_EINVAL, "bad value '%s' for %s (a number)", v, f->key);
         *(double *)dst = x;
+        if (strcmp(f->key, "scale_a") == 0) /* given, so 0 means 0 */
+            p->has_scale_a = true;
+        else if (strcmp(f->key, "scale_b") == 0)
+            p->has_scale_b = true;
         return PT_OK;
     }
     }

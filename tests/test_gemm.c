@@ -4,6 +4,7 @@
  * memory), bad input, golden files, determinism and the CLI. Numerical
  * checks on the emulator are in test_gemm_emu.c. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "ptx/compile.h"
 #include "ptx/ir.h"
 #include "ptx/parse.h"
+#include "search/problem.h"
 #include "test_space.h"
 #include "test_util.h"
 
@@ -598,6 +600,118 @@ Test(gemm, every_shared_address_derives_from_the_symbol, .timeout = 600)
     cr_expect_gt(configs, 100);
 }
 
+/* Fills a problem's inputs with small values (fixed seed) and runs the
+ * reference; returns the largest |d|. */
+static double reference_max_abs(const pt_prepared *pp)
+{
+    int nin, nout;
+    pt_tensor in[8], out[1];
+    gen_gemm_op.tensors(pp, &nin, &nout, in, out);
+    uint64_t seed = 99;
+    for (int k = 0; k < nin; k++) {
+        in[k].data = malloc((size_t)in[k].numel * sizeof(double));
+        for (int64_t j = 0; j < in[k].numel; j++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            in[k].data[j] = pt_dtype_round(in[k].dtype, (double)(seed >> 11) * 0x1p-53 * 8.0 - 4.0);
+        }
+    }
+    out[0].data = malloc((size_t)out[0].numel * sizeof(double));
+    pt_err e = {0};
+    cr_assert_eq(gen_gemm_op.reference(pp, in, out, &e), 0, "%s", e.msg);
+    double mx = 0;
+    for (int64_t j = 0; j < out[0].numel; j++)
+        mx = fabs(out[0].data[j]) > mx ? fabs(out[0].data[j]) : mx;
+    for (int k = 0; k < nin; k++)
+        free(in[k].data);
+    free(out[0].data);
+    return mx;
+}
+
+/* A scale of 0 is honoured (acc = 0), as given on the command line or in a
+ * problem file; a zeroed problem still means scales 1. */
+Test(gemm, zero_scale_is_zero)
+{
+    pt_target t;
+    pt_err e = {0};
+    pt_target_parse("sm_89", &t, &e);
+    static const struct {
+        pt_dtype dt, odt;
+        bool a;
+    } rows[] = {{PT_S8, PT_F32, true}, {PT_U8, PT_BF16, false}, {PT_E4M3, PT_F32, true},
+                {PT_E5M2, PT_BF16, false}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        pt_problem p = PT_GEMM(32, 32, 64, "nt", rows[i].dt, rows[i].odt);
+        if (rows[i].a) {
+            p.scale_a = 0;
+            p.has_scale_a = true;
+            p.scale_b = 3;
+        } else {
+            p.scale_b = 0;
+            p.has_scale_b = true;
+        }
+        pt_launch l;
+        char *text = emit_text(&p, "sm_89", "", &l, &e);
+        cr_assert(text, "row %zu: %s", i, e.msg);
+        free(text);
+        int last = -1; /* d a b alpha scale_ab: scale_ab is the last f32 */
+        for (int k = 0; k < l.nargs; k++)
+            if (l.args[k].kind == PT_ARG_F32)
+                last = k;
+        cr_assert_eq(last, 4, "row %zu: no scale_ab parameter", i);
+        cr_expect_float_eq(l.args[last].f, 0.0f, 0, "row %zu: scale_ab %g", i, (double)l.args[last].f);
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        cr_assert_eq(gen_gemm_op.prepare(a, &p, &t, &pp, &e), 0, "%s", e.msg);
+        cr_expect_eq(reference_max_abs(pp), 0.0, "row %zu: the reference is not 0", i);
+        pt_arena_free(a);
+    }
+    /* unset: 1; a zeroed problem too */
+    pt_problem p = PT_GEMM(32, 32, 64, "nt", PT_S8, PT_F32);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_gemm_op.prepare(a, &p, &t, &pp, &e), 0, "%s", e.msg);
+    cr_expect_gt(reference_max_abs(pp), 1.0);
+    /* problem files: scale_a=0 is given (and kept in the key), scale_a=1 is the default */
+    search_problem sp;
+    cr_assert_eq(search_problem_parse(a, "gemm", "m=32 n=32 k=64 dtype=s8 layout=nt out_dtype=f32 scale_a=0",
+                                      &sp, &e), 0, "%s", e.msg);
+    cr_expect(sp.prob.has_scale_a && sp.prob.scale_a == 0.0);
+    cr_expect(strstr(sp.key, "scale_a=0"), "key '%s' drops scale_a=0", sp.key);
+    cr_assert_eq(gen_gemm_op.prepare(a, &sp.prob, &t, &pp, &e), 0, "%s", e.msg);
+    cr_expect_eq(reference_max_abs(pp), 0.0, "scale_a=0 from a problem file");
+    search_problem sq;
+    cr_assert_eq(search_problem_parse(a, "gemm", "m=32 n=32 k=64 dtype=s8 layout=nt out_dtype=f32 scale_a=1",
+                                      &sq, &e), 0, "%s", e.msg);
+    cr_expect(!strstr(sq.key, "scale_a"), "key '%s': scale_a=1 is the default", sq.key);
+    pt_arena_free(a);
+    /* negative, NaN and infinite scales: one line */
+    static const struct {
+        double v;
+        bool a;
+        const char *msg;
+    } bad[] = {{-1, true, "scale_a=-1: must be a finite number >= 0"},
+               {NAN, true, "scale_a=nan: must be a finite number >= 0"},
+               {INFINITY, false, "scale_b=inf: must be a finite number >= 0"},
+               {-0.5, false, "scale_b=-0.5: must be a finite number >= 0"},
+               {1e30, true, "scale_a*scale_b=1e+60 does not fit f32"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pt_problem q = PT_GEMM(32, 32, 64, "nt", PT_E4M3, PT_F32);
+        if (bad[i].a) {
+            q.scale_a = bad[i].v;
+            q.has_scale_a = true;
+            q.scale_b = bad[i].v;
+        } else {
+            q.scale_b = bad[i].v;
+            q.has_scale_b = true;
+        }
+        pt_err qe = {0};
+        char *text = emit_text(&q, "sm_89", "", NULL, &qe);
+        cr_expect_null(text, "case %zu emitted", i);
+        cr_expect_str_eq(qe.msg, bad[i].msg, "case %zu", i);
+        free(text);
+    }
+}
+
 /* The sampled reference gives the full reference's values, bit for bit. */
 Test(gemm, reference_at_matches_reference)
 {
@@ -729,6 +843,14 @@ Test(gemm, cli_emit)
         {"emit gemm --m 64 --n 64 --k 64 --dtype bf16 --epilogue 'relu(acc'",
          "epilogue: unexpected end of input at column 9"},
         {"emit elementwise --shape x=4", "empty expression"},
+        {"emit gemm --m 32 --n 32 --k 64 --dtype s8 --layout nt --out-dtype f32 --scale-a -1",
+         "scale_a=-1: must be a finite number >= 0"},
+        {"emit gemm --m 32 --n 32 --k 64 --dtype s8 --layout nt --out-dtype f32 --scale-b nan",
+         "scale_b=nan: must be a finite number >= 0"},
+        {"emit gemm --m 32 --n 32 --k 64 --dtype e4m3 --layout nt --arch sm_89 --scale-a inf",
+         "scale_a=inf: must be a finite number >= 0"},
+        {"emit gemm --m 32 --n 32 --k 64 --dtype bf16 --layout nt --scale-a 0",
+         "scale_a/scale_b apply to fp8 and int8 inputs only"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rc = run(bad[i].args, err, sizeof err, out, sizeof out);
