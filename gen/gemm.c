@@ -145,8 +145,10 @@ static int parse_epilogue(pt_arena *a, pt_prepared *pp, const char *text, bool u
     if (user && pp->prob.alpha != 1.0 && pp->in_alpha < 0)
         return pt_errf(e, PT_EINVAL, "alpha=%g is not used: write alpha into the epilogue",
                        pp->prob.alpha);
-    if (user && pp->prob.beta != 0.0 && pp->in_c < 0)
-        return pt_errf(e, PT_EINVAL, "beta=%g is not used: write beta * c into the epilogue",
+    /* one rule for both scalars: a value other than the default (alpha 1,
+     * beta 0) must appear in a custom epilogue */
+    if (user && pp->prob.beta != 0.0 && pp->in_beta < 0)
+        return pt_errf(e, PT_EINVAL, "beta=%g is not used: write beta into the epilogue",
                        pp->prob.beta);
     /* bind: acc, c and full tensors [B,] M, N; name[n] N; name[m] M x 1; scalars 1 */
     int n = p->ninputs;

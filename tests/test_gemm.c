@@ -344,7 +344,10 @@ Test(gemm, bad_input_is_one_exact_line)
          "epilogue input 'bias[k]': the index must be [m] (one value per row) or [n] (per column)"},
         {0, 0, 0, 0, 1, 0, "relu(x)", "epilogue does not use acc"},
         {0, 0, 0, 0, 2, 0, "relu(acc)", "alpha=2 is not used: write alpha into the epilogue"},
-        {0, 0, 0, 0, 1, 0.5, "relu(acc)", "beta=0.5 is not used: write beta * c into the epilogue"},
+        {0, 0, 0, 0, 1, 0.5, "relu(acc)", "beta=0.5 is not used: write beta into the epilogue"},
+        /* one rule for alpha and beta: a value other than the default must be used */
+        {0, 0, 0, 0, 1, 0.5, "relu(acc) + c", "beta=0.5 is not used: write beta into the epilogue"},
+        {0, 0, 0, 0, 0.5, 0, "relu(acc) + c", "alpha=0.5 is not used: write alpha into the epilogue"},
         {0, 0, 0, 0, 1, 0, "softmax(acc, -1)", "epilogue: reductions (sum, max, softmax, norms) are not supported"},
         {0, 0, 0, 0, 1, 0, "acc[n]", "epilogue: 'acc' cannot be indexed"},
     };
