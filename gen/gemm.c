@@ -74,6 +74,10 @@ static int smem_limit(const pt_target *t)
 /* prepare                                                                 */
 
 static const char *const reserved[] = {"acc", "alpha", "beta", "c"};
+/* Names an epilogue tensor may not take: the operands and output (tensor
+ * names in tensors() and 'run --in'), the kernel's other parameters and
+ * its shared array. */
+static const char *const taken[] = {"a", "b", "d", "ws", "scale_ab", "out_scale", "gemm_smem"};
 
 /* Parses the epilogue (wrapped as "d = ..." unless written as a statement)
  * and classifies its inputs. */
@@ -122,6 +126,12 @@ static int parse_epilogue(pt_arena *a, pt_prepared *pp, const char *text, bool u
         if (done)
             continue;
         gemm_aux x = {t->name, GEMM_AUX_FULL, i};
+        size_t blen = t->index ? strlen(t->name) - strlen(t->index) - 2 : strlen(t->name);
+        for (size_t k = 0; k < sizeof taken / sizeof taken[0]; k++)
+            if (strlen(taken[k]) == blen && strncmp(t->name, taken[k], blen) == 0)
+                return pt_errf(e, PT_EINVAL,
+                               "epilogue: '%s' is reserved (a b c d acc alpha beta ws scale_ab "
+                               "out_scale gemm_smem): rename the tensor", taken[k]);
         if (t->index) {
             size_t bl = strlen(t->name) - strlen(t->index) - 2;
             for (int k = 0; k < 4; k++)

@@ -350,6 +350,15 @@ Test(gemm, bad_input_is_one_exact_line)
         {0, 0, 0, 0, 0.5, 0, "relu(acc) + c", "alpha=0.5 is not used: write alpha into the epilogue"},
         {0, 0, 0, 0, 1, 0, "softmax(acc, -1)", "epilogue: reductions (sum, max, softmax, norms) are not supported"},
         {0, 0, 0, 0, 1, 0, "acc[n]", "epilogue: 'acc' cannot be indexed"},
+        /* operand and parameter names are not epilogue tensors */
+        {0, 0, 0, 0, 1, 0, "acc + a", "epilogue: 'a' is reserved (a b c d acc alpha beta ws scale_ab out_scale gemm_smem): rename the tensor"},
+        {0, 0, 0, 0, 1, 0, "acc * b[n]", "epilogue: 'b' is reserved (a b c d acc alpha beta ws scale_ab out_scale gemm_smem): rename the tensor"},
+        {0, 0, 0, 0, 1, 0, "acc - d[m]", "epilogue: 'd' is reserved (a b c d acc alpha beta ws scale_ab out_scale gemm_smem): rename the tensor"},
+        {0, 0, 0, 0, 1, 0, "acc + ws", "epilogue: 'ws' is reserved (a b c d acc alpha beta ws scale_ab out_scale gemm_smem): rename the tensor"},
+        {0, 0, 0, 0, 1, 0, "acc * scale_ab", "epilogue: 'scale_ab' is reserved (a b c d acc alpha beta ws scale_ab out_scale gemm_smem): rename the tensor"},
+        {0, 0, 0, 0, 1, 0, "acc * out_scale[n]", "epilogue: 'out_scale' is reserved (a b c d acc alpha beta ws scale_ab out_scale gemm_smem): rename the tensor"},
+        {0, 0, 0, 0, 1, 0, "acc + gemm_smem", "epilogue: 'gemm_smem' is reserved (a b c d acc alpha beta ws scale_ab out_scale gemm_smem): rename the tensor"},
+        {0, 0, 0, 0, 1, 0, "acc + c[n]", "epilogue: 'c' cannot be indexed"},
     };
     for (size_t i = 0; i < sizeof bad2 / sizeof bad2[0]; i++) {
         pt_problem p = PT_GEMM(64, 48, 65, "nt", PT_BF16, PT_BF16);
@@ -846,6 +855,7 @@ Test(gemm, cli_emit)
         {"emit gemm --m 64 --n 64 --k 64 --dtype bf16 --epilogue 'relu(acc'",
          "epilogue: unexpected end of input at column 9"},
         {"emit elementwise --shape x=4", "empty expression"},
+        {"emit gemm --m 64 --n 64 --k 64 --dtype bf16 --epilogue 'acc + a[n]'", "epilogue: 'a' is reserved"},
         {"emit gemm --m 32 --n 32 --k 64 --dtype s8 --layout nt --out-dtype f32 --scale-a -1",
          "scale_a=-1: must be a finite number >= 0"},
         {"emit gemm --m 32 --n 32 --k 64 --dtype s8 --layout nt --out-dtype f32 --scale-b nan",
