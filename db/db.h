@@ -220,6 +220,7 @@ int db_export_file(db_store *s, db_format f, const char *gpu, const char *match,
 typedef struct db_merge_stats {
     int64_t fingerprints, problems, kernels, runs, measurements; /* new rows */
     int64_t skipped; /* measurements already present */
+    int64_t refused; /* rows that failed a check (then nothing was imported) */
 } db_merge_stats;
 
 /* Copies another store (or a bundle) into s: rows are matched by their

@@ -22,10 +22,10 @@
     X(CUBIN_INSERT, "INSERT OR IGNORE INTO cubins(kernel_id, arch, compiler, cubin, resources)" \
                     " VALUES(?1,?2,?3,?4,?5)")                                                \
     X(MEAS_INSERT,                                                                             \
-      "INSERT OR IGNORE INTO measurements(run_id, problem_id, kernel_id, config, rung, final," \
+      "INSERT INTO measurements(run_id, problem_id, kernel_id, config, rung, final,"          \
       " status, error, source, verified, t_min, t_median, t_max, spread, reps, tflops, gbps,"  \
       " launch, created) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,"  \
-      "?18,?19)")                                                                             \
+      "?18,?19) ON CONFLICT DO NOTHING")                                                     \
     X(RUN_FP, "SELECT fingerprint_id FROM runs WHERE id = ?1")                                 \
     X(WINNER_UPDATE,                                                                           \
       "INSERT OR REPLACE INTO winners(fingerprint_id, problem_id, measurement_id)"             \
@@ -123,8 +123,16 @@ int db__winners_raw(db_store *s, const char *gpu, const char *match,
 bool db__is_store_file(db_store *s, const char *path);
 
 /* Copies src (attached as "src") into main. With filtered, only the
- * measurements listed in temp.sel (src ids) and what they reference. */
-int db__merge_attached(db_store *s, bool filtered, db_merge_stats *st, pt_err *e);
+ * measurements listed in temp.sel (src ids) and what they reference. The
+ * source passes db__merge_verify first; src_name is for messages. */
+int db__merge_attached(db_store *s, bool filtered, const char *src_name, db_merge_stats *st,
+                       pt_err *e);
+/* Refuses (PT_EINVAL, naming the first bad row and counting them) a source
+ * whose fingerprint keys do not match their fields, whose kernel hashes do
+ * not match their PTX, whose runs are in main under another fingerprint, or
+ * whose measurements break the rules (status, source, a winner's time,
+ * dangling references). Reads the rows the merge would read. */
+int db__merge_verify(db_store *s, bool filtered, const char *src_name, pt_err *e);
 /* ATTACH path read-only as schema "src" (URI-encoded). */
 int db__attach_ro(db_store *s, const char *path, pt_err *e);
 void db__detach(db_store *s);

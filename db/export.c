@@ -56,40 +56,6 @@ static char *b64_encode(const unsigned char *p, size_t n)
     return out;
 }
 
-/* Returns a malloc'd buffer, or NULL on bad input. */
-static unsigned char *b64_decode(const char *s, size_t *n)
-{
-    size_t len = strlen(s);
-    if (len % 4)
-        return NULL;
-    unsigned char *out = malloc(len / 4 * 3 + 1);
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 4) {
-        uint32_t v = 0;
-        int pad = 0;
-        for (int k = 0; k < 4; k++) {
-            char c = s[i + (size_t)k];
-            const char *q = c ? strchr(b64, c) : NULL;
-            if (c == '=' && i + 4 == len && k >= 2) {
-                pad++;
-                v <<= 6;
-            } else if (q && !pad)
-                v = v << 6 | (uint32_t)(q - b64);
-            else {
-                free(out);
-                return NULL;
-            }
-        }
-        out[o++] = (unsigned char)(v >> 16);
-        if (pad < 2)
-            out[o++] = (unsigned char)(v >> 8);
-        if (pad < 1)
-            out[o++] = (unsigned char)v;
-    }
-    *n = o;
-    return out;
-}
-
 /* ---- JSON ---------------------------------------------------------------- */
 
 static json_t *jreal(double v) { return isfinite(v) ? json_real(v) : json_null(); }
@@ -303,11 +269,40 @@ typedef struct export_ctx {
     json_t *rows;
     pt_buf cubins, table; /* c-header: the arrays, then the table */
     int n;
+    const char *path;
+    pt_err *e;
 } export_ctx;
+
+/* A row goes out only when its identities hold: the fingerprint key is the
+ * hash of its fields and the kernel hash that of its PTX (a tampered store
+ * or bundle never ships arbitrary PTX in a header). */
+static int check_row(export_ctx *x, sqlite3_stmt *st, const db_winner *w)
+{
+    db_fingerprint f = {T(FP_GPU),    (int)I(FP_CC),       (int)I(FP_SMS), T(FP_DRIVER),
+                        T(FP_COMPILER), (int)I(FP_PTX), T(FP_GENERATOR), T(FP_PROTOCOL)};
+    char want[17];
+    db_fingerprint_key(&f, want);
+    if (strcmp(want, T(FP_KEY)) != 0)
+        return pt_errf(x->e, PT_EINVAL,
+                       "%s: fingerprint key %s does not match its fields (%s); nothing exported",
+                       x->path, T(FP_KEY), want);
+    if (sqlite3_column_type(st, DB_WC_K_HASH) == SQLITE_NULL)
+        return PT_OK;
+    size_t n = (size_t)sqlite3_column_bytes(st, DB_WC_K_PTX);
+    snprintf(want, sizeof want, "%016llx", (unsigned long long)pt_hash64(w->ptx, n));
+    if (strcmp(want, w->kernel_hash) != 0 || strlen(w->ptx) != n)
+        return pt_errf(x->e, PT_EINVAL,
+                       "%s: kernel %s does not match its PTX (%s); nothing exported", x->path,
+                       w->kernel_hash, want);
+    return PT_OK;
+}
 
 static int export_row(void *ctx, sqlite3_stmt *st, const db_winner *w)
 {
     export_ctx *x = ctx;
+    int rc = check_row(x, st, w);
+    if (rc)
+        return rc;
     if (x->fmt == DB_FMT_JSON)
         json_array_append_new(x->rows, row_json(st));
     else if (x->fmt == DB_FMT_CSV)
@@ -377,7 +372,7 @@ int db_export_text(db_store *s, db_format f, const char *gpu, const char *match,
 {
     if (f == DB_FMT_BUNDLE)
         return pt_errf(e, PT_EINVAL, "the bundle is a file: use db_export_bundle");
-    export_ctx x = {.fmt = f, .out = out};
+    export_ctx x = {.fmt = f, .out = out, .path = s->path, .e = e};
     pt_buf_init(&x.cubins);
     pt_buf_init(&x.table);
     if (f == DB_FMT_JSON)
@@ -466,34 +461,34 @@ void db__detach(db_store *s) { sqlite3_exec(s->h, "DETACH DATABASE src", NULL, N
 /* The copy, in dependency order. ?1 = 1: only the measurements in temp.sel
  * and the rows they reference. */
 static const char *const merge_sql[] = {
-    "INSERT OR IGNORE INTO main.fingerprints(key, gpu, cc, sm_count, driver, compiler,"
+    "INSERT INTO main.fingerprints(key, gpu, cc, sm_count, driver, compiler,"
     " ptx_version, generator, protocol)"
     " SELECT f.key, f.gpu, f.cc, f.sm_count, f.driver, f.compiler, f.ptx_version, f.generator,"
     " f.protocol FROM src.fingerprints f WHERE ?1 = 0 OR f.id IN (SELECT r.fingerprint_id"
     " FROM src.runs r JOIN src.measurements m ON m.run_id = r.id WHERE m.id IN" SEL ")"
-    " ORDER BY f.id",
-    "INSERT OR IGNORE INTO main.problems(key, op, class, dims, name, flops, bytes)"
+    " ORDER BY f.id ON CONFLICT DO NOTHING",
+    "INSERT INTO main.problems(key, op, class, dims, name, flops, bytes)"
     " SELECT p.key, p.op, p.class, p.dims, p.name, p.flops, p.bytes FROM src.problems p"
     " WHERE ?1 = 0 OR p.id IN (SELECT m.problem_id FROM src.measurements m WHERE m.id IN" SEL
-    ") ORDER BY p.id",
-    "INSERT OR IGNORE INTO main.kernels(hash, op, config, entry, ptx)"
+    ") ORDER BY p.id ON CONFLICT DO NOTHING",
+    "INSERT INTO main.kernels(hash, op, config, entry, ptx)"
     " SELECT k.hash, k.op, k.config, k.entry, k.ptx FROM src.kernels k"
     " WHERE ?1 = 0 OR k.id IN (SELECT m.kernel_id FROM src.measurements m WHERE m.id IN" SEL
-    ") ORDER BY k.id",
-    "INSERT OR IGNORE INTO main.cubins(kernel_id, arch, compiler, cubin, resources)"
+    ") ORDER BY k.id ON CONFLICT DO NOTHING",
+    "INSERT INTO main.cubins(kernel_id, arch, compiler, cubin, resources)"
     " SELECT mk.id, c.arch, c.compiler, c.cubin, c.resources FROM src.cubins c"
     " JOIN src.kernels sk ON sk.id = c.kernel_id JOIN main.kernels mk ON mk.hash = sk.hash"
     " WHERE ?1 = 0 OR EXISTS (SELECT 1 FROM src.measurements m JOIN src.runs r"
     " ON r.id = m.run_id WHERE m.id IN" SEL " AND m.kernel_id = c.kernel_id AND r.arch = c.arch)"
-    " ORDER BY c.kernel_id, c.arch",
-    "INSERT OR IGNORE INTO main.runs(uuid, fingerprint_id, tool_version, git_rev, strategy,"
+    " ORDER BY c.kernel_id, c.arch ON CONFLICT DO NOTHING",
+    "INSERT INTO main.runs(uuid, fingerprint_id, tool_version, git_rev, strategy,"
     " budget, seed, backend, arch, args_key, host, pid, started, ended, status)"
     " SELECT r.uuid, mf.id, r.tool_version, r.git_rev, r.strategy, r.budget, r.seed, r.backend,"
     " r.arch, r.args_key, r.host, r.pid, r.started, r.ended, r.status FROM src.runs r"
     " JOIN src.fingerprints sf ON sf.id = r.fingerprint_id JOIN main.fingerprints mf"
     " ON mf.key = sf.key WHERE ?1 = 0 OR r.id IN (SELECT m.run_id FROM src.measurements m"
-    " WHERE m.id IN" SEL ") ORDER BY r.id",
-    "INSERT OR IGNORE INTO main.measurements(run_id, problem_id, kernel_id, config, rung, final,"
+    " WHERE m.id IN" SEL ") ORDER BY r.id ON CONFLICT DO NOTHING",
+    "INSERT INTO main.measurements(run_id, problem_id, kernel_id, config, rung, final,"
     " status, error, source, verified, t_min, t_median, t_max, spread, reps, tflops, gbps,"
     " launch, created)"
     " SELECT mr.id, mp.id, mk.id, m.config, m.rung, m.final, m.status, m.error, m.source,"
@@ -502,11 +497,12 @@ static const char *const merge_sql[] = {
     " JOIN main.runs mr ON mr.uuid = sr.uuid JOIN src.problems sp ON sp.id = m.problem_id"
     " JOIN main.problems mp ON mp.key = sp.key LEFT JOIN src.kernels sk ON sk.id = m.kernel_id"
     " LEFT JOIN main.kernels mk ON mk.hash = sk.hash WHERE ?1 = 0 OR m.id IN" SEL
-    " ORDER BY m.id",
+    " ORDER BY m.id ON CONFLICT DO NOTHING",
 };
 #undef SEL
 
-int db__merge_attached(db_store *s, bool filtered, db_merge_stats *stats, pt_err *e)
+int db__merge_attached(db_store *s, bool filtered, const char *src_name, db_merge_stats *stats,
+                       pt_err *e)
 {
     db_merge_stats dummy;
     if (!stats)
@@ -530,6 +526,11 @@ int db__merge_attached(db_store *s, bool filtered, db_merge_stats *stats, pt_err
         return db__fail(s, src, "reading the source store", e);
     if ((rc = db__begin(s, e)))
         return rc;
+    /* inside the transaction: the run check reads main too */
+    if ((rc = db__merge_verify(s, filtered, src_name, e))) {
+        db__rollback(s);
+        return rc;
+    }
     int64_t *counts[] = {&stats->fingerprints, &stats->problems, &stats->kernels, NULL,
                          &stats->runs,         &stats->measurements};
     for (size_t i = 0; !rc && i < sizeof merge_sql / sizeof merge_sql[0]; i++) {
@@ -638,7 +639,7 @@ int db_merge(db_store *s, const char *src_path, db_merge_stats *st, pt_err *e)
     }
     rc = db__attach_ro(s, from, e);
     if (!rc) {
-        rc = db__merge_attached(s, false, st, e);
+        rc = db__merge_attached(s, false, src_path, st, e);
         db__detach(s);
     }
     if (*tmp)
@@ -711,7 +712,7 @@ int db_export_bundle(db_store *s, const char *gpu, const char *match, const char
     if (!rc)
         rc = db__attach_ro(b, s->path, e);
     if (!rc) {
-        rc = db__merge_attached(b, true, NULL, e);
+        rc = db__merge_attached(b, true, s->path, NULL, e);
         db__detach(b);
     }
     /* a bundle is one file: fold the WAL back in */
@@ -773,251 +774,4 @@ int db_export_file(db_store *s, db_format f, const char *gpu, const char *match,
     }
     pt_buf_free(&b);
     return rc;
-}
-
-/* ---- JSON import ------------------------------------------------------- */
-
-static const char *jget_str(json_t *o, const char *k)
-{
-    json_t *v = json_object_get(o, k);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-static const char *jstr_or(json_t *o, const char *k)
-{
-    const char *v = jget_str(o, k);
-    return v ? v : "";
-}
-
-static double jget_num(json_t *o, const char *k)
-{
-    json_t *v = json_object_get(o, k);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-static int64_t jget_int(json_t *o, const char *k)
-{
-    return (int64_t)json_integer_value(json_object_get(o, k));
-}
-
-/* A JSON value back to the stored text (NULL for null). */
-static char *jtext(json_t *v)
-{
-    if (!v || json_is_null(v))
-        return NULL;
-    if (json_is_string(v))
-        return strdup(json_string_value(v));
-    return json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
-}
-
-typedef struct import_row {
-    json_t *fp, *prob, *kernel, *cubin, *time, *detail, *prov;
-} import_row;
-
-static int import_one(db_store *s, json_t *row, const char *name, size_t idx, db_merge_stats *st,
-                      pt_err *e)
-{
-    import_row r = {
-        json_object_get(row, "fingerprint"), json_object_get(row, "problem"),
-        json_object_get(row, "kernel"),      json_object_get(row, "cubin"),
-        json_object_get(row, "time_s"),      NULL,
-        NULL,
-    };
-    json_t *meas = json_object_get(row, "measurement");
-    r.detail = json_object_get(meas, "detail");
-    r.prov = json_object_get(meas, "provenance");
-    const char *missing = !json_is_object(r.fp)       ? "fingerprint"
-                          : !json_is_object(r.prob)   ? "problem"
-                          : !json_is_object(r.time)   ? "time_s"
-                          : !json_is_object(r.detail) ? "measurement.detail"
-                          : !json_is_object(r.prov)   ? "measurement.provenance"
-                          : !jget_str(r.prob, "key")  ? "problem.key"
-                          : !jget_str(r.prob, "op")   ? "problem.op"
-                          : !jget_str(row, "config")  ? "config"
-                          : !jget_str(row, "source")  ? "source"
-                          : !jget_str(r.prov, "run")  ? "measurement.provenance.run"
-                          : !jget_str(r.fp, "gpu")    ? "fingerprint.gpu"
-                          : !jget_str(r.detail, "status") ? "measurement.detail.status"
-                          : NULL;
-    if (missing)
-        return pt_errf(e, PT_EINVAL, "%s: row %zu: missing or mistyped '%s'", name, idx + 1,
-                       missing);
-    db_fingerprint f = {jget_str(r.fp, "gpu"),      (int)jget_int(r.fp, "cc"),
-                        (int)jget_int(r.fp, "sm_count"), jget_str(r.fp, "driver"),
-                        jget_str(r.fp, "compiler"), (int)jget_int(r.fp, "ptx_version"),
-                        jget_str(r.fp, "generator"), jget_str(r.fp, "protocol")};
-    const char *key = jget_str(r.fp, "key");
-    char want[17];
-    db_fingerprint_key(&f, want);
-    if (key && strcmp(key, want) != 0)
-        return pt_errf(e, PT_EINVAL,
-                       "%s: row %zu: fingerprint key %s does not match its fields (%s)", name,
-                       idx + 1, key, want);
-    int64_t fp_id, prob_id, run_id = 0;
-    int rc = db__fp_put(s, &f, &fp_id, e);
-    if (rc)
-        return rc;
-    db_problem p = {jget_str(r.prob, "op"),   jget_str(r.prob, "key"),
-                    jget_str(r.prob, "class"), jget_str(r.prob, "dims"),
-                    jget_str(r.prob, "name"),  jget_num(r.prob, "flops"),
-                    jget_num(r.prob, "bytes")};
-    if ((rc = db__problem_put(s, &p, &prob_id, e)))
-        return rc;
-    const char *uuid = jget_str(r.prov, "run");
-    sqlite3_stmt *q = db__prepare(s, "SELECT id FROM runs WHERE uuid = ?1", e);
-    if (!q)
-        return e->code;
-    db__bind_text(q, 1, uuid);
-    int src = db__step(s, q);
-    if (src == SQLITE_ROW)
-        run_id = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    if (src != SQLITE_ROW && src != SQLITE_DONE)
-        return db__fail(s, src, "reading runs", e);
-    if (!run_id) {
-        sqlite3_stmt *ins = db__stmt(s, DB_ST_RUN_INSERT, e);
-        if (!ins)
-            return e->code;
-        const char *status = jget_str(r.prov, "status");
-        db__bind_text(ins, 1, uuid);
-        sqlite3_bind_int64(ins, 2, fp_id);
-        db__bind_text(ins, 3, jstr_or(r.prov, "tool_version"));
-        db__bind_text(ins, 4, jstr_or(r.prov, "git_rev"));
-        db__bind_text(ins, 5, jstr_or(r.prov, "strategy"));
-        db__bind_text(ins, 6, jstr_or(r.prov, "budget"));
-        sqlite3_bind_int64(ins, 7, jget_int(r.prov, "seed"));
-        db__bind_text(ins, 8, jstr_or(r.prov, "backend"));
-        db__bind_text(ins, 9, jstr_or(r.prov, "arch"));
-        db__bind_text(ins, 10, jstr_or(r.prov, "args_key"));
-        db__bind_text(ins, 11, jstr_or(r.prov, "host"));
-        sqlite3_bind_int64(ins, 12, jget_int(r.prov, "pid"));
-        db__bind_double(ins, 13, jget_num(r.prov, "started"));
-        db__bind_double(ins, 14, jget_num(r.prov, "ended"));
-        db__bind_text(ins, 15, status ? status : "done");
-        src = db__step(s, ins);
-        if (src != SQLITE_DONE)
-            return pt_errf(e, PT_EINVAL, "%s: row %zu: bad provenance: %s", name, idx + 1,
-                           sqlite3_errmsg(s->h));
-        run_id = sqlite3_last_insert_rowid(s->h);
-        st->runs++;
-    }
-    db_kernel k = {0}, *kp = NULL;
-    db_cubin c = {0}, *cp = NULL;
-    unsigned char *bin = NULL;
-    char *res = NULL;
-    if (json_is_object(r.kernel)) {
-        k = (db_kernel){jget_str(r.kernel, "hash"), jget_str(r.kernel, "op"),
-                        jget_str(r.kernel, "config"), jget_str(r.kernel, "entry"),
-                        jget_str(r.kernel, "ptx")};
-        if (!k.hash || !k.op || !k.ptx)
-            return pt_errf(e, PT_EINVAL, "%s: row %zu: kernel without hash, op or ptx", name,
-                           idx + 1);
-        char h[17];
-        snprintf(h, sizeof h, "%016llx", (unsigned long long)pt_hash64(k.ptx, strlen(k.ptx)));
-        if (strcmp(h, k.hash) != 0)
-            return pt_errf(e, PT_EINVAL, "%s: row %zu: kernel hash %s does not match its PTX (%s)",
-                           name, idx + 1, k.hash, h);
-        kp = &k;
-        if (json_is_object(r.cubin)) {
-            c.arch = jget_str(r.cubin, "arch");
-            c.compiler = jget_str(r.cubin, "compiler");
-            const char *data = jget_str(r.cubin, "base64");
-            if (data && !(bin = b64_decode(data, &c.size)))
-                return pt_errf(e, PT_EINVAL, "%s: row %zu: cubin is not valid base64", name,
-                               idx + 1);
-            c.data = bin;
-            res = jtext(json_object_get(r.cubin, "resources"));
-            c.resources = res;
-            if (!c.arch)
-                c.arch = jget_str(r.prov, "arch");
-            cp = c.arch ? &c : NULL;
-        }
-    }
-    char *launch = jtext(json_object_get(row, "launch"));
-    json_t *ver = json_object_get(row, "verified"), *fin = json_object_get(r.detail, "final");
-    db_measurement m = {
-        .run_id = run_id,
-        .problem_id = prob_id,
-        .config = jget_str(row, "config"),
-        .rung = (int)jget_int(r.detail, "rung"),
-        .final = fin ? json_is_true(fin) : true,
-        .status = jget_str(r.detail, "status"),
-        .error = jget_str(r.detail, "error"),
-        .source = jget_str(row, "source"),
-        .verified = json_is_true(ver) ? 1 : 0,
-        .t_min = jget_num(r.time, "min"),
-        .t_median = jget_num(r.time, "median"),
-        .t_max = jget_num(r.time, "max"),
-        .spread = jget_num(r.time, "spread"),
-        .reps = (int)jget_int(r.time, "reps"),
-        .tflops = jget_num(row, "tflops"),
-        .gbps = jget_num(row, "gbps"),
-        .launch = launch,
-        .created = jget_num(r.detail, "created"),
-    };
-    bool inserted = false;
-    if (strcmp(m.source, "measured") && strcmp(m.source, "model"))
-        rc = pt_errf(e, PT_EINVAL, "%s: row %zu: source '%s' is neither measured nor model",
-                     name, idx + 1, m.source);
-    else if (strcmp(m.status, "ok") == 0 && !isfinite(m.t_median))
-        rc = pt_errf(e, PT_EINVAL, "%s: row %zu: an ok row needs time_s.median", name, idx + 1);
-    else
-        rc = db__record(s, kp, cp, &m, &inserted, e);
-    if (!rc) {
-        st->measurements += inserted;
-        st->skipped += !inserted;
-    }
-    free(launch);
-    free(bin);
-    free(res);
-    return rc;
-}
-
-int db_import_json(db_store *s, const char *text, size_t len, const char *name,
-                   db_merge_stats *st, pt_err *e)
-{
-    db_merge_stats dummy;
-    if (!st)
-        st = &dummy;
-    memset(st, 0, sizeof *st);
-    json_error_t je;
-    json_t *root = json_loadb(text, len, 0, &je);
-    if (!root)
-        return pt_errf(e, PT_EPARSE, "%s:%d:%d: not valid JSON: %s", name, je.line, je.column,
-                       je.text);
-    const char *fmt = jget_str(root, "format");
-    json_t *rows = json_object_get(root, "rows");
-    int rc = PT_OK;
-    if (!fmt || strcmp(fmt, "ptxtune-table") != 0 || !json_is_array(rows))
-        rc = pt_errf(e, PT_EINVAL, "%s: not a ptxtune table (expected \"format\": "
-                     "\"ptxtune-table\" and a \"rows\" array)", name);
-    else if (jget_int(root, "version") != 1)
-        rc = pt_errf(e, PT_EINVAL, "%s: table version %lld is not supported (1)", name,
-                     (long long)jget_int(root, "version"));
-    if (!rc)
-        rc = db__begin(s, e);
-    if (rc) {
-        json_decref(root);
-        return rc;
-    }
-    db_counts before = {0}, after = {0};
-    rc = db_count(s, &before, e);
-    for (size_t i = 0; !rc && i < json_array_size(rows); i++) {
-        json_t *row = json_array_get(rows, i);
-        if (!json_is_object(row))
-            rc = pt_errf(e, PT_EINVAL, "%s: row %zu is not an object", name, i + 1);
-        else
-            rc = import_one(s, row, name, i, st, e);
-    }
-    if (!rc)
-        rc = db_count(s, &after, e);
-    json_decref(root);
-    if (rc) {
-        db__rollback(s);
-        return rc;
-    }
-    st->fingerprints = after.fingerprints - before.fingerprints;
-    st->problems = after.problems - before.problems;
-    st->kernels = after.kernels - before.kernels;
-    return db__commit(s, e);
 }

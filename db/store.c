@@ -137,6 +137,9 @@ int db__fail(db_store *s, int src, const char *what, pt_err *e)
     case SQLITE_LOCKED:
         return pt_errf(e, PT_EIO, "%s: still locked by another process after %d ms (%s)",
                        s->path, s->busy_ms, what);
+    case SQLITE_CONSTRAINT:
+        /* a row that breaks the schema's rules: bad input, never "already present" */
+        return pt_errf(e, PT_EINVAL, "%s: %s refused: %s", s->path, what, msg);
     case SQLITE_FULL:
         return pt_errf(e, PT_EIO, "%s: disk full while %s", s->path, what);
     case SQLITE_IOERR: {

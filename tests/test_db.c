@@ -2,6 +2,7 @@
  * idempotent records, export/import round trips, bundle, merge, the C
  * header, regressions, nearest-bucket lookup, concurrent writers. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -838,4 +839,275 @@ Test(db, export_never_destroys_an_input_or_an_old_output)
     counts_of(f.s, &c1);
     cr_expect_eq(memcmp(&c0, &c1, sizeof c0), 0, "row counts changed");
     db_close(f.s);
+}
+
+/* ---- item 13: every import path recomputes keys and hashes --------------- */
+
+static void sql_on(const char *path, const char *sql)
+{
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+    char *err = NULL;
+    cr_assert_eq(sqlite3_exec(h, sql, NULL, NULL, &err), SQLITE_OK, "%s: %s", sql,
+                 err ? err : "");
+    sqlite3_close(h);
+}
+
+static db_fingerprint fp_emu_a100(void)
+{
+    return (db_fingerprint){"emulator (cost model of NVIDIA A100-SXM4-80GB)", 80, 108, "none",
+                            "none", 90, "ptxtune 0.1.0", "cost-model/1"};
+}
+
+static db_fingerprint fp_h100(void)
+{
+    return (db_fingerprint){"NVIDIA H100 80GB HBM3", 90, 132, "13000", "nvJitLink 13.0", 90,
+                            "ptxtune 0.1.0", "ptxtune-bench/1"};
+}
+
+/* A store at path: fingerprint fp, one problem, one winner of time t. */
+static void one_winner_store(const char *path, const db_fingerprint *fp, const char *uuid,
+                             const char *cfg, double t)
+{
+    fixture f;
+    setup_store(&f, path, fp, "gemm m=16 n=4096 k=4096", "16,4096,4096", uuid);
+    put(&f, f.run, f.prob, cfg, t, 0.01, "ok", true, NULL);
+    db_close(f.s);
+}
+
+/* Merging src into dst is refused with a message holding want; dst keeps
+ * its rows and its winner. */
+static void expect_merge_refused(const char *dst, const char *src, const char *want)
+{
+    db_store *d = open_ok(dst);
+    db_counts c0, c1;
+    counts_of(d, &c0);
+    db_merge_stats st;
+    pt_err e = {0};
+    int rc = db_merge(d, src, &st, &e);
+    cr_expect_eq(rc, PT_EINVAL, "merge of a tampered %s: rc %d (%s)", src, rc, e.msg);
+    cr_expect(strstr(e.msg, want), "'%s' lacks '%s'", e.msg, want);
+    cr_expect(!strchr(e.msg, '\n'), "%s", e.msg);
+    counts_of(d, &c1);
+    cr_expect_eq(memcmp(&c0, &c1, sizeof c0), 0, "the merge of %s changed the store", src);
+    db_fingerprint a = fp_emu_a100();
+    got g = {0};
+    bool found = false;
+    cr_assert_eq(db_winner_get(d, &a, "gemm m=16 n=4096 k=4096", got_cb, &g, &found, &e), PT_OK);
+    cr_expect(found && strcmp(g.config, "bm=64") == 0, "the A100 winner is now '%s'", g.config);
+    db_close(d);
+}
+
+Test(db, merge_and_bundle_import_refuse_tampered_keys_and_hashes)
+{
+    db_fingerprint a = fp_emu_a100(), h = fp_h100();
+    char akey[17], sql[512];
+    db_fingerprint_key(&a, akey);
+    one_winner_store(tpath("dst.db"), &a, "aaaa0000", "bm=64", 2e-3);
+
+    /* H100 fields under the A100 emulator key, with a faster kernel */
+    one_winner_store(tpath("h.db"), &h, "hhhh0000", "bm=128", 1e-4);
+    snprintf(sql, sizeof sql, "UPDATE fingerprints SET key = '%s'", akey);
+    sql_on(tpath("h.db"), sql);
+    expect_merge_refused(tpath("dst.db"), tpath("h.db"), "does not match its fields");
+
+    /* the A100 fields under a wrong key: rows would all be "already present" */
+    one_winner_store(tpath("k.db"), &a, "kkkk0000", "bm=32", 1e-3);
+    sql_on(tpath("k.db"), "UPDATE fingerprints SET key = 'deadbeefdeadbeef'");
+    expect_merge_refused(tpath("dst.db"), tpath("k.db"), "fingerprint 1");
+
+    /* a kernel whose PTX is not what its hash says */
+    one_winner_store(tpath("p.db"), &a, "pppp0000", "bm=16", 1e-3);
+    sql_on(tpath("p.db"), "UPDATE kernels SET ptx = '.version 8.0\n// arbitrary code\n'");
+    expect_merge_refused(tpath("dst.db"), tpath("p.db"), "does not match its PTX");
+
+    /* a bundle: exported whole, tampered, then imported */
+    one_winner_store(tpath("s.db"), &a, "ssss0000", "bm=8", 1e-3);
+    db_store *s = open_ok(tpath("s.db"));
+    pt_err e = {0};
+    int n;
+    cr_assert_eq(db_export_bundle(s, NULL, NULL, tpath("b.db"), &n, &e), PT_OK, "%s", e.msg);
+    db_close(s);
+    sql_on(tpath("b.db"), "UPDATE kernels SET ptx = ptx || '// more'");
+    expect_merge_refused(tpath("dst.db"), tpath("b.db"), "kernel 1");
+
+    /* a run the store holds under the A100 fingerprint, claimed by an H100 source */
+    one_winner_store(tpath("r.db"), &h, "aaaa0000", "bm=4", 1e-5);
+    expect_merge_refused(tpath("dst.db"), tpath("r.db"), "(aaaa0000) is in the store under another fingerprint");
+
+    /* a winner row that breaks the rules: a negative time, an unknown status */
+    one_winner_store(tpath("t.db"), &a, "tttt0000", "bm=2", 1e-3);
+    sql_on(tpath("t.db"), "UPDATE measurements SET t_median = -1");
+    expect_merge_refused(tpath("dst.db"), tpath("t.db"), "positive");
+
+    /* the tampered bundle cannot be exported either (no arbitrary PTX in a header) */
+    db_open_opts ro = {.readonly = true};
+    cr_assert_eq(db_open(tpath("b.db"), &ro, &s, &e), PT_OK, "%s", e.msg);
+    static const db_format fmts[] = {DB_FMT_JSON, DB_FMT_CSV, DB_FMT_CHEADER};
+    for (size_t i = 0; i < 3; i++) {
+        pt_buf b;
+        pt_buf_init(&b);
+        memset(&e, 0, sizeof e);
+        cr_expect_eq(db_export_text(s, fmts[i], NULL, NULL, &b, &n, &e), PT_EINVAL,
+                     "format %zu exported a tampered kernel", i);
+        cr_expect(strstr(e.msg, "does not match its PTX"), "%s", e.msg);
+        pt_buf_free(&b);
+    }
+    db_close(s);
+
+    /* an untampered source still merges */
+    one_winner_store(tpath("ok.db"), &h, "oooo0000", "bm=256", 1e-4);
+    db_store *d = open_ok(tpath("dst.db"));
+    db_merge_stats st;
+    cr_assert_eq(db_merge(d, tpath("ok.db"), &st, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(st.measurements, 1);
+    db_close(d);
+}
+
+/* ---- item 14: JSON import validates every field -------------------------- */
+
+/* root with the value at path ("rows/1/time_s/median") set to the JSON text
+ * v, or removed when v is NULL; returns the table as text. */
+static char *mutate(const char *table, const char *path, const char *v)
+{
+    json_error_t je;
+    json_t *root = json_loads(table, 0, &je);
+    cr_assert(root, "%s", je.text);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    json_t *at = root;
+    char *save = NULL, *tok = strtok_r(buf, "/", &save);
+    while (tok) {
+        char *next = strtok_r(NULL, "/", &save);
+        bool idx = json_is_array(at);
+        if (!next) {
+            if (!v)
+                cr_assert_eq(json_object_del(at, tok), 0, "%s", path);
+            else {
+                json_t *nv = json_loads(v, JSON_DECODE_ANY, &je);
+                cr_assert(nv, "%s: %s", v, je.text);
+                if (idx)
+                    json_array_set_new(at, (size_t)atoi(tok), nv);
+                else
+                    json_object_set_new(at, tok, nv);
+            }
+        } else
+            at = idx ? json_array_get(at, (size_t)atoi(tok)) : json_object_get(at, tok);
+        cr_assert(at, "%s: no '%s'", path, tok);
+        tok = next;
+    }
+    char *out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    return out;
+}
+
+Test(db, json_import_validates_every_field_and_refuses_the_file)
+{
+    fixture f;
+    db_fingerprint a = fp_a();
+    setup_store(&f, tpath("v.db"), &a, "gemm m=16 n=4096 k=4096", "16,4096,4096", NULL);
+    fill_two_problems(&f);
+    int n;
+    char *j1 = export_str(f.s, DB_FMT_JSON, NULL, NULL, &n);
+    cr_assert_eq(n, 2);
+    db_close(f.s);
+    static const struct {
+        const char *path, *value, *want;
+    } cases[] = {
+        /* a CHECK constraint: was dropped as "already present" */
+        {"rows/1/measurement/detail/status", "\"exploded\"", "measurement.detail.status"},
+        {"rows/1/source", "\"guessed\"", "source"},
+        /* a winner must have a positive time */
+        {"rows/1/time_s/median", "-0.001", "time_s.median"},
+        {"rows/1/time_s/median", "0", "time_s.median"},
+        {"rows/1/time_s/median", "null", "time_s.median"},
+        {"rows/1/time_s/median", "\"fast\"", "time_s.median"},
+        {"rows/1/time_s/min", "-1", "time_s.min"},
+        {"rows/1/time_s/reps", "2.5", "time_s.reps"},
+        /* mistyped fingerprint fields: were cc=0, an empty driver */
+        {"rows/1/fingerprint/cc", "\"90\"", "fingerprint.cc"},
+        {"rows/1/fingerprint/sm_count", "132.0", "fingerprint.sm_count"},
+        {"rows/1/fingerprint/driver", "13000", "fingerprint.driver"},
+        {"rows/1/fingerprint/cc", "4294967386", "fingerprint.cc"},
+        {"rows/1/fingerprint/key", NULL, "fingerprint.key"},
+        {"rows/1/fingerprint/key", "\"0000000000000000\"", "does not match its fields"},
+        /* "final": 1 was read as not final */
+        {"rows/1/measurement/detail/final", "1", "measurement.detail.final"},
+        {"rows/1/verified", "1", "verified"},
+        {"rows/1/measurement/detail/rung", "-1", "measurement.detail.rung"},
+        {"rows/1/measurement/detail/rung", "\"0\"", "measurement.detail.rung"},
+        {"rows/1/measurement/provenance/seed", "\"7\"", "measurement.provenance.seed"},
+        {"rows/1/measurement/provenance/status", "\"exploded\"", "measurement.provenance.status"},
+        {"rows/1/measurement/provenance/run", "\"\"", "measurement.provenance.run"},
+        {"rows/1/problem/key", "7", "problem.key"},
+        {"rows/1/problem/flops", "-5", "problem.flops"},
+        {"rows/1/config", NULL, "config"},
+        {"rows/1/kernel/ptx", "\"tampered\"", "does not match its PTX"},
+        {"rows/1/kernel/op", "\"softmax\"", "kernel.op"},
+        {"rows/1/cubin/base64", "\"!!!!\"", "base64"},
+        {"rows/1/tflops", "\"many\"", "tflops"},
+        {"rows/1", "[]", "not an object"},
+        {"version", "1.0", "version"},
+    };
+    db_store *d = open_ok(tpath("dst.db"));
+    db_counts c0, c1;
+    counts_of(d, &c0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *t = mutate(j1, cases[i].path, cases[i].value);
+        db_merge_stats st;
+        pt_err e = {0};
+        int rc = db_import_json(d, t, strlen(t), "t.json", &st, &e);
+        cr_expect_eq(rc, PT_EINVAL, "%s = %s: rc %d, %lld added, %lld skipped (%s)",
+                     cases[i].path, cases[i].value ? cases[i].value : "(removed)", rc,
+                     (long long)st.measurements, (long long)st.skipped, e.msg);
+        cr_expect(strstr(e.msg, cases[i].want), "%s: '%s' lacks '%s'", cases[i].path, e.msg,
+                  cases[i].want);
+        cr_expect(strstr(e.msg, "t.json"), "%s", e.msg);
+        if (strncmp(cases[i].path, "rows/", 5) == 0) {
+            cr_expect(strstr(e.msg, "row 2"), "%s: '%s' does not name row 2", cases[i].path,
+                      e.msg);
+            cr_expect(strstr(e.msg, "1 of 2 rows refused"), "%s", e.msg);
+            cr_expect_eq(st.refused, 1, "%s", cases[i].path);
+            cr_expect_eq(st.measurements, 0);
+        }
+        cr_expect(!strchr(e.msg, '\n'), "%s", e.msg);
+        counts_of(d, &c1);
+        cr_expect_eq(memcmp(&c0, &c1, sizeof c0), 0, "%s: row 1 was imported", cases[i].path);
+        free(t);
+    }
+    /* two bad rows: both counted, the first reason given */
+    char *t1 = mutate(j1, "rows/0/time_s/median", "-1");
+    char *t2 = mutate(t1, "rows/1/fingerprint/cc", "\"x\"");
+    db_merge_stats st;
+    pt_err e = {0};
+    cr_expect_eq(db_import_json(d, t2, strlen(t2), "t.json", &st, &e), PT_EINVAL);
+    cr_expect(strstr(e.msg, "2 of 2 rows refused") && strstr(e.msg, "row 1"), "%s", e.msg);
+    cr_expect_eq(st.refused, 2);
+    free(t1);
+    free(t2);
+    /* the untouched table imports, and again as "already present" */
+    memset(&e, 0, sizeof e);
+    cr_assert_eq(db_import_json(d, j1, strlen(j1), "j1.json", &st, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(st.measurements, 2);
+    cr_expect_eq(st.refused, 0);
+    cr_assert_eq(db_import_json(d, j1, strlen(j1), "j1.json", &st, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(st.skipped, 2);
+    /* a run of this store claimed by a row of another fingerprint */
+    char *t3 = mutate(j1, "rows/1/fingerprint/driver", "\"99999\"");
+    json_t *r3 = json_loads(t3, 0, NULL);
+    json_t *fp3 = json_object_get(json_array_get(json_object_get(r3, "rows"), 1), "fingerprint");
+    db_fingerprint b = a;
+    b.driver = "99999";
+    char key[17];
+    db_fingerprint_key(&b, key);
+    json_object_set_new(fp3, "key", json_string(key));
+    char *t4 = json_dumps(r3, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    memset(&e, 0, sizeof e);
+    cr_expect_eq(db_import_json(d, t4, strlen(t4), "t.json", &st, &e), PT_EINVAL, "%s", e.msg);
+    cr_expect(strstr(e.msg, "another fingerprint"), "%s", e.msg);
+    json_decref(r3);
+    free(t3);
+    free(t4);
+    db_close(d);
+    free(j1);
 }
