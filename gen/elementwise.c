@@ -1011,18 +1011,23 @@ static void pass_body(ew *w, row_ctx *rc, void *arg, ptx_opd vals[EW_MAX_TENSORS
     (void)rc;
     (void)c;
     pass_arg *pa = arg;
-    ptx_opd pv[8][8]; /* [pair slot][j] values of the chunk */
+    int npair = 0;
+    for (int i = 0; i < pa->ns; i++)
+        npair += pa->s[i].op == RED_PAIR;
+    /* pv[k * vec + j]: element j of the chunk for the k-th pair slot */
+    ptx_opd *pv = npair ? pt_arena_alloc(w->f->mod->arena, (size_t)(npair * w->vec) * sizeof *pv)
+                        : NULL;
     for (int j = 0; j < w->vec; j++) {
         set_elem_inputs(w, vals, j);
         eval_elem(w, pa->need);
         accumulate(w, pa->s, pa->ns, guard);
-        for (int i = 0, k = 0; i < pa->ns && k < 8; i++)
+        for (int i = 0, k = 0; i < pa->ns; i++)
             if (pa->s[i].op == RED_PAIR)
-                pv[k++][j] = node_value(w, w->p->nodes[pa->s[i].node].arg[0]);
+                pv[k++ * w->vec + j] = node_value(w, w->p->nodes[pa->s[i].node].arg[0]);
     }
-    for (int i = 0, k = 0; i < pa->ns && k < 8; i++)
+    for (int i = 0, k = 0; i < pa->ns; i++)
         if (pa->s[i].op == RED_PAIR)
-            pair_update(w, &pa->s[i], pv[k++], (int)w->vec, guard);
+            pair_update(w, &pa->s[i], &pv[k++ * w->vec], (int)w->vec, guard);
 }
 
 static void out_body(ew *w, row_ctx *rc, void *arg, ptx_opd vals[EW_MAX_TENSORS][8], ptx_opd c,

@@ -433,3 +433,46 @@ Test(emu_elementwise, fully_masked_rows_give_nan, .timeout = 600)
     }
     cr_expect_gt(ran, 100);
 }
+
+/* Issue 9 item 2: more than 8 (max, sum) pairs in one pass. The ninth
+ * softmax of a sum of nine was never updated (a fixed [8] array), so the
+ * sum came out inf. Twelve pairs, every config, random inputs. */
+Test(emu_elementwise, twelve_softmaxes_in_one_pass, .timeout = 600)
+{
+    static const pt_problem ps[] = {
+        PT_EW("y = softmax(x, -1) + softmax(x * 2, -1) + softmax(x * 3, -1) + softmax(x * 4, -1) + "
+              "softmax(x * 5, -1) + softmax(x * 6, -1) + softmax(x * 7, -1) + softmax(x * 8, -1) + "
+              "softmax(x * 9, -1)",
+              "x=5x64", PT_F32, PT_F32),
+        PT_EW("y = log_softmax(x, -1) + log_softmax(x * 2, -1) + log_softmax(x * 3, -1) + "
+              "log_softmax(x * 4, -1) + log_softmax(x * 5, -1) + log_softmax(x * 6, -1) + "
+              "log_softmax(x * 7, -1) + log_softmax(x * 8, -1) + log_softmax(x * 9, -1) + "
+              "log_softmax(x * 10, -1) + log_softmax(x * 11, -1) + log_softmax(x * 12, -1); "
+              "m = max(x * 12, -1)",
+              "x=3x96", PT_F16, PT_F32),
+    };
+    pt_target t = {80, false, false};
+    int ran = 0;
+    for (int pi = 0; pi < 2; pi++) {
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        pt_err e = {0};
+        cr_assert_eq(gen_elementwise_op.prepare(a, &ps[pi], &t, &pp, &e), PT_OK, "%s", e.msg);
+        pt_space s;
+        gen_elementwise_op.space(pp, &t, &s);
+        for (int64_t i = 0; i < pt_space_size(&s); i++) {
+            pt_config c;
+            pt_space_config(&s, i, &c);
+            if (gen_elementwise_op.check(pp, &t, &c, &e))
+                continue;
+            pt_check_opts o = {.seed = 3 + (uint64_t)i};
+            pt_check_result r;
+            char cs[256];
+            cr_assert_eq(pt_check_emu(&gen_elementwise_op, pp, &t, &c, &o, &r, &e), PT_OK,
+                         "pair %d [%s]: %s", pi, pt_config_str(&c, cs, sizeof cs), e.msg);
+            ran++;
+        }
+        pt_arena_free(a);
+    }
+    cr_expect_gt(ran, 100, "%d configs", ran);
+}
