@@ -85,7 +85,10 @@
  *   GELU      0.5*a*(1+tanh(sqrt(2/pi)*(a+0.044715*a^3)))   (tanh form)
  *   GELU_ERF  0.5*a*(1+erf(a/sqrt(2)))
  *   SILU      a/(1+exp(-a))   (= a*sigmoid(a))
- *   CAST      pt_dtype_round(node.dtype, a): a rounded through the dtype
+ *   CAST      pt_dtype_round(node.dtype, a): a rounded through the dtype;
+ *             integer dtypes round to nearest even and saturate to the
+ *             type's range, NaN giving 0 (cvt.rni.sat.s8.f32 and kin);
+ *             the kernel then holds the integer as f32 (exact to 2^24)
  *   WHERE     a != 0 ? b : c, ordered (a NaN condition picks c)
  *   RSUM      sum over the row of a: sequential sum j = 0..cols-1
  *   RMAX      max over the row of a, fmax-folded from -inf (NaNs ignored)

@@ -123,8 +123,41 @@ ptx_reg ex_ptx_cast(ptx_fn *f, ptx_opd x, pt_dtype dt)
         ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_F32, PTX_T_F16), ptx_r(d), ptx_r(lo));
         return d;
     }
-    default: ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(d), x); return d;
+    case PT_S8: case PT_U8: case PT_S16: case PT_U16:
+    case PT_S32: case PT_U32: case PT_S64: case PT_U64: {
+        /* cvt.rni.sat to 32 (or 64) bits: nearest even, saturated, NaN -> 0;
+         * 8- and 16-bit types then clamp (min/max) in 32 bits, so the
+         * result is cvt.rni.sat.s8.f32's; back to f32 at the end (nearest:
+         * integers past 2^24 round) */
+        static const struct { pt_dtype dt; ptx_type t, reg; int64_t lo, hi; } it[] = {
+            {PT_S8, PTX_T_S32, PTX_T_B32, -128, 127},
+            {PT_U8, PTX_T_U32, PTX_T_B32, 0, 255},
+            {PT_S16, PTX_T_S32, PTX_T_B32, -32768, 32767},
+            {PT_U16, PTX_T_U32, PTX_T_B32, 0, 65535},
+            {PT_S32, PTX_T_S32, PTX_T_B32, 0, 0},
+            {PT_U32, PTX_T_U32, PTX_T_B32, 0, 0},
+            {PT_S64, PTX_T_S64, PTX_T_B64, 0, 0},
+            {PT_U64, PTX_T_U64, PTX_T_B64, 0, 0},
+        };
+        size_t k = 0;
+        while (it[k].dt != dt)
+            k++;
+        ptx_reg q = ptx_reg_new(f, it[k].reg);
+        ptx_emit(f, PTX_OP_CVT, M2(PTX_M_RNI, PTX_M_SAT), PTX_TYPES(it[k].t, PTX_T_F32), ptx_r(q), x);
+        if (it[k].lo < 0)
+            ptx_emit(f, PTX_OP_MAX, NOM, PTX_T1(it[k].t), ptx_r(q), ptx_r(q), ptx_imm(it[k].lo));
+        if (it[k].hi > 0)
+            ptx_emit(f, PTX_OP_MIN, NOM, PTX_T1(it[k].t), ptx_r(q), ptx_r(q), ptx_imm(it[k].hi));
+        ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(PTX_T_F32, it[k].t), ptx_r(d), ptx_r(q));
+        return d;
     }
+    case PT_F32:
+    case PT_F64:
+    case PT_NDTYPES: break;
+    }
+    /* f32 and f64: the value as computed (f32) */
+    ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(d), x);
+    return d;
 }
 
 static ptx_reg f_cmp(ptx_fn *f, ptx_mod cmp, ptx_opd a, ptx_opd b)

@@ -20,8 +20,10 @@ ptx_opd ex_ptx_node(ptx_fn *f, const ex_node *n, const ptx_opd *args);
 /* e^x as 2^(x * log2 e): mul + ex2.approx.ftz (relative error ~2^-22). */
 ptx_reg ex_ptx_exp(ptx_fn *f, ptx_opd x);
 
-/* x rounded through storage dtype dt (f16, bf16, tf32, e4m3, e5m2), as
- * cast() does; other dtypes return x unchanged. */
+/* x rounded through storage dtype dt, as cast() does: f16, bf16, tf32,
+ * e4m3, e5m2 (sm_89: ex_check_target) by their cvt; the integer types by
+ * cvt.rni.sat (nearest even, saturated to the type's range, NaN -> 0) and
+ * back to f32; f32 and f64 return x unchanged. */
 ptx_reg ex_ptx_cast(ptx_fn *f, ptx_opd x, pt_dtype dt);
 
 #endif
