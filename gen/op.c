@@ -58,6 +58,7 @@ const char *pt_config_str(const pt_config *c, char *buf, size_t n)
 int pt_config_parse(const pt_space *s, const char *spec, pt_config *c, pt_err *e)
 {
     const char *p = spec;
+    uint32_t seen = 0;
     while (*p) {
         while (*p == ' ' || *p == ',')
             p++;
@@ -84,13 +85,29 @@ int pt_config_parse(const pt_space *s, const char *spec, pt_config *c, pt_err *e
             return pt_errf(e, PT_EINVAL, "unknown config key '%.*s' (parameters: %s)", (int)klen,
                            p, names);
         }
+        if (seen & 1u << k)
+            return pt_errf(e, PT_EINVAL, "config key '%s' given twice", s->p[k].name);
+        seen |= 1u << k;
         char *vend;
         errno = 0;
         long long v = strtoll(eq + 1, &vend, 0);
         if (vend != end || eq + 1 == end || errno)
             return pt_errf(e, PT_EINVAL, "bad value '%.*s' for config key '%s'",
                            (int)(end - eq - 1), eq + 1, s->p[k].name);
-        pt_config_set(c, s->p[k].name, v);
+        /* a parameter whose values are {0, 1} is a flag: another value
+         * (online=2) would make a kernel that duplicates the one for 1.
+         * Other parameters may take values beyond the search space (a GEMM
+         * tile the space leaves out); the op's check judges those. */
+        const pt_param_space *ps = &s->p[k];
+        bool has0 = false, has1 = false, flag = ps->nvalues == 2;
+        for (int i = 0; i < ps->nvalues; i++) {
+            has0 |= ps->values[i] == 0;
+            has1 |= ps->values[i] == 1;
+        }
+        if (flag && has0 && has1 && v != 0 && v != 1)
+            return pt_errf(e, PT_EINVAL, "config %s=%lld: %s is a flag (0 or 1)", ps->name, v,
+                           ps->name);
+        pt_config_set(c, ps->name, v);
         p = end;
     }
     return PT_OK;

@@ -40,6 +40,10 @@ Test(cli, bad_input_exits_2_with_one_line)
         {"emit elementwise --expr \"y = x\" --shape x=4 --out-dtype e4m3 --arch sm_80", "e4m3 needs sm_89"},
         {"emit gemmx --expr \"y = x\"", "unknown op 'gemmx'"},
         {"emit elementwise --expr \"y = x\" --shape x=4 --config vec=3", "vec=3"},
+        /* a config value outside the parameter's domain (issue 9 item 18) */
+        {"emit elementwise --expr \"y = softmax(x, -1)\" --shape x=8x256 --config online=2", "online=2"},
+        {"emit elementwise --expr \"y = softmax(x, -1)\" --shape x=8x256 --config cache=-1", "cache=-1"},
+        {"emit elementwise --expr \"y = x\" --shape x=4 --config vec=2,vec=4", "'vec' given twice"},
         {"frobnicate", "unknown command 'frobnicate'"},
         {"compile --arch sm_80 /nonexistent.ptx", "cannot open '/nonexistent.ptx'"},
         {"compile --arch sm_70 -", "unknown arch 'sm_70'"},
