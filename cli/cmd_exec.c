@@ -15,7 +15,7 @@
 static const char exec_usage[] =
     "usage: ptxtune exec FILE.ptx [--entry NAME] --grid X[,Y[,Z]] --block X[,Y[,Z]]\n"
     "                    [--smem BYTES] [--threads N] [--no-detect KINDS] [--arch sm_XX]\n"
-    "                    [--smem-shift BYTES] --arg SPEC...\n"
+    "                    [--smem-shift BYTES] [--timeout SECONDS] --arg SPEC...\n"
     "Runs a PTX kernel on the CPU emulator. One --arg per kernel parameter, in order:\n"
     "  FILE.npy                input buffer from a .npy file; its device pointer is passed\n"
     "  out:FILE.npy:DTYPE:N    output buffer of N elements, poisoned before the run, saved\n"
@@ -30,8 +30,13 @@ static const char exec_usage[] =
     "that assumes where its arrays start is caught. Any access outside a declared\n"
     "shared array is out of bounds; the dynamic array has --smem bytes.\n"
     "--backend cuda runs it on a GPU instead (driver JIT, guard zones checked).\n"
+    "--timeout bounds the emulator's wall-clock time (default 300 s; 0: none); the\n"
+    "work guard also counts every CTA launched, so a huge grid ends early (step-cap).\n"
     "Reports and a summary go to stderr. Exit: 0 clean, 1 a detector fired or the\n"
-    "kernel faulted, 2 bad input, 4 no CUDA driver.\n";
+    "kernel faulted, 2 bad input, 4 no CUDA driver, 5 the emulator timed out (one\n"
+    "line: the timeout report).\n";
+
+enum { EXEC_EXIT_TIMEOUT = 5 };
 
 static const struct option exec_opts[] = {
     {"entry", required_argument, 0, 'e'},   {"grid", required_argument, 0, 'g'},
@@ -39,6 +44,7 @@ static const struct option exec_opts[] = {
     {"arg", required_argument, 0, 'a'},     {"threads", required_argument, 0, 't'},
     {"no-detect", required_argument, 0, 'n'}, {"backend", required_argument, 0, 'B'},
     {"arch", required_argument, 0, 'A'},    {"smem-shift", required_argument, 0, 'S'},
+    {"timeout", required_argument, 0, 'T'},
     {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
 };
 
@@ -129,6 +135,7 @@ int cmd_exec(int argc, char **argv)
     int nargs = 0;
     emu_opts eo = emu_default_opts();
     eo.smem_shift = EMU_SMEM_SHIFT_DEFAULT;
+    eo.timeout = 300;
     const char *backend = "emu";
     optind = 1;
     int c;
@@ -187,6 +194,15 @@ int cmd_exec(int argc, char **argv)
                 cli_die(2, "bad --smem-shift '%s' (bytes, a multiple of 16, 0..%u)", optarg,
                         EMU_SMEM_SHIFT_MAX);
             eo.smem_shift = (uint32_t)v;
+            break;
+        }
+        case 'T': {
+            char *end;
+            errno = 0;
+            double v = strtod(optarg, &end);
+            if (end == optarg || *end || errno || !(v >= 0) || v > 604800)
+                cli_die(2, "bad --timeout '%s' (seconds, 0..604800; 0: none)", optarg);
+            eo.timeout = v;
             break;
         }
         case 'h': fputs(exec_usage, stdout); return 0;
@@ -281,7 +297,9 @@ int cmd_exec(int argc, char **argv)
                  : run_emu(&eo, m, f->name, grid, block, (size_t)smem, nargs, xa);
     for (int i = 0; i < nouts; i++) {
         pt_err we = {0};
-        if (tuner_npy_write(outs[i].path, pt_dtype_get(outs[i].dt)->npy, 1, &outs[i].n,
+        /* a run that timed out has no outputs to save */
+        if (rc != EXEC_EXIT_TIMEOUT &&
+            tuner_npy_write(outs[i].path, pt_dtype_get(outs[i].dt)->npy, 1, &outs[i].n,
                             outs[i].host, &we))
             cli_die(1, "%s", we.msg);
         free(outs[i].host);
@@ -331,8 +349,20 @@ static int run_emu(const emu_opts *eo, ptx_module *m, const char *entry, const u
     emu_stats st;
     memset(&st, 0, sizeof st);
     int rc = emu_run(ctx, k, &l, argp, &st, &e);
+    /* a timeout ends with its report alone as the last line (other reports
+     * made before it come first) */
+    int timeout_at = -1;
     for (int i = 0; i < emu_nreports(ctx); i++)
-        fprintf(stderr, "%s\n", emu_report(ctx, i));
+        if (emu_report_kind_of(ctx, i) == EMU_R_TIMEOUT && timeout_at < 0)
+            timeout_at = i;
+        else
+            fprintf(stderr, "%s\n", emu_report(ctx, i));
+    if (timeout_at >= 0) {
+        fprintf(stderr, "%s\n", emu_report(ctx, timeout_at));
+        emu_kernel_free(k);
+        emu_free(ctx);
+        return EXEC_EXIT_TIMEOUT;
+    }
     if (rc && !emu_nreports(ctx))
         fprintf(stderr, "ptxtune: %s\n", e.msg);
     for (int i = 0; i < nargs; i++) {

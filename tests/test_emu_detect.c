@@ -347,6 +347,91 @@ Test(emu_detect, step_cap)
     tk_free(&t);
 }
 
+/* Issue 9 item 17: the guard counts each CTA's launch and retirement, not
+ * just instructions. A grid of near-empty CTAs costs EMU_CTA_COST +
+ * EMU_WARP_COST per warp each: over the cap before it runs (refused up
+ * front, nothing executed), or over it as the CTAs retire. */
+static tk short_kernel(void)
+{
+    tk t = tk_new("sm_80", "k");
+    ptx_reg a = R32(&t);
+    for (int i = 0; i < 8; i++)
+        E(MOV, NOM, T1(U32), ptx_r(a), ptx_imm(i));
+    tk_ret(&t);
+    return t;
+}
+
+Test(emu_detect, step_cap_counts_ctas)
+{
+    enum { NCTA = 1000, PER = 10 }; /* 8 movs, ret, and the implicit exit: at most 10 */
+    tk t = short_kernel();
+    emu_opts o = emu_default_opts();
+    uint64_t cta = EMU_CTA_COST + EMU_WARP_COST;
+    /* the grid alone is over the cap: refused before any instruction */
+    o.max_steps = NCTA * (cta + 1) - 1;
+    tk_load_opts(&t, &o);
+    emu_stats st;
+    pt_err e = {0};
+    int rc = tk_run_dims(&t, NCTA, 32, 0, NULL, &e, &st);
+    cr_assert_eq(rc, PT_EEMU, "a grid of %d CTAs under a cap of %llu", NCTA,
+                 (unsigned long long)o.max_steps);
+    cr_assert_eq(emu_report_kind_of(t.emu, 0), EMU_R_STEP_CAP);
+    cr_expect(strstr(emu_report(t.emu, 0), "a grid of 1000 CTAs of 1 warps costs at least"), "%s",
+              emu_report(t.emu, 0));
+    cr_expect_eq(st.warp_instructions, 0, "nothing ran");
+    tk_free(&t);
+    /* with room for everything: clean, and the cost is what the guard counted */
+    t = short_kernel();
+    o.max_steps = NCTA * (cta + PER);
+    tk_load_opts(&t, &o);
+    rc = tk_run_dims(&t, NCTA, 32, 0, NULL, &e, &st);
+    cr_assert_eq(rc, PT_OK, "%s", e.msg);
+    cr_expect_eq(st.cost, st.warp_instructions + NCTA * cta);
+    cr_assert_lt(st.warp_instructions, NCTA * (PER - 1) + 1);
+    uint64_t cost = st.cost;
+    tk_free(&t);
+    /* a cap the instructions alone fit, but not with the launch costs: the
+     * run passes the up-front check and trips as its CTAs retire */
+    t = short_kernel();
+    o.max_steps = cost - 1;
+    tk_load_opts(&t, &o);
+    rc = tk_run_dims(&t, NCTA, 32, 0, NULL, &e, &st);
+    cr_assert_eq(rc, PT_EEMU, "instructions %llu, cap %llu", (unsigned long long)st.warp_instructions,
+                 (unsigned long long)o.max_steps);
+    cr_assert_eq(emu_report_kind_of(t.emu, 0), EMU_R_STEP_CAP, "%s", emu_report(t.emu, 0));
+    cr_expect(strstr(emu_report(t.emu, 0), "CTA launches counted"), "%s", emu_report(t.emu, 0));
+    tk_free(&t);
+}
+
+/* An endless loop under a wall-clock limit ends with a timeout report
+ * soon after the limit, whatever the step cap. */
+Test(emu_detect, timeout)
+{
+    for (int threads = 1; threads <= 2; threads++) {
+        tk t = tk_new("sm_80", "k");
+        int l = ptx_label_new(t.f);
+        ptx_label_place(t.f, l);
+        E(BRA, NOM, PTX_NOTYPES, ptx_lbl(l));
+        tk_ret(&t);
+        emu_opts o = emu_default_opts();
+        o.timeout = 0.05;
+        o.threads = threads;
+        o.max_steps = 1ull << 40;
+        tk_load_opts(&t, &o);
+        emu_stats st;
+        pt_err e = {0};
+        int rc = tk_run_dims(&t, 4, 64, 0, NULL, &e, &st);
+        cr_assert_eq(rc, PT_EEMU);
+        cr_assert_eq(emu_report_kind_of(t.emu, 0), EMU_R_TIMEOUT, "%s", emu_report(t.emu, 0));
+        cr_expect(strstr(emu_report(t.emu, 0), "timeout: kernel k"), "%s", emu_report(t.emu, 0));
+        cr_expect(strstr(emu_report(t.emu, 0), "wall-clock limit of 0.05 s"), "%s",
+                  emu_report(t.emu, 0));
+        cr_expect_lt(st.seconds, 5.0, "stopped %.2f s after a 0.05 s limit", st.seconds);
+        cr_expect_eq(emu_nreports(t.emu), 1, "one report");
+        tk_free(&t);
+    }
+}
+
 Test(emu_detect, trap)
 {
     tk t = tk_new("sm_80", "k");

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char dir[64];
@@ -54,10 +55,11 @@ static void write_npy(const char *name, const char *descr, const void *v, int n,
 
 static void write_npy_f32(const char *name, const float *v, int n) { write_npy(name, "<f4", v, n, 4); }
 
-static int run(const char *args, char *err, size_t n)
+/* Runs `pre ptxtune exec args` in dir; stderr into err. */
+static int run_pre(const char *pre, const char *args, char *err, size_t n)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cd %s && %s exec %s 2>err.txt >/dev/null </dev/null", dir,
+    snprintf(cmd, sizeof cmd, "cd %s && %s %s exec %s 2>err.txt >/dev/null </dev/null", dir, pre,
              getenv("PTXTUNE_BIN"), args);
     int st = system(cmd);
     char path[128];
@@ -69,6 +71,8 @@ static int run(const char *args, char *err, size_t n)
         fclose(f);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+static int run(const char *args, char *err, size_t n) { return run_pre("", args, err, n); }
 
 static void setup(void)
 {
@@ -245,5 +249,70 @@ Test(exec, zero_shared_base_is_out_of_bounds)
         rc = run(args, err, sizeof err);
         cr_expect_eq(rc, 2, "'%s': %s", bad[i].opt, err);
         cr_expect(strstr(err, bad[i].msg), "'%s': %s", bad[i].opt, err);
+    }
+}
+
+/* Issue 9 item 17: bounded work. An empty kernel on a 16M x 1024 grid ran
+ * 278 s under the instruction-only guard; with each CTA's launch counted it
+ * ends at once (step-cap, exit 1). A kernel that spins ends at --timeout with
+ * one line and exit 5. */
+static const char spin_kernel[] = ".version 7.0\n.target sm_80\n.address_size 64\n\n"
+                                  ".visible .entry spin()\n{\nL:\n\tbra L;\n\tret;\n}\n";
+static const char empty_kernel[] = ".version 7.0\n.target sm_80\n.address_size 64\n\n"
+                                   ".visible .entry empty()\n{\n\tret;\n}\n";
+
+static double wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+Test(exec, huge_empty_grid_hits_the_guard)
+{
+    write_file("empty.ptx", empty_kernel, strlen(empty_kernel));
+    char err[4096];
+    double t0 = wall();
+    /* timeout(1) bounds the test itself should the guard not work */
+    int rc = run_pre("timeout 60", "empty.ptx --grid 16777216 --block 1024", err, sizeof err);
+    double dt = wall() - t0;
+    cr_expect_eq(rc, 1, "%s", err);
+    cr_expect(strstr(err, "step-cap: kernel empty: a grid of 16777216 CTAs"), "%s", err);
+    cr_expect_lt(dt, 10.0, "took %.1f s", dt);
+}
+
+Test(exec, timeout)
+{
+    write_file("spin.ptx", spin_kernel, strlen(spin_kernel));
+    char err[4096];
+    double t0 = wall();
+    int rc = run("spin.ptx --grid 64 --block 256 --timeout 0.2 --threads 2", err, sizeof err);
+    double dt = wall() - t0;
+    cr_expect_eq(rc, 5, "%s", err);
+    cr_expect(strstr(err, "timeout: kernel spin") == err, "%s", err);
+    cr_expect(strstr(err, "wall-clock limit of 0.2 s"), "%s", err);
+    cr_expect_eq(count_lines(err), 1, "one line: %s", err);
+    cr_expect_lt(dt, 10.0, "took %.1f s", dt);
+    /* a timed-out run saves no output */
+    rc = run("k.ptx --grid 1 --block 64 --arg x.npy --arg out:t.npy:f32:64 --arg f32:1 --arg u32:64 "
+             "--timeout 0", err, sizeof err);
+    cr_expect_eq(rc, 0, "--timeout 0 is no limit: %s", err);
+    static const char *const bad[] = {"abc", "-1", "nan", "1e9", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char args[256], want[64];
+        snprintf(args, sizeof args, "spin.ptx --grid 1 --block 1 --timeout '%s'", bad[i]);
+        snprintf(want, sizeof want, "bad --timeout '%s'", bad[i]);
+        rc = run(args, err, sizeof err);
+        cr_expect_eq(rc, 2, "'%s': %s", bad[i], err);
+        cr_expect(strstr(err, want), "'%s': %s", bad[i], err);
+        cr_expect_eq(count_lines(err), 1, "'%s': %s", bad[i], err);
     }
 }

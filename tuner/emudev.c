@@ -2,7 +2,7 @@
  * verification on a CPU. The PTX text is parsed (ptx_parse), so what runs is
  * exactly what would be compiled. Launches are synchronous; a detector
  * report becomes the launch's failure, classed by what it means on a GPU:
- * out-of-bounds, misaligned, trap -> fault; step cap, deadlock -> timeout;
+ * out-of-bounds, misaligned, trap -> fault; step cap, timeout, deadlock -> timeout;
  * races, uninitialised reads, divergent syncs -> wrong_answer (the values
  * may match by luck, the kernel is still wrong). No timing. Shared memory
  * has the layout of the module's arch (or emu_arch), shifted by
@@ -152,6 +152,7 @@ static tuner_outcome report_class(emu_report_kind k)
 {
     switch (k) {
     case EMU_R_STEP_CAP:
+    case EMU_R_TIMEOUT:
     case EMU_R_DEADLOCK: return TUNER_TIMEOUT;
     case EMU_R_UNINIT:
     case EMU_R_RACE:

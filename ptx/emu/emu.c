@@ -280,6 +280,27 @@ static void where(emu_cta *c, int space, uint64_t addr, pt_buf *b)
                   (unsigned long long)bsize, (long long)off);
 }
 
+/* Room for one more report (under the lock, or before workers start). */
+static bool grow_reports(emu_ctx *x)
+{
+    if (x->nkeys < x->cap_keys)
+        return true;
+    size_t nc = x->cap_keys ? x->cap_keys * 2 : 32;
+    uint64_t *q = realloc(x->report_keys, nc * sizeof *q);
+    if (q)
+        x->report_keys = q;
+    char **r = realloc(x->reports, nc * sizeof *r);
+    if (r)
+        x->reports = r;
+    uint8_t *kk = realloc(x->report_kinds, nc);
+    if (kk)
+        x->report_kinds = kk;
+    if (!q || !r || !kk)
+        return false;
+    x->cap_keys = nc;
+    return true;
+}
+
 void emu__report(emu_cta *c, emu_report_kind kind, const emu_ins *in, int tid, int space,
                  uint64_t addr, uint32_t n, const char *fmt, ...)
 {
@@ -299,23 +320,9 @@ void emu__report(emu_cta *c, emu_report_kind kind, const emu_ins *in, int tid, i
         pthread_mutex_unlock(&x->lock);
         return;
     }
-    if (x->nkeys == x->cap_keys) {
-        size_t nc = x->cap_keys ? x->cap_keys * 2 : 32;
-        uint64_t *q = realloc(x->report_keys, nc * sizeof *q);
-        char **r = realloc(x->reports, nc * sizeof *r);
-        if (r)
-            x->reports = r;
-        uint8_t *kk = realloc(x->report_kinds, nc);
-        if (kk)
-            x->report_kinds = kk;
-        if (!q || !r || !kk) {
-            if (q)
-                x->report_keys = q;
-            pthread_mutex_unlock(&x->lock);
-            return;
-        }
-        x->report_keys = q;
-        x->cap_keys = nc;
+    if (!grow_reports(x)) {
+        pthread_mutex_unlock(&x->lock);
+        return;
     }
     x->report_keys[x->nkeys++] = key;
     pthread_mutex_unlock(&x->lock);
@@ -383,7 +390,7 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static double now(void)
+double emu__now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -416,7 +423,35 @@ int emu_run(emu_ctx *c, emu_kernel *k, const emu_launch *l, const void *const *a
                        (unsigned long long)(smem - k->smem_base));
     if (k->nparams && !args)
         return pt_errf(e, PT_EINVAL, "emulator: %s takes %u parameters", k->name, k->nparams);
-    emu_runst rs = {.ctx = c, .k = k, .l = *l};
+    /* the hang guard counts each CTA's launch and retirement and at least
+     * one instruction per warp: a grid over the cap fails before it runs */
+    uint64_t nwarps = (nthreads + 31) / 32;
+    uint64_t cta_cost = EMU_CTA_COST + nwarps * EMU_WARP_COST;
+    uint64_t min_cost = nctas * (cta_cost + nwarps);
+    if (min_cost > c->o.max_steps) {
+        pt_buf b;
+        pt_buf_init(&b);
+        pt_buf_printf(&b,
+                      "%s: kernel %s: a grid of %llu CTAs of %llu warps costs at least %llu warp "
+                      "instructions (launch and retirement of each CTA, one instruction per warp), "
+                      "over the cap of %llu",
+                      report_names[EMU_R_STEP_CAP], k->name, (unsigned long long)nctas,
+                      (unsigned long long)nwarps, (unsigned long long)min_cost,
+                      (unsigned long long)c->o.max_steps);
+        char *line = pt_buf_take(&b);
+        c->total_reports++;
+        if (line && grow_reports(c)) {
+            c->report_keys[c->nkeys++] = UINT64_MAX;
+            c->report_kinds[c->nreports] = (uint8_t)EMU_R_STEP_CAP;
+            c->reports[c->nreports++] = line;
+            line = NULL;
+        }
+        free(line);
+        if (st)
+            st->reports = c->total_reports;
+        return pt_errf(e, PT_EEMU, "%s", c->nreports ? c->reports[0] : "emulator: step cap");
+    }
+    emu_runst rs = {.ctx = c, .k = k, .l = *l, .cta_cost = cta_cost};
     rs.params = calloc(k->param_bytes + 16, 1);
     if (!rs.params)
         return pt_errf(e, PT_ENOMEM, "emulator: out of memory");
@@ -430,7 +465,9 @@ int emu_run(emu_ctx *c, emu_kernel *k, const emu_launch *l, const void *const *a
     int nw = c->o.threads > 1 ? c->o.threads : 1;
     if ((uint64_t)nw > nctas)
         nw = (int)nctas;
-    double t0 = now();
+    double t0 = emu__now();
+    if (c->o.timeout > 0)
+        rs.deadline = t0 + c->o.timeout;
     if (nw == 1)
         worker(&rs);
     else {
@@ -447,7 +484,7 @@ int emu_run(emu_ctx *c, emu_kernel *k, const emu_launch *l, const void *const *a
             pthread_join(th[i], NULL);
         free(th);
     }
-    double t1 = now();
+    double t1 = emu__now();
     free(rs.params);
     if (st) {
         st->lane_instructions = rs.lanes;
@@ -455,6 +492,7 @@ int emu_run(emu_ctx *c, emu_kernel *k, const emu_launch *l, const void *const *a
         st->seconds = t1 - t0;
         st->reports = c->total_reports;
         st->ctas = rs.ctas;
+        st->cost = rs.cost;
     }
     if (rs.abort == 2)
         return pt_errf(e, PT_ENOMEM, "emulator: out of memory for a CTA of %s", k->name);

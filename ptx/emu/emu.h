@@ -41,7 +41,9 @@ typedef struct emu_opts {
     bool detect_deadlock;   /* barrier that can never complete (off: the run still
                                stops, returning PT_EEMU without a report) */
     int threads;            /* worker threads across CTAs; 0 or 1 = serial */
-    uint64_t max_steps;     /* per-run warp-instruction cap (hang guard); 0 = default 2^30 */
+    uint64_t max_steps;     /* per-run work cap (hang guard) in warp instructions, where
+                               launching and retiring a CTA also costs EMU_CTA_COST plus
+                               EMU_WARP_COST per warp; 0 = default 2^30 */
     int max_reports;        /* reports kept; 0 = default 32 */
     int arch;               /* shared-memory layout of sm_<arch>: 90 and above reserve the
                                window's first 1 KB (ptxas places the first array at 0x400),
@@ -50,7 +52,16 @@ typedef struct emu_opts {
                                array on any arch, a multiple of 16 (at most EMU_SMEM_SHIFT_MAX):
                                a kernel that assumes a fixed shared base then touches bytes
                                outside its arrays, which is reported */
+    double timeout;         /* wall-clock seconds one emu_run may take, checked as it runs
+                               (a "timeout" report, PT_EEMU); 0 = no limit */
 } emu_opts;
+
+/* Guard cost of launching and retiring one CTA, and of setting up each of
+ * its warps, in warp instructions (about what they take on the emulator,
+ * rounded up): a grid of many empty CTAs trips the guard like a long loop,
+ * and up front when the grid alone is over the cap. */
+#define EMU_CTA_COST 32u
+#define EMU_WARP_COST 8u
 
 /* The shift the tuner's emulator backend (and so every test grid) and
  * `ptxtune exec` apply unless told otherwise: an odd multiple of 128, so no
@@ -70,6 +81,7 @@ typedef struct emu_opts {
     X(MISALIGNED, "misaligned")                                             \
     X(DEADLOCK, "deadlock")                                                 \
     X(STEP_CAP, "step-cap")                                                 \
+    X(TIMEOUT, "timeout")                                                   \
     X(TRAP, "trap")                                                         \
     X(INVALID, "invalid")
 
@@ -119,6 +131,7 @@ typedef struct emu_stats {
     double seconds;
     int reports; /* detector reports in this run */
     uint64_t ctas; /* CTAs run to completion */
+    uint64_t cost; /* what the hang guard counted: warp instructions + CTA costs */
 } emu_stats;
 
 /* Runs the grid. args[i] points to the value of parameter i (as in

@@ -225,8 +225,11 @@ typedef struct emu_runst {
     uint32_t nctas, nthreads, nwarps;
     uint32_t smem_size; /* window size: static + dynamic */
     uint64_t max_steps;
+    uint64_t cta_cost;  /* guard cost of one CTA's launch and retirement */
+    double deadline;    /* CLOCK_MONOTONIC seconds; 0: no timeout */
     uint64_t next_cta;  /* atomics */
     uint64_t steps;
+    uint64_t cost;      /* steps + CTA costs: what the guard counts */
     uint64_t lanes;
     uint64_t ctas;
     int abort;
@@ -264,6 +267,7 @@ typedef struct emu_cta {
     uint32_t live_threads;
     uint32_t bar_thr[EMU_NBAR], bar_cnt[EMU_NBAR], bar_need[EMU_NBAR];
     uint64_t steps, lanes, steps_flushed, clock;
+    uint64_t charge; /* CTA costs not yet added to the run's guard count */
     uint64_t *seen; /* report dedupe bitmap: kind x pc */
     bool shadow_sh; /* any shared-memory detector on */
     bool dead;      /* CTA (or run) aborted */
@@ -315,6 +319,9 @@ static inline void emu_bits_set(uint64_t *w, uint64_t off, uint64_t n, bool v)
 /* emu.c: the window offset of the first shared array for module m (the
  * reserved region of the arch plus the shift of the options). */
 uint32_t emu__smem_base(const emu_ctx *c, const ptx_module *m);
+
+/* emu.c: CLOCK_MONOTONIC in seconds */
+double emu__now(void);
 
 /* decode.c */
 int emu__decode(emu_kernel *k, ptx_module *m, ptx_fn *f, pt_err *e);

@@ -753,18 +753,35 @@ static void deadlock(emu_cta *c)
     __atomic_store_n(&c->rs->abort, 1, __ATOMIC_RELAXED);
 }
 
-/* Adds this CTA's steps to the run total; trips the hang guard. */
+/* Adds this CTA's steps and CTA costs to the run totals; trips the hang
+ * guard (work) and the timeout (wall clock). Called every 64 Ki steps of a
+ * CTA and when it retires. */
 static void flush_steps(emu_cta *c, const emu_ins *at, int tid)
 {
-    uint64_t d = c->steps - c->steps_flushed;
+    emu_runst *rs = c->rs;
+    uint64_t d = c->steps - c->steps_flushed, ch = c->charge;
     c->steps_flushed = c->steps;
-    uint64_t tot = __atomic_add_fetch(&c->rs->steps, d, __ATOMIC_RELAXED);
-    if (tot > c->rs->max_steps && !c->dead) {
+    c->charge = 0;
+    __atomic_add_fetch(&rs->steps, d, __ATOMIC_RELAXED);
+    uint64_t tot = __atomic_add_fetch(&rs->cost, d + ch, __ATOMIC_RELAXED);
+    if (c->dead)
+        return;
+    if (tot > rs->max_steps) {
         emu__report(c, EMU_R_STEP_CAP, at, tid, -1, 0, 0,
-                    "step cap of %llu warp instructions reached (a hang?)",
-                    (unsigned long long)c->rs->max_steps);
+                    "step cap of %llu warp instructions reached, CTA launches counted (a hang, "
+                    "or a grid too large for the emulator?)",
+                    (unsigned long long)rs->max_steps);
         c->dead = true;
-        __atomic_store_n(&c->rs->abort, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&rs->abort, 1, __ATOMIC_RELAXED);
+    } else if (rs->deadline > 0 && emu__now() > rs->deadline &&
+               !__atomic_load_n(&rs->abort, __ATOMIC_RELAXED)) {
+        emu__report(c, EMU_R_TIMEOUT, at, tid, -1, 0, 0,
+                    "wall-clock limit of %g s reached with %llu of %u CTAs done (a hang, or a "
+                    "grid too large for the emulator?)",
+                    c->o->timeout, (unsigned long long)__atomic_load_n(&rs->ctas, __ATOMIC_RELAXED),
+                    rs->nctas);
+        c->dead = true;
+        __atomic_store_n(&rs->abort, 1, __ATOMIC_RELAXED);
     }
 }
 
@@ -794,6 +811,7 @@ void emu__cta_run(emu_cta *c, uint64_t linear)
         memset(c->local_w, 0, (size_t)c->k->local_bytes * c->nthreads);
     }
     c->dead = false;
+    c->charge += rs->cta_cost; /* launch and retirement count for the guard */
     for (uint32_t i = 0; i < c->nwarps; i++)
         warp_setup(c, &c->warps[i], i);
     for (;;) {
