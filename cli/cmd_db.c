@@ -193,7 +193,8 @@ int cmd_import(int argc, char **argv)
 
 static const char db_usage[] =
     "usage: ptxtune db merge --db DST SRC...      merge stores or bundles into DST\n"
-    "       ptxtune db check --db FILE             integrity check and row counts\n"
+    "       ptxtune db check --db FILE             integrity check and row counts; exit 0\n"
+    "              intact, 2 not a store or damaged (the first problem named), 1 unreadable\n"
     "       ptxtune db runs --db FILE              runs: id, uuid, fingerprint, strategy, status\n"
     "       ptxtune db fingerprints --db FILE      fingerprints with every field\n"
     "       ptxtune db lookup --db FILE --gpu FP OP KEY=VALUE...\n"
@@ -252,6 +253,26 @@ static int lookup_fp(void *ctx, const char *key, const db_fingerprint *f)
     return db_lookup(l->s, f, l->p, print_winner, NULL, &l->found, l->e);
 }
 
+/* The fingerprints a --gpu prefix names: how many, the first key, and the
+ * candidates as "key (gpu)" for the ambiguity message. */
+typedef struct match_ctx {
+    int n;
+    char key[17];
+    pt_buf list;
+} match_ctx;
+
+static int match_fp(void *ctx, const char *key, const db_fingerprint *f)
+{
+    match_ctx *m = ctx;
+    if (m->n++ == 0)
+        snprintf(m->key, sizeof m->key, "%s", key);
+    if (m->n <= 8)
+        pt_buf_printf(&m->list, "%s%s (%s)", m->n > 1 ? ", " : "", key, f->gpu);
+    else if (m->n == 9)
+        pt_buf_puts(&m->list, ", ...");
+    return 0;
+}
+
 int cmd_db(int argc, char **argv)
 {
     static const struct option opts[] = {{"db", required_argument, 0, 'd'},
@@ -289,6 +310,8 @@ int cmd_db(int argc, char **argv)
     if (strcmp(sub, "lookup") != 0 && optind < argc)
         cli_die(2, "unexpected argument '%s'", argv[optind]);
     if (strcmp(sub, "check") == 0) {
+        /* exit 0 intact; 2 not a store, or damaged (the first problem named);
+         * 1 unreadable (I/O) */
         db_store *s = open_db(dbp, false);
         char msg[1024];
         if (db_integrity(s, msg, sizeof msg, &e))
@@ -316,6 +339,9 @@ int cmd_db(int argc, char **argv)
     if (strcmp(sub, "lookup") == 0) {
         if (!gpu)
             cli_die(2, "missing --gpu FP (a fingerprint key or prefix: 'ptxtune db fingerprints')");
+        if (!*gpu)
+            cli_die(2, "empty --gpu: give a fingerprint key or a prefix of it (see 'ptxtune db "
+                       "fingerprints')");
         if (optind >= argc)
             cli_die(2, "missing problem: OP KEY=VALUE...");
         const char *op = argv[optind++];
@@ -337,13 +363,20 @@ int cmd_db(int argc, char **argv)
         pt_buf_free(&items);
         db_store *s = open_db(dbp, false);
         db_problem p = {sp.prob.op, sp.key, sp.klass, sp.dims, sp.name, 0, 0};
-        lookup_ctx l = {s, &p, 0, false, &e};
-        if (db_fingerprints(s, gpu, lookup_fp, &l, &e))
+        /* resolve the prefix to one fingerprint before printing anything */
+        match_ctx m = {0};
+        pt_buf_init(&m.list);
+        if (db_fingerprints(s, gpu, match_fp, &m, &e))
             cli_die(exit_code(e.code), "%s", e.msg);
-        if (l.nfp == 0)
+        if (m.n == 0)
             cli_die(2, "no fingerprint '%s' in %s (see 'ptxtune db fingerprints')", gpu, dbp);
-        if (l.nfp > 1)
-            cli_die(2, "fingerprint prefix '%s' is ambiguous (%d matches)", gpu, l.nfp);
+        if (m.n > 1)
+            cli_die(2, "fingerprint prefix '%s' is ambiguous: %d matches: %s", gpu, m.n,
+                    m.list.s);
+        pt_buf_free(&m.list);
+        lookup_ctx l = {s, &p, 0, false, &e};
+        if (db_fingerprints(s, m.key, lookup_fp, &l, &e))
+            cli_die(exit_code(e.code), "%s", e.msg);
         db_close(s);
         pt_arena_free(a);
         if (!l.found) {

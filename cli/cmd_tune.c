@@ -47,7 +47,9 @@ static const char tune_usage[] =
     "  --new            start a new run even when an unfinished one matches\n"
     "  --no-compile     emu/mock: skip the compile gate (no resource report)\n"
     "  --quiet          no progress line\n"
-    "exit: 0 done, 1 failed, 2 bad input, 4 no CUDA driver (--backend cuda), 130 interrupted\n";
+    "exit: 0 done, 1 failed, 2 bad input, 4 no CUDA driver (--backend cuda), 130 interrupted;\n"
+    "a store that fails its integrity check is bad input (nothing written); a full disk keeps\n"
+    "the run (exit 1): the same command resumes it once there is room\n";
 
 enum {
     O_STRATEGY = 256, O_BUDGET, O_BACKEND, O_DB, O_PROBLEMS, O_ARCH, O_SEED, O_THREADS, O_PRUNE,
@@ -360,6 +362,9 @@ int cmd_tune(int argc, char **argv)
     if (rc) {
         db_close(db);
         search_problems_free(&set);
+        if (sum.resumable) /* a full disk: once there is room, the run goes on */
+            cli_die(1, "%s; run %lld is kept: the same command resumes it", e.msg,
+                    (long long)sum.run_id);
         cli_die(exit_code(rc), "%s", e.msg);
     }
     printf("run %lld (%.12s) on %s [%s], fingerprint %s%s\n", (long long)sum.run_id,

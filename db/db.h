@@ -32,9 +32,15 @@ int db_open(const char *path, const db_open_opts *o, db_store **out, pt_err *e);
 void db_close(db_store *s);
 const char *db_path(const db_store *s);
 int db_schema_version(db_store *s);
-/* PRAGMA integrity_check: PT_OK with "ok" in msg, or PT_EIO with the first
- * problem in msg and e. */
+/* PRAGMA integrity_check: PT_OK with "ok" in msg, or PT_EINVAL ("database
+ * is corrupt", like a damaged page found at open) with the first problem in
+ * msg and e. Every open for writing runs it first and refuses a damaged
+ * store. */
 int db_integrity(db_store *s, char *msg, size_t n, pt_err *e);
+/* True when the store's last failure was a full disk or an I/O error (the
+ * write may succeed once the cause is gone): a sweep then keeps its run
+ * resumable instead of failing it. */
+bool db_io_failed(const db_store *s);
 
 /* ---- records -------------------------------------------------------- */
 

@@ -72,6 +72,7 @@ struct db_store {
     char *path;
     int busy_ms;
     bool readonly;
+    bool io_failed; /* the last failure was SQLITE_FULL or SQLITE_IOERR */
     sqlite3_stmt *st[DB_NSTMT];
 };
 

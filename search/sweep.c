@@ -1008,7 +1008,14 @@ int sweep_run(db_store *db, const search_problem *problems, int nproblems, const
         rc = sweep_problem(db, &sc, i, run, sum, e);
     if (run) {
         pt_err ee = {0};
-        const char *st = rc ? "failed" : sum->stopped && o->stop && *o->stop ? "interrupted" : "done";
+        /* a full disk or an I/O error of the store is no verdict on the run:
+         * it stays resumable (claimed like an interrupted one). When even
+         * this update cannot be written, the run stays 'running' under a pid
+         * that is gone, which the same host's next sweep claims too. */
+        sum->resumable = rc && db_io_failed(db);
+        const char *st = rc ? (sum->resumable ? "interrupted" : "failed")
+                         : sum->stopped && o->stop && *o->stop ? "interrupted"
+                                                              : "done";
         int erc = db_run_end(db, run, st, &ee);
         if (!rc && erc) {
             rc = erc;

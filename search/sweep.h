@@ -112,6 +112,8 @@ typedef struct sweep_summary {
     int64_t measured, reused, failed, duplicates, unverified, pruned;
     double wall_s;
     bool stopped;             /* by opts.stop or the time budget */
+    bool resumable;           /* failed on a full disk or an I/O error of the store: the
+                               * run is kept ('interrupted') and the same sweep resumes it */
     char fingerprint[17];
     char device[128];
     char protocol[32];

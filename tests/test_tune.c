@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <math.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -620,4 +621,155 @@ Test(tune, bad_input_is_one_line_and_changes_nothing)
     }
     cr_expect_eq(integrity(P("ok.db")), PT_OK);
     cr_expect_gt(query(P("ok.db"), "SELECT count(*) FROM measurements"), 0);
+}
+
+/* ---- item 16: lookup prefixes, corrupt stores, full disks ----------------- */
+
+Test(tune, lookup_with_an_ambiguous_prefix_prints_only_the_error)
+{
+    /* a second fingerprint whose key shares its first two digits with the first */
+    char k1[17], k2[17], drv[32];
+    db_fingerprint_key(&fake_fp, k1);
+    db_fingerprint other = fake_fp;
+    for (int i = 0; i < 100000; i++) {
+        snprintf(drv, sizeof drv, "%d", 13001 + i);
+        other.driver = drv;
+        db_fingerprint_key(&other, k2);
+        if (k1[0] == k2[0] && k1[1] == k2[1])
+            break;
+    }
+    cr_assert(k1[0] == k2[0] && k1[1] == k2[1]);
+    fake f1 = {0}, f2 = {0};
+    sweep_summary s1, s2;
+    fake_sweep(P("fp.db"), SEARCH_RANDOM, &f1, &fake_fp, &s1);
+    fake_sweep(P("fp.db"), SEARCH_RANDOM, &f2, &other, &s2);
+    static const char prob[] = "elementwise expr='y = softmax(x, -1)' shape=x=8x256 dtype=f16";
+    char args[1024], out[8192], err[4096];
+    char prefixes[2][8] = {"''", ""};
+    snprintf(prefixes[1], sizeof prefixes[1], "%.2s", k1);
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "db lookup --db fp.db --gpu %s %s", prefixes[i], prob);
+        int rc = cli(args, out, sizeof out, err, sizeof err);
+        cr_expect_eq(rc, 2, "%s: exit %d", args, rc);
+        cr_expect_str_eq(out, "", "%s printed winners: %s", args, out);
+        cr_expect_eq(lines(err), 1, "%s: %s", args, err);
+        if (i == 1)
+            cr_expect(strstr(err, "ambiguous") && strstr(err, k1) && strstr(err, k2),
+                      "the candidates are not listed: %s", err);
+        else
+            cr_expect(strstr(err, "--gpu"), "%s", err);
+    }
+    /* the full key: one winner */
+    snprintf(args, sizeof args, "db lookup --db fp.db --gpu %s %s", k2, prob);
+    int rc = cli(args, out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 0, "%s: %s", args, err);
+    cr_expect(strstr(out, "tuned: "), "%s", out);
+    cr_expect_eq(lines(out), 5, "one winner: %s", out);
+}
+
+/* A store that opens but fails PRAGMA integrity_check (an index whose entries
+ * no longer match its definition: quick_check passes, integrity_check fails). */
+static void break_an_index(const char *path)
+{
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+    char *msg = NULL;
+    cr_assert_eq(sqlite3_exec(h,
+                              "PRAGMA writable_schema = ON;"
+                              " UPDATE sqlite_master SET sql = 'CREATE INDEX measurements_problem"
+                              " ON measurements(status, problem_id)'"
+                              " WHERE name = 'measurements_problem';",
+                              NULL, NULL, &msg),
+                 SQLITE_OK, "%s", msg ? msg : "");
+    sqlite3_close(h);
+}
+
+Test(tune, writers_refuse_a_store_that_fails_the_integrity_check, .timeout = 300)
+{
+    char out[8192], err[4096];
+    const char *tune = "tune elementwise expr='y = x * 2' shape=x=8x64 --backend mock --budget 3 "
+                       "--quiet --no-compile";
+    char args[1024];
+    snprintf(args, sizeof args, "%s --db bad.db", tune);
+    cr_assert_eq(cli(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    snprintf(args, sizeof args, "%s --db other.db --seed 5", tune);
+    cr_assert_eq(cli(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(cli("export --db other.db --format json --out t.json", NULL, 0, err, sizeof err),
+                 0, "%s", err);
+    break_an_index(P("bad.db"));
+    cr_assert_neq(integrity(P("bad.db")), PT_OK, "the index damage is not seen");
+    snprintf(args, sizeof args, "%s --db bad.db --seed 9", tune);
+    const char *cmds[] = {args, "import --db bad.db t.json", "db merge --db bad.db other.db",
+                          "import --db bad.db other.db"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        unsigned long long before = file_sum(P("bad.db"));
+        int rc = cli(cmds[i], out, sizeof out, err, sizeof err);
+        cr_expect_eq(rc, 2, "'%s' wrote into a damaged store: exit %d (%s)", cmds[i], rc, err);
+        cr_expect(strstr(err, "corrupt") && strstr(err, "integrity"), "'%s': %s", cmds[i], err);
+        cr_expect_eq(lines(err), 1, "%s", err);
+        cr_expect_eq(file_sum(P("bad.db")), before, "'%s' changed the store", cmds[i]);
+    }
+    /* db check: exit 2 (docs/db.md), the first problem named */
+    int rc = cli("db check --db bad.db", out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 2, "db check exit %d: %s", rc, err);
+    cr_expect(strstr(err, "missing from index"), "%s", err);
+    cr_expect_eq(lines(err), 1, "%s", err);
+    rc = cli("db check --db other.db", out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 0, "%s", err);
+    cr_expect(strstr(out, "integrity ok"), "%s", out);
+}
+
+/* A sweep that hits a full disk (SQLITE_FULL: PRAGMA max_page_count on its
+ * connection) fails with the cause named and leaves its run resumable: the
+ * same sweep on the store resumes it and ends with the candidates and
+ * winners of a sweep that never failed. */
+Test(tune, a_sweep_that_hit_a_full_disk_is_resumed, .timeout = 300)
+{
+    fake fa = {0};
+    sweep_summary sa;
+    fake_sweep(P("whole.db"), SEARCH_ANNEAL, &fa, &fake_fp, &sa);
+    pt_arena *a = pt_arena_new();
+    int n;
+    search_problem *p = problems(a, &n);
+    db_store *s;
+    pt_err e = {0};
+    cr_assert_eq(db_open(P("full.db"), NULL, &s, &e), PT_OK, "%s", e.msg);
+    int64_t pages = 0, max = 0;
+    cr_assert_eq(db_query_int(s, "PRAGMA page_count", &pages, &e), PT_OK, "%s", e.msg);
+    char pragma[64];
+    snprintf(pragma, sizeof pragma, "PRAGMA max_page_count = %lld", (long long)pages + 12);
+    cr_assert_eq(db_query_int(s, pragma, &max, &e), PT_OK, "%s", e.msg);
+    fake f = {0};
+    sweep_opts o = {.strategy = SEARCH_ANNEAL, .budget = 40, .seed = 3, .threads = 2,
+                    .no_compile = true, .tool_version = "test", .git_rev = "test",
+                    .measure = fake_measure, .measure_ctx = &f, .fingerprint = &fake_fp,
+                    .stop = &f.stop};
+    sweep_summary sum;
+    int rc = sweep_run(s, p, n, &o, &sum, &e);
+    db_close(s);
+    cr_assert_neq(rc, PT_OK, "the sweep fit in %lld pages", (long long)max);
+    cr_expect_eq(rc, PT_EIO);
+    cr_expect(strstr(e.msg, "disk full"), "%s", e.msg);
+    cr_expect(sum.resumable, "the failed run is not marked resumable");
+    int64_t stored = query(P("full.db"), "SELECT count(*) FROM measurements");
+    cr_expect_gt(stored, 0, "nothing stored before the disk filled");
+    cr_expect_lt(stored, query(P("whole.db"), "SELECT count(*) FROM measurements"));
+    cr_expect_eq(query(P("full.db"), "SELECT count(*) FROM runs WHERE status = 'failed'"), 0,
+                 "the run was ended 'failed': not resumable");
+    /* space again: the same sweep resumes the run and finishes it */
+    fake f2 = {0};
+    sweep_summary s2;
+    fake_sweep(P("full.db"), SEARCH_ANNEAL, &f2, &fake_fp, &s2);
+    cr_expect(s2.resumed, "the same sweep started a new run");
+    cr_expect_eq(s2.run_id, sum.run_id);
+    cr_expect_eq(query(P("full.db"), "SELECT count(*) FROM runs"), 1);
+    cr_expect_eq(query(P("full.db"), "SELECT count(*) FROM runs WHERE status = 'done'"), 1);
+    cr_expect_eq(query(P("full.db"), "SELECT count(*) FROM measurements"),
+                 query(P("whole.db"), "SELECT count(*) FROM measurements"));
+    char *w1 = winners_of(P("whole.db")), *w2 = winners_of(P("full.db"));
+    cr_expect_str_eq(w1, w2);
+    free(w1);
+    free(w2);
+    cr_expect_eq(integrity(P("full.db")), PT_OK);
+    pt_arena_free(a);
 }
