@@ -33,7 +33,8 @@ static const char exec_usage[] =
     "--timeout bounds the emulator's wall-clock time (default 300 s; 0: none); the\n"
     "work guard also counts every CTA launched, so a huge grid ends early (step-cap).\n"
     "Reports and a summary go to stderr. Exit: 0 clean, 1 a detector fired or the\n"
-    "kernel faulted, 2 bad input, 4 no CUDA driver, 5 the emulator timed out (one\n"
+    "kernel faulted, 2 bad input (a launch the emulator refuses too), 4 no CUDA\n"
+    "driver, 5 the emulator timed out (one\n"
     "line: the timeout report).\n";
 
 enum { EXEC_EXIT_TIMEOUT = 5 };
@@ -151,7 +152,15 @@ int cmd_exec(int argc, char **argv)
                 cli_die(2, "bad --smem '%s' (bytes, 0..1048576)", optarg);
             break;
         }
-        case 't': eo.threads = atoi(optarg); break;
+        case 't': {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (end == optarg || *end || errno || v < 1 || v > 256)
+                cli_die(2, "bad --threads '%s' (an integer, 1..256)", optarg);
+            eo.threads = (int)v;
+            break;
+        }
         case 'a':
             if (nargs == 64)
                 cli_die(2, "too many --arg (64 at most)");
@@ -297,8 +306,8 @@ int cmd_exec(int argc, char **argv)
                  : run_emu(&eo, m, f->name, grid, block, (size_t)smem, nargs, xa);
     for (int i = 0; i < nouts; i++) {
         pt_err we = {0};
-        /* a run that timed out has no outputs to save */
-        if (rc != EXEC_EXIT_TIMEOUT &&
+        /* a run that timed out or never launched has no outputs to save */
+        if (rc != EXEC_EXIT_TIMEOUT && rc != 2 &&
             tuner_npy_write(outs[i].path, pt_dtype_get(outs[i].dt)->npy, 1, &outs[i].n,
                             outs[i].host, &we))
             cli_die(1, "%s", we.msg);
@@ -319,6 +328,8 @@ static int run_emu(const emu_opts *eo, ptx_module *m, const char *entry, const u
 {
     pt_err e = {0};
     emu_ctx *ctx = emu_new(eo);
+    if (!ctx)
+        cli_die(1, "emulator: out of memory");
     unsigned char vals[64][16];
     const void *argp[64];
     for (int i = 0; i < nargs; i++) {
@@ -363,8 +374,14 @@ static int run_emu(const emu_opts *eo, ptx_module *m, const char *entry, const u
         emu_free(ctx);
         return EXEC_EXIT_TIMEOUT;
     }
-    if (rc && !emu_nreports(ctx))
+    if (rc && !emu_nreports(ctx)) {
+        /* a launch the emulator refuses (block over .maxntid, too much shared
+         * memory) is bad input: its one line, no summary */
         fprintf(stderr, "ptxtune: %s\n", e.msg);
+        emu_kernel_free(k);
+        emu_free(ctx);
+        return rc == PT_EINVAL ? 2 : 1;
+    }
     for (int i = 0; i < nargs; i++) {
         pt_err re = {0};
         if (xa[i].kind == ARG_OUT && emu_read(ctx, xa[i].dptr, xa[i].out->host, xa[i].bytes, &re))

@@ -316,3 +316,35 @@ Test(exec, timeout)
         cr_expect_eq(count_lines(err), 1, "'%s': %s", bad[i], err);
     }
 }
+
+/* Issue 9 item 18: --threads is checked (exit 2 naming the value), and a
+ * launch the emulator refuses (block over .maxntid, too much shared
+ * memory) is bad input: one line, exit 2, no summary after it. */
+static const char maxntid_kernel[] = ".version 7.0\n.target sm_80\n.address_size 64\n\n"
+                                     ".visible .entry small()\n.maxntid 32, 1, 1\n{\n\tret;\n}\n";
+
+Test(exec, threads_and_launch_errors)
+{
+    write_file("small.ptx", maxntid_kernel, strlen(maxntid_kernel));
+    static const struct {
+        const char *args, *msg;
+    } bad[] = {
+        {"small.ptx --grid 1 --block 32 --threads abc", "bad --threads 'abc'"},
+        {"small.ptx --grid 1 --block 32 --threads 0", "bad --threads '0'"},
+        {"small.ptx --grid 1 --block 32 --threads -3", "bad --threads '-3'"},
+        {"small.ptx --grid 1 --block 32 --threads 100000", "bad --threads '100000'"},
+        {"small.ptx --grid 1 --block 32 --threads 2x", "bad --threads '2x'"},
+        {"small.ptx --grid 1 --block 64", "exceeds .maxntid"},
+        {"small.ptx --grid 1 --block 32 --smem 1000000", "exceed the limit"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char err[4096];
+        int rc = run(bad[i].args, err, sizeof err);
+        cr_expect_eq(rc, 2, "'%s' exited %d: %s", bad[i].args, rc, err);
+        cr_expect(strstr(err, bad[i].msg), "'%s': '%s' lacks '%s'", bad[i].args, err, bad[i].msg);
+        cr_expect_eq(count_lines(err), 1, "'%s': one line: %s", bad[i].args, err);
+    }
+    char err[4096];
+    int rc = run("small.ptx --grid 4 --block 32 --threads 2", err, sizeof err);
+    cr_expect_eq(rc, 0, "%s", err);
+}
