@@ -75,9 +75,11 @@ static int smem_limit(const pt_target *t)
 
 static const char *const reserved[] = {"acc", "alpha", "beta", "c"};
 /* Names an epilogue tensor may not take: the operands and output (tensor
- * names in tensors() and 'run --in'), the kernel's other parameters and
- * its shared array. */
-static const char *const taken[] = {"a", "b", "d", "ws", "scale_ab", "out_scale", "gemm_smem"};
+ * names in tensors() and 'run --in'), the kernel's other parameters, its
+ * shared array, and what PTX itself means by WARP_SZ and _ (an epilogue
+ * tensor's kernel parameter carries the tensor's name). */
+static const char *const taken[] = {"a", "b", "d", "ws", "scale_ab", "out_scale", "gemm_smem",
+                                    "WARP_SZ", "_"};
 
 /* Parses the epilogue (wrapped as "d = ..." unless written as a statement)
  * and classifies its inputs. */
@@ -125,13 +127,25 @@ static int parse_epilogue(pt_arena *a, pt_prepared *pp, const char *text, bool u
             }
         if (done)
             continue;
-        gemm_aux x = {t->name, GEMM_AUX_FULL, i};
         size_t blen = t->index ? strlen(t->name) - strlen(t->index) - 2 : strlen(t->name);
+        gemm_aux x = {t->name, pt_arena_printf(a, "%.*s", (int)blen, t->name), GEMM_AUX_FULL, i};
         for (size_t k = 0; k < sizeof taken / sizeof taken[0]; k++)
-            if (strlen(taken[k]) == blen && strncmp(t->name, taken[k], blen) == 0)
-                return pt_errf(e, PT_EINVAL,
-                               "epilogue: '%s' is reserved (a b c d acc alpha beta ws scale_ab "
-                               "out_scale gemm_smem): rename the tensor", taken[k]);
+            if (strcmp(x.base, taken[k]) == 0) {
+                char all[160] = "";
+                size_t len = 0;
+                for (size_t w = 0; w < sizeof reserved / sizeof reserved[0]; w++)
+                    len += (size_t)snprintf(all + len, sizeof all - len, "%s ", reserved[w]);
+                for (size_t w = 0; w < sizeof taken / sizeof taken[0] && len < sizeof all; w++)
+                    len += (size_t)snprintf(all + len, sizeof all - len, "%s%s", taken[w],
+                                            w + 1 < sizeof taken / sizeof taken[0] ? " " : "");
+                return pt_errf(e, PT_EINVAL, "epilogue: '%s' is reserved (%s): rename the tensor",
+                               taken[k], all);
+            }
+        /* a tensor is named by its base name (--in bias=..., parameter bias) */
+        for (int j = 0; j < pp->naux; j++)
+            if (strcmp(pp->aux[j].base, x.base) == 0)
+                return pt_errf(e, PT_EINVAL, "epilogue: '%s' and '%s' are two tensors named '%s': "
+                               "rename one", pp->aux[j].name, x.name, x.base);
         if (t->index) {
             size_t bl = strlen(t->name) - strlen(t->index) - 2;
             for (int k = 0; k < 4; k++)
@@ -705,11 +719,8 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
     if (pp->has_c)
         cp = param_ptr(&g, l, "c", (pt_arg){PT_ARG_INPUT, next_in++, 0, 0});
     ptx_reg aux[GEMM_MAX_AUX];
-    for (int j = 0; j < pp->naux; j++) {
-        char pn[16];
-        snprintf(pn, sizeof pn, "aux%d", j);
-        aux[j] = param_ptr(&g, l, pn, (pt_arg){PT_ARG_INPUT, next_in++, 0, 0});
-    }
+    for (int j = 0; j < pp->naux; j++)
+        aux[j] = param_ptr(&g, l, pp->aux[j].base, (pt_arg){PT_ARG_INPUT, next_in++, 0, 0});
     ptx_reg ws = {0};
     if (g.splitk > 1)
         ws = param_ptr(&g, l, "ws", (pt_arg){PT_ARG_WORKSPACE, 0, (uint64_t)ws_bytes(&g), 0});
@@ -826,7 +837,7 @@ static int tensors(const pt_prepared *pp, int *nin, int *nout, pt_tensor *in, pt
             continue;
         const gemm_aux *x = &pp->aux[j];
         int64_t numel = x->kind == GEMM_AUX_N ? pp->N : x->kind == GEMM_AUX_M ? pp->M : B * pp->M * pp->N;
-        in[n] = (pt_tensor){x->name, pp->aux_dt, numel, NULL};
+        in[n] = (pt_tensor){x->base, pp->aux_dt, numel, NULL};
     }
     *nin = n;
     *nout = 1;

@@ -54,6 +54,7 @@ typedef enum gemm_aux_kind {
 
 typedef struct gemm_aux {
     const char *name; /* as written: "bias[n]", "r" */
+    const char *base; /* "bias", "r": the tensor's name (tensors(), --in) and its parameter's */
     gemm_aux_kind kind;
     int input;        /* index in the epilogue program's inputs */
 } gemm_aux;

@@ -223,6 +223,9 @@ Test(gemm, epilogue_binds_vectors_and_tensors)
     cr_expect_eq(l.args[5].kind, PT_ARG_F32);
     cr_expect_float_eq(l.args[5].f, 0.5f, 0);
     cr_expect(strstr(t, "ex2.approx.ftz.f32"), "gelu's tanh");
+    cr_expect(strstr(t, ".param .u64 .ptr .global .align 16 bias,\n"), "the parameter is named bias");
+    cr_expect(strstr(t, ".param .u64 .ptr .global .align 16 r,\n"), "the parameter is named r");
+    cr_expect(!strstr(t, "aux0"));
     cr_expect_gt(count(t, "ld.global.nc.v4.b32"), 0, "bias[n] and r by 16 bytes");
     free(t);
     /* tensors() names them in parameter order */
@@ -236,7 +239,7 @@ Test(gemm, epilogue_binds_vectors_and_tensors)
     gen_gemm_op.tensors(pp, &nin, &nout, in, out);
     cr_expect_eq(nin, 4);
     cr_expect_eq(nout, 1);
-    cr_expect_str_eq(in[2].name, "bias[n]");
+    cr_expect_str_eq(in[2].name, "bias", "the tensor keeps the expression's name");
     cr_expect_eq(in[2].numel, 512);
     cr_expect_str_eq(in[3].name, "r");
     cr_expect_eq(in[3].numel, 256 * 512);
@@ -351,14 +354,19 @@ Test(gemm, bad_input_is_one_exact_line)
         {0, 0, 0, 0, 1, 0, "softmax(acc, -1)", "epilogue: reductions (sum, max, softmax, norms) are not supported"},
         {0, 0, 0, 0, 1, 0, "acc[n]", "epilogue: 'acc' cannot be indexed"},
         /* operand and parameter names are not epilogue tensors */
-        {0, 0, 0, 0, 1, 0, "acc + a", "epilogue: 'a' is reserved (a b c d acc alpha beta ws scale_ab out_scale gemm_smem): rename the tensor"},
-        {0, 0, 0, 0, 1, 0, "acc * b[n]", "epilogue: 'b' is reserved (a b c d acc alpha beta ws scale_ab out_scale gemm_smem): rename the tensor"},
-        {0, 0, 0, 0, 1, 0, "acc - d[m]", "epilogue: 'd' is reserved (a b c d acc alpha beta ws scale_ab out_scale gemm_smem): rename the tensor"},
-        {0, 0, 0, 0, 1, 0, "acc + ws", "epilogue: 'ws' is reserved (a b c d acc alpha beta ws scale_ab out_scale gemm_smem): rename the tensor"},
-        {0, 0, 0, 0, 1, 0, "acc * scale_ab", "epilogue: 'scale_ab' is reserved (a b c d acc alpha beta ws scale_ab out_scale gemm_smem): rename the tensor"},
-        {0, 0, 0, 0, 1, 0, "acc * out_scale[n]", "epilogue: 'out_scale' is reserved (a b c d acc alpha beta ws scale_ab out_scale gemm_smem): rename the tensor"},
-        {0, 0, 0, 0, 1, 0, "acc + gemm_smem", "epilogue: 'gemm_smem' is reserved (a b c d acc alpha beta ws scale_ab out_scale gemm_smem): rename the tensor"},
+        {0, 0, 0, 0, 1, 0, "acc + a", "epilogue: 'a' is reserved (acc alpha beta c a b d ws scale_ab out_scale gemm_smem WARP_SZ _): rename the tensor"},
+        {0, 0, 0, 0, 1, 0, "acc * b[n]", "epilogue: 'b' is reserved (acc alpha beta c a b d ws scale_ab out_scale gemm_smem WARP_SZ _): rename the tensor"},
+        {0, 0, 0, 0, 1, 0, "acc - d[m]", "epilogue: 'd' is reserved (acc alpha beta c a b d ws scale_ab out_scale gemm_smem WARP_SZ _): rename the tensor"},
+        {0, 0, 0, 0, 1, 0, "acc + ws", "epilogue: 'ws' is reserved (acc alpha beta c a b d ws scale_ab out_scale gemm_smem WARP_SZ _): rename the tensor"},
+        {0, 0, 0, 0, 1, 0, "acc * scale_ab", "epilogue: 'scale_ab' is reserved (acc alpha beta c a b d ws scale_ab out_scale gemm_smem WARP_SZ _): rename the tensor"},
+        {0, 0, 0, 0, 1, 0, "acc * out_scale[n]", "epilogue: 'out_scale' is reserved (acc alpha beta c a b d ws scale_ab out_scale gemm_smem WARP_SZ _): rename the tensor"},
+        {0, 0, 0, 0, 1, 0, "acc + gemm_smem", "epilogue: 'gemm_smem' is reserved (acc alpha beta c a b d ws scale_ab out_scale gemm_smem WARP_SZ _): rename the tensor"},
         {0, 0, 0, 0, 1, 0, "acc + c[n]", "epilogue: 'c' cannot be indexed"},
+        {0, 0, 0, 0, 1, 0, "acc + WARP_SZ", "epilogue: 'WARP_SZ' is reserved (acc alpha beta c a b d ws scale_ab out_scale gemm_smem WARP_SZ _): rename the tensor"},
+        {0, 0, 0, 0, 1, 0, "acc + _[n]", "epilogue: '_' is reserved (acc alpha beta c a b d ws scale_ab out_scale gemm_smem WARP_SZ _): rename the tensor"},
+        /* a tensor is named by its base name: one name, one tensor */
+        {0, 0, 0, 0, 1, 0, "acc * bias[n] + bias[m]", "epilogue: 'bias[n]' and 'bias[m]' are two tensors named 'bias': rename one"},
+        {0, 0, 0, 0, 1, 0, "acc + r + r[m]", "epilogue: 'r' and 'r[m]' are two tensors named 'r': rename one"},
     };
     for (size_t i = 0; i < sizeof bad2 / sizeof bad2[0]; i++) {
         pt_problem p = PT_GEMM(64, 48, 65, "nt", PT_BF16, PT_BF16);
@@ -818,6 +826,82 @@ Test(gemm, indexed_epilogue_inputs)
 static int run(const char *args, char *err, size_t n, char *out, size_t on)
 {
     return test_run_ptxtune(NULL, args, out, on, err, n);
+}
+
+/* A 1-D little-endian f32 .npy file. */
+static void write_npy_f32(const char *path, const float *v, int n)
+{
+    char dict[128];
+    int len = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%d,), }", n);
+    int total = (10 + len + 1 + 63) / 64 * 64;
+    FILE *f = fopen(path, "wb");
+    cr_assert(f, "cannot write %s", path);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    unsigned hl = (unsigned)(total - 10);
+    fputc((int)(hl & 0xff), f);
+    fputc((int)(hl >> 8), f);
+    fwrite(dict, 1, (size_t)len, f);
+    for (int i = 10 + len; i < total - 1; i++)
+        fputc(' ', f);
+    fputc('\n', f);
+    fwrite(v, sizeof *v, (size_t)n, f);
+    fclose(f);
+}
+
+/* The f32 values of a .npy file written by run --out (n of them). */
+static int read_npy_f32(const char *path, float *v, int n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    unsigned char h[10];
+    int got = -1;
+    if (fread(h, 1, 10, f) == 10 && fseek(f, 10 + (long)(h[8] | h[9] << 8), SEEK_SET) == 0)
+        got = (int)fread(v, sizeof *v, (size_t)n, f);
+    fclose(f);
+    return got;
+}
+
+/* Epilogue tensors keep the expression's names: --in bias=FILE feeds
+ * bias[n] (A and B zero, so D is bias in every row). */
+Test(gemm, cli_run_names_epilogue_tensors_as_written)
+{
+    char dir[] = "/tmp/ptxtune_gemm_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char path[600];
+    static float zero[16 * 32], bias[16];
+    for (int i = 0; i < 16; i++)
+        bias[i] = (float)i - 4.5f;
+    snprintf(path, sizeof path, "%s/z.npy", dir);
+    write_npy_f32(path, zero, 16 * 32);
+    snprintf(path, sizeof path, "%s/bias.npy", dir);
+    write_npy_f32(path, bias, 16);
+    char err[4096], out[4096];
+    int rc = test_run_ptxtune(dir,
+                              "run gemm --m 16 --n 16 --k 32 --dtype f16 --out-dtype f32 "
+                              "--epilogue 'acc + bias[n]' --in a=z.npy --in b=z.npy --in bias=bias.npy "
+                              "--out d=d.npy --backend emu --check",
+                              out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 0, "exit %d: %s", rc, err);
+    float d[16 * 16];
+    snprintf(path, sizeof path, "%s/d.npy", dir);
+    cr_assert_eq(read_npy_f32(path, d, 16 * 16), 16 * 16, "no d.npy: %s", err);
+    int wrong = 0;
+    for (int i = 0; i < 16 * 16; i++)
+        wrong += d[i] != bias[i % 16];
+    cr_expect_eq(wrong, 0, "%d elements of D are not bias[n]", wrong);
+    /* the old name is gone */
+    rc = test_run_ptxtune(dir,
+                          "run gemm --m 16 --n 16 --k 32 --dtype f16 --out-dtype f32 "
+                          "--epilogue 'acc + bias[n]' --in 'bias[n]=bias.npy' --backend emu",
+                          out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 2, "%s", err);
+    cr_expect(strstr(err, "no input named 'bias[n]'"), "%s", err);
+    for (const char *f = "z.npy\0bias.npy\0d.npy\0"; *f; f += strlen(f) + 1) {
+        snprintf(path, sizeof path, "%s/%s", dir, f);
+        remove(path);
+    }
+    rmdir(dir);
 }
 
 Test(gemm, cli_emit)
