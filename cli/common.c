@@ -158,7 +158,11 @@ void cli_parse_problem(int argc, char **argv, cli_problem *cp, const char *usage
         case OPT_M: cp->prob.m = opt_int("m", optarg); break;
         case OPT_N: cp->prob.n = opt_int("n", optarg); break;
         case OPT_K: cp->prob.k = opt_int("k", optarg); break;
-        case OPT_BATCH: cp->prob.batch = opt_int("batch", optarg); break;
+        case OPT_BATCH: /* the problem's 0 means "not batched"; a given 0 is bad input */
+            cp->prob.batch = opt_int("batch", optarg);
+            if (cp->prob.batch < 1)
+                cli_die(2, "bad value '%s' for --batch (at least 1)", optarg);
+            break;
         case OPT_LAYOUT: cp->prob.layout = optarg; break;
         case OPT_DCOL: cp->prob.d_colmajor = true; break;
         case OPT_EPI: cp->prob.epilogue = optarg; break;
