@@ -193,8 +193,9 @@ int cmd_import(int argc, char **argv)
 
 static const char db_usage[] =
     "usage: ptxtune db merge --db DST SRC...      merge stores or bundles into DST\n"
-    "       ptxtune db check --db FILE             integrity check and row counts; exit 0\n"
-    "              intact, 2 not a store or damaged (the first problem named), 1 unreadable\n"
+    "       ptxtune db check --db FILE             integrity check, keys and hashes, row counts;\n"
+    "              exit 0 intact, 2 not a store or damaged (the first problem named),\n"
+    "              1 unreadable\n"
     "       ptxtune db runs --db FILE              runs: id, uuid, fingerprint, strategy, status\n"
     "       ptxtune db fingerprints --db FILE      fingerprints with every field\n"
     "       ptxtune db lookup --db FILE --gpu FP OP KEY=VALUE...\n"
@@ -310,16 +311,16 @@ int cmd_db(int argc, char **argv)
     if (strcmp(sub, "lookup") != 0 && optind < argc)
         cli_die(2, "unexpected argument '%s'", argv[optind]);
     if (strcmp(sub, "check") == 0) {
-        /* exit 0 intact; 2 not a store, or damaged (the first problem named);
-         * 1 unreadable (I/O) */
+        /* exit 0 intact; 2 not a store, damaged, or a key or hash that does not
+         * match its row (the first problem named); 1 unreadable (I/O) */
         db_store *s = open_db(dbp, false);
         char msg[1024];
-        if (db_integrity(s, msg, sizeof msg, &e))
+        if (db_integrity(s, msg, sizeof msg, &e) || db_verify(s, &e))
             cli_die(exit_code(e.code), "%s", e.msg);
         db_counts n;
         if (db_count(s, &n, &e))
             cli_die(exit_code(e.code), "%s", e.msg);
-        printf("%s: integrity ok, schema version %d; %lld fingerprints, %lld problems, %lld "
+        printf("%s: integrity ok, keys and hashes ok, schema version %d; %lld fingerprints, %lld problems, %lld "
                "kernels (%lld cubins), %lld runs, %lld measurements, %lld winners\n",
                dbp, db_schema_version(s), (long long)n.fingerprints, (long long)n.problems,
                (long long)n.kernels, (long long)n.cubins, (long long)n.runs,

@@ -37,6 +37,9 @@ int db_schema_version(db_store *s);
  * msg and e. Every open for writing runs it first and refuses a damaged
  * store. */
 int db_integrity(db_store *s, char *msg, size_t n, pt_err *e);
+/* Every fingerprint key is the hash of its fields and every kernel hash that
+ * of its PTX (a store edited by hand); PT_EINVAL names the first bad row. */
+int db_verify(db_store *s, pt_err *e);
 /* True when the store's last failure was a full disk or an I/O error (the
  * write may succeed once the cause is gone): a sweep then keeps its run
  * resumable instead of failing it. */

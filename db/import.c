@@ -547,6 +547,12 @@ static const char fp_sql[] =
     " f.generator, f.protocol FROM src.fingerprints f" FP_FILTER " ORDER BY f.id";
 static const char kernel_sql[] =
     "SELECT k.id, k.hash, k.ptx FROM src.kernels k" K_FILTER " ORDER BY k.id";
+/* the store's own rows (db_verify); ?1 is bound and unused */
+static const char main_fp_sql[] =
+    "SELECT f.id, f.key, f.gpu, f.cc, f.sm_count, f.driver, f.compiler, f.ptx_version,"
+    " f.generator, f.protocol FROM main.fingerprints f WHERE ?1 = ?1 ORDER BY f.id";
+static const char main_kernel_sql[] =
+    "SELECT k.id, k.hash, k.ptx FROM main.kernels k WHERE ?1 = ?1 ORDER BY k.id";
 /* one reason per bad run; NULL when the run is fine */
 static const char run_sql[] =
     "SELECT r.id, r.uuid, CASE"
@@ -605,9 +611,9 @@ static bool col_int32(sqlite3_stmt *st, int i)
     return x >= INT_MIN && x <= INT_MAX;
 }
 
-static int verify_fingerprints(db_store *s, bool filtered, vctx *v, pt_err *e)
+static int verify_fingerprints(db_store *s, const char *sql, bool filtered, vctx *v, pt_err *e)
 {
-    sqlite3_stmt *st = db__prepare(s, fp_sql, e);
+    sqlite3_stmt *st = db__prepare(s, sql, e);
     if (!st)
         return e->code;
     sqlite3_bind_int(st, 1, filtered);
@@ -637,9 +643,9 @@ static int verify_fingerprints(db_store *s, bool filtered, vctx *v, pt_err *e)
     return rc == SQLITE_DONE ? PT_OK : db__fail(s, rc, "checking the source's fingerprints", e);
 }
 
-static int verify_kernels(db_store *s, bool filtered, vctx *v, pt_err *e)
+static int verify_kernels(db_store *s, const char *sql, bool filtered, vctx *v, pt_err *e)
 {
-    sqlite3_stmt *st = db__prepare(s, kernel_sql, e);
+    sqlite3_stmt *st = db__prepare(s, sql, e);
     if (!st)
         return e->code;
     sqlite3_bind_int(st, 1, filtered);
@@ -705,9 +711,9 @@ int db__merge_verify(db_store *s, bool filtered, const char *src_name, pt_err *e
     vctx v = {0};
     int rc = verify_integrity(s, src_name, e);
     if (!rc)
-        rc = verify_fingerprints(s, filtered, &v, e);
+        rc = verify_fingerprints(s, fp_sql, filtered, &v, e);
     if (!rc)
-        rc = verify_kernels(s, filtered, &v, e);
+        rc = verify_kernels(s, kernel_sql, filtered, &v, e);
     if (!rc)
         rc = verify_reasons(s, run_sql, filtered, "run", &v, e);
     if (!rc)
@@ -715,5 +721,17 @@ int db__merge_verify(db_store *s, bool filtered, const char *src_name, pt_err *e
     if (!rc && v.bad)
         rc = pt_errf(e, PT_EINVAL, "%s: %lld rows refused, nothing merged; first: %s", src_name,
                      (long long)v.bad, v.first);
+    return rc;
+}
+
+int db_verify(db_store *s, pt_err *e)
+{
+    vctx v = {0};
+    int rc = verify_fingerprints(s, main_fp_sql, false, &v, e);
+    if (!rc)
+        rc = verify_kernels(s, main_kernel_sql, false, &v, e);
+    if (!rc && v.bad)
+        rc = pt_errf(e, PT_EINVAL, "%s: %lld rows do not match their identity; first: %s",
+                     s->path, (long long)v.bad, v.first);
     return rc;
 }

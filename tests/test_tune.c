@@ -717,6 +717,16 @@ Test(tune, writers_refuse_a_store_that_fails_the_integrity_check, .timeout = 300
     rc = cli("db check --db other.db", out, sizeof out, err, sizeof err);
     cr_expect_eq(rc, 0, "%s", err);
     cr_expect(strstr(out, "integrity ok"), "%s", out);
+    /* a kernel edited in place: the pages are sound, the identity is not */
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open(P("other.db"), &h), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(h, "UPDATE kernels SET ptx = ptx || '// edited'", NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(h);
+    rc = cli("db check --db other.db", out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 2, "db check exit %d: %s", rc, err);
+    cr_expect(strstr(err, "does not match its PTX"), "%s", err);
+    cr_expect_eq(lines(err), 1, "%s", err);
 }
 
 /* A sweep that hits a full disk (SQLITE_FULL: PRAGMA max_page_count on its
