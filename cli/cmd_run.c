@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "gen/elementwise.h"
@@ -151,6 +152,33 @@ static void split_item(const char *item, const char *opt, char *name, size_t n, 
     memcpy(name, item, (size_t)(eq - item));
     name[eq - item] = '\0';
     *file = eq + 1;
+}
+
+/* Every --out before anything runs: not an input, not another output, not
+ * a directory (an output that is an input would destroy the data it was
+ * computed from). */
+static void check_outputs(const run_opts *ro)
+{
+    for (int i = 0; i < ro->nout; i++) {
+        char name[64], other[64];
+        const char *file, *f2;
+        split_item(ro->out[i], "--out", name, sizeof name, &file);
+        struct stat st;
+        if (stat(file, &st) == 0 && S_ISDIR(st.st_mode))
+            cli_die(2, "--out '%s': '%s' is a directory", ro->out[i], file);
+        for (int j = 0; j < ro->nin; j++) {
+            split_item(ro->in[j], "--in", other, sizeof other, &f2);
+            if (strcmp(file, f2) == 0 || pt_same_file(file, f2))
+                cli_die(2, "--out '%s': '%s' is also an input (--in %s)", ro->out[i], file,
+                        ro->in[j]);
+        }
+        for (int j = 0; j < i; j++) {
+            split_item(ro->out[j], "--out", other, sizeof other, &f2);
+            if (strcmp(file, f2) == 0 || pt_same_file(file, f2))
+                cli_die(2, "--out '%s': '%s' is also written by --out %s", ro->out[i], file,
+                        ro->out[j]);
+        }
+    }
 }
 
 static pt_target device_target(const tuner_devinfo *di)
@@ -396,6 +424,7 @@ int cmd_run(int argc, char **argv)
     argc = take_options(argc, argv, &ro);
     cli_problem cp;
     cli_parse_problem(argc, argv, &cp, run_usage);
+    check_outputs(&ro);
     const char *backend = cp.backend ? cp.backend : "cuda";
     if (strcmp(backend, "cuda") && strcmp(backend, "emu") && strcmp(backend, "mock"))
         cli_die(2, "unknown backend '%s' (cuda, emu, mock)", backend);

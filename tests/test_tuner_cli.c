@@ -134,3 +134,102 @@ Test(tuner_cli, bad_input_exits_2)
         cr_expect_eq(lines(err), 1, "'%s': %s", bad[i].args, err);
     }
 }
+
+/* A .npy file of 2x3 float32 written by hand: fortran_order fo (a literal
+ * header value), data as given. */
+static void write_npy(const char *path, const char *fo, const float *v, int n)
+{
+    char h[128];
+    int len = snprintf(h, sizeof h, "{'descr': '<f4', 'fortran_order': %s, 'shape': (2, 3), }", fo);
+    while ((10 + len + 1) % 64)
+        h[len++] = ' ';
+    h[len++] = '\n';
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)len, 0};
+    fwrite(pre, 1, 10, f);
+    fwrite(h, 1, (size_t)len, f);
+    fwrite(v, sizeof *v, (size_t)n, f);
+    fclose(f);
+}
+
+/* fortran_order: True is data in column order: read it transposed into C
+ * order (issue 9 item 18), and refuse a value that is not a bool. */
+Test(tuner_cli, npy_fortran_order_is_transposed)
+{
+    char dir[] = "/tmp/ptxtune_npyf_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char in[256], bad[256], outp[256], args[1024], out[65536], err[4096];
+    snprintf(in, sizeof in, "%s/f.npy", dir);
+    snprintf(bad, sizeof bad, "%s/b.npy", dir);
+    snprintf(outp, sizeof outp, "%s/y.npy", dir);
+    /* C-order x = [[0, 1, 2], [3, 4, 5]] stored column by column */
+    const float fdata[6] = {0, 3, 1, 4, 2, 5};
+    write_npy(in, "True", fdata, 6);
+    write_npy(bad, "1", fdata, 6);
+    tuner_npy n;
+    pt_err e = {0};
+    cr_assert_eq(tuner_npy_read(in, &n, &e), PT_OK, "%s", e.msg);
+    for (int i = 0; i < 6; i++)
+        cr_expect_float_eq(((float *)n.data)[i], (float)i, 0, "[%d]", i);
+    tuner_npy_free(&n);
+    snprintf(args, sizeof args,
+             "run elementwise --expr 'y = x * 2 + 1' --shape x=2x3 --backend emu --in x=%s --out y=%s",
+             in, outp);
+    cr_assert_eq(run(args, out, sizeof out, err, sizeof err), 0, "%s%s", out, err);
+    cr_assert_eq(tuner_npy_read(outp, &n, &e), PT_OK, "%s", e.msg);
+    for (int i = 0; i < 6; i++)
+        cr_expect_float_eq(((float *)n.data)[i], (float)(2 * i + 1), 1e-6, "y[%d]", i);
+    tuner_npy_free(&n);
+    snprintf(args, sizeof args,
+             "run elementwise --expr 'y = x * 2 + 1' --shape x=2x3 --backend emu --in x=%s", bad);
+    cr_expect_eq(run(args, out, sizeof out, err, sizeof err), 2, "%s", err);
+    cr_expect(strstr(err, "bad fortran_order"), "%s", err);
+    cr_expect_eq(lines(err), 1, "%s", err);
+    remove(in);
+    remove(bad);
+    remove(outp);
+    rmdir(dir);
+}
+
+/* An --out that is an --in (or another --out) is refused before anything
+ * runs, and the input survives; a directory says so (issue 9 item 18). */
+Test(tuner_cli, npy_output_that_is_an_input_is_refused)
+{
+    char dir[] = "/tmp/ptxtune_npyo_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char in[256], link[256], args[1024], out[65536], err[4096];
+    snprintf(in, sizeof in, "%s/x.npy", dir);
+    snprintf(link, sizeof link, "%s/l.npy", dir);
+    const float v[6] = {1, 2, 3, 4, 5, 6};
+    write_npy(in, "False", v, 6);
+    cr_assert_eq(symlink(in, link), 0);
+    const char *outs[] = {in, link};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args,
+                 "run elementwise --expr 'y = x * 2' --shape x=2x3 --backend emu --in x=%s --out y=%s",
+                 in, outs[i]);
+        cr_expect_eq(run(args, out, sizeof out, err, sizeof err), 2, "%s: %s", args, err);
+        cr_expect(strstr(err, "is also an input"), "%s", err);
+        cr_expect_eq(lines(err), 1, "%s", err);
+    }
+    tuner_npy n;
+    pt_err e = {0};
+    cr_assert_eq(tuner_npy_read(in, &n, &e), PT_OK, "%s", e.msg);
+    for (int i = 0; i < 6; i++)
+        cr_expect_float_eq(((float *)n.data)[i], v[i], 0, "the input changed at [%d]", i);
+    tuner_npy_free(&n);
+    snprintf(args, sizeof args,
+             "run elementwise --expr 'y = x * 2' --shape x=2x3 --backend emu --in x=%s", dir);
+    cr_expect_eq(run(args, out, sizeof out, err, sizeof err), 2, "%s", err);
+    cr_expect(strstr(err, "is a directory"), "%s", err);
+    cr_expect_eq(lines(err), 1, "%s", err);
+    snprintf(args, sizeof args,
+             "run elementwise --expr 'y = x * 2' --shape x=2x3 --backend emu --out y=%s", dir);
+    cr_expect_eq(run(args, out, sizeof out, err, sizeof err), 2, "%s", err);
+    cr_expect(strstr(err, "is a directory"), "%s", err);
+    cr_expect_eq(lines(err), 1, "%s", err);
+    remove(link);
+    remove(in);
+    rmdir(dir);
+}

@@ -1,8 +1,11 @@
 /* .npy reading and writing (format in npy.h). The header is a Python dict
- * literal; we read the three keys NumPy writes and refuse what we cannot
- * represent (Fortran order, big-endian, object arrays). */
+ * literal; we read the three keys NumPy writes, transpose Fortran-order data
+ * into C order and refuse what we cannot represent (big-endian, object
+ * arrays). */
 #include "tuner/npy.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +26,30 @@ static const char *find_key(const char *h, size_t n, const char *key)
         }
     }
     return NULL;
+}
+
+/* Fortran order (first index fastest) into C order (last index fastest):
+ * walks the C-order index, keeping the Fortran offset alongside. */
+static void fortran_to_c(tuner_npy *n, const unsigned char *src)
+{
+    int64_t idx[TUNER_NPY_MAX_DIMS] = {0}, fstride[TUNER_NPY_MAX_DIMS];
+    int64_t s = 1;
+    for (int d = 0; d < n->ndim; d++) {
+        fstride[d] = s;
+        s *= n->shape[d];
+    }
+    unsigned char *dst = n->data;
+    int64_t off = 0;
+    for (int64_t i = 0; i < n->numel; i++) {
+        memcpy(dst + (size_t)i * n->itemsize, src + (size_t)off * n->itemsize, n->itemsize);
+        for (int d = n->ndim - 1; d >= 0; d--) {
+            off += fstride[d];
+            if (++idx[d] < n->shape[d])
+                break;
+            off -= fstride[d] * n->shape[d];
+            idx[d] = 0;
+        }
+    }
 }
 
 int tuner_npy_parse(const void *buf, size_t len, const char *name, tuner_npy *out, pt_err *e)
@@ -61,8 +88,16 @@ int tuner_npy_parse(const void *buf, size_t len, const char *name, tuner_npy *ou
         return pt_errf(e, PT_EPARSE, "%s: bad descr", name);
     memcpy(out->descr, d, dl);
     out->descr[dl] = '\0';
-    if ((size_t)(end - f) >= 4 && memcmp(f, "True", 4) == 0)
-        return pt_errf(e, PT_EUNSUPPORTED, "%s: Fortran-order arrays are not supported", name);
+    /* NumPy writes a bool here; anything else would be read as C order */
+    bool fortran;
+    if ((size_t)(end - f) >= 4 && memcmp(f, "True", 4) == 0 &&
+        (end - f == 4 || !isalnum((unsigned char)f[4])))
+        fortran = true;
+    else if ((size_t)(end - f) >= 5 && memcmp(f, "False", 5) == 0 &&
+             (end - f == 5 || !isalnum((unsigned char)f[5])))
+        fortran = false;
+    else
+        return pt_errf(e, PT_EPARSE, "%s: bad fortran_order (True or False)", name);
     if (out->descr[0] == '>' && strcmp(out->descr + 1, "u1") && strcmp(out->descr + 1, "i1"))
         return pt_errf(e, PT_EUNSUPPORTED, "%s: big-endian data (%s) is not supported", name,
                        out->descr);
@@ -107,7 +142,10 @@ int tuner_npy_parse(const void *buf, size_t len, const char *name, tuner_npy *ou
     out->data = malloc(bytes ? bytes : 1);
     if (!out->data)
         return pt_errf(e, PT_ENOMEM, "%s: out of memory", name);
-    memcpy(out->data, b + hoff + hlen, bytes);
+    if (fortran && out->ndim > 1)
+        fortran_to_c(out, b + hoff + hlen);
+    else
+        memcpy(out->data, b + hoff + hlen, bytes);
     return PT_OK;
 }
 
@@ -116,16 +154,17 @@ int tuner_npy_read(const char *path, tuner_npy *out, pt_err *e)
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
     if (!f)
-        return pt_errf(e, PT_EIO, "cannot open '%s'", path);
+        return pt_errf(e, PT_EIO, "cannot open '%s': %s", path, strerror(errno));
     pt_buf b;
     pt_buf_init(&b);
     char tmp[65536];
     size_t n;
     while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
         pt_buf_putn(&b, tmp, n);
-    int bad = ferror(f);
+    int bad = ferror(f) ? errno : 0;
     fclose(f);
-    int rc = bad ? pt_errf(e, PT_EIO, "cannot read '%s'", path)
+    int rc = bad ? pt_errf(e, PT_EIO, "cannot read '%s': %s", path,
+                           bad == EISDIR ? "is a directory" : strerror(bad))
                  : tuner_npy_parse(b.s, b.len, path, out, e);
     pt_buf_free(&b);
     return rc;
@@ -157,16 +196,21 @@ int tuner_npy_write(const char *path, const char *descr, int ndim, const int64_t
         h[len++] = ' ';
     h[len++] = '\n';
     size_t item = (size_t)strtol(descr + 2, NULL, 10);
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return pt_errf(e, PT_EIO, "cannot write '%s'", path);
+    pt_wfile w;
+    int rc = pt_wfile_open(&w, path, e);
+    if (rc)
+        return rc;
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(len & 0xff),
                              (unsigned char)(len >> 8)};
     size_t bytes = (size_t)numel * item;
+    FILE *f = w.f;
     bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(h, 1, (size_t)len, f) == (size_t)len &&
               (bytes == 0 || fwrite(data, 1, bytes, f) == bytes);
-    ok = fclose(f) == 0 && ok;
-    return ok ? PT_OK : pt_errf(e, PT_EIO, "cannot write '%s'", path);
+    if (!ok) {
+        pt_wfile_abort(&w);
+        return pt_errf(e, PT_EIO, "cannot write '%s'", path);
+    }
+    return pt_wfile_commit(&w, e);
 }
 
 static bool descr_eq(const char *a, const char *b)

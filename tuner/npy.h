@@ -1,6 +1,8 @@
-/* .npy files (NumPy format 1.0, 2.0 and 3.0): C order, little-endian, one
- * array. Our dtypes map to descrs by the dtype table's npy column: f32
- * '<f4', f16 '<f2', bf16 as its bits '<u2', e4m3/e5m2 as their bits '|u1'.
+/* .npy files (NumPy format 1.0, 2.0 and 3.0): little-endian, one array,
+ * read in C order (Fortran-order data is transposed), written in C order
+ * through pt_wfile (a temporary file renamed into place). Our dtypes map to
+ * descrs by the dtype table's npy column: f32 '<f4', f16 '<f2', bf16 as its
+ * bits '<u2', e4m3/e5m2 as their bits '|u1'.
  * Malformed files give an error naming what is wrong; nothing is read past
  * the buffer. */
 #ifndef TUNER_NPY_H
