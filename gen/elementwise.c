@@ -30,6 +30,11 @@
 #include "gen/expr_ptx.h"
 
 enum { EW_MAX_TENSORS = 8 };
+/* Most elements of the broadcast shape (a kernel's tensors then fit every
+ * 64-bit index product, and 2^40 f32 values are 4 TB already). */
+#define EW_MAX_NUMEL ((int64_t)1 << 40)
+/* Most blocks in grid.x. */
+#define EW_MAX_GRID ((int64_t)0x7fffffff)
 
 /* How a tensor maps onto the rows x cols view. */
 typedef enum ew_layout {
@@ -116,14 +121,17 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
                        EW_MAX_TENSORS);
     if (p->ninputs == 0)
         return pt_errf(e, PT_EINVAL, "expression has no input tensor");
-    int64_t maxel = p->rows * p->cols;
     for (int i = 0; i < p->ninputs; i++)
         pp->in_layout[i] = classify(p, &p->inputs[i]);
     for (int i = 0; i < p->noutputs; i++)
         pp->out_layout[i] = classify(p, &p->outputs[i]);
-    if (p->rows > INT64_MAX / p->cols || maxel > ((int64_t)1 << 40))
-        return pt_errf(e, PT_ERANGE, "shape too large: %lld elements",
-                       (long long)maxel);
+    /* ex_bind keeps rows*cols within 2^48; checked all the same */
+    int64_t maxel;
+    if (__builtin_mul_overflow(p->rows, p->cols, &maxel) || maxel > EW_MAX_NUMEL) {
+        char sb[160];
+        ex_shape_str(&p->full, sb, sizeof sb);
+        return pt_errf(e, PT_ERANGE, "shape too large: %s has more than 2^40 elements", sb);
+    }
     pp->idx64 = maxel >= ((int64_t)1 << 31);
     if (p->rows >= ((int64_t)1 << 31))
         return pt_errf(e, PT_ERANGE, "too many rows (%lld): the grid is limited to 2^31-1 blocks",
@@ -195,6 +203,14 @@ static void defaults(const pt_prepared *pp, const pt_target *t, pt_config *c)
     while (vec > 1 && pp->prog->cols % vec)
         vec /= 2;
     pt_config_set(c, "vec", vec);
+    if (!pp->prog->has_reduction) {
+        /* a grid that fits grid.x: more chunks per thread, then per block */
+        pt_err e = {0};
+        for (int64_t u = 2; u <= 4 && check(pp, t, c, &e); u *= 2)
+            pt_config_set(c, "unroll", u);
+        for (int64_t b = 256; b <= 512 && check(pp, t, c, &e); b *= 2)
+            pt_config_set(c, "tpb", b);
+    }
     if (pp->prog->has_reduction) {
         /* enough warps that each thread holds at most 4 chunks */
         int64_t wpr = 1;
@@ -250,6 +266,11 @@ static int check(const pt_prepared *pp, const pt_target *t, const pt_config *c, 
         int64_t unroll = pt_config_get(c, "unroll", 1);
         if (unroll < 1 || unroll > 8)
             return pt_errf(e, PT_EINVAL, "unroll=%lld: must be 1..8", (long long)unroll);
+        int64_t per = tpb * vec * unroll, n = p->rows * p->cols; /* both small: no overflow */
+        if ((n + per - 1) / per > EW_MAX_GRID)
+            return pt_errf(e, PT_EINVAL,
+                           "tpb*vec*unroll=%lld needs %lld blocks for %lld elements (at most 2^31-1): raise vec, unroll or tpb",
+                           (long long)per, (long long)((n + per - 1) / per), (long long)n);
         if (vec > 1 && p->cols % vec && !all_full_or_scalar(pp))
             return pt_errf(e, PT_EINVAL,
                            "vec=%lld does not divide the last dim %lld of a broadcast operand",
@@ -710,9 +731,9 @@ static int emit_flat(ew *w, pt_launch *l)
     const ex_prog *p = w->p;
     int64_t n = p->rows * p->cols;
     int64_t per_block = w->tpb * w->vec * w->unroll;
-    l->grid[0] = (unsigned)((n + per_block - 1) / per_block);
-    if ((n + per_block - 1) / per_block > 0x7fffffff)
+    if ((n + per_block - 1) / per_block > EW_MAX_GRID) /* check() refuses these */
         return pt_errf(&f->mod->err, PT_ERANGE, "grid too large");
+    l->grid[0] = (unsigned)((n + per_block - 1) / per_block);
     bool *need = pt_arena_alloc(f->mod->arena, (size_t)p->nnodes);
     int roots[EW_MAX_TENSORS];
     for (int o = 0; o < p->noutputs; o++)
@@ -1313,8 +1334,10 @@ static int reference_at(const pt_prepared *pp, const pt_tensor *in, int out, con
 /* Accumulation magnitude (pt_op.magnitude, for the verifier's error
  * model): ex_magnitude of the program (inputs exact) on the rows the
  * indices touch, one row at a time as reference_at evaluates them, times
- * the fp8 output scale. The accumulation: f32 row sums of cols terms; none
- * without a reduction. */
+ * the fp8 output scale. The accumulation: f32 row sums; every config
+ * spreads a row over at least one warp, so the longest chain of dependent
+ * additions is a lane's ceil(cols/32) terms, then at most 10 combining
+ * steps (5 shuffle levels, 5 across warps); none without a reduction. */
 static int magnitude(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
                      int64_t n, double *mag, pt_accum *acc, pt_err *e)
 {
@@ -1322,7 +1345,7 @@ static int magnitude(const pt_prepared *pp, const pt_tensor *in, int out, const 
     if (out < 0 || out >= p->noutputs)
         return pt_errf(e, PT_EINVAL, "magnitude: no output %d", out);
     acc->dtype = PT_F32;
-    acc->len = p->has_reduction ? p->cols : 0;
+    acc->len = p->has_reduction ? (p->cols + 31) / 32 + 10 : 0; /* >= a warp per row */
     for (int64_t j = 0; j < n; j++)
         mag[j] = 0.0;
     if (!p->has_reduction)

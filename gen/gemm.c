@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "gen/gemm_int.h"
+#include "gen/expr_mag.h"
 
 #define NOM PTX_NOMODS
 #define M1(a) PTX_MODS(a)
@@ -1087,6 +1088,108 @@ static int reference_at(const pt_prepared *pp, const pt_tensor *in, int out, con
     return PT_OK;
 }
 
+/* Accumulation magnitude (pt_op.magnitude, for the verifier's error
+ * model): per element of D, |scale_a*scale_b| * sum_k |a_mk| |b_kn| (tf32
+ * operands rounded as the reference rounds them), carried through the
+ * epilogue to first order by ex_magnitude on the element's own input values
+ * (the 1x1 program reference_at evaluates), times the fp8 output scale.
+ * The accumulation: K terms in f32, or in s32 (exact) for 8-bit integers. */
+static double absacc_at(const pt_prepared *pp, const double *A, const double *B, int64_t b,
+                        int64_t m, int64_t n)
+{
+    bool tf32 = pp->at->tf32;
+    const double *a = A + b * pp->sa, *bb = B + b * pp->sb;
+    int64_t as = pp->a_kmajor ? 1 : pp->lda, bs = pp->b_kmajor ? 1 : pp->ldb;
+    a += pp->a_kmajor ? m * pp->lda : m;
+    bb += pp->b_kmajor ? n * pp->ldb : n;
+    double s = 0.0;
+    for (int64_t k = 0; k < pp->K; k++) {
+        double x = a[k * as], y = bb[k * bs];
+        if (tf32) {
+            x = pt_dtype_round(PT_TF32, x);
+            y = pt_dtype_round(PT_TF32, y);
+        }
+        s += fabs(x * y);
+    }
+    return s;
+}
+
+static int magnitude(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
+                     int64_t n, double *mag, pt_accum *acc, pt_err *e)
+{
+    if (out != 0)
+        return pt_errf(e, PT_EINVAL, "magnitude: no output %d", out);
+    acc->dtype = pp->at->int_acc ? PT_S32 : PT_F32;
+    acc->len = pp->K;
+    const double *A = in[0].data, *Bm = in[1].data;
+    const double *C = pp->has_c ? in[2].data : NULL;
+    int64_t rows = pp->d_col ? pp->N : pp->M, cols = pp->d_col ? pp->M : pp->N;
+    int64_t total = pp->batch * pp->sd;
+    const ex_prog *p = pp->epi;
+    ex_prog one;
+    const double *ptrs[32], *mptrs[32];
+    double v[32], mv[32];
+    double res = 0, *resp = &res;
+    if (p) {
+        if (p->ninputs > 32)
+            return pt_errf(e, PT_EINVAL, "magnitude: too many epilogue inputs");
+        one = *p;
+        one.rows = 1;
+        one.cols = 1;
+        for (int i = 0; i < p->ninputs; i++) {
+            ptrs[i] = &v[i];
+            mptrs[i] = &mv[i];
+            mv[i] = 0.0;
+        }
+    }
+    for (int64_t j = 0; j < n; j++) {
+        int64_t at = idx ? idx[j] : j;
+        mag[j] = 0.0;
+        if (at < 0 || at >= total)
+            return pt_errf(e, PT_ERANGE, "magnitude: index %lld outside d (%lld elements)",
+                           (long long)at, (long long)total);
+        int64_t b = at / pp->sd, r = at % pp->sd;
+        int64_t row = r / pp->ldd, col = r % pp->ldd;
+        if (pp->at->int_acc || row >= rows || col >= cols)
+            continue; /* exact sums, or padding between rows */
+        int64_t m = pp->d_col ? col : row, nn = pp->d_col ? row : col;
+        double g = fabs((double)pp->scale_ab) * absacc_at(pp, A, Bm, b, m, nn);
+        if (!p) {
+            mag[j] = g;
+            continue;
+        }
+        double cv = C ? C[dpos(pp, b, m, nn, pp->ldc, pp->sc)] : 0.0;
+        for (int i = 0; i < p->ninputs; i++) {
+            if (i == pp->in_acc)
+                v[i] = acc_at(pp, A, Bm, b, m, nn) * (double)pp->scale_ab;
+            else if (i == pp->in_alpha)
+                v[i] = pp->alpha;
+            else if (i == pp->in_beta)
+                v[i] = pp->beta;
+            else if (i == pp->in_c)
+                v[i] = cv;
+            else
+                for (int q = 0; q < pp->naux; q++) {
+                    if (pp->aux[q].input != i)
+                        continue;
+                    const double *x = in[2 + (pp->has_c ? 1 : 0) + q].data;
+                    v[i] = pp->aux[q].kind == GEMM_AUX_N ? x[nn]
+                         : pp->aux[q].kind == GEMM_AUX_M ? x[m]
+                                                         : x[dpos(pp, b, m, nn, cols, pp->saux)];
+                }
+        }
+        if (pp->in_acc >= 0)
+            mv[pp->in_acc] = g;
+        int rc = ex_magnitude(&one, ptrs, mptrs, &resp, e);
+        if (rc)
+            return rc;
+        mag[j] = res;
+        if (pp->out_dt == PT_E4M3 || pp->out_dt == PT_E5M2)
+            mag[j] *= fabs((double)pp->out_scale);
+    }
+    return PT_OK;
+}
+
 static double flops(const pt_prepared *pp)
 {
     double f = 2.0 * (double)pp->M * (double)pp->N * (double)pp->K * (double)pp->batch;
@@ -1124,6 +1227,7 @@ const pt_op gen_gemm_op = {
     .tensors = tensors,
     .reference = reference,
     .reference_at = reference_at,
+    .magnitude = magnitude,
     .flops = flops,
     .bytes = bytes,
     .examples = examples,
