@@ -195,7 +195,7 @@ static int print_class(void *ctx, const char *status, int64_t n)
 
 static int exit_code(int rc)
 {
-    return rc == PT_EINVAL || rc == PT_EPARSE || rc == PT_EUNSUPPORTED ? 2
+    return rc == PT_EINVAL || rc == PT_EPARSE || rc == PT_EUNSUPPORTED || rc == PT_ERANGE ? 2
            : rc == PT_ENODRIVER                                          ? CLI_EXIT_NODRIVER
                                                                          : 1;
 }
