@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "test_util.h"
+#include "db/db.h"
 #include "tuner/npy.h"
 
 /* Runs ptxtune with args (a shell fragment): exit code, stdout, stderr. */
@@ -232,4 +233,52 @@ Test(tuner_cli, npy_output_that_is_an_input_is_refused)
     remove(link);
     remove(in);
     rmdir(dir);
+}
+
+/* A problem whose sizes overflow is bad input for tune, on the command line
+ * or in a problem file: one line, exit 2, nothing stored (issue 9 items 15
+ * and 17). */
+Test(tuner_cli, tune_refuses_overflowing_problems)
+{
+    char dir[] = "/tmp/ptxtune_tovf_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/p.txt", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("gemm m=64 n=64 k=64\ngemm m=4294967296 n=4294967296 k=1099511627776\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/q.txt", dir);
+    f = fopen(path, "w");
+    cr_assert(f);
+    fputs("elementwise expr='y = x + w' shape=x=1099511627776x1,w=1099511627776\n", f);
+    fclose(f);
+    static const char *const cmds[] = {
+        "tune gemm m=4294967296 n=4294967296 k=1099511627776 --backend emu --budget 2 --quiet --db t.db",
+        "tune gemm m=65536 n=65536 k=65536 batch=4294967296 --backend emu --budget 2 --quiet --db t.db",
+        "tune elementwise 'expr=y = x + w' shape=x=1099511627776x1,w=1099511627776 --backend emu "
+        "--budget 2 --quiet --db t.db",
+        "tune --problems p.txt --backend emu --budget 2 --quiet --db t.db",
+        "tune --problems q.txt --backend emu --budget 2 --quiet --db t.db",
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char out[65536], err[4096];
+        int rc = test_run_ptxtune(dir, cmds[i], out, sizeof out, err, sizeof err);
+        cr_expect_eq(rc, 2, "'%s' exited %d (%s)", cmds[i], rc, err);
+        cr_expect_eq(lines(err), 1, "'%s': %s", cmds[i], err);
+        char db[300];
+        snprintf(db, sizeof db, "%s/t.db", dir);
+        if (access(db, F_OK) == 0) {
+            db_store *s;
+            pt_err e = {0};
+            int64_t n = -1;
+            cr_assert_eq(db_open(db, NULL, &s, &e), PT_OK, "%s", e.msg);
+            cr_expect_eq(db_query_int(s, "SELECT count(*) FROM problems", &n, &e), PT_OK, "%s", e.msg);
+            cr_expect_eq(n, 0, "'%s' stored %lld problems", cmds[i], (long long)n);
+            db_close(s);
+        }
+    }
+    char rm[512];
+    snprintf(rm, sizeof rm, "rm -rf %s", dir);
+    cr_expect_eq(system(rm), 0);
 }
