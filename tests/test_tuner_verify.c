@@ -8,9 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gen/gemm.h"
 #include "tuner/exec.h"
 #include "tuner/npy.h"
 #include "tuner/verify.h"
+
+#include "test_util.h"
 
 typedef struct fixture {
     pt_arena *a;
@@ -298,6 +301,409 @@ Test(tuner_verify, exec_hook_on_the_emulator)
     cr_expect(strstr(e.msg, "out-of-bounds"), "%s", e.msg);
     free(text);
     tuner_dev_close(d);
+}
+
+/* ---- the error model: accumulation bounds (issue 9 item 7) ---- */
+
+/* Mock "kernels" for a packed nt GEMM (A M x K row-major, B N x K, D M x N
+ * row-major, alpha 1, no C): the float64 reference, then one planted
+ * behaviour. The mock backend runs tuner_image.op's reference as the
+ * kernel; the verifier compares with the real op's. */
+typedef enum fk_mode {
+    FK_EXACT,       /* the float64 reference */
+    FK_F32_SEQ,     /* a right kernel: f32 fma over k in order, rounded to D's dtype */
+    FK_AT,          /* d[at] = reference + delta */
+    FK_DROP_ONE,    /* d[at] lacks its largest product */
+    FK_DROP_TAIL,   /* every element lacks its last product */
+    FK_SWAP_ROWS,   /* rows 0 and 1 of D swapped */
+} fk_mode;
+typedef struct fk_state {
+    fk_mode mode;
+    int64_t m, n, k, at;
+    double delta;
+} fk_state;
+static fk_state fk;
+
+static int fake_gemm(const pt_prepared *pp, const pt_tensor *in, pt_tensor *out, pt_err *e)
+{
+    int rc = gen_gemm_op.reference(pp, in, out, e);
+    if (rc)
+        return rc;
+    const double *A = in[0].data, *B = in[1].data;
+    double *D = out[0].data;
+    int64_t M = fk.m, N = fk.n, K = fk.k;
+    switch (fk.mode) {
+    case FK_EXACT: break;
+    case FK_F32_SEQ:
+        for (int64_t i = 0; i < M * N; i++) {
+            float s = 0;
+            for (int64_t k = 0; k < K; k++)
+                s = fmaf((float)A[i / N * K + k], (float)B[i % N * K + k], s);
+            D[i] = pt_dtype_round(out[0].dtype, (double)s);
+        }
+        break;
+    case FK_AT: D[fk.at] += fk.delta; break;
+    case FK_DROP_ONE: {
+        int64_t kk = 0;
+        for (int64_t k = 1; k < K; k++)
+            if (fabs(A[fk.at / N * K + k] * B[fk.at % N * K + k]) >
+                fabs(A[fk.at / N * K + kk] * B[fk.at % N * K + kk]))
+                kk = k;
+        D[fk.at] -= A[fk.at / N * K + kk] * B[fk.at % N * K + kk];
+        break;
+    }
+    case FK_DROP_TAIL:
+        for (int64_t i = 0; i < M * N; i++)
+            D[i] -= A[i / N * K + K - 1] * B[i % N * K + K - 1];
+        break;
+    case FK_SWAP_ROWS:
+        for (int64_t j = 0; j < N; j++) {
+            double t = D[j];
+            D[j] = D[N + j];
+            D[N + j] = t;
+        }
+        break;
+    }
+    return PT_OK;
+}
+
+typedef struct gfix {
+    pt_arena *a;
+    pt_prepared *pp;
+    tuner_dev *d;
+    tuner_io *io;
+    tuner_kernel *k;
+    pt_op fake;
+    pt_launch l;
+} gfix;
+
+/* An nt GEMM on the mock, inputs uniform in [lo, hi) from seed 5. */
+static void gfix_new(gfix *g, int64_t m, int64_t n, int64_t k, pt_dtype dt, pt_dtype odt, double lo,
+                     double hi)
+{
+    memset(g, 0, sizeof *g);
+    pt_target t = {80, false, false};
+    pt_err e = {0};
+    pt_problem p = PT_GEMM(m, n, k, "nt", dt, odt);
+    g->a = pt_arena_new();
+    cr_assert_eq(gen_gemm_op.prepare(g->a, &p, &t, &g->pp, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(tuner_dev_open("mock", NULL, &g->d, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(tuner_io_new(&gen_gemm_op, g->pp, &g->io, &e), PT_OK, "%s", e.msg);
+    tuner_io_random(g->io, 5, lo, hi);
+    g->fake = gen_gemm_op;
+    g->fake.reference = fake_gemm;
+    tuner_image img = {"// mock:\n", 9, NULL, 0, "k", &g->fake, g->pp};
+    cr_assert_eq(tuner_load(g->d, &img, &g->k, &e), PT_OK, "%s", e.msg);
+    g->l = (pt_launch){.grid = {1, 1, 1}, .block = {32, 1, 1}, .nargs = 3,
+                       .args = {{PT_ARG_OUTPUT, 0, 0, 0}, {PT_ARG_INPUT, 0, 0, 0}, {PT_ARG_INPUT, 1, 0, 0}},
+                       .entry = "k"};
+    fk = (fk_state){FK_EXACT, m, n, k, 0, 0};
+}
+
+static void gfix_free(gfix *g)
+{
+    tuner_unload(g->d, g->k);
+    tuner_io_free(g->d, g->io);
+    tuner_dev_close(g->d);
+    pt_arena_free(g->a);
+}
+
+static int gfix_verify(gfix *g, fk_mode mode, tuner_verify_result *r, pt_err *e)
+{
+    fk.mode = mode;
+    return tuner_verify(g->d, g->k, &g->l, g->io, NULL, r, e);
+}
+
+/* The verifier's bound at every element, from the documented model:
+ * tol * max(|w|, 1e-2 * max|w|) + TUNER_ACCUM_C * sqrt(len) * u * mag. */
+static void gfix_bounds(gfix *g, double *w, double *bound)
+{
+    pt_err e = {0};
+    pt_tensor ref = g->io->out[0];
+    int64_t n = ref.numel;
+    ref.data = w;
+    cr_assert_eq(gen_gemm_op.reference(g->pp, g->io->in, &ref, &e), PT_OK, "%s", e.msg);
+    double *mag = malloc((size_t)n * sizeof *mag);
+    pt_accum acc;
+    cr_assert_eq(gen_gemm_op.magnitude(g->pp, g->io->in, 0, NULL, n, mag, &acc, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(acc.len, fk.k);
+    double s = 0, gamma = tuner_accum_gamma(&acc), tol = tuner_tolerance(ref.dtype);
+    cr_expect_float_eq(gamma, TUNER_ACCUM_C * sqrt((double)fk.k) * tuner_unit_roundoff(acc.dtype), 1e-30);
+    for (int64_t i = 0; i < n; i++)
+        s = fmax(s, fabs(w[i]));
+    for (int64_t i = 0; i < n; i++)
+        bound[i] = tol * fmax(fabs(w[i]), 1e-2 * s) + gamma * mag[i];
+    free(mag);
+}
+
+/* Right kernels with long K pass: f32 accumulation in order (the worst
+ * order) on positive inputs (no cancellation to hide the error) and on
+ * signed ones. The old per-dtype tolerance alone rejected these. */
+Test(tuner_verify, long_k_gemms_within_the_accumulation_bound)
+{
+    static const struct {
+        int64_t m, n, k;
+        pt_dtype dt, odt;
+        double lo, hi;
+    } cases[] = {
+        {8, 8, 65536, PT_F32, PT_F32, 0, 1},    {8, 8, 65536, PT_F32, PT_F32, -2, 2},
+        {65, 63, 129, PT_F32, PT_F32, 0, 1},    {16, 8, 16384, PT_F16, PT_F32, 0, 1},
+        {16, 8, 16384, PT_BF16, PT_F32, 0, 1},  {8, 8, 32768, PT_BF16, PT_BF16, 0, 1},
+        {8, 8, 32768, PT_F16, PT_F16, -2, 2},   {8, 8, 16384, PT_TF32, PT_F32, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gfix g;
+        gfix_new(&g, cases[i].m, cases[i].n, cases[i].k, cases[i].dt, cases[i].odt, cases[i].lo,
+                 cases[i].hi);
+        tuner_verify_result r;
+        pt_err e = {0};
+        int rc = gfix_verify(&g, FK_F32_SEQ, &r, &e);
+        cr_expect_eq(rc, PT_OK, "case %zu (%s K=%lld): %s", i, pt_dtype_get(cases[i].dt)->name,
+                     (long long)cases[i].k, e.msg);
+        cr_expect_eq(r.checked, cases[i].m * cases[i].n);
+        gfix_free(&g);
+    }
+}
+
+/* The bound does not let wrong kernels through: one element a few ulps
+ * beyond its bound (just inside passes), one element missing one product,
+ * every element missing its last product, two rows swapped; int8 exact. */
+Test(tuner_verify, accumulation_bound_still_rejects_wrong_gemms)
+{
+    static const struct {
+        int64_t m, n, k;
+        pt_dtype dt, odt;
+        double lo, hi;
+    } cases[] = {
+        {65, 63, 129, PT_F32, PT_F32, -2, 2}, {16, 16, 4096, PT_F32, PT_F32, -2, 2},
+        {16, 16, 4096, PT_F32, PT_F32, 0, 1}, {24, 16, 2048, PT_BF16, PT_F32, -2, 2},
+        {24, 16, 1024, PT_F16, PT_F16, -2, 2}, {24, 16, 1024, PT_BF16, PT_BF16, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gfix g;
+        gfix_new(&g, cases[i].m, cases[i].n, cases[i].k, cases[i].dt, cases[i].odt, cases[i].lo,
+                 cases[i].hi);
+        int64_t n = cases[i].m * cases[i].n;
+        double *w = malloc((size_t)n * sizeof *w), *bound = malloc((size_t)n * sizeof *bound);
+        gfix_bounds(&g, w, bound);
+        bool f32out = cases[i].odt == PT_F32;
+        /* the smallest and the largest reference: the floor and the allowance */
+        int64_t lo = 0, hi = 0;
+        for (int64_t j = 0; j < n; j++) {
+            if (fabs(w[j]) < fabs(w[lo]))
+                lo = j;
+            if (fabs(w[j]) > fabs(w[hi]))
+                hi = j;
+        }
+        int64_t ats[2] = {lo, hi};
+        tuner_verify_result r;
+        pt_err e = {0};
+        for (int s = 0; s < 2; s++) {
+            fk.at = ats[s];
+            double w0 = w[fk.at];
+            /* D's storage rounds the planted value: plant where it lands */
+            double ulp = f32out ? fabs(w0) * 0x1p-23 + 0x1p-140 : 0;
+            fk.delta = f32out ? bound[fk.at] + 4 * ulp : 0;
+            if (f32out) {
+                cr_expect_eq(gfix_verify(&g, FK_AT, &r, &e), PT_ERANGE,
+                             "case %zu, d[%lld] = ref + bound + 4 ulps passed (bound %g)", i,
+                             (long long)fk.at, bound[fk.at]);
+                fk.delta = -(bound[fk.at] + 4 * ulp);
+                cr_expect_eq(gfix_verify(&g, FK_AT, &r, &e), PT_ERANGE, "case %zu: minus side", i);
+                fk.delta = 0.98 * bound[fk.at];
+                cr_expect_eq(gfix_verify(&g, FK_AT, &r, &e), PT_OK,
+                             "case %zu, d[%lld] = ref + 0.98 bound rejected: %s", i,
+                             (long long)fk.at, e.msg);
+            } else { /* 16-bit D: three of its ulps beyond the bound */
+                double u = ldexp(1.0, (int)floor(log2(fabs(w0) + bound[fk.at])) -
+                                          (cases[i].odt == PT_BF16 ? 7 : 10));
+                fk.delta = bound[fk.at] + 3 * u;
+                cr_expect_eq(gfix_verify(&g, FK_AT, &r, &e), PT_ERANGE,
+                             "case %zu, d[%lld] 3 ulps beyond the bound passed", i, (long long)fk.at);
+            }
+        }
+        fk.at = hi;
+        if (cases[i].odt != PT_F16 && cases[i].odt != PT_BF16) { /* below 16-bit resolution */
+            cr_expect_eq(gfix_verify(&g, FK_DROP_ONE, &r, &e), PT_ERANGE, "case %zu: one product "
+                         "missing in one element passed", i);
+            cr_expect_eq(gfix_verify(&g, FK_DROP_TAIL, &r, &e), PT_ERANGE, "case %zu: last "
+                         "product missing everywhere passed", i);
+        }
+        cr_expect_eq(gfix_verify(&g, FK_SWAP_ROWS, &r, &e), PT_ERANGE, "case %zu: swapped rows", i);
+        cr_expect_eq(r.cls, TUNER_WRONG_ANSWER);
+        cr_expect_eq(gfix_verify(&g, FK_EXACT, &r, &e), PT_OK, "case %zu: %s", i, e.msg);
+        free(w);
+        free(bound);
+        gfix_free(&g);
+    }
+    /* int8: s32 accumulation is exact, so is the check, at any K */
+    gfix g;
+    gfix_new(&g, 16, 16, 8192, PT_S8, PT_S32, -100, 100);
+    tuner_verify_result r;
+    pt_err e = {0};
+    cr_expect_eq(gfix_verify(&g, FK_EXACT, &r, &e), PT_OK, "%s", e.msg);
+    fk.at = 37;
+    fk.delta = 1;
+    cr_expect_eq(gfix_verify(&g, FK_AT, &r, &e), PT_ERANGE, "int8 off by one passed");
+    cr_expect_eq(r.bad, 1);
+    pt_accum acc;
+    double mag[1];
+    int64_t at = 5;
+    cr_assert_eq(gen_gemm_op.magnitude(g.pp, g.io->in, 0, &at, 1, mag, &acc, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(tuner_accum_gamma(&acc), 0.0, "s32 accumulation is exact");
+    gfix_free(&g);
+}
+
+/* Long-row reductions of the generator's own kernels on the emulator: the
+ * mean of an offset row cancels (y = x - mean), so the f32 sum's error
+ * shows far beyond 1e-5 of the small results; the model allows it, and a
+ * kernel of a slightly different reduction is still caught. */
+Test(tuner_verify, long_row_reductions_within_the_accumulation_bound)
+{
+    static const struct {
+        const char *expr, *shape, *wrong;
+        pt_dtype dt;
+    } cases[] = {
+        {"y = (x + 100) - mean(x + 100, -1)", "x=4x16384", "y = (x + 100) - mean(x + 100, -1) * 1.0001", PT_F32},
+        {"y = layernorm(x + 100, -1)", "x=4x16384", "y = layernorm(x + 100, -1) * 1.003", PT_F32},
+        {"y = sum(x, -1) - sum(x * 0.999, -1)", "x=4x65536", "y = sum(x, -1) - sum(x * 0.99, -1)", PT_F32},
+        {"y = softmax(x * 4, -1)", "x=4x32768", "y = softmax(x * 4.001, -1)", PT_F32},
+        {"y = rmsnorm(x + 10, -1) * g", "x=4x16384,g=16384", "y = rmsnorm(x + 10, -1) * g * 1.03", PT_BF16},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pt_problem pb = PT_EW(cases[i].expr, cases[i].shape, cases[i].dt, cases[i].dt);
+        fixture f = fx_new("emu", pb);
+        pt_target t = {80, false, false};
+        pt_config c;
+        gen_elementwise_op.defaults(f.pp, &t, &c);
+        pt_err e = {0};
+        for (int bad = 0; bad < 2; bad++) {
+            pt_problem wp = PT_EW(cases[i].wrong, cases[i].shape, cases[i].dt, cases[i].dt);
+            pt_prepared *wpp = f.pp;
+            if (bad)
+                cr_assert_eq(gen_elementwise_op.prepare(f.a, &wp, &t, &wpp, &e), PT_OK, "%s", e.msg);
+            ptx_module *m;
+            pt_launch l;
+            cr_assert_eq(pt_op_build(&gen_elementwise_op, wpp, &t, 0, &c, &m, &l, &e), PT_OK, "%s", e.msg);
+            char *text = ptx_print(m);
+            tuner_image img = {text, strlen(text), NULL, 0, l.entry, NULL, NULL};
+            tuner_unload(f.d, f.k);
+            cr_assert_eq(tuner_load(f.d, &img, &f.k, &e), PT_OK, "%s", e.msg);
+            tuner_verify_result r;
+            int rc = tuner_verify(f.d, f.k, &l, f.io, NULL, &r, &e);
+            if (bad)
+                cr_expect_eq(rc, PT_ERANGE, "%s: the kernel of '%s' passed (max err %g)", cases[i].expr,
+                             cases[i].wrong, r.max_err);
+            else
+                cr_expect_eq(rc, PT_OK, "%s: %s", cases[i].expr, e.msg);
+            free(text);
+            ptx_module_free(m);
+        }
+        f.k = NULL;
+        fx_free(&f);
+    }
+}
+
+/* Acceptance of issue 9 item 7: tuning the f32 GEMM the old tolerance
+ * rejected config after config stores verified winners. */
+Test(tuner_verify, tune_f32_gemm_stores_verified_winners, .timeout = 300)
+{
+    char dir[] = "/tmp/ptxtune_verify_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    static char out[65536], err[8192];
+    int rc = test_run_ptxtune(dir, "tune gemm m=65 n=63 k=129 dtype=f32 layout=tn --backend emu "
+                              "--db t.db --budget 8 --quiet", out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 0, "tune: %s%s", out, err);
+    cr_expect(strstr(out, "classes: ok 8"), "not every candidate verified:\n%s", out);
+    cr_expect(!strstr(out, "wrong_answer"), "%s", out);
+    rc = test_run_ptxtune(dir, "export --db t.db --format csv", out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 0, "export: %s", err);
+    /* one winner for the problem, verified (the column after source=model) */
+    cr_expect(strstr(out, "gemm m=65 n=63 k=129 layout=tn dtype=f32"), "%s", out);
+    cr_expect(strstr(out, ",model,1,"), "no verified winner stored:\n%s", out);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* ---- NaN and inf (issue 9 item 18) ---- */
+
+Test(tuner_verify, nan_and_inf_are_compared_explicitly)
+{
+    tuner_verify_result r = {0};
+    /* NaN only matches NaN; an inf only the same inf */
+    double ref[6] = {1, NAN, INFINITY, -INFINITY, 2, 3}, got[6] = {NAN, NAN, INFINITY, INFINITY, 2, INFINITY};
+    tuner_compare("y", PT_F32, got, ref, NULL, 6, &r);
+    cr_expect_eq(r.bad, 3, "NaN for 1, +inf for -inf, inf for 3: %lld bad", (long long)r.bad);
+    cr_expect(isinf(r.max_err));
+    /* one inf in the reference must not make every other element pass (the
+     * tensor's scale comes from its finite elements) */
+    memset(&r, 0, sizeof r);
+    double ri[3] = {INFINITY, 1, 2}, gi[3] = {INFINITY, 1.5, 2};
+    tuner_compare("y", PT_F32, gi, ri, NULL, 3, &r);
+    cr_expect_eq(r.bad, 1, "1.5 for 1 passed next to an inf reference");
+    cr_expect(strstr(r.worst, "y[1]"), "%s", r.worst);
+    /* fp8: a NaN reference is not clamped into the format's range */
+    memset(&r, 0, sizeof r);
+    double rf[2] = {NAN, 1}, gf[2] = {448, 1};
+    tuner_compare("q", PT_E4M3, gf, rf, NULL, 2, &r);
+    cr_expect_eq(r.bad, 1, "448 for a NaN reference passed");
+    /* a NaN or infinite allowance allows nothing */
+    memset(&r, 0, sizeof r);
+    double ra[2] = {1, 2}, ga[2] = {1.5, 2}, aa[2] = {NAN, INFINITY};
+    tuner_compare_bound("y", PT_F32, ga, ra, aa, NULL, 2, &r);
+    cr_expect_eq(r.bad, 1);
+
+    /* the whole run: a NaN everywhere in the reference compares nothing */
+    gfix g;
+    gfix_new(&g, 8, 8, 16, PT_F32, PT_F32, -2, 2);
+    pt_err e = {0};
+    cr_expect_eq(gfix_verify(&g, FK_EXACT, &r, &e), PT_OK, "%s", e.msg);
+    float nanbits[8 * 16];
+    for (int i = 0; i < 8 * 16; i++)
+        nanbits[i] = NAN;
+    tuner_io_set_input(g.io, 0, nanbits);
+    int rc = gfix_verify(&g, FK_EXACT, &r, &e);
+    cr_expect_eq(rc, PT_EINVAL, "an all-NaN reference passed with error %g", r.max_err);
+    cr_expect(strstr(e.msg, "nothing to compare"), "%s", e.msg);
+    cr_expect_neq(r.cls, TUNER_OK);
+    /* one NaN in A: its row of D is NaN on both sides, the rest is checked */
+    tuner_io_random(g.io, 5, -2, 2);
+    float a[8 * 16];
+    for (int i = 0; i < 8 * 16; i++)
+        a[i] = (float)g.io->in[0].data[i];
+    a[3] = NAN;
+    tuner_io_set_input(g.io, 0, a);
+    cr_expect_eq(gfix_verify(&g, FK_EXACT, &r, &e), PT_OK, "%s", e.msg);
+    fk.at = 40; /* row 5 */
+    fk.delta = 1e-3;
+    cr_expect_eq(gfix_verify(&g, FK_AT, &r, &e), PT_ERANGE, "a wrong element next to a NaN row passed");
+    gfix_free(&g);
+    /* a NaN scalar parameter (alpha): the reference is NaN everywhere */
+    pt_problem p = PT_GEMM(8, 8, 16, "nt", PT_F32, PT_F32);
+    p.alpha = NAN;
+    pt_arena *ar = pt_arena_new();
+    pt_prepared *pp;
+    pt_target t = {80, false, false};
+    if (gen_gemm_op.prepare(ar, &p, &t, &pp, &e) == PT_OK) { /* else refused up front: fine */
+        tuner_dev *d;
+        tuner_io *io;
+        tuner_kernel *k;
+        cr_assert_eq(tuner_dev_open("mock", NULL, &d, &e), PT_OK);
+        cr_assert_eq(tuner_io_new(&gen_gemm_op, pp, &io, &e), PT_OK);
+        tuner_io_random(io, 5, 0, 0);
+        tuner_image img = {"// mock:\n", 9, NULL, 0, "k", &gen_gemm_op, pp};
+        cr_assert_eq(tuner_load(d, &img, &k, &e), PT_OK);
+        pt_launch l = {.grid = {1, 1, 1}, .block = {32, 1, 1}, .nargs = 3,
+                       .args = {{PT_ARG_OUTPUT, 0, 0, 0}, {PT_ARG_INPUT, 0, 0, 0}, {PT_ARG_INPUT, 1, 0, 0}},
+                       .entry = "k"};
+        cr_expect_eq(tuner_verify(d, k, &l, io, NULL, &r, &e), PT_EINVAL,
+                     "alpha = NaN passed --check (max err %g)", r.max_err);
+        tuner_unload(d, k);
+        tuner_io_free(d, io);
+        tuner_dev_close(d);
+    }
+    pt_arena_free(ar);
 }
 
 /* ---- .npy ---- */

@@ -253,6 +253,27 @@ double tuner_tolerance(pt_dtype dt)
     }
 }
 
+double tuner_unit_roundoff(pt_dtype dt)
+{
+    switch (dt) {
+    case PT_F64: return 0x1p-53;
+    case PT_F32: return 0x1p-24;
+    case PT_TF32:
+    case PT_F16: return 0x1p-11;
+    case PT_BF16: return 0x1p-8;
+    case PT_E4M3: return 0x1p-4;
+    case PT_E5M2: return 0x1p-3;
+    default: return 0; /* integers: exact */
+    }
+}
+
+double tuner_accum_gamma(const pt_accum *a)
+{
+    if (!a || a->len <= 0)
+        return 0;
+    return TUNER_ACCUM_C * sqrt((double)a->len) * tuner_unit_roundoff(a->dtype);
+}
+
 /* Spacing of fp8 values around |w| (subnormal spacing below min normal). */
 static double fp8_ulp(pt_dtype dt, double w)
 {
@@ -263,36 +284,102 @@ static double fp8_ulp(pt_dtype dt, double w)
     return ldexp(1.0, ex - mant);
 }
 
-void tuner_compare(const char *name, pt_dtype dt, const double *got, const double *ref,
-                   const int64_t *idx, int64_t n, tuner_verify_result *r)
+int64_t tuner_compare_bound(const char *name, pt_dtype dt, const double *got, const double *ref,
+                            const double *allow, const int64_t *idx, int64_t n,
+                            tuner_verify_result *r)
 {
     bool fp8 = dt == PT_E4M3 || dt == PT_E5M2;
+    bool exact = !pt_dtype_get(dt)->is_float;
     double tol = tuner_tolerance(dt), scale = 0;
     if (r->checked == 0 || tol < r->tol)
         r->tol = tol;
+    /* the tensor's scale from its finite elements: one inf in the reference
+     * must not lift the floor of every other element to inf */
     for (int64_t j = 0; j < n; j++)
-        if (fabs(ref[j]) > scale)
+        if (isfinite(ref[j]) && fabs(ref[j]) > scale)
             scale = fabs(ref[j]);
     double floor_ = scale > 0 ? 1e-2 * scale : 1e-30;
     double fmax_ = dt == PT_E4M3 ? 448.0 : 57344.0;
+    int64_t finite = 0;
     for (int64_t j = 0; j < n; j++) {
         double w = ref[j], g = got[j];
-        if (fp8) /* saturation is part of the format */
+        if (fp8 && !isnan(w)) /* saturation is part of the format */
             w = fmax(fmin(w, fmax_), -fmax_);
-        double err = fp8 ? fabs(g - w) / fp8_ulp(dt, w) : fabs(g - w) / fmax(fabs(w), floor_);
-        if (isnan(w) && isnan(g))
-            err = 0;
-        else if (isnan(g) || isnan(w) || isnan(err))
-            err = INFINITY;
+        /* a non-finite or negative allowance allows nothing */
+        double a = !exact && allow && isfinite(allow[j]) && allow[j] > 0 ? allow[j] : 0;
+        double err;
+        if (isnan(w) || isnan(g)) {
+            err = isnan(w) && isnan(g) ? 0 : INFINITY;
+        } else if (isinf(w) || isinf(g)) {
+            err = g == w ? 0 : INFINITY; /* an infinity matches only itself, sign included */
+        } else {
+            finite++;
+            /* tol * |g - w| / (tol * scale + a): the relative error where
+             * a is 0, and err <= tol exactly when |g - w| <= tol * scale + a */
+            double sc = fp8 ? fp8_ulp(dt, w) : fmax(fabs(w), floor_);
+            err = fabs(g - w) / (tol > 0 ? sc + a / tol : sc);
+            if (isnan(err))
+                err = INFINITY;
+        }
         r->checked++;
-        if (err > tol)
+        if (!(err <= tol))
             r->bad++;
         if (err > r->max_err || (isinf(err) && !isinf(r->max_err)) || (r->checked == 1 && err > 0)) {
             r->max_err = err;
-            snprintf(r->worst, sizeof r->worst, "%s[%lld] = %.9g, reference %.9g", name,
-                     (long long)(idx ? idx[j] : j), g, ref[j]);
+            int len = snprintf(r->worst, sizeof r->worst, "%s[%lld] = %.9g, reference %.9g", name,
+                               (long long)(idx ? idx[j] : j), g, ref[j]);
+            if (a > 0 && len > 0 && (size_t)len < sizeof r->worst)
+                snprintf(r->worst + len, sizeof r->worst - (size_t)len,
+                         ", accumulation bound %.3g", a);
         }
     }
+    return finite;
+}
+
+void tuner_compare(const char *name, pt_dtype dt, const double *got, const double *ref,
+                   const int64_t *idx, int64_t n, tuner_verify_result *r)
+{
+    tuner_compare_bound(name, dt, got, ref, NULL, idx, n, r);
+}
+
+/* allow[j] = gamma * mag[j] for element idx[j] (NULL: j) of output i, from
+ * the op's magnitude; all zero when the op accumulates nothing. */
+static int allowances(tuner_io *io, int i, const int64_t *idx, int64_t n, double *allow, pt_err *e)
+{
+    for (int64_t j = 0; j < n; j++)
+        allow[j] = 0;
+    if (!io->op->magnitude)
+        return PT_OK;
+    pt_accum acc = {PT_F32, 0};
+    int rc = io->op->magnitude(io->pp, io->in, i, idx, n, allow, &acc, e);
+    if (rc)
+        return rc;
+    double gamma = tuner_accum_gamma(&acc);
+    for (int64_t j = 0; j < n; j++)
+        allow[j] *= gamma;
+    return PT_OK;
+}
+
+/* Compares output i and refuses a vacuous comparison: a reference that is
+ * NaN or inf at every compared element (a NaN or inf parameter or input)
+ * leaves nothing to check. */
+static int compare_output(tuner_io *io, int i, const double *got, const double *want,
+                          const int64_t *idx, int64_t n, tuner_verify_result *r, pt_err *e)
+{
+    double *allow = malloc(((size_t)n ? (size_t)n : 1) * sizeof *allow);
+    if (!allow)
+        return pt_errf(e, PT_ENOMEM, "out of memory for the bounds of '%s'", io->out[i].name);
+    int rc = allowances(io, i, idx, n, allow, e);
+    int64_t finite = 0;
+    if (!rc)
+        finite = tuner_compare_bound(io->out[i].name, io->out[i].dtype, got, want, allow, idx, n, r);
+    free(allow);
+    if (!rc && n > 0 && finite == 0)
+        rc = pt_errf(e, PT_EINVAL,
+                     "the reference of output '%s' is NaN or inf at all %lld %selements (a NaN or "
+                     "inf parameter or input?): nothing to compare",
+                     io->out[i].name, (long long)n, r->sampled ? "sampled " : "");
+    return rc;
 }
 
 /* n sample indices of [0, numel): runs of SAMPLE_RUN consecutive elements,
@@ -466,8 +553,7 @@ static int check_values(tuner_io *io, const tuner_verify_opts *o, tuner_verify_r
         if (!rc)
             rc = io->op->reference(io->pp, io->in, ref, e);
         for (int i = 0; i < io->nout && !rc; i++)
-            tuner_compare(io->out[i].name, io->out[i].dtype, io->out[i].data, ref[i].data, NULL,
-                          io->out[i].numel, r);
+            rc = compare_output(io, i, io->out[i].data, ref[i].data, NULL, io->out[i].numel, r, e);
         for (int i = 0; i < io->nout; i++)
             free(ref[i].data);
     } else {
@@ -484,7 +570,7 @@ static int check_values(tuner_io *io, const tuner_verify_opts *o, tuner_verify_r
             for (int64_t j = 0; j < n; j++)
                 got[j] = io->out[i].data[idx[j]];
             if (!rc)
-                tuner_compare(io->out[i].name, io->out[i].dtype, got, want, idx, n, r);
+                rc = compare_output(io, i, got, want, idx, n, r, e);
         }
         free(idx);
         free(got);

@@ -18,21 +18,42 @@
  * PT_EUNSUPPORTED above (the harness cannot check it, the kernel is not
  * blamed: class launch_error with that message).
  *
- * Error metric, per output element, got g and reference w:
- *   f32/f16/bf16/tf32: err = |g - w| / max(|w|, 1e-2 * S), S = max |w| over
- *     the compared elements of that output (near-zero elements are judged
- *     against the tensor's scale, not against themselves);
+ * Error model, per output element, got g and reference w:
+ *   allowance a = gamma * mag, the accumulation bound: mag from the op
+ *     (pt_op.magnitude: sum of |terms| of the rounded sums the element
+ *     depends on, carried through the epilogue to first order, e.g.
+ *     |alpha| sum_k |a_ik| |b_kj| for a GEMM, sum_j |x_j| for a row sum),
+ *     gamma = TUNER_ACCUM_C * sqrt(len) * u (tuner_accum_gamma) for len
+ *     terms summed in the op's accumulation dtype with unit roundoff u
+ *     (f32 2^-24; integers exact: 0). 0 for an op without magnitude, for an
+ *     integer output, and where mag is not finite.
+ *   f32/f16/bf16/tf32: err = |g - w| / (max(|w|, 1e-2 * S) + a / tol), S =
+ *     max |w| over the finite compared elements of that output (near-zero
+ *     elements are judged against the tensor's scale, not themselves): the
+ *     relative error where a is 0;
  *   e4m3/e5m2: w is clamped to the format's range (saturation is part of
- *     the format) and err = |g - w| / spacing of the format at w (ulps);
- *   both NaN: 0; one NaN: infinite.
+ *     the format) and err = |g - w| / (spacing of the format at w + a / tol)
+ *     (ulps where a is 0);
+ *   integers: err = |g - w| / max(|w|, 1e-2 * S), no allowance;
+ *   NaN and inf, explicitly: g and w both NaN: 0; one of them NaN: failure;
+ *     an inf matches only the same inf (sign included), anything else
+ *     against an inf or an inf against a finite w fails; an err that comes
+ *     out NaN fails. An output whose reference is NaN or inf at every
+ *     compared element is refused (PT_EINVAL, class launch_error): nothing
+ *     would be compared (a NaN or inf parameter or input).
  * Tolerances (tuner_tolerance): f32 1e-5, tf32 5e-4, f16/bf16 1e-2, fp8
- * 1 ulp, integers exact. An element fails when err > tol. */
+ * 1 ulp, integers exact (an int8 GEMM accumulates in s32: exact too). An
+ * element fails when err > tol, i.e. when |g - w| > tol * max(|w|, floor) +
+ * a: the tolerance covers the output rounding and the op's elementwise
+ * arithmetic (approximate exp, epilogue), the allowance the accumulation.
+ * TUNER_ACCUM_C: see docs/design.md (verification). */
 #ifndef TUNER_VERIFY_H
 #define TUNER_VERIFY_H
 
 #include "tuner/backend.h"
 
 enum { TUNER_MAX_TENSORS = 16, TUNER_MAX_ARGS = 24, TUNER_MIN_SAMPLES = 4096 };
+#define TUNER_ACCUM_C 3.0
 
 /* Host and device copies of one problem's tensors. in[i].data: the float64
  * values of the stored inputs; out[i].data: the outputs as read back (NULL
@@ -104,10 +125,22 @@ typedef struct tuner_verify_result {
 } tuner_verify_result;
 
 double tuner_tolerance(pt_dtype dt);
+/* Unit roundoff of a dtype (2^-24 for f32, 2^-11 f16 and tf32, 2^-8 bf16,
+ * 2^-53 f64); 0 for integers. */
+double tuner_unit_roundoff(pt_dtype dt);
+/* gamma of the error model: TUNER_ACCUM_C * sqrt(len) * u(dtype); 0 for
+ * len 0 or an exact (integer) accumulation. */
+double tuner_accum_gamma(const pt_accum *a);
 
 /* Compares n elements of one output stored as dt: got[j] against ref[j], at
- * output indices idx[j] (NULL: j), accumulating into r (checked, bad,
- * max_err, worst; tol lowered to this output's). */
+ * output indices idx[j] (NULL: j), with accumulation allowances allow[j]
+ * (absolute, gamma * mag; NULL: none), accumulating into r (checked, bad,
+ * max_err, worst; tol lowered to this output's). Returns how many of the
+ * references were finite. */
+int64_t tuner_compare_bound(const char *name, pt_dtype dt, const double *got, const double *ref,
+                            const double *allow, const int64_t *idx, int64_t n,
+                            tuner_verify_result *r);
+/* The same without allowances. */
 void tuner_compare(const char *name, pt_dtype dt, const double *got, const double *ref,
                    const int64_t *idx, int64_t n, tuner_verify_result *r);
 
