@@ -584,9 +584,21 @@ Test(tune, bad_input_is_one_line_and_changes_nothing)
         fwrite("\xde\xad\xbe\xef\xde\xad\xbe\xef\xde\xad\xbe\xef", 1, 12, f);
     }
     fclose(f);
+    /* a table with one row that breaks a rule (an unknown outcome class) */
+    cr_assert_eq(cli("export --db ok.db --format json --out ok.json", NULL, 0, err, sizeof err), 0,
+                 "%s", err);
+    static char table[1 << 18];
+    test_slurp(P("ok.json"), table, sizeof table);
+    cr_assert_lt(strlen(table), sizeof table - 1, "ok.json is larger than the buffer");
+    char *okst = strstr(table, "\"status\": \"ok\"");
+    cr_assert(okst, "%s", table);
+    memcpy(okst + 11, "KO", 2);
+    write_file(P("badrow.json"), table);
     static const struct {
         const char *args, *msg, *file;
     } bad[] = {
+        {"import --db ok.db badrow.json", "1 of 1 rows refused, nothing imported; first: row 1: "
+                                          "'measurement.detail.status' is 'KO'", "ok.db"},
         {"tune --problems good.txt --backend emu --db notours.db", "not a ptxtune database", "notours.db"},
         {"tune --problems good.txt --backend emu --db corrupt.db", "corrupt", "corrupt.db"},
         {"tune --problems bad.txt --backend emu --db ok.db", "bad.txt:2: unterminated", "ok.db"},
