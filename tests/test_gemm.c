@@ -17,6 +17,7 @@
 #include "ptx/parse.h"
 #include "search/problem.h"
 #include "test_space.h"
+#include "tuner/emu_check.h"
 #include "test_util.h"
 
 static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
@@ -618,6 +619,52 @@ Test(gemm, every_shared_address_derives_from_the_symbol, .timeout = 600)
     }
     printf("gemm: %d configs, %d shared accesses, each from gemm_smem\n", configs, accesses);
     cr_expect_gt(configs, 100);
+}
+
+/* Every main-loop and epilogue path on the emulator with sm_90's shared
+ * layout (1 KB reserved, the array at 0x400) shifted a further 4 KB: a
+ * kernel that assumed a zero base would touch bytes outside gemm_smem,
+ * which the emulator reports. (test_gemm_emu's matrix runs with the
+ * default shift on sm_80..89.) */
+Test(gemm, runs_with_a_shifted_shared_base_on_sm90, .timeout = 600)
+{
+    static const struct {
+        pt_problem p;
+        const char *config;
+    } cases[] = {
+        {PT_GEMM(64, 64, 64, "tn", PT_F16, PT_F16), "bm=64,bn=64,bk=32,wm=32,wn=32,stages=3"},
+        {PT_GEMM(70, 40, 96, "nn", PT_BF16, PT_F32), "bm=32,bn=32,bk=32,wm=16,wn=16,stages=2,kslice=2"},
+        {PT_GEMM(64, 48, 300, "nt", PT_F16, PT_BF16), "bm=32,bn=16,bk=32,wm=16,wn=16,stages=4,splitk=3"},
+        {PT_GEMM(48, 64, 40, "tt", PT_TF32, PT_F32), "bm=32,bn=32,bk=16,wm=16,wn=16,stages=3"},
+        {PT_GEMM(96, 64, 80, "tt", PT_F32, PT_F32), "bm=32,bn=64,bk=16,tm=4,tn=8,stages=3"},
+        {PT_GEMM(64, 64, 96, "nt", PT_S8, PT_S32), "bm=64,bn=64,bk=64,wm=32,wn=32,stages=2"},
+        {PT_GEMM(17, 33, 65, "nn", PT_F16, PT_F16), "bm=32,bn=32,bk=16,wm=16,wn=16,stages=2"},
+        {PT_GEMM(130, 70, 64, "tn", PT_BF16, PT_BF16), "bm=32,bn=32,bk=32,wm=16,wn=16,stages=2,persistent=3"},
+    };
+    int ran = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pt_target t;
+        pt_err e = {0};
+        pt_target_parse("sm_90", &t, &e);
+        pt_problem p = cases[i].p;
+        if (i == 1)
+            p.d_colmajor = true;
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        cr_assert_eq(gen_gemm_op.prepare(a, &p, &t, &pp, &e), 0, "%zu: %s", i, e.msg);
+        pt_space s;
+        pt_config c;
+        gen_gemm_op.space(pp, &t, &s);
+        gen_gemm_op.defaults(pp, &t, &c);
+        cr_assert_eq(pt_config_parse(&s, cases[i].config, &c, &e), 0, "%zu: %s", i, e.msg);
+        pt_check_opts o = {.seed = 7 + i, .smem_shift = 4096};
+        pt_check_result r;
+        int rc = pt_check_emu(&gen_gemm_op, pp, &t, &c, &o, &r, &e);
+        cr_expect_eq(rc, PT_OK, "case %zu [%s]: %s", i, cases[i].config, e.msg);
+        ran += rc == PT_OK;
+        pt_arena_free(a);
+    }
+    cr_expect_eq(ran, (int)(sizeof cases / sizeof cases[0]));
 }
 
 /* Fills a problem's inputs with small values (fixed seed) and runs the
