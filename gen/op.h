@@ -101,10 +101,12 @@ typedef struct pt_tensor {
 typedef struct pt_prepared pt_prepared;
 
 /* How an output is accumulated, for the verifier's error model
- * (tuner/verify.h): `len` terms summed in `dtype`. len 0: no accumulation
- * (the output's dtype tolerance alone). dtype PT_F32: rounded sums (f32 and
- * tf32/f16/bf16/fp8 tensor-core products, f32 row reductions); an integer
- * dtype (PT_S32 for int8 GEMMs): exact. */
+ * (tuner/verify.h): sums in `dtype` whose longest chain of dependent
+ * additions, in any config of the op, is `len` (K for a GEMM; a lane's
+ * share of a row plus the shuffle steps for a row reduction). len 0: no
+ * accumulation (the output's dtype tolerance alone). dtype PT_F32: rounded
+ * sums (f32 and tf32/f16/bf16/fp8 tensor-core products, f32 row
+ * reductions); an integer dtype (PT_S32 for int8 GEMMs): exact. */
 typedef struct pt_accum {
     pt_dtype dtype;
     int64_t len;
