@@ -114,6 +114,9 @@ int cmd_export(int argc, char **argv)
 
 static bool is_sqlite(const char *path)
 {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        cli_die(2, "%s: is a directory, not a store, bundle or JSON table", path);
     FILE *f = fopen(path, "rb");
     if (!f)
         cli_die(2, "cannot open '%s'", path);

@@ -757,6 +757,19 @@ int db_export_file(db_store *s, db_format f, const char *gpu, const char *match,
     if (db__is_store_file(s, path))
         return pt_errf(e, PT_EINVAL, "%s: is the store being exported; give another --out",
                        path);
+    /* a path that cannot name a file is bad input; a write that fails is I/O */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return pt_errf(e, PT_EINVAL, "cannot write '%s': is a directory", path);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        *(slash == dir ? slash + 1 : slash) = '\0';
+        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            return pt_errf(e, PT_EINVAL, "cannot write '%s': %s: No such file or directory", path,
+                           dir);
+    }
     if (f == DB_FMT_BUNDLE)
         return db_export_bundle(s, gpu, match, path, nrows, e);
     pt_buf b;

@@ -615,6 +615,10 @@ Test(tune, bad_input_is_one_line_and_changes_nothing)
         {"export --db ok.db --format json --out ok.db", "is the store", "ok.db"},
         {"export --db ok.db --format c-header --out ./ok.db", "is the store", "ok.db"},
         {"export --db ok.db --format bundle --out ok.db", "is the store", "ok.db"},
+        {"export --db ok.db --format json --out .", "cannot write '.': is a directory", "ok.db"},
+        {"export --db ok.db --format bundle --out nodir/b.db", "nodir: No such file", "ok.db"},
+        {"import --db new.db .", ".: is a directory", "ok.db"},
+        {"db merge --db new.db .", ".: is a directory", "ok.db"},
         {"export --db ok.db --format json --match '(oops'", "bad --match pattern", "ok.db"},
         {"import --db ok.db other.json", "not a ptxtune table", "ok.db"},
         {"import --db ok.db good.txt", "not valid JSON", "ok.db"},
@@ -633,6 +637,7 @@ Test(tune, bad_input_is_one_line_and_changes_nothing)
     }
     cr_expect_eq(integrity(P("ok.db")), PT_OK);
     cr_expect_gt(query(P("ok.db"), "SELECT count(*) FROM measurements"), 0);
+    cr_expect_neq(access(P("new.db"), F_OK), 0, "a refused import created its store");
 }
 
 /* ---- item 16: lookup prefixes, corrupt stores, full disks ----------------- */
