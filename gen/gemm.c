@@ -1094,23 +1094,27 @@ static int reference_at(const pt_prepared *pp, const pt_tensor *in, int out, con
  * epilogue to first order by ex_magnitude on the element's own input values
  * (the 1x1 program reference_at evaluates), times the fp8 output scale.
  * The accumulation: K terms in f32, or in s32 (exact) for 8-bit integers. */
-static double absacc_at(const pt_prepared *pp, const double *A, const double *B, int64_t b,
-                        int64_t m, int64_t n)
+/* acc_at's sum (same terms, same order: the same value) and, in *sabs,
+ * the sum of the terms' absolute values, in one pass. */
+static double acc_abs_at(const pt_prepared *pp, const double *A, const double *B, int64_t b,
+                         int64_t m, int64_t n, double *sabs)
 {
     bool tf32 = pp->at->tf32;
     const double *a = A + b * pp->sa, *bb = B + b * pp->sb;
     int64_t as = pp->a_kmajor ? 1 : pp->lda, bs = pp->b_kmajor ? 1 : pp->ldb;
     a += pp->a_kmajor ? m * pp->lda : m;
     bb += pp->b_kmajor ? n * pp->ldb : n;
-    double s = 0.0;
+    double s = 0.0, sa = 0.0;
     for (int64_t k = 0; k < pp->K; k++) {
         double x = a[k * as], y = bb[k * bs];
         if (tf32) {
             x = pt_dtype_round(PT_TF32, x);
             y = pt_dtype_round(PT_TF32, y);
         }
-        s += fabs(x * y);
+        s += x * y;
+        sa += fabs(x * y);
     }
+    *sabs = sa;
     return s;
 }
 
@@ -1153,7 +1157,8 @@ static int magnitude(const pt_prepared *pp, const pt_tensor *in, int out, const 
         if (pp->at->int_acc || row >= rows || col >= cols)
             continue; /* exact sums, or padding between rows */
         int64_t m = pp->d_col ? col : row, nn = pp->d_col ? row : col;
-        double g = fabs((double)pp->scale_ab) * absacc_at(pp, A, Bm, b, m, nn);
+        double sabs, dot = acc_abs_at(pp, A, Bm, b, m, nn, &sabs);
+        double g = fabs((double)pp->scale_ab) * sabs;
         if (!p) {
             mag[j] = g;
             continue;
@@ -1161,7 +1166,7 @@ static int magnitude(const pt_prepared *pp, const pt_tensor *in, int out, const 
         double cv = C ? C[dpos(pp, b, m, nn, pp->ldc, pp->sc)] : 0.0;
         for (int i = 0; i < p->ninputs; i++) {
             if (i == pp->in_acc)
-                v[i] = acc_at(pp, A, Bm, b, m, nn) * (double)pp->scale_ab;
+                v[i] = dot * (double)pp->scale_ab;
             else if (i == pp->in_alpha)
                 v[i] = pp->alpha;
             else if (i == pp->in_beta)

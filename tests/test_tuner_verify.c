@@ -463,6 +463,19 @@ Test(tuner_verify, long_k_gemms_within_the_accumulation_bound)
         cr_expect_eq(r.checked, cases[i].m * cases[i].n);
         gfix_free(&g);
     }
+    /* sampled (big outputs): the op's magnitudes at the sampled indices */
+    gfix g;
+    gfix_new(&g, 128, 96, 2048, PT_F32, PT_F32, 0, 1);
+    tuner_verify_opts o = {.full_limit = 1000, .seed = 2};
+    tuner_verify_result r;
+    pt_err e = {0};
+    fk.mode = FK_F32_SEQ;
+    cr_expect_eq(tuner_verify(g.d, g.k, &g.l, g.io, &o, &r, &e), PT_OK, "%s", e.msg);
+    cr_expect(r.sampled && r.checked < 128 * 96, "checked %lld", (long long)r.checked);
+    fk.mode = FK_DROP_TAIL;
+    cr_expect_eq(tuner_verify(g.d, g.k, &g.l, g.io, &o, &r, &e), PT_ERANGE, "sampled: a missing "
+                 "last product passed");
+    gfix_free(&g);
 }
 
 /* The bound does not let wrong kernels through: one element a few ulps
