@@ -99,8 +99,6 @@ typedef struct val {
 
 static const val VNONE = {-1, false, 0};
 
-enum { MAX_NEST = 200 };
-
 typedef struct parser {
     ex_prog *p;
     pt_err *e;
@@ -504,6 +502,19 @@ static val node_val(int node)
     return v;
 }
 
+/* One more level of nesting at token t (a '(' or a unary sign); false with
+ * the error past EX_MAX_NEST. The caller decrements ps->nest on success. */
+static bool enter(parser *ps, const tok *t)
+{
+    if (++ps->nest > EX_MAX_NEST) {
+        perr(ps, t->line, t->col, "expression nested too deeply (more than %d levels)", EX_MAX_NEST);
+        return false;
+    }
+    return true;
+}
+
+static val call_args(parser *ps, const struct fn_desc *f, const tok *name);
+
 /* name '(' args ')': the name is consumed, the '(' is next. */
 static val parse_call(parser *ps, const tok *name)
 {
@@ -512,7 +523,17 @@ static val parse_call(parser *ps, const tok *name)
         perr(ps, name->line, name->col, "unknown function '%.*s'", (int)name->len, name->s);
         return VNONE;
     }
-    next(ps); /* '(' */
+    tok lp = next(ps); /* '(' */
+    if (!enter(ps, &lp))
+        return VNONE;
+    val r = call_args(ps, f, name);
+    ps->nest--;
+    return r;
+}
+
+/* The arguments of call f (the '(' consumed) up to its ')', then the lowering. */
+static val call_args(parser *ps, const struct fn_desc *f, const tok *name)
+{
     val args[3];
     tok at[3];
     int nargs = 0;
@@ -640,7 +661,10 @@ static val parse_prim(parser *ps)
         return node_val(name_ref(ps, &t));
     case T_LP: {
         next(ps);
+        if (!enter(ps, &t))
+            return VNONE;
         val v = parse_cmp(ps);
+        ps->nest--;
         if (v.node < 0)
             return VNONE;
         tok *r = peek(ps);
@@ -663,10 +687,8 @@ static val parse_unary(parser *ps)
     if (t->type != T_MINUS && t->type != T_PLUS)
         return parse_prim(ps);
     tok op = next(ps);
-    if (++ps->nest > MAX_NEST) {
-        perr(ps, op.line, op.col, "expression nested too deeply");
+    if (!enter(ps, &op))
         return VNONE;
-    }
     val v = parse_unary(ps);
     ps->nest--;
     if (v.node < 0 || op.type == T_PLUS)
@@ -709,11 +731,6 @@ static val parse_add(parser *ps)
 
 static val parse_cmp(parser *ps)
 {
-    tok *t = peek(ps);
-    if (++ps->nest > MAX_NEST) {
-        perr(ps, t->line, t->col, "expression nested too deeply");
-        return VNONE;
-    }
     val l = parse_add(ps);
     while (l.node >= 0) {
         ex_kind k;
@@ -733,7 +750,6 @@ static val parse_cmp(parser *ps)
         l = node_val(mk(ps, k, l.node, r.node, -1));
     }
 done:
-    ps->nest--;
     return l;
 }
 
@@ -1008,8 +1024,9 @@ int ex_bind_spec(ex_prog *p, const char *spec, pt_err *e)
     return ex_bind(p, n, names, shapes, e);
 }
 
-/* Strides of a tensor contiguous in shape own, broadcast into full. */
-static void bcast_strides(const ex_shape *own, const ex_shape *full, int64_t *stride)
+/* Strides of a tensor contiguous in shape own, broadcast into full; false
+ * when a product passes EX_MAX_NUMEL (ex_bind has refused such shapes). */
+static bool bcast_strides(const ex_shape *own, const ex_shape *full, int64_t *stride)
 {
     int64_t s = 1;
     for (int d = full->ndim - 1; d >= 0; d--) {
@@ -1018,9 +1035,11 @@ static void bcast_strides(const ex_shape *own, const ex_shape *full, int64_t *st
             stride[d] = 0;
         } else {
             stride[d] = s;
-            s *= own->dim[od];
+            if (__builtin_mul_overflow(s, own->dim[od], &s) || s > EX_MAX_NUMEL)
+                return false;
         }
     }
+    return true;
 }
 
 static void tensor_flags(ex_tensor *t, const ex_shape *full)
@@ -1032,11 +1051,13 @@ static void tensor_flags(ex_tensor *t, const ex_shape *full)
         t->varies_row |= t->stride[d] != 0;
 }
 
+/* Element count of s, or -1 past EX_MAX_NUMEL (checked products). */
 static int64_t numel_of(const ex_shape *s)
 {
     int64_t n = 1;
     for (int i = 0; i < s->ndim; i++)
-        n *= s->dim[i];
+        if (__builtin_mul_overflow(n, s->dim[i], &n) || n > EX_MAX_NUMEL)
+            return -1;
     return n;
 }
 
@@ -1058,7 +1079,7 @@ int ex_bind(ex_prog *p, int n, const char *const *names, const ex_shape *shapes,
             if (s->dim[d] <= 0)
                 return pt_errf(e, PT_EINVAL, "bad dimension '%lld' in shape '%s=%s'", (long long)s->dim[d],
                                names[k], sb);
-            if (__builtin_mul_overflow(total, s->dim[d], &total) || total > ((int64_t)1 << 48))
+            if (__builtin_mul_overflow(total, s->dim[d], &total) || total > EX_MAX_NUMEL)
                 return pt_errf(e, PT_EINVAL, "shape '%s=%s' has too many elements", names[k], sb);
         }
         int i = ex_find_input(p, names[k]);
@@ -1114,13 +1135,20 @@ int ex_bind(ex_prog *p, int n, const char *const *names, const ex_shape *shapes,
         }
     }
     int64_t numel = numel_of(&full);
+    if (numel < 0) {
+        ex_shape_str(&full, sb, sizeof sb);
+        return pt_errf(e, PT_EINVAL, "broadcast shape %s has more than 2^48 elements", sb);
+    }
     p->full = full;
     p->cols = full.ndim > 0 ? full.dim[full.ndim - 1] : 1;
     p->rows = numel / p->cols;
     for (int i = 0; i < p->ninputs; i++) {
         ex_tensor *t = &p->inputs[i];
-        bcast_strides(&t->shape, &full, t->stride);
+        /* own shapes were checked above: these products fit */
+        bool fits = bcast_strides(&t->shape, &full, t->stride);
         t->numel = numel_of(&t->shape);
+        assert(fits && t->numel > 0);
+        (void)fits;
         tensor_flags(t, &full);
     }
     for (int i = 0; i < p->nnodes; i++) {
@@ -1145,8 +1173,11 @@ int ex_bind(ex_prog *p, int n, const char *const *names, const ex_shape *shapes,
         t->shape = full;
         if (t->per_row && full.ndim > 0)
             t->shape.dim[full.ndim - 1] = 1;
-        bcast_strides(&t->shape, &full, t->stride);
+        /* at most the broadcast shape, checked above */
+        bool fits = bcast_strides(&t->shape, &full, t->stride);
         t->numel = numel_of(&t->shape);
+        assert(fits && t->numel > 0);
+        (void)fits;
         tensor_flags(t, &full);
     }
     p->bound = true;

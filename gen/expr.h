@@ -33,12 +33,17 @@
  * layernorm/rmsnorm have no affine part: write `* g + b`. eps may be any
  * expression. DTYPE is a pt_dtype name (f16, bf16, e4m3, ...).
  *
+ * Nesting is limited to EX_MAX_NEST (200) levels (each '(' of a group or a
+ * call, and each unary sign, opens one), so deep input cannot exhaust the C
+ * stack of the recursive-descent parser.
+ *
  * Errors carry the 1-based column of the offending token ("at line L, column
  * C" when the program has more than one line):
  *   unknown function 'gelo' at column 5
  *   unexpected ')' at column 9
  *   softmax takes 2 arguments, got 1 at column 5
  *   'x' is assigned twice at column 8
+ *   expression nested too deeply (more than 200 levels) at column 205
  *   empty expression
  *
  * Lowering. Composites become primitives and reduction nodes, hash-consed
@@ -155,6 +160,11 @@ typedef struct ex_kind_info {
 const ex_kind_info *ex_kind_get(ex_kind k);
 
 #define EX_MAX_RANK 6
+/* Parser nesting limit (see the grammar above). */
+#define EX_MAX_NEST 200
+/* Most elements of any tensor, the broadcast shape included: every size
+ * product in binding is a checked multiplication against this bound. */
+#define EX_MAX_NUMEL ((int64_t)1 << 48)
 
 typedef struct ex_shape {
     int ndim;                  /* 0..EX_MAX_RANK */
@@ -247,7 +257,9 @@ int ex_parse_indexed(pt_arena *a, const char *src, ex_prog **out, pt_err *e);
 
 /* Binds input shapes (numpy broadcasting, aligned right). names/shapes give
  * one shape per input, in any order; every input needs one and every name
- * must be an input. Errors: "bad dimension '0' in shape 'x=0x8'",
+ * must be an input. Each shape, and the broadcast shape, has at most
+ * EX_MAX_NUMEL elements. Errors: "bad dimension '0' in shape 'x=0x8'",
+ * "broadcast shape 1099511627776x1099511627776 has more than 2^48 elements",
  * "cannot broadcast w=8000 with x=4096x8192 at dim -1",
  * "no shape given for input 'g'", "shape given for 'q', which is not an
  * input", reduction dims that are not the last. */

@@ -8,6 +8,7 @@
 
 #include "test_space.h"
 #include "test_util.h"
+#include "gen/elementwise.h"
 #include "gen/op.h"
 #include "ptx/compile.h"
 #include "ptx/ir.h"
@@ -255,4 +256,112 @@ Test(elementwise, defaults_assemble_on_newer_targets, .timeout = 300)
         }
     printf("elementwise: %d default variants assembled for sm_90a sm_100a sm_120\n", n);
     pt_compiler_close(comp);
+}
+
+/* Issue 9 item 15: sizes at the limits (2^31, 2^32, 2^40, 2^48 elements;
+ * 2^31 rows; broadcast products that overflow 64 bits). A problem is
+ * refused in one line at prepare, or every config of its space is either
+ * refused by check (one line) or builds a launch whose grid covers the
+ * problem within 1..2^31-1 blocks; 32-bit index code has no immediate
+ * past 32 bits; the default config is always valid. */
+static bool big_immediate(const char *text)
+{
+    for (const char *q = text; *q; q++) {
+        if (*q < '0' || *q > '9' || (q > text && (q[-1] == '%' || q[-1] == 'f' || q[-1] == 'x' ||
+                                                   q[-1] == '_' || (q[-1] >= '0' && q[-1] <= '9') ||
+                                                   (q[-1] >= 'a' && q[-1] <= 'z'))))
+            continue;
+        if (strtoull(q, NULL, 10) > 0xffffffffull)
+            return true;
+    }
+    return false;
+}
+
+Test(elementwise, size_limits_are_checked, .timeout = 300)
+{
+    static const struct {
+        pt_problem p;
+        const char *refused; /* NULL: prepares */
+    } big[] = {
+        {PT_EW("y = x * w", "x=1099511627776x1,w=1099511627776", PT_F32, PT_F32),
+         "broadcast shape 1099511627776x1099511627776 has more than 2^48 elements"},
+        {PT_EW("y = x * w", "x=4294967296x1,w=4294967296", PT_F16, PT_F16),
+         "broadcast shape 4294967296x4294967296 has more than 2^48 elements"},
+        {PT_EW("y = x", "x=281474976710656", PT_F32, PT_F32), "shape too large"},
+        {PT_EW("y = x * w", "x=16777216x1,w=16777216", PT_F32, PT_F32), "shape too large"},
+        {PT_EW("y = softmax(x, -1)", "x=2147483648x2", PT_F16, PT_F16), "too many rows"},
+        {PT_EW("y = x * 2", "x=1099511627776", PT_F32, PT_F32), NULL},
+        {PT_EW("y = x * 2", "x=1099511627776", PT_F16, PT_F16), NULL},
+        {PT_EW("y = x * 2 + b", "x=1048576x1048576,b=1048576x1", PT_F32, PT_F32), NULL},
+        {PT_EW("y = x * 2", "x=4294967296", PT_F32, PT_F32), NULL},
+        {PT_EW("y = x * 2", "x=2147483648", PT_BF16, PT_BF16), NULL},
+        {PT_EW("y = x * 2", "x=2147483647", PT_F32, PT_F32), NULL},
+        {PT_EW("y = exp(x) * s", "x=2147483647,s=1", PT_F32, PT_F32), NULL},
+        {PT_EW("y = softmax(x, -1)", "x=2147483647x1", PT_F16, PT_F16), NULL},
+        {PT_EW("y = softmax(x, -1)", "x=1073741824x4", PT_F32, PT_F32), NULL},
+        {PT_EW("y = rmsnorm(x, -1) * g", "x=4x1073741824,g=1073741824", PT_F16, PT_F16), NULL},
+        {PT_EW("y = layernorm(x, -1)", "x=1x2147483648", PT_F32, PT_F32), NULL},
+    };
+    pt_target t = {80, false, false};
+    int built = 0, refused = 0;
+    for (size_t ci = 0; ci < sizeof big / sizeof big[0]; ci++) {
+        const pt_problem *p = &big[ci].p;
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        pt_err e = {0};
+        int rc = gen_elementwise_op.prepare(a, p, &t, &pp, &e);
+        if (big[ci].refused) {
+            cr_expect_neq(rc, PT_OK, "%s [%s] prepared", p->expr, p->shapes);
+            cr_expect(strstr(e.msg, big[ci].refused), "%s [%s]: '%s'", p->expr, p->shapes, e.msg);
+            cr_expect(!strchr(e.msg, '\n'));
+            pt_arena_free(a);
+            continue;
+        }
+        cr_assert_eq(rc, PT_OK, "%s [%s]: %s", p->expr, p->shapes, e.msg);
+        const ex_prog *prog = gen_elementwise_prog(pp);
+        int64_t numel = prog->rows * prog->cols;
+        pt_config c;
+        gen_elementwise_op.defaults(pp, &t, &c);
+        char cs[256];
+        cr_expect_eq(gen_elementwise_op.check(pp, &t, &c, &e), PT_OK, "%s [%s] default [%s]: %s",
+                     p->expr, p->shapes, pt_config_str(&c, cs, sizeof cs), e.msg);
+        pt_space s;
+        gen_elementwise_op.space(pp, &t, &s);
+        for (int64_t i = 0; i < pt_space_size(&s); i++) {
+            pt_space_config(&s, i, &c);
+            pt_config_str(&c, cs, sizeof cs);
+            pt_err_clear(&e);
+            if (gen_elementwise_op.check(pp, &t, &c, &e)) {
+                cr_expect(!strchr(e.msg, '\n') && e.msg[0]);
+                refused++;
+                continue;
+            }
+            ptx_module *m;
+            pt_launch l;
+            cr_assert_eq(pt_op_build(&gen_elementwise_op, pp, &t, 90, &c, &m, &l, &e), PT_OK,
+                         "%s [%s] [%s]: %s", p->expr, p->shapes, cs, e.msg);
+            built++;
+            cr_expect(l.grid[0] >= 1 && l.grid[0] <= 0x7fffffffu, "%s [%s] [%s]: grid %u", p->expr,
+                      p->shapes, cs, l.grid[0]);
+            int64_t covered = prog->has_reduction
+                ? (int64_t)l.grid[0] * (l.block[0] / (32 * pt_config_get(&c, "wpr", 1)))
+                : (int64_t)l.grid[0] * l.block[0] * pt_config_get(&c, "vec", 1) *
+                      pt_config_get(&c, "unroll", 1);
+            cr_expect_geq(covered, prog->has_reduction ? prog->rows : numel,
+                          "%s [%s] [%s]: grid %u covers %lld", p->expr, p->shapes, cs, l.grid[0],
+                          (long long)covered);
+            char *text = ptx_print(m);
+            bool wide = strstr(text, ".u64 %rd") && strstr(text, "mul.lo.u64");
+            cr_expect(wide == (numel >= ((int64_t)1 << 31)), "%s [%s] [%s]: 64-bit indices %d",
+                      p->expr, p->shapes, cs, wide);
+            if (!wide)
+                cr_expect(!big_immediate(text), "%s [%s] [%s]: an immediate past 32 bits", p->expr,
+                          p->shapes, cs);
+            free(text);
+            ptx_module_free(m);
+        }
+        pt_arena_free(a);
+    }
+    printf("elementwise: %d configs at the size limits built, %d refused by check\n", built, refused);
+    cr_expect_gt(built, 100);
 }

@@ -497,7 +497,8 @@ Test(expr, nesting_limit_no_crash)
     pt_err e = {0};
     ex_prog *p;
     cr_assert_neq(ex_parse(arena, s, &p, &e), PT_OK);
-    cr_assert(strstr(e.msg, "expression nested too deeply at column") != NULL, "%s", e.msg);
+    cr_assert(strstr(e.msg, "expression nested too deeply (more than 200 levels) at column") != NULL,
+              "%s", e.msg);
     memset(s + 4, '-', n);
     pt_err_clear(&e);
     cr_assert_neq(ex_parse(arena, s, &p, &e), PT_OK);
@@ -720,4 +721,79 @@ Test(expr, reference_big, .timeout = 60)
     free(y);
     free(g);
     free(b);
+}
+
+/* Issue 9 item 15: nesting deeper than EX_MAX_NEST (parentheses, calls,
+ * unary signs) is refused before it can exhaust the C stack; exactly
+ * EX_MAX_NEST levels parse. 10k levels of each kind. */
+static char *nested(const char *open, const char *close, int n)
+{
+    size_t lo = strlen(open), lc = strlen(close);
+    char *s = pt_arena_alloc(arena, (size_t)n * (lo + lc) + 16);
+    strcpy(s, "y = ");
+    char *q = s + 4;
+    for (int i = 0; i < n; i++, q += lo)
+        memcpy(q, open, lo);
+    *q++ = 'x';
+    for (int i = 0; i < n; i++, q += lc)
+        memcpy(q, close, lc);
+    *q = '\0';
+    return s;
+}
+
+Test(expr, nesting_depth_limit)
+{
+    static const struct { const char *open, *close; } kinds[] = {
+        {"(", ")"}, {"exp(", ")"}, {"-", ""}, {"-(", ")"}, {"softmax(", ", -1)"}, {"max(1, ", ")"}};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        pt_err e = {0};
+        ex_prog *p;
+        char *s = nested(kinds[k].open, kinds[k].close, 10000);
+        cr_assert_neq(ex_parse(arena, s, &p, &e), PT_OK, "10k of '%s'", kinds[k].open);
+        cr_assert(strstr(e.msg, "expression nested too deeply (more than 200 levels) at column"),
+                  "%s", e.msg);
+        /* "-(" opens two levels; the "-1" of the innermost softmax one more */
+        int ok_depth = strcmp(kinds[k].open, "-(") == 0        ? EX_MAX_NEST / 2
+                     : strcmp(kinds[k].open, "softmax(") == 0 ? EX_MAX_NEST - 1
+                                                              : EX_MAX_NEST;
+        s = nested(kinds[k].open, kinds[k].close, ok_depth);
+        pt_err_clear(&e);
+        cr_assert_eq(ex_parse(arena, s, &p, &e), PT_OK, "%d of '%s': %s", ok_depth, kinds[k].open, e.msg);
+        s = nested(kinds[k].open, kinds[k].close, ok_depth + 1);
+        cr_assert_neq(ex_parse(arena, s, &p, &e), PT_OK, "%d of '%s'", ok_depth + 1, kinds[k].open);
+    }
+    expect_parse_err(nested("(", ")", 201),
+                     "expression nested too deeply (more than 200 levels) at column 205");
+}
+
+/* Issue 9 item 15: element counts of broadcast shapes are checked products;
+ * x=2^40x1 with w=2^40 wrapped to 0 elements (UBSan: signed overflow in
+ * numel and the broadcast strides) and emitted a grid of 0. */
+Test(expr, broadcast_size_overflow)
+{
+    expect_bind_err("y = x * w", "x=1099511627776x1,w=1099511627776",
+                    "broadcast shape 1099511627776x1099511627776 has more than 2^48 elements");
+    expect_bind_err("y = x * w", "x=4294967296x1,w=4294967296",
+                    "broadcast shape 4294967296x4294967296 has more than 2^48 elements");
+    expect_bind_err("y = x * w", "x=2147483648x1,w=2147483648",
+                    "broadcast shape 2147483648x2147483648 has more than 2^48 elements");
+    expect_bind_err("y = x * w + b", "x=65536x65536x1,w=65537,b=1",
+                    "broadcast shape 65536x65536x65537 has more than 2^48 elements");
+    expect_bind_err("y = x * w", "x=256x256x256x256x256x1,w=512",
+                    "broadcast shape 256x256x256x256x256x512 has more than 2^48 elements");
+    expect_bind_err("y = x", "x=281474976710656x2", "shape 'x=281474976710656x2' has too many elements");
+    expect_bind_err("y = x", "x=9223372036854775807x2", "shape 'x=9223372036854775807x2' has too many elements");
+    /* right at the limit: bound, with exact counts and strides */
+    ex_prog *p = bound("y = x * w", "x=16777216x1,w=16777216");
+    cr_assert_eq(p->rows, 16777216);
+    cr_assert_eq(p->cols, 16777216);
+    cr_assert_eq(p->outputs[0].numel, (int64_t)1 << 48);
+    cr_assert_eq(p->outputs[0].stride[0], 16777216);
+    p = bound("y = x * w", "x=256x256x256x256x256x1,w=256");
+    cr_assert_eq(p->outputs[0].numel, (int64_t)1 << 48);
+    cr_assert_eq(p->outputs[0].stride[0], (int64_t)1 << 40);
+    p = bound("y = x + 1", "x=281474976710656");
+    cr_assert_eq(p->inputs[0].numel, (int64_t)1 << 48);
+    p = bound("y = x + 1", "x=2147483648x2");
+    cr_assert_eq(p->rows, (int64_t)1 << 31);
 }
