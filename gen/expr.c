@@ -7,6 +7,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -649,6 +650,17 @@ static val parse_prim(parser *ps)
     switch (t.type) {
     case T_NUM: {
         next(ps);
+        double m = fabs(t.num);
+        if (m > FLT_MAX && (float)m > FLT_MAX) { /* a literal that rounds to FLT_MAX is fine */
+            perr(ps, t.line, t.col, "number '%.*s' is out of range for f32 (magnitude at most %.9g)",
+                 (int)(t.len > 60 ? 60 : t.len), t.s, (double)FLT_MAX);
+            return VNONE;
+        }
+        if (m != 0 && m < FLT_MIN) {
+            perr(ps, t.line, t.col, "number '%.*s' is below f32's smallest normal %.9g",
+                 (int)(t.len > 60 ? 60 : t.len), t.s, (double)FLT_MIN);
+            return VNONE;
+        }
         val v = {mk_const(ps, t.num), t.is_int, t.ival};
         return v;
     }

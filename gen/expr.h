@@ -33,9 +33,11 @@
  * layernorm/rmsnorm have no affine part: write `* g + b`. eps may be any
  * expression. DTYPE is a pt_dtype name (f16, bf16, e4m3, ...).
  *
- * Nesting is limited to EX_MAX_NEST (200) levels (each '(' of a group or a
- * call, and each unary sign, opens one), so deep input cannot exhaust the C
- * stack of the recursive-descent parser.
+ * Numbers must be 0 or within f32's normal range (1.17549435e-38 to
+ * 3.40282347e+38 in magnitude): kernels compute in f32, so 1e400 (inf) and
+ * 1e-50 (flushed to 0) are refused. Nesting is limited to EX_MAX_NEST (200)
+ * levels (each '(' of a group or a call, and each unary sign, opens one), so
+ * deep input cannot exhaust the C stack of the recursive-descent parser.
  *
  * Errors carry the 1-based column of the offending token ("at line L, column
  * C" when the program has more than one line):
@@ -43,6 +45,7 @@
  *   unexpected ')' at column 9
  *   softmax takes 2 arguments, got 1 at column 5
  *   'x' is assigned twice at column 8
+ *   number '1e400' is out of range for f32 (magnitude at most 3.40282347e+38) at column 9
  *   expression nested too deeply (more than 200 levels) at column 205
  *   empty expression
  *

@@ -723,6 +723,26 @@ Test(expr, reference_big, .timeout = 60)
     free(b);
 }
 
+/* Issue 9 item 18 (expression part): a literal outside f32's normal range
+ * (the kernel computes in f32) is refused, naming the literal and column;
+ * 1e400 silently became inf. */
+Test(expr, literal_out_of_f32_range)
+{
+    expect_parse_err("y = x * 1e400",
+                     "number '1e400' is out of range for f32 (magnitude at most 3.40282347e+38) at column 9");
+    expect_parse_err("y = x * 1e39",
+                     "number '1e39' is out of range for f32 (magnitude at most 3.40282347e+38) at column 9");
+    expect_parse_err("y = -1e400 + x",
+                     "number '1e400' is out of range for f32 (magnitude at most 3.40282347e+38) at column 6");
+    expect_parse_err("y = x + 1e-50",
+                     "number '1e-50' is below f32's smallest normal 1.17549435e-38 at column 9");
+    expect_parse_err("y = x\nz = 2 * 99999999999999999999999999999999999999999 * x",
+                     "number '99999999999999999999999999999999999999999' is out of range for f32 "
+                     "(magnitude at most 3.40282347e+38) at line 2, column 9");
+    ex_prog *p = parse_ok("y = x * 3.4e38 + 1.2e-38 + 0.0 + 0e7 + where(x > -3e38, x, 0)");
+    cr_assert_eq(p->noutputs, 1);
+}
+
 /* Issue 9 item 15: nesting deeper than EX_MAX_NEST (parentheses, calls,
  * unary signs) is refused before it can exhaust the C stack; exactly
  * EX_MAX_NEST levels parse. 10k levels of each kind. */
