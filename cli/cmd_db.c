@@ -168,8 +168,11 @@ static const char import_usage[] =
     "usage: ptxtune import --db FILE SRC...\n"
     "Adds each SRC to the store: another store or a bundle (merged), or a JSON table\n"
     "from 'ptxtune export --format json'. Rows are matched by their natural keys;\n"
-    "existing rows win; winners are recomputed per fingerprint. Each SRC is one\n"
-    "transaction: a bad file adds nothing.\n";
+    "existing rows win; winners are recomputed per fingerprint. Every row is checked\n"
+    "(fingerprint keys and kernel hashes recomputed, JSON fields type-checked, a winner\n"
+    "needs a positive time); each SRC is one transaction: one refused row and nothing\n"
+    "of that SRC is added (exit 2, the count and the first reason). A --db that fails\n"
+    "its integrity check is never written to.\n";
 
 int cmd_import(int argc, char **argv)
 {
