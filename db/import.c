@@ -565,6 +565,15 @@ static const char run_sql[] =
     " LEFT JOIN main.runs mr ON mr.uuid = r.uuid"
     " LEFT JOIN main.fingerprints mf ON mf.id = mr.fingerprint_id"
     " WHERE 1" R_FILTER " ORDER BY r.id";
+static const char problem_sql[] =
+    "SELECT p.id, p.key, CASE"
+    " WHEN typeof(p.key) <> 'text' OR p.key = '' THEN 'has no key'"
+    " WHEN typeof(p.op) <> 'text' OR p.op = '' THEN 'has no op'"
+    " WHEN mp.op IS NOT NULL AND mp.op <> p.op THEN"
+    "  'is in the store with op ''' || mp.op || ''', not ''' || p.op || ''''"
+    " END FROM src.problems p LEFT JOIN main.problems mp ON mp.key = p.key"
+    " WHERE ?1 = 0 OR p.id IN (SELECT m.problem_id FROM src.measurements m WHERE m.id IN " SEL ")"
+    " ORDER BY p.id";
 static const char meas_sql[] =
     "SELECT m.id, m.config, CASE"
     " WHEN sr.id IS NULL THEN 'names no run of the source'"
@@ -714,6 +723,8 @@ int db__merge_verify(db_store *s, bool filtered, const char *src_name, pt_err *e
         rc = verify_fingerprints(s, fp_sql, filtered, &v, e);
     if (!rc)
         rc = verify_kernels(s, kernel_sql, filtered, &v, e);
+    if (!rc)
+        rc = verify_reasons(s, problem_sql, filtered, "problem", &v, e);
     if (!rc)
         rc = verify_reasons(s, run_sql, filtered, "run", &v, e);
     if (!rc)

@@ -940,6 +940,11 @@ Test(db, merge_and_bundle_import_refuse_tampered_keys_and_hashes)
     sql_on(tpath("t.db"), "UPDATE measurements SET t_median = -1");
     expect_merge_refused(tpath("dst.db"), tpath("t.db"), "positive");
 
+    /* a problem key the store holds under another op */
+    one_winner_store(tpath("o.db"), &a, "oooo1111", "bm=1", 1e-3);
+    sql_on(tpath("o.db"), "UPDATE problems SET op = 'softmax'");
+    expect_merge_refused(tpath("dst.db"), tpath("o.db"), "is in the store with op 'gemm'");
+
     /* the tampered bundle cannot be exported either (no arbitrary PTX in a header) */
     db_open_opts ro = {.readonly = true};
     cr_assert_eq(db_open(tpath("b.db"), &ro, &s, &e), PT_OK, "%s", e.msg);
