@@ -108,6 +108,8 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
                        pt_target_name(t, tn, sizeof tn));
     }
     int rc = ex_parse(a, pb->expr, &pp->prog, e);
+    if (!rc)
+        rc = ex_check_target(pp->prog, t, e);
     if (rc)
         return rc;
     if (!pb->shapes || !*pb->shapes)

@@ -948,6 +948,19 @@ void ex_shape_str(const ex_shape *s, char *buf, size_t n)
     }
 }
 
+int ex_check_target(const ex_prog *p, const pt_target *t, pt_err *e)
+{
+    for (int i = 0; i < p->nnodes; i++) {
+        const pt_dtype_info *di = pt_dtype_get(p->nodes[i].dtype);
+        if (p->nodes[i].kind == EX_CAST && di->min_sm > t->sm) {
+            char tn[16];
+            return pt_errf(e, PT_EUNSUPPORTED, "cast to %s needs sm_%d; target is %s", di->name,
+                           di->min_sm, pt_target_name(t, tn, sizeof tn));
+        }
+    }
+    return PT_OK;
+}
+
 int ex_find_input(const ex_prog *p, const char *name)
 {
     return find_tensor(p->inputs, p->ninputs, name, strlen(name));

@@ -70,6 +70,7 @@
 #define PT_EXPR_H
 
 #include "gen/dtype.h"
+#include "ptx/target.h"
 
 /* Node kinds. X(id, name, nargs, flops, flags)
  * flops: cost per evaluated element, for ex_flops() (a reduction counts per
@@ -274,6 +275,11 @@ int ex_parse_shapes(pt_arena *a, const char *spec, int *n, const char ***names,
                     ex_shape **shapes, pt_err *e);
 /* ex_parse_shapes() then ex_bind(). */
 int ex_bind_spec(ex_prog *p, const char *spec, pt_err *e);
+
+/* Whether target t can run p: every cast's dtype is available there
+ * (e4m3/e5m2 need sm_89). PT_EUNSUPPORTED with "cast to e4m3 needs sm_89;
+ * target is sm_80" otherwise, as an fp8 output dtype is refused. */
+int ex_check_target(const ex_prog *p, const pt_target *t, pt_err *e);
 
 /* Index of the input / output called name, or -1. */
 int ex_find_input(const ex_prog *p, const char *name);

@@ -172,6 +172,11 @@ Test(elementwise, bad_input_names_the_value)
         {PT_EW("y = x", "x=4x8", PT_F32, PT_F32), "sm_80", "frob=1", "unknown config key 'frob'"},
         {PT_EW("y = softmax(x, -1)", "x=4x6", PT_F32, PT_F32), "sm_80", "vec=4",
          "vec=4 does not divide the row length 6"},
+        /* like --out-dtype e4m3 on sm_80 (issue 9, consistency) */
+        {PT_EW("y = cast(x, e4m3)", "x=4x8", PT_F32, PT_F32), "sm_80", "",
+         "cast to e4m3 needs sm_89; target is sm_80"},
+        {PT_EW("y = softmax(x, -1) + cast(x * 2, e5m2)", "x=4x8", PT_BF16, PT_BF16), "sm_86", "",
+         "cast to e5m2 needs sm_89; target is sm_86"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         pt_err e = {0};
