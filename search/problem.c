@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -372,58 +373,197 @@ int search_problem_parse(pt_arena *a, const char *op, const char *items, search_
     return PT_OK;
 }
 
+/* ---- reading a file one line at a time ----------------------------------- */
+
+enum { MAX_LINE = 1 << 20 };
+
+struct search_problem_reader {
+    FILE *f;
+    bool own;          /* f is ours to close */
+    char *name;        /* for messages */
+    int lineno, count;
+    pt_buf line;
+    pt_arena *arena;   /* the current problem's; replaced on every next */
+};
+
+int search_problem_reader_open(const char *path, search_problem_reader **out, pt_err *e)
+{
+    *out = NULL;
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f)
+        return pt_errf(e, PT_EIO, "cannot open '%s': %s", path, strerror(errno));
+    /* fopen succeeds on a directory; the first read would say EISDIR */
+    int c = getc(f);
+    if (c == EOF && ferror(f)) {
+        int err = errno;
+        if (f != stdin)
+            fclose(f);
+        return pt_errf(e, PT_EIO, "cannot read '%s': %s", path,
+                       err == EISDIR ? "is a directory" : strerror(err));
+    }
+    if (c != EOF)
+        ungetc(c, f);
+    search_problem_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        if (f != stdin)
+            fclose(f);
+        return pt_errf(e, PT_ENOMEM, "out of memory");
+    }
+    r->f = f;
+    r->own = f != stdin;
+    r->name = strdup(path);
+    pt_buf_init(&r->line);
+    *out = r;
+    return PT_OK;
+}
+
+int search_problem_reader_mem(const char *buf, size_t len, const char *name,
+                              search_problem_reader **out, pt_err *e)
+{
+    *out = NULL;
+    /* fmemopen refuses an empty buffer: read /dev/null's nothing instead */
+    FILE *f = len ? fmemopen((void *)(uintptr_t)buf, len, "rb") : fopen("/dev/null", "rb");
+    if (!f)
+        return pt_errf(e, PT_ENOMEM, "%s: cannot open the text: %s", name, strerror(errno));
+    search_problem_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        fclose(f);
+        return pt_errf(e, PT_ENOMEM, "out of memory");
+    }
+    r->f = f;
+    r->own = true;
+    r->name = strdup(name);
+    pt_buf_init(&r->line);
+    *out = r;
+    return PT_OK;
+}
+
+void search_problem_reader_close(search_problem_reader *r)
+{
+    if (!r)
+        return;
+    if (r->own)
+        fclose(r->f);
+    pt_buf_free(&r->line);
+    pt_arena_free(r->arena);
+    free(r->name);
+    free(r);
+}
+
+/* The next line into r->line (without its '\n'); *eof at the end. */
+static int read_line(search_problem_reader *r, bool *eof, pt_err *e)
+{
+    *eof = false;
+    r->line.len = 0;
+    pt_buf_putc(&r->line, '\0');
+    r->line.len = 0;
+    int c;
+    bool any = false;
+    while ((c = getc(r->f)) != EOF) {
+        any = true;
+        if (c == '\n')
+            break;
+        if (c == '\0')
+            return pt_errf(e, PT_EPARSE, "%s:%d: NUL byte at column %zu (not a text file)",
+                           r->name, r->lineno + 1, r->line.len + 1);
+        if (r->line.len >= MAX_LINE)
+            return pt_errf(e, PT_EINVAL, "%s:%d: line longer than %d bytes", r->name,
+                           r->lineno + 1, MAX_LINE);
+        pt_buf_putc(&r->line, (char)c);
+    }
+    if (ferror(r->f))
+        return pt_errf(e, PT_EIO, "cannot read '%s': %s", r->name,
+                       errno == EISDIR ? "is a directory" : strerror(errno));
+    *eof = !any;
+    if (any)
+        r->lineno++;
+    return PT_OK;
+}
+
+/* One line's problem into out (strings in arena a); *got false for a blank
+ * or comment line. */
+static int parse_line(pt_arena *a, const char *name, int lineno, const char *l,
+                      search_problem *out, bool *got, pt_err *e)
+{
+    *got = false;
+    const char *s = l;
+    while (isspace((unsigned char)*s))
+        s++;
+    if (!*s || *s == '#')
+        return PT_OK;
+    const char *o0 = s;
+    while (isalnum((unsigned char)*s) || *s == '_')
+        s++;
+    if (s == o0 || (*s && !isspace((unsigned char)*s)))
+        return pt_errf(e, PT_EPARSE, "%s:%d: expected an op name first (e.g. gemm m=...)", name,
+                       lineno);
+    char *op = pt_arena_strndup(a, o0, (size_t)(s - o0));
+    pt_err le = {0};
+    if (search_problem_parse(a, op, s, out, &le))
+        return pt_errf(e, le.code, "%s:%d: %s", name, lineno, le.msg);
+    out->line = lineno;
+    *got = true;
+    return PT_OK;
+}
+
+/* Next problem, parsed into arena a (NULL: the reader's own, replaced on
+ * every call). */
+static int next_into(search_problem_reader *r, pt_arena *a, search_problem *out, bool *got,
+                     pt_err *e)
+{
+    *got = false;
+    if (!a) {
+        pt_arena_free(r->arena);
+        r->arena = a = pt_arena_new();
+    }
+    for (;;) {
+        bool eof;
+        int rc = read_line(r, &eof, e);
+        if (rc)
+            return rc;
+        if (eof)
+            break;
+        rc = parse_line(a, r->name, r->lineno, r->line.s, out, got, e);
+        if (rc)
+            return rc;
+        if (*got) {
+            r->count++;
+            return PT_OK;
+        }
+    }
+    if (r->count == 0)
+        return pt_errf(e, PT_EINVAL, "%s: no problems (one per line: OP key=value ...)", r->name);
+    return PT_OK;
+}
+
+int search_problem_next(search_problem_reader *r, search_problem *out, bool *got, pt_err *e)
+{
+    return next_into(r, NULL, out, got, e);
+}
+
 int search_problems_parse(const char *text, const char *filename, search_problem_set *out,
                           pt_err *e)
 {
     memset(out, 0, sizeof *out);
+    search_problem_reader *r;
+    int rc = search_problem_reader_mem(text, strlen(text), filename, &r, e);
+    if (rc)
+        return rc;
     out->arena = pt_arena_new();
     size_t cap = 0;
-    const char *line = text;
-    int lineno = 0;
-    pt_buf op;
-    pt_buf_init(&op);
-    while (line && *line) {
-        lineno++;
-        const char *nl = strchr(line, '\n');
-        size_t len = nl ? (size_t)(nl - line) : strlen(line);
-        char *l = pt_arena_strndup(out->arena, line, len);
-        line = nl ? nl + 1 : NULL;
-        const char *s = l;
-        while (isspace((unsigned char)*s))
-            s++;
-        if (!*s || *s == '#')
-            continue;
-        const char *o0 = s;
-        while (isalnum((unsigned char)*s) || *s == '_')
-            s++;
-        if (s == o0 || (*s && !isspace((unsigned char)*s))) {
-            search_problems_free(out);
-            pt_buf_free(&op);
-            return pt_errf(e, PT_EPARSE, "%s:%d: expected an op name first (e.g. gemm m=...)",
-                           filename, lineno);
-        }
-        op.len = 0;
-        pt_buf_putn(&op, o0, (size_t)(s - o0));
-        if ((size_t)out->n == cap) {
-            cap = cap ? cap * 2 : 16;
-            out->v = realloc(out->v, cap * sizeof *out->v);
-        }
-        pt_err le = {0};
-        if (search_problem_parse(out->arena, op.s, s, &out->v[out->n], &le)) {
-            int code = le.code;
-            search_problems_free(out);
-            pt_buf_free(&op);
-            return pt_errf(e, code, "%s:%d: %s", filename, lineno, le.msg);
-        }
-        out->v[out->n].line = lineno;
-        out->n++;
+    for (;;) {
+        search_problem p;
+        bool got;
+        rc = next_into(r, out->arena, &p, &got, e);
+        if (rc || !got)
+            break;
+        out->v = pt_arena_grow(out->arena, out->v, sizeof *out->v, &cap, (size_t)out->n + 1);
+        out->v[out->n++] = p;
     }
-    pt_buf_free(&op);
-    if (out->n == 0) {
+    search_problem_reader_close(r);
+    if (rc)
         search_problems_free(out);
-        return pt_errf(e, PT_EINVAL, "%s: no problems (one per line: OP key=value ...)", filename);
-    }
-    return PT_OK;
+    return rc;
 }
 
 void search_problems_free(search_problem_set *s)
@@ -431,6 +571,5 @@ void search_problems_free(search_problem_set *s)
     if (!s)
         return;
     pt_arena_free(s->arena);
-    free(s->v);
     memset(s, 0, sizeof *s);
 }

@@ -41,6 +41,22 @@ typedef struct search_problem_set {
  * be registered (pt_op_find). An empty set is an error. */
 int search_problems_parse(const char *text, const char *filename, search_problem_set *out,
                           pt_err *e);
+/* A problem file read one line at a time: memory is one line (at most
+ * 1 MiB) and one problem, whatever the file's length. A NUL byte, an
+ * unreadable file or a directory is an error naming the file. */
+typedef struct search_problem_reader search_problem_reader;
+/* path "-": stdin. */
+int search_problem_reader_open(const char *path, search_problem_reader **out, pt_err *e);
+/* Over len bytes of buf (which need not be NUL-terminated); name is for
+ * messages. buf must outlive the reader. */
+int search_problem_reader_mem(const char *buf, size_t len, const char *name,
+                              search_problem_reader **out, pt_err *e);
+/* The next problem into *out, valid until the next call: *got false at the
+ * end. Errors read "file:line: message"; a file without any problem is an
+ * error at its end. */
+int search_problem_next(search_problem_reader *r, search_problem *out, bool *got, pt_err *e);
+void search_problem_reader_close(search_problem_reader *r);
+
 /* One problem: op and the items of one line (without the op). */
 int search_problem_parse(pt_arena *a, const char *op, const char *items, search_problem *out,
                          pt_err *e);
