@@ -12,7 +12,8 @@
 /* Prints "ptxtune: <message>" on stderr and exits with code. */
 _Noreturn void cli_die(int code, const char *fmt, ...) PT_PRINTF(2, 3);
 double cli_now(void);
-/* Whole file ("-": stdin), NUL-terminated, malloc'd; dies on error. */
+/* Whole text file ("-": stdin), NUL-terminated, malloc'd; dies (exit 2) when it
+ * cannot be read, is a directory or holds a NUL byte (naming its offset). */
 char *cli_read_file(const char *path, size_t *len);
 
 /* The problem options every op command takes. */

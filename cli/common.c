@@ -32,15 +32,21 @@ char *cli_read_file(const char *path, size_t *len)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!f)
-        cli_die(2, "cannot open '%s'", path);
+        cli_die(2, "cannot open '%s': %s", path, strerror(errno));
     pt_buf b;
     pt_buf_init(&b);
     char tmp[65536];
     size_t n;
     while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
         pt_buf_putn(&b, tmp, n);
+    if (ferror(f)) /* a directory opens, then fails to read with EISDIR */
+        cli_die(2, "cannot read '%s': %s", path, errno == EISDIR ? "is a directory" : strerror(errno));
     if (f != stdin)
         fclose(f);
+    /* every file read here is text that would end at the first NUL */
+    const char *nul = b.len ? memchr(b.s, '\0', b.len) : NULL;
+    if (nul)
+        cli_die(2, "%s: NUL byte at offset %zu (not a text file)", path, (size_t)(nul - b.s));
     if (len)
         *len = b.len;
     return pt_buf_take(&b);

@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "search/problem.h"
 #include "test_util.h"
 
 /* Runs ptxtune with args (a shell fragment); returns the exit code and the
@@ -92,4 +94,108 @@ Test(cli, emit_is_identical_across_processes)
         unsetenv("PTXTUNE_TEST_PADDING");
         cr_expect_str_eq(a, b, "emit differs between two processes");
     }
+}
+
+/* A problem file is read one line at a time: 200k lines take memory for
+ * one line and one problem, not for the file (issue 9 item 17). */
+Test(cli, problem_file_is_streamed)
+{
+    char path[] = "/tmp/ptxtune_problems_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    enum { N = 200000 };
+    for (int i = 0; i < N; i++)
+        fprintf(f, "%sgemm m=%d n=4096 k=4096 dtype=bf16 layout=nt name='row %d' # %d\n",
+                i % 7 ? "" : "# comment\n\n", i + 1, i, i);
+    fclose(f);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    long before = ru.ru_maxrss;
+    search_problem_reader *r;
+    pt_err e = {0};
+    cr_assert_eq(search_problem_reader_open(path, &r, &e), PT_OK, "%s", e.msg);
+    int n = 0, wrong = 0;
+    int rc;
+    for (;;) { /* (Criterion reports every assertion: none in the loop) */
+        search_problem p;
+        bool got;
+        if ((rc = search_problem_next(r, &p, &got, &e)) || !got)
+            break;
+        wrong += p.prob.m != n + 1;
+        if (n == 12345) {
+            cr_expect_str_eq(p.name, "row 12345");
+            cr_expect_str_eq(p.key, "gemm m=12346 n=4096 k=4096 layout=nt dtype=bf16");
+        }
+        n++;
+    }
+    cr_expect_eq(rc, PT_OK, "%s", e.msg);
+    cr_expect_eq(wrong, 0);
+    search_problem_reader_close(r);
+    getrusage(RUSAGE_SELF, &ru);
+    cr_expect_eq(n, N);
+    /* the file is ~14 MB; a whole-file parse held it and every problem */
+    cr_expect_lt(ru.ru_maxrss - before, 4096, "reading grew the peak RSS by %ld KB",
+                 ru.ru_maxrss - before);
+    remove(path);
+
+    /* what the reader refuses: one line naming the file and line */
+    static const struct {
+        const char *text, *msg;
+    } bad[] = {
+        {"gemm m=1 n=1 k=1\ngemm m=1\0 n=1 k=1\n", "f.txt:2: NUL byte at column 9"},
+        {"# nothing\n\n", "f.txt: no problems"},
+        {"gemm m=1 n=1 k=1\ngemm m=1 n=1 k=1 m=2\n", "f.txt:2: duplicate key 'm'"},
+    };
+    size_t lens[] = {35, 11, 38};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(search_problem_reader_mem(bad[i].text, lens[i], "f.txt", &r, &e), PT_OK);
+        rc = PT_OK;
+        bool got = true;
+        pt_err_clear(&e);
+        while (!rc && got) {
+            search_problem p;
+            rc = search_problem_next(r, &p, &got, &e);
+        }
+        search_problem_reader_close(r);
+        cr_expect_neq(rc, PT_OK, "case %zu", i);
+        cr_expect(strstr(e.msg, bad[i].msg), "case %zu: '%s' lacks '%s'", i, e.msg, bad[i].msg);
+    }
+    pt_err_clear(&e);
+    cr_expect_eq(search_problem_reader_open("/tmp", &r, &e), PT_EIO);
+    cr_expect(strstr(e.msg, "'/tmp': is a directory"), "%s", e.msg);
+}
+
+/* compile and exec refuse a NUL byte in the PTX file the same way, naming
+ * its offset; a directory given as a file says so (issue 9 item 18). */
+Test(cli, nul_bytes_and_directories_are_named)
+{
+    char dir[] = "/tmp/ptxtune_nul_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char path[256], args[1024], err[4096], out[65536];
+    snprintf(path, sizeof path, "%s/k.ptx", dir);
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    fwrite(".version 7.0\n.target sm_80\n.address_size 64\n\0junk\n", 1, 50, f);
+    fclose(f);
+    const char *fmts[] = {"compile --arch sm_80 %s", "exec %s --grid 1 --block 1"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, fmts[i], path);
+        cr_expect_eq(run(args, err, sizeof err, out, sizeof out), 2, "'%s': %s", args, err);
+        char want[400];
+        snprintf(want, sizeof want, "ptxtune: %s: NUL byte at offset 44 (not a text file)\n", path);
+        cr_expect_str_eq(err, want, "'%s'", args);
+    }
+    const char *dfmts[] = {"compile --arch sm_80 %s", "exec %s --grid 1 --block 1",
+                           "tune --problems %s --backend emu --db %s/t.db", "import --db %s/t.db %s"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(args, sizeof args, dfmts[i], dir, dir);
+        cr_expect_eq(run(args, err, sizeof err, out, sizeof out), 2, "'%s': %s", args, err);
+        cr_expect(strstr(err, "is a directory"), "'%s': %s", args, err);
+        cr_expect_eq(lines(err), 1, "'%s': %s", args, err);
+    }
+    remove(path);
+    char rm[300];
+    snprintf(rm, sizeof rm, "rm -rf %s", dir);
+    cr_expect_eq(system(rm), 0);
 }
