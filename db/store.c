@@ -184,8 +184,13 @@ int db__exec(db_store *s, const char *sql, pt_err *e)
         int rc = sqlite3_exec(s->h, sql, NULL, NULL, NULL);
         if (rc == SQLITE_OK)
             return PT_OK;
-        if (!busy(rc) || mono_ms() > deadline)
-            return db__fail(s, rc, "executing schema statement", e);
+        if (!busy(rc) || mono_ms() > deadline) {
+            /* name the statement: a COMMIT that hits a full disk is no schema step */
+            char what[64];
+            size_t n = strcspn(sql, "\n;(");
+            snprintf(what, sizeof what, "running '%.*s'", (int)(n < 40 ? n : 40), sql);
+            return db__fail(s, rc, what, e);
+        }
         struct timespec ts = {0, 2000000};
         nanosleep(&ts, NULL);
     }

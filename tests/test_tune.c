@@ -800,3 +800,30 @@ Test(tune, a_sweep_that_hit_a_full_disk_is_resumed, .timeout = 300)
     cr_expect_eq(integrity(P("full.db")), PT_OK);
     pt_arena_free(a);
 }
+
+/* The same through the command, on a real write failure: a file-size limit
+ * (the shell's ulimit -f, SIGXFSZ ignored) stops the WAL from growing, so the
+ * sweep fails midway; the message says the run is kept, and the same command
+ * without the limit resumes it to the full candidate count. */
+Test(tune, a_tune_stopped_by_a_file_size_limit_resumes_through_the_command, .timeout = 300)
+{
+    const char *args = "tune elementwise expr='y = softmax(x, -1)' shape=x=8x256 dtype=f16 "
+                       "--backend mock --strategy exhaustive --budget 40 --quiet --no-compile "
+                       "--db fs.db";
+    char cmd[2048], err[4096], out[8192];
+    snprintf(cmd, sizeof cmd, "cd %s && sh -c \"trap '' XFSZ; ulimit -f 400; exec %s %s\" "
+             ">/dev/null 2>fs.err </dev/null", dir, getenv("PTXTUNE_BIN"), args);
+    int st = system(cmd);
+    test_slurp(P("fs.err"), err, sizeof err);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit %d: %s", WEXITSTATUS(st), err);
+    cr_expect(strstr(err, "run 1 is kept: the same command resumes it"), "%s", err);
+    cr_expect_eq(lines(err), 1, "%s", err);
+    int64_t stored = query(P("fs.db"), "SELECT count(*) FROM measurements");
+    cr_expect_lt(stored, 40, "the limit did not stop the sweep");
+    cr_assert_eq(cli(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    cr_expect(strstr(out, ", resumed"), "%s", out);
+    cr_expect_eq(query(P("fs.db"), "SELECT count(*) FROM runs"), 1);
+    cr_expect_eq(query(P("fs.db"), "SELECT count(*) FROM runs WHERE status = 'done'"), 1);
+    cr_expect_eq(query(P("fs.db"), "SELECT count(*) FROM measurements"), 40);
+    cr_expect_eq(integrity(P("fs.db")), PT_OK);
+}
