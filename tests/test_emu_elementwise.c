@@ -188,8 +188,26 @@ typedef struct given_run {
  * finite values within the dtype tolerance relative to max(|w|, 1e-2 * max
  * |w| of the output) (the verifier's metric). An element the kernel never
  * wrote (still the 0xFF poison) is bad even where NaN is expected. */
+/* How run_given_opts runs: the shared base shift (tuner_dev_opts; 0 the
+ * default shift) and an optional rewrite of the emitted text. */
+typedef struct given_opts {
+    int smem_shift;
+    char *(*mutate)(const char *text); /* a new malloc'd text */
+} given_opts;
+
+static int run_given_opts(const pt_prepared *pp, const pt_target *t, const pt_config *c,
+                          double *const *vals, const given_opts *go, given_run *g, double *got0,
+                          pt_err *e);
+
 static int run_given(const pt_prepared *pp, const pt_target *t, const pt_config *c,
                      double *const *vals, given_run *g, double *got0, pt_err *e)
+{
+    return run_given_opts(pp, t, c, vals, NULL, g, got0, e);
+}
+
+static int run_given_opts(const pt_prepared *pp, const pt_target *t, const pt_config *c,
+                          double *const *vals, const given_opts *go, given_run *g, double *got0,
+                          pt_err *e)
 {
     const pt_op *op = &gen_elementwise_op;
     memset(g, 0, sizeof *g);
@@ -204,7 +222,12 @@ static int run_given(const pt_prepared *pp, const pt_target *t, const pt_config 
     int rc = pt_op_build(op, pp, t, 0, c, &m, &l, e);
     if (!rc) {
         text = ptx_print(m);
-        tuner_dev_opts dopts = {0};
+        if (go && go->mutate) {
+            char *t2 = go->mutate(text);
+            free(text);
+            text = t2;
+        }
+        tuner_dev_opts dopts = {.emu_smem_shift = go ? go->smem_shift : 0};
         rc = tuner_dev_open("emu", &dopts, &d, e);
     }
     tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, l.entry, op, pp};
@@ -540,4 +563,122 @@ Test(emu_elementwise, integer_casts_round_and_saturate, .timeout = 300)
         pt_arena_free(a);
     }
     cr_expect_gt(ran, 200, "%d configs", ran);
+}
+
+/* Issue 9 item 8 (elementwise): the cross-warp reduction addresses shared
+ * memory from the symbol (mov.u32 %r, red), never from 0. Every wpr > 1
+ * config of a softmax, a layernorm and an online/offline log_softmax runs
+ * on sm_80 and sm_90 (1 KB reserved) with no shift, a 4 KB shift and the
+ * default one; then the same kernel with the symbol replaced by 0 must be
+ * caught (an access outside the shared array), so the test can fail. */
+static char *zero_base(const char *text)
+{
+    /* "mov.u32 %rN, red;" -> "mov.u32 %rN, 0;" */
+    char *out = malloc(strlen(text) + 1), *o = out;
+    for (const char *q = text; *q;) {
+        const char *m = strstr(q, "mov.u32 ");
+        if (!m) {
+            strcpy(o, q);
+            o += strlen(q);
+            break;
+        }
+        const char *comma = strchr(m, ',');
+        const char *semi = strchr(m, ';');
+        size_t upto = (size_t)(m - q);
+        memcpy(o, q, upto);
+        o += upto;
+        if (comma && semi && comma < semi && strncmp(comma, ", red;", 6) == 0) {
+            size_t head = (size_t)(comma - m);
+            memcpy(o, m, head);
+            o += head;
+            memcpy(o, ", 0;", 4);
+            o += 4;
+            q = semi + 1;
+        } else {
+            memcpy(o, m, 8);
+            o += 8;
+            q = m + 8;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+static void fill_uniform(int input, double *x, int64_t rows, int64_t cols, uint64_t seed)
+{
+    uint64_t s = (seed + (uint64_t)input) | 1;
+    for (int64_t j = 0; j < rows * cols; j++)
+        x[j] = 4 * rnd_unit(&s) - 2;
+}
+
+Test(emu_elementwise, shared_base_is_the_symbol, .timeout = 600)
+{
+    static const pt_problem ps[] = {
+        PT_EW("y = softmax(x, -1)", "x=5x256", PT_BF16, PT_BF16),
+        PT_EW("y = layernorm(x, -1) * g", "x=3x192,g=192", PT_F16, PT_F16),
+        PT_EW("y = log_softmax(x, -1); m = mean(x, -1)", "x=4x512", PT_F32, PT_F32),
+    };
+    static const char *const archs[] = {"sm_80", "sm_90"};
+    static const int shifts[] = {-1, 4096, 0};
+    int ran = 0, caught = 0;
+    for (int pi = 0; pi < 3; pi++)
+        for (int ai = 0; ai < 2; ai++) {
+            pt_target t;
+            pt_err e = {0};
+            pt_target_parse(archs[ai], &t, &e);
+            pt_arena *a = pt_arena_new();
+            pt_prepared *pp;
+            cr_assert_eq(gen_elementwise_op.prepare(a, &ps[pi], &t, &pp, &e), PT_OK, "%s", e.msg);
+            const ex_prog *prog = gen_elementwise_prog(pp);
+            double *vals[2];
+            for (int i = 0; i < prog->ninputs; i++) {
+                vals[i] = malloc((size_t)prog->inputs[i].numel * sizeof **vals);
+                fill_uniform(i, vals[i], 1, prog->inputs[i].numel, 77);
+            }
+            pt_space s;
+            gen_elementwise_op.space(pp, &t, &s);
+            for (int64_t i = 0; i < pt_space_size(&s); i++) {
+                pt_config c;
+                pt_space_config(&s, i, &c);
+                if (pt_config_get(&c, "wpr", 1) == 1 || gen_elementwise_op.check(pp, &t, &c, &e))
+                    continue;
+                char cs[256];
+                pt_config_str(&c, cs, sizeof cs);
+                for (int si = 0; si < 3; si++) {
+                    given_opts go = {shifts[si], NULL};
+                    given_run g;
+                    cr_assert_eq(run_given_opts(pp, &t, &c, vals, &go, &g, NULL, &e), PT_OK,
+                                 "%s %s [%s] shift %d: %s", ps[pi].expr, archs[ai], cs, shifts[si],
+                                 e.msg);
+                    cr_assert_eq(g.bad, 0, "%s %s [%s] shift %d: %s", ps[pi].expr, archs[ai], cs,
+                                 shifts[si], g.first);
+                    ran++;
+                }
+                /* the emitted text takes the array's address from the symbol */
+                ptx_module *m;
+                pt_launch l;
+                cr_assert_eq(pt_op_build(&gen_elementwise_op, pp, &t, 0, &c, &m, &l, &e), PT_OK);
+                char *text = ptx_print(m);
+                ptx_module_free(m);
+                cr_expect(strstr(text, ", red;"), "%s [%s]: no mov of the symbol", ps[pi].expr, cs);
+                free(text);
+                /* and a kernel that assumes base 0 is caught on sm_90 (the
+                 * reserved 1 KB) and with a shift on sm_80 */
+                given_opts bad = {ai == 1 ? -1 : 4096, zero_base};
+                given_run g;
+                pt_err be = {0};
+                int rc = run_given_opts(pp, &t, &c, vals, &bad, &g, NULL, &be);
+                cr_expect_neq(rc, PT_OK, "%s %s [%s]: a zero-based kernel ran clean", ps[pi].expr,
+                              archs[ai], cs);
+                cr_expect(strstr(be.msg, "out-of-bounds") || strstr(be.msg, "out of bounds"),
+                          "%s", be.msg);
+                caught += rc != PT_OK;
+            }
+            for (int i = 0; i < prog->ninputs; i++)
+                free(vals[i]);
+            pt_arena_free(a);
+        }
+    printf("emu_elementwise: %d runs of wpr>1 configs with shared bases shifted; %d zero-based "
+           "mutants caught\n", ran, caught);
+    cr_expect_gt(ran, 100);
 }
