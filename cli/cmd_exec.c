@@ -387,13 +387,28 @@ static int run_emu(const emu_opts *eo, ptx_module *m, const char *entry, const u
         if (xa[i].kind == ARG_OUT && emu_read(ctx, xa[i].dptr, xa[i].out->host, xa[i].bytes, &re))
             cli_die(1, "%s", re.msg);
     }
+    /* shared-memory bank conflicts, per access class that ran */
+    char banks[512] = "";
+    size_t bl = 0;
+    for (int b = 0; b < EMU_NBANK && bl < sizeof banks - 96; b++) {
+        const emu_bank_stat *bs = &st.bank[b];
+        if (!bs->accesses)
+            continue;
+        bl += (size_t)snprintf(banks + bl, sizeof banks - bl, "%s %s %llu of %llu",
+                               bl ? "," : "; bank conflicts (extra wavefronts):",
+                               emu_bank_class_name((emu_bank_class)b),
+                               (unsigned long long)bs->conflicts, (unsigned long long)bs->wavefronts);
+        if (bs->worst_line)
+            bl += (size_t)snprintf(banks + bl, sizeof banks - bl, " (most at line %d)",
+                                   bs->worst_line);
+    }
     fprintf(stderr,
             "exec %s: grid %u,%u,%u block %u,%u,%u: %llu lane-instructions, %llu warp-instructions, "
-            "%.3f s (%.1f M lane-instr/s), %d report%s\n",
+            "%.3f s (%.1f M lane-instr/s), %d report%s%s\n",
             entry, grid[0], grid[1], grid[2], block[0], block[1], block[2],
             (unsigned long long)st.lane_instructions, (unsigned long long)st.warp_instructions,
             st.seconds, st.seconds > 0 ? (double)st.lane_instructions / st.seconds * 1e-6 : 0.0,
-            emu_nreports(ctx), emu_nreports(ctx) == 1 ? "" : "s");
+            emu_nreports(ctx), emu_nreports(ctx) == 1 ? "" : "s", banks);
     emu_kernel_free(k);
     emu_free(ctx);
     return rc ? 1 : 0;

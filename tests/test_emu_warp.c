@@ -250,3 +250,201 @@ Test(emu_warp, barrier_sync_divergent_paths)
         cr_assert_eq(out[i], (i ^ 63) + ((i % 32) >= 16 ? 1000 : 0), "thread %u", i);
     tk_free(&t);
 }
+
+/* ---- shared-memory bank conflicts (issue 9 item 11) ---- */
+
+#include "gen/gemm.h"
+#include "ptx/parse.h"
+#include "tuner/emu_check.h"
+
+static int kernel_from_text(const char *text, const char *entry, emu_ctx **c, ptx_module **m,
+                            emu_kernel **k)
+{
+    pt_err e = {0};
+    cr_assert_eq(ptx_parse(text, strlen(text), "bank.ptx", 90, m, &e), PT_OK, "%s\n%s", e.msg, text);
+    *c = emu_new(NULL);
+    cr_assert(*c);
+    return emu_load(*c, *m, entry, k, &e);
+}
+
+/* The model on plain ld/st.shared: one warp stores then loads `ty` (with
+ * vector `vec`) at tid * stride bytes. Expected wavefronts from the bank
+ * rules (32 banks x 4 bytes, same word shared, phases of 128 bytes). */
+Test(emu_warp, bank_conflicts_of_ld_st_shared)
+{
+    static const struct {
+        const char *vec, *ty;
+        int stride, threads;
+        uint64_t wf, ideal;
+    } cases[] = {
+        {"", "u32", 4, 32, 1, 1},      /* consecutive words */
+        {"", "u32", 8, 32, 2, 1},      /* every other word: 2-way */
+        {"", "u32", 128, 32, 32, 1},   /* one bank: 32-way */
+        {"", "u32", 0, 32, 1, 1},      /* one word: broadcast */
+        {"", "u32", 132, 32, 1, 1},    /* padded rows: conflict-free */
+        {"", "u32", 8, 16, 1, 1},      /* 16 threads every other word: 16 banks */
+        {".v2", "u32", 8, 32, 2, 2},   /* 8 bytes: two half-warp phases */
+        {".v2", "u32", 16, 32, 4, 2},  /* half-warp lanes l and l+8 share banks */
+        {".v4", "u32", 16, 32, 4, 4},  /* 16 bytes: four quarter-warp phases */
+        {".v4", "u32", 32, 32, 8, 4},  /* 2-way in every quarter warp */
+        {".v4", "u32", 0, 32, 4, 4},   /* broadcast in every phase */
+        {"", "u8", 1, 32, 1, 1},       /* 32 bytes in 8 words */
+        {"", "u16", 2, 32, 1, 1},
+        {"", "u16", 64, 32, 16, 1},    /* banks 0 and 16, 16 words each */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int n = cases[i].vec[0] ? cases[i].vec[2] - '0' : 1;
+        char src[64] = "", dst[64] = "", text[2048];
+        if (n == 1) {
+            strcpy(src, "%r5");
+            strcpy(dst, "%r6");
+        } else {
+            snprintf(src, sizeof src, n == 2 ? "{%%r5, %%r5}" : "{%%r5, %%r5, %%r5, %%r5}");
+            snprintf(dst, sizeof dst, n == 2 ? "{%%r6, %%r7}" : "{%%r6, %%r7, %%r8, %%r9}");
+        }
+        snprintf(text, sizeof text,
+                 ".version 7.0\n.target sm_80\n.address_size 64\n\n"
+                 ".visible .entry k()\n{\n"
+                 "\t.reg .b32 %%r<10>;\n"
+                 "\t.shared .align 16 .b8 buf[4240];\n"
+                 "\tmov.u32 %%r1, %%tid.x;\n"
+                 "\tmul.lo.u32 %%r2, %%r1, %d;\n"
+                 "\tmov.u32 %%r3, buf;\n"
+                 "\tadd.u32 %%r4, %%r3, %%r2;\n"
+                 "\tmov.u32 %%r5, 7;\n"
+                 "\tst.shared%s.%s [%%r4], %s;\n"
+                 "\tld.shared%s.%s %s, [%%r4];\n"
+                 "\tret;\n}\n",
+                 cases[i].stride, cases[i].vec, cases[i].ty, src, cases[i].vec, cases[i].ty, dst);
+        emu_ctx *c;
+        ptx_module *m;
+        emu_kernel *k;
+        cr_assert_eq(kernel_from_text(text, NULL, &c, &m, &k), PT_OK, "%s", text);
+        emu_launch l = {{1, 1, 1}, {(unsigned)cases[i].threads, 1, 1}, 0};
+        emu_stats st;
+        pt_err e = {0};
+        cr_assert_eq(emu_run(c, k, &l, NULL, &st, &e), PT_OK, "%s\n%s", e.msg, text);
+        for (int b = EMU_BANK_LD; b <= EMU_BANK_ST; b++) {
+            const emu_bank_stat *s = &st.bank[b];
+            cr_expect_eq(s->accesses, 1, "case %zu %s", i, emu_bank_class_name((emu_bank_class)b));
+            cr_expect(s->wavefronts == cases[i].wf && s->ideal == cases[i].ideal,
+                      "case %zu (%s%s stride %d) %s: %llu wavefronts (ideal %llu), want %llu (%llu)",
+                      i, cases[i].vec, cases[i].ty, cases[i].stride,
+                      emu_bank_class_name((emu_bank_class)b), (unsigned long long)s->wavefronts,
+                      (unsigned long long)s->ideal, (unsigned long long)cases[i].wf,
+                      (unsigned long long)cases[i].ideal);
+            cr_expect_eq(s->conflicts, cases[i].wf - cases[i].ideal, "case %zu", i);
+            if (s->conflicts)
+                cr_expect_eq(s->worst_line, b == EMU_BANK_ST ? 14 : 15, "case %zu: line %d", i,
+                             s->worst_line);
+        }
+        emu_kernel_free(k);
+        emu_free(c);
+        ptx_module_free(m);
+    }
+}
+
+/* The unswizzled fixture must show its conflicts (8 wavefronts where 1 would
+ * do, in each of 4 phases, for the cp.async destinations and the ldmatrix
+ * rows); its swizzled twin none, with the same fragments loaded. */
+Test(emu_warp, bank_conflicts_fixture)
+{
+    const char *dir = getenv("PTXTUNE_TESTS_DIR");
+    cr_assert(dir, "PTXTUNE_TESTS_DIR not set (meson sets it)");
+    char path[512];
+    snprintf(path, sizeof path, "%s/ptx/bank_ldmatrix.ptx", dir);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "%s", path);
+    static char text[16384];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    uint16_t in[32 * 64];
+    for (int i = 0; i < 32 * 64; i++)
+        in[i] = (uint16_t)(i * 7 + 1);
+    uint32_t out[2][32 * 4];
+    static const char *const entries[] = {"unswizzled", "swizzled"};
+    for (int s = 0; s < 2; s++) {
+        emu_ctx *c;
+        ptx_module *m;
+        emu_kernel *k;
+        cr_assert_eq(kernel_from_text(text, entries[s], &c, &m, &k), PT_OK);
+        uint64_t din = emu_alloc(c, sizeof in, "in"), dout = emu_alloc(c, sizeof out[s], "out");
+        pt_err e = {0};
+        cr_assert_eq(emu_write(c, din, in, sizeof in, &e), PT_OK);
+        const void *args[] = {&dout, &din};
+        emu_launch l = {{1, 1, 1}, {32, 1, 1}, 0};
+        emu_stats st;
+        cr_assert_eq(emu_run(c, k, &l, args, &st, &e), PT_OK, "%s", e.msg);
+        cr_assert_eq(emu_read(c, dout, out[s], sizeof out[s], &e), PT_OK);
+        for (int b = EMU_BANK_LDMATRIX; b <= EMU_BANK_CP_ASYNC; b++) {
+            const emu_bank_stat *bs = &st.bank[b];
+            const char *name = emu_bank_class_name((emu_bank_class)b);
+            cr_expect_eq(bs->accesses, 1, "%s %s", entries[s], name);
+            cr_expect_eq(bs->ideal, 4, "%s %s", entries[s], name);
+            cr_expect_eq(bs->wavefronts, s ? 4u : 32u, "%s %s: %llu wavefronts", entries[s], name,
+                         (unsigned long long)bs->wavefronts);
+            cr_expect_eq(bs->conflicts, s ? 0u : 28u, "%s %s", entries[s], name);
+            cr_expect_eq(bs->worst_line, s ? 0 : b == EMU_BANK_LDMATRIX ? 34 : 31, "%s %s: line %d",
+                         entries[s], name, bs->worst_line);
+        }
+        emu_kernel_free(k);
+        emu_free(c);
+        ptx_module_free(m);
+    }
+    cr_expect(memcmp(out[0], out[1], sizeof out[0]) == 0, "both layouts load the same fragments");
+    /* fragment 0 of lane 0: row 0, halves 0 and 1 */
+    cr_expect_eq(out[0][0], (uint32_t)in[0] | (uint32_t)in[1] << 16);
+}
+
+/* What the GEMM generator emits (gen/ -> print -> parse -> emulate, as
+ * tuner/emu_check does, with the shifted shared base): the default configs
+ * of f16 and bf16, tn and nt, on sm_80 and sm_90, stage and read their tiles
+ * without a single bank conflict on the cp.async destinations and the
+ * ldmatrix rows. */
+Test(emu_warp, bank_conflicts_of_emitted_gemm)
+{
+    static const pt_dtype dts[] = {PT_F16, PT_BF16};
+    static const char *const lays[] = {"tn", "nt"}, *const archs[] = {"sm_80", "sm_90"};
+    for (int di = 0; di < 2; di++)
+        for (int li = 0; li < 2; li++)
+            for (int ai = 0; ai < 2; ai++) {
+                pt_target tg;
+                pt_err e = {0};
+                cr_assert_eq(pt_target_parse(archs[ai], &tg, &e), PT_OK);
+                pt_problem p = PT_GEMM(256, 256, 128, lays[li], dts[di], dts[di]);
+                pt_arena *a = pt_arena_new();
+                pt_prepared *pp;
+                cr_assert_eq(gen_gemm_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+                pt_config cfg;
+                gen_gemm_op.defaults(pp, &tg, &cfg);
+                pt_check_opts o = {.seed = 7, .threads = 2};
+                pt_check_result r;
+                int rc = pt_check_emu(&gen_gemm_op, pp, &tg, &cfg, &o, &r, &e);
+                char what[128];
+                snprintf(what, sizeof what, "%s %s %s default config", archs[ai],
+                         pt_dtype_get(dts[di])->name, lays[li]);
+                cr_expect_eq(rc, PT_OK, "%s: %s", what, e.msg);
+                for (int b = EMU_BANK_LDMATRIX; b <= EMU_BANK_CP_ASYNC; b++) {
+                    const emu_bank_stat *bs = &r.bank[b];
+                    const char *name = emu_bank_class_name((emu_bank_class)b);
+                    cr_expect_gt(bs->accesses, 0, "%s: no %s ran", what, name);
+                    cr_expect_eq(bs->conflicts, 0,
+                                 "%s: %s: %llu extra wavefronts of %llu (worst: line %d, %llu)", what,
+                                 name, (unsigned long long)bs->conflicts,
+                                 (unsigned long long)bs->wavefronts, bs->worst_line,
+                                 (unsigned long long)bs->worst_conflicts);
+                }
+                printf("%s: ldmatrix %llu accesses %llu wavefronts, cp.async %llu accesses %llu "
+                       "wavefronts, st.shared %llu extra of %llu, ld.shared %llu extra of %llu\n",
+                       what, (unsigned long long)r.bank[EMU_BANK_LDMATRIX].accesses,
+                       (unsigned long long)r.bank[EMU_BANK_LDMATRIX].wavefronts,
+                       (unsigned long long)r.bank[EMU_BANK_CP_ASYNC].accesses,
+                       (unsigned long long)r.bank[EMU_BANK_CP_ASYNC].wavefronts,
+                       (unsigned long long)r.bank[EMU_BANK_ST].conflicts,
+                       (unsigned long long)r.bank[EMU_BANK_ST].wavefronts,
+                       (unsigned long long)r.bank[EMU_BANK_LD].conflicts,
+                       (unsigned long long)r.bank[EMU_BANK_LD].wavefronts);
+                pt_arena_free(a);
+            }
+}

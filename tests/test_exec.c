@@ -348,3 +348,26 @@ Test(exec, threads_and_launch_errors)
     int rc = run("small.ptx --grid 4 --block 32 --threads 2", err, sizeof err);
     cr_expect_eq(rc, 0, "%s", err);
 }
+
+/* Issue 9 item 11: the summary line carries the shared-memory bank
+ * conflicts of the run (the unswizzled fixture: 28 extra wavefronts of 32
+ * for its ldmatrix and its cp.async; the swizzled twin none). */
+Test(exec, bank_conflicts_in_the_summary)
+{
+    const char *tests = getenv("PTXTUNE_TESTS_DIR");
+    cr_assert(tests, "PTXTUNE_TESTS_DIR not set (meson sets it)");
+    uint16_t h[2048];
+    for (int i = 0; i < 2048; i++)
+        h[i] = (uint16_t)(0x3c00 + i % 64);
+    write_npy("t.npy", "<f2", h, 2048, 2);
+    char args[1024], err[4096];
+    snprintf(args, sizeof args, "%s/ptx/bank_ldmatrix.ptx --entry unswizzled --grid 1 --block 32 "
+             "--arg out:o.npy:u32:128 --arg t.npy", tests);
+    cr_assert_eq(run(args, err, sizeof err), 0, "%s", err);
+    cr_expect(strstr(err, "ldmatrix 28 of 32 (most at line 34), cp.async 28 of 32 (most at line 31)"),
+              "%s", err);
+    snprintf(args, sizeof args, "%s/ptx/bank_ldmatrix.ptx --entry swizzled --grid 1 --block 32 "
+             "--arg out:o.npy:u32:128 --arg t.npy", tests);
+    cr_assert_eq(run(args, err, sizeof err), 0, "%s", err);
+    cr_expect(strstr(err, "ldmatrix 0 of 4, cp.async 0 of 4"), "%s", err);
+}

@@ -57,7 +57,12 @@ int pt_check_emu(const pt_op *op, const pt_prepared *pp, const pt_target *t, con
         r->max_err = vr.max_err;
         r->tol = vr.tol;
         memcpy(r->worst, vr.worst, sizeof r->worst);
-        tuner_emu_last_stats(d, &r->lane_instructions, &r->emu_seconds);
+        emu_stats st;
+        if (tuner_emu_last_run(d, &st) == PT_OK) {
+            r->lane_instructions = st.lane_instructions;
+            r->emu_seconds = st.seconds;
+            memcpy(r->bank, st.bank, sizeof r->bank);
+        }
     }
     if (io)
         tuner_io_free(d, io);

@@ -8,6 +8,8 @@
 #define PT_EMU_CHECK_H
 
 #include "gen/op.h"
+#include "ptx/emu/emu.h"
+#include "tuner/backend.h"
 
 typedef struct pt_check_opts {
     uint64_t seed;   /* input values; fixed seeds make failures repeatable */
@@ -25,7 +27,12 @@ typedef struct pt_check_result {
     char worst[256];         /* where the worst error is: output, index, got, want */
     uint64_t lane_instructions;
     double emu_seconds;
+    emu_bank_stat bank[EMU_NBANK]; /* shared-memory bank conflicts of the run (emu.h) */
 } pt_check_result;
+
+/* Every count of the emulator backend's last launch (tuner/emudev.c;
+ * PT_EINVAL on other backends). */
+int tuner_emu_last_run(tuner_dev *d, emu_stats *st);
 
 /* Tolerance for an output stored as dt. */
 double pt_check_tolerance(pt_dtype dt);

@@ -14,6 +14,7 @@
 #include "ptx/emu/emu.h"
 #include "ptx/parse.h"
 #include "tuner/backend_int.h"
+#include "tuner/emu_check.h"
 
 struct tuner_kernel {
     ptx_module *m;
@@ -34,6 +35,14 @@ int tuner_emu_last_stats(tuner_dev *d, uint64_t *lane_instructions, double *seco
     const emu_stats *st = &((emu_dev *)d->impl)->last;
     *lane_instructions = st->lane_instructions;
     *seconds = st->seconds;
+    return PT_OK;
+}
+
+int tuner_emu_last_run(tuner_dev *d, emu_stats *st)
+{
+    if (d->ops != &tuner_emu_ops)
+        return PT_EINVAL;
+    *st = ((emu_dev *)d->impl)->last;
     return PT_OK;
 }
 

@@ -19,6 +19,25 @@ const char *emu_report_kind_name(emu_report_kind k)
     return (unsigned)k < EMU_NREPORT_KINDS ? report_names[k] : "?";
 }
 
+static const char *const bank_names[EMU_NBANK] = {"ld.shared", "st.shared", "ldmatrix", "cp.async"};
+
+const char *emu_bank_class_name(emu_bank_class b)
+{
+    return (unsigned)b < EMU_NBANK ? bank_names[b] : "?";
+}
+
+/* The bank class an instruction counts in, -1 none. */
+static int bank_class_of(const emu_ins *in)
+{
+    switch ((enum emu_h)in->h) {
+    case EMU_H_LD: return EMU_BANK_LD;
+    case EMU_H_ST: return EMU_BANK_ST;
+    case EMU_H_LDMATRIX: return EMU_BANK_LDMATRIX;
+    case EMU_H_CP_ASYNC: return EMU_BANK_CP_ASYNC;
+    default: return -1;
+    }
+}
+
 emu_opts emu_default_opts(void)
 {
     return (emu_opts){
@@ -386,6 +405,12 @@ static void *worker(void *arg)
             __atomic_add_fetch(&rs->ctas, 1, __ATOMIC_RELAXED);
     }
     __atomic_add_fetch(&rs->lanes, c.lanes, __ATOMIC_RELAXED);
+    for (int b = 0; b < EMU_NBANK; b++)
+        for (int j = 0; j < 3; j++)
+            __atomic_add_fetch(&rs->bank[b][j], c.bank[b][j], __ATOMIC_RELAXED);
+    for (uint32_t pc = 0; pc < rs->k->ncode; pc++)
+        if (c.bank_pc[pc])
+            __atomic_add_fetch(&rs->bank_pc[pc], c.bank_pc[pc], __ATOMIC_RELAXED);
     emu__cta_free(&c);
     return NULL;
 }
@@ -453,8 +478,12 @@ int emu_run(emu_ctx *c, emu_kernel *k, const emu_launch *l, const void *const *a
     }
     emu_runst rs = {.ctx = c, .k = k, .l = *l, .cta_cost = cta_cost};
     rs.params = calloc(k->param_bytes + 16, 1);
-    if (!rs.params)
+    rs.bank_pc = calloc(k->ncode, sizeof *rs.bank_pc);
+    if (!rs.params || !rs.bank_pc) {
+        free(rs.params);
+        free(rs.bank_pc);
         return pt_errf(e, PT_ENOMEM, "emulator: out of memory");
+    }
     for (uint32_t i = 0; i < k->nparams; i++)
         memcpy(rs.params + k->param_off[i], args[i], k->param_size[i]);
     rs.nctas = (uint32_t)nctas;
@@ -493,7 +522,23 @@ int emu_run(emu_ctx *c, emu_kernel *k, const emu_launch *l, const void *const *a
         st->reports = c->total_reports;
         st->ctas = rs.ctas;
         st->cost = rs.cost;
+        for (int b = 0; b < EMU_NBANK; b++) {
+            emu_bank_stat *bs = &st->bank[b];
+            bs->accesses = rs.bank[b][0];
+            bs->wavefronts = rs.bank[b][1];
+            bs->ideal = rs.bank[b][2];
+            bs->conflicts = bs->wavefronts - bs->ideal;
+        }
+        for (uint32_t pc = 0; pc < k->ncode; pc++) {
+            int b = bank_class_of(&k->code[pc]);
+            if (b >= 0 && rs.bank_pc[pc] > st->bank[b].worst_conflicts) {
+                st->bank[b].worst_conflicts = rs.bank_pc[pc];
+                st->bank[b].worst_pc = pc;
+                st->bank[b].worst_line = k->code[pc].line;
+            }
+        }
     }
+    free(rs.bank_pc);
     if (rs.abort == 2)
         return pt_errf(e, PT_ENOMEM, "emulator: out of memory for a CTA of %s", k->name);
     if (rs.abort == 3 && !c->total_reports)

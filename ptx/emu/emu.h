@@ -125,6 +125,32 @@ typedef struct emu_launch {
     size_t dyn_smem; /* bytes of .extern .shared */
 } emu_launch;
 
+/* Shared-memory bank conflicts, counted per warp-level access with the
+ * hardware's model: 32 banks of 4 bytes; lanes reading or writing the same
+ * word share it (broadcast); an access of B bytes per lane is served in
+ * phases of 128 bytes (B <= 4: the whole warp; 8: half-warps; 16: quarter
+ * warps), a phase taking as many wavefronts as the most distinct words any
+ * one bank holds. ldmatrix: one phase per 8x16-byte matrix (its 8 row
+ * addresses); cp.async: the shared destinations, like a store of cp-size. */
+typedef enum emu_bank_class {
+    EMU_BANK_LD,       /* ld.shared (and generic loads that land in shared) */
+    EMU_BANK_ST,       /* st.shared (and generic stores) */
+    EMU_BANK_LDMATRIX, /* ldmatrix rows */
+    EMU_BANK_CP_ASYNC, /* cp.async shared destinations */
+    EMU_NBANK
+} emu_bank_class;
+const char *emu_bank_class_name(emu_bank_class b); /* "ld.shared", "st.shared", ... */
+
+typedef struct emu_bank_stat {
+    uint64_t accesses;   /* warp-level accesses (executions of such an instruction) */
+    uint64_t wavefronts; /* wavefronts they took */
+    uint64_t ideal;      /* wavefronts they would take without conflicts */
+    uint64_t conflicts;  /* wavefronts - ideal */
+    int worst_line;      /* PTX line of the instruction with the most conflicts (0: none) */
+    uint32_t worst_pc;   /* its instruction index */
+    uint64_t worst_conflicts;
+} emu_bank_stat;
+
 typedef struct emu_stats {
     uint64_t lane_instructions; /* executed instructions x active lanes */
     uint64_t warp_instructions;
@@ -132,6 +158,7 @@ typedef struct emu_stats {
     int reports; /* detector reports in this run */
     uint64_t ctas; /* CTAs run to completion */
     uint64_t cost; /* what the hang guard counted: warp instructions + CTA costs */
+    emu_bank_stat bank[EMU_NBANK]; /* shared-memory bank conflicts per access class */
 } emu_stats;
 
 /* Runs the grid. args[i] points to the value of parameter i (as in

@@ -230,6 +230,8 @@ typedef struct emu_runst {
     uint64_t next_cta;  /* atomics */
     uint64_t steps;
     uint64_t cost;      /* steps + CTA costs: what the guard counts */
+    uint64_t bank[EMU_NBANK][3]; /* accesses, wavefronts, ideal */
+    uint64_t *bank_pc;  /* conflicts (extra wavefronts) per instruction */
     uint64_t lanes;
     uint64_t ctas;
     int abort;
@@ -268,6 +270,8 @@ typedef struct emu_cta {
     uint32_t bar_thr[EMU_NBAR], bar_cnt[EMU_NBAR], bar_need[EMU_NBAR];
     uint64_t steps, lanes, steps_flushed, clock;
     uint64_t charge; /* CTA costs not yet added to the run's guard count */
+    uint64_t bank[EMU_NBANK][3]; /* this worker's bank counts (emu_runst.bank) */
+    uint64_t *bank_pc;           /* this worker's conflicts per instruction */
     uint64_t *seen; /* report dedupe bitmap: kind x pc */
     bool shadow_sh; /* any shared-memory detector on */
     bool dead;      /* CTA (or run) aborted */
@@ -343,6 +347,11 @@ void emu__cp_async(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint3
  * (keep < 0: every queued copy). */
 void emu__cp_wait(emu_cta *c, emu_warp *w, uint32_t m, int keep);
 emu_allocrec *emu__galloc(emu_ctx *ctx, uint64_t addr);
+
+/* Bank conflicts of one warp-level shared access: off[l] is lane l's
+ * window offset for the lanes of m, `bytes` per lane (1..16). */
+void emu__banks(emu_cta *c, const emu_ins *in, emu_bank_class cls, const uint32_t *off,
+                uint32_t m, uint32_t bytes);
 
 /* warp.c */
 void emu__shfl(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m);

@@ -681,9 +681,10 @@ int emu__cta_init(emu_cta *c, emu_runst *rs)
     c->local_w = calloc(lb + 16, 1);
     size_t nbits = (size_t)EMU_NREPORT_KINDS * (c->k->ncode + 1);
     c->seen = calloc(nbits / 64 + 1, sizeof *c->seen);
+    c->bank_pc = calloc(c->k->ncode, sizeof *c->bank_pc);
     c->shadow_sh = c->o->detect_race || c->o->detect_uninit || c->o->detect_cp_async;
     if (!c->warps || !c->regs || !c->smem || !c->sh.wep || !c->sh.rep || !c->sh.wtid ||
-        !c->sh.rtid || !c->pend || !c->local || !c->local_w || !c->seen)
+        !c->sh.rtid || !c->pend || !c->local || !c->local_w || !c->seen || !c->bank_pc)
         return PT_ENOMEM;
     for (uint32_t i = 0; i < c->nwarps; i++)
         c->warps[i].R = c->regs + (size_t)i * c->k->nslots * EMU_LANES;
@@ -706,6 +707,7 @@ void emu__cta_free(emu_cta *c)
     free(c->local);
     free(c->local_w);
     free(c->seen);
+    free(c->bank_pc);
 }
 
 /* No warp can run and some thread has not exited. With the detector off

@@ -311,6 +311,88 @@ uint8_t *emu__mem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lan
     }
 }
 
+/* ---- bank conflicts ---- */
+
+/* Wavefronts of one phase: the lanes of m (within one phase) access units
+ * unit[l] of `ub` bytes (4, 8 or 16, aligned), which cover ub / 4
+ * consecutive banks: units u and v use the same banks iff u and v agree
+ * modulo ngroups = 128 / ub. Same units are shared (broadcast); each bank
+ * group serves one distinct unit per wavefront. */
+static uint32_t phase_wavefronts(const uint32_t *unit, uint32_t m, uint32_t ngroups)
+{
+    uint32_t cnt[32], list[32][32], worst = 0, used = 0;
+    EMU_FOR_LANES(m, l)
+    {
+        uint32_t u = unit[l], g = u & (ngroups - 1), i = 0;
+        if (!((used >> g) & 1)) { /* the first unit of this group */
+            used |= 1u << g;
+            cnt[g] = 1;
+            list[g][0] = u;
+            worst = worst ? worst : 1;
+            continue;
+        }
+        while (i < cnt[g] && list[g][i] != u)
+            i++;
+        if (i < cnt[g])
+            continue; /* shared with another lane */
+        list[g][cnt[g]++] = u;
+        if (cnt[g] > worst)
+            worst = cnt[g];
+    }
+    return worst;
+}
+
+void emu__banks(emu_cta *c, const emu_ins *in, emu_bank_class cls, const uint32_t *off,
+                uint32_t m, uint32_t bytes)
+{
+    if (!m)
+        return;
+    /* units of the access size when every lane is aligned to it; words
+     * (one per lane: its first) otherwise */
+    uint32_t ub = bytes >= 16 ? 16 : bytes >= 8 ? 8 : 4, any = 0;
+    EMU_FOR_LANES(m, l) any |= off[l];
+    if (ub > 4 && (any & (ub - 1)))
+        ub = 4;
+    uint32_t sh = ub == 16 ? 4 : ub == 8 ? 3 : 2, unit[EMU_LANES];
+    EMU_FOR_LANES(m, l) unit[l] = off[l] >> sh;
+    /* phases of 128 bytes: the whole warp up to 4 bytes a lane, half-warps
+     * for 8, quarter warps for 16 */
+    uint32_t per = bytes <= 4 ? 32 : bytes >= 16 ? 8 : 16;
+    uint32_t pm = per == 32 ? EMU_FULL : (1u << per) - 1;
+    uint64_t wf = 0, ideal = 0;
+    for (uint32_t p = 0; p < 32; p += per) {
+        uint32_t sub = m & (pm << p);
+        if (!sub)
+            continue;
+        wf += phase_wavefronts(unit, sub, 128 / ub);
+        ideal++;
+    }
+    c->bank[cls][0]++;
+    c->bank[cls][1] += wf;
+    c->bank[cls][2] += ideal;
+    if (wf > ideal)
+        c->bank_pc[in - c->k->code] += wf - ideal;
+}
+
+/* Window offsets of the lanes of m whose address is in shared memory
+ * (shared space, or a generic address in the window); returns those lanes. */
+static uint32_t shared_offsets(const emu_ins *in, const uint64_t *A, uint32_t m, uint32_t *off)
+{
+    uint32_t sm = 0;
+    EMU_FOR_LANES(m, l)
+    {
+        uint64_t a = A[l] + (uint64_t)in->off;
+        if (in->sub == EMU_SP_GENERIC) {
+            if (a - EMU_SHARED_BASE >= EMU_WINDOW)
+                continue;
+            a -= EMU_SHARED_BASE;
+        }
+        off[l] = (uint32_t)a;
+        sm |= 1u << l;
+    }
+    return sm;
+}
+
 void emu__ld(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m)
 {
     uint64_t *R = w->R;
@@ -319,6 +401,10 @@ void emu__ld(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m)
     uint32_t sz = in->sz, total = sz * in->n;
     bool sgn = (in->flags & EMU_IF_SIGNED) != 0;
     uint64_t dm = emu_mask(in->dbits);
+    if (in->sub == EMU_SP_SHARED || in->sub == EMU_SP_GENERIC) {
+        uint32_t off[EMU_LANES] = {0};
+        emu__banks(c, in, EMU_BANK_LD, off, shared_offsets(in, A, m, off), total);
+    }
     EMU_FOR_LANES(m, l)
     {
         const uint8_t *p = emu__mem(c, in, w, l, in->sub, A[l] + (uint64_t)in->off, total, EMU_ACC_READ);
@@ -339,6 +425,10 @@ void emu__st(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m)
     const uint64_t *A = EMU_RG(R, in->a);
     const uint32_t *sv = &c->k->vpool[in->b];
     uint32_t sz = in->sz, total = sz * in->n;
+    if (in->sub == EMU_SP_SHARED || in->sub == EMU_SP_GENERIC) {
+        uint32_t off[EMU_LANES] = {0};
+        emu__banks(c, in, EMU_BANK_ST, off, shared_offsets(in, A, m, off), total);
+    }
     EMU_FOR_LANES(m, l)
     {
         uint8_t *p = emu__mem(c, in, w, l, in->sub, A[l] + (uint64_t)in->off, total, EMU_ACC_WRITE);
@@ -485,6 +575,13 @@ void emu__cp_async(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint3
 {
     uint64_t *R = w->R;
     const uint64_t *A = EMU_RG(R, in->a), *B = EMU_RG(R, in->b), *C = EMU_RG(R, in->c);
+    uint32_t boff[EMU_LANES] = {0};
+    EMU_FOR_LANES(m, l)
+    {
+        uint64_t dst = A[l] + (uint64_t)in->off;
+        boff[l] = (uint32_t)(dst - EMU_SHARED_BASE < EMU_WINDOW ? dst - EMU_SHARED_BASE : dst);
+    }
+    emu__banks(c, in, EMU_BANK_CP_ASYNC, boff, m, in->sz);
     EMU_FOR_LANES(m, l)
     {
         uint64_t dst = A[l] + (uint64_t)in->off, src = B[l] + in->aux;

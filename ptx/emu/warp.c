@@ -125,7 +125,13 @@ void emu__ldmatrix(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m)
     uint16_t M[4][8][8];
     bool trans = (in->flags & EMU_IF_TRANS) != 0;
     /* row r of matrix j comes from the address in lane 8j + r; other lanes'
-     * addresses are never read */
+     * addresses are never read. Banks: one 8x16-byte phase per matrix. */
+    uint32_t off[EMU_LANES];
+    for (uint32_t sl = 0; sl < 8 * in->n; sl++) {
+        uint64_t a = A[sl] + (uint64_t)in->off;
+        off[sl] = (uint32_t)(a - EMU_SHARED_BASE < EMU_WINDOW ? a - EMU_SHARED_BASE : a);
+    }
+    emu__banks(c, in, EMU_BANK_LDMATRIX, off, (uint32_t)((1ull << (8 * in->n)) - 1), 16);
     for (uint32_t j = 0; j < in->n; j++)
         for (uint32_t r = 0; r < 8; r++) {
             uint32_t sl = 8 * j + r;
