@@ -390,7 +390,7 @@ Test(gemm, emission_is_deterministic)
 {
     pt_problem ps[] = {big, PT_GEMM(250, 130, 70, "nn", PT_F16, PT_F32),
                        PT_GEMM(100, 100, 100, "nt", PT_S8, PT_S32)};
-    ps[1].epilogue = "relu(acc * alpha + b[m])";
+    ps[1].epilogue = "relu(acc * alpha + s[m])";
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
         pt_err e = {0};
         char *a = emit_text(&ps[i], "sm_86", "", NULL, &e);
