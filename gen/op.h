@@ -27,6 +27,10 @@ typedef struct pt_problem {
      * it 0 means "not given" (1.0), so a zeroed problem needs no scales. */
     double scale_a, scale_b;
     bool has_scale_a, has_scale_b;
+    /* both ops: fp8 (e4m3/e5m2) outputs are multiplied by out_scale before
+     * they are rounded; without has_out_scale the scale is 1 */
+    double out_scale;
+    bool has_out_scale;
 } pt_problem;
 
 /* A parameter space: named integer parameters, each with its values. */
