@@ -326,8 +326,9 @@ int cmd_db(int argc, char **argv)
         db_counts n;
         if (db_count(s, &n, &e))
             cli_die(exit_code(e.code), "%s", e.msg);
-        printf("%s: integrity ok, keys and hashes ok, schema version %d; %lld fingerprints, %lld problems, %lld "
-               "kernels (%lld cubins), %lld runs, %lld measurements, %lld winners\n",
+        printf("%s: integrity ok, keys and hashes ok, schema version %d; %lld fingerprints, "
+               "%lld problems, %lld kernels (%lld cubins), %lld runs, %lld measurements, "
+               "%lld winners\n",
                dbp, db_schema_version(s), (long long)n.fingerprints, (long long)n.problems,
                (long long)n.kernels, (long long)n.cubins, (long long)n.runs,
                (long long)n.measurements, (long long)n.winners);

@@ -535,8 +535,10 @@ int db_import_json(db_store *s, const char *text, size_t len, const char *name,
 #define FP_FILTER                                                                          \
     " WHERE ?1 = 0 OR f.id IN (SELECT r.fingerprint_id FROM src.runs r JOIN src.measurements" \
     " m ON m.run_id = r.id WHERE m.id IN " SEL ")"
-#define K_FILTER " WHERE ?1 = 0 OR k.id IN (SELECT m.kernel_id FROM src.measurements m WHERE m.id IN " SEL ")"
-#define R_FILTER " AND (?1 = 0 OR r.id IN (SELECT m.run_id FROM src.measurements m WHERE m.id IN " SEL "))"
+#define K_FILTER                                                                          \
+    " WHERE ?1 = 0 OR k.id IN (SELECT m.kernel_id FROM src.measurements m WHERE m.id IN " SEL ")"
+#define R_FILTER                                                                          \
+    " AND (?1 = 0 OR r.id IN (SELECT m.run_id FROM src.measurements m WHERE m.id IN " SEL "))"
 #define M_FILTER " AND (?1 = 0 OR m.id IN " SEL ")"
 
 #define SQL_CLASS(n) ",'" #n "'"
