@@ -370,3 +370,36 @@ Test(elementwise, size_limits_are_checked, .timeout = 300)
     printf("elementwise: %d configs at the size limits built, %d refused by check\n", built, refused);
     cr_expect_gt(built, 100);
 }
+
+/* Issue 9 item 3: the integer casts (cvt.rni.sat, min/max, cvt back) are
+ * PTX that ptxas takes, flat and in a row kernel, on sm_80 and sm_90. */
+Test(elementwise, integer_casts_assemble, .timeout = 300)
+{
+    pt_compiler *comp = NULL;
+    pt_err e = {0};
+    if (pt_compiler_open(&comp, &e)) {
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_skip_test("no CUDA toolkit: %s", e.msg);
+    }
+    static const char *const types[] = {"s8", "u8", "s16", "u16", "s32", "u32", "s64", "u64"};
+    static const char *const on[] = {"sm_80", "sm_90"};
+    int n = 0;
+    for (int ti = 0; ti < 8; ti++)
+        for (int ai = 0; ai < 2; ai++) {
+            char expr[96];
+            snprintf(expr, sizeof expr, "y = cast(x * 3, %s) + max(cast(x, %s), -1)", types[ti], types[ti]);
+            pt_problem p = PT_EW(expr, "x=8x256", PT_F16, PT_F16);
+            char *t = emit_text(&p, on[ai], "", &e);
+            cr_assert(t, "%s %s: %s", expr, on[ai], e.msg);
+            cr_expect(strstr(t, "cvt.rni.sat."), "%s", expr);
+            pt_target tg;
+            pt_target_parse(on[ai], &tg, &e);
+            pt_resource r;
+            cr_expect_eq(pt_compile(comp, t, &tg, NULL, NULL, &r, &e), PT_OK, "%s %s: %s", expr,
+                         on[ai], e.msg);
+            free(t);
+            n++;
+        }
+    pt_compiler_close(comp);
+    cr_expect_eq(n, 16);
+}
