@@ -436,6 +436,87 @@ static void gfix_bounds(gfix *g, double *w, double *bound)
     free(mag);
 }
 
+/* The ops' magnitudes follow the documented rules (gen/expr_mag.h, gemm):
+ * a row sum's is sum |x|, a mean's mean |x| (passed on to x - mean), a
+ * softmax's is the value itself, a GEMM's sum |a||b| through the
+ * epilogue's slope; sampled indices give the full pass's values. */
+Test(tuner_verify, magnitudes_follow_the_rules)
+{
+    pt_target t = {80, false, false};
+    pt_err e = {0};
+    pt_arena *a = pt_arena_new();
+    static const char *const exprs[] = {"y = sum(x, -1)", "m = mean(x, -1); y = x - m",
+                                        "y = softmax(x, -1)", "y = x * 2"};
+    for (size_t c = 0; c < sizeof exprs / sizeof exprs[0]; c++) {
+        pt_problem p = PT_EW(exprs[c], "x=3x50", PT_F32, PT_F32);
+        pt_prepared *pp;
+        cr_assert_eq(gen_elementwise_op.prepare(a, &p, &t, &pp, &e), PT_OK, "%s", e.msg);
+        tuner_io *io;
+        cr_assert_eq(tuner_io_new(&gen_elementwise_op, pp, &io, &e), PT_OK);
+        tuner_io_random(io, 3, 0, 0);
+        const double *x = io->in[0].data;
+        for (int o = 0; o < io->nout; o++) {
+            int64_t n = io->out[o].numel;
+            double *mag = calloc((size_t)n, sizeof *mag), *ref = calloc((size_t)n, sizeof *ref);
+            pt_tensor rt[TUNER_MAX_TENSORS];
+            for (int q = 0; q < io->nout; q++) {
+                rt[q] = io->out[q];
+                rt[q].data = q == o ? ref : calloc((size_t)rt[q].numel, sizeof(double));
+            }
+            cr_assert_eq(gen_elementwise_op.reference(pp, io->in, rt, &e), PT_OK, "%s", e.msg);
+            pt_accum acc;
+            cr_assert_eq(gen_elementwise_op.magnitude(pp, io->in, o, NULL, n, mag, &acc, &e), PT_OK, "%s", e.msg);
+            cr_expect_eq(acc.len, c == 3 ? 0 : (50 + 31) / 32 + 10, "%s: len %lld", exprs[c], (long long)acc.len);
+            for (int64_t j = 0; j < n; j++) {
+                int64_t r = n == 3 ? j : j / 50;
+                double sa = 0;
+                for (int k = 0; k < 50; k++)
+                    sa += fabs(x[r * 50 + k]);
+                double want = c == 0 ? sa : c == 1 ? sa / 50 : c == 2 ? ref[j] : 0;
+                cr_expect(fabs(mag[j] - want) <= 1e-12 * fabs(want), "%s output %d [%lld]: %.17g, want %.17g",
+                          exprs[c], o, (long long)j, mag[j], want);
+            }
+            int64_t idx[2] = {1, n - 1};
+            double m2[2];
+            cr_assert_eq(gen_elementwise_op.magnitude(pp, io->in, o, idx, 2, m2, &acc, &e), PT_OK);
+            cr_expect(m2[0] == mag[1] && m2[1] == mag[n - 1], "%s: sampled magnitudes differ", exprs[c]);
+            for (int q = 0; q < io->nout; q++)
+                if (q != o)
+                    free(rt[q].data);
+            free(mag);
+            free(ref);
+        }
+        tuner_io_free(NULL, io);
+    }
+    /* GEMM: relu(acc) * 2 has slope 2 where acc > 0, 0 elsewhere */
+    pt_problem g = PT_GEMM(5, 7, 33, "nt", PT_F32, PT_F32);
+    g.epilogue = "relu(acc) * 2";
+    pt_prepared *pp;
+    cr_assert_eq(gen_gemm_op.prepare(a, &g, &t, &pp, &e), PT_OK, "%s", e.msg);
+    tuner_io *io;
+    cr_assert_eq(tuner_io_new(&gen_gemm_op, pp, &io, &e), PT_OK);
+    tuner_io_random(io, 3, 0, 0);
+    double mag[35], ref[35];
+    pt_tensor rt = io->out[0];
+    rt.data = ref;
+    cr_assert_eq(gen_gemm_op.reference(pp, io->in, &rt, &e), PT_OK, "%s", e.msg);
+    pt_accum acc;
+    cr_assert_eq(gen_gemm_op.magnitude(pp, io->in, 0, NULL, 35, mag, &acc, &e), PT_OK, "%s", e.msg);
+    cr_expect(acc.dtype == PT_F32 && acc.len == 33);
+    int pos = 0;
+    for (int j = 0; j < 35; j++) {
+        double sa = 0;
+        for (int k = 0; k < 33; k++)
+            sa += fabs(io->in[0].data[j / 7 * 33 + k] * io->in[1].data[j % 7 * 33 + k]);
+        double want = ref[j] > 0 ? 2 * sa : 0;
+        pos += ref[j] > 0;
+        cr_expect(fabs(mag[j] - want) <= 1e-12 * want, "gemm [%d]: %.17g, want %.17g", j, mag[j], want);
+    }
+    cr_expect(pos > 5 && pos < 30, "%d positive", pos);
+    tuner_io_free(NULL, io);
+    pt_arena_free(a);
+}
+
 /* Right kernels with long K pass: f32 accumulation in order (the worst
  * order) on positive inputs (no cancellation to hide the error) and on
  * signed ones. The old per-dtype tolerance alone rejected these. */
