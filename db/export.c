@@ -372,6 +372,12 @@ int db_export_text(db_store *s, db_format f, const char *gpu, const char *match,
 {
     if (f == DB_FMT_BUNDLE)
         return pt_errf(e, PT_EINVAL, "the bundle is a file: use db_export_bundle");
+    /* a damaged index could hide winners: a table from a damaged store would
+     * look complete and not be (the bundle checks its source the same way) */
+    char msg[256];
+    int rc = db_integrity(s, msg, sizeof msg, e);
+    if (rc)
+        return rc;
     export_ctx x = {.fmt = f, .out = out, .path = s->path, .e = e};
     pt_buf_init(&x.cubins);
     pt_buf_init(&x.table);
@@ -379,7 +385,7 @@ int db_export_text(db_store *s, db_format f, const char *gpu, const char *match,
         x.rows = json_array();
     if (f == DB_FMT_CSV)
         pt_buf_puts(out, csv_header);
-    int rc = db__winners_raw(s, gpu, match, export_row, &x, e);
+    rc = db__winners_raw(s, gpu, match, export_row, &x, e);
     if (!rc && f == DB_FMT_JSON) {
         json_t *root = json_pack("{s:s,s:i,s:o}", "format", "ptxtune-table", "version", 1,
                                  "rows", x.rows);

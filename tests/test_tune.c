@@ -723,7 +723,9 @@ Test(tune, writers_refuse_a_store_that_fails_the_integrity_check, .timeout = 300
     cr_assert_neq(integrity(P("bad.db")), PT_OK, "the index damage is not seen");
     snprintf(args, sizeof args, "%s --db bad.db --seed 9", tune);
     const char *cmds[] = {args, "import --db bad.db t.json", "db merge --db bad.db other.db",
-                          "import --db bad.db other.db"};
+                          "import --db bad.db other.db", "db merge --db other.db bad.db",
+                          "export --db bad.db --format json", "export --db bad.db --format "
+                          "bundle --out bb.db"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         unsigned long long before = file_sum(P("bad.db"));
         int rc = cli(cmds[i], out, sizeof out, err, sizeof err);
@@ -732,6 +734,7 @@ Test(tune, writers_refuse_a_store_that_fails_the_integrity_check, .timeout = 300
         cr_expect_eq(lines(err), 1, "%s", err);
         cr_expect_eq(file_sum(P("bad.db")), before, "'%s' changed the store", cmds[i]);
     }
+    cr_expect_neq(access(P("bb.db"), F_OK), 0, "a bundle of the damaged store was written");
     /* db check: exit 2 (docs/db.md), the first problem named */
     int rc = cli("db check --db bad.db", out, sizeof out, err, sizeof err);
     cr_expect_eq(rc, 2, "db check exit %d: %s", rc, err);
