@@ -327,6 +327,13 @@ static int run_softmax(int rows, int cols, int threads)
                    rows, cols, th, r.emu_seconds, (unsigned long long)r.lane_instructions,
                    r.emu_seconds > 0 ? (double)r.lane_instructions / r.emu_seconds * 1e-6 : 0.0,
                    pt_config_str(&c, cs, sizeof cs), r.max_err, rc ? " FAILED: " : "", rc ? e.msg : "");
+            /* shared-memory bank conflicts of the run (extra wavefronts of all) */
+            printf("  bank conflicts:");
+            for (int b = 0; b < EMU_NBANK; b++)
+                printf(" %s %llu of %llu", emu_bank_class_name((emu_bank_class)b),
+                       (unsigned long long)r.bank[b].conflicts,
+                       (unsigned long long)r.bank[b].wavefronts);
+            printf("\n");
             bad = rc != 0;
         }
     }
@@ -358,6 +365,13 @@ static int run_gemm(int m, int n, int k, int threads)
                    m, n, k, th, r.emu_seconds, (unsigned long long)r.lane_instructions,
                    r.emu_seconds > 0 ? (double)r.lane_instructions / r.emu_seconds * 1e-6 : 0.0,
                    pt_config_str(&c, cs, sizeof cs), r.max_err, rc ? " FAILED: " : "", rc ? e.msg : "");
+            /* shared-memory bank conflicts of the run (extra wavefronts of all) */
+            printf("  bank conflicts:");
+            for (int b = 0; b < EMU_NBANK; b++)
+                printf(" %s %llu of %llu", emu_bank_class_name((emu_bank_class)b),
+                       (unsigned long long)r.bank[b].conflicts,
+                       (unsigned long long)r.bank[b].wavefronts);
+            printf("\n");
             bad = rc != 0;
         }
     } else
