@@ -773,31 +773,35 @@ Test(tuner_verify, nan_and_inf_are_compared_explicitly)
     fk.delta = 1e-3;
     cr_expect_eq(gfix_verify(&g, FK_AT, &r, &e), PT_ERANGE, "a wrong element next to a NaN row passed");
     gfix_free(&g);
-    /* a NaN scalar parameter (alpha): the reference is NaN everywhere */
-    pt_problem p = PT_GEMM(8, 8, 16, "nt", PT_F32, PT_F32);
-    p.alpha = NAN;
-    pt_arena *ar = pt_arena_new();
-    pt_prepared *pp;
-    pt_target t = {80, false, false};
-    if (gen_gemm_op.prepare(ar, &p, &t, &pp, &e) == PT_OK) { /* else refused up front: fine */
-        tuner_dev *d;
-        tuner_io *io;
-        tuner_kernel *k;
-        cr_assert_eq(tuner_dev_open("mock", NULL, &d, &e), PT_OK);
-        cr_assert_eq(tuner_io_new(&gen_gemm_op, pp, &io, &e), PT_OK);
-        tuner_io_random(io, 5, 0, 0);
-        tuner_image img = {"// mock:\n", 9, NULL, 0, "k", &gen_gemm_op, pp};
-        cr_assert_eq(tuner_load(d, &img, &k, &e), PT_OK);
-        pt_launch l = {.grid = {1, 1, 1}, .block = {32, 1, 1}, .nargs = 3,
-                       .args = {{PT_ARG_OUTPUT, 0, 0, 0}, {PT_ARG_INPUT, 0, 0, 0}, {PT_ARG_INPUT, 1, 0, 0}},
-                       .entry = "k"};
-        cr_expect_eq(tuner_verify(d, k, &l, io, NULL, &r, &e), PT_EINVAL,
-                     "alpha = NaN passed --check (max err %g)", r.max_err);
-        tuner_unload(d, k);
-        tuner_io_free(d, io);
-        tuner_dev_close(d);
+    /* a NaN or inf scalar parameter (alpha): the reference is NaN or inf
+     * everywhere, and so is the kernel's output */
+    static const double alphas[] = {NAN, INFINITY, -INFINITY};
+    for (int ai = 0; ai < 3; ai++) {
+        pt_problem p = PT_GEMM(8, 8, 16, "nt", PT_F32, PT_F32);
+        p.alpha = alphas[ai];
+        pt_arena *ar = pt_arena_new();
+        pt_prepared *pp;
+        pt_target t = {80, false, false};
+        if (gen_gemm_op.prepare(ar, &p, &t, &pp, &e) == PT_OK) { /* else refused up front: fine */
+            tuner_dev *d;
+            tuner_io *io;
+            tuner_kernel *k;
+            cr_assert_eq(tuner_dev_open("mock", NULL, &d, &e), PT_OK);
+            cr_assert_eq(tuner_io_new(&gen_gemm_op, pp, &io, &e), PT_OK);
+            tuner_io_random(io, 5, 0, 0);
+            tuner_image img = {"// mock:\n", 9, NULL, 0, "k", &gen_gemm_op, pp};
+            cr_assert_eq(tuner_load(d, &img, &k, &e), PT_OK);
+            pt_launch l = {.grid = {1, 1, 1}, .block = {32, 1, 1}, .nargs = 3,
+                           .args = {{PT_ARG_OUTPUT, 0, 0, 0}, {PT_ARG_INPUT, 0, 0, 0}, {PT_ARG_INPUT, 1, 0, 0}},
+                           .entry = "k"};
+            cr_expect_eq(tuner_verify(d, k, &l, io, NULL, &r, &e), PT_EINVAL,
+                         "alpha = %g passed --check (max err %g)", alphas[ai], r.max_err);
+            tuner_unload(d, k);
+            tuner_io_free(d, io);
+            tuner_dev_close(d);
+        }
+        pt_arena_free(ar);
     }
-    pt_arena_free(ar);
 }
 
 /* ---- .npy ---- */
