@@ -104,6 +104,170 @@ static const uint64_t feat_ops[2] = {
 };
 _Static_assert(PTX_NOPS <= 128, "feat_ops holds 128 opcodes");
 
+/* ---- legality rule rows (isa.def, "legality rules") ---- */
+
+typedef struct mmask {
+    uint64_t w[PTX_MOD_WORDS];
+} mmask;
+
+static bool mm_has(const uint64_t *w, int m) { return (w[m >> 6] >> (m & 63)) & 1; }
+
+/* the key "whatever modifiers" of PTX_OPN / PTX_VEC / PTX_IMM rows */
+enum { KEY_ANY = PTX_NMODS };
+#define RKEY(m) RKEY_##m
+#define RKEY_ANY KEY_ANY
+
+/* Expands the rows of one kind once per modifier word: ROWS_W(w) is the
+ * initializer of word w (an #include of isa.def with MB keeping word w). */
+static const char *const mclass_what[] = {
+#define PTX_MCLASS(id, what, mods) what,
+#include "ptx/isa.def"
+};
+enum { NMCLASS = sizeof mclass_what / sizeof mclass_what[0] };
+static const uint64_t mclass_m[PTX_MOD_WORDS][NMCLASS] = {
+    {
+#define MB(x) MBW(x, 0)
+#define PTX_MCLASS(id, what, mods) mods,
+#include "ptx/isa.def"
+#undef MB
+    },
+    {
+#define MB(x) MBW(x, 1)
+#define PTX_MCLASS(id, what, mods) mods,
+#include "ptx/isa.def"
+#undef MB
+    },
+    {
+#define MB(x) MBW(x, 2)
+#define PTX_MCLASS(id, what, mods) mods,
+#include "ptx/isa.def"
+#undef MB
+    },
+};
+
+typedef struct form_row {
+    uint16_t op;
+    uint32_t t[PTX_MAX_TYPES];
+    uint8_t nopd;
+} form_row;
+static const form_row form_tab[] = {
+#define PTX_FORM(op, t0, t1, t2, t3, nopd, mods, all, one) {PTX_OP_##op, {t0, t1, t2, t3}, nopd},
+#include "ptx/isa.def"
+};
+enum { NFORMS = sizeof form_tab / sizeof form_tab[0] };
+/* [word][row][0 mods, 1 all, 2 one] */
+static const uint64_t form_m[PTX_MOD_WORDS][NFORMS][3] = {
+    {
+#define MB(x) MBW(x, 0)
+#define PTX_FORM(op, t0, t1, t2, t3, nopd, mods, all, one) {mods, all, one},
+#include "ptx/isa.def"
+#undef MB
+    },
+    {
+#define MB(x) MBW(x, 1)
+#define PTX_FORM(op, t0, t1, t2, t3, nopd, mods, all, one) {mods, all, one},
+#include "ptx/isa.def"
+#undef MB
+    },
+    {
+#define MB(x) MBW(x, 2)
+#define PTX_FORM(op, t0, t1, t2, t3, nopd, mods, all, one) {mods, all, one},
+#include "ptx/isa.def"
+#undef MB
+    },
+};
+
+typedef struct req_row {
+    uint16_t op;
+    uint8_t mod;
+    uint32_t types;
+} req_row;
+static const req_row req_tab[] = {
+#define PTX_REQ(op, mod, types, needs) {PTX_OP_##op, PTX_M_##mod, types},
+#include "ptx/isa.def"
+};
+enum { NREQS = sizeof req_tab / sizeof req_tab[0] };
+static const uint64_t req_m[PTX_MOD_WORDS][NREQS] = {
+    {
+#define MB(x) MBW(x, 0)
+#define PTX_REQ(op, mod, types, needs) needs,
+#include "ptx/isa.def"
+#undef MB
+    },
+    {
+#define MB(x) MBW(x, 1)
+#define PTX_REQ(op, mod, types, needs) needs,
+#include "ptx/isa.def"
+#undef MB
+    },
+    {
+#define MB(x) MBW(x, 2)
+#define PTX_REQ(op, mod, types, needs) needs,
+#include "ptx/isa.def"
+#undef MB
+    },
+};
+
+typedef struct opn_row {
+    uint16_t op;
+    uint8_t mod, min, max;
+} opn_row;
+static const opn_row opn_tab[] = {
+#define PTX_OPN(op, mod, min, max) {PTX_OP_##op, PTX_M_##mod, min, max},
+#define PTX_M_ANY KEY_ANY
+#include "ptx/isa.def"
+#undef PTX_M_ANY
+};
+
+typedef struct vec_row {
+    uint16_t op;
+    uint8_t mod, opnd, tyidx, n;
+    uint32_t types;
+} vec_row;
+static const vec_row vec_tab[] = {
+#define PTX_VEC(op, mod, opnd, tyidx, types, n) {PTX_OP_##op, PTX_M_##mod, opnd, tyidx, n, types},
+#define PTX_M_ANY KEY_ANY
+#include "ptx/isa.def"
+#undef PTX_M_ANY
+};
+
+typedef struct imm_row {
+    uint16_t op;
+    uint8_t mod, opnd;
+    int64_t lo, hi, step;
+    const char *what;
+} imm_row;
+static const imm_row imm_tab[] = {
+#define PTX_IMM(op, mod, opnd, lo, hi, step, what) {PTX_OP_##op, PTX_M_##mod, opnd, lo, hi, step, what},
+#define PTX_M_ANY KEY_ANY
+#include "ptx/isa.def"
+#undef PTX_M_ANY
+};
+
+#define NROWS(tab) (sizeof tab / sizeof tab[0])
+
+/* Rows of one kind are sorted by opcode (test_ir checks it through
+ * ptx_isa_check_table): [*lo, *hi) are op's rows. The op field comes first
+ * in every row struct. */
+static void op_rows(const void *tab, size_t n, size_t stride, unsigned op, size_t *lo, size_t *hi)
+{
+    const char *t = tab;
+    size_t a = 0, b = n;
+    while (a < b) {
+        size_t mid = (a + b) / 2;
+        if (*(const uint16_t *)(const void *)(t + mid * stride) < op)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    *lo = a;
+    b = a;
+    while (b < n && *(const uint16_t *)(const void *)(t + b * stride) == op)
+        b++;
+    *hi = b;
+}
+#define OP_ROWS(tab, op, lo, hi) op_rows(tab, NROWS(tab), sizeof tab[0], op, lo, hi)
+
 static void count_opnds(const char *p, int *min, int *max)
 {
     int n = 0, req = -1;
@@ -456,6 +620,8 @@ static int check_reg(const ptx_fn *f, const ptx_ins *ins, ptx_reg r, char rule, 
         return PT_OK;
     }
     bool ok = rule == 'L' ? rbits >= want : rbits == want;
+    if (want == 8 && rbits == 16 && rule != '3') /* no 8-bit registers: .u8/.s8 live in 16 bits */
+        ok = true;
     if (ok && type_cls_(rt) == 'f' && type_cls_(it) != 'f' && type_cls_(it) != 'b' &&
         rule != '3')
         ok = false;
@@ -483,6 +649,7 @@ static int check_opd(const ptx_fn *f, const ptx_ins *ins, int pos, char cls, cha
              o->kind == PTX_O_SYM;
         break;
     case 'a': ok = o->kind == PTX_O_ADDR; break;
+    case 'v': ok = o->kind == PTX_O_VEC; break;
     case 'p':
     case 'q': ok = o->kind == PTX_O_REG; break;
     case 'l': ok = o->kind == PTX_O_LABEL; break;
@@ -519,6 +686,236 @@ static int check_opd(const ptx_fn *f, const ptx_ins *ins, int pos, char cls, cha
     return PT_OK;
 }
 
+/* " .a .b or .c" from a modifier mask, into buf. */
+static void mods_list(const uint64_t *w, char *buf, size_t n)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int m = 0; m < PTX_NMODS && at + 2 < n; m++)
+        if (mm_has(w, m))
+            at += (size_t)snprintf(buf + at, n - at, " .%s", mod_tab[m]);
+}
+
+static void word_mask(const uint64_t (*tab)[NFORMS][3], size_t row, int which, uint64_t *out)
+{
+    for (int w = 0; w < PTX_MOD_WORDS; w++)
+        out[w] = tab[w][row][which];
+}
+
+/* The FORM row the instruction's types select; -1 when the opcode has no
+ * FORM rows, -2 when none matches. */
+static long find_form(const ptx_ins *ins)
+{
+    size_t lo, hi;
+    OP_ROWS(form_tab, ins->op, &lo, &hi);
+    if (lo == hi)
+        return -1;
+    for (size_t r = lo; r < hi; r++) {
+        bool ok = true;
+        for (int i = 0; i < PTX_MAX_TYPES && ok; i++) {
+            uint32_t want = form_tab[r].t[i];
+            if (i >= ins->ntypes)
+                ok = want == 0;
+            else
+                ok = (want >> ins->types[i]) & 1;
+        }
+        if (ok)
+            return (long)r;
+    }
+    return -2;
+}
+
+static bool key_hit(const ptx_ins *ins, int key) { return key == KEY_ANY || has_mod(ins, key); }
+
+/* Immediate rules: the first key (modifier or ANY) that matches decides the
+ * operand; its consecutive rows are the alternatives. */
+static int check_imms(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
+{
+    size_t lo, hi;
+    OP_ROWS(imm_tab, ins->op, &lo, &hi);
+    uint32_t done = 0;
+    for (size_t r = lo; r < hi; r++) {
+        const imm_row *row = &imm_tab[r];
+        if ((done >> row->opnd) & 1 || !key_hit(ins, row->mod))
+            continue;
+        done |= 1u << row->opnd;
+        size_t end = r;
+        while (end < hi && imm_tab[end].mod == row->mod && imm_tab[end].opnd == row->opnd)
+            end++;
+        if (row->opnd >= ins->nopd || ins->opd[row->opnd].kind != PTX_O_IMM)
+            continue;
+        int64_t v = ins->opd[row->opnd].u.imm;
+        bool ok = false;
+        for (size_t k = r; k < end && !ok; k++)
+            ok = v >= imm_tab[k].lo && v <= imm_tab[k].hi &&
+                 (v - imm_tab[k].lo) % (imm_tab[k].step > 0 ? imm_tab[k].step : 1) == 0;
+        if (ok)
+            continue;
+        char alts[160];
+        size_t at = 0;
+        alts[0] = '\0';
+        for (size_t k = r; k < end && at + 40 < sizeof alts; k++) {
+            const char *sep = k == r ? "" : k + 1 == end ? " or " : ", ";
+            const imm_row *a = &imm_tab[k];
+            if (a->lo == a->hi)
+                at += (size_t)snprintf(alts + at, sizeof alts - at, "%s%lld", sep, (long long)a->lo);
+            else
+                at += (size_t)snprintf(alts + at, sizeof alts - at, "%s%lld..%lld%s", sep,
+                                       (long long)a->lo, (long long)a->hi,
+                                       a->step > 1 ? " in steps of " : "");
+            if (a->lo != a->hi && a->step > 1)
+                at += (size_t)snprintf(alts + at, sizeof alts - at, "%lld", (long long)a->step);
+        }
+        (void)f;
+        return pt_errf(e, PT_EINVAL, "%s%s%s needs %s %s, got %lld", op_tab[ins->op].name,
+                       row->mod == KEY_ANY ? "" : ".", row->mod == KEY_ANY ? "" : mod_tab[row->mod],
+                       row->what, alts, (long long)v);
+    }
+    return PT_OK;
+}
+
+/* Vector rules: the first matching row of each operand gives its length. */
+static int check_vecs(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
+{
+    size_t lo, hi;
+    OP_ROWS(vec_tab, ins->op, &lo, &hi);
+    uint32_t done = 0;
+    for (size_t r = lo; r < hi; r++) {
+        const vec_row *row = &vec_tab[r];
+        if ((done >> row->opnd) & 1 || !key_hit(ins, row->mod) || row->tyidx >= ins->ntypes ||
+            !((row->types >> ins->types[row->tyidx]) & 1))
+            continue;
+        done |= 1u << row->opnd;
+        if (row->opnd >= ins->nopd)
+            continue;
+        const ptx_opd *o = &ins->opd[row->opnd];
+        int got = o->kind == PTX_O_VEC ? o->u.vec.n : 1;
+        if (got != row->n) {
+            char buf[96];
+            snprintf(buf, sizeof buf, " operand %d has %d register%s where %d %s needed",
+                     row->opnd + 1, got, got == 1 ? "" : "s", row->n, row->n == 1 ? "is" : "are");
+            return ins_err(f, ins, e, PT_EINVAL, "vector size mismatch:", buf);
+        }
+    }
+    return PT_OK;
+}
+
+/* Modifiers and types against the opcode row, the FORM rows, the exclusive
+ * classes and the requirements; sets *form (-1: none) and the operand
+ * count range. */
+static int check_mods_types(const ptx_fn *f, const ptx_ins *ins, pt_err *e, int *min, int *max)
+{
+    char buf[160];
+    const ptx_op op = (ptx_op)ins->op;
+    for (int i = 0; i < ins->nmods; i++) {
+        if (!ptx_op_allows_mod(op, ins->mods[i])) {
+            snprintf(buf, sizeof buf, " '.%s'", ins->mods[i] < PTX_NMODS ? mod_tab[ins->mods[i]] : "?");
+            return ins_err(f, ins, e, PT_EINVAL, "modifier not allowed:", buf);
+        }
+        for (int j = 0; j < i; j++)
+            if (ins->mods[j] == ins->mods[i]) {
+                snprintf(buf, sizeof buf, " '.%s'", mod_tab[ins->mods[i]]);
+                return ins_err(f, ins, e, PT_EINVAL, "modifier given twice:", buf);
+            }
+    }
+    for (int i = 0; i < ins->ntypes; i++)
+        if (ins->types[i] >= PTX_NTYPES || !((op_tab[op].types >> ins->types[i]) & 1)) {
+            snprintf(buf, sizeof buf, " '.%s'",
+                     ins->types[i] < PTX_NTYPES ? type_tab[ins->types[i]].name : "?");
+            return ins_err(f, ins, e, PT_EINVAL, "type not allowed:", buf);
+        }
+    if (op_tab[op].types && ins->ntypes == 0)
+        return ins_err(f, ins, e, PT_EINVAL, "missing type suffix", "");
+    long form = find_form(ins);
+    uint64_t all[PTX_MOD_WORDS] = {0};
+    if (form == -2) {
+        buf[0] = '\0';
+        for (int i = 0, at = 0; i < ins->ntypes; i++)
+            at += snprintf(buf + at, sizeof buf - (size_t)at, ".%s", type_tab[ins->types[i]].name);
+        char msg[200];
+        snprintf(msg, sizeof msg, " %s is not a form of %s", buf, op_tab[op].name);
+        return ins_err(f, ins, e, PT_EINVAL, "types", msg);
+    }
+    if (form == -1 && ins->ntypes > 1) {
+        snprintf(buf, sizeof buf, " %d given", ins->ntypes);
+        return ins_err(f, ins, e, PT_EINVAL, "one type suffix expected,", buf);
+    }
+    if (form >= 0) {
+        uint64_t mods[PTX_MOD_WORDS], one[PTX_MOD_WORDS];
+        word_mask(form_m, (size_t)form, 0, mods);
+        word_mask(form_m, (size_t)form, 1, all);
+        word_mask(form_m, (size_t)form, 2, one);
+        const char *tn = ins->ntypes ? type_tab[ins->types[0]].name : "";
+        for (int i = 0; i < ins->nmods; i++)
+            if (!mm_has(mods, ins->mods[i])) {
+                snprintf(buf, sizeof buf, " '.%s'%s%s", mod_tab[ins->mods[i]],
+                         ins->ntypes ? " with ." : "", tn);
+                return ins_err(f, ins, e, PT_EINVAL, "modifier not allowed:", buf);
+            }
+        bool need_one = false, got_one = false;
+        for (int w = 0; w < PTX_MOD_WORDS; w++)
+            need_one |= one[w] != 0;
+        for (int i = 0; i < ins->nmods; i++)
+            got_one |= mm_has(one, ins->mods[i]);
+        for (int m = 0; m < PTX_NMODS; m++)
+            if (mm_has(all, m) && !has_mod(ins, m)) {
+                snprintf(buf, sizeof buf, " .%s", mod_tab[m]);
+                return ins_err(f, ins, e, PT_EINVAL, "needs", buf);
+            }
+        if (need_one && !got_one) {
+            mods_list(one, buf, sizeof buf);
+            return ins_err(f, ins, e, PT_EINVAL, "needs one of", buf);
+        }
+        if (form_tab[form].nopd)
+            *min = *max = form_tab[form].nopd;
+    }
+    /* exclusive classes; the form's required modifiers do not count */
+    for (int c = 0; c < NMCLASS; c++) {
+        int first = -1;
+        for (int i = 0; i < ins->nmods; i++) {
+            int m = ins->mods[i];
+            if (!((mclass_m[m >> 6][c] >> (m & 63)) & 1) || mm_has(all, m))
+                continue;
+            if (first < 0) {
+                first = m;
+                continue;
+            }
+            char msg[160];
+            snprintf(msg, sizeof msg, " %s, .%s and .%s", mclass_what[c], mod_tab[first], mod_tab[m]);
+            return ins_err(f, ins, e, PT_EINVAL, "two", msg);
+        }
+    }
+    /* a modifier that needs another */
+    size_t lo, hi;
+    OP_ROWS(req_tab, op, &lo, &hi);
+    for (size_t r = lo; r < hi; r++) {
+        if (!has_mod(ins, req_tab[r].mod) || ins->ntypes == 0 ||
+            !((req_tab[r].types >> ins->types[0]) & 1))
+            continue;
+        uint64_t needs[PTX_MOD_WORDS];
+        bool ok = false;
+        for (int w = 0; w < PTX_MOD_WORDS; w++)
+            needs[w] = req_m[w][r];
+        for (int i = 0; i < ins->nmods; i++)
+            ok |= mm_has(needs, ins->mods[i]);
+        if (!ok) {
+            char l[120];
+            mods_list(needs, l, sizeof l);
+            snprintf(buf, sizeof buf, " .%s needs%s", mod_tab[req_tab[r].mod], l);
+            return ins_err(f, ins, e, PT_EINVAL, "modifier", buf);
+        }
+    }
+    /* operand count by modifier */
+    OP_ROWS(opn_tab, op, &lo, &hi);
+    for (size_t r = lo; r < hi; r++)
+        if (key_hit(ins, opn_tab[r].mod)) {
+            *min = opn_tab[r].min;
+            *max = opn_tab[r].max;
+            break;
+        }
+    return PT_OK;
+}
+
 int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
 {
     if (ins->op >= PTX_NOPS)
@@ -527,18 +924,9 @@ int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
     int min, max;
     count_opnds(opnds, &min, &max);
     char buf[96];
-    for (int i = 0; i < ins->nmods; i++)
-        if (!ptx_op_allows_mod(ins->op, ins->mods[i])) {
-            snprintf(buf, sizeof buf, " '.%s'", mod_tab[ins->mods[i]]);
-            return ins_err(f, ins, e, PT_EINVAL, "modifier not allowed:", buf);
-        }
-    for (int i = 0; i < ins->ntypes; i++)
-        if (!((op_tab[ins->op].types >> ins->types[i]) & 1)) {
-            snprintf(buf, sizeof buf, " '.%s'", type_tab[ins->types[i]].name);
-            return ins_err(f, ins, e, PT_EINVAL, "type not allowed:", buf);
-        }
-    if (op_tab[ins->op].types && ins->ntypes == 0)
-        return ins_err(f, ins, e, PT_EINVAL, "missing type suffix", "");
+    int rc = check_mods_types(f, ins, e, &min, &max);
+    if (rc)
+        return rc;
     if (ins->nopd < min || ins->nopd > max) {
         if (min == max)
             snprintf(buf, sizeof buf, " %d operands, expected %d", ins->nopd, min);
@@ -550,25 +938,13 @@ int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
         while (opnds[k] == '?')
             k++;
         char rule = typing[i] ? typing[i] : '-';
-        int rc = check_opd(f, ins, i, opnds[k], rule, e);
-        if (rc)
+        if ((rc = check_opd(f, ins, i, opnds[k], rule, e)))
             return rc;
     }
-    if (ins->guard.id) {
-        int rc = check_reg(f, ins, ins->guard, 'P', e, -1);
-        if (rc)
-            return rc;
-    }
-    /* vector width must match .v2/.v4 */
-    if (ins->op == PTX_OP_LD || ins->op == PTX_OP_ST) {
-        int want = has_mod(ins, PTX_M_V4) ? 4 : has_mod(ins, PTX_M_V2) ? 2 : 1;
-        const ptx_opd *v = &ins->opd[ins->op == PTX_OP_LD ? 0 : 1];
-        int got = v->kind == PTX_O_VEC ? v->u.vec.n : 1;
-        if (want != got) {
-            snprintf(buf, sizeof buf, " %d elements for a .v%d access", got, want);
-            return ins_err(f, ins, e, PT_EINVAL, "vector size mismatch:", buf);
-        }
-    }
+    if (ins->guard.id && (rc = check_reg(f, ins, ins->guard, 'P', e, -1)))
+        return rc;
+    if ((rc = check_vecs(f, ins, e)) || (rc = check_imms(f, ins, e)))
+        return rc;
     /* target requirements: the opcode row, raised by matching feature rows */
     int sm = op_tab[ins->op].sm, ver = op_tab[ins->op].ver;
     bool arch = op_tab[ins->op].arch;
@@ -623,6 +999,121 @@ int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
         f->need_sm = sm;
     if (ver > f->need_ver)
         f->need_ver = ver;
+    return PT_OK;
+}
+
+/* ---- the rule rows, for tests ---- */
+
+int ptx_isa_nrules(ptx_rule_kind k)
+{
+    switch (k) {
+    case PTX_RULE_MCLASS: return NMCLASS;
+    case PTX_RULE_FORM: return NFORMS;
+    case PTX_RULE_REQ: return NREQS;
+    case PTX_RULE_OPN: return (int)NROWS(opn_tab);
+    case PTX_RULE_VEC: return (int)NROWS(vec_tab);
+    case PTX_RULE_IMM: return (int)NROWS(imm_tab);
+    default: return 0;
+    }
+}
+
+static int key_out(int m) { return m == KEY_ANY ? -1 : m; }
+
+ptx_rule ptx_isa_rule(ptx_rule_kind k, int i)
+{
+    ptx_rule r;
+    memset(&r, 0, sizeof r);
+    r.op = -1;
+    r.mod = -1;
+    size_t u = (size_t)i;
+    switch (k) {
+    case PTX_RULE_MCLASS:
+        r.what = mclass_what[u];
+        for (int w = 0; w < PTX_MOD_WORDS; w++)
+            r.mods[w] = mclass_m[w][u];
+        break;
+    case PTX_RULE_FORM:
+        r.op = form_tab[u].op;
+        memcpy(r.types, form_tab[u].t, sizeof r.types);
+        r.nopd = form_tab[u].nopd;
+        word_mask(form_m, u, 0, r.mods);
+        word_mask(form_m, u, 1, r.all);
+        word_mask(form_m, u, 2, r.one);
+        break;
+    case PTX_RULE_REQ:
+        r.op = req_tab[u].op;
+        r.mod = req_tab[u].mod;
+        r.types[0] = req_tab[u].types;
+        for (int w = 0; w < PTX_MOD_WORDS; w++)
+            r.mods[w] = req_m[w][u];
+        break;
+    case PTX_RULE_OPN:
+        r.op = opn_tab[u].op;
+        r.mod = key_out(opn_tab[u].mod);
+        r.min = opn_tab[u].min;
+        r.max = opn_tab[u].max;
+        break;
+    case PTX_RULE_VEC:
+        r.op = vec_tab[u].op;
+        r.mod = key_out(vec_tab[u].mod);
+        r.opnd = vec_tab[u].opnd;
+        r.tyidx = vec_tab[u].tyidx;
+        r.types[0] = vec_tab[u].types;
+        r.n = vec_tab[u].n;
+        break;
+    case PTX_RULE_IMM:
+        r.op = imm_tab[u].op;
+        r.mod = key_out(imm_tab[u].mod);
+        r.opnd = imm_tab[u].opnd;
+        r.lo = imm_tab[u].lo;
+        r.hi = imm_tab[u].hi;
+        r.step = imm_tab[u].step;
+        r.what = imm_tab[u].what;
+        break;
+    default: break;
+    }
+    return r;
+}
+
+int ptx_isa_check_table(pt_err *e)
+{
+    static const char *const kind[] = {"PTX_MCLASS", "PTX_FORM", "PTX_REQ", "PTX_OPN", "PTX_VEC",
+                                       "PTX_IMM"};
+    for (int k = PTX_RULE_FORM; k < PTX_NRULE_KINDS; k++) {
+        int prev = -1;
+        for (int i = 0; i < ptx_isa_nrules((ptx_rule_kind)k); i++) {
+            ptx_rule r = ptx_isa_rule((ptx_rule_kind)k, i);
+            const char *on = op_tab[r.op].name;
+            if (r.op < prev)
+                return pt_errf(e, PT_EINTERNAL, "%s row %d (%s) is out of opcode order", kind[k], i, on);
+            prev = r.op;
+            int min, max;
+            count_opnds(op_tab[r.op].opnds, &min, &max);
+            if (r.mod >= 0 && !ptx_op_allows_mod((ptx_op)r.op, (ptx_mod)r.mod))
+                return pt_errf(e, PT_EINTERNAL, "%s row %d: %s does not allow .%s", kind[k], i, on,
+                               mod_tab[r.mod]);
+            if (k == PTX_RULE_FORM) {
+                for (int t = 0; t < PTX_MAX_TYPES; t++)
+                    if (r.types[t] & ~op_tab[r.op].types)
+                        return pt_errf(e, PT_EINTERNAL, "PTX_FORM row %d: a type %s does not allow", i, on);
+                for (int m = 0; m < PTX_NMODS; m++) {
+                    bool in = ptx_mask_has(r.mods, m);
+                    if (in && !ptx_op_allows_mod((ptx_op)r.op, (ptx_mod)m))
+                        return pt_errf(e, PT_EINTERNAL, "PTX_FORM row %d: %s does not allow .%s", i, on, mod_tab[m]);
+                    if ((ptx_mask_has(r.all, m) || ptx_mask_has(r.one, m)) && !in)
+                        return pt_errf(e, PT_EINTERNAL, "PTX_FORM row %d (%s): required .%s not among its modifiers", i, on, mod_tab[m]);
+                }
+                if (r.nopd && (r.nopd < min || r.nopd > max))
+                    return pt_errf(e, PT_EINTERNAL, "PTX_FORM row %d (%s): %d operands", i, on, r.nopd);
+            }
+            if (k == PTX_RULE_OPN && (r.min < min || r.max > max || r.min > r.max))
+                return pt_errf(e, PT_EINTERNAL, "PTX_OPN row %d (%s): %d..%d operands", i, on, r.min, r.max);
+            if ((k == PTX_RULE_VEC || k == PTX_RULE_IMM) && (r.opnd >= max || r.opnd >= 32))
+                return pt_errf(e, PT_EINTERNAL, "%s row %d (%s): no operand %d", kind[k], i, on, r.opnd);
+            if (k == PTX_RULE_VEC && r.tyidx >= PTX_MAX_TYPES)
+                return pt_errf(e, PT_EINTERNAL, "PTX_VEC row %d (%s): no type %d", i, on, r.tyidx);
+        }
+    }
     return PT_OK;
 }
 

@@ -269,6 +269,34 @@ ptx_ins *ptx_emit_n(ptx_fn *f, ptx_op op, ptx_mods mods, ptx_types types, int n,
 /* Guards an emitted instruction: @%p or @!%p. NULL-safe. */
 void ptx_guard(ptx_ins *i, ptx_reg p, bool neg);
 
+/* The ISA table's legality rows (isa.def "legality rules"), for tests that
+ * walk the table. MCLASS rows: what, mods. FORM: op, types, nopd, mods,
+ * all, one. REQ: op, mod, types[0], mods (the needed ones). OPN: op, mod,
+ * min, max. VEC: op, mod, opnd, tyidx, types[0], n. IMM: op, mod, opnd, lo,
+ * hi, step, what. mod is -1 for the key ANY. */
+typedef enum ptx_rule_kind {
+    PTX_RULE_MCLASS, PTX_RULE_FORM, PTX_RULE_REQ, PTX_RULE_OPN, PTX_RULE_VEC, PTX_RULE_IMM,
+    PTX_NRULE_KINDS
+} ptx_rule_kind;
+typedef struct ptx_rule {
+    int op, mod;
+    uint32_t types[PTX_MAX_TYPES];
+    int nopd, opnd, tyidx, n, min, max;
+    int64_t lo, hi, step;
+    uint64_t mods[PTX_MOD_WORDS], all[PTX_MOD_WORDS], one[PTX_MOD_WORDS];
+    const char *what;
+} ptx_rule;
+int ptx_isa_nrules(ptx_rule_kind k);
+ptx_rule ptx_isa_rule(ptx_rule_kind k, int i);
+static inline bool ptx_mask_has(const uint64_t *mods, int m)
+{
+    return m >= 0 && m < PTX_NMODS && ((mods[m >> 6] >> (m & 63)) & 1);
+}
+/* The table's own consistency: rule rows grouped by opcode in PTX_OP order,
+ * FORM types and modifiers within the opcode row's, required modifiers
+ * among the allowed ones, operand rules within the operand count. */
+int ptx_isa_check_table(pt_err *e);
+
 /* Checks one instruction against the table and target without appending
  * (the parser uses it); raises f->need_sm/need_ver. */
 int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e);

@@ -301,3 +301,80 @@ Test(ir, arch_specific_rows_need_the_a_target)
         ptx_module_free(m);
     }
 }
+
+/* Issue 9 item 9: forms ptxas refuses used to pass ptx_module_finish (the
+ * copy-size and fragment rules lived only in the emulator's decoder). Each
+ * now fails at ptx_emit with one line from the ISA table's rules. */
+Test(ir, refuses_what_ptxas_refuses)
+{
+    static const char *const want[] = {
+        "cp.async.cg needs a copy size of 16, got 8",
+        "add.rn.rz.f32: two rounding modes, .rn and .rz",
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32: vector size mismatch: operand 2 has 1 "
+        "register where 4 are needed",
+        "mma.sync.aligned.m16n8k16.row.col.f16.s8.tf32.f32: types .f16.s8.tf32.f32 is not a form "
+        "of mma",
+        "cp.async.ca needs a copy size of 4, 8 or 16, got 12",
+        "mul.u32: needs one of .lo .hi .wide",
+        "setp.lo.s32: modifier not allowed: '.lo' with .s32",
+        "ldmatrix.sync.aligned.m8n8.x2.shared.b16: vector size mismatch: operand 1 has 4 registers "
+        "where 2 are needed",
+    };
+    for (int c = 0; c < (int)(sizeof want / sizeof want[0]); c++) {
+        ptx_module *m = module("sm_80", 90);
+        ptx_fn *f = ptx_fn_new(m, "k");
+        ptx_reg r = ptx_reg_new(f, PTX_T_B32), x = ptx_reg_new(f, PTX_T_F32);
+        ptx_reg d = ptx_reg_new(f, PTX_T_B64), p = ptx_reg_new(f, PTX_T_PRED);
+        ptx_opd acc = ptx_vecr(f, 4, (ptx_reg[]){x, x, x, x});
+        ptx_opd one = ptx_vecr(f, 1, (ptx_reg[]){r}), four = ptx_vecr(f, 4, (ptx_reg[]){r, r, r, r});
+        ptx_mods mma = PTX_MODS(PTX_M_SYNC, PTX_M_ALIGNED, PTX_M_M16N8K16, PTX_M_ROW, PTX_M_COL);
+        ptx_ins *i = NULL;
+        switch (c) {
+        case 0:
+            i = ptx_emit(f, PTX_OP_CP_ASYNC, PTX_MODS(PTX_M_CG, PTX_M_SHARED, PTX_M_GLOBAL),
+                         PTX_NOTYPES, ptx_addr(r, 0), ptx_addr(d, 0), ptx_imm(8));
+            break;
+        case 1:
+            i = ptx_emit(f, PTX_OP_ADD, PTX_MODS(PTX_M_RN, PTX_M_RZ), PTX_T1(PTX_T_F32), ptx_r(x),
+                         ptx_r(x), ptx_r(x));
+            break;
+        case 2:
+            i = ptx_emit(f, PTX_OP_MMA, mma, PTX_TYPES(PTX_T_F32, PTX_T_F16, PTX_T_F16, PTX_T_F32),
+                         acc, one, one, acc);
+            break;
+        case 3:
+            i = ptx_emit(f, PTX_OP_MMA, mma, PTX_TYPES(PTX_T_F16, PTX_T_S8, PTX_T_TF32, PTX_T_F32),
+                         ptx_vecr(f, 2, (ptx_reg[]){r, r}), four, one, acc);
+            break;
+        case 4:
+            i = ptx_emit(f, PTX_OP_CP_ASYNC, PTX_MODS(PTX_M_CA, PTX_M_SHARED, PTX_M_GLOBAL),
+                         PTX_NOTYPES, ptx_addr(r, 0), ptx_addr(d, 0), ptx_imm(12));
+            break;
+        case 5:
+            i = ptx_emit(f, PTX_OP_MUL, PTX_NOMODS, PTX_T1(PTX_T_U32), ptx_r(r), ptx_r(r), ptx_r(r));
+            break;
+        case 6:
+            i = ptx_emit(f, PTX_OP_SETP, PTX_MODS(PTX_M_LO), PTX_T1(PTX_T_S32), ptx_r(p), ptx_r(r),
+                         ptx_r(r));
+            break;
+        case 7:
+            i = ptx_emit(f, PTX_OP_LDMATRIX,
+                         PTX_MODS(PTX_M_SYNC, PTX_M_ALIGNED, PTX_M_M8N8, PTX_M_X2, PTX_M_SHARED),
+                         PTX_T1(PTX_T_B16), four, ptx_addr(r, 0));
+            break;
+        }
+        cr_expect_null(i, "case %d accepted", c);
+        cr_expect_neq(ptx_module_finish(m), PT_OK, "case %d: module finished", c);
+        cr_expect_str_eq(ptx_module_errmsg(m), want[c], "case %d", c);
+        ptx_module_free(m);
+    }
+}
+
+/* The rule rows stay grouped by opcode (the lookup is a binary search) and
+ * within their opcode rows. */
+Test(ir, isa_table_is_consistent)
+{
+    pt_err e = {0};
+    cr_expect_eq(ptx_isa_check_table(&e), PT_OK, "%s", e.msg);
+    cr_expect_gt(ptx_isa_nrules(PTX_RULE_FORM), 50);
+}

@@ -361,11 +361,9 @@ static int dec_ldst(dec *d, const ptx_ins *in, emu_ins *o)
     int rc = addr(d, ad, o->sub, &o->a, &o->off);
     if (rc)
         return rc;
-    if (o->sub == EMU_SP_PARAM && !ld)
-        return dec_err(d, "kernel parameters are read-only");
-    if (ld)
-        return vec(d, val, true, 0, o->n, &o->d);
-    return vec(d, val, false, o->ty, o->n, &o->b);
+    if (ld) /* o->n registers: ptx_check_ins */
+        return vec(d, val, true, 0, 0, &o->d);
+    return vec(d, val, false, o->ty, 0, &o->b);
 }
 
 static int dec_cvta(dec *d, const ptx_ins *in, emu_ins *o)
@@ -383,9 +381,7 @@ static int dec_cvta(dec *d, const ptx_ins *in, emu_ins *o)
 
 static int dec_cvt(dec *d, const ptx_ins *in, emu_ins *o)
 {
-    if (in->ntypes != 2)
-        return dec_err(d, "cvt needs two types");
-    o->h = EMU_H_CVT;
+    o->h = EMU_H_CVT; /* two types and the packed forms' two sources: ptx_check_ins */
     o->flags = (uint16_t)(o->flags | num_flags(in));
     int dt = in->types[0], st = in->types[1];
     o->rnd = (uint8_t)rnd_of(in, EMU_RN);
@@ -408,9 +404,6 @@ static int dec_cvt(dec *d, const ptx_ins *in, emu_ins *o)
         return src(d, &in->opd[2], st, &o->b);
     }
     o->b = EMU_SLOT_ZERO;
-    if ((dt == PTX_T_F16X2 || dt == PTX_T_BF16X2 || dt == PTX_T_E4M3X2 || dt == PTX_T_E5M2X2) &&
-        st == PTX_T_F32)
-        return dec_err(d, "packing cvt needs two sources");
     return PT_OK;
 }
 
@@ -457,8 +450,6 @@ static int dec_arith(dec *d, const ptx_ins *in, emu_ins *o)
         case PTX_OP_NEG: o->h = EMU_H_INEG; break;
         default: return dec_err(d, "not an integer operation");
         }
-        if (wide && o->bits > 32)
-            return dec_err(d, ".wide needs a 16- or 32-bit type");
         return PT_OK;
     }
     o->flags = (uint16_t)(o->flags | num_flags(in));
@@ -602,9 +593,7 @@ static int dec_setp(dec *d, const ptx_ins *in, emu_ins *o)
 {
     o->h = EMU_H_SETP;
     bool uns = false;
-    int cmp = cmp_of(in, &uns);
-    if (cmp < 0)
-        return dec_err(d, "setp without a comparison");
+    int cmp = cmp_of(in, &uns); /* exactly one, of the type's kind: ptx_check_ins */
     o->sub = (uint8_t)cmp;
     if (uns)
         o->flags = (uint16_t)(o->flags & ~EMU_IF_SIGNED);
@@ -614,8 +603,7 @@ static int dec_setp(dec *d, const ptx_ins *in, emu_ins *o)
         o->flags |= EMU_IF_APPROX; /* marks a float compare */
         if (o->ty == PTX_T_F16X2 || o->ty == PTX_T_BF16X2)
             return dec_err(d, "packed setp is not emulated");
-    } else if (cmp > EMU_CMP_GE)
-        return dec_err(d, "unordered comparison on an integer type");
+    }
     o->sub2 = has(in, PTX_M_AND) ? EMU_BOOL_AND : has(in, PTX_M_OR) ? EMU_BOOL_OR
               : has(in, PTX_M_XOR) ? EMU_BOOL_XOR : EMU_BOOL_NONE;
     int rc = dst(d, &in->opd[0], &o->d);
@@ -624,8 +612,6 @@ static int dec_setp(dec *d, const ptx_ins *in, emu_ins *o)
     if (in->nopd == 4) {
         o->flags |= EMU_IF_HAS_C;
         o->cneg = in->opd[3].neg;
-        if (o->sub2 == EMU_BOOL_NONE)
-            return dec_err(d, "setp predicate source needs .and/.or/.xor");
         return src(d, &in->opd[3], PTX_T_PRED, &o->c);
     }
     return PT_OK;
@@ -674,9 +660,7 @@ static int dec_bar(dec *d, const ptx_ins *in, emu_ins *o)
         o->flags |= EMU_IF_HAS_C;
         return src(d, &in->opd[1], PTX_T_U32, &o->b);
     }
-    if (o->flags & EMU_IF_ARRIVE)
-        return dec_err(d, "bar.arrive needs a thread count");
-    return PT_OK;
+    return PT_OK; /* bar.arrive has its thread count: ptx_check_ins */
 }
 
 static int dec_bar_warp(dec *d, const ptx_ins *in, emu_ins *o)
@@ -743,9 +727,7 @@ static int aop_of(const ptx_ins *in)
 static int dec_redux(dec *d, const ptx_ins *in, emu_ins *o)
 {
     o->h = EMU_H_REDUX;
-    int op = aop_of(in);
-    if (op < 0 || op > EMU_AOP_XOR)
-        return dec_err(d, "redux without an operation");
+    int op = aop_of(in); /* one of add/min/max/and/or/xor: ptx_check_ins */
     o->sub2 = (uint8_t)op;
     int rc = dst(d, &in->opd[0], &o->d);
     if (rc || (rc = src(d, &in->opd[1], o->ty, &o->a)))
@@ -757,9 +739,7 @@ static int dec_atom(dec *d, const ptx_ins *in, emu_ins *o)
 {
     o->h = EMU_H_ATOM;
     o->sub = (uint8_t)space_of(in);
-    int op = aop_of(in);
-    if (op < 0)
-        return dec_err(d, "atom without an operation");
+    int op = aop_of(in); /* exactly one operation: ptx_check_ins */
     o->sub2 = (uint8_t)op;
     o->sz = (uint8_t)(o->bits / 8);
     o->n = 1;
@@ -776,11 +756,8 @@ static int dec_atom(dec *d, const ptx_ins *in, emu_ins *o)
         return rc;
     if ((rc = src(d, &in->opd[i + 1], o->ty, &o->b)))
         return rc;
-    if (op == EMU_AOP_CAS) {
-        if (in->nopd < i + 3)
-            return dec_err(d, "atom.cas needs two values");
+    if (op == EMU_AOP_CAS) /* with its second value: ptx_check_ins */
         return src(d, &in->opd[i + 2], o->ty, &o->c);
-    }
     return PT_OK;
 }
 
@@ -794,12 +771,7 @@ static int dec_cp_async(dec *d, const ptx_ins *in, emu_ins *o)
     if (rc || (rc = addr(d, &in->opd[1], EMU_SP_GLOBAL, &o->b, &soff)))
         return rc;
     o->aux = (uint64_t)soff;
-    int64_t cp = in->opd[2].u.imm;
-    if (cp != 4 && cp != 8 && cp != 16)
-        return dec_err(d, "cp.async size must be 4, 8 or 16");
-    if (has(in, PTX_M_CG) && cp != 16)
-        return dec_err(d, "cp.async.cg copies 16 bytes");
-    o->sz = (uint8_t)cp;
+    o->sz = (uint8_t)in->opd[2].u.imm; /* 4, 8 or 16 (.cg: 16): ptx_check_ins */
     o->n = 1;
     if (in->nopd > 3) {
         const ptx_opd *x = &in->opd[3];
@@ -843,58 +815,29 @@ static int dec_ldmatrix(dec *d, const ptx_ins *in, emu_ins *o)
     o->sub = (uint8_t)space_of(in);
     o->sz = 16;
     int rc = addr(d, &in->opd[1], o->sub, &o->a, &o->off);
-    return rc ? rc : vec(d, &in->opd[0], true, 0, o->n, &o->d);
+    return rc ? rc : vec(d, &in->opd[0], true, 0, 0, &o->d); /* o->n registers: ptx_check_ins */
 }
 
+/* mma: the type tuple, shape, .row.col and fragment sizes are the ISA
+ * table's (ptx_check_ins); what is left here is what the emulator runs. */
 static int dec_mma(dec *d, const ptx_ins *in, emu_ins *o)
 {
     o->h = EMU_H_MMA;
     o->flags |= EMU_IF_ALIGNED;
-    if (in->ntypes != 4)
-        return dec_err(d, "mma needs .dtype.atype.btype.ctype");
-    if (!has(in, PTX_M_ROW) || !has(in, PTX_M_COL))
-        return dec_err(d, "only .row.col mma is emulated");
-    int dt = in->types[0], at = in->types[1], bt = in->types[2], ct = in->types[3];
+    int dt = in->types[0], bt = in->types[2], ct = in->types[3];
     o->sub2 = has(in, PTX_M_M16N8K8) ? EMU_MMA_K8 : has(in, PTX_M_M16N8K16) ? EMU_MMA_K16
-              : has(in, PTX_M_M16N8K32) ? EMU_MMA_K32 : 0xff;
-    if (o->sub2 == 0xff)
-        return dec_err(d, "mma shape not emulated");
+                                                                         : EMU_MMA_K32;
     if (has(in, PTX_M_SATFINITE))
         o->flags |= EMU_IF_SATFINITE;
     o->aux = (uint64_t)bt | (uint64_t)ct << 8;
-    int na, nb, ncd = (dt == PTX_T_F16) ? 2 : 4;
-    bool h16 = at == PTX_T_F16 || at == PTX_T_BF16, i8 = at == PTX_T_S8 || at == PTX_T_U8;
-    bool f8 = at == PTX_T_E4M3 || at == PTX_T_E5M2;
-    if (h16 && (bt != at))
-        return dec_err(d, "mma A and B types differ");
-    if (h16 && o->sub2 == EMU_MMA_K16)
-        na = 4, nb = 2;
-    else if (h16 && o->sub2 == EMU_MMA_K8)
-        na = 2, nb = 1;
-    else if (at == PTX_T_TF32 && bt == PTX_T_TF32 && o->sub2 == EMU_MMA_K8)
-        na = 4, nb = 2;
-    else if ((i8 && (bt == PTX_T_S8 || bt == PTX_T_U8)) ||
-             (f8 && (bt == PTX_T_E4M3 || bt == PTX_T_E5M2))) {
-        if (o->sub2 == EMU_MMA_K32)
-            na = 4, nb = 2;
-        else if (o->sub2 == EMU_MMA_K16)
-            na = 2, nb = 1;
-        else
-            return dec_err(d, "mma shape not valid for 8-bit inputs");
-    } else
-        return dec_err(d, "mma type combination not emulated");
-    if (i8 && (dt != PTX_T_S32 || ct != PTX_T_S32))
-        return dec_err(d, "integer mma accumulates in s32");
-    if (!i8 && !((dt == PTX_T_F32 && ct == PTX_T_F32) || (dt == PTX_T_F16 && ct == PTX_T_F16)))
-        return dec_err(d, "mma accumulator must be f32 or f16 (both)");
-    if (dt == PTX_T_F16 && at == PTX_T_BF16)
-        return dec_err(d, "bf16 mma accumulates in f32");
-    int rc = vec(d, &in->opd[0], true, 0, ncd, &o->d);
-    if (rc || (rc = vec(d, &in->opd[1], false, PTX_T_B32, na, &o->a)))
+    if (dt != ct)
+        return dec_err(d, "mma with different accumulator types (.f32 and .f16) is not emulated");
+    int rc = vec(d, &in->opd[0], true, 0, 0, &o->d);
+    if (rc || (rc = vec(d, &in->opd[1], false, PTX_T_B32, 0, &o->a)))
         return rc;
-    if ((rc = vec(d, &in->opd[2], false, PTX_T_B32, nb, &o->b)))
+    if ((rc = vec(d, &in->opd[2], false, PTX_T_B32, 0, &o->b)))
         return rc;
-    return vec(d, &in->opd[3], false, ct == PTX_T_F16 ? PTX_T_B32 : ct, ncd, &o->c);
+    return vec(d, &in->opd[3], false, ct == PTX_T_F16 ? PTX_T_B32 : ct, 0, &o->c);
 }
 
 /* The dispatch table: one row per emulated opcode of isa.def. */
@@ -1048,6 +991,14 @@ int emu__decode(emu_kernel *k, ptx_module *m, ptx_fn *f, pt_err *e)
         o->line = in->line;
         set_type(o, in);
         o->dbits = o->bits;
+        /* the ISA table decides what is legal (the builder and parser ask
+         * the same question); the decoders only refuse what is not emulated */
+        pt_err ce;
+        pt_err_clear(&ce);
+        if (ptx_check_ins(f, in, &ce)) {
+            rc = pt_errf(e, ce.code, "emulator: %s (kernel %s, line %d)", ce.msg, f->name, in->line);
+            break;
+        }
         dec_fn fn = in->op < PTX_NOPS ? dec_tab[in->op] : NULL;
         if (!fn) {
             rc = dec_err(&d, "instruction not emulated");

@@ -1,0 +1,858 @@
+/* Issue 9 item 9: walks every legality row of ptx/isa.def through
+ * build -> print -> compile (the project's compile gate, ptx/compile.h) ->
+ * parse -> decode, and checks that ptxas's verdict matches the table's.
+ *
+ * Forms: for each FORM row (or, for an opcode without one, each type of its
+ * PTX_OP row) and each type tuple it allows, a base form (the required
+ * modifiers, the first of the required-one-of set, the operand count and
+ * vector lengths the rows give), then the base with each allowed modifier
+ * added (replacing one of its exclusive class). Illegal forms generated from
+ * the same rows: a type not allowed, two modifiers of one class, a required
+ * modifier left out, one operand too few or too many, a fragment one
+ * register short or long, an immediate just outside its rows.
+ *
+ * Verdicts: the table's is ptx_check_ins on each target; ptxas's comes from
+ * compiling. Forms the table accepts are batched into a few modules per
+ * (target, .version) (a failing batch names its first bad PTX line, that
+ * form is set aside and the batch compiled again); forms it refuses are
+ * compiled one per module at .version 9.0. Every batch text must parse back
+ * to itself, every refused text must fail to parse with the table's message,
+ * every accepted form must decode in the emulator (or be refused as "not
+ * emulated"), every refused one must fail to decode with the same message.
+ *
+ * Skips without a toolkit, fails without one when PTXTUNE_REQUIRE_TOOLKIT=1
+ * (tests/test_util.h). Prints the counts and names every disagreement. */
+#include "test_util.h"
+
+#include "ptx/compile.h"
+#include "ptx/emu/emu.h"
+#include "ptx/ir.h"
+#include "ptx/parse.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Forms ptxas accepts that the table refuses on purpose (documented where
+ * the rows are): matched as a prefix of the printed instruction. */
+static const char *const deliberate[] = {
+    /* sm_90 cvt forms not in the table yet (isa.def: a FEAT row cannot key
+     * on a type pair): bf16 <-> f16/bf16/f64/integers, tf32 with .rn/.rz */
+    "cvt.bf16.", "cvt.f16.bf16", "cvt.f64.bf16", "cvt.rn.bf16.f64", "cvt.rn.tf32.", "cvt.rz.tf32.",
+    "cvt.rn.relu.tf32", "cvt.rz.relu.tf32",
+    /* atom with a fourth operand (the L2 cache-policy form) is not in the
+     * table: only atom.cas takes four */
+    ", %r3, %r4", ", %rd3, %rd4", ", %f3, %f4", ", %fd3, %fd4", ", %rs3, %rs4",
+    /* packed setp (one predicate per half, the emulator does not run it) */
+    "setp.eq.f16x2", "setp.eq.bf16x2",
+    /* the PTX ISA names .u32 only; ptxas 13.0 also takes .s32 */
+    "setmaxnreg.inc.sync.aligned.s32",
+    NULL,
+};
+
+enum { MAXFORMS = 16384, POOL = 1 << 16, NTGT = 4 };
+static const char *const tgt_names[NTGT] = {"sm_80", "sm_89", "sm_90", "sm_90a"};
+
+/* Register banks of every module, in this order (index = bank). */
+enum { B_P, B_RS, B_R, B_RD, B_F, B_FD, B_Q, NBANKS };
+static const struct {
+    const char *prefix;
+    ptx_type t;
+} banks[NBANKS] = {
+    {"%p", PTX_T_PRED}, {"%rs", PTX_T_B16}, {"%r", PTX_T_B32}, {"%rd", PTX_T_B64},
+    {"%f", PTX_T_F32},  {"%fd", PTX_T_F64}, {"%q", PTX_T_B128},
+};
+enum { REGS_PER_BANK = 16 };
+
+typedef struct form {
+    ptx_ins ins;
+    bool illegal_kind; /* generated as an illegal variant (for the counts only) */
+    bool legal[NTGT];
+    int ver[NTGT]; /* table's .version need when legal */
+    char why[NTGT][256];
+    bool ptxas_ok[NTGT], ptxas_done[NTGT];
+    char ptxas_msg[NTGT][256];
+} form;
+
+typedef struct walk {
+    form *forms;
+    int n;
+    ptx_opd *pool;
+    int npool;
+    pt_compiler *cc;
+    pt_target tg[NTGT];
+    int disagree;
+    int compiles;
+} walk;
+
+static ptx_reg reg(int bank, int i) { return (ptx_reg){((uint32_t)(bank + 1) << 20) | (uint32_t)i}; }
+
+static int bank_for(ptx_type t)
+{
+    if (t == PTX_T_PRED)
+        return B_P;
+    int b = ptx_type_bits(t);
+    if (b <= 16)
+        return B_RS;
+    if (b == 32)
+        return t == PTX_T_F32 ? B_F : B_R;
+    if (b == 64)
+        return t == PTX_T_F64 ? B_FD : B_RD;
+    return B_Q;
+}
+
+static int bank_bits(int bank, int bits)
+{
+    (void)bank;
+    return bits <= 16 ? B_RS : bits == 32 ? B_R : bits == 64 ? B_RD : B_Q;
+}
+
+static bool has_mod(const ptx_ins *in, int m)
+{
+    for (int i = 0; i < in->nmods; i++)
+        if (in->mods[i] == m)
+            return true;
+    return false;
+}
+
+static int first_mod(const uint64_t *w)
+{
+    for (int m = 0; m < PTX_NMODS; m++)
+        if (ptx_mask_has(w, m))
+            return m;
+    return -1;
+}
+
+/* The operand count the rows want for ins. */
+static int want_nopd(const ptx_ins *in, int form_nopd)
+{
+    if (form_nopd)
+        return form_nopd;
+    for (int i = 0; i < ptx_isa_nrules(PTX_RULE_OPN); i++) {
+        ptx_rule r = ptx_isa_rule(PTX_RULE_OPN, i);
+        if (r.op == in->op && (r.mod < 0 || has_mod(in, r.mod)))
+            return r.min;
+    }
+    return ptx_op_info((ptx_op)in->op).min_opnds;
+}
+
+/* Vector length of operand i from the rows (0: no row). */
+static int want_vec(const ptx_ins *in, int opnd)
+{
+    for (int i = 0; i < ptx_isa_nrules(PTX_RULE_VEC); i++) {
+        ptx_rule r = ptx_isa_rule(PTX_RULE_VEC, i);
+        if (r.op == in->op && r.opnd == opnd && (r.mod < 0 || has_mod(in, r.mod)) &&
+            r.tyidx < in->ntypes && ((r.types[0] >> in->types[r.tyidx]) & 1))
+            return r.n;
+    }
+    return 0;
+}
+
+/* First allowed immediate of operand i (has_row false: no row). */
+static int64_t want_imm(const ptx_ins *in, int opnd, bool *has_row)
+{
+    *has_row = false;
+    for (int i = 0; i < ptx_isa_nrules(PTX_RULE_IMM); i++) {
+        ptx_rule r = ptx_isa_rule(PTX_RULE_IMM, i);
+        if (r.op == in->op && r.opnd == opnd && (r.mod < 0 || has_mod(in, r.mod))) {
+            *has_row = true;
+            return r.lo;
+        }
+    }
+    return 0;
+}
+
+static ptx_opd vec_of(walk *w, int bank, int n)
+{
+    cr_assert_lt(w->npool + n, POOL);
+    ptx_opd *e = &w->pool[w->npool];
+    for (int i = 0; i < n; i++)
+        e[i] = ptx_r(reg(bank, i % REGS_PER_BANK));
+    w->npool += n;
+    return (ptx_opd){.kind = PTX_O_VEC, .u.vec = {e, n}};
+}
+
+/* Operands for ins from the op row's classes and typing letters. */
+static void fill_opds(walk *w, ptx_ins *in, int nopd)
+{
+    ptx_opinfo info = ptx_op_info((ptx_op)in->op);
+    int t0 = in->ntypes ? in->types[0] : -1, t1 = in->ntypes > 1 ? in->types[1] : t0;
+    in->nopd = (uint8_t)nopd;
+    for (int i = 0, k = 0; i < nopd; i++, k++) {
+        while (info.opnds[k] == '?')
+            k++;
+        char cls = info.opnds[k] ? info.opnds[k] : 's';
+        char rule = (size_t)i < strlen(info.typing) ? info.typing[i] : '-';
+        ptx_opd *o = &in->opd[i];
+        int bank = B_R;
+        if (rule == 'T' || rule == 'L')
+            bank = t0 >= 0 ? bank_for((ptx_type)t0) : B_R;
+        else if (rule == 'U')
+            bank = t1 >= 0 ? bank_for((ptx_type)t1) : B_R;
+        else if (rule == 'W')
+            bank = t0 < 0 ? B_R
+                   : has_mod(in, PTX_M_WIDE) ? bank_bits(0, 2 * ptx_type_bits((ptx_type)t0))
+                                             : bank_for((ptx_type)t0);
+        else if (rule == 'P')
+            bank = B_P;
+        if (t0 >= 0 && (rule == 'T' || rule == 'U' || rule == 'L') &&
+            ptx_type_bits((ptx_type)(rule == 'U' ? t1 : t0)) == 8)
+            bank = B_RS;
+        bool row;
+        int64_t imm = want_imm(in, i, &row);
+        switch (cls) {
+        case 'a': *o = ptx_addr(reg(B_RD, 1), 0); break;
+        case 'p':
+        case 'q': *o = ptx_r(reg(B_P, 1 + i)); break;
+        case 'l': *o = ptx_lbl(0); break;
+        case 'i': *o = ptx_imm(row ? imm : in->op == PTX_OP_LOP3 ? 0xf0 : 0); break;
+        case 'v': {
+            int n = want_vec(in, i);
+            int vt = i < in->ntypes ? in->types[i] : -1;
+            int vb = vt == PTX_T_F32 ? B_F : B_R;
+            *o = vec_of(w, vb, n ? n : 1);
+            break;
+        }
+        default: {
+            int n = want_vec(in, i);
+            if (row && cls == 's')
+                *o = ptx_imm(imm);
+            else if (n > 1)
+                *o = vec_of(w, bank, n);
+            else
+                *o = ptx_r(reg(bank, 1 + i));
+        }
+        }
+    }
+}
+
+static void add_form(walk *w, const ptx_ins *in, bool illegal_kind)
+{
+    cr_assert_lt(w->n, MAXFORMS);
+    /* no duplicates (same op, mods, types, operand count and lengths) */
+    for (int i = w->n - 1; i >= 0 && i >= w->n - 64; i--) {
+        const ptx_ins *o = &w->forms[i].ins;
+        if (o->op == in->op && o->nmods == in->nmods && o->ntypes == in->ntypes &&
+            o->nopd == in->nopd && !memcmp(o->mods, in->mods, in->nmods) &&
+            !memcmp(o->types, in->types, in->ntypes)) {
+            bool same = true;
+            for (int k = 0; k < in->nopd && same; k++)
+                same = o->opd[k].kind == in->opd[k].kind &&
+                       (o->opd[k].kind != PTX_O_VEC || o->opd[k].u.vec.n == in->opd[k].u.vec.n) &&
+                       (o->opd[k].kind != PTX_O_IMM || o->opd[k].u.imm == in->opd[k].u.imm);
+            if (same)
+                return;
+        }
+    }
+    form *f = &w->forms[w->n++];
+    memset(f, 0, sizeof *f);
+    f->ins = *in;
+    f->illegal_kind = illegal_kind;
+}
+
+static void set_mods(ptx_ins *in, const int *mods, int n)
+{
+    in->nmods = (uint8_t)n;
+    for (int i = 0; i < n; i++)
+        in->mods[i] = (uint8_t)mods[i];
+}
+
+/* mclass index of m that is not required by the form, -1 none */
+static int class_of(int m, const uint64_t *all, int skip)
+{
+    for (int c = 0; c < ptx_isa_nrules(PTX_RULE_MCLASS); c++) {
+        if (c == skip)
+            continue;
+        ptx_rule r = ptx_isa_rule(PTX_RULE_MCLASS, c);
+        if (ptx_mask_has(r.mods, m) && !ptx_mask_has(all, m))
+            return c;
+    }
+    return -1;
+}
+
+/* One form row (or implicit row) and one type tuple: base, variants, and
+ * the illegal variants. */
+static void gen_tuple(walk *w, int op, const int *types, int ntypes, const uint64_t *mods,
+                      const uint64_t *all, const uint64_t *one, int nopd, uint32_t t0mask,
+                      bool first_tuple)
+{
+    int base[PTX_MAX_MODS], nb = 0;
+    for (int m = 0; m < PTX_NMODS && nb < PTX_MAX_MODS - 2; m++)
+        if (ptx_mask_has(all, m))
+            base[nb++] = m;
+    /* destination space before source space, as cp.async.ca.shared.global
+     * is written (ptxas takes the order as meaning) */
+    for (int i = 0; i + 1 < nb; i++)
+        if (base[i] == PTX_M_GLOBAL && base[i + 1] == PTX_M_SHARED) {
+            base[i] = PTX_M_SHARED;
+            base[i + 1] = PTX_M_GLOBAL;
+        }
+    int om = first_mod(one);
+    if (om >= 0 && op == PTX_OP_SETMAXNREG) { /* setmaxnreg.inc.sync.aligned */
+        memmove(base + 1, base, sizeof(int) * (size_t)nb);
+        base[0] = om;
+        nb++;
+    } else if (om >= 0)
+        base[nb++] = om;
+    /* modifiers of the written order: ptxas takes them in any order, but
+     * keep the shape/sync ones first as people write them */
+    ptx_ins in;
+    memset(&in, 0, sizeof in);
+    in.op = (uint16_t)op;
+    in.ntypes = (uint8_t)ntypes;
+    for (int i = 0; i < ntypes; i++)
+        in.types[i] = (uint8_t)types[i];
+    set_mods(&in, base, nb);
+    ptx_ins b = in;
+    fill_opds(w, &b, want_nopd(&b, nopd));
+    add_form(w, &b, false);
+
+    /* each allowed modifier added (replacing one of its class) */
+    for (int m = 0; m < PTX_NMODS; m++) {
+        if (!ptx_mask_has(mods, m) || has_mod(&in, m))
+            continue;
+        int v[PTX_MAX_MODS], nv = 0;
+        int c = class_of(m, all, -1);
+        bool in_one = ptx_mask_has(one, m);
+        for (int i = 0; i < nb; i++) {
+            bool same_class = c >= 0 && class_of(base[i], all, -1) == c;
+            if ((in_one && base[i] == om) || same_class)
+                continue;
+            v[nv++] = base[i];
+        }
+        if (m == PTX_M_TO || (op == PTX_OP_SETMAXNREG && in_one)) { /* cvta.to.global, setmaxnreg.dec.sync */
+            memmove(v + 1, v, sizeof(int) * (size_t)nv);
+            v[0] = m;
+            nv++;
+        } else
+            v[nv++] = m;
+        ptx_ins x = in;
+        set_mods(&x, v, nv);
+        fill_opds(w, &x, want_nopd(&x, nopd));
+        add_form(w, &x, false);
+    }
+    if (!first_tuple)
+        return;
+
+    /* illegal: a type outside the row's first mask (every type once) */
+    if (ntypes > 0) {
+        for (int t = 0; t < PTX_NTYPES; t++) {
+            if ((t0mask >> t) & 1)
+                continue;
+            ptx_ins x = in;
+            x.types[0] = (uint8_t)t;
+            fill_opds(w, &x, want_nopd(&x, nopd));
+            add_form(w, &x, true);
+        }
+    }
+    /* illegal: two modifiers of one class */
+    for (int c = 0; c < ptx_isa_nrules(PTX_RULE_MCLASS); c++) {
+        ptx_rule r = ptx_isa_rule(PTX_RULE_MCLASS, c);
+        int a = -1, bm = -1;
+        for (int m = 0; m < PTX_NMODS && bm < 0; m++)
+            if (ptx_mask_has(r.mods, m) && ptx_mask_has(mods, m) && !ptx_mask_has(all, m)) {
+                if (a < 0)
+                    a = m;
+                else
+                    bm = m;
+            }
+        if (bm < 0)
+            continue;
+        int v[PTX_MAX_MODS], nv = 0;
+        for (int i = 0; i < nb && nv < PTX_MAX_MODS - 2; i++)
+            if (base[i] != a && base[i] != bm && class_of(base[i], all, -1) != c)
+                v[nv++] = base[i];
+        v[nv++] = a;
+        v[nv++] = bm;
+        ptx_ins x = in;
+        set_mods(&x, v, nv);
+        fill_opds(w, &x, want_nopd(&x, nopd));
+        add_form(w, &x, true);
+    }
+    /* illegal: a required modifier left out */
+    for (int i = 0; i < nb; i++) {
+        int v[PTX_MAX_MODS], nv = 0;
+        for (int k = 0; k < nb; k++)
+            if (k != i)
+                v[nv++] = base[k];
+        ptx_ins x = in;
+        set_mods(&x, v, nv);
+        fill_opds(w, &x, want_nopd(&b, nopd));
+        add_form(w, &x, true);
+    }
+    /* illegal: one operand too few / too many */
+    int n = b.nopd;
+    if (n > 0) {
+        ptx_ins x = b;
+        x.nopd = (uint8_t)(n - 1);
+        add_form(w, &x, true);
+    }
+    if (n < PTX_MAX_OPDS && n < ptx_op_info((ptx_op)op).max_opnds + 1) {
+        ptx_ins x = b;
+        fill_opds(w, &x, n + 1);
+        if (n + 1 > ptx_op_info((ptx_op)op).max_opnds)
+            x.opd[n] = ptx_r(reg(B_R, 2));
+        add_form(w, &x, true);
+    }
+    /* illegal: a fragment one register short or long */
+    for (int i = 0; i < b.nopd; i++) {
+        int vl = want_vec(&b, i);
+        if (!vl)
+            continue;
+        for (int d = -1; d <= 1; d += 2) {
+            if (vl + d < 1 || b.opd[i].kind != PTX_O_VEC) {
+                if (vl + d >= 2) { /* a scalar operand made a vector */
+                    ptx_ins x = b;
+                    x.opd[i] = vec_of(w, bank_for(ntypes ? (ptx_type)types[0] : PTX_T_B32), vl + d);
+                    add_form(w, &x, true);
+                }
+                continue;
+            }
+            ptx_ins x = b;
+            const ptx_opd *e = b.opd[i].u.vec.e;
+            int bank = e[0].kind == PTX_O_REG ? PTX_REG_BANK(e[0].u.reg) : B_R;
+            x.opd[i] = vec_of(w, bank, vl + d);
+            add_form(w, &x, true);
+        }
+    }
+    /* illegal: immediates just outside their rows */
+    for (int r = 0; r < ptx_isa_nrules(PTX_RULE_IMM); r++) {
+        ptx_rule ir = ptx_isa_rule(PTX_RULE_IMM, r);
+        if (ir.op != op || ir.opnd >= b.nopd || (ir.mod >= 0 && !has_mod(&b, ir.mod)))
+            continue;
+        int64_t bad[] = {ir.lo - (ir.step > 1 ? ir.step : 1), ir.hi + (ir.step > 1 ? ir.step : 1),
+                         ir.step > 1 ? ir.lo + 1 : ir.lo - 2};
+        for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+            ptx_ins x = b;
+            x.opd[ir.opnd] = ptx_imm(bad[k]);
+            add_form(w, &x, true);
+        }
+    }
+}
+
+/* Every type tuple of the masks (product), calling gen_tuple. */
+static void gen_row(walk *w, int op, const uint32_t *tm, const uint64_t *mods, const uint64_t *all,
+                    const uint64_t *one, int nopd)
+{
+    int nt = 0;
+    while (nt < PTX_MAX_TYPES && tm[nt])
+        nt++;
+    int idx[PTX_MAX_TYPES] = {0};
+    bool first = true;
+    for (;;) {
+        int types[PTX_MAX_TYPES] = {0};
+        bool ok = true;
+        for (int i = 0; i < nt; i++) {
+            while (idx[i] < PTX_NTYPES && !((tm[i] >> idx[i]) & 1))
+                idx[i]++;
+            if (idx[i] >= PTX_NTYPES)
+                ok = false;
+            types[i] = idx[i];
+        }
+        if (!ok)
+            break;
+        gen_tuple(w, op, types, nt, mods, all, one, nopd, nt ? tm[0] : 0, first);
+        first = false;
+        /* next tuple: odometer over positions, last fastest */
+        int p = nt - 1;
+        while (p >= 0) {
+            idx[p]++;
+            while (idx[p] < PTX_NTYPES && !((tm[p] >> idx[p]) & 1))
+                idx[p]++;
+            if (idx[p] < PTX_NTYPES)
+                break;
+            idx[p] = 0;
+            p--;
+        }
+        if (p < 0)
+            break;
+    }
+}
+
+static void generate(walk *w)
+{
+    for (int op = 1; op < PTX_NOPS; op++) { /* 0 is the label pseudo-op */
+        bool any = false;
+        for (int i = 0; i < ptx_isa_nrules(PTX_RULE_FORM); i++) {
+            ptx_rule r = ptx_isa_rule(PTX_RULE_FORM, i);
+            if (r.op != op)
+                continue;
+            any = true;
+            gen_row(w, op, r.types, r.mods, r.all, r.one, r.nopd);
+        }
+        if (any)
+            continue;
+        ptx_opinfo info = ptx_op_info((ptx_op)op);
+        uint64_t none[PTX_MOD_WORDS] = {0};
+        if (!info.types) {
+            uint32_t tm[PTX_MAX_TYPES] = {0};
+            gen_row(w, op, tm, info.mods, none, none, 0);
+            continue;
+        }
+        for (int t = 0; t < PTX_NTYPES; t++)
+            if ((info.types >> t) & 1) {
+                uint32_t tm[PTX_MAX_TYPES] = {1u << t};
+                gen_row(w, op, tm, info.mods, none, none, 0);
+            }
+    }
+}
+
+/* A module for target ti with the banks declared; returns the entry. */
+static ptx_fn *new_fn_q(ptx_module **m, const pt_target *t, int max_ptx, bool q)
+{
+    *m = ptx_module_new(t, max_ptx);
+    ptx_fn *f = ptx_fn_new(*m, "walk");
+    for (int b = 0; b < (q ? NBANKS : B_Q); b++)
+        ptx_bank_add(f, banks[b].prefix, banks[b].t, REGS_PER_BANK, false);
+    ptx_label_named(f, "L_end");
+    return f;
+}
+
+/* .b128 registers need PTX 8.3: declared where the module is at least that */
+static ptx_fn *new_fn(ptx_module **m, const pt_target *t, int max_ptx)
+{
+    return new_fn_q(m, t, max_ptx, true);
+}
+
+static void push_raw(ptx_fn *f, const ptx_ins *in)
+{
+    f->body = pt_arena_grow(f->mod->arena, f->body, sizeof *f->body, &f->cap_body, f->nbody + 1);
+    f->body[f->nbody++] = *in;
+}
+
+static void close_fn(ptx_fn *f)
+{
+    ptx_ins lab;
+    memset(&lab, 0, sizeof lab);
+    lab.op = PTX_OP_LABEL;
+    lab.nopd = 1;
+    lab.opd[0] = ptx_lbl(0);
+    push_raw(f, &lab);
+    ptx_emit0(f, PTX_OP_RET, PTX_NOMODS, PTX_NOTYPES);
+}
+
+static void ins_text(const form *fm, char *buf, size_t n)
+{
+    ptx_module *m;
+    pt_target t = {90, true, false};
+    ptx_fn *f = new_fn(&m, &t, 90);
+    pt_buf b;
+    pt_buf_init(&b);
+    ptx_print_ins(f, &fm->ins, &b);
+    size_t len = b.len;
+    while (len && (b.s[len - 1] == '\n' || b.s[len - 1] == ';'))
+        len--;
+    const char *s = b.s;
+    while (*s == '\t' || *s == ' ')
+        s++, len--;
+    snprintf(buf, n, "%.*s", (int)len, s);
+    pt_buf_free(&b);
+    ptx_module_free(m);
+}
+
+static bool is_deliberate(const char *text)
+{
+    for (size_t i = 0; deliberate[i]; i++) {
+        bool atom4 = deliberate[i][0] == ',';
+        if (atom4 ? strncmp(text, "atom.", 5) == 0 && strstr(text, deliberate[i])
+                  : strncmp(text, deliberate[i], strlen(deliberate[i])) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void disagree(walk *w, form *fm, int ti, const char *what)
+{
+    char text[256];
+    ins_text(fm, text, sizeof text);
+    if (is_deliberate(text))
+        return;
+    w->disagree++;
+    if (w->disagree <= 300)
+        fprintf(stderr, "isa walk: %s on %s: %s | table: %s | ptxas: %s\n", text,
+                tgt_names[ti], what, fm->legal[ti] ? "legal" : fm->why[ti],
+                fm->ptxas_ok[ti] ? "legal" : fm->ptxas_msg[ti]);
+}
+
+/* Table verdicts on every target. */
+static void table_verdicts(walk *w)
+{
+    for (int i = 0; i < w->n; i++) {
+        form *fm = &w->forms[i];
+        for (int ti = 0; ti < NTGT; ti++) {
+            ptx_module *m;
+            ptx_fn *f = new_fn(&m, &w->tg[ti], 90);
+            pt_err e;
+            pt_err_clear(&e);
+            fm->legal[ti] = ptx_check_ins(f, &fm->ins, &e) == PT_OK;
+            fm->ver[ti] = f->need_ver > pt_target_min_ptx(&w->tg[ti]) ? f->need_ver
+                                                                      : pt_target_min_ptx(&w->tg[ti]);
+            snprintf(fm->why[ti], sizeof fm->why[ti], "%.250s", e.msg);
+            ptx_module_free(m);
+        }
+    }
+}
+
+/* Compiles text for target ti: PT_OK, or the first bad PTX line in *line. */
+static int compile(walk *w, const char *text, int ti, int *line, char *msg, size_t mn)
+{
+    pt_err e;
+    pt_err_clear(&e);
+    w->compiles++;
+    if (getenv("WALK_DEBUG")) {
+        FILE *df = fopen("/tmp/walk_last.ptx", "w");
+        if (df) {
+            fputs(text, df);
+            fclose(df);
+        }
+    }
+    int rc = pt_compile(w->cc, text, &w->tg[ti], NULL, NULL, NULL, &e);
+    *line = 0;
+    if (rc) {
+        const char *p = strstr(e.msg, "PTX line ");
+        if (p)
+            *line = atoi(p + 9);
+        snprintf(msg, mn, "%.250s", e.msg);
+    }
+    return rc;
+}
+
+/* Round trip: the parser reads the text back to the same text. */
+static void check_parse_ok(const char *text, int ti)
+{
+    ptx_module *m = NULL;
+    pt_err e;
+    pt_err_clear(&e);
+    int rc = ptx_parse(text, strlen(text), "walk.ptx", 90, &m, &e);
+    cr_expect_eq(rc, PT_OK, "%s: a batch the table accepts does not parse: %s", tgt_names[ti], e.msg);
+    if (rc == PT_OK) {
+        char *again = ptx_print(m);
+        cr_expect_str_eq(again, text, "%s: parse(print) round trip", tgt_names[ti]);
+        free(again);
+    }
+    ptx_module_free(m);
+}
+
+/* Decoding one legal form: loads, or is refused as not emulated. */
+static int decode_legal(walk *w, emu_ctx *ec, form *fm, int ti)
+{
+    ptx_module *m;
+    ptx_fn *f = new_fn(&m, &w->tg[ti], 90);
+    push_raw(f, &fm->ins);
+    close_fn(f);
+    emu_kernel *k = NULL;
+    pt_err e;
+    pt_err_clear(&e);
+    if (getenv("WALK_DEBUG")) {
+        char t[256];
+        ins_text(fm, t, sizeof t);
+        fprintf(stderr, "STAGE decode %s\n", t);
+    }
+    int rc = emu_load(ec, m, NULL, &k, &e);
+    int bad = 0;
+    if (rc && !strstr(e.msg, "not emulated")) {
+        snprintf(fm->ptxas_msg[ti], sizeof fm->ptxas_msg[ti], "decoder: %.240s", e.msg);
+        bad = 1;
+    }
+    emu_kernel_free(k);
+    ptx_module_free(m);
+    return bad;
+}
+
+static void run_batches(walk *w, emu_ctx *ec, int ti, int *nlegal, int *ndecoded)
+{
+    enum { BATCH = 400 };
+    int *idx = malloc(sizeof(int) * (size_t)w->n);
+    for (int ver = 60; ver <= 90; ver++) {
+        int ni = 0;
+        for (int i = 0; i < w->n; i++)
+            if (w->forms[i].legal[ti] && w->forms[i].ver[ti] == ver)
+                idx[ni++] = i;
+        for (int at = 0; at < ni; at += BATCH) {
+            int cnt = ni - at < BATCH ? ni - at : BATCH;
+            bool out[BATCH] = {false};
+            for (int tries = 0; tries <= cnt; tries++) {
+                ptx_module *m;
+                /* build through the builder: every form the table accepts */
+                ptx_fn *f = new_fn_q(&m, &w->tg[ti], 90, ver >= 83);
+                int lines[BATCH] = {0};
+                for (int k = 0; k < cnt; k++) {
+                    if (out[k])
+                        continue;
+                    const ptx_ins *in = &w->forms[idx[at + k]].ins;
+                    ptx_mods mods = {.n = in->nmods};
+                    memcpy(mods.m, in->mods, sizeof mods.m);
+                    ptx_types types = {.n = in->ntypes};
+                    memcpy(types.t, in->types, sizeof types.t);
+                    ptx_ins *got = ptx_emit_n(f, (ptx_op)in->op, mods, types, in->nopd, in->opd);
+                    cr_assert_not_null(got, "builder refuses what ptx_check_ins accepted: %s",
+                                       ptx_module_errmsg(m));
+                    lines[k] = (int)(f->nbody - 1);
+                }
+                close_fn(f);
+                cr_assert_eq(ptx_module_finish(m), PT_OK, "%s", ptx_module_errmsg(m));
+                char *text = ptx_print(m);
+                int line;
+                char msg[256];
+                int rc = compile(w, text, ti, &line, msg, sizeof msg);
+                if (rc == PT_OK) {
+                    check_parse_ok(text, ti);
+                    free(text);
+                    for (int k = 0; k < cnt; k++)
+                        if (!out[k]) {
+                            form *fm = &w->forms[idx[at + k]];
+                            fm->ptxas_ok[ti] = fm->ptxas_done[ti] = true;
+                            (*nlegal)++;
+                            if (decode_legal(w, ec, fm, ti)) {
+                                (*ndecoded)++;
+                                disagree(w, fm, ti, "the decoder refuses a legal form");
+                            }
+                        }
+                    ptx_module_free(m);
+                    break;
+                }
+                /* the form on the first bad line: set aside, compile again */
+                int hit = -1;
+                for (int k = 0; k < cnt; k++)
+                    if (!out[k] && f->body[lines[k]].line == line)
+                        hit = k;
+                free(text);
+                ptx_module_free(m);
+                if (hit < 0) {
+                    cr_log_error("%s: batch failed outside a form: %s", tgt_names[ti], msg);
+                    w->disagree++;
+                    break;
+                }
+                out[hit] = true;
+                form *fm = &w->forms[idx[at + hit]];
+                fm->ptxas_done[ti] = true;
+                fm->ptxas_ok[ti] = false;
+                snprintf(fm->ptxas_msg[ti], sizeof fm->ptxas_msg[ti], "%s", msg);
+                disagree(w, fm, ti, "the table accepts what ptxas refuses");
+            }
+        }
+    }
+    free(idx);
+}
+
+/* One refused form: compile alone at .version 9.0, parse, decode. */
+static void run_illegal(walk *w, emu_ctx *ec, form *fm, int ti)
+{
+    ptx_module *m;
+    ptx_fn *f = new_fn(&m, &w->tg[ti], 90);
+    push_raw(f, &fm->ins);
+    close_fn(f);
+    m->version = 90;
+    char *text = ptx_print(m);
+    int line;
+    char msg[256];
+    int rc = compile(w, text, ti, &line, msg, sizeof msg);
+    fm->ptxas_done[ti] = true;
+    fm->ptxas_ok[ti] = rc == PT_OK;
+    snprintf(fm->ptxas_msg[ti], sizeof fm->ptxas_msg[ti], "%.250s", rc ? msg : "");
+    if (rc == PT_OK)
+        disagree(w, fm, ti, "the table refuses what ptxas accepts");
+    /* parse: refused with the table's message */
+    ptx_module *pm = NULL;
+    pt_err e;
+    pt_err_clear(&e);
+    int prc = ptx_parse(text, strlen(text), "walk.ptx", 90, &pm, &e);
+    bool count = strstr(e.msg, "wrong operand count") && strstr(fm->why[ti], "wrong operand count");
+    if (prc == PT_OK || !(strstr(e.msg, fm->why[ti]) || count)) {
+        snprintf(fm->ptxas_msg[ti], sizeof fm->ptxas_msg[ti], "parser: %.240s", prc ? e.msg : "accepted");
+        disagree(w, fm, ti, "the parser and the table differ");
+    }
+    ptx_module_free(pm);
+    /* decode: refused with the table's message */
+    emu_kernel *k = NULL;
+    pt_err_clear(&e);
+    int drc = emu_load(ec, m, NULL, &k, &e);
+    if (drc == PT_OK || !strstr(e.msg, fm->why[ti])) {
+        snprintf(fm->ptxas_msg[ti], sizeof fm->ptxas_msg[ti], "decoder: %.240s", drc ? e.msg : "accepted");
+        disagree(w, fm, ti, "the decoder and the table differ");
+    }
+    emu_kernel_free(k);
+    free(text);
+    ptx_module_free(m);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+Test(isa_walk, table_matches_ptxas, .timeout = 600)
+{
+    pt_err e;
+    pt_err_clear(&e);
+    cr_assert_eq(ptx_isa_check_table(&e), PT_OK, "%.250s", e.msg);
+    walk w;
+    memset(&w, 0, sizeof w);
+    if (pt_compiler_open(&w.cc, &e) != PT_OK) {
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_assert_eq(e.code, PT_ENOTOOLKIT, "%.250s", e.msg);
+        cr_skip_test("no CUDA toolkit: %s", e.msg);
+    }
+    double t0 = now();
+    for (int ti = 0; ti < NTGT; ti++)
+        cr_assert_eq(pt_target_parse(tgt_names[ti], &w.tg[ti], &e), PT_OK, "%.250s", e.msg);
+    w.forms = calloc(MAXFORMS, sizeof *w.forms);
+    w.pool = calloc(POOL, sizeof *w.pool);
+    bool dbg = getenv("WALK_DEBUG") != NULL;
+    generate(&w);
+    if (dbg)
+        fprintf(stderr, "STAGE generated %d\n", w.n);
+    table_verdicts(&w);
+    if (dbg)
+        fprintf(stderr, "STAGE verdicts\n");
+    emu_ctx *ec = emu_new(NULL);
+    int nlegal = 0, nillegal = 0, ndec = 0, nforms_legal = 0, nforms_illegal = 0;
+    for (int ti = 0; ti < NTGT; ti++) {
+        run_batches(&w, ec, ti, &nlegal, &ndec);
+        if (dbg)
+            fprintf(stderr, "STAGE batches %d\n", ti);
+    }
+    /* refused forms: once on the last target that refuses them for a
+     * reason other than the target, and once on each target whose
+     * requirement is what refuses them */
+    for (int i = 0; i < w.n; i++) {
+        form *fm = &w.forms[i];
+        bool any_legal = false;
+        for (int ti = 0; ti < NTGT; ti++)
+            any_legal |= fm->legal[ti];
+        any_legal ? nforms_legal++ : nforms_illegal++;
+        for (int ti = 0; ti < NTGT; ti++) {
+            if (fm->legal[ti])
+                continue;
+            bool target = strstr(fm->why[ti], "; target is ") || strstr(fm->why[ti], "needs PTX");
+            if (!target && ti != NTGT - 1)
+                continue;
+            if (dbg) {
+                char t[256];
+                ins_text(fm, t, sizeof t);
+                fprintf(stderr, "STAGE illegal %s\n", t);
+            }
+            run_illegal(&w, ec, fm, ti);
+            nillegal++;
+        }
+    }
+    emu_free(ec);
+    double dt = now() - t0;
+    fprintf(stderr,
+            "isa walk: %d forms (%d legal on some target, %d illegal on every target), %d legal "
+            "and %d illegal checks against %s on %d targets, %d compiles, %d disagreements, "
+            "%.1f s\n",
+            w.n, nforms_legal, nforms_illegal, nlegal, nillegal, pt_compiler_describe(w.cc), NTGT,
+            w.compiles, w.disagree, dt);
+    cr_expect_eq(w.disagree, 0, "%d forms where the table and ptxas (or the parser, or the "
+                                "decoder) disagree; listed above",
+                 w.disagree);
+    (void)ndec;
+    free(w.forms);
+    free(w.pool);
+    pt_compiler_close(w.cc);
+}
