@@ -744,6 +744,23 @@ Test(emu_mem, shared_layout_per_arch)
                       i, rep);
         }
     }
+    /* the most shared memory a CTA may use, per arch (static + dynamic; the
+     * reserved region, the shift and the emulator's redzones not counted):
+     * the static arrays here take 268 bytes */
+    static const struct {
+        const char *sm;
+        uint32_t limit;
+    } lim[] = {{"sm_80", 163 << 10}, {"sm_86", 99 << 10}, {"sm_89", 99 << 10}, {"sm_90", 227 << 10}};
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
+        for (uint32_t shift = 0; shift <= 128; shift += 128) {
+            uint32_t got[3];
+            char rep[1024];
+            uint32_t small = (strcmp(lim[i].sm, "sm_90") == 0 ? 0x400 : 0) + shift;
+            int rc = layout_run(lim[i].sm, 0, shift, small, lim[i].limit - 268, got, rep, sizeof rep);
+            cr_expect_eq(rc, PT_OK, "%s: %u bytes in all: %s", lim[i].sm, lim[i].limit, rep);
+            rc = layout_run(lim[i].sm, 0, shift, small, lim[i].limit - 268 + 16, got, rep, sizeof rep);
+            cr_expect_eq(rc, PT_EINVAL, "%s: 16 bytes over its limit", lim[i].sm);
+        }
     /* a shift that is not a multiple of 16 is refused */
     emu_opts o = emu_default_opts();
     o.smem_shift = 8;

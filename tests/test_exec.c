@@ -335,7 +335,7 @@ Test(exec, threads_and_launch_errors)
         {"small.ptx --grid 1 --block 32 --threads 100000", "bad --threads '100000'"},
         {"small.ptx --grid 1 --block 32 --threads 2x", "bad --threads '2x'"},
         {"small.ptx --grid 1 --block 64", "exceeds .maxntid"},
-        {"small.ptx --grid 1 --block 32 --smem 1000000", "exceed the limit"},
+        {"small.ptx --grid 1 --block 32 --smem 1000000", "exceed the 166912 a CTA may use on sm_80"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char err[4096];

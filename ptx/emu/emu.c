@@ -204,6 +204,18 @@ uint32_t emu__smem_base(const emu_ctx *c, const ptx_module *m)
 
 uint32_t emu_kernel_smem_base(const emu_kernel *k) { return k->smem_base; }
 
+/* Shared memory one CTA may use on sm_<arch> (static + dynamic, the opt-in
+ * maximum; the reserved region not counted): 163 KB on sm_80/87, 227 KB on
+ * sm_90/100, 99 KB on sm_86/89/120. */
+static uint64_t smem_limit(int arch)
+{
+    if (arch == 80 || arch == 87)
+        return 163u << 10;
+    if (arch >= 90 && arch < 120)
+        return 227u << 10;
+    return 99u << 10;
+}
+
 int emu_load(emu_ctx *c, ptx_module *m, const char *name, emu_kernel **out, pt_err *e)
 {
     *out = NULL;
@@ -442,10 +454,15 @@ int emu_run(emu_ctx *c, emu_kernel *k, const emu_launch *l, const void *const *a
             return pt_errf(e, PT_EINVAL, "emulator: block exceeds .maxntid of %s", k->name);
     }
     /* the window: reserved region + shift, static arrays, the dynamic array */
-    uint64_t smem = (uint64_t)k->dyn_off + l->dyn_smem;
-    if (smem - k->smem_base > 232448) /* 227 KiB: the most any target allows */
-        return pt_errf(e, PT_EINVAL, "emulator: %llu bytes of shared memory exceed the limit",
-                       (unsigned long long)(smem - k->smem_base));
+    uint64_t smem = (uint64_t)k->dyn_off + l->dyn_smem, used = l->dyn_smem;
+    for (uint32_t i = 0; i < k->nshvars; i++) /* what the kernel uses: no redzones */
+        used += k->shvars[i].dyn ? 0 : k->shvars[i].size;
+    int arch = c->o.arch ? c->o.arch : k->fn->mod->target.sm;
+    uint64_t limit = smem_limit(arch);
+    if (used > limit)
+        return pt_errf(e, PT_EINVAL,
+                       "emulator: %llu bytes of shared memory exceed the %llu a CTA may use on sm_%d",
+                       (unsigned long long)used, (unsigned long long)limit, arch);
     if (k->nparams && !args)
         return pt_errf(e, PT_EINVAL, "emulator: %s takes %u parameters", k->name, k->nparams);
     /* the hang guard counts each CTA's launch and retirement and at least

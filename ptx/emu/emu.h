@@ -47,7 +47,9 @@ typedef struct emu_opts {
     int max_reports;        /* reports kept; 0 = default 32 */
     int arch;               /* shared-memory layout of sm_<arch>: 90 and above reserve the
                                window's first 1 KB (ptxas places the first array at 0x400),
-                               80-89 reserve nothing; 0: the module's .target */
+                               80-89 reserve nothing; and the most a CTA may use (163 KB on
+                               sm_80, 99 KB on sm_86/89, 227 KB on sm_90); 0: the module's
+                               .target */
     uint32_t smem_shift;    /* extra bytes between the reserved region and the first shared
                                array on any arch, a multiple of 16 (at most EMU_SMEM_SHIFT_MAX):
                                a kernel that assumes a fixed shared base then touches bytes
