@@ -32,9 +32,9 @@ static const char exec_usage[] =
     "--backend cuda runs it on a GPU instead (driver JIT, guard zones checked).\n"
     "--timeout bounds the emulator's wall-clock time (default 300 s; 0: none); the\n"
     "work guard also counts every CTA launched, so a huge grid ends early (step-cap).\n"
-    "Reports and a summary go to stderr. Exit: 0 clean, 1 a detector fired or the\n"
-    "kernel faulted, 2 bad input (a launch the emulator refuses too), 4 no CUDA\n"
-    "driver, 5 the emulator timed out (one\n"
+    "Reports and a summary (with the shared-memory bank conflicts) go to stderr.\n"
+    "Exit: 0 clean, 1 a detector fired or the kernel faulted, 2 bad input (a launch\n"
+    "the emulator refuses too), 4 no CUDA driver, 5 the emulator timed out (one\n"
     "line: the timeout report).\n";
 
 enum { EXEC_EXIT_TIMEOUT = 5 };
