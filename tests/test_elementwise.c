@@ -384,10 +384,14 @@ Test(elementwise, integer_casts_assemble, .timeout = 300)
     static const char *const types[] = {"s8", "u8", "s16", "u16", "s32", "u32", "s64", "u64"};
     static const char *const on[] = {"sm_80", "sm_90"};
     int n = 0;
-    for (int ti = 0; ti < 8; ti++)
+    for (int ti = 0; ti < 16; ti++)
         for (int ai = 0; ai < 2; ai++) {
             char expr[96];
-            snprintf(expr, sizeof expr, "y = cast(x * 3, %s) + max(cast(x, %s), -1)", types[ti], types[ti]);
+            if (ti < 8) /* a row kernel: one cast per element, one under the row max */
+                snprintf(expr, sizeof expr, "y = cast(x * 3, %s) + max(cast(x, %s), -1)", types[ti],
+                         types[ti]);
+            else /* flat */
+                snprintf(expr, sizeof expr, "y = cast(x * 3, %s)", types[ti - 8]);
             pt_problem p = PT_EW(expr, "x=8x256", PT_F16, PT_F16);
             char *t = emit_text(&p, on[ai], "", &e);
             cr_assert(t, "%s %s: %s", expr, on[ai], e.msg);
@@ -401,5 +405,5 @@ Test(elementwise, integer_casts_assemble, .timeout = 300)
             n++;
         }
     pt_compiler_close(comp);
-    cr_expect_eq(n, 16);
+    cr_expect_eq(n, 32);
 }
