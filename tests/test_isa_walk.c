@@ -14,7 +14,9 @@
  * Verdicts: the table's is ptx_check_ins on each target; ptxas's comes from
  * compiling. Forms the table accepts are batched into a few modules per
  * (target, .version) (a failing batch names its first bad PTX line, that
- * form is set aside and the batch compiled again); forms it refuses are
+ * form is set aside and the batch compiled again; a failure naming no line,
+ * such as nvJitLink's "32-Bit ABI ... not supported", is bisected down to
+ * the forms that fail alone, each named); forms it refuses are
  * compiled one per module at .version 9.0. Every batch text must parse back
  * to itself, every refused text must fail to parse with the table's message,
  * every accepted form must decode in the emulator (or be refused as "not
@@ -661,6 +663,104 @@ static int decode_legal(walk *w, emu_ctx *ec, form *fm, int ti)
     return bad;
 }
 
+/* Builds the forms idx[0..cnt) of one batch into a module for target ti
+ * (through the builder: every form the table accepts must build), prints it
+ * and compiles it. PT_OK; else *line is the first bad PTX line (0: none
+ * named) and *hit the batch position of the form on it (-1: none). */
+static int compile_set(walk *w, int ti, int ver, const int *idx, int cnt, int *hit, char *msg,
+                       size_t mn, char **text_out)
+{
+    ptx_module *m;
+    ptx_fn *f = new_fn_q(&m, &w->tg[ti], 90, ver >= 83);
+    int *lines = malloc(sizeof(int) * (size_t)(cnt ? cnt : 1));
+    for (int k = 0; k < cnt; k++) {
+        const ptx_ins *in = &w->forms[idx[k]].ins;
+        ptx_mods mods = {.n = in->nmods};
+        memcpy(mods.m, in->mods, sizeof mods.m);
+        ptx_types types = {.n = in->ntypes};
+        memcpy(types.t, in->types, sizeof types.t);
+        ptx_ins *got = ptx_emit_n(f, (ptx_op)in->op, mods, types, in->nopd, in->opd);
+        cr_assert_not_null(got, "builder refuses what ptx_check_ins accepted: %s",
+                           ptx_module_errmsg(m));
+        lines[k] = (int)(f->nbody - 1);
+    }
+    close_fn(f);
+    cr_assert_eq(ptx_module_finish(m), PT_OK, "%s", ptx_module_errmsg(m));
+    char *text = ptx_print(m);
+    int line;
+    int rc = compile(w, text, ti, &line, msg, mn);
+    *hit = -1;
+    if (rc)
+        for (int k = 0; k < cnt; k++)
+            if (line && f->body[lines[k]].line == line)
+                *hit = k;
+    free(lines);
+    ptx_module_free(m);
+    if (text_out)
+        *text_out = text;
+    else
+        free(text);
+    return rc;
+}
+
+static void refused_by_ptxas(walk *w, form *fm, int ti, const char *msg)
+{
+    fm->ptxas_done[ti] = true;
+    fm->ptxas_ok[ti] = false;
+    snprintf(fm->ptxas_msg[ti], sizeof fm->ptxas_msg[ti], "%s", msg);
+    disagree(w, fm, ti, "the table accepts what ptxas refuses");
+}
+
+/* Compiles a set of forms the table accepts until what is left compiles:
+ * a form on a named bad line is set aside and the rest compiled again; a
+ * failure that names no line (a whole-module complaint such as "32-Bit
+ * ABI ... not supported") splits the set in halves, down to the single
+ * forms that fail alone, so every refused form is named. Forms left in
+ * idx[0..*cnt) on return compiled together. */
+static void settle(walk *w, int ti, int ver, int *idx, int *cnt, int depth)
+{
+    char msg[256];
+    for (;;) {
+        if (*cnt == 0)
+            return;
+        int hit;
+        char *text = NULL;
+        int rc = compile_set(w, ti, ver, idx, *cnt, &hit, msg, sizeof msg, depth ? NULL : &text);
+        if (rc == PT_OK) {
+            if (text)
+                check_parse_ok(text, ti);
+            free(text);
+            return;
+        }
+        free(text);
+        if (hit >= 0) {
+            refused_by_ptxas(w, &w->forms[idx[hit]], ti, msg);
+            idx[hit] = idx[--*cnt];
+            continue;
+        }
+        if (*cnt == 1) {
+            refused_by_ptxas(w, &w->forms[idx[0]], ti, msg);
+            *cnt = 0;
+            return;
+        }
+        /* no line: bisect; what each half keeps compiled alone */
+        int h = *cnt / 2, na = h, nb = *cnt - h;
+        settle(w, ti, ver, idx, &na, depth + 1);
+        settle(w, ti, ver, idx + h, &nb, depth + 1);
+        bool removed = na < h || nb < *cnt - h;
+        memmove(idx + na, idx + h, sizeof(int) * (size_t)nb);
+        *cnt = na + nb;
+        if (!removed) {
+            /* each half compiles, the whole does not: no single form is
+             * to blame (the forms interact); named as one disagreement */
+            cr_log_error("%s: %d forms fail together but each half compiles: %s",
+                         tgt_names[ti], *cnt, msg);
+            w->disagree++;
+            return;
+        }
+    }
+}
+
 static void run_batches(walk *w, emu_ctx *ec, int ti, int *nlegal, int *ndecoded)
 {
     enum { BATCH = 400 };
@@ -672,65 +772,15 @@ static void run_batches(walk *w, emu_ctx *ec, int ti, int *nlegal, int *ndecoded
                 idx[ni++] = i;
         for (int at = 0; at < ni; at += BATCH) {
             int cnt = ni - at < BATCH ? ni - at : BATCH;
-            bool out[BATCH] = {false};
-            for (int tries = 0; tries <= cnt; tries++) {
-                ptx_module *m;
-                /* build through the builder: every form the table accepts */
-                ptx_fn *f = new_fn_q(&m, &w->tg[ti], 90, ver >= 83);
-                int lines[BATCH] = {0};
-                for (int k = 0; k < cnt; k++) {
-                    if (out[k])
-                        continue;
-                    const ptx_ins *in = &w->forms[idx[at + k]].ins;
-                    ptx_mods mods = {.n = in->nmods};
-                    memcpy(mods.m, in->mods, sizeof mods.m);
-                    ptx_types types = {.n = in->ntypes};
-                    memcpy(types.t, in->types, sizeof types.t);
-                    ptx_ins *got = ptx_emit_n(f, (ptx_op)in->op, mods, types, in->nopd, in->opd);
-                    cr_assert_not_null(got, "builder refuses what ptx_check_ins accepted: %s",
-                                       ptx_module_errmsg(m));
-                    lines[k] = (int)(f->nbody - 1);
+            settle(w, ti, ver, idx + at, &cnt, 0);
+            for (int k = 0; k < cnt; k++) {
+                form *fm = &w->forms[idx[at + k]];
+                fm->ptxas_ok[ti] = fm->ptxas_done[ti] = true;
+                (*nlegal)++;
+                if (decode_legal(w, ec, fm, ti)) {
+                    (*ndecoded)++;
+                    disagree(w, fm, ti, "the decoder refuses a legal form");
                 }
-                close_fn(f);
-                cr_assert_eq(ptx_module_finish(m), PT_OK, "%s", ptx_module_errmsg(m));
-                char *text = ptx_print(m);
-                int line;
-                char msg[256];
-                int rc = compile(w, text, ti, &line, msg, sizeof msg);
-                if (rc == PT_OK) {
-                    check_parse_ok(text, ti);
-                    free(text);
-                    for (int k = 0; k < cnt; k++)
-                        if (!out[k]) {
-                            form *fm = &w->forms[idx[at + k]];
-                            fm->ptxas_ok[ti] = fm->ptxas_done[ti] = true;
-                            (*nlegal)++;
-                            if (decode_legal(w, ec, fm, ti)) {
-                                (*ndecoded)++;
-                                disagree(w, fm, ti, "the decoder refuses a legal form");
-                            }
-                        }
-                    ptx_module_free(m);
-                    break;
-                }
-                /* the form on the first bad line: set aside, compile again */
-                int hit = -1;
-                for (int k = 0; k < cnt; k++)
-                    if (!out[k] && f->body[lines[k]].line == line)
-                        hit = k;
-                free(text);
-                ptx_module_free(m);
-                if (hit < 0) {
-                    cr_log_error("%s: batch failed outside a form: %s", tgt_names[ti], msg);
-                    w->disagree++;
-                    break;
-                }
-                out[hit] = true;
-                form *fm = &w->forms[idx[at + hit]];
-                fm->ptxas_done[ti] = true;
-                fm->ptxas_ok[ti] = false;
-                snprintf(fm->ptxas_msg[ti], sizeof fm->ptxas_msg[ti], "%s", msg);
-                disagree(w, fm, ti, "the table accepts what ptxas refuses");
             }
         }
     }
