@@ -2,8 +2,10 @@
 #ifndef PT_CLI_H
 #define PT_CLI_H
 
+#include <getopt.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gen/op.h"
 #include "ptx/base.h"
@@ -16,19 +18,46 @@ double cli_now(void);
  * cannot be read, is a directory or holds a NUL byte (naming its offset). */
 char *cli_read_file(const char *path, size_t *len);
 
+/* Checked numeric option values: the whole text, in [lo, hi], and for
+ * reals finite (no nan, inf, or 1e400 read as inf); dies with exit 2 naming
+ * the option (opt, e.g. "--limit") and the value. */
+int64_t cli_opt_int(const char *opt, const char *v, int64_t lo, int64_t hi);
+double cli_opt_real(const char *opt, const char *v, double lo, double hi);
+/* getopt_long's failure c ('?' unknown option, ':' missing value, with the
+ * optstring ":" and opterr 0) as one line: "unknown option '--foo'". */
+_Noreturn void cli_opt_error(int c, char **argv);
+
 /* The problem options every op command takes. */
 typedef struct cli_problem {
     const pt_op *op;
     pt_problem prob;
     const char *arch;   /* "sm_80" or "all" */
+    bool has_arch;      /* --arch given */
     const char *config; /* "k=v,..." */
     const char *backend;
     bool json;
     long limit;
+    pt_arena *arena;    /* the problem's strings */
 } cli_problem;
-/* Parses "OP --expr ... --shape ..." (argv[0] is the command name). */
-void cli_parse_problem(int argc, char **argv, cli_problem *cp, const char *usage);
-/* The op's default config for the problem, overridden by --config. */
+/* A command's own options, parsed in the same pass: ids >= CLI_OPT_OWN;
+ * fn gets each (optarg NULL for flags). usage replaces the --help text. */
+enum { CLI_OPT_OWN = 1024 };
+typedef struct cli_extra {
+    const struct option *opts; /* {0} terminated */
+    void (*fn)(void *ctx, int id, const char *arg);
+    void *ctx;
+    const char *usage;
+} cli_extra;
+/* Parses "OP [KEY=VALUE ...] [--expr ... --shape ... and the other
+ * flags]" (argv[0] is the command name): flags and items mix, both go
+ * through the problem-file parser (search/problem.h), a key given twice is
+ * refused. Dies with one line and exit 2 on bad input. */
+void cli_parse_problem(int argc, char **argv, cli_problem *cp, const char *usage,
+                       const cli_extra *x);
+void cli_problem_free(cli_problem *cp);
+/* The op's default config for the problem, overridden by --config; dies
+ * (exit 2, one line) when --config is not a valid config for the problem
+ * (an unknown key, a value outside a flag's domain, the op's check). */
 void cli_make_config(const cli_problem *cp, const pt_prepared *pp, const pt_target *t,
                      pt_config *cfg);
 /* The compile gate; dies (exit 3) when required and missing. */

@@ -22,11 +22,11 @@ int cmd_devices(int argc, char **argv)
     optind = 1;
     opterr = 0; /* one line of our own on bad options */
     int c;
-    while ((c = getopt_long(argc, argv, "", devices_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":", devices_opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = true; break;
         case 'h': fputs(devices_usage, stdout); return 0;
-        default: cli_die(2, "bad option (see --help)");
+        default: cli_opt_error(c, argv);
         }
     }
     if (optind != argc)

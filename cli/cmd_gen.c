@@ -11,7 +11,7 @@
 static int ops_table(void);
 
 static const char emit_usage[] =
-    "usage: ptxtune emit OP --expr 'y = ...' --shape x=RxC,... [--dtype f32|f16|bf16]\n"
+    "usage: ptxtune emit OP [KEY=VALUE ...] [--expr 'y = ...' --shape x=RxC,...] [--dtype D]\n"
     "                       [--out-dtype f32|f16|bf16|e4m3|e5m2] [--arch sm_80] [--config k=v,...]\n"
     "Prints the PTX of one variant on stdout and its launch geometry on stderr.\n"
     "The default config is the op's own choice; 'ptxtune ops' lists the parameters.\n";
@@ -19,7 +19,7 @@ static const char emit_usage[] =
 int cmd_emit(int argc, char **argv)
 {
     cli_problem cp;
-    cli_parse_problem(argc, argv, &cp, emit_usage);
+    cli_parse_problem(argc, argv, &cp, emit_usage, NULL);
     pt_target t;
     pt_err e = {0};
     if (pt_target_parse(cp.arch, &t, &e))
@@ -46,6 +46,7 @@ int cmd_emit(int argc, char **argv)
     free(text);
     ptx_module_free(m);
     pt_arena_free(a);
+    cli_problem_free(&cp);
     return 0;
 }
 
@@ -64,14 +65,15 @@ int cmd_compile(int argc, char **argv)
     const char *arch = NULL, *backend = NULL;
     bool json = false;
     optind = 1;
+    opterr = 0; /* one line of our own on bad options */
     int c;
-    while ((c = getopt_long(argc, argv, "", compile_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":", compile_opts, NULL)) != -1) {
         switch (c) {
         case 'a': arch = optarg; break;
         case 'j': json = true; break;
         case 'b': backend = optarg; break;
         case 'h': fputs(compile_usage, stdout); return 0;
-        default: cli_die(2, "bad option (see --help)");
+        default: cli_opt_error(c, argv);
         }
     }
     if (optind != argc - 1)
@@ -111,7 +113,7 @@ int cmd_compile(int argc, char **argv)
 }
 
 static const char variants_usage[] =
-    "usage: ptxtune variants OP --expr ... --shape ... [--dtype D] [--arch sm_XX|all]\n"
+    "usage: ptxtune variants OP [KEY=VALUE ...] [--expr ... --shape ...] [--dtype D] [--arch sm_XX|all]\n"
     "                           [--limit N] [--backend nvjitlink|ptxas]\n"
     "Emits and compiles every config of the op's parameter space for each\n"
     "architecture (all = sm_80 sm_86 sm_89 sm_90) and prints one row per variant:\n"
@@ -120,7 +122,7 @@ static const char variants_usage[] =
 int cmd_variants(int argc, char **argv)
 {
     cli_problem cp;
-    cli_parse_problem(argc, argv, &cp, variants_usage);
+    cli_parse_problem(argc, argv, &cp, variants_usage, NULL);
     pt_err e = {0};
     const char *archs_all[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
     const char *const *archs = archs_all;
@@ -179,6 +181,7 @@ int cmd_variants(int argc, char **argv)
     }
     pt_compiler_close(comp);
     printf("%d variants, %d failed, %d with spills\n", total, failed, spilled);
+    cli_problem_free(&cp);
     return failed || spilled ? 1 : 0;
 }
 

@@ -15,7 +15,8 @@
 #include "tuner/sweep.h"
 
 static const char run_usage[] =
-    "usage: ptxtune run OP --expr ... --shape ... [--dtype D] [--out-dtype D] [--config k=v,...]\n"
+    "usage: ptxtune run OP [KEY=VALUE ...] [--expr ... --shape ...] [--dtype D] [--out-dtype D]\n"
+    "                  [--out-scale S] [--config k=v,...]\n"
     "                  [--backend cuda|emu|mock] [--arch sm_XX] [--device N] [--check] [--bench]\n"
     "                  [--seed S] [--in NAME=FILE.npy ...] [--out NAME=FILE.npy ...] [--json]\n"
     "                  [--sweep [--limit N] [--sample N] [--deadline SECONDS]]\n"
@@ -48,99 +49,52 @@ typedef struct run_opts {
     const char *in[MAX_IO], *out[MAX_IO];
 } run_opts;
 
-static long parse_long(const char *opt, const char *v, long lo, long hi)
-{
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 0);
-    if (end == v || *end || errno || x < lo || x > hi)
-        cli_die(2, "bad %s '%s'", opt, v);
-    return x;
-}
+enum {
+    RO_CHECK = CLI_OPT_OWN, RO_BENCH, RO_SWEEP, RO_WARM_L2, RO_NO_GRAPH, RO_SEED, RO_IN, RO_OUT,
+    RO_DEVICE, RO_COMPILER, RO_DEADLINE, RO_BUDGET_MS, RO_EMU_THREADS, RO_SAMPLE,
+};
 
-static double parse_double(const char *opt, const char *v)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (end == v || *end || errno || !(x > 0))
-        cli_die(2, "bad %s '%s'", opt, v);
-    return x;
-}
+static const struct option run_opts_table[] = {
+    {"check", no_argument, 0, RO_CHECK},           {"bench", no_argument, 0, RO_BENCH},
+    {"sweep", no_argument, 0, RO_SWEEP},           {"warm-l2", no_argument, 0, RO_WARM_L2},
+    {"no-graph", no_argument, 0, RO_NO_GRAPH},     {"seed", required_argument, 0, RO_SEED},
+    {"in", required_argument, 0, RO_IN},           {"out", required_argument, 0, RO_OUT},
+    {"device", required_argument, 0, RO_DEVICE},   {"compiler", required_argument, 0, RO_COMPILER},
+    {"deadline", required_argument, 0, RO_DEADLINE},
+    {"budget-ms", required_argument, 0, RO_BUDGET_MS},
+    {"emu-threads", required_argument, 0, RO_EMU_THREADS},
+    {"sample", required_argument, 0, RO_SAMPLE},   {0, 0, 0, 0},
+};
 
-/* Takes run's own options out of argv (the rest is the problem, for
- * cli_parse_problem); returns the new argc. */
-static int take_options(int argc, char **argv, run_opts *ro)
+/* run's own options, parsed in cli_parse_problem's pass */
+static void on_option(void *ctx, int id, const char *val)
 {
-    int k = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = NULL;
-        char name[32] = "";
-        if (strncmp(a, "--", 2) == 0) {
-            const char *eq = strchr(a, '=');
-            size_t n = eq ? (size_t)(eq - a) : strlen(a);
-            if (n < sizeof name) {
-                memcpy(name, a, n);
-                name[n] = '\0';
-            }
-            if (eq)
-                val = eq + 1;
-        }
-        static const char *const flags[] = {"--check", "--bench", "--sweep", "--warm-l2",
-                                            "--no-graph"};
-        static const char *const valued[] = {"--seed",     "--in",        "--out",
-                                             "--device",   "--compiler",  "--deadline",
-                                             "--budget-ms", "--emu-threads", "--sample"};
-        int f = -1, v = -1;
-        for (int j = 0; j < 5; j++)
-            if (strcmp(name, flags[j]) == 0 && !val)
-                f = j;
-        for (int j = 0; j < 9; j++)
-            if (strcmp(name, valued[j]) == 0)
-                v = j;
-        if (strcmp(name, "--arch") == 0)
-            ro->has_arch = true;
-        if (f < 0 && v < 0) {
-            argv[k++] = argv[i];
-            continue;
-        }
-        if (v >= 0 && !val) {
-            if (i + 1 >= argc)
-                cli_die(2, "%s needs a value", name);
-            val = argv[++i];
-        }
-        switch (f) {
-        case 0: ro->check = true; break;
-        case 1: ro->bench = true; break;
-        case 2: ro->sweep = true; break;
-        case 3: ro->warm_l2 = true; break;
-        case 4: ro->no_graph = true; break;
-        default: break;
-        }
-        switch (v) {
-        case 0: ro->seed = (uint64_t)parse_long("--seed", val, 0, 0x7fffffffL); break;
-        case 1:
-            if (ro->nin == MAX_IO)
-                cli_die(2, "too many --in");
-            ro->in[ro->nin++] = val;
-            break;
-        case 2:
-            if (ro->nout == MAX_IO)
-                cli_die(2, "too many --out");
-            ro->out[ro->nout++] = val;
-            break;
-        case 3: ro->device = (int)parse_long("--device", val, 0, 64); break;
-        case 4: ro->compiler = val; break;
-        case 5: ro->deadline = parse_double("--deadline", val); break;
-        case 6: ro->budget_ms = parse_double("--budget-ms", val); break;
-        case 7: ro->emu_threads = (int)parse_long("--emu-threads", val, 0, 256); break;
-        case 8: ro->sample = (int)parse_long("--sample", val, 1, 1 << 20); break;
-        default: break;
-        }
+    run_opts *ro = ctx;
+    switch (id) {
+    case RO_CHECK: ro->check = true; break;
+    case RO_BENCH: ro->bench = true; break;
+    case RO_SWEEP: ro->sweep = true; break;
+    case RO_WARM_L2: ro->warm_l2 = true; break;
+    case RO_NO_GRAPH: ro->no_graph = true; break;
+    case RO_SEED: ro->seed = (uint64_t)cli_opt_int("--seed", val, 0, INT32_MAX); break;
+    case RO_IN:
+        if (ro->nin == MAX_IO)
+            cli_die(2, "too many --in (at most %d)", MAX_IO);
+        ro->in[ro->nin++] = val;
+        break;
+    case RO_OUT:
+        if (ro->nout == MAX_IO)
+            cli_die(2, "too many --out (at most %d)", MAX_IO);
+        ro->out[ro->nout++] = val;
+        break;
+    case RO_DEVICE: ro->device = (int)cli_opt_int("--device", val, 0, 64); break;
+    case RO_COMPILER: ro->compiler = val; break;
+    case RO_DEADLINE: ro->deadline = cli_opt_real("--deadline", val, 1e-3, 1e6); break;
+    case RO_BUDGET_MS: ro->budget_ms = cli_opt_real("--budget-ms", val, 1e-3, 1e7); break;
+    case RO_EMU_THREADS: ro->emu_threads = (int)cli_opt_int("--emu-threads", val, 0, 256); break;
+    case RO_SAMPLE: ro->sample = (int)cli_opt_int("--sample", val, 1, 1 << 20); break;
+    default: break;
     }
-    argv[k] = NULL;
-    return k;
 }
 
 /* "name=FILE" into its parts; dies naming the item otherwise. */
@@ -421,9 +375,10 @@ int cmd_run(int argc, char **argv)
     run_opts ro;
     memset(&ro, 0, sizeof ro);
     ro.seed = 1;
-    argc = take_options(argc, argv, &ro);
     cli_problem cp;
-    cli_parse_problem(argc, argv, &cp, run_usage);
+    cli_extra x = {run_opts_table, on_option, &ro, NULL};
+    cli_parse_problem(argc, argv, &cp, run_usage, &x);
+    ro.has_arch = cp.has_arch;
     check_outputs(&ro);
     const char *backend = cp.backend ? cp.backend : "cuda";
     if (strcmp(backend, "cuda") && strcmp(backend, "emu") && strcmp(backend, "mock"))
@@ -513,5 +468,6 @@ int cmd_run(int argc, char **argv)
     for (int i = 0; i < TUNER_MAX_TENSORS; i++)
         free(bits[i]);
     pt_arena_free(a);
+    cli_problem_free(&cp);
     return code;
 }

@@ -27,6 +27,7 @@ static const field fields[] = {
     F("elementwise", "shape", F_STR, shapes, true),
     F("elementwise", "dtype", F_DTYPE, dtype, false),
     F("elementwise", "out_dtype", F_DTYPE, out_dtype, false),
+    F("elementwise", "out_scale", F_REAL, out_scale, false),
     F("gemm", "m", F_INT, m, true),
     F("gemm", "n", F_INT, n, true),
     F("gemm", "k", F_INT, k, true),
@@ -44,6 +45,7 @@ static const field fields[] = {
     F("gemm", "ldd", F_INT, ldd, false),
     F("gemm", "scale_a", F_REAL, scale_a, false),
     F("gemm", "scale_b", F_REAL, scale_b, false),
+    F("gemm", "out_scale", F_REAL, out_scale, false),
 };
 #undef F
 
@@ -83,6 +85,8 @@ static bool is_default(const pt_problem *p, const field *f)
         if (strcmp(f->key, "scale_a") == 0 || strcmp(f->key, "scale_b") == 0) /* 1 = not given */
             return *(const double *)v == 1.0 ||
                    (*(const double *)v == 0.0 && !(f->key[6] == 'a' ? p->has_scale_a : p->has_scale_b));
+        if (strcmp(f->key, "out_scale") == 0)
+            return *(const double *)v == 1.0 || (*(const double *)v == 0.0 && !p->has_out_scale);
         return strcmp(f->key, "alpha") == 0 ? *(const double *)v == 1.0 : *(const double *)v == 0.0;
     }
     return true;
@@ -198,7 +202,10 @@ void search_problem_canon(pt_arena *a, search_problem *sp)
 
 /* ---- parsing ------------------------------------------------------------- */
 
-static int set_field(pt_arena *a, pt_problem *p, const field *f, const char *v, pt_err *e)
+/* partial: the command line's items, where a missing or zero dimension is
+ * left to the op's prepare to name. */
+static int set_field(pt_arena *a, pt_problem *p, const field *f, const char *v, bool partial,
+                     pt_err *e)
 {
     void *dst = at(p, f);
     char *end;
@@ -209,7 +216,8 @@ static int set_field(pt_arena *a, pt_problem *p, const field *f, const char *v, 
     case F_INT: {
         errno = 0;
         long long x = strtoll(v, &end, 10);
-        if (*end || end == v || errno || x <= 0)
+        bool dim0 = partial && x == 0 && f->shape && strcmp(f->key, "batch") != 0;
+        if (*end || end == v || errno || (x <= 0 && !dim0))
             return pt_errf(e, PT_EINVAL, "bad value '%s' for %s (a positive integer)", v, f->key);
         *(int64_t *)dst = x;
         return PT_OK;
@@ -229,13 +237,20 @@ static int set_field(pt_arena *a, pt_problem *p, const field *f, const char *v, 
     case F_REAL: {
         errno = 0;
         double x = strtod(v, &end);
-        if (*end || end == v || errno || !isfinite(x))
+        bool scale = strcmp(f->key, "scale_a") == 0 || strcmp(f->key, "scale_b") == 0;
+        bool junk = *end || end == v;
+        if (!junk && (errno || !isfinite(x) || (scale && x < 0))) /* 1e400, nan, inf */
+            return pt_errf(e, PT_EINVAL, "%s=%s: must be a finite number%s", f->key, v,
+                           scale ? " >= 0" : "");
+        if (junk)
             return pt_errf(e, PT_EINVAL, "bad value '%s' for %s (a number)", v, f->key);
         *(double *)dst = x;
         if (strcmp(f->key, "scale_a") == 0) /* given, so 0 means 0 */
             p->has_scale_a = true;
         else if (strcmp(f->key, "scale_b") == 0)
             p->has_scale_b = true;
+        else if (strcmp(f->key, "out_scale") == 0)
+            p->has_out_scale = true;
         return PT_OK;
     }
     }
@@ -261,8 +276,8 @@ static bool op_known_here(const char *op)
     return false;
 }
 
-int search_problem_parse(pt_arena *a, const char *op, const char *items, search_problem *out,
-                         pt_err *e)
+static int parse_items(pt_arena *a, const char *op, const char *items, bool partial,
+                       search_problem *out, pt_err *e)
 {
     memset(out, 0, sizeof *out);
     if (!pt_op_find(op)) {
@@ -351,13 +366,16 @@ int search_problem_parse(pt_arena *a, const char *op, const char *items, search_
             break;
         }
         set |= 1u << fi;
-        rc = set_field(a, &out->prob, f, v, e);
+        rc = set_field(a, &out->prob, f, v, partial, e);
     }
     pt_buf_free(&val);
     if (rc)
         return rc;
     pt_problem *p = &out->prob;
-    if (strcmp(op, "elementwise") == 0) {
+    if (partial) {
+        if (p->out_dtype == PT_NDTYPES)
+            p->out_dtype = p->dtype;
+    } else if (strcmp(op, "elementwise") == 0) {
         if (!p->expr || !*p->expr)
             return pt_errf(e, PT_EINVAL, "missing expr=\"...\"");
         if (!p->shapes || !*p->shapes)
@@ -371,6 +389,18 @@ int search_problem_parse(pt_arena *a, const char *op, const char *items, search_
     }
     search_problem_canon(a, out);
     return PT_OK;
+}
+
+int search_problem_parse(pt_arena *a, const char *op, const char *items, search_problem *out,
+                         pt_err *e)
+{
+    return parse_items(a, op, items, false, out, e);
+}
+
+int search_problem_parse_partial(pt_arena *a, const char *op, const char *items,
+                                 search_problem *out, pt_err *e)
+{
+    return parse_items(a, op, items, true, out, e);
 }
 
 /* ---- reading a file one line at a time ----------------------------------- */

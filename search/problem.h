@@ -8,9 +8,10 @@
  * A line is an op name then key=value items separated by blanks. A value is
  * bare (no blank, quote or '#'), "double-quoted" (\" and \\ escapes) or
  * 'single-quoted' (taken literally). Keys per op:
- *   elementwise: expr shape dtype out_dtype name            (expr, shape required)
+ *   elementwise: expr shape dtype out_dtype out_scale name  (expr, shape required)
  *   gemm:        m n k batch layout dtype out_dtype epilogue alpha beta
- *                d_colmajor lda ldb ldc ldd scale_a scale_b name (m n k required)
+ *                d_colmajor lda ldb ldc ldd scale_a scale_b out_scale name
+ *                                                          (m n k required)
  * dtype defaults to f32, out_dtype to dtype (gemm: the op's default), layout
  * to nn, alpha to 1, beta to 0. name is a label, not part of the problem's
  * identity.
@@ -60,6 +61,11 @@ void search_problem_reader_close(search_problem_reader *r);
 /* One problem: op and the items of one line (without the op). */
 int search_problem_parse(pt_arena *a, const char *op, const char *items, search_problem *out,
                          pt_err *e);
+/* The same for the command line's items (ptxtune run/emit/variants, where
+ * flags become items too): required keys and zero dimensions are left to
+ * the op's prepare, which names them. */
+int search_problem_parse_partial(pt_arena *a, const char *op, const char *items,
+                                 search_problem *out, pt_err *e);
 /* Fills key, klass and dims from prob (after building one in code). */
 void search_problem_canon(pt_arena *a, search_problem *p);
 void search_problems_free(search_problem_set *s);

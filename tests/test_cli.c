@@ -47,6 +47,39 @@ Test(cli, bad_input_exits_2_with_one_line)
         {"emit elementwise --expr \"y = softmax(x, -1)\" --shape x=8x256 --config cache=-1", "cache=-1"},
         {"emit elementwise --expr \"y = x\" --shape x=4 --config vec=2,vec=4", "'vec' given twice"},
         {"frobnicate", "unknown command 'frobnicate'"},
+        /* options and items (issue 9 consistency, item 18) */
+        {"emit elementwise --expr \"y = x\" --shape x=4 --foo", "ptxtune: unknown option '--foo'\n"},
+        {"emit elementwise --expr \"y = x\" --shape x=4 --foo=3", "ptxtune: unknown option '--foo'\n"},
+        {"emit elementwise --expr \"y = x\" --shape x=4 -q", "ptxtune: unknown option '-q'\n"},
+        {"emit elementwise --expr \"y = x\" --shape", "ptxtune: option '--shape' needs a value\n"},
+        {"compile --frob x.ptx", "ptxtune: unknown option '--frob'\n"},
+        {"compile x.ptx --arch", "ptxtune: option '--arch' needs a value\n"},
+        {"emit elementwise --expr \"y = x\" --shape x=4 'expr=y = x * 2'", "duplicate key 'expr'"},
+        {"emit gemm m=16 n=16 k=16 --m 32", "duplicate key 'm'"},
+        {"emit gemm m=16 n=16 k=16 mm=3", "unknown key 'mm' for gemm"},
+        {"emit gemm m=16 n=16 k=16 frob", "unexpected argument 'frob' (problem items are KEY=VALUE)"},
+        {"emit gemm m=16 n=16 k=x", "bad value 'x' for k (a positive integer)"},
+        {"emit gemm m=16 n=16 k=16 alpha=1e400", "alpha=1e400: must be a finite number"},
+        {"emit gemm --m 16 --n 16 --k 16 --alpha nan", "bad value 'nan' for --alpha (expected a finite number)"},
+        {"emit gemm --m 16 --n 16 --k 16 --beta 1e400", "bad value '1e400' for --beta (expected a finite number)"},
+        {"emit gemm --m 16 --n 16 --k 99999999999999999999", "bad value '99999999999999999999' for --k"},
+        {"variants elementwise --expr \"y = x\" --shape x=4 --limit abc", "bad value 'abc' for --limit (expected an integer)"},
+        {"variants elementwise --expr \"y = x\" --shape x=4 --limit 0", "bad value '0' for --limit (1..2147483647)"},
+        {"run elementwise --expr \"y = x\" --shape x=4 --backend emu --seed -1", "bad value '-1' for --seed (0..2147483647)"},
+        {"run elementwise --expr \"y = x\" --shape x=4 --backend emu --deadline x", "bad value 'x' for --deadline (expected a number)"},
+        {"run elementwise --expr \"y = x\" --shape x=4 --backend emu --deadline 1e400", "bad value '1e400' for --deadline (expected a finite number)"},
+        {"run elementwise --expr \"y = x\" --shape x=4 --backend emu --sweep --sample 0", "bad value '0' for --sample (1..1048576)"},
+        {"run elementwise --expr \"y = x\" --shape x=4 --backend emu --emu-threads 2x", "bad value '2x' for --emu-threads"},
+        {"run elementwise --expr \"y = x\" --shape x=4 --backend emu --budget-ms nan", "bad value 'nan' for --budget-ms"},
+        /* a bad config value is bad input in run as in emit */
+        {"run elementwise --expr \"y = softmax(x, -1)\" --shape x=4x127 --backend emu --config vec=4", "vec=4 does not divide the row length 127"},
+        {"run gemm --m 64 --n 64 --k 64 --dtype f16 --backend emu --config splitk=8", "splitk=8"},
+        {"run gemm m=64 n=64 k=64 dtype=f16 --backend emu --config splitk=8", "splitk=8"},
+        {"run elementwise --expr \"y = softmax(x, -1)\" --shape x=8x256 --backend emu --config online=2", "online=2"},
+        /* the fp8 output scale */
+        {"run elementwise --expr \"y = x\" --shape x=4 --backend emu --out-scale 2", "out_scale applies to fp8 outputs"},
+        {"emit gemm m=32 n=32 k=32 dtype=bf16 out_scale=2", "out_scale applies to fp8 outputs"},
+        {"emit elementwise --expr \"y = x\" --shape x=4 --out-dtype e4m3 --arch sm_89 --out-scale inf", "out_scale=inf: must be a finite number"},
         {"compile --arch sm_80 /nonexistent.ptx", "cannot open '/nonexistent.ptx'"},
         {"compile --arch sm_70 -", "unknown arch 'sm_70'"},
     };
@@ -198,4 +231,44 @@ Test(cli, nul_bytes_and_directories_are_named)
     char rm[300];
     snprintf(rm, sizeof rm, "rm -rf %s", dir);
     cr_expect_eq(system(rm), 0);
+}
+
+/* The problem as KEY=VALUE items (as tune and problem files spell it) is
+ * the same problem as the flags, in emit, variants and run; the two mix
+ * (issue 9 consistency). */
+Test(cli, items_and_flags_are_one_problem)
+{
+    static const struct {
+        const char *items, *flags;
+    } same[] = {
+        {"emit gemm m=16 n=4096 k=4096 dtype=bf16 layout=nt",
+         "emit gemm --m 16 --n 4096 --k 4096 --dtype bf16 --layout nt"},
+        {"emit gemm m=64 k=32 --n 48 dtype=f16 'epilogue=relu(acc * alpha + bias[n])' --alpha 0.5",
+         "emit gemm --m 64 --n 48 --k 32 --dtype f16 --epilogue 'relu(acc * alpha + bias[n])' --alpha 0.5"},
+        {"emit elementwise 'expr=y = softmax(x, -1)' shape=x=16x4096 dtype=bf16 --config vec=4",
+         "emit elementwise --expr 'y = softmax(x, -1)' --shape x=16x4096 --dtype bf16 --config vec=4"},
+        {"emit elementwise expr=\"y = x * w\" --shape x=8x32,w=32 out_dtype=f16",
+         "emit elementwise --expr 'y = x * w' --shape x=8x32,w=32 --out-dtype f16"},
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        static char a[1 << 20], b[1 << 20];
+        char ea[4096], eb[4096];
+        cr_assert_eq(run(same[i].items, ea, sizeof ea, a, sizeof a), 0, "'%s': %s", same[i].items, ea);
+        cr_assert_eq(run(same[i].flags, eb, sizeof eb, b, sizeof b), 0, "'%s': %s", same[i].flags, eb);
+        cr_expect_str_eq(a, b, "'%s' and '%s' emit different PTX", same[i].items, same[i].flags);
+        cr_expect_str_eq(ea, eb);
+    }
+    char err[4096], out[65536];
+    int rc = run("run gemm m=16 n=64 k=32 dtype=bf16 layout=nt --backend emu --check", err,
+                 sizeof err, out, sizeof out);
+    cr_expect_eq(rc, 0, "%s%s", out, err);
+    cr_expect(strstr(out, "check    ok"), "%s", out);
+    rc = run("run elementwise 'expr=y = x * 2' shape=x=4x32 --backend emu --check --sweep --limit 2",
+             err, sizeof err, out, sizeof out);
+    cr_expect_eq(rc, 0, "%s%s", out, err);
+    cr_expect(strstr(out, "2 candidates"), "%s", out);
+    rc = run("variants elementwise 'expr=y = x' shape=x=4 --limit 1 --help", err, sizeof err, out,
+             sizeof out);
+    cr_expect_eq(rc, 0);
+    cr_expect(strstr(out, "KEY=VALUE"), "%s", out);
 }

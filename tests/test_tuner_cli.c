@@ -123,9 +123,9 @@ Test(tuner_cli, bad_input_exits_2)
         {"run " EW " --backend emu --in z=/tmp/none.npy", "no input named 'z'"},
         {"run " EW " --backend emu --in x", "bad --in 'x' (expected NAME=FILE.npy)"},
         {"run " EW " --backend emu --in x=/nonexistent.npy", "cannot open '/nonexistent.npy'"},
-        {"run " EW " --backend emu --seed", "--seed needs a value"},
+        {"run " EW " --backend emu --seed", "ptxtune: option '--seed' needs a value"},
         {"run " EW " --backend emu --compiler nvcc", "unknown compiler 'nvcc'"},
-        {"devices --frob", "bad option"},
+        {"devices --frob", "ptxtune: unknown option '--frob'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char out[4096], err[4096];
@@ -281,4 +281,36 @@ Test(tuner_cli, tune_refuses_overflowing_problems)
     char rm[512];
     snprintf(rm, sizeof rm, "rm -rf %s", dir);
     cr_expect_eq(system(rm), 0);
+}
+
+/* --out-scale S (out_scale=S) multiplies fp8 outputs before rounding, in the
+ * kernel and in the reference --check compares with (issue 9 consistency). */
+Test(tuner_cli, fp8_output_scale_is_settable)
+{
+    char dir[] = "/tmp/ptxtune_oscale_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char in[256], outp[256], args[1024], out[65536], err[4096];
+    snprintf(in, sizeof in, "%s/x.npy", dir);
+    snprintf(outp, sizeof outp, "%s/y.npy", dir);
+    const float v[6] = {0.25f, -0.5f, 1.0f, 2.0f, -4.0f, 0.125f};
+    write_npy(in, "False", v, 6);
+    const char *forms[] = {"--out-scale 4", "out_scale=4"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args,
+                 "run elementwise --expr 'y = x' --shape x=2x3 --out-dtype e4m3 --arch sm_89 "
+                 "--backend emu --check --in x=%s --out y=%s %s", in, outp, forms[k]);
+        cr_assert_eq(run(args, out, sizeof out, err, sizeof err), 0, "%s: %s%s", args, out, err);
+        cr_expect(strstr(out, "check    ok"), "%s", out);
+        tuner_npy n;
+        pt_err e = {0};
+        cr_assert_eq(tuner_npy_read(outp, &n, &e), PT_OK, "%s", e.msg);
+        cr_assert_eq(n.numel, 6);
+        for (int i = 0; i < 6; i++)
+            cr_expect_float_eq(pt_dtype_load(PT_E4M3, n.data, (size_t)i), 4.0 * v[i], 0,
+                               "%s: y[%d]", forms[k], i);
+        tuner_npy_free(&n);
+        remove(outp);
+    }
+    remove(in);
+    rmdir(dir);
 }
