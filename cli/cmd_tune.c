@@ -32,7 +32,7 @@ static const char tune_usage[] =
     "problem: KEY=VALUE items as in a problem file (see results/problems/README.md),\n"
     "  e.g. ptxtune tune elementwise expr='y = softmax(x, -1)' shape=x=64x4096 dtype=bf16\n"
     "  or the flags --expr --shape --dtype --out-dtype --m --n --k --batch --layout\n"
-    "  --epilogue --name\n\n"
+    "  --epilogue --out-scale --name\n\n"
     "options:\n"
     "  --strategy S     exhaustive | random | anneal | genetic | halving (default anneal)\n"
     "  --budget B       per problem: N candidates, Ns / Nm / Nh of time, or all (default 100)\n"
@@ -54,7 +54,7 @@ static const char tune_usage[] =
 enum {
     O_STRATEGY = 256, O_BUDGET, O_BACKEND, O_DB, O_PROBLEMS, O_ARCH, O_SEED, O_THREADS, O_PRUNE,
     O_TOP, O_NEW, O_NOCOMPILE, O_QUIET, O_EXPR, O_SHAPE, O_DTYPE, O_ODTYPE, O_M, O_N, O_K,
-    O_BATCH, O_LAYOUT, O_EPI, O_NAME, O_HELP, O_NOISE,
+    O_BATCH, O_LAYOUT, O_EPI, O_NAME, O_HELP, O_NOISE, O_OSCALE,
 };
 
 static const struct option tune_opts[] = {
@@ -71,6 +71,7 @@ static const struct option tune_opts[] = {
     {"batch", required_argument, 0, O_BATCH},       {"layout", required_argument, 0, O_LAYOUT},
     {"epilogue", required_argument, 0, O_EPI},      {"name", required_argument, 0, O_NAME},
     {"mock-noise", required_argument, 0, O_NOISE},  {"help", no_argument, 0, O_HELP},
+    {"out-scale", required_argument, 0, O_OSCALE},
     {0, 0, 0, 0},
 };
 
@@ -213,7 +214,8 @@ int cmd_tune(int argc, char **argv)
     optind = 1;
     int c;
     char *end;
-    while ((c = getopt_long(argc, argv, "", tune_opts, NULL)) != -1) {
+    opterr = 0; /* cli_opt_error: one line naming the option */
+    while ((c = getopt_long(argc, argv, ":", tune_opts, NULL)) != -1) {
         switch (c) {
         case O_STRATEGY: strategy = optarg; break;
         case O_BUDGET: budget = optarg; break;
@@ -267,9 +269,10 @@ int cmd_tune(int argc, char **argv)
         case O_BATCH: put_item(&items, "batch", optarg); break;
         case O_LAYOUT: put_item(&items, "layout", optarg); break;
         case O_EPI: put_item(&items, "epilogue", optarg); break;
+        case O_OSCALE: put_item(&items, "out_scale", optarg); break;
         case O_NAME: name = optarg; break;
         case O_HELP: fputs(tune_usage, stdout); return 0;
-        default: cli_die(2, "bad option (see ptxtune tune --help)");
+        default: cli_opt_error(c, argv);
         }
     }
     search_kind kind;
