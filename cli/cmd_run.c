@@ -225,11 +225,18 @@ static void print_result(const tuner_result *r, const tuner_devinfo *di, bool js
         pt_buf_free(&b);
         return;
     }
-    printf("result   %s%s%s\n", tuner_outcome_name(r->cls), r->msg[0] ? ": " : "", r->msg);
+    /* one line per failure: the message flattened, and no check line for a
+     * candidate that failed before anything was compared */
+    char msg[sizeof r->msg];
+    snprintf(msg, sizeof msg, "%s", r->msg);
+    for (char *c = msg; *c; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = c[1] ? ';' : '\0';
+    printf("result   %s%s%s\n", tuner_outcome_name(r->cls), msg[0] ? ": " : "", msg);
     if (r->compiled)
         printf("compile  %d registers, %d bytes spilled, %d bytes shared (%s)\n", r->res.registers,
                r->res.spill_stores + r->res.spill_loads, r->res.shared_bytes, r->res.backend);
-    if (r->verified) {
+    if (r->verified && (r->verify.checked > 0 || r->verify.cls == TUNER_OK)) {
         const tuner_verify_result *v = &r->verify;
         printf("check    %s: %lld %selements, %lld over tolerance %g, max error %.3g%s%s (%.1f ms)\n",
                v->cls == TUNER_OK ? "ok" : tuner_outcome_name(v->cls), (long long)v->checked,

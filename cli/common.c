@@ -16,12 +16,19 @@
 #include "tuner/driver.h"
 void cli_die(int code, const char *fmt, ...)
 {
+    /* one line, whatever the message holds (a driver's log, a compiler's) */
+    char msg[2048];
     va_list ap;
-    fputs("ptxtune: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    for (char *c = msg; *c; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = ';';
+    fprintf(stderr, "ptxtune: %s\n", msg);
     exit(code);
 }
 

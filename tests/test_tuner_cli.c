@@ -342,3 +342,31 @@ Test(tuner_cli, tune_takes_the_output_scale)
     snprintf(rm, sizeof rm, "rm -rf %s", dir);
     cr_expect_eq(system(rm), 0);
 }
+
+/* A candidate that fails before anything is compared (a launch the driver
+ * refuses) is one line: the result, no empty check line (issue 9 item 18). */
+Test(tuner_cli, launch_failure_is_one_line)
+{
+    const char *fake = getenv("PTXTUNE_FAKE_CUDA");
+    if (!fake)
+        cr_skip_test("PTXTUNE_FAKE_CUDA not set (built without CUDA headers)");
+    char lib[1024];
+    snprintf(lib, sizeof lib, "%s", fake);
+    char *slash = strrchr(lib, '/');
+    cr_assert(slash);
+    *slash = '\0';
+    setenv("LD_LIBRARY_PATH", lib, 1);
+    setenv("FAKE_CUDA_MAX_THREADS", "128", 1);
+    char out[65536], err[4096];
+    int rc = run("run " EW " --backend cuda --check --config tpb=256", out, sizeof out, err,
+                 sizeof err);
+    unsetenv("FAKE_CUDA_MAX_THREADS");
+    unsetenv("LD_LIBRARY_PATH");
+    cr_expect_eq(rc, 1, "%s%s", out, err);
+    int failures = 0;
+    for (const char *s = out; (s = strstr(s, "resource_limit")); s++)
+        failures++;
+    cr_expect_eq(failures, 1, "the failure is printed %d times: %s", failures, out);
+    cr_expect(strstr(out, "result   resource_limit: "), "%s", out);
+    cr_expect(!strstr(out, "check    "), "%s", out);
+}
