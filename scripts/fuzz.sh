@@ -11,9 +11,10 @@
 #
 # SECONDS per target defaults to 300. WORKDIR (default $TMPDIR/ptxtune-fuzz)
 # keeps the sanitizer build of the library, the binaries, a growing corpus
-# per target (corpus/NAME; seeded from seeds/NAME, regenerated every run with
-# limit values: dimensions 2^31, 2^32, 2^40, 2^48, numbers past any type,
-# 10k-deep nesting, NUL bytes), token dictionaries, logs (NAME.log) and any
+# per target (corpus/NAME; seeded from seeds/NAME, regenerated every run from
+# tests/fuzz/NAME (the regression inputs meson replays as tests) and limit
+# values: dimensions 2^31, 2^32, 2^40, 2^48, numbers past any type, 10k-deep
+# nesting, NUL bytes), token dictionaries, logs (NAME.log) and any
 # crash artifacts (NAME-crash-*, NAME-leak-*, NAME-timeout-*, NAME-oom-*).
 # Reproduce a finding with: WORKDIR/fuzz_NAME WORKDIR/NAME-crash-<hash>
 #
@@ -65,6 +66,9 @@ done
 rm -rf "$work/seeds"
 mkdir -p "$work/seeds"/{parse,expr,problems,npy,json}
 cp "$root"/tests/ptx/*.ptx "$work/seeds/parse/"
+for t in expr problems npy json; do # the regression inputs meson replays
+    cp "$root"/tests/fuzz/$t/* "$work/seeds/$t/"
+done
 deep_open=$(printf '(%.0s' $(seq 10000))
 deep_close=$(printf ')%.0s' $(seq 10000))
 deep_neg=$(printf -- '-%.0s' $(seq 10000))
