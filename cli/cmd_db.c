@@ -64,7 +64,8 @@ int cmd_export(int argc, char **argv)
     const char *dbp = NULL, *fmt = NULL, *gpu = NULL, *match = NULL, *out = NULL;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "", export_opts, NULL)) != -1) {
+    opterr = 0; /* cli_opt_error: one line naming the option */
+    while ((c = getopt_long(argc, argv, ":", export_opts, NULL)) != -1) {
         switch (c) {
         case 'd': dbp = optarg; break;
         case 'f': fmt = optarg; break;
@@ -72,7 +73,7 @@ int cmd_export(int argc, char **argv)
         case 'm': match = optarg; break;
         case 'o': out = optarg; break;
         case 'h': fputs(export_usage, stdout); return 0;
-        default: cli_die(2, "bad option (see ptxtune export --help)");
+        default: cli_opt_error(c, argv);
         }
     }
     if (optind < argc)
@@ -181,14 +182,15 @@ int cmd_import(int argc, char **argv)
     const char *dbp = NULL;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    opterr = 0; /* cli_opt_error: one line naming the option */
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         if (c == 'd')
             dbp = optarg;
         else if (c == 'h') {
             fputs(import_usage, stdout);
             return 0;
         } else
-            cli_die(2, "bad option (see ptxtune import --help)");
+            cli_opt_error(c, argv);
     }
     if (!dbp)
         cli_die(2, "missing --db FILE");
@@ -293,7 +295,8 @@ int cmd_db(int argc, char **argv)
     const char *sub = argv[1], *dbp = NULL, *gpu = NULL;
     optind = 2;
     int c;
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+    opterr = 0; /* cli_opt_error: one line naming the option */
+    while ((c = getopt_long(argc, argv, "+:", opts, NULL)) != -1) {
         if (c == 'd')
             dbp = optarg;
         else if (c == 'g')
@@ -302,7 +305,7 @@ int cmd_db(int argc, char **argv)
             fputs(db_usage, stdout);
             return 0;
         } else
-            cli_die(2, "bad option (see ptxtune db --help)");
+            cli_opt_error(c, argv);
     }
     pt_err e = {0};
     if (strcmp(sub, "merge") == 0) {
@@ -472,7 +475,8 @@ int cmd_regress(int argc, char **argv)
     optind = 1;
     int c;
     char *end;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    opterr = 0; /* cli_opt_error: one line naming the option */
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
         case 'd': dbp = optarg; break;
         case 'b': base = optarg; break;
@@ -486,7 +490,7 @@ int cmd_regress(int argc, char **argv)
             break;
         case 'v': csv = true; break;
         case 'h': fputs(regress_usage, stdout); return 0;
-        default: cli_die(2, "bad option (see ptxtune regress --help)");
+        default: cli_opt_error(c, argv);
         }
     }
     if (optind < argc)
