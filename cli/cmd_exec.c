@@ -140,7 +140,8 @@ int cmd_exec(int argc, char **argv)
     const char *backend = "emu";
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "", exec_opts, NULL)) != -1) {
+    opterr = 0; /* cli_opt_error: one line naming the option */
+    while ((c = getopt_long(argc, argv, ":", exec_opts, NULL)) != -1) {
         switch (c) {
         case 'e': entry = optarg; break;
         case 'g': parse_dim3(optarg, "grid", grid); break;
@@ -215,7 +216,7 @@ int cmd_exec(int argc, char **argv)
             break;
         }
         case 'h': fputs(exec_usage, stdout); return 0;
-        default: cli_die(2, "bad option (see --help)");
+        default: cli_opt_error(c, argv);
         }
     }
     if (optind != argc - 1)
