@@ -347,6 +347,8 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
     } else {
         const char *text = user ? pb->epilogue : pb->beta != 0.0 ? "alpha * acc + beta * c" : "alpha * acc";
         rc = parse_epilogue(a, pp, text, user, e);
+        if (!rc)
+            rc = ex_check_target(pp->epi, t, e); /* cast(acc, e4m3) below sm_89 */
         if (rc)
             return rc;
         pp->has_c = pp->in_c >= 0;

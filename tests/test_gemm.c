@@ -323,6 +323,15 @@ Test(gemm, bad_input_is_one_exact_line)
         cr_expect(!strchr(e.msg, '\n'), "one line");
         free(t);
     }
+    /* an fp8 cast in the epilogue below sm_89 is refused when the problem is
+     * prepared (bad input), like an fp8 output, not by the ISA check at emit */
+    pt_problem ce = PT_GEMM(64, 64, 64, "tn", PT_F16, PT_F16);
+    ce.epilogue = "cast(acc, e4m3)";
+    pt_err cee = {0};
+    char *ct = emit_text(&ce, "sm_80", "", NULL, &cee);
+    cr_expect_null(ct);
+    cr_expect_str_eq(cee.msg, "cast to e4m3 needs sm_89; target is sm_80");
+    free(ct);
     /* s32 outputs are exact or refused */
     pt_problem q = PT_GEMM(64, 64, 64, "nt", PT_U8, PT_S32);
     q.alpha = 0.5;
