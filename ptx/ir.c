@@ -244,6 +244,37 @@ static const imm_row imm_tab[] = {
 #undef PTX_M_ANY
 };
 
+typedef struct order_row {
+    uint16_t op;
+    const char *why;
+} order_row;
+static const order_row order_tab[] = {
+#define PTX_ORDER(op, before, after, why) {PTX_OP_##op, why},
+#include "ptx/isa.def"
+};
+enum { NORDERS = sizeof order_tab / sizeof order_tab[0] };
+/* [word][row][0 before, 1 after] */
+static const uint64_t order_m[PTX_MOD_WORDS][NORDERS][2] = {
+    {
+#define MB(x) MBW(x, 0)
+#define PTX_ORDER(op, before, after, why) {before, after},
+#include "ptx/isa.def"
+#undef MB
+    },
+    {
+#define MB(x) MBW(x, 1)
+#define PTX_ORDER(op, before, after, why) {before, after},
+#include "ptx/isa.def"
+#undef MB
+    },
+    {
+#define MB(x) MBW(x, 2)
+#define PTX_ORDER(op, before, after, why) {before, after},
+#include "ptx/isa.def"
+#undef MB
+    },
+};
+
 #define NROWS(tab) (sizeof tab / sizeof tab[0])
 
 /* Rows of one kind are sorted by opcode (test_ir checks it through
@@ -905,6 +936,22 @@ static int check_mods_types(const ptx_fn *f, const ptx_ins *ins, pt_err *e, int 
             return ins_err(f, ins, e, PT_EINVAL, "modifier", buf);
         }
     }
+    /* modifier order, where ptxas gives it meaning */
+    OP_ROWS(order_tab, op, &lo, &hi);
+    for (size_t r = lo; r < hi; r++)
+        for (int i = 0; i < ins->nmods; i++) {
+            int a = ins->mods[i];
+            if (!((order_m[a >> 6][r][1] >> (a & 63)) & 1))
+                continue;
+            for (int j = i + 1; j < ins->nmods; j++) {
+                int b = ins->mods[j];
+                if (!((order_m[b >> 6][r][0] >> (b & 63)) & 1))
+                    continue;
+                snprintf(buf, sizeof buf, " .%s before .%s (%s)", mod_tab[b], mod_tab[a],
+                         order_tab[r].why);
+                return ins_err(f, ins, e, PT_EINVAL, "modifier order:", buf);
+            }
+        }
     /* operand count by modifier */
     OP_ROWS(opn_tab, op, &lo, &hi);
     for (size_t r = lo; r < hi; r++)
@@ -1013,6 +1060,7 @@ int ptx_isa_nrules(ptx_rule_kind k)
     case PTX_RULE_OPN: return (int)NROWS(opn_tab);
     case PTX_RULE_VEC: return (int)NROWS(vec_tab);
     case PTX_RULE_IMM: return (int)NROWS(imm_tab);
+    case PTX_RULE_ORDER: return NORDERS;
     default: return 0;
     }
 }
@@ -1070,6 +1118,14 @@ ptx_rule ptx_isa_rule(ptx_rule_kind k, int i)
         r.step = imm_tab[u].step;
         r.what = imm_tab[u].what;
         break;
+    case PTX_RULE_ORDER:
+        r.op = order_tab[u].op;
+        r.what = order_tab[u].why;
+        for (int w = 0; w < PTX_MOD_WORDS; w++) {
+            r.mods[w] = order_m[w][u][0];
+            r.all[w] = order_m[w][u][1];
+        }
+        break;
     default: break;
     }
     return r;
@@ -1078,7 +1134,7 @@ ptx_rule ptx_isa_rule(ptx_rule_kind k, int i)
 int ptx_isa_check_table(pt_err *e)
 {
     static const char *const kind[] = {"PTX_MCLASS", "PTX_FORM", "PTX_REQ", "PTX_OPN", "PTX_VEC",
-                                       "PTX_IMM"};
+                                       "PTX_IMM", "PTX_ORDER"};
     for (int k = PTX_RULE_FORM; k < PTX_NRULE_KINDS; k++) {
         int prev = -1;
         for (int i = 0; i < ptx_isa_nrules((ptx_rule_kind)k); i++) {
@@ -1110,6 +1166,11 @@ int ptx_isa_check_table(pt_err *e)
                 return pt_errf(e, PT_EINTERNAL, "PTX_OPN row %d (%s): %d..%d operands", i, on, r.min, r.max);
             if ((k == PTX_RULE_VEC || k == PTX_RULE_IMM) && (r.opnd >= max || r.opnd >= 32))
                 return pt_errf(e, PT_EINTERNAL, "%s row %d (%s): no operand %d", kind[k], i, on, r.opnd);
+            for (int m = 0; k == PTX_RULE_ORDER && m < PTX_NMODS; m++)
+                if ((ptx_mask_has(r.mods, m) || ptx_mask_has(r.all, m)) &&
+                    !ptx_op_allows_mod((ptx_op)r.op, (ptx_mod)m))
+                    return pt_errf(e, PT_EINTERNAL, "PTX_ORDER row %d: %s does not allow .%s", i, on,
+                                   mod_tab[m]);
             if (k == PTX_RULE_VEC && r.tyidx >= PTX_MAX_TYPES)
                 return pt_errf(e, PT_EINTERNAL, "PTX_VEC row %d (%s): no type %d", i, on, r.tyidx);
         }

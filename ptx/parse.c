@@ -1137,6 +1137,17 @@ static int parse_ins(parser *p, const tok *op, const tok *at, ptx_reg guard, boo
         size_t cn = cut[j] - cut[j - 1] - 1;
         int ccol = op->col + (int)(cut[j - 1] + 1);
         int mi = cn ? ptx_mod_lookup(cs, cn) : -1, ti = cn ? ptx_type_lookup(cs, cn) : -1;
+        if (mi >= 0 && ins.ntypes) {
+            /* the grammar's order: modifiers, then types (what the printer
+             * writes). Deliberately stricter than ptxas 13.0, which takes
+             * some interleavings (add.f32.rn, setp.f32.lt) and refuses
+             * others (mul.u32.lo, cvta.u64.to.global), with no rule the
+             * table could state */
+            tok m = {T_WORD, cs, cn, op->line, ccol};
+            char d2[DESC];
+            return perr(p, op->line, ccol, PT_EPARSE, "modifier %s after the type in %s",
+                        tok_desc(&m, d2, sizeof d2), tok_desc(op, d, sizeof d));
+        }
         if (mi >= 0) {
             if (ins.nmods == PTX_MAX_MODS)
                 return perr(p, op->line, ccol, PT_EPARSE, "more than %d modifiers in %s",

@@ -322,6 +322,11 @@ Test(ir, refuses_what_ptxas_refuses)
         /* 32-bit addressing: ptxas refuses it on every target with
          * .address_size 64 (nvJitLink on sm_80 only warns) */
         "cvta.to.global.u32: type not allowed: '.u32'",
+        /* the printer writes the order given: the builder refuses the
+         * orders ptxas refuses */
+        "cp.async.ca.global.shared: modifier order: .shared before .global (the destination "
+        "space first)",
+        "ld.v4.global.f32: modifier order: .global before .v4 (the vector width last)",
     };
     for (int c = 0; c < (int)(sizeof want / sizeof want[0]); c++) {
         ptx_module *m = module("sm_80", 90);
@@ -368,6 +373,14 @@ Test(ir, refuses_what_ptxas_refuses)
         case 8:
             i = ptx_emit(f, PTX_OP_CVTA, PTX_MODS(PTX_M_TO, PTX_M_GLOBAL), PTX_T1(PTX_T_U32), ptx_r(r),
                          ptx_r(r));
+            break;
+        case 9:
+            i = ptx_emit(f, PTX_OP_CP_ASYNC, PTX_MODS(PTX_M_CA, PTX_M_GLOBAL, PTX_M_SHARED),
+                         PTX_NOTYPES, ptx_addr(r, 0), ptx_addr(d, 0), ptx_imm(16));
+            break;
+        case 10:
+            i = ptx_emit(f, PTX_OP_LD, PTX_MODS(PTX_M_V4, PTX_M_GLOBAL), PTX_T1(PTX_T_F32),
+                         ptx_vecr(f, 4, (ptx_reg[]){x, x, x, x}), ptx_addr(d, 0));
             break;
         }
         cr_expect_null(i, "case %d accepted", c);

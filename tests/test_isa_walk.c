@@ -9,7 +9,9 @@
  * added (replacing one of its exclusive class). Illegal forms generated from
  * the same rows: a type not allowed, two modifiers of one class, a required
  * modifier left out, one operand too few or too many, a fragment one
- * register short or long, an immediate just outside its rows.
+ * register short or long, an immediate just outside its rows, and each
+ * ORDER row broken (mad.sat.hi, cp.async.global.shared, ld.v2.global:
+ * for these ptxas's warning counts as a refusal, ptxas only warns on ld/st).
  *
  * Verdicts: the table's is ptx_check_ins on each target; ptxas's comes from
  * compiling. Forms the table accepts are batched into a few modules per
@@ -71,6 +73,7 @@ enum { REGS_PER_BANK = 16 };
 typedef struct form {
     ptx_ins ins;
     bool illegal_kind; /* generated as an illegal variant (for the counts only) */
+    bool order_kind;   /* an illegal modifier order (ptxas may only warn: ld/st) */
     bool legal[NTGT];
     int ver[NTGT]; /* table's .version need when legal */
     char why[NTGT][256];
@@ -230,7 +233,7 @@ static void fill_opds(walk *w, ptx_ins *in, int nopd)
     }
 }
 
-static void add_form(walk *w, const ptx_ins *in, bool illegal_kind)
+static form *add_form(walk *w, const ptx_ins *in, bool illegal_kind)
 {
     cr_assert_lt(w->n, MAXFORMS);
     /* no duplicates (same op, mods, types, operand count and lengths) */
@@ -245,13 +248,14 @@ static void add_form(walk *w, const ptx_ins *in, bool illegal_kind)
                        (o->opd[k].kind != PTX_O_VEC || o->opd[k].u.vec.n == in->opd[k].u.vec.n) &&
                        (o->opd[k].kind != PTX_O_IMM || o->opd[k].u.imm == in->opd[k].u.imm);
             if (same)
-                return;
+                return NULL;
         }
     }
     form *f = &w->forms[w->n++];
     memset(f, 0, sizeof *f);
     f->ins = *in;
     f->illegal_kind = illegal_kind;
+    return f;
 }
 
 static void set_mods(ptx_ins *in, const int *mods, int n)
@@ -274,6 +278,49 @@ static int class_of(int m, const uint64_t *all, int skip)
     return -1;
 }
 
+/* Puts the modifiers v[0..n) in an order the ORDER rows allow: a modifier
+ * that must come first moves in front of the first one it must precede
+ * (cp.async.shared.global, cvta.to.global, setmaxnreg.inc.sync.aligned);
+ * every other modifier keeps its place. */
+static void order_fix(int op, int *v, int n)
+{
+    for (int r = 0; r < ptx_isa_nrules(PTX_RULE_ORDER); r++) {
+        ptx_rule o = ptx_isa_rule(PTX_RULE_ORDER, r);
+        if (o.op != op)
+            continue;
+        for (int i = 0; i < n; i++) {
+            if (!ptx_mask_has(o.all, v[i]))
+                continue;
+            for (int j = i + 1; j < n; j++)
+                if (ptx_mask_has(o.mods, v[j])) {
+                    int m = v[j];
+                    memmove(v + i + 1, v + i, sizeof(int) * (size_t)(j - i));
+                    v[i++] = m;
+                }
+            break;
+        }
+    }
+}
+
+/* src with modifier m added, replacing the one of its exclusive class (or
+ * of the form's required-one-of set); the count of out. */
+static int with_mod(const int *src, int n, int m, const uint64_t *all, const uint64_t *one, int *out)
+{
+    int c = class_of(m, all, -1), no = 0;
+    bool in_one = ptx_mask_has(one, m), present = false;
+    for (int i = 0; i < n; i++)
+        present |= src[i] == m;
+    for (int i = 0; i < n; i++) {
+        bool drop = !present && ((in_one && ptx_mask_has(one, src[i])) ||
+                                 (c >= 0 && class_of(src[i], all, -1) == c));
+        if (!drop)
+            out[no++] = src[i];
+    }
+    if (!present && no < PTX_MAX_MODS)
+        out[no++] = m;
+    return no;
+}
+
 /* One form row (or implicit row) and one type tuple: base, variants, and
  * the illegal variants. */
 static void gen_tuple(walk *w, int op, const int *types, int ntypes, const uint64_t *mods,
@@ -284,22 +331,12 @@ static void gen_tuple(walk *w, int op, const int *types, int ntypes, const uint6
     for (int m = 0; m < PTX_NMODS && nb < PTX_MAX_MODS - 2; m++)
         if (ptx_mask_has(all, m))
             base[nb++] = m;
-    /* destination space before source space, as cp.async.ca.shared.global
-     * is written (ptxas takes the order as meaning) */
-    for (int i = 0; i + 1 < nb; i++)
-        if (base[i] == PTX_M_GLOBAL && base[i + 1] == PTX_M_SHARED) {
-            base[i] = PTX_M_SHARED;
-            base[i + 1] = PTX_M_GLOBAL;
-        }
     int om = first_mod(one);
-    if (om >= 0 && op == PTX_OP_SETMAXNREG) { /* setmaxnreg.inc.sync.aligned */
-        memmove(base + 1, base, sizeof(int) * (size_t)nb);
-        base[0] = om;
-        nb++;
-    } else if (om >= 0)
+    if (om >= 0)
         base[nb++] = om;
-    /* modifiers of the written order: ptxas takes them in any order, but
-     * keep the shape/sync ones first as people write them */
+    /* the order ptxas needs where it has one (ORDER rows); elsewhere the
+     * table order, ptxas takes any */
+    order_fix(op, base, nb);
     ptx_ins in;
     memset(&in, 0, sizeof in);
     in.op = (uint16_t)op;
@@ -324,12 +361,8 @@ static void gen_tuple(walk *w, int op, const int *types, int ntypes, const uint6
                 continue;
             v[nv++] = base[i];
         }
-        if (m == PTX_M_TO || (op == PTX_OP_SETMAXNREG && in_one)) { /* cvta.to.global, setmaxnreg.dec.sync */
-            memmove(v + 1, v, sizeof(int) * (size_t)nv);
-            v[0] = m;
-            nv++;
-        } else
-            v[nv++] = m;
+        v[nv++] = m;
+        order_fix(op, v, nv);
         ptx_ins x = in;
         set_mods(&x, v, nv);
         fill_opds(w, &x, want_nopd(&x, nopd));
@@ -383,6 +416,52 @@ static void gen_tuple(walk *w, int op, const int *types, int ntypes, const uint6
         set_mods(&x, v, nv);
         fill_opds(w, &x, want_nopd(&b, nopd));
         add_form(w, &x, true);
+    }
+    /* illegal: each ORDER row broken. From the base with one modifier of
+     * each side added (a legal form, also walked), the first modifier
+     * moved behind the last one it must precede: mad.sat.hi.s32,
+     * cp.async.global.shared.ca, setmaxnreg.sync.aligned.inc */
+    for (int r = 0; r < ptx_isa_nrules(PTX_RULE_ORDER); r++) {
+        ptx_rule o = ptx_isa_rule(PTX_RULE_ORDER, r);
+        if (o.op != op)
+            continue;
+        int bm = -1, am = -1;
+        for (int k = 0; k < nb; k++) {
+            if (bm < 0 && ptx_mask_has(o.mods, base[k]))
+                bm = base[k];
+            if (am < 0 && ptx_mask_has(o.all, base[k]))
+                am = base[k];
+        }
+        for (int m = 0; m < PTX_NMODS && (bm < 0 || am < 0); m++) {
+            if (bm < 0 && ptx_mask_has(o.mods, m) && ptx_mask_has(mods, m))
+                bm = m;
+            else if (am < 0 && ptx_mask_has(o.all, m) && ptx_mask_has(mods, m))
+                am = m;
+        }
+        if (bm < 0 || am < 0)
+            continue;
+        int v1[PTX_MAX_MODS], v2[PTX_MAX_MODS], v[PTX_MAX_MODS];
+        int n1 = with_mod(base, nb, bm, all, one, v1);
+        int n2 = with_mod(v1, n1, am, all, one, v2);
+        order_fix(op, v2, n2);
+        ptx_ins x = in;
+        set_mods(&x, v2, n2);
+        fill_opds(w, &x, want_nopd(&x, nopd));
+        add_form(w, &x, false);
+        int last = -1, nv = 0;
+        for (int k = 0; k < n2; k++)
+            if (ptx_mask_has(o.all, v2[k]))
+                last = k;
+        for (int k = 0; k < n2; k++) {
+            if (v2[k] != bm)
+                v[nv++] = v2[k];
+            if (k == last)
+                v[nv++] = bm;
+        }
+        set_mods(&x, v, nv);
+        form *fo = add_form(w, &x, true);
+        if (fo)
+            fo->order_kind = true;
     }
     /* illegal: one operand too few / too many */
     int n = b.nopd;
@@ -597,8 +676,10 @@ static void table_verdicts(walk *w)
     }
 }
 
-/* Compiles text for target ti: PT_OK, or the first bad PTX line in *line. */
-static int compile(walk *w, const char *text, int ti, int *line, char *msg, size_t mn)
+/* Compiles text for target ti: PT_OK, or the first bad PTX line in *line
+ * (0: none named); *warnings (may be NULL): ptxas's warning lines. */
+static int compile_w(walk *w, const char *text, int ti, int *line, char *msg, size_t mn,
+                     int *warnings)
 {
     pt_err e;
     pt_err_clear(&e);
@@ -610,7 +691,11 @@ static int compile(walk *w, const char *text, int ti, int *line, char *msg, size
             fclose(df);
         }
     }
-    int rc = pt_compile(w->cc, text, &w->tg[ti], NULL, NULL, NULL, &e);
+    pt_resource res;
+    memset(&res, 0, sizeof res);
+    int rc = pt_compile(w->cc, text, &w->tg[ti], NULL, NULL, &res, &e);
+    if (warnings)
+        *warnings = rc ? 0 : res.nwarnings;
     *line = 0;
     if (rc) {
         const char *p = strstr(e.msg, "PTX line ");
@@ -619,6 +704,11 @@ static int compile(walk *w, const char *text, int ti, int *line, char *msg, size
         snprintf(msg, mn, "%.250s", e.msg);
     }
     return rc;
+}
+
+static int compile(walk *w, const char *text, int ti, int *line, char *msg, size_t mn)
+{
+    return compile_w(w, text, ti, line, msg, mn, NULL);
 }
 
 /* Round trip: the parser reads the text back to the same text. */
@@ -796,9 +886,15 @@ static void run_illegal(walk *w, emu_ctx *ec, form *fm, int ti)
     close_fn(f);
     m->version = 90;
     char *text = ptx_print(m);
-    int line;
+    int line, warnings;
     char msg[256];
-    int rc = compile(w, text, ti, &line, msg, sizeof msg);
+    int rc = compile_w(w, text, ti, &line, msg, sizeof msg, &warnings);
+    if (rc == PT_OK && warnings && fm->order_kind) {
+        /* ld.v4.global: ptxas warns "Vector Type not specified properly";
+         * the table refuses what the compile gate warns about */
+        rc = PT_ECOMPILE;
+        snprintf(msg, sizeof msg, "a warning");
+    }
     fm->ptxas_done[ti] = true;
     fm->ptxas_ok[ti] = rc == PT_OK;
     snprintf(fm->ptxas_msg[ti], sizeof fm->ptxas_msg[ti], "%.250s", rc ? msg : "");

@@ -888,6 +888,66 @@ Test(parse_errors, exact_messages)
     expect_exact("/* open\n\n", 90, "k.ptx:1:1: unterminated /* comment");
 }
 
+/* Issue 9 item 9: the modifier orders ptxas 13.0 refuses (probed on sm_80
+ * and sm_90) are refused by the parser with the table's message, and the
+ * orders it takes are taken. */
+Test(parse_errors, modifier_order)
+{
+    expect_exact(KERNEL("\tcp.async.ca.global.shared [%r1], [%rd1], 16;\n"), 90,
+                 "k.ptx:12:2: cp.async.ca.global.shared: modifier order: .shared before .global "
+                 "(the destination space first)");
+    expect_exact(".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{\n"
+                 "\tsetmaxnreg.sync.aligned.dec.u32 40;\n\tret;\n}\n",
+                 90, "k.ptx:6:2: setmaxnreg.sync.aligned.dec.u32: modifier order: .dec before "
+                     ".sync (the action first)");
+    expect_exact(KERNEL("\tld.v4.global.f32 {%f1, %f2, %f3, %f4}, [%rd1];\n"), 90,
+                 "k.ptx:12:2: ld.v4.global.f32: modifier order: .global before .v4 (the vector "
+                 "width last)");
+    expect_exact(KERNEL("\tst.global.v2.cs.f32 [%rd1], {%f1, %f2};\n"), 90,
+                 "k.ptx:12:2: st.global.v2.cs.f32: modifier order: .cs before .v2 (the vector "
+                 "width last)");
+    expect_exact(KERNEL("\tcvta.global.to.u64 %rd1, %rd2;\n"), 90,
+                 "k.ptx:12:2: cvta.global.to.u64: modifier order: .to before .global (cvta.to.space)");
+    expect_exact(KERNEL("\tmad.sat.hi.s32 %r1, %r2, %r3, %r4;\n"), 90,
+                 "k.ptx:12:2: mad.sat.hi.s32: modifier order: .hi before .sat (mad.hi.sat)");
+    expect_exact(KERNEL("\tdiv.ftz.full.f32 %f1, %f2, %f3;\n"), 90,
+                 "k.ptx:12:2: div.ftz.full.f32: modifier order: .full before .ftz (div.full.ftz)");
+    expect_exact(KERNEL("\tbarrier.aligned.arrive 1, 64;\n"), 90,
+                 "k.ptx:12:2: barrier.aligned.arrive: modifier order: .arrive before .aligned "
+                 "(barrier.arrive.aligned)");
+    expect_exact(KERNEL("\tmma.sync.aligned.m16n8k8.col.row.f32.tf32.tf32.f32 {%f1, %f2, %f3, %f4}, "
+                        "{%r1, %r2, %r3, %r4}, {%r1, %r2}, {%f1, %f2, %f3, %f4};\n"),
+                 90, "k.ptx:12:2: mma.sync.aligned.m16n8k8.col.row.f32.tf32.tf32.f32: modifier "
+                     "order: .row before .col (the layouts of A then B)");
+    /* modifiers come before the types (stricter than ptxas, see parse.c) */
+    expect_exact(KERNEL("\tadd.f32.rn %f1, %f2, %f3;\n"), 90,
+                 "k.ptx:12:10: modifier 'rn' after the type in 'add.f32.rn'");
+    /* orders ptxas takes */
+    static const char *const ok[] = {
+        "\tcp.async.shared.global.ca [%r1], [%rd1], 16;\n",
+        "\tcp.async.shared.ca.global [%r1], [%rd1], 16;\n",
+        "\tcvt.sat.rni.s32.f32 %r1, %f1;\n",
+        "\tcvt.sat.rn.f32.s32 %f1, %r1;\n",
+        "\tatom.add.global.u32 %r1, [%rd1], %r2;\n",
+        "\tld.nc.global.v2.f32 {%f1, %f2}, [%rd1];\n",
+        "\tmma.aligned.sync.m16n8k8.row.col.f32.tf32.tf32.f32 {%f1, %f2, %f3, %f4}, "
+        "{%r1, %r2, %r3, %r4}, {%r1, %r2}, {%f1, %f2, %f3, %f4};\n",
+        "\tsetp.ftz.lt.f32 %p1, %f1, %f2;\n",
+        "\tdiv.ftz.approx.f32 %f1, %f2, %f3;\n",
+        "\tbarrier.aligned.sync 0;\n",
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        static const char pre[] = KERNEL("");
+        char src[1024];
+        int n = snprintf(src, sizeof src, "%.*s%s}\n", (int)(sizeof pre - 3), pre, ok[i]);
+        cr_assert(n > 0 && (size_t)n < sizeof src);
+        ptx_module *m = NULL;
+        pt_err e;
+        cr_expect_eq(parse_n(src, (size_t)n, "k.ptx", 90, &m, &e), PT_OK, "%s: %s", ok[i], e.msg);
+        ptx_module_free(m);
+    }
+}
+
 /* ---- malformed inputs ---- */
 
 typedef struct bad {
