@@ -1022,6 +1022,35 @@ static double acc_at(const pt_prepared *pp, const double *A, const double *B, in
     return s;
 }
 
+/* The epilogue's input values at one element of D (batch b, row m, column
+ * n): the scaled accumulator, alpha, beta, c and every aux tensor, in the
+ * program's input order. reference_at and magnitude evaluate the 1x1
+ * program on them. */
+static void epi_inputs(const pt_prepared *pp, const pt_tensor *in, int64_t b, int64_t m,
+                       int64_t n, double acc, double cv, double *v)
+{
+    int64_t cols = pp->d_col ? pp->M : pp->N;
+    for (int i = 0; i < pp->epi->ninputs; i++) {
+        if (i == pp->in_acc)
+            v[i] = acc;
+        else if (i == pp->in_alpha)
+            v[i] = pp->alpha;
+        else if (i == pp->in_beta)
+            v[i] = pp->beta;
+        else if (i == pp->in_c)
+            v[i] = cv;
+        else
+            for (int q = 0; q < pp->naux; q++) {
+                if (pp->aux[q].input != i)
+                    continue;
+                const double *x = in[2 + (pp->has_c ? 1 : 0) + q].data;
+                v[i] = pp->aux[q].kind == GEMM_AUX_N ? x[n]
+                     : pp->aux[q].kind == GEMM_AUX_M ? x[m]
+                                                     : x[dpos(pp, b, m, n, cols, pp->saux)];
+            }
+    }
+}
+
 /* Sampled reference: each sampled element of D on its own. A shallow copy
  * of the bound epilogue program with one row of one column evaluates
  * exactly ex_reference's arithmetic on one element, fed with the element's
@@ -1065,26 +1094,7 @@ static int reference_at(const pt_prepared *pp, const pt_tensor *in, int out, con
             vals[j] = acc + cv;
             continue;
         }
-        const ex_prog *p = pp->epi;
-        for (int i = 0; i < p->ninputs; i++) {
-            if (i == pp->in_acc)
-                v[i] = acc * (double)pp->scale_ab;
-            else if (i == pp->in_alpha)
-                v[i] = pp->alpha;
-            else if (i == pp->in_beta)
-                v[i] = pp->beta;
-            else if (i == pp->in_c)
-                v[i] = cv;
-            else
-                for (int q = 0; q < pp->naux; q++) {
-                    if (pp->aux[q].input != i)
-                        continue;
-                    const double *x = in[2 + (pp->has_c ? 1 : 0) + q].data;
-                    v[i] = pp->aux[q].kind == GEMM_AUX_N ? x[nn]
-                         : pp->aux[q].kind == GEMM_AUX_M ? x[m]
-                                                         : x[dpos(pp, b, m, nn, cols, pp->saux)];
-                }
-        }
+        epi_inputs(pp, in, b, m, nn, acc * (double)pp->scale_ab, cv, v);
         int rc = ex_reference(&one, ptrs, &resp, e);
         if (rc)
             return rc;
@@ -1098,12 +1108,6 @@ static int reference_at(const pt_prepared *pp, const pt_tensor *in, int out, con
     return PT_OK;
 }
 
-/* Accumulation magnitude (pt_op.magnitude, for the verifier's error
- * model): per element of D, |scale_a*scale_b| * sum_k |a_mk| |b_kn| (tf32
- * operands rounded as the reference rounds them), carried through the
- * epilogue to first order by ex_magnitude on the element's own input values
- * (the 1x1 program reference_at evaluates), times the fp8 output scale.
- * The accumulation: K terms in f32, or in s32 (exact) for 8-bit integers. */
 /* acc_at's sum (same terms, same order: the same value) and, in *sabs,
  * the sum of the terms' absolute values, in one pass. */
 static double acc_abs_at(const pt_prepared *pp, const double *A, const double *B, int64_t b,
@@ -1128,6 +1132,12 @@ static double acc_abs_at(const pt_prepared *pp, const double *A, const double *B
     return s;
 }
 
+/* Accumulation magnitude (pt_op.magnitude, for the verifier's error
+ * model): per element of D, |scale_a*scale_b| * sum_k |a_mk| |b_kn| (tf32
+ * operands rounded as the reference rounds them), carried through the
+ * epilogue to first order by ex_magnitude on the element's own input values
+ * (the 1x1 program reference_at evaluates), times the fp8 output scale.
+ * The accumulation: K terms in f32, or in s32 (exact) for 8-bit integers. */
 static int magnitude(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
                      int64_t n, double *mag, pt_accum *acc, pt_err *e)
 {
@@ -1174,25 +1184,7 @@ static int magnitude(const pt_prepared *pp, const pt_tensor *in, int out, const 
             continue;
         }
         double cv = C ? C[dpos(pp, b, m, nn, pp->ldc, pp->sc)] : 0.0;
-        for (int i = 0; i < p->ninputs; i++) {
-            if (i == pp->in_acc)
-                v[i] = dot * (double)pp->scale_ab;
-            else if (i == pp->in_alpha)
-                v[i] = pp->alpha;
-            else if (i == pp->in_beta)
-                v[i] = pp->beta;
-            else if (i == pp->in_c)
-                v[i] = cv;
-            else
-                for (int q = 0; q < pp->naux; q++) {
-                    if (pp->aux[q].input != i)
-                        continue;
-                    const double *x = in[2 + (pp->has_c ? 1 : 0) + q].data;
-                    v[i] = pp->aux[q].kind == GEMM_AUX_N ? x[nn]
-                         : pp->aux[q].kind == GEMM_AUX_M ? x[m]
-                                                         : x[dpos(pp, b, m, nn, cols, pp->saux)];
-                }
-        }
+        epi_inputs(pp, in, b, m, nn, dot * (double)pp->scale_ab, cv, v);
         if (pp->in_acc >= 0)
             mv[pp->in_acc] = g;
         int rc = ex_magnitude(&one, ptrs, mptrs, &resp, e);
