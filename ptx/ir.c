@@ -275,6 +275,15 @@ static const uint64_t order_m[PTX_MOD_WORDS][NORDERS][2] = {
     },
 };
 
+typedef struct pack_row {
+    uint16_t op;
+    uint32_t types;
+} pack_row;
+static const pack_row pack_tab[] = {
+#define PTX_PACK(op, types) {PTX_OP_##op, types},
+#include "ptx/isa.def"
+};
+
 #define NROWS(tab) (sizeof tab / sizeof tab[0])
 
 /* Rows of one kind are sorted by opcode (test_ir checks it through
@@ -831,6 +840,46 @@ static int check_vecs(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
     return PT_OK;
 }
 
+/* Pack rules: each {vector} operand of a PACK opcode holds registers of one
+ * size that add up to the type's size, and the type is a packing one. */
+static int check_packs(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
+{
+    size_t lo, hi;
+    OP_ROWS(pack_tab, ins->op, &lo, &hi);
+    if (lo == hi || ins->ntypes == 0)
+        return PT_OK;
+    char buf[128];
+    for (int i = 0; i < ins->nopd; i++) {
+        const ptx_opd *o = &ins->opd[i];
+        if (o->kind != PTX_O_VEC)
+            continue;
+        if (!((pack_tab[lo].types >> ins->types[0]) & 1)) {
+            snprintf(buf, sizeof buf, " operand %d is a {vector} and .%s does not pack", i + 1,
+                     type_tab[ins->types[0]].name);
+            return ins_err(f, ins, e, PT_EINVAL, "vector size mismatch:", buf);
+        }
+        int es = 0;
+        for (int k = 0; k < o->u.vec.n; k++) {
+            const ptx_opd *v = &o->u.vec.e[k];
+            if (v->kind != PTX_O_REG)
+                continue;
+            int b = type_bits_(f->banks[PTX_REG_BANK(v->u.reg)].type);
+            if (es && b != es) {
+                snprintf(buf, sizeof buf, " operand %d mixes %d- and %d-bit registers", i + 1, es, b);
+                return ins_err(f, ins, e, PT_EINVAL, "vector size mismatch:", buf);
+            }
+            es = b;
+        }
+        int want = type_bits_(ins->types[0]);
+        if (es && es * o->u.vec.n != want) {
+            snprintf(buf, sizeof buf, " operand %d holds %d x %d bits where .%s needs %d", i + 1,
+                     o->u.vec.n, es, type_tab[ins->types[0]].name, want);
+            return ins_err(f, ins, e, PT_EINVAL, "vector size mismatch:", buf);
+        }
+    }
+    return PT_OK;
+}
+
 /* Modifiers and types against the opcode row, the FORM rows, the exclusive
  * classes and the requirements; sets *form (-1: none) and the operand
  * count range. */
@@ -990,7 +1039,8 @@ int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
     }
     if (ins->guard.id && (rc = check_reg(f, ins, ins->guard, 'P', e, -1)))
         return rc;
-    if ((rc = check_vecs(f, ins, e)) || (rc = check_imms(f, ins, e)))
+    if ((rc = check_vecs(f, ins, e)) || (rc = check_imms(f, ins, e)) ||
+        (rc = check_packs(f, ins, e)))
         return rc;
     /* target requirements: the opcode row, raised by matching feature rows */
     int sm = op_tab[ins->op].sm, ver = op_tab[ins->op].ver;
@@ -1061,6 +1111,7 @@ int ptx_isa_nrules(ptx_rule_kind k)
     case PTX_RULE_VEC: return (int)NROWS(vec_tab);
     case PTX_RULE_IMM: return (int)NROWS(imm_tab);
     case PTX_RULE_ORDER: return NORDERS;
+    case PTX_RULE_PACK: return (int)NROWS(pack_tab);
     default: return 0;
     }
 }
@@ -1126,6 +1177,10 @@ ptx_rule ptx_isa_rule(ptx_rule_kind k, int i)
             r.all[w] = order_m[w][u][1];
         }
         break;
+    case PTX_RULE_PACK:
+        r.op = pack_tab[u].op;
+        r.types[0] = pack_tab[u].types;
+        break;
     default: break;
     }
     return r;
@@ -1134,7 +1189,7 @@ ptx_rule ptx_isa_rule(ptx_rule_kind k, int i)
 int ptx_isa_check_table(pt_err *e)
 {
     static const char *const kind[] = {"PTX_MCLASS", "PTX_FORM", "PTX_REQ", "PTX_OPN", "PTX_VEC",
-                                       "PTX_IMM", "PTX_ORDER"};
+                                       "PTX_IMM", "PTX_ORDER", "PTX_PACK"};
     for (int k = PTX_RULE_FORM; k < PTX_NRULE_KINDS; k++) {
         int prev = -1;
         for (int i = 0; i < ptx_isa_nrules((ptx_rule_kind)k); i++) {

@@ -273,11 +273,11 @@ void ptx_guard(ptx_ins *i, ptx_reg p, bool neg);
  * walk the table. MCLASS rows: what, mods. FORM: op, types, nopd, mods,
  * all, one. REQ: op, mod, types[0], mods (the needed ones). OPN: op, mod,
  * min, max. VEC: op, mod, opnd, tyidx, types[0], n. IMM: op, mod, opnd, lo,
- * hi, step, what. ORDER: op, mods (before), all (after), what (why). mod is
- * -1 for the key ANY. */
+ * hi, step, what. ORDER: op, mods (before), all (after), what (why). PACK:
+ * op, types[0]. mod is -1 for the key ANY. */
 typedef enum ptx_rule_kind {
     PTX_RULE_MCLASS, PTX_RULE_FORM, PTX_RULE_REQ, PTX_RULE_OPN, PTX_RULE_VEC, PTX_RULE_IMM,
-    PTX_RULE_ORDER, PTX_NRULE_KINDS
+    PTX_RULE_ORDER, PTX_RULE_PACK, PTX_NRULE_KINDS
 } ptx_rule_kind;
 typedef struct ptx_rule {
     int op, mod;

@@ -327,6 +327,8 @@ Test(ir, refuses_what_ptxas_refuses)
         "cp.async.ca.global.shared: modifier order: .shared before .global (the destination "
         "space first)",
         "ld.v4.global.f32: modifier order: .global before .v4 (the vector width last)",
+        /* the pack rule (was the decoder's 'bad vector pack', which took 2 x 32 bits) */
+        "mov.b32: vector size mismatch: operand 2 holds 2 x 32 bits where .b32 needs 32",
     };
     for (int c = 0; c < (int)(sizeof want / sizeof want[0]); c++) {
         ptx_module *m = module("sm_80", 90);
@@ -381,6 +383,10 @@ Test(ir, refuses_what_ptxas_refuses)
         case 10:
             i = ptx_emit(f, PTX_OP_LD, PTX_MODS(PTX_M_V4, PTX_M_GLOBAL), PTX_T1(PTX_T_F32),
                          ptx_vecr(f, 4, (ptx_reg[]){x, x, x, x}), ptx_addr(d, 0));
+            break;
+        case 11:
+            i = ptx_emit(f, PTX_OP_MOV, PTX_NOMODS, PTX_T1(PTX_T_B32), ptx_r(r),
+                         ptx_vecr(f, 2, (ptx_reg[]){r, r}));
             break;
         }
         cr_expect_null(i, "case %d accepted", c);

@@ -580,6 +580,60 @@ static void generate(walk *w)
     }
 }
 
+/* PACK rows: a {vector} destination (unpack) or source (pack) of every
+ * register size whose count makes the type's size (legal), twice the size
+ * (illegal), the same on a type that does not pack, and mixed sizes. */
+static void gen_packs(walk *w)
+{
+    static const int vb[] = {B_RS, B_R, B_F, B_RD, B_FD};
+    static const int vbits[] = {16, 32, 32, 64, 64};
+    for (int r = 0; r < ptx_isa_nrules(PTX_RULE_PACK); r++) {
+        ptx_rule pr = ptx_isa_rule(PTX_RULE_PACK, r);
+        ptx_opinfo info = ptx_op_info((ptx_op)pr.op);
+        for (int t = 0; t < PTX_NTYPES; t++) {
+            if (!((info.types >> t) & 1) || t == PTX_T_PRED)
+                continue;
+            bool packs = (pr.types[0] >> t) & 1;
+            int bits = ptx_type_bits((ptx_type)t);
+            bool twice = false, other = false;
+            for (size_t b = 0; b < sizeof vb / sizeof vb[0]; b++)
+                for (int n = 1; n <= 4; n *= 2) {
+                    bool legal = packs && vbits[b] * n == bits;
+                    bool bad2 = packs && vbits[b] * n == 2 * bits && !twice;
+                    bool bad_t = !packs && vbits[b] * n == bits && !other;
+                    if (!legal && !bad2 && !bad_t)
+                        continue;
+                    twice |= bad2;
+                    other |= bad_t;
+                    for (int dir = 0; dir < (legal ? 2 : 1); dir++) {
+                        ptx_ins in;
+                        memset(&in, 0, sizeof in);
+                        in.op = (uint16_t)pr.op;
+                        in.ntypes = 1;
+                        in.types[0] = (uint8_t)t;
+                        in.nopd = 2;
+                        ptx_opd sc = ptx_r(reg(bank_for((ptx_type)t), 1 + dir));
+                        in.opd[dir] = vec_of(w, vb[b], n);
+                        in.opd[1 - dir] = sc;
+                        add_form(w, &in, !legal);
+                    }
+                }
+            if (packs && bits == 64) { /* {%r, %rs, %rs}: 64 bits, two sizes */
+                ptx_ins in;
+                memset(&in, 0, sizeof in);
+                in.op = (uint16_t)pr.op;
+                in.ntypes = 1;
+                in.types[0] = (uint8_t)t;
+                in.nopd = 2;
+                in.opd[0] = ptx_r(reg(B_RD, 1));
+                in.opd[1] = vec_of(w, B_RS, 3);
+                in.opd[1].u.vec.e[0] = ptx_r(reg(B_R, 0));
+                add_form(w, &in, true);
+            }
+        }
+    }
+}
+
 /* A module for target ti with the banks declared; returns the entry. */
 static ptx_fn *new_fn_q(ptx_module **m, const pt_target *t, int max_ptx, bool q)
 {
@@ -950,6 +1004,7 @@ Test(isa_walk, table_matches_ptxas, .timeout = 600)
     w.pool = calloc(POOL, sizeof *w.pool);
     bool dbg = getenv("WALK_DEBUG") != NULL;
     generate(&w);
+    gen_packs(&w);
     if (dbg)
         fprintf(stderr, "STAGE generated %d\n", w.n);
     table_verdicts(&w);

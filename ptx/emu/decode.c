@@ -317,11 +317,10 @@ static int dec_mov(dec *d, const ptx_ins *in, emu_ins *o)
 {
     const ptx_opd *a = &in->opd[1], *r = &in->opd[0];
     int rc;
+    /* the vector's registers add up to the type's size: ptx_check_ins */
     if (a->kind == PTX_O_VEC) { /* pack: mov.b32 %r, {%h0, %h1} */
         o->h = EMU_H_PACK;
         o->n = (uint8_t)a->u.vec.n;
-        if (o->bits % o->n)
-            return dec_err(d, "bad vector pack");
         int et = o->bits / o->n == 16 ? PTX_T_B16 : o->bits / o->n == 32 ? PTX_T_B32 : PTX_T_B8;
         if ((rc = vec(d, a, false, et, 0, &o->a)))
             return rc;
@@ -330,8 +329,6 @@ static int dec_mov(dec *d, const ptx_ins *in, emu_ins *o)
     if (r->kind == PTX_O_VEC) { /* unpack: mov.b32 {%h0, %h1}, %r */
         o->h = EMU_H_UNPACK;
         o->n = (uint8_t)r->u.vec.n;
-        if (o->bits % o->n)
-            return dec_err(d, "bad vector unpack");
         if ((rc = vec(d, r, true, 0, 0, &o->d)))
             return rc;
         return src(d, a, o->ty, &o->a);
