@@ -52,6 +52,9 @@ typedef struct cli_extra {
  * flags]" (argv[0] is the command name): flags and items mix, both go
  * through the problem-file parser (search/problem.h), a key given twice is
  * refused. Dies with one line and exit 2 on bad input. */
+/* Appends ` key="value"` in the problem syntax (quotes and backslashes escaped). */
+void cli_put_item(pt_buf *b, const char *key, const char *v);
+
 void cli_parse_problem(int argc, char **argv, cli_problem *cp, const char *usage,
                        const cli_extra *x);
 void cli_problem_free(cli_problem *cp);

@@ -12,18 +12,6 @@
 #include "db/db.h"
 #include "search/problem.h"
 
-/* Appends ` key="value"` in the problem syntax. */
-static void put_item(pt_buf *b, const char *key, const char *v)
-{
-    pt_buf_printf(b, " %s=\"", key);
-    for (; *v; v++) {
-        if (*v == '"' || *v == '\\')
-            pt_buf_putc(b, '\\');
-        pt_buf_putc(b, *v);
-    }
-    pt_buf_putc(b, '"');
-}
-
 static int exit_code(int rc) { return rc == PT_EINVAL || rc == PT_EPARSE ? 2 : 1; }
 
 static db_store *open_db(const char *path, bool write)
@@ -365,7 +353,7 @@ int cmd_db(int argc, char **argv)
                 cli_die(2, "expected KEY=VALUE, got '%s'", argv[optind]);
             char key[64];
             snprintf(key, sizeof key, "%.*s", (int)(eq - argv[optind]), argv[optind]);
-            put_item(&items, key, eq + 1);
+            cli_put_item(&items, key, eq + 1);
         }
         pt_arena *a = pt_arena_new();
         search_problem sp;

@@ -171,7 +171,7 @@ static void print_usage(const char *usage)
 }
 
 /* Appends ` key="value"` in the problem syntax. */
-static void put_item(pt_buf *b, const char *key, const char *v)
+void cli_put_item(pt_buf *b, const char *key, const char *v)
 {
     pt_buf_printf(b, " %s=\"", key);
     for (; *v; v++) {
@@ -219,10 +219,10 @@ void cli_parse_problem(int argc, char **argv, cli_problem *cp, const char *usage
     int c;
     while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
-        case 'e': put_item(&items, "expr", optarg); break;
-        case 's': put_item(&items, "shape", optarg); break;
-        case 'd': put_item(&items, "dtype", optarg); break;
-        case 'D': put_item(&items, "out_dtype", optarg); break;
+        case 'e': cli_put_item(&items, "expr", optarg); break;
+        case 's': cli_put_item(&items, "shape", optarg); break;
+        case 'd': cli_put_item(&items, "dtype", optarg); break;
+        case 'D': cli_put_item(&items, "out_dtype", optarg); break;
         case 'a': cp->arch = optarg; cp->has_arch = true; break;
         case 'c': cp->config = optarg; break;
         case 'j': cp->json = true; break;
@@ -233,23 +233,23 @@ void cli_parse_problem(int argc, char **argv, cli_problem *cp, const char *usage
             char opt[8];
             snprintf(opt, sizeof opt, "--%s", key);
             cli_opt_int(opt, optarg, 0, INT64_MAX); /* 0: the op names it */
-            put_item(&items, key, optarg);
+            cli_put_item(&items, key, optarg);
             break;
         }
-        case OPT_BATCH: cli_opt_int("--batch", optarg, 1, INT64_MAX); put_item(&items, "batch", optarg); break;
-        case OPT_LAYOUT: put_item(&items, "layout", optarg); break;
-        case OPT_DCOL: put_item(&items, "d_colmajor", "1"); break;
-        case OPT_EPI: put_item(&items, "epilogue", optarg); break;
-        case OPT_ALPHA: cli_opt_real("--alpha", optarg, -INFINITY, INFINITY); put_item(&items, "alpha", optarg); break;
-        case OPT_BETA: cli_opt_real("--beta", optarg, -INFINITY, INFINITY); put_item(&items, "beta", optarg); break;
-        case OPT_LDA: cli_opt_int("--lda", optarg, 1, INT64_MAX); put_item(&items, "lda", optarg); break;
-        case OPT_LDB: cli_opt_int("--ldb", optarg, 1, INT64_MAX); put_item(&items, "ldb", optarg); break;
-        case OPT_LDC: cli_opt_int("--ldc", optarg, 1, INT64_MAX); put_item(&items, "ldc", optarg); break;
-        case OPT_LDD: cli_opt_int("--ldd", optarg, 1, INT64_MAX); put_item(&items, "ldd", optarg); break;
+        case OPT_BATCH: cli_opt_int("--batch", optarg, 1, INT64_MAX); cli_put_item(&items, "batch", optarg); break;
+        case OPT_LAYOUT: cli_put_item(&items, "layout", optarg); break;
+        case OPT_DCOL: cli_put_item(&items, "d_colmajor", "1"); break;
+        case OPT_EPI: cli_put_item(&items, "epilogue", optarg); break;
+        case OPT_ALPHA: cli_opt_real("--alpha", optarg, -INFINITY, INFINITY); cli_put_item(&items, "alpha", optarg); break;
+        case OPT_BETA: cli_opt_real("--beta", optarg, -INFINITY, INFINITY); cli_put_item(&items, "beta", optarg); break;
+        case OPT_LDA: cli_opt_int("--lda", optarg, 1, INT64_MAX); cli_put_item(&items, "lda", optarg); break;
+        case OPT_LDB: cli_opt_int("--ldb", optarg, 1, INT64_MAX); cli_put_item(&items, "ldb", optarg); break;
+        case OPT_LDC: cli_opt_int("--ldc", optarg, 1, INT64_MAX); cli_put_item(&items, "ldc", optarg); break;
+        case OPT_LDD: cli_opt_int("--ldd", optarg, 1, INT64_MAX); cli_put_item(&items, "ldd", optarg); break;
         /* scales: the problem parser names a non-finite or negative one */
-        case OPT_SCALE_A: put_item(&items, "scale_a", optarg); break;
-        case OPT_SCALE_B: put_item(&items, "scale_b", optarg); break;
-        case OPT_OUT_SCALE: put_item(&items, "out_scale", optarg); break;
+        case OPT_SCALE_A: cli_put_item(&items, "scale_a", optarg); break;
+        case OPT_SCALE_B: cli_put_item(&items, "scale_b", optarg); break;
+        case OPT_OUT_SCALE: cli_put_item(&items, "out_scale", optarg); break;
         case 'h': print_usage(x && x->usage ? x->usage : usage); exit(0);
         case ':': case '?': cli_opt_error(c, argv);
         default:
@@ -270,7 +270,7 @@ void cli_parse_problem(int argc, char **argv, cli_problem *cp, const char *usage
         char key[64];
         memcpy(key, argv[optind], klen);
         key[klen] = '\0';
-        put_item(&items, key, eq + 1);
+        cli_put_item(&items, key, eq + 1);
     }
     cp->arena = pt_arena_new();
     search_problem sp;

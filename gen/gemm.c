@@ -321,14 +321,8 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
     pp->prob.scale_a = sa;
     pp->prob.scale_b = sb;
     pp->out_scale = 1.0f;
-    /* the fp8 output scale (pt_problem.out_scale): a finite f32, fp8 outputs only */
-    if (pb->has_out_scale) {
-        if (!isfinite(pb->out_scale) || isinf((float)pb->out_scale))
-            return pt_errf(e, PT_EINVAL, "out_scale=%g: must be a finite f32 number", pb->out_scale);
-        if (pp->out_dt != PT_E4M3 && pp->out_dt != PT_E5M2)
-            return pt_errf(e, PT_EINVAL, "out_scale applies to fp8 outputs (e4m3, e5m2) only");
-        pp->out_scale = (float)pb->out_scale;
-    }
+    if (pt_problem_out_scale(pb, pp->out_dt, &pp->out_scale, e))
+        return e->code;
     if (sab != 1.0 && at->dt != PT_E4M3 && at->dt != PT_E5M2 && !at->int_acc)
         return pt_errf(e, PT_EINVAL, "scale_a/scale_b apply to fp8 and int8 inputs only");
 

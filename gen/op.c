@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,5 +154,17 @@ int pt_op_build(const pt_op *op, const pt_prepared *pp, const pt_target *t, int 
         return rc;
     }
     *mout = m;
+    return PT_OK;
+}
+
+int pt_problem_out_scale(const pt_problem *pb, pt_dtype out_dt, float *scale, pt_err *e)
+{
+    if (!pb->has_out_scale)
+        return PT_OK; /* *scale keeps the op's default, 1 */
+    if (!isfinite(pb->out_scale) || isinf((float)pb->out_scale))
+        return pt_errf(e, PT_EINVAL, "out_scale=%g: must be a finite f32 number", pb->out_scale);
+    if (out_dt != PT_E4M3 && out_dt != PT_E5M2)
+        return pt_errf(e, PT_EINVAL, "out_scale applies to fp8 outputs (e4m3, e5m2) only");
+    *scale = (float)pb->out_scale;
     return PT_OK;
 }

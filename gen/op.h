@@ -163,6 +163,10 @@ typedef struct pt_op {
 extern const pt_op gen_elementwise_op;
 
 /* The registry: every op, by name. */
+/* The fp8 output scale of a problem (pt_problem.out_scale, 1 when unset):
+ * a finite f32, given for e4m3/e5m2 outputs only. Both ops read it here. */
+int pt_problem_out_scale(const pt_problem *pb, pt_dtype out_dt, float *scale, pt_err *e);
+
 const pt_op *pt_op_find(const char *name);
 int pt_op_list(const pt_op *const **out);
 
