@@ -858,6 +858,10 @@ static int check_packs(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
                      type_tab[ins->types[0]].name);
             return ins_err(f, ins, e, PT_EINVAL, "vector size mismatch:", buf);
         }
+        if (o->u.vec.n < 2) {
+            snprintf(buf, sizeof buf, " operand %d is a {vector} of one register", i + 1);
+            return ins_err(f, ins, e, PT_EINVAL, "vector size mismatch:", buf);
+        }
         int es = 0;
         for (int k = 0; k < o->u.vec.n; k++) {
             const ptx_opd *v = &o->u.vec.e[k];

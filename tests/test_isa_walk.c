@@ -11,7 +11,9 @@
  * modifier left out, one operand too few or too many, a fragment one
  * register short or long, an immediate just outside its rows, and each
  * ORDER row broken (mad.sat.hi, cp.async.global.shared, ld.v2.global:
- * for these ptxas's warning counts as a refusal, ptxas only warns on ld/st).
+ * for these ptxas's warning counts as a refusal, ptxas only warns on ld/st),
+ * and the PACK rows' packs and unpacks (legal sizes, twice the size, one
+ * register, a type that does not pack, mixed register sizes).
  *
  * Verdicts: the table's is ptx_check_ins on each target; ptxas's comes from
  * compiling. Forms the table accepts are batched into a few modules per
@@ -51,6 +53,10 @@ static const char *const deliberate[] = {
     ", %r3, %r4", ", %rd3, %rd4", ", %f3, %f4", ", %fd3, %fd4", ", %rs3, %rs4",
     /* packed setp (one predicate per half, the emulator does not run it) */
     "setp.eq.f16x2", "setp.eq.bf16x2",
+    /* one-register packs (isa.def PTX_PACK: ptxas 13.0 crashes on them
+     * after an unpack) */
+    "mov.b16 %rs2, {%rs0}", "mov.b16 {%rs0}, ", "mov.b32 %r2, {%r0}", "mov.b32 {%r0}, ",
+    "mov.b64 %rd2, {%rd0}", "mov.b64 {%rd0}, ",
     /* the PTX ISA names .u32 only; ptxas 13.0 also takes .s32 */
     "setmaxnreg.inc.sync.aligned.s32",
     NULL,
@@ -598,14 +604,15 @@ static void gen_packs(walk *w)
             bool twice = false, other = false;
             for (size_t b = 0; b < sizeof vb / sizeof vb[0]; b++)
                 for (int n = 1; n <= 4; n *= 2) {
-                    bool legal = packs && vbits[b] * n == bits;
+                    bool legal = packs && vbits[b] * n == bits && n > 1;
                     bool bad2 = packs && vbits[b] * n == 2 * bits && !twice;
+                    bool one = packs && vbits[b] * n == bits && n == 1;
                     bool bad_t = !packs && vbits[b] * n == bits && !other;
-                    if (!legal && !bad2 && !bad_t)
+                    if (!legal && !bad2 && !bad_t && !one)
                         continue;
                     twice |= bad2;
                     other |= bad_t;
-                    for (int dir = 0; dir < (legal ? 2 : 1); dir++) {
+                    for (int dir = 0; dir < (legal || one ? 2 : 1); dir++) {
                         ptx_ins in;
                         memset(&in, 0, sizeof in);
                         in.op = (uint16_t)pr.op;
