@@ -194,6 +194,29 @@ static int print_class(void *ctx, const char *status, int64_t n)
     return 0;
 }
 
+/* A problem file read one line at a time (search_problem_reader), opened
+ * again for each reading; stdin, which reads once, is held as text. */
+typedef struct file_src {
+    const char *path;
+    char *text; /* stdin's; NULL for a file */
+    size_t len;
+    search_problem_reader *r;
+} file_src;
+
+static int file_open(void *ctx, pt_err *e)
+{
+    file_src *f = ctx;
+    search_problem_reader_close(f->r);
+    f->r = NULL;
+    return f->text ? search_problem_reader_mem(f->text, f->len, f->path, &f->r, e)
+                   : search_problem_reader_open(f->path, &f->r, e);
+}
+
+static int file_next(void *ctx, search_problem *out, bool *got, pt_err *e)
+{
+    return search_problem_next(((file_src *)ctx)->r, out, got, e);
+}
+
 static int exit_code(int rc)
 {
     return rc == PT_EINVAL || rc == PT_EPARSE || rc == PT_EUNSUPPORTED || rc == PT_ERANGE ? 2
@@ -288,20 +311,21 @@ int cmd_tune(int argc, char **argv)
     /* the problems: a file, or OP with items and flags */
     search_problem_set set = {0};
     search_problem one;
-    const search_problem *list;
-    int nlist;
+    file_src fsrc = {.path = problems};
+    sweep_source src = {file_open, file_next, &fsrc};
     if (problems) {
         if (optind < argc)
             cli_die(2, "give either --problems FILE or OP KEY=VALUE..., not both");
-        size_t len;
-        char *text = cli_read_file(problems, &len);
-        if (strlen(text) != len)
-            cli_die(2, "%s: not a text file (NUL bytes)", problems);
-        if (search_problems_parse(text, problems, &set, &e))
-            cli_die(2, "%s", e.msg);
-        free(text);
-        list = set.v;
-        nlist = set.n;
+        if (strcmp(problems, "-") == 0)
+            fsrc.text = cli_read_file(problems, &fsrc.len);
+        /* every line parsed before the store is opened (a bad line creates
+         * no store), one line in memory at a time: the sweep reads the file
+         * again, one problem at a time */
+        int prc = file_open(&fsrc, &e);
+        for (bool got = true; !prc && got;)
+            prc = file_next(&fsrc, &one, &got, &e);
+        if (prc)
+            cli_die(prc == PT_ENOMEM ? 1 : 2, "%s", e.msg);
     } else {
         if (optind >= argc)
             cli_die(2, "missing problem: OP KEY=VALUE... or --problems FILE (see --help)");
@@ -320,8 +344,6 @@ int cmd_tune(int argc, char **argv)
         set.arena = pt_arena_new();
         if (search_problem_parse(set.arena, op, items.s ? items.s : "", &one, &e))
             cli_die(2, "%s", e.msg);
-        list = &one;
-        nlist = 1;
     }
     pt_buf_free(&items);
 
@@ -370,7 +392,11 @@ int cmd_tune(int argc, char **argv)
         .progress_ctx = &pc, .stop = &stop_flag,
     };
     sweep_summary sum;
-    int rc = sweep_run(db, list, nlist, &o, &sum, &e);
+    int rc = problems ? sweep_run_source(db, &src, &o, &sum, &e)
+                      : sweep_run(db, &one, 1, &o, &sum, &e);
+    search_problem_reader_close(fsrc.r);
+    fsrc.r = NULL;
+    free(fsrc.text);
     if (pc.tty)
         fputs("\r\033[K", stderr);
     if (rc) {

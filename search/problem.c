@@ -413,8 +413,14 @@ struct search_problem_reader {
     char *name;        /* for messages */
     int lineno, count;
     pt_buf line;
-    pt_arena *arena;   /* the current problem's; replaced on every next */
+    pt_arena *arena;   /* the current problem's; replaced every ARENA_USES nexts */
+    int uses;
 };
+
+/* An arena's first block is 1 MB: a fresh one per line would make reading
+ * a long file mostly mmap and page faults, so problems share one for a
+ * while (a few hundred bytes each). */
+enum { ARENA_USES = 256 };
 
 int search_problem_reader_open(const char *path, search_problem_reader **out, pt_err *e)
 {
@@ -543,8 +549,12 @@ static int next_into(search_problem_reader *r, pt_arena *a, search_problem *out,
 {
     *got = false;
     if (!a) {
-        pt_arena_free(r->arena);
-        r->arena = a = pt_arena_new();
+        if (!r->arena || ++r->uses >= ARENA_USES) {
+            pt_arena_free(r->arena);
+            r->arena = pt_arena_new();
+            r->uses = 0;
+        }
+        a = r->arena;
     }
     for (;;) {
         bool eof;

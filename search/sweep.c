@@ -9,6 +9,7 @@
 #include "search/sweep.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,7 +131,8 @@ typedef struct build {
 
 typedef struct sweep_ctx {
     const sweep_opts *o;
-    prob_state *ps;
+    prob_state *cur;    /* the problem being swept: one at a time */
+    pt_buf cur_blob;    /* its pt_problem as bytes, for the worker's jobs */
     int nps;
     pt_target target;
     char arch[16];
@@ -150,8 +152,6 @@ typedef struct sweep_ctx {
     tuner_pool *pool;
     bool may_fork;
     tuner_dev_opts dev_opts;
-    /* prior cache */
-    int prior_problem;
 } sweep_ctx;
 
 /* ---- the cost model for a candidate -------------------------------------- */
@@ -189,7 +189,7 @@ static double model_of(const sweep_ctx *sc, const prob_state *ps, const pt_confi
 static bool valid_cfg(void *ctx, const pt_config *c)
 {
     sweep_ctx *sc = ctx;
-    prob_state *ps = &sc->ps[sc->prior_problem];
+    prob_state *ps = sc->cur;
     pt_err e = {0};
     return ps->op->check(ps->pp, &sc->target, c, &e) == PT_OK;
 }
@@ -199,7 +199,7 @@ static double prior_cfg(void *ctx, int64_t index, const pt_config *c)
 {
     (void)index;
     sweep_ctx *sc = ctx;
-    prob_state *ps = &sc->ps[sc->prior_problem];
+    prob_state *ps = sc->cur;
     ptx_module *m;
     pt_launch l;
     pt_err e = {0};
@@ -265,7 +265,7 @@ static void *builder(void *arg)
         if (sc->quit)
             break;
         build *b = &sc->jobs[sc->next_job++];
-        prob_state *ps = &sc->ps[sc->problem];
+        prob_state *ps = sc->cur;
         sc->active++;
         pthread_mutex_unlock(&sc->mu);
         if (!b->skip)
@@ -327,18 +327,102 @@ static void pool_drain(sweep_ctx *sc)
 
 /* ---- the measuring worker (a child process) -------------------------------- */
 
+/* A job: this header, the problem (prob_blob), the PTX, the cubin, the
+ * entry name. The problem travels with every job because the worker may
+ * have been forked before the sweep reached it (problems are read one at a
+ * time); the worker prepares it again when the index changes. */
 typedef struct job_hdr {
     int problem, rung, final;
-    uint32_t ptx_len, cubin_len;
+    bool verify;
+    uint32_t prob_len, ptx_len, cubin_len;
     pt_launch launch; /* entry: sent after the cubin */
 } job_hdr;
+
+/* The string members of pt_problem (every pointer it has): each is sent
+ * after the struct as a presence byte and its NUL-terminated text. */
+static const size_t prob_strs[] = {
+    offsetof(pt_problem, op),     offsetof(pt_problem, expr),     offsetof(pt_problem, shapes),
+    offsetof(pt_problem, layout), offsetof(pt_problem, epilogue),
+};
+
+static void prob_blob(const pt_problem *p, pt_buf *out)
+{
+    pt_problem c = *p;
+    for (size_t i = 0; i < sizeof prob_strs / sizeof prob_strs[0]; i++)
+        *(const char **)(void *)((char *)&c + prob_strs[i]) = NULL;
+    out->len = 0;
+    pt_buf_putn(out, (const char *)&c, sizeof c);
+    for (size_t i = 0; i < sizeof prob_strs / sizeof prob_strs[0]; i++) {
+        const char *v = *(const char *const *)(const void *)((const char *)p + prob_strs[i]);
+        pt_buf_putc(out, v ? 1 : 0);
+        if (v) {
+            pt_buf_puts(out, v);
+            pt_buf_putc(out, '\0');
+        }
+    }
+}
+
+static int prob_unblob(pt_arena *a, const char *s, size_t len, pt_problem *p, pt_err *e)
+{
+    if (len < sizeof *p)
+        return pt_errf(e, PT_EINVAL, "bad job: short problem");
+    memcpy(p, s, sizeof *p);
+    size_t at = sizeof *p;
+    for (size_t i = 0; i < sizeof prob_strs / sizeof prob_strs[0]; i++) {
+        if (at >= len)
+            return pt_errf(e, PT_EINVAL, "bad job: short problem");
+        const char *v = NULL;
+        if (s[at++]) {
+            const char *nul = memchr(s + at, '\0', len - at);
+            if (!nul)
+                return pt_errf(e, PT_EINVAL, "bad job: unterminated problem string");
+            v = pt_arena_strndup(a, s + at, (size_t)(nul - (s + at)));
+            at = (size_t)(nul - s) + 1;
+        }
+        *(const char **)(void *)((char *)p + prob_strs[i]) = v;
+    }
+    return PT_OK;
+}
 
 typedef struct wstate {
     sweep_ctx *sc;
     tuner_dev *d;
     int io_problem;
     tuner_io *io;
+    /* the problem of the last job, prepared here */
+    int prob;
+    pt_arena *arena;
+    const pt_op *op;
+    pt_prepared *pp;
 } wstate;
+
+/* Makes problem h->problem the worker's, from the job's bytes. */
+static int w_problem(wstate *w, const job_hdr *h, const char *blob, pt_err *e)
+{
+    if (w->prob == h->problem && w->pp)
+        return PT_OK;
+    tuner_io_free(w->d, w->io); /* the inputs belong to the old problem */
+    w->io = NULL;
+    w->io_problem = -1;
+    pt_arena_free(w->arena);
+    w->arena = pt_arena_new();
+    w->pp = NULL;
+    w->prob = -1;
+    pt_problem p;
+    int rc = prob_unblob(w->arena, blob, h->prob_len, &p, e);
+    if (rc)
+        return rc;
+    w->op = p.op ? pt_op_find(p.op) : NULL;
+    if (!w->op)
+        return pt_errf(e, PT_EINVAL, "bad job: unknown op");
+    rc = w->op->prepare(w->arena, &p, &w->sc->target, &w->pp, e);
+    if (rc) {
+        w->pp = NULL;
+        return rc;
+    }
+    w->prob = h->problem;
+    return PT_OK;
+}
 
 static int w_init(void *ctx, void **state, pt_buf *hello, pt_err *e)
 {
@@ -348,6 +432,7 @@ static int w_init(void *ctx, void **state, pt_buf *hello, pt_err *e)
         return pt_errf(e, PT_ENOMEM, "out of memory");
     w->sc = sc;
     w->io_problem = -1;
+    w->prob = -1;
     int rc = tuner_dev_open(sc->o->backend, &sc->dev_opts, &w->d, e);
     if (rc) {
         free(w);
@@ -363,6 +448,7 @@ static void w_fini(void *state)
     wstate *w = state;
     tuner_io_free(w->d, w->io);
     tuner_dev_close(w->d);
+    pt_arena_free(w->arena);
     free(w);
 }
 
@@ -400,23 +486,32 @@ static void w_job(void *state, const void *req, size_t len, pt_buf *reply, bool 
         goto out;
     }
     memcpy(&h, req, sizeof h);
-    const char *ptx = (const char *)req + sizeof h;
+    if ((size_t)h.prob_len + h.ptx_len + h.cubin_len + 1 > len - sizeof h) {
+        snprintf(m->cls, sizeof m->cls, "launch_error");
+        snprintf(m->msg, sizeof m->msg, "bad job");
+        goto out;
+    }
+    const char *blob = (const char *)req + sizeof h;
+    const char *ptx = blob + h.prob_len;
     const void *cubin = h.cubin_len ? ptx + h.ptx_len : NULL;
     const char *entry = ptx + h.ptx_len + h.cubin_len;
     h.launch.entry = entry;
-    prob_state *ps = &w->sc->ps[h.problem];
     tuner_dev_reset_failure(w->d);
     if (tuner_sync(w->d, &e) != PT_OK) {
         r.retry = true;
         goto out;
     }
     progress(pctx, "load");
-    tuner_image img = {ptx, h.ptx_len, cubin, h.cubin_len, entry, ps->op, ps->pp};
+    if (w_problem(w, &h, blob, &e)) {
+        meas_fail(m, TUNER_LAUNCH_ERROR, "load", &e);
+        goto out;
+    }
+    tuner_image img = {ptx, h.ptx_len, cubin, h.cubin_len, entry, w->op, w->pp};
     if (tuner_load(w->d, &img, &k, &e)) {
         meas_fail(m, dev_class(w->d), "load", &e);
         goto out;
     }
-    if (!ps->verify && !tuner_dev_can_time(w->d)) {
+    if (!h.verify && !tuner_dev_can_time(w->d)) {
         /* the emulator on a problem too large to emulate: the PTX parsed
          * and loaded; nothing runs */
         snprintf(m->cls, sizeof m->cls, "ok");
@@ -427,14 +522,14 @@ static void w_job(void *state, const void *req, size_t len, pt_buf *reply, bool 
         tuner_io_free(w->d, w->io);
         w->io = NULL;
         w->io_problem = -1;
-        if (tuner_io_new(ps->op, ps->pp, &w->io, &e)) {
+        if (tuner_io_new(w->op, w->pp, &w->io, &e)) {
             meas_fail(m, TUNER_LAUNCH_ERROR, "load", &e);
             goto out;
         }
         tuner_io_random(w->io, w->sc->o->seed ? w->sc->o->seed : 1, 0, 0);
         w->io_problem = h.problem;
     }
-    if (ps->verify) {
+    if (h.verify) {
         progress(pctx, "verify");
         tuner_verify_result vr;
         tuner_verify_opts vo = {.seed = w->sc->o->seed};
@@ -477,13 +572,15 @@ out:
 /* Measures one built candidate in the worker. */
 static int measure_worker(sweep_ctx *sc, int problem, const build *b, sweep_meas *m, pt_err *e)
 {
-    job_hdr h = {problem, b->cand.rung, b->cand.final, (uint32_t)b->ptx_len,
+    job_hdr h = {problem, b->cand.rung, b->cand.final, sc->cur->verify,
+                 (uint32_t)sc->cur_blob.len, (uint32_t)b->ptx_len,
                  (uint32_t)(b->compiled ? b->cubin_size : 0), b->launch};
     h.launch.entry = NULL;
     pt_buf req, reply;
     pt_buf_init(&req);
     pt_buf_init(&reply);
     pt_buf_putn(&req, (const char *)&h, sizeof h);
+    pt_buf_putn(&req, sc->cur_blob.s, sc->cur_blob.len);
     pt_buf_putn(&req, b->ptx, b->ptx_len);
     if (h.cubin_len)
         pt_buf_putn(&req, b->cubin, h.cubin_len);
@@ -618,18 +715,44 @@ static void device_from_info(search_device *d, const tuner_devinfo *di, int sm)
     d->name = NULL;
 }
 
-static void args_key(const sweep_opts *o, const sweep_ctx *sc, const search_problem *p, int np,
-                     const char *fpkey, char out[17])
+/* pt_hash64 (FNV-1a) fed piece by piece: the key of the arguments with
+ * every problem's key, read from the source without keeping them, is the
+ * one pt_hash64 gives the whole text (runs started before the problems were
+ * streamed resume under the same key). */
+static void fnv_add(uint64_t *h, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        *h ^= (unsigned char)s[i];
+        *h *= 0x100000001b3ull;
+    }
+}
+
+static int args_key(const sweep_opts *o, const sweep_ctx *sc, const sweep_source *src,
+                    const char *fpkey, char out[17], pt_err *e)
 {
     pt_buf b;
     pt_buf_init(&b);
     pt_buf_printf(&b, "v1|%s|%s|%s|%lld|%.17g|%llu|%.17g|%d|%s", o->measure ? "fake" : o->backend,
                   sc->arch, search_kind_name(o->strategy), (long long)o->budget, o->budget_s,
                   (unsigned long long)o->seed, o->prune, o->no_compile, fpkey);
-    for (int i = 0; i < np; i++)
-        pt_buf_printf(&b, "|%s", p[i].key);
-    snprintf(out, 17, "%016llx", (unsigned long long)pt_hash64(b.s, b.len));
+    uint64_t h = 0xcbf29ce484222325ull;
+    fnv_add(&h, b.s, b.len);
     pt_buf_free(&b);
+    int rc = src->open(src->ctx, e), n = 0;
+    for (bool got = true; !rc;) {
+        search_problem p;
+        rc = src->next(src->ctx, &p, &got, e);
+        if (rc || !got)
+            break;
+        fnv_add(&h, "|", 1);
+        fnv_add(&h, p.key, strlen(p.key));
+        n++;
+    }
+    if (!rc && n != sc->nps)
+        rc = pt_errf(e, PT_EIO, "the problems changed while the sweep read them (%d, then %d)",
+                     sc->nps, n);
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+    return rc;
 }
 
 static int load_stored(void *ctx, const char *config, int rung, const char *status, double score,
@@ -665,12 +788,11 @@ static void free_build(build *b)
 
 /* ---- one problem ---------------------------------------------------------- */
 
-static int sweep_problem(db_store *db, sweep_ctx *sc, int pi, int64_t run, sweep_summary *sum,
-                         pt_err *e)
+static int sweep_prepared(db_store *db, sweep_ctx *sc, int pi, int64_t run, sweep_summary *sum,
+                          pt_err *e)
 {
     const sweep_opts *o = sc->o;
-    prob_state *ps = &sc->ps[pi];
-    sc->prior_problem = pi;
+    prob_state *ps = sc->cur;
     search_opts so = {.kind = o->strategy, .seed = o->seed ^ (uint64_t)pi * 0x9e3779b97f4a7c15ull,
                       .budget = o->budget, .prior = prior_cfg, .prior_ctx = sc,
                       .prune = o->prune};
@@ -815,31 +937,84 @@ static int sweep_problem(db_store *db, sweep_ctx *sc, int pi, int64_t run, sweep
 
 /* ---- the whole sweep ---------------------------------------------------------- */
 
-static int prepare_problems(sweep_ctx *sc, const search_problem *p, int np, pt_err *e)
+/* Prepares one problem into ps, in arena a (which ps owns only when the
+ * caller says so); errors name its line. */
+static int prepare_one(const sweep_ctx *sc, const search_problem *p, prob_state *ps,
+                       pt_arena *a, pt_err *e)
 {
-    sc->ps = calloc((size_t)np, sizeof *sc->ps);
-    sc->nps = np;
-    for (int i = 0; i < np; i++) {
-        prob_state *ps = &sc->ps[i];
-        ps->sp = &p[i];
-        ps->op = pt_op_find(p[i].prob.op);
-        char where[64] = "";
-        if (p[i].line)
-            snprintf(where, sizeof where, "line %d: ", p[i].line);
-        if (!ps->op)
-            return pt_errf(e, PT_EINVAL, "%sunknown op '%s'", where, p[i].prob.op);
-        ps->arena = pt_arena_new();
-        pt_err pe = {0};
-        if (ps->op->prepare(ps->arena, &p[i].prob, &sc->target, &ps->pp, &pe))
-            return pt_errf(e, pe.code, "%s%s", where, pe.msg);
-        ps->op->space(ps->pp, &sc->target, &ps->space);
-        ps->flops = ps->op->flops(ps->pp);
-        ps->bytes = ps->op->bytes(ps->pp);
-        double limit = sc->o->emu_verify_limit > 0 ? (double)sc->o->emu_verify_limit : 2e7;
-        bool emu = sc->o->backend && strcmp(sc->o->backend, "emu") == 0;
-        ps->verify = !emu || ps->flops + ps->bytes <= limit;
-    }
+    memset(ps, 0, sizeof *ps);
+    ps->sp = p;
+    ps->op = pt_op_find(p->prob.op);
+    char where[64] = "";
+    if (p->line)
+        snprintf(where, sizeof where, "line %d: ", p->line);
+    if (!ps->op)
+        return pt_errf(e, PT_EINVAL, "%sunknown op '%s'", where, p->prob.op);
+    ps->arena = a;
+    pt_err pe = {0};
+    if (ps->op->prepare(a, &p->prob, &sc->target, &ps->pp, &pe))
+        return pt_errf(e, pe.code, "%s%s", where, pe.msg);
+    ps->op->space(ps->pp, &sc->target, &ps->space);
+    ps->flops = ps->op->flops(ps->pp);
+    ps->bytes = ps->op->bytes(ps->pp);
+    double limit = sc->o->emu_verify_limit > 0 ? (double)sc->o->emu_verify_limit : 2e7;
+    bool emu = sc->o->backend && strcmp(sc->o->backend, "emu") == 0;
+    ps->verify = !emu || ps->flops + ps->bytes <= limit;
     return PT_OK;
+}
+
+/* The first reading: every problem prepared (then freed) and counted, so a
+ * problem the op refuses fails before anything is stored. Problems share an
+ * arena for a while (a fresh 1 MB block each would make this pass mostly
+ * page faults); CHECK_BATCH of them bound its size. */
+enum { CHECK_BATCH = 64 };
+static int check_problems(sweep_ctx *sc, const sweep_source *src, pt_err *e)
+{
+    sc->nps = 0;
+    int rc = src->open(src->ctx, e);
+    pt_arena *a = NULL;
+    while (!rc) {
+        search_problem p;
+        bool got;
+        rc = src->next(src->ctx, &p, &got, e);
+        if (rc || !got)
+            break;
+        if (sc->nps % CHECK_BATCH == 0) {
+            pt_arena_free(a);
+            a = pt_arena_new();
+        }
+        prob_state ps;
+        rc = prepare_one(sc, &p, &ps, a, e);
+        if (!rc && sc->nps == INT32_MAX)
+            rc = pt_errf(e, PT_ERANGE, "more than %d problems", INT32_MAX);
+        sc->nps++;
+    }
+    pt_arena_free(a);
+    if (!rc && sc->nps == 0)
+        rc = pt_errf(e, PT_EINVAL, "no problem to tune");
+    return rc;
+}
+
+/* One problem of the last reading: prepared, put in the store, swept,
+ * freed. */
+static int sweep_problem(db_store *db, sweep_ctx *sc, const search_problem *p, int pi,
+                         int64_t run, sweep_summary *sum, pt_err *e)
+{
+    prob_state ps;
+    pt_arena *a = pt_arena_new();
+    int rc = prepare_one(sc, p, &ps, a, e);
+    if (!rc) {
+        db_problem dp = {p->prob.op, p->key, p->klass, p->dims, p->name, ps.flops, ps.bytes};
+        rc = db_problem_put(db, &dp, &ps.db_id, e);
+    }
+    if (!rc) {
+        prob_blob(&p->prob, &sc->cur_blob);
+        sc->cur = &ps;
+        rc = sweep_prepared(db, sc, pi, run, sum, e);
+        sc->cur = NULL;
+    }
+    pt_arena_free(a);
+    return rc;
 }
 
 static void free_ctx(sweep_ctx *sc)
@@ -858,19 +1033,45 @@ static void free_ctx(sweep_ctx *sc)
     pthread_cond_destroy(&sc->cv_done);
     if (sc->pool)
         tuner_pool_free(sc->pool);
-    for (int i = 0; i < sc->nps; i++)
-        pt_arena_free(sc->ps[i].arena);
-    free(sc->ps);
+    pt_buf_free(&sc->cur_blob);
     pt_compiler_close(sc->comp);
+}
+
+typedef struct array_src {
+    const search_problem *v;
+    int n, i;
+} array_src;
+
+static int array_open(void *ctx, pt_err *e)
+{
+    (void)e;
+    ((array_src *)ctx)->i = 0;
+    return PT_OK;
+}
+
+static int array_next(void *ctx, search_problem *out, bool *got, pt_err *e)
+{
+    (void)e;
+    array_src *a = ctx;
+    *got = a->i < a->n;
+    if (*got)
+        *out = a->v[a->i++];
+    return PT_OK;
 }
 
 int sweep_run(db_store *db, const search_problem *problems, int nproblems, const sweep_opts *o,
               sweep_summary *sum, pt_err *e)
 {
+    array_src a = {problems, nproblems > 0 ? nproblems : 0, 0};
+    sweep_source src = {array_open, array_next, &a};
+    return sweep_run_source(db, &src, o, sum, e);
+}
+
+int sweep_run_source(db_store *db, const sweep_source *src, const sweep_opts *o,
+                     sweep_summary *sum, pt_err *e)
+{
     memset(sum, 0, sizeof *sum);
     double t_start = mono();
-    if (nproblems <= 0)
-        return pt_errf(e, PT_EINVAL, "no problem to tune");
     if (!o->measure && (!o->backend || (strcmp(o->backend, "cuda") && strcmp(o->backend, "emu") &&
                                         strcmp(o->backend, "mock"))))
         return pt_errf(e, PT_EINVAL, "unknown backend '%s' (cuda, emu, mock)",
@@ -878,6 +1079,7 @@ int sweep_run(db_store *db, const search_problem *problems, int nproblems, const
     if (o->measure && !o->fingerprint)
         return pt_errf(e, PT_EINVAL, "an in-process measure step needs a fingerprint");
     sweep_ctx sc = {.o = o};
+    pt_buf_init(&sc.cur_blob);
     pthread_mutex_init(&sc.mu, NULL);
     pthread_cond_init(&sc.cv_work, NULL);
     pthread_cond_init(&sc.cv_done, NULL);
@@ -923,7 +1125,7 @@ int sweep_run(db_store *db, const search_problem *problems, int nproblems, const
     if (!rc) {
         pt_target_name(&sc.target, sc.arch, sizeof sc.arch);
         sc.max_ptx = pt_toolchain_max_ptx(sc.comp ? pt_compiler_max_ptx(sc.comp) : 0);
-        rc = prepare_problems(&sc, problems, nproblems, e);
+        rc = check_problems(&sc, src, e);
     }
     if (!rc && sc.pool) {
         rc = tuner_pool_start(sc.pool, e);
@@ -966,15 +1168,10 @@ int sweep_run(db_store *db, const search_problem *problems, int nproblems, const
     snprintf(sum->device, sizeof sum->device, "%s", fp.gpu);
     snprintf(sum->protocol, sizeof sum->protocol, "%s", fp.protocol);
     int64_t fp_id = 0, run = 0;
-    rc = db_fingerprint_put(db, &fp, &fp_id, e);
-    for (int i = 0; !rc && i < sc.nps; i++) {
-        const search_problem *p = sc.ps[i].sp;
-        db_problem dp = {p->prob.op, p->key, p->klass, p->dims, p->name, sc.ps[i].flops,
-                         sc.ps[i].bytes};
-        rc = db_problem_put(db, &dp, &sc.ps[i].db_id, e);
-    }
     char key[17], host[256] = "localhost", budget[64];
-    args_key(o, &sc, problems, nproblems, sum->fingerprint, key);
+    rc = args_key(o, &sc, src, sum->fingerprint, key, e);
+    if (!rc)
+        rc = db_fingerprint_put(db, &fp, &fp_id, e);
     gethostname(host, sizeof host - 1);
     if (o->budget > 0 && o->budget_s > 0)
         snprintf(budget, sizeof budget, "%lld,%gs", (long long)o->budget, o->budget_s);
@@ -1004,8 +1201,18 @@ int sweep_run(db_store *db, const search_problem *problems, int nproblems, const
     sc.threads = calloc((size_t)sc.nthreads, sizeof *sc.threads);
     for (int i = 0; !rc && i < sc.nthreads; i++)
         pthread_create(&sc.threads[i], NULL, builder, &sc);
-    for (int i = 0; !rc && i < sc.nps && !sum->stopped; i++)
-        rc = sweep_problem(db, &sc, i, run, sum, e);
+    if (!rc)
+        rc = src->open(src->ctx, e);
+    for (int i = 0; !rc && i < sc.nps && !sum->stopped; i++) {
+        search_problem p;
+        bool got;
+        rc = src->next(src->ctx, &p, &got, e);
+        if (!rc && !got)
+            rc = pt_errf(e, PT_EIO, "the problems changed while the sweep read them "
+                                    "(%d, then %d)", sc.nps, i);
+        if (!rc)
+            rc = sweep_problem(db, &sc, &p, i, run, sum, e);
+    }
     if (run) {
         pt_err ee = {0};
         /* a full disk or an I/O error of the store is no verdict on the run:

@@ -119,8 +119,27 @@ typedef struct sweep_summary {
     char protocol[32];
 } sweep_summary;
 
-/* Runs the sweep over problems into the store. Bad input (a problem the op
- * refuses, an unknown arch) fails before any run is started. */
+/* Where a sweep's problems come from, one at a time: the sweep reads them
+ * three times (prepare each to check it, so bad input fails before
+ * anything is stored; their keys for the run's identity; then tune each),
+ * and keeps one problem prepared at a time, so memory does not grow with
+ * the length of the list. A problem file is one (search_problem_reader). */
+typedef struct sweep_source {
+    /* (Re)starts at the first problem. */
+    int (*open)(void *ctx, pt_err *e);
+    /* The next problem into *out, valid until the next call of next or
+     * open; *got false at the end. */
+    int (*next)(void *ctx, search_problem *out, bool *got, pt_err *e);
+    void *ctx;
+} sweep_source;
+
+/* Runs the sweep over the source's problems into the store. Bad input (a
+ * problem the op refuses, an unknown arch) fails before any run is started;
+ * a source that fails on a later read (a file changed under the sweep)
+ * fails the run. */
+int sweep_run_source(db_store *db, const sweep_source *src, const sweep_opts *o,
+                     sweep_summary *sum, pt_err *e);
+/* The same over an array. */
 int sweep_run(db_store *db, const search_problem *problems, int nproblems, const sweep_opts *o,
               sweep_summary *sum, pt_err *e);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -835,4 +836,142 @@ Test(tune, a_tune_stopped_by_a_file_size_limit_resumes_through_the_command, .tim
     cr_expect_eq(query(P("fs.db"), "SELECT count(*) FROM runs WHERE status = 'done'"), 1);
     cr_expect_eq(query(P("fs.db"), "SELECT count(*) FROM measurements"), 40);
     cr_expect_eq(integrity(P("fs.db")), PT_OK);
+}
+
+/* ---- item 17: a problem file is streamed ---------------------------------- */
+
+/* 200,000 lines: distinct small elementwise and GEMM problems (and a few
+ * comments), then `tail` as the last line. */
+static void write_big_problems(const char *path, const char *tail)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    static const char *const exprs[] = {"y = x * 2", "y = relu(x) + 1", "y = x * x"};
+    int n = 0;
+    for (int i = 0; n < 199999; i++) {
+        if (i % 1000 == 0)
+            fprintf(f, "# block %d\n", i / 1000);
+        else if (i % 2)
+            fprintf(f, "elementwise expr='%s' shape=x=%dx%d name=ew%d\n", exprs[i % 3],
+                    1 + i % 7, 16 + i / 2, i);
+        else
+            fprintf(f, "gemm m=%d n=%d k=16 layout=%s\n", 16 + i / 8, 16 + 8 * (i % 4),
+                    i % 8 < 4 ? "nn" : "tn");
+        n++;
+    }
+    fprintf(f, "%s\n", tail);
+    fclose(f);
+}
+
+typedef struct tune_child {
+    int status;
+    long maxrss_kb;
+    double wall_s;
+} tune_child;
+
+/* Runs "ptxtune tune ARGS" in dir under a 2 GiB address-space limit (so a
+ * sweep that holds every problem fails here instead of filling the shared
+ * machine); with stop_after > 0, SIGINT once the store holds that many
+ * measurements of run 1 beyond `base`. Peak RSS from wait4. */
+static tune_child run_limited(const char *args, const char *db, int64_t base, int64_t stop_after)
+{
+    const char *bin = getenv("PTXTUNE_BIN");
+    cr_assert(bin);
+    double t0 = now();
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        struct rlimit rl = {2ul << 30, 2ul << 30};
+        if (chdir(dir) != 0 || setrlimit(RLIMIT_AS, &rl) != 0)
+            _exit(99);
+        FILE *o = freopen(".big.out", "w", stdout);
+        FILE *er = freopen(".big.err", "w", stderr);
+        (void)o;
+        (void)er;
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "exec %s tune %s", bin, args);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(98);
+    }
+    tune_child c = {0};
+    struct rusage ru;
+    bool sent = false;
+    for (;;) {
+        pid_t w = wait4(pid, &c.status, WNOHANG, &ru);
+        cr_assert_geq(w, 0);
+        if (w == pid)
+            break;
+        if (stop_after > 0 && !sent) {
+            int64_t n = try_query(db, "SELECT count(*) FROM measurements WHERE run_id = 1");
+            if (n >= base + stop_after || now() - t0 > 90) {
+                kill(pid, SIGINT);
+                sent = true;
+            }
+        }
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    c.maxrss_kb = ru.ru_maxrss;
+    c.wall_s = now() - t0;
+    return c;
+}
+
+Test(tune, a_200k_line_problem_file_is_streamed_in_bounded_memory, .timeout = 240)
+{
+    write_big_problems(P("big.txt"), "gemm m=7 n=9 k=11 name=last");
+    char out[1 << 16], err[4096];
+    const char *args = "--problems big.txt --backend mock --budget 1 --threads 1 --no-compile "
+                       "--quiet --top 0 --db big.db";
+    tune_child c = run_limited(args, P("big.db"), 0, 40);
+    test_slurp(P(".big.err"), err, sizeof err);
+    test_slurp(P(".big.out"), out, sizeof out);
+    cr_assert(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 130,
+              "status %d (rss %ld KB): %s", c.status, c.maxrss_kb, err);
+    cr_expect(strstr(err, "the same command resumes run 1"), "%s", err);
+    cr_expect_lt(c.maxrss_kb, 200 * 1024, "peak RSS %ld KB for 200k problems", c.maxrss_kb);
+    fprintf(stderr, "200k-line problem file: peak RSS %ld KB, %.1f s to the interrupt\n",
+            c.maxrss_kb, c.wall_s);
+    int64_t measured = query(P("big.db"), "SELECT count(*) FROM measurements");
+    cr_assert_geq(measured, 40);
+    /* one winner per problem swept, problems stored as the sweep reaches them */
+    int64_t swept = query(P("big.db"), "SELECT count(DISTINCT problem_id) FROM measurements");
+    cr_expect_eq(query(P("big.db"), "SELECT count(*) FROM winners"), swept);
+    cr_expect_leq(query(P("big.db"), "SELECT count(*) FROM problems"), swept + 1);
+    cr_expect_eq(query(P("big.db"), "SELECT count(*) FROM problems WHERE name = 'ew1' AND "
+                                    "op = 'elementwise' AND dims = '2,16'"), 1);
+
+    /* the same command resumes the same run: nothing measured twice */
+    c = run_limited(args, P("big.db"), measured, 20);
+    test_slurp(P(".big.err"), err, sizeof err);
+    test_slurp(P(".big.out"), out, sizeof out);
+    cr_assert(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 130, "status %d: %s", c.status, err);
+    cr_expect(strstr(out, ", resumed"), "%s", out);
+    cr_expect_lt(c.maxrss_kb, 200 * 1024, "peak RSS %ld KB on resume", c.maxrss_kb);
+    cr_expect_eq(query(P("big.db"), "SELECT count(*) FROM runs"), 1);
+    cr_expect_eq(query(P("big.db"), "SELECT count(*) FROM (SELECT problem_id FROM measurements "
+                                    "GROUP BY problem_id HAVING count(*) > 1)"), 0);
+    cr_expect_gt(query(P("big.db"), "SELECT count(*) FROM measurements"), measured);
+
+    /* a bad last line (syntax, then one the op refuses) is named with its line
+     * number, exit 2, before anything is stored */
+    unsigned long long before = file_sum(P("big.db"));
+    static const struct {
+        const char *tail, *msg;
+    } bad[] = {
+        {"gemm m=7 n=9 k=eleven", "bad.txt:200000: bad value 'eleven' for k"},
+        {"elementwise expr='y = frob(x)' shape=x=64", "line 200000: unknown function 'frob'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_big_problems(P("bad.txt"), bad[i].tail);
+        c = run_limited("--problems bad.txt --backend mock --budget 1 --quiet --db big.db",
+                        P("big.db"), 0, 0);
+        test_slurp(P(".big.err"), err, sizeof err);
+        cr_expect(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 2, "'%s': status %d: %s",
+                  bad[i].tail, c.status, err);
+        cr_expect(strstr(err, bad[i].msg), "'%s': stderr '%s' lacks '%s'", bad[i].tail, err,
+                  bad[i].msg);
+        cr_expect_eq(lines(err), 1, "%s", err);
+        cr_expect_lt(c.maxrss_kb, 200 * 1024, "'%s': peak RSS %ld KB", bad[i].tail, c.maxrss_kb);
+        cr_expect_eq(file_sum(P("big.db")), before, "'%s' changed the store", bad[i].tail);
+    }
 }
