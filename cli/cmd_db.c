@@ -1,6 +1,8 @@
 /* Store commands: export, import, db (merge, check, runs, fingerprints,
  * lookup), regress. Bad input (a file that is not a store, a corrupt one,
  * a malformed table) is one line and exit 2; nothing is written then. */
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -470,9 +472,11 @@ int cmd_regress(int argc, char **argv)
         case 'b': base = optarg; break;
         case 'c': cand = optarg; break;
         case 't':
+            errno = 0; /* 1e400 reads as inf with ERANGE: not the number written */
             thr = strtod(optarg, &end);
-            if (end == optarg || (*end && strcmp(end, "%") != 0) || !(thr >= 0))
-                cli_die(2, "bad --threshold '%s' (e.g. 3%% or 0.03)", optarg);
+            if (end == optarg || isspace((unsigned char)*optarg) || (*end && strcmp(end, "%") != 0) ||
+                errno == ERANGE || !isfinite(thr) || !(thr >= 0))
+                cli_die(2, "bad --threshold '%s' (a finite number >= 0, e.g. 3%% or 0.03)", optarg);
             if (*end == '%')
                 thr /= 100;
             break;

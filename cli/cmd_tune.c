@@ -115,18 +115,6 @@ static void parse_budget(const char *v, int64_t *n, double *secs)
     }
 }
 
-/* Appends ` key="value"` in the problem syntax. */
-static void put_item(pt_buf *b, const char *key, const char *v)
-{
-    pt_buf_printf(b, " %s=\"", key);
-    for (; *v; v++) {
-        if (*v == '"' || *v == '\\')
-            pt_buf_putc(b, '\\');
-        pt_buf_putc(b, *v);
-    }
-    pt_buf_putc(b, '"');
-}
-
 typedef struct progress_ctx {
     bool tty;
     int width;
@@ -282,17 +270,17 @@ int cmd_tune(int argc, char **argv)
         case O_NEW: fresh = true; break;
         case O_NOCOMPILE: no_compile = true; break;
         case O_QUIET: quiet = true; break;
-        case O_EXPR: put_item(&items, "expr", optarg); break;
-        case O_SHAPE: put_item(&items, "shape", optarg); break;
-        case O_DTYPE: put_item(&items, "dtype", optarg); break;
-        case O_ODTYPE: put_item(&items, "out_dtype", optarg); break;
-        case O_M: put_item(&items, "m", optarg); break;
-        case O_N: put_item(&items, "n", optarg); break;
-        case O_K: put_item(&items, "k", optarg); break;
-        case O_BATCH: put_item(&items, "batch", optarg); break;
-        case O_LAYOUT: put_item(&items, "layout", optarg); break;
-        case O_EPI: put_item(&items, "epilogue", optarg); break;
-        case O_OSCALE: put_item(&items, "out_scale", optarg); break;
+        case O_EXPR: cli_put_item(&items, "expr", optarg); break;
+        case O_SHAPE: cli_put_item(&items, "shape", optarg); break;
+        case O_DTYPE: cli_put_item(&items, "dtype", optarg); break;
+        case O_ODTYPE: cli_put_item(&items, "out_dtype", optarg); break;
+        case O_M: cli_put_item(&items, "m", optarg); break;
+        case O_N: cli_put_item(&items, "n", optarg); break;
+        case O_K: cli_put_item(&items, "k", optarg); break;
+        case O_BATCH: cli_put_item(&items, "batch", optarg); break;
+        case O_LAYOUT: cli_put_item(&items, "layout", optarg); break;
+        case O_EPI: cli_put_item(&items, "epilogue", optarg); break;
+        case O_OSCALE: cli_put_item(&items, "out_scale", optarg); break;
         case O_NAME: name = optarg; break;
         case O_HELP: fputs(tune_usage, stdout); return 0;
         default: cli_opt_error(c, argv);
@@ -337,10 +325,10 @@ int cmd_tune(int argc, char **argv)
                 cli_die(2, "expected KEY=VALUE, got '%s'", argv[optind]);
             char key[64];
             snprintf(key, sizeof key, "%.*s", (int)(eq - argv[optind]), argv[optind]);
-            put_item(&items, key, eq + 1);
+            cli_put_item(&items, key, eq + 1);
         }
         if (name)
-            put_item(&items, "name", name);
+            cli_put_item(&items, "name", name);
         set.arena = pt_arena_new();
         if (search_problem_parse(set.arena, op, items.s ? items.s : "", &one, &e))
             cli_die(2, "%s", e.msg);

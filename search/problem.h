@@ -43,7 +43,8 @@ typedef struct search_problem_set {
 int search_problems_parse(const char *text, const char *filename, search_problem_set *out,
                           pt_err *e);
 /* A problem file read one line at a time: memory is one line (at most
- * 1 MiB) and one problem, whatever the file's length. A NUL byte, an
+ * 1 MiB) and the strings of at most 256 problems (one arena, reused every
+ * 256 lines), whatever the file's length. A NUL byte, an
  * unreadable file or a directory is an error naming the file. */
 typedef struct search_problem_reader search_problem_reader;
 /* path "-": stdin. */

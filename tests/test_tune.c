@@ -632,6 +632,8 @@ Test(tune, bad_input_is_one_line_and_changes_nothing)
         {"db merge --db ok.db notours.db", "not a ptxtune store", "ok.db"},
         {"regress --db ok.db --baseline 1 --candidate 99", "no run '99'", "ok.db"},
         {"regress --db ok.db --baseline 1 --candidate 1 --threshold abc", "bad --threshold", "ok.db"},
+        {"regress --db ok.db --baseline 1 --candidate 1 --threshold 1e400", "bad --threshold '1e400'", "ok.db"},
+        {"regress --db ok.db --baseline 1 --candidate 1 --threshold inf%", "bad --threshold 'inf%'", "ok.db"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         unsigned long long before = file_sum(P(bad[i].file));
