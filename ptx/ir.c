@@ -767,6 +767,16 @@ static long find_form(const ptx_ins *ins)
 
 static bool key_hit(const ptx_ins *ins, int key) { return key == KEY_ANY || has_mod(ins, key); }
 
+/* Immediate and vector rules: the first matching row of an operand decides
+ * it. Claims operand opnd in *done; false if an earlier row already has. */
+static bool claim_opnd(uint32_t *done, int opnd)
+{
+    if ((*done >> opnd) & 1)
+        return false;
+    *done |= 1u << opnd;
+    return true;
+}
+
 /* Immediate rules: the first key (modifier or ANY) that matches decides the
  * operand; its consecutive rows are the alternatives. */
 static int check_imms(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
@@ -776,9 +786,8 @@ static int check_imms(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
     uint32_t done = 0;
     for (size_t r = lo; r < hi; r++) {
         const imm_row *row = &imm_tab[r];
-        if ((done >> row->opnd) & 1 || !key_hit(ins, row->mod))
+        if (!key_hit(ins, row->mod) || !claim_opnd(&done, row->opnd))
             continue;
-        done |= 1u << row->opnd;
         size_t end = r;
         while (end < hi && imm_tab[end].mod == row->mod && imm_tab[end].opnd == row->opnd)
             end++;
@@ -822,10 +831,9 @@ static int check_vecs(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
     uint32_t done = 0;
     for (size_t r = lo; r < hi; r++) {
         const vec_row *row = &vec_tab[r];
-        if ((done >> row->opnd) & 1 || !key_hit(ins, row->mod) || row->tyidx >= ins->ntypes ||
-            !((row->types >> ins->types[row->tyidx]) & 1))
+        if (!key_hit(ins, row->mod) || row->tyidx >= ins->ntypes ||
+            !((row->types >> ins->types[row->tyidx]) & 1) || !claim_opnd(&done, row->opnd))
             continue;
-        done |= 1u << row->opnd;
         if (row->opnd >= ins->nopd)
             continue;
         const ptx_opd *o = &ins->opd[row->opnd];
