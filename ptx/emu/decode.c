@@ -190,11 +190,9 @@ static int dst(dec *d, const ptx_opd *o, uint32_t *slot)
 
 /* A {vector} operand (or a single register, as one element) into vpool;
  * sources may hold immediates of type t. Returns the pool index. */
-static int vec(dec *d, const ptx_opd *o, bool is_dst, int t, int want, uint32_t *idx)
+static int vec(dec *d, const ptx_opd *o, bool is_dst, int t, uint32_t *idx)
 {
-    int n = o->kind == PTX_O_VEC ? o->u.vec.n : 1;
-    if (want && n != want)
-        return dec_err(d, "wrong vector length");
+    int n = o->kind == PTX_O_VEC ? o->u.vec.n : 1; /* the length: ptx_check_ins */
     d->vpool = grow(d->vpool, sizeof *d->vpool, &d->cap_vpool, d->nvpool + (size_t)n);
     *idx = (uint32_t)d->nvpool;
     for (int i = 0; i < n; i++) {
@@ -322,14 +320,14 @@ static int dec_mov(dec *d, const ptx_ins *in, emu_ins *o)
         o->h = EMU_H_PACK;
         o->n = (uint8_t)a->u.vec.n;
         int et = o->bits / o->n == 16 ? PTX_T_B16 : o->bits / o->n == 32 ? PTX_T_B32 : PTX_T_B8;
-        if ((rc = vec(d, a, false, et, 0, &o->a)))
+        if ((rc = vec(d, a, false, et, &o->a)))
             return rc;
         return dst(d, r, &o->d);
     }
     if (r->kind == PTX_O_VEC) { /* unpack: mov.b32 {%h0, %h1}, %r */
         o->h = EMU_H_UNPACK;
         o->n = (uint8_t)r->u.vec.n;
-        if ((rc = vec(d, r, true, 0, 0, &o->d)))
+        if ((rc = vec(d, r, true, 0, &o->d)))
             return rc;
         return src(d, a, o->ty, &o->a);
     }
@@ -359,8 +357,8 @@ static int dec_ldst(dec *d, const ptx_ins *in, emu_ins *o)
     if (rc)
         return rc;
     if (ld) /* o->n registers: ptx_check_ins */
-        return vec(d, val, true, 0, 0, &o->d);
-    return vec(d, val, false, o->ty, 0, &o->b);
+        return vec(d, val, true, 0, &o->d);
+    return vec(d, val, false, o->ty, &o->b);
 }
 
 static int dec_cvta(dec *d, const ptx_ins *in, emu_ins *o)
@@ -812,7 +810,7 @@ static int dec_ldmatrix(dec *d, const ptx_ins *in, emu_ins *o)
     o->sub = (uint8_t)space_of(in);
     o->sz = 16;
     int rc = addr(d, &in->opd[1], o->sub, &o->a, &o->off);
-    return rc ? rc : vec(d, &in->opd[0], true, 0, 0, &o->d); /* o->n registers: ptx_check_ins */
+    return rc ? rc : vec(d, &in->opd[0], true, 0, &o->d); /* o->n registers: ptx_check_ins */
 }
 
 /* mma: the type tuple, shape, .row.col and fragment sizes are the ISA
@@ -829,12 +827,12 @@ static int dec_mma(dec *d, const ptx_ins *in, emu_ins *o)
     o->aux = (uint64_t)bt | (uint64_t)ct << 8;
     if (dt != ct)
         return dec_err(d, "mma with different accumulator types (.f32 and .f16) is not emulated");
-    int rc = vec(d, &in->opd[0], true, 0, 0, &o->d);
-    if (rc || (rc = vec(d, &in->opd[1], false, PTX_T_B32, 0, &o->a)))
+    int rc = vec(d, &in->opd[0], true, 0, &o->d);
+    if (rc || (rc = vec(d, &in->opd[1], false, PTX_T_B32, &o->a)))
         return rc;
-    if ((rc = vec(d, &in->opd[2], false, PTX_T_B32, 0, &o->b)))
+    if ((rc = vec(d, &in->opd[2], false, PTX_T_B32, &o->b)))
         return rc;
-    return vec(d, &in->opd[3], false, ct == PTX_T_F16 ? PTX_T_B32 : ct, 0, &o->c);
+    return vec(d, &in->opd[3], false, ct == PTX_T_F16 ? PTX_T_B32 : ct, &o->c);
 }
 
 /* The dispatch table: one row per emulated opcode of isa.def. */
