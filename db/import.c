@@ -622,68 +622,12 @@ static bool col_int32(sqlite3_stmt *st, int i)
     return x >= INT_MIN && x <= INT_MAX;
 }
 
-static int verify_fingerprints(db_store *s, const char *sql, bool filtered, vctx *v, pt_err *e)
-{
-    sqlite3_stmt *st = db__prepare(s, sql, e);
-    if (!st)
-        return e->code;
-    sqlite3_bind_int(st, 1, filtered);
-    int rc;
-    while ((rc = db__step(s, st)) == SQLITE_ROW) {
-        long long id = sqlite3_column_int64(st, 0);
-        const char *gpu = db__col_text(st, 2);
-        bool typed = col_is(st, 1, SQLITE_TEXT) && col_is(st, 2, SQLITE_TEXT) &&
-                     col_int32(st, 3) && col_int32(st, 4) && col_is(st, 5, SQLITE_TEXT) &&
-                     col_is(st, 6, SQLITE_TEXT) && col_int32(st, 7) &&
-                     col_is(st, 8, SQLITE_TEXT) && col_is(st, 9, SQLITE_TEXT);
-        if (!typed) {
-            vbad(v, "fingerprint %lld (gpu '%.200s') has a field of the wrong type", id, gpu);
-            continue;
-        }
-        db_fingerprint f = {gpu, sqlite3_column_int(st, 3), sqlite3_column_int(st, 4),
-                            db__col_text(st, 5), db__col_text(st, 6),
-                            sqlite3_column_int(st, 7), db__col_text(st, 8),
-                            db__col_text(st, 9)};
-        char want[17];
-        db_fingerprint_key(&f, want);
-        if (strcmp(db__col_text(st, 1), want) != 0)
-            vbad(v, "fingerprint %lld (gpu '%.200s'): key %.40s does not match its fields (%s)",
-                 id, gpu, db__col_text(st, 1), want);
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? PT_OK : db__fail(s, rc, "checking the source's fingerprints", e);
-}
+/* One row of a verify query: a bad row counts in v (its first reason kept). */
+typedef void verify_row_fn(sqlite3_stmt *st, const char *what, vctx *v);
 
-static int verify_kernels(db_store *s, const char *sql, bool filtered, vctx *v, pt_err *e)
-{
-    sqlite3_stmt *st = db__prepare(s, sql, e);
-    if (!st)
-        return e->code;
-    sqlite3_bind_int(st, 1, filtered);
-    int rc;
-    while ((rc = db__step(s, st)) == SQLITE_ROW) {
-        long long id = sqlite3_column_int64(st, 0);
-        if (!col_is(st, 1, SQLITE_TEXT) || !col_is(st, 2, SQLITE_TEXT)) {
-            vbad(v, "kernel %lld has a hash or PTX that is not text", id);
-            continue;
-        }
-        const char *ptx = db__col_text(st, 2);
-        size_t n = (size_t)sqlite3_column_bytes(st, 2);
-        char want[17];
-        kernel_hash(ptx, n, want);
-        if (strlen(ptx) != n)
-            vbad(v, "kernel %lld: its PTX holds a NUL byte", id);
-        else if (strcmp(db__col_text(st, 1), want) != 0)
-            vbad(v, "kernel %lld: hash %.40s does not match its PTX (%s)", id,
-                 db__col_text(st, 1), want);
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? PT_OK : db__fail(s, rc, "checking the source's kernels", e);
-}
-
-/* Rows of a reason query: (id, name, reason or NULL). */
-static int verify_reasons(db_store *s, const char *sql, bool filtered, const char *what,
-                          vctx *v, pt_err *e)
+/* Runs a verify query (parameter 1: filtered) and checks each of its rows. */
+static int verify_rows(db_store *s, const char *sql, bool filtered, verify_row_fn *check,
+                       const char *what, const char *doing, vctx *v, pt_err *e)
 {
     sqlite3_stmt *st = db__prepare(s, sql, e);
     if (!st)
@@ -691,11 +635,60 @@ static int verify_reasons(db_store *s, const char *sql, bool filtered, const cha
     sqlite3_bind_int(st, 1, filtered);
     int rc;
     while ((rc = db__step(s, st)) == SQLITE_ROW)
-        if (sqlite3_column_type(st, 2) != SQLITE_NULL)
-            vbad(v, "%s %lld (%.200s) %s", what, (long long)sqlite3_column_int64(st, 0),
-                 db__col_text(st, 1), db__col_text(st, 2));
+        check(st, what, v);
     sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? PT_OK : db__fail(s, rc, "checking the source", e);
+    return rc == SQLITE_DONE ? PT_OK : db__fail(s, rc, doing, e);
+}
+
+static void check_fingerprint(sqlite3_stmt *st, const char *what, vctx *v)
+{
+    (void)what;
+    long long id = sqlite3_column_int64(st, 0);
+    const char *gpu = db__col_text(st, 2);
+    bool typed = col_is(st, 1, SQLITE_TEXT) && col_is(st, 2, SQLITE_TEXT) &&
+                 col_int32(st, 3) && col_int32(st, 4) && col_is(st, 5, SQLITE_TEXT) &&
+                 col_is(st, 6, SQLITE_TEXT) && col_int32(st, 7) &&
+                 col_is(st, 8, SQLITE_TEXT) && col_is(st, 9, SQLITE_TEXT);
+    if (!typed) {
+        vbad(v, "fingerprint %lld (gpu '%.200s') has a field of the wrong type", id, gpu);
+        return;
+    }
+    db_fingerprint f = {gpu, sqlite3_column_int(st, 3), sqlite3_column_int(st, 4),
+                        db__col_text(st, 5), db__col_text(st, 6),
+                        sqlite3_column_int(st, 7), db__col_text(st, 8),
+                        db__col_text(st, 9)};
+    char want[17];
+    db_fingerprint_key(&f, want);
+    if (strcmp(db__col_text(st, 1), want) != 0)
+        vbad(v, "fingerprint %lld (gpu '%.200s'): key %.40s does not match its fields (%s)",
+             id, gpu, db__col_text(st, 1), want);
+}
+
+static void check_kernel(sqlite3_stmt *st, const char *what, vctx *v)
+{
+    (void)what;
+    long long id = sqlite3_column_int64(st, 0);
+    if (!col_is(st, 1, SQLITE_TEXT) || !col_is(st, 2, SQLITE_TEXT)) {
+        vbad(v, "kernel %lld has a hash or PTX that is not text", id);
+        return;
+    }
+    const char *ptx = db__col_text(st, 2);
+    size_t n = (size_t)sqlite3_column_bytes(st, 2);
+    char want[17];
+    kernel_hash(ptx, n, want);
+    if (strlen(ptx) != n)
+        vbad(v, "kernel %lld: its PTX holds a NUL byte", id);
+    else if (strcmp(db__col_text(st, 1), want) != 0)
+        vbad(v, "kernel %lld: hash %.40s does not match its PTX (%s)", id,
+             db__col_text(st, 1), want);
+}
+
+/* A row of a reason query: (id, name, reason or NULL). */
+static void check_reason(sqlite3_stmt *st, const char *what, vctx *v)
+{
+    if (sqlite3_column_type(st, 2) != SQLITE_NULL)
+        vbad(v, "%s %lld (%.200s) %s", what, (long long)sqlite3_column_int64(st, 0),
+             db__col_text(st, 1), db__col_text(st, 2));
 }
 
 /* A damaged source can hide rows from the merge's joins (an index that no
@@ -722,15 +715,19 @@ int db__merge_verify(db_store *s, bool filtered, const char *src_name, pt_err *e
     vctx v = {0};
     int rc = verify_integrity(s, src_name, e);
     if (!rc)
-        rc = verify_fingerprints(s, fp_sql, filtered, &v, e);
+        rc = verify_rows(s, fp_sql, filtered, check_fingerprint, NULL,
+                       "checking the source's fingerprints", &v, e);
     if (!rc)
-        rc = verify_kernels(s, kernel_sql, filtered, &v, e);
+        rc = verify_rows(s, kernel_sql, filtered, check_kernel, NULL,
+                       "checking the source's kernels", &v, e);
     if (!rc)
-        rc = verify_reasons(s, problem_sql, filtered, "problem", &v, e);
+        rc = verify_rows(s, problem_sql, filtered, check_reason, "problem", "checking the source",
+                       &v, e);
     if (!rc)
-        rc = verify_reasons(s, run_sql, filtered, "run", &v, e);
+        rc = verify_rows(s, run_sql, filtered, check_reason, "run", "checking the source", &v, e);
     if (!rc)
-        rc = verify_reasons(s, meas_sql, filtered, "measurement", &v, e);
+        rc = verify_rows(s, meas_sql, filtered, check_reason, "measurement",
+                       "checking the source", &v, e);
     if (!rc && v.bad)
         rc = pt_errf(e, PT_EINVAL, "%s: %lld rows refused, nothing merged; first: %s", src_name,
                      (long long)v.bad, v.first);
@@ -740,9 +737,11 @@ int db__merge_verify(db_store *s, bool filtered, const char *src_name, pt_err *e
 int db_verify(db_store *s, pt_err *e)
 {
     vctx v = {0};
-    int rc = verify_fingerprints(s, main_fp_sql, false, &v, e);
+    int rc = verify_rows(s, main_fp_sql, false, check_fingerprint, NULL,
+                         "checking the source's fingerprints", &v, e);
     if (!rc)
-        rc = verify_kernels(s, main_kernel_sql, false, &v, e);
+        rc = verify_rows(s, main_kernel_sql, false, check_kernel, NULL,
+                       "checking the source's kernels", &v, e);
     if (!rc && v.bad)
         rc = pt_errf(e, PT_EINVAL, "%s: %lld rows do not match their identity; first: %s",
                      s->path, (long long)v.bad, v.first);
