@@ -241,32 +241,10 @@ int cmd_tune(int argc, char **argv)
             if (!*optarg || *end || errno || strchr(optarg, '-'))
                 cli_die(2, "bad value '%s' for --seed (an unsigned integer)", optarg);
             break;
-        case O_THREADS: {
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (!*optarg || *end || errno || v < 1 || v > 64)
-                cli_die(2, "bad value '%s' for --threads (1..64)", optarg);
-            threads = (int)v;
-            break;
-        }
-        case O_PRUNE:
-            prune = strtod(optarg, &end);
-            if (!*optarg || *end || !(prune >= 1) || !isfinite(prune))
-                cli_die(2, "bad value '%s' for --prune (a factor >= 1)", optarg);
-            break;
-        case O_TOP: {
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (!*optarg || *end || errno || v < 0 || v > 1000000)
-                cli_die(2, "bad value '%s' for --top (a row count >= 0)", optarg);
-            top = (int)v;
-            break;
-        }
-        case O_NOISE:
-            noise = strtod(optarg, &end);
-            if (!*optarg || *end || !(noise >= 0) || !isfinite(noise))
-                cli_die(2, "bad value '%s' for --mock-noise (a relative spread >= 0)", optarg);
-            break;
+        case O_THREADS: threads = (int)cli_opt_int("--threads", optarg, 1, 64); break;
+        case O_PRUNE: prune = cli_opt_real("--prune", optarg, 1, INFINITY); break;
+        case O_TOP: top = (int)cli_opt_int("--top", optarg, 0, 1000000); break;
+        case O_NOISE: noise = cli_opt_real("--mock-noise", optarg, 0, INFINITY); break;
         case O_NEW: fresh = true; break;
         case O_NOCOMPILE: no_compile = true; break;
         case O_QUIET: quiet = true; break;
