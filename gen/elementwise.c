@@ -1291,22 +1291,24 @@ static int reference(const pt_prepared *pp, const pt_tensor *in, pt_tensor *out,
     return PT_OK;
 }
 
-/* Sampled reference: the program evaluated on the sampled rows only. A
- * shallow copy of the bound program with rows = 1, its inputs offset to row
- * r, is exactly ex_reference's row loop at r (row 0 of the copy), so the
- * values are the full reference's, at the cost of one row per distinct row. */
-static int reference_at(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
-                        int n, double *vals, pt_err *e)
+/* The sampled rows' walk shared by reference_at and magnitude: element
+ * idx[j] of output `out` (idx NULL: element j) into vals[j], times the fp8
+ * output scale. A shallow copy of the bound program with rows = 1, its
+ * inputs offset to row r, is exactly ex_reference's (ex_magnitude's) row
+ * loop at r (row 0 of the copy), so the values are the full program's, at
+ * the cost of one row per distinct row. `who` names the caller in errors. */
+static int walk_rows(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
+                     int64_t n, bool mag, const char *who, double *vals, pt_err *e)
 {
     const ex_prog *p = pp->prog;
     if (out < 0 || out >= p->noutputs)
-        return pt_errf(e, PT_EINVAL, "reference_at: no output %d", out);
+        return pt_errf(e, PT_EINVAL, "%s: no output %d", who, out);
     const ex_tensor *ot = &p->outputs[out];
     ex_prog one = *p;
     one.rows = 1;
     double *scratch = malloc((size_t)p->noutputs * (size_t)p->cols * sizeof *scratch);
     if (!scratch)
-        return pt_errf(e, PT_ENOMEM, "reference_at: out of memory for %lld columns",
+        return pt_errf(e, PT_ENOMEM, "%s: out of memory for %lld columns", who,
                        (long long)p->cols);
     const double *ins[EW_MAX_TENSORS];
     double *outs[EW_MAX_TENSORS];
@@ -1314,25 +1316,33 @@ static int reference_at(const pt_prepared *pp, const pt_tensor *in, int out, con
         outs[i] = scratch + (size_t)i * (size_t)p->cols;
     int rc = PT_OK;
     int64_t have = -1;
-    for (int j = 0; j < n && !rc; j++) {
-        if (idx[j] < 0 || idx[j] >= ot->numel) {
-            rc = pt_errf(e, PT_ERANGE, "reference_at: index %lld outside output '%s' (%lld elements)",
-                         (long long)idx[j], ot->name, (long long)ot->numel);
+    for (int64_t j = 0; j < n && !rc; j++) {
+        int64_t at = idx ? idx[j] : j;
+        if (at < 0 || at >= ot->numel) {
+            rc = pt_errf(e, PT_ERANGE, "%s: index %lld outside output '%s' (%lld elements)", who,
+                         (long long)at, ot->name, (long long)ot->numel);
             break;
         }
-        int64_t r = ot->per_row ? idx[j] : idx[j] / p->cols;
+        int64_t r = ot->per_row ? at : at / p->cols;
         if (r != have) {
             for (int i = 0; i < p->ninputs; i++)
                 ins[i] = in[i].data + ex_row_offset(p, &p->inputs[i], r);
-            rc = ex_reference(&one, ins, outs, e);
+            rc = mag ? ex_magnitude(&one, ins, NULL, outs, e) : ex_reference(&one, ins, outs, e);
             have = r;
         }
-        vals[j] = ot->per_row ? outs[out][0] : outs[out][idx[j] % p->cols];
+        vals[j] = ot->per_row ? outs[out][0] : outs[out][at % p->cols];
         if (pp->out_dt == PT_E4M3 || pp->out_dt == PT_E5M2)
             vals[j] *= pp->out_scale;
     }
     free(scratch);
     return rc;
+}
+
+/* Sampled reference: the program evaluated on the sampled rows only. */
+static int reference_at(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
+                        int n, double *vals, pt_err *e)
+{
+    return walk_rows(pp, in, out, idx, n, false, "reference_at", vals, e);
 }
 
 /* Accumulation magnitude (pt_op.magnitude, for the verifier's error
@@ -1354,38 +1364,7 @@ static int magnitude(const pt_prepared *pp, const pt_tensor *in, int out, const 
         mag[j] = 0.0;
     if (!p->has_reduction)
         return PT_OK;
-    const ex_tensor *ot = &p->outputs[out];
-    ex_prog one = *p;
-    one.rows = 1;
-    double *scratch = malloc((size_t)p->noutputs * (size_t)p->cols * sizeof *scratch);
-    if (!scratch)
-        return pt_errf(e, PT_ENOMEM, "magnitude: out of memory for %lld columns", (long long)p->cols);
-    const double *ins[EW_MAX_TENSORS];
-    double *outs[EW_MAX_TENSORS];
-    for (int i = 0; i < p->noutputs; i++)
-        outs[i] = scratch + (size_t)i * (size_t)p->cols;
-    int rc = PT_OK;
-    int64_t have = -1;
-    for (int64_t j = 0; j < n && !rc; j++) {
-        int64_t at = idx ? idx[j] : j;
-        if (at < 0 || at >= ot->numel) {
-            rc = pt_errf(e, PT_ERANGE, "magnitude: index %lld outside output '%s' (%lld elements)",
-                         (long long)at, ot->name, (long long)ot->numel);
-            break;
-        }
-        int64_t r = ot->per_row ? at : at / p->cols;
-        if (r != have) {
-            for (int i = 0; i < p->ninputs; i++)
-                ins[i] = in[i].data + ex_row_offset(p, &p->inputs[i], r);
-            rc = ex_magnitude(&one, ins, NULL, outs, e);
-            have = r;
-        }
-        mag[j] = ot->per_row ? outs[out][0] : outs[out][at % p->cols];
-        if (pp->out_dt == PT_E4M3 || pp->out_dt == PT_E5M2)
-            mag[j] *= pp->out_scale;
-    }
-    free(scratch);
-    return rc;
+    return walk_rows(pp, in, out, idx, n, true, "magnitude", mag, e);
 }
 
 static double flops(const pt_prepared *pp) { return ex_flops(pp->prog); }
