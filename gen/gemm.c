@@ -148,9 +148,8 @@ static int parse_epilogue(pt_arena *a, pt_prepared *pp, const char *text, bool u
                 return pt_errf(e, PT_EINVAL, "epilogue: '%s' and '%s' are two tensors named '%s': "
                                "rename one", pp->aux[j].name, x.name, x.base);
         if (t->index) {
-            size_t bl = strlen(t->name) - strlen(t->index) - 2;
             for (int k = 0; k < 4; k++)
-                if (strlen(reserved[k]) == bl && strncmp(t->name, reserved[k], bl) == 0)
+                if (strcmp(x.base, reserved[k]) == 0)
                     return pt_errf(e, PT_EINVAL, "epilogue: '%s' cannot be indexed", reserved[k]);
             if (strcmp(t->index, "n") == 0)
                 x.kind = GEMM_AUX_N;
