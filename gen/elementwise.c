@@ -1331,8 +1331,8 @@ static int walk_rows(const pt_prepared *pp, const pt_tensor *in, int out, const 
             have = r;
         }
         vals[j] = ot->per_row ? outs[out][0] : outs[out][at % p->cols];
-        if (pp->out_dt == PT_E4M3 || pp->out_dt == PT_E5M2)
-            vals[j] *= pp->out_scale;
+        if (pp->out_dt == PT_E4M3 || pp->out_dt == PT_E5M2) /* a magnitude stays >= 0 */
+            vals[j] *= mag ? fabsf(pp->out_scale) : pp->out_scale;
     }
     free(scratch);
     return rc;

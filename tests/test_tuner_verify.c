@@ -488,6 +488,26 @@ Test(tuner_verify, magnitudes_follow_the_rules)
         }
         tuner_io_free(NULL, io);
     }
+    /* a negative fp8 output scale scales the magnitude by its absolute value */
+    pt_target t89 = {89, false, false};
+    pt_problem q = PT_EW("y = sum(x, -1)", "x=3x50", PT_F32, PT_E4M3);
+    q.out_scale = -2.0;
+    q.has_out_scale = true;
+    pt_prepared *qp;
+    cr_assert_eq(gen_elementwise_op.prepare(a, &q, &t89, &qp, &e), PT_OK, "%s", e.msg);
+    tuner_io *qio;
+    cr_assert_eq(tuner_io_new(&gen_elementwise_op, qp, &qio, &e), PT_OK);
+    tuner_io_random(qio, 3, 0, 0);
+    double qm[3];
+    pt_accum qa;
+    cr_assert_eq(gen_elementwise_op.magnitude(qp, qio->in, 0, NULL, 3, qm, &qa, &e), PT_OK, "%s", e.msg);
+    for (int j = 0; j < 3; j++) {
+        double sa = 0;
+        for (int k = 0; k < 50; k++)
+            sa += fabs(qio->in[0].data[j * 50 + k]);
+        cr_expect(fabs(qm[j] - 2 * sa) <= 1e-12 * sa, "out_scale -2 [%d]: %.17g, want %.17g", j, qm[j], 2 * sa);
+    }
+    tuner_io_free(NULL, qio);
     /* GEMM: relu(acc) * 2 has slope 2 where acc > 0, 0 elsewhere */
     pt_problem g = PT_GEMM(5, 7, 33, "nt", PT_F32, PT_F32);
     g.epilogue = "relu(acc) * 2";
