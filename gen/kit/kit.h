@@ -1,0 +1,8 @@
+/* The kernel-building kit: layouts, MMA atoms, copies, pipelines, fragment
+ * ops and dtype I/O as small values that the GEMM, row and attention
+ * generators compose (docs/design.md, "The kit"). One header for users;
+ * one file (and one sub-header) per concept under gen/kit/. */
+#ifndef GEN_KIT_H
+#define GEN_KIT_H
+
+#endif
