@@ -5,4 +5,6 @@
 #ifndef GEN_KIT_H
 #define GEN_KIT_H
 
+#include "gen/kit/build.h"
+
 #endif
