@@ -6,5 +6,6 @@
 #define GEN_KIT_H
 
 #include "gen/kit/build.h"
+#include "gen/kit/frag.h"
 
 #endif
