@@ -1,6 +1,8 @@
-/* Op registry, configurations and parameter spaces. */
+/* Op registry, configurations, parameter spaces and the problem schema
+ * engine (values of one key, generic over ops; the tables are gen/<op>_schema.c). */
 #include "gen/op.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -167,4 +169,330 @@ int pt_problem_out_scale(const pt_problem *pb, pt_dtype out_dt, float *scale, pt
         return pt_errf(e, PT_EINVAL, "out_scale applies to fp8 outputs (e4m3, e5m2) only");
     *scale = (float)pb->out_scale;
     return PT_OK;
+}
+
+/* ---- the problem schema (gen/op.h) ---- */
+
+const char *pt_key_type_name(pt_key_type t)
+{
+    static const char *const names[PT_KEY_NTYPES] = {"int",   "real",  "bool", "enum",
+                                                     "dtype", "expr", "shapes"};
+    return t < PT_KEY_NTYPES ? names[t] : "?";
+}
+
+const pt_key *pt_schema_find(const pt_schema *s, const char *name, size_t len)
+{
+    for (int i = 0; s && i < s->nkeys; i++)
+        if (strlen(s->keys[i].name) == len && strncmp(s->keys[i].name, name, len) == 0)
+            return &s->keys[i];
+    return NULL;
+}
+
+const char *pt_schema_names(const pt_schema *s, char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; s && i < s->nkeys && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? " " : "", s->keys[i].name);
+    return buf;
+}
+
+static void *member(pt_problem *p, const pt_key *k) { return (char *)p + k->off; }
+static const void *cmember(const pt_problem *p, const pt_key *k)
+{
+    return (const char *)p + k->off;
+}
+static bool given(const pt_key *k, const pt_problem *p)
+{
+    return k->given && *(const bool *)((const char *)p + k->given);
+}
+
+/* Whether v is one of the blank-separated words of list. */
+static bool in_list(const char *list, const char *v)
+{
+    size_t n = strlen(v);
+    for (const char *s = list; *s;) {
+        size_t w = strcspn(s, " ");
+        if (w == n && n && strncmp(s, v, n) == 0)
+            return true;
+        s += w;
+        s += strspn(s, " ");
+    }
+    return false;
+}
+
+/* "nn nt tn tt" -> "nn, nt, tn or tt" */
+static void list_words(const char *list, char *buf, size_t n)
+{
+    size_t len = 0, words = 0, total = 0;
+    for (const char *s = list; *s; s += strspn(s, " ")) {
+        s += strcspn(s, " ");
+        total++;
+    }
+    buf[0] = '\0';
+    for (const char *s = list; *s && len < n;) {
+        size_t w = strcspn(s, " ");
+        words++;
+        len += (size_t)snprintf(buf + len, n - len, "%s%.*s",
+                                words == 1 ? "" : words == total ? " or " : ", ", (int)w, s);
+        s += w;
+        s += strspn(s, " ");
+    }
+}
+
+int pt_key_set(pt_arena *a, const pt_key *k, pt_problem *p, const char *v, bool zero_ok,
+               pt_err *e)
+{
+    void *dst = member(p, k);
+    char *end;
+    switch (k->type) {
+    case PT_KEY_EXPR:
+    case PT_KEY_SHAPES:
+        *(const char **)dst = pt_arena_strdup(a, v);
+        break;
+    case PT_KEY_ENUM:
+        if (!in_list(k->values, v)) {
+            char vals[256];
+            list_words(k->values, vals, sizeof vals);
+            return pt_errf(e, PT_EINVAL, "bad value '%s' for %s (%s)", v, k->name, vals);
+        }
+        *(const char **)dst = pt_arena_strdup(a, v);
+        break;
+    case PT_KEY_INT: {
+        errno = 0;
+        long long x = strtoll(v, &end, 10);
+        bool bad = *end || end == v || errno || isspace((unsigned char)*v);
+        if (!bad && !(zero_ok && x == 0) && (double)x < k->min) {
+            if (k->min == 1)
+                bad = true; /* the common case keeps its words */
+            else
+                return pt_errf(e, PT_EINVAL, "bad value '%s' for %s (an integer >= %lld)", v,
+                               k->name, (long long)k->min);
+        }
+        if (bad) {
+            if (k->min == 1)
+                return pt_errf(e, PT_EINVAL, "bad value '%s' for %s (a positive integer)", v,
+                               k->name);
+            return pt_errf(e, PT_EINVAL, "bad value '%s' for %s (an integer >= %lld)", v,
+                           k->name, (long long)k->min);
+        }
+        *(int64_t *)dst = x;
+        break;
+    }
+    case PT_KEY_DTYPE: {
+        int rc = pt_dtype_parse(v, (pt_dtype *)dst, e);
+        if (rc)
+            return rc;
+        break;
+    }
+    case PT_KEY_BOOL:
+        if (strcmp(v, "0") && strcmp(v, "1"))
+            return pt_errf(e, PT_EINVAL, "bad value '%s' for %s (0 or 1)", v, k->name);
+        *(bool *)dst = v[0] == '1';
+        break;
+    case PT_KEY_REAL: {
+        errno = 0;
+        double x = strtod(v, &end);
+        bool low = (k->flags & PT_KEY_MIN) && x < k->min;
+        bool junk = *end || end == v || isspace((unsigned char)*v);
+        if (!junk && (errno || !isfinite(x) || low)) { /* 1e400, nan, inf */
+            if (k->flags & PT_KEY_MIN)
+                return pt_errf(e, PT_EINVAL, "%s=%s: must be a finite number >= %g", k->name, v,
+                               k->min);
+            return pt_errf(e, PT_EINVAL, "%s=%s: must be a finite number", k->name, v);
+        }
+        if (junk)
+            return pt_errf(e, PT_EINVAL, "bad value '%s' for %s (a number)", v, k->name);
+        *(double *)dst = x;
+        break;
+    }
+    case PT_KEY_NTYPES:
+        return pt_errf(e, PT_EINVAL, "key %s has no type", k->name);
+    }
+    if (k->given)
+        *(bool *)((char *)p + k->given) = true;
+    return PT_OK;
+}
+
+void pt_schema_defaults(const pt_op *op, pt_problem *p)
+{
+    memset(p, 0, sizeof *p);
+    p->op = op->name;
+    const pt_schema *s = op->schema;
+    for (int i = 0; s && i < s->nkeys; i++) {
+        const pt_key *k = &s->keys[i];
+        if (!k->def || k->def[0] == '=')
+            continue;
+        pt_err e = {0};
+        /* constants of the table: the literals need no arena (a default
+         * string is the table's own) */
+        if (k->type == PT_KEY_EXPR || k->type == PT_KEY_SHAPES || k->type == PT_KEY_ENUM)
+            *(const char **)member(p, k) = k->def;
+        else
+            pt_key_set(NULL, k, p, k->def, false, &e);
+        if (k->given)
+            *(bool *)((char *)p + k->given) = false;
+    }
+}
+
+/* "a", "a and b", "a, b and c" */
+static void required_list(const pt_schema *s, char *buf, size_t n)
+{
+    int total = 0, seen = 0;
+    for (int i = 0; i < s->nkeys; i++)
+        total += (s->keys[i].flags & PT_KEY_REQUIRED) != 0;
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < s->nkeys && len < n; i++)
+        if (s->keys[i].flags & PT_KEY_REQUIRED) {
+            seen++;
+            len += (size_t)snprintf(buf + len, n - len, "%s%s",
+                                    seen == 1 ? "" : seen == total ? " and " : ", ",
+                                    s->keys[i].name);
+        }
+}
+
+int pt_schema_finish(const pt_op *op, pt_problem *p, const bool *gv, bool partial, pt_err *e)
+{
+    const pt_schema *s = op->schema;
+    for (int i = 0; s && i < s->nkeys; i++) {
+        const pt_key *k = &s->keys[i];
+        if (gv[i] || !k->def || k->def[0] != '=')
+            continue;
+        const pt_key *src = pt_schema_find(s, k->def + 1, strlen(k->def + 1));
+        if (src && src->type == k->type)
+            memcpy(member(p, k), cmember(p, src),
+                   k->type == PT_KEY_DTYPE ? sizeof(pt_dtype) : sizeof(void *));
+    }
+    for (int i = 0; s && !partial && i < s->nkeys; i++) {
+        const pt_key *k = &s->keys[i];
+        if ((k->flags & PT_KEY_REQUIRED) && !gv[i] && pt_key_unset(k, p)) {
+            char req[256];
+            required_list(s, req, sizeof req);
+            return pt_errf(e, PT_EINVAL, "missing %s=... (%s needs %s)", k->name, op->name, req);
+        }
+    }
+    return PT_OK;
+}
+
+bool pt_key_unset(const pt_key *k, const pt_problem *p)
+{
+    const void *v = cmember(p, k);
+    if (given(k, p))
+        return false;
+    switch (k->type) {
+    case PT_KEY_EXPR:
+    case PT_KEY_SHAPES:
+    case PT_KEY_ENUM:
+        return !*(const char *const *)v || !**(const char *const *)v;
+    case PT_KEY_DTYPE:
+        return *(const pt_dtype *)v == PT_F64;
+    case PT_KEY_BOOL:
+        return !*(const bool *)v;
+    case PT_KEY_INT:
+        return *(const int64_t *)v == 0 && (k->min > 0 || k->given);
+    case PT_KEY_REAL:
+        return *(const double *)v == 0.0 && k->given;
+    case PT_KEY_NTYPES:
+        break;
+    }
+    return true;
+}
+
+/* k's value in p equals k2's in p2 (k and k2 of one type). */
+static bool same_value(const pt_key *k, const pt_problem *p, const pt_key *k2, const pt_problem *p2)
+{
+    const void *v = cmember(p, k), *w = cmember(p2, k2);
+    switch (k->type) {
+    case PT_KEY_EXPR:
+    case PT_KEY_SHAPES:
+    case PT_KEY_ENUM: {
+        const char *a = *(const char *const *)v, *b = *(const char *const *)w;
+        return strcmp(a ? a : "", b ? b : "") == 0;
+    }
+    case PT_KEY_DTYPE:
+        return *(const pt_dtype *)v == *(const pt_dtype *)w;
+    case PT_KEY_BOOL:
+        return *(const bool *)v == *(const bool *)w;
+    case PT_KEY_INT:
+        return *(const int64_t *)v == *(const int64_t *)w;
+    case PT_KEY_REAL:
+        return *(const double *)v == *(const double *)w;
+    case PT_KEY_NTYPES:
+        break;
+    }
+    return false;
+}
+
+/* The default of k as a problem whose k member holds it. */
+static void default_of(const pt_key *k, pt_problem *d)
+{
+    memset(d, 0, sizeof *d);
+    if (k->type == PT_KEY_EXPR || k->type == PT_KEY_SHAPES || k->type == PT_KEY_ENUM)
+        *(const char **)member(d, k) = k->def;
+    else {
+        pt_err e = {0};
+        pt_key_set(NULL, k, d, k->def, false, &e);
+    }
+}
+
+bool pt_key_is_default(const pt_key *k, const pt_problem *p)
+{
+    if (pt_key_unset(k, p))
+        return true;
+    if (k->is_default)
+        return k->is_default(p);
+    if (!k->def)
+        return false;
+    if (k->def[0] == '=') { /* the value of another key of the op */
+        const pt_op *op = p->op ? pt_op_find(p->op) : NULL;
+        const pt_key *src =
+            op ? pt_schema_find(op->schema, k->def + 1, strlen(k->def + 1)) : NULL;
+        return src && src->type == k->type && same_value(k, p, src, p);
+    }
+    pt_problem d;
+    default_of(k, &d);
+    return same_value(k, p, k, &d);
+}
+
+void pt_key_value(const pt_key *k, const pt_problem *p, pt_buf *b)
+{
+    const void *v = cmember(p, k);
+    switch (k->type) {
+    case PT_KEY_EXPR:
+    case PT_KEY_SHAPES:
+    case PT_KEY_ENUM: {
+        const char *s = *(const char *const *)v;
+        pt_buf_puts(b, s ? s : "");
+        break;
+    }
+    case PT_KEY_DTYPE:
+        pt_buf_puts(b, pt_dtype_get(*(const pt_dtype *)v)->name);
+        break;
+    case PT_KEY_BOOL:
+        pt_buf_puts(b, *(const bool *)v ? "1" : "0");
+        break;
+    case PT_KEY_INT:
+        pt_buf_printf(b, "%lld", (long long)*(const int64_t *)v);
+        break;
+    case PT_KEY_REAL:
+        pt_buf_printf(b, "%.17g", *(const double *)v);
+        break;
+    case PT_KEY_NTYPES:
+        break;
+    }
+}
+
+int64_t pt_key_int(const pt_key *k, const pt_problem *p)
+{
+    if (k->type != PT_KEY_INT)
+        return 0;
+    if (pt_key_unset(k, p)) {
+        if (!k->def || k->def[0] == '=')
+            return 0;
+        pt_problem d;
+        default_of(k, &d);
+        return *(const int64_t *)cmember(&d, k);
+    }
+    return *(const int64_t *)cmember(p, k);
 }

@@ -65,6 +65,65 @@ int pt_config_parse(const pt_space *s, const char *spec, pt_config *c, pt_err *e
 int64_t pt_space_size(const pt_space *s);
 void pt_space_config(const pt_space *s, int64_t i, pt_config *c);
 
+/* ---- the problem schema ----
+ * Every op describes its problem in one table of keys: problem files, the
+ * KEY=VALUE items and flags of emit/variants/run/tune (--KEY, '_' written
+ * '-'), the canonical problem key, 'ptxtune ops' and the README's table are
+ * all derived from it (search/problem.c, cli/common.c), so nothing outside
+ * gen/ knows an op's keys or branches on its name.
+ *
+ * A key's value lives in a pt_problem member. Its zero value (0, NULL, "",
+ * false, PT_F64 for a dtype) means "unset" where zero is not a value the key
+ * can be given: a string, an enum, a dtype, a bool (false is its default),
+ * an int whose min is above 0; a real, or an int that may be 0, is unset
+ * only through its `given` member (a zeroed problem then reads as all
+ * defaults). The canonical key writes, in table order, every key that is set
+ * and differs from its default, and PT_KEY_ALWAYS keys in any case. */
+typedef enum pt_key_type {
+    PT_KEY_INT,    /* int64_t, an integer >= min */
+    PT_KEY_REAL,   /* double, a finite number (>= min with PT_KEY_MIN) */
+    PT_KEY_BOOL,   /* bool, 0 or 1 (the flag alone means 1) */
+    PT_KEY_ENUM,   /* const char *, one of `values` */
+    PT_KEY_DTYPE,  /* pt_dtype, a dtype name (gen/dtype.h) */
+    PT_KEY_EXPR,   /* const char *, gen/expr text */
+    PT_KEY_SHAPES, /* const char *, NAME=DxD,... (the digits are the problem's dims) */
+    PT_KEY_NTYPES
+} pt_key_type;
+
+enum {
+    PT_KEY_REQUIRED = 1u << 0, /* a problem without it is refused */
+    PT_KEY_SHAPE = 1u << 1,    /* a size: in the dims, left out of the class */
+    PT_KEY_ALWAYS = 1u << 2,   /* in the canonical key even at its default */
+    PT_KEY_MIN = 1u << 3,      /* REAL: at least min */
+};
+
+typedef struct pt_key {
+    const char *name;   /* "m", "out_dtype" */
+    pt_key_type type;
+    unsigned flags;     /* PT_KEY_* */
+    size_t off;         /* offsetof(pt_problem, member) */
+    size_t given;       /* offsetof a bool set when the key is given; 0: none */
+    const char *def;    /* default as a value ("nn", "1"), "=KEY" the value of
+                         * KEY, NULL none (unset; the doc says what it means) */
+    const char *values; /* ENUM: the values, blank separated */
+    double min;         /* INT (and REAL with PT_KEY_MIN): the least value */
+    /* The op's own default rule where it depends on other keys (a GEMM's
+     * output dtype); NULL: equal to def. */
+    bool (*is_default)(const pt_problem *p);
+    const char *doc;    /* one line */
+} pt_key;
+
+/* Op-level facts read outside gen/. */
+enum {
+    PT_OP_TENSOR = 1u << 0, /* tensor-core math where the dtype has it (peaks, cost model) */
+};
+
+typedef struct pt_schema {
+    int nkeys;
+    const pt_key *keys;
+    unsigned flags;     /* PT_OP_* */
+} pt_schema;
+
 /* How a kernel parameter is bound at launch. WORKSPACE: a device buffer of
  * .u bytes the launcher allocates and zero-fills before the first launch;
  * the kernel uses it as scratch (split-K partial tiles, arrival counters)
@@ -119,6 +178,7 @@ typedef struct pt_accum {
 typedef struct pt_op {
     const char *name;
     const char *summary;
+    const pt_schema *schema; /* the problem's keys */
     int (*prepare)(pt_arena *a, const pt_problem *p, const pt_target *t, pt_prepared **out,
                    pt_err *e);
     int (*space)(const pt_prepared *pp, const pt_target *t, pt_space *out);
@@ -166,6 +226,33 @@ extern const pt_op gen_elementwise_op;
 /* The fp8 output scale of a problem (pt_problem.out_scale, 1 when unset):
  * a finite f32, given for e4m3/e5m2 outputs only. Both ops read it here. */
 int pt_problem_out_scale(const pt_problem *pb, pt_dtype out_dt, float *scale, pt_err *e);
+
+/* ---- schema helpers (gen/op.c): values of one key, generic over ops ---- */
+extern const pt_schema gen_elementwise_schema, gen_gemm_schema;
+const char *pt_key_type_name(pt_key_type t);
+/* The key of s named by the len bytes at name; NULL when none. */
+const pt_key *pt_schema_find(const pt_schema *s, const char *name, size_t len);
+/* "expr shape dtype ..." (blank separated, table order) into buf. */
+const char *pt_schema_names(const pt_schema *s, char *buf, size_t n);
+/* A zeroed problem of op with every constant default set (not marked given). */
+void pt_schema_defaults(const pt_op *op, pt_problem *p);
+/* Parses v into k's member of p (strings copied into a); marks it given.
+ * zero_ok: an INT key may be 0 (the command line leaves a missing size to
+ * the op's prepare, which names it). Errors name the key and the value. */
+int pt_key_set(pt_arena *a, const pt_key *k, pt_problem *p, const char *v, bool zero_ok,
+               pt_err *e);
+/* After the items: "=KEY" defaults of keys not given take KEY's value, and
+ * (unless partial) a missing PT_KEY_REQUIRED key is an error naming it.
+ * given[i]: key i of the op's schema was given. */
+int pt_schema_finish(const pt_op *op, pt_problem *p, const bool *given, bool partial,
+                     pt_err *e);
+bool pt_key_unset(const pt_key *k, const pt_problem *p);
+/* Unset or equal to its default: left out of the canonical key. */
+bool pt_key_is_default(const pt_key *k, const pt_problem *p);
+/* The value as text (a string raw, unquoted; a real %.17g) into b. */
+void pt_key_value(const pt_key *k, const pt_problem *p, pt_buf *b);
+/* An INT key's value (its default when unset, 0 when it has none). */
+int64_t pt_key_int(const pt_key *k, const pt_problem *p);
 
 const pt_op *pt_op_find(const char *name);
 int pt_op_list(const pt_op *const **out);
