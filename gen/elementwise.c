@@ -1389,6 +1389,7 @@ static const pt_problem examples[] = {
 const pt_op gen_elementwise_op = {
     .name = "elementwise",
     .summary = "fused elementwise and last-dim row-reduction chains (softmax, norms, activations)",
+    .schema = &gen_elementwise_schema,
     .prepare = prepare,
     .space = space,
     .defaults = defaults,

@@ -1219,6 +1219,7 @@ static const pt_problem examples[] = {
 const pt_op gen_gemm_op = {
     .name = "gemm",
     .summary = "D = epilogue(A*B) on tensor cores (mma.sync: tf32 f16 bf16 s8 u8 e4m3 e5m2) or f32 SIMT",
+    .schema = &gen_gemm_schema,
     .prepare = prepare,
     .space = space,
     .defaults = defaults,
