@@ -214,6 +214,19 @@ static int check_ld(const char *name, int64_t ld, int64_t rows, int64_t cols, co
     return PT_OK;
 }
 
+/* The output dtype when the problem names none: s32 for int8 (exact), f32
+ * for tf32, bf16 for fp8 inputs, else the input dtype. */
+static pt_dtype default_out(const kit_atom *at)
+{
+    if (at->int_acc)
+        return PT_S32;
+    if (at->tf32)
+        return PT_F32;
+    if (at->dt == PT_E4M3 || at->dt == PT_E5M2)
+        return PT_BF16;
+    return at->dt;
+}
+
 static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_prepared **out,
                    pt_err *e)
 {
@@ -222,7 +235,7 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
     pp->prob = *pb;
     pp->target = *t;
     char tn[16];
-    const gemm_atom *at = gemm_atom_get(pb->dtype);
+    const kit_atom *at = kit_atom_get(pb->dtype);
     if (!at)
         return pt_errf(e, PT_EINVAL,
                        "dtype '%s' is not supported for gemm inputs (f32 tf32 f16 bf16 s8 u8 e4m3 e5m2)",
@@ -251,7 +264,7 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
     pp->prob.layout = pt_arena_strdup(a, lay);
     pp->a_kmajor = lay[0] == 'n';
     pp->b_kmajor = lay[1] == 't';
-    if (at->kmajor_only && !(pp->a_kmajor && pp->b_kmajor))
+    if (at->es == 1 && !(pp->a_kmajor && pp->b_kmajor))
         return pt_errf(e, PT_EUNSUPPORTED,
                        "%s inputs need layout nt (A M x K and B N x K, both K-contiguous: ldmatrix "
                        "cannot transpose 8-bit data); got %s",
@@ -262,7 +275,7 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
      * for int8/tf32 inputs mean the default */
     pt_dtype odt = pb->out_dtype;
     if (odt == PT_F64 || odt >= PT_NDTYPES || odt == PT_TF32 || (at->int_acc && odt == at->dt))
-        odt = at->out;
+        odt = default_out(at);
     bool ok_out = at->int_acc ? (odt == PT_S32 || odt == PT_F32 || odt == PT_F16 || odt == PT_BF16)
                               : (odt == PT_F32 || odt == PT_F16 || odt == PT_BF16 ||
                                  odt == PT_E4M3 || odt == PT_E5M2);
@@ -395,7 +408,7 @@ static int space(const pt_prepared *pp, const pt_target *t, pt_space *s)
 {
     (void)t;
     memset(s, 0, sizeof *s);
-    const gemm_atom *at = pp->at;
+    const kit_atom *at = pp->at;
     int es = at->es;
     bool simt = at->simt;
     pt_param_space bm = {"bm", "block tile rows (M)", 0, {0}};
@@ -460,7 +473,7 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
                     pt_err *e)
 {
     memset(g, 0, sizeof *g);
-    const gemm_atom *at = pp->at;
+    const kit_atom *at = pp->at;
     int es = at->es;
     g->pp = pp;
     g->at = at;
@@ -593,7 +606,7 @@ static void defaults(const pt_prepared *pp, const pt_target *t, pt_config *c)
     c->n = 0;
     for (int i = 0; i < s.nparams; i++)
         pt_config_set(c, s.p[i].name, s.p[i].values[0]);
-    const gemm_atom *at = pp->at;
+    const kit_atom *at = pp->at;
     int64_t nmin = at->simt ? 32 : 16;
     int64_t bm = pow2ceil(pp->M < 16 ? 16 : pp->M), bn = pow2ceil(pp->N < nmin ? nmin : pp->N);
     int top = 128;

@@ -20,29 +20,11 @@
 
 #include "gen/expr.h"
 #include "gen/gemm.h"
+#include "gen/kit/kit.h"
 
-/* One row per input dtype: how its inner product is computed.
- * es: bytes per element; simt: FFMA path (f32), else mma.sync;
- * kstep: k elements per mma (every atom consumes 32 bytes of k);
- * shape/ab/acc: the mma shape modifier and its A/B and C/D type suffixes;
- * tf32: operands are rounded with cvt.rna.tf32.f32 in registers;
- * kmajor_only: ldmatrix cannot transpose 8-bit data, so A and B must both
- *   be K-contiguous (layout nt);
- * out: the default output dtype; min_sm: lowest target. */
-typedef struct gemm_atom {
-    pt_dtype dt;
-    int es;
-    bool simt;
-    int kstep;
-    ptx_mod shape;
-    ptx_type ab, acc;
-    bool tf32, kmajor_only, int_acc;
-    pt_dtype out;
-    int min_sm;
-} gemm_atom;
-
-const gemm_atom *gemm_atom_get(pt_dtype dt); /* NULL: not a GEMM input dtype */
-
+/* The inner product of an input dtype is its kit atom (gen/kit/atom.h):
+ * kit_atom_get(dt) is the GEMM's row (mma.sync shape, A/B/C thread-value
+ * maps, es, simt, tf32, int_acc, min_sm). */
 enum { GEMM_MAX_AUX = 6 };
 
 /* How an epilogue tensor is indexed. */
@@ -62,7 +44,7 @@ typedef struct gemm_aux {
 struct pt_prepared {
     pt_problem prob;
     pt_target target;
-    const gemm_atom *at;
+    const kit_atom *at;
     pt_dtype out_dt, c_dt, aux_dt;
     int64_t M, N, K, batch;
     int64_t lda, ldb, ldc, ldd;
@@ -98,7 +80,7 @@ int64_t gemm_smem_at(const gemm_smem *s, int64_t row, int64_t byte);
 /* The emission context of one kernel. */
 typedef struct gemm_ctx {
     const pt_prepared *pp;
-    const gemm_atom *at;
+    const kit_atom *at;
     ptx_fn *f;
     /* config */
     int bm, bn, bk, wm, wn, tm, tn, stages, kslice, splitk, raster, persistent;

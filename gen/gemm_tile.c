@@ -15,30 +15,6 @@
 #define B32T PTX_T1(PTX_T_B32)
 #define F32T PTX_T1(PTX_T_F32)
 
-/* ---- the atom table: one row per input dtype ----
- * Every tensor-core row consumes 32 bytes of k per mma and uses the same
- * fragment registers (A 4 x b32, B 2 x b32, C/D 4 x 32-bit), so one
- * template serves them all; only the shape and type suffixes differ. */
-static const gemm_atom atoms[] = {
-    /* dt       es simt kstep shape            ab           acc         tf32   kmaj   int    out      sm */
-    {PT_F32,    4, true,  1, PTX_M_M16N8K8,  PTX_T_F32,  PTX_T_F32, false, false, false, PT_F32,  80},
-    {PT_TF32,   4, false, 8, PTX_M_M16N8K8,  PTX_T_TF32, PTX_T_F32, true,  false, false, PT_F32,  80},
-    {PT_F16,    2, false, 16, PTX_M_M16N8K16, PTX_T_F16,  PTX_T_F32, false, false, false, PT_F16,  80},
-    {PT_BF16,   2, false, 16, PTX_M_M16N8K16, PTX_T_BF16, PTX_T_F32, false, false, false, PT_BF16, 80},
-    {PT_S8,     1, false, 32, PTX_M_M16N8K32, PTX_T_S8,   PTX_T_S32, false, true,  true,  PT_S32,  80},
-    {PT_U8,     1, false, 32, PTX_M_M16N8K32, PTX_T_U8,   PTX_T_S32, false, true,  true,  PT_S32,  80},
-    {PT_E4M3,   1, false, 32, PTX_M_M16N8K32, PTX_T_E4M3, PTX_T_F32, false, true,  false, PT_BF16, 89},
-    {PT_E5M2,   1, false, 32, PTX_M_M16N8K32, PTX_T_E5M2, PTX_T_F32, false, true,  false, PT_BF16, 89},
-};
-
-const gemm_atom *gemm_atom_get(pt_dtype dt)
-{
-    for (size_t i = 0; i < sizeof atoms / sizeof atoms[0]; i++)
-        if (atoms[i].dt == dt)
-            return &atoms[i];
-    return NULL;
-}
-
 /* ---- shared-memory layouts ---- */
 
 static int ilog2(int v)
@@ -761,7 +737,7 @@ static void tc_compute(gemm_ctx *g, void *arg, ptx_reg stage)
         ba[i] = gemm_op2(g, PTX_OP_ADD, ptx_r(stage), ptx_r(s->base_a[i]));
     for (int i = 0; i < s->nbase_b; i++)
         bb[i] = gemm_op2(g, PTX_OP_ADD, ptx_r(stage), ptx_r(s->base_b[i]));
-    const gemm_atom *at = g->at;
+    const kit_atom *at = g->at;
     ptx_types mt = PTX_TYPES(at->acc, at->ab, at->ab, at->acc);
     ptx_mods mm = PTX_MODS(PTX_M_SYNC, PTX_M_ALIGNED, at->shape, PTX_M_ROW, PTX_M_COL);
     tc_load_frags(g, s, ba, bb, 0, 0);

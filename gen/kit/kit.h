@@ -6,6 +6,8 @@
 #define GEN_KIT_H
 
 #include "gen/kit/build.h"
+#include "gen/kit/layout.h"
+#include "gen/kit/atom.h"
 #include "gen/kit/frag.h"
 
 #endif

@@ -1,0 +1,117 @@
+/* kit atom: the MMA table (gen/kit/atom.h). The thread-value maps restate
+ * the PTX ISA fragment figures (shared/ref/ptx-sm80.md section 5) as
+ * layouts: lane l = (t, g) = (l % 4, l / 4) is mode (4, 8) of thr; each
+ * value mode is one bit (or two) of the element index, lowest first. */
+#include <stddef.h>
+
+#include "gen/kit/atom.h"
+
+#define P(r, c) {r, c}
+
+/* lane (t, g): the (row, col) one step of t and of g adds */
+#define THR(tr, tc, gr, gc) {.rank = 2, .dims = 2, .shape = {4, 8}, .stride = {P(tr, tc), P(gr, gc)}}
+#define VAL1(s0, r0, c0) {.rank = 1, .dims = 2, .shape = {s0}, .stride = {P(r0, c0)}}
+#define VAL2(s0, r0, c0, s1, r1, c1) {.rank = 2, .dims = 2, .shape = {s0, s1}, .stride = {P(r0, c0), P(r1, c1)}}
+#define VAL3(s0, r0, c0, s1, r1, c1, s2, r2, c2)                                                      \
+    {.rank = 3, .dims = 2, .shape = {s0, s1, s2}, .stride = {P(r0, c0), P(r1, c1), P(r2, c2)}}
+
+/* C/D of every m16n8 shape: c_i at (g + 8(i/2), 2t + i%2) */
+#define C_F32 {THR(0, 2, 1, 0), VAL2(2, 0, 1, 2, 8, 0), 4}
+#define C_F16 {THR(0, 2, 1, 0), VAL2(2, 0, 1, 2, 8, 0), 2}
+
+/* m16n8k16 16-bit: a_i (g + 8((i>>1)&1), 2t + (i&1) + 8(i>>2)); b_i (2t + (i&1) + 8(i>>1), g) */
+#define A_K16_16 {THR(0, 2, 1, 0), VAL3(2, 0, 1, 2, 8, 0, 2, 0, 8), 4}
+#define B_K16_16 {THR(2, 0, 0, 1), VAL2(2, 1, 0, 2, 8, 0), 2}
+/* m16n8k8 16-bit: a_i (g + 8(i>>1), 2t + (i&1)); b_i (2t + i, g) */
+#define A_K8_16 {THR(0, 2, 1, 0), VAL2(2, 0, 1, 2, 8, 0), 2}
+#define B_K8_16 {THR(2, 0, 0, 1), VAL1(2, 1, 0), 1}
+/* m16n8k8 tf32: a_i (g + 8(i&1), t + 4(i>>1)); b_i (t + 4i, g) */
+#define A_K8_TF32 {THR(0, 1, 1, 0), VAL2(2, 8, 0, 2, 0, 4), 4}
+#define B_K8_TF32 {THR(1, 0, 0, 1), VAL1(2, 4, 0), 2}
+/* m16n8k32 8-bit: a_i (g + 8((i>>2)&1), 4t + (i&3) + 16(i>>3)); b_i (4t + (i&3) + 16(i>>2), g) */
+#define A_K32_8 {THR(0, 4, 1, 0), VAL3(4, 0, 1, 2, 8, 0, 2, 0, 16), 4}
+#define B_K32_8 {THR(4, 0, 0, 1), VAL2(4, 1, 0, 2, 16, 0), 2}
+/* m16n8k16 8-bit: a_i (g + 8(i>>2), 4t + (i&3)); b_i (4t + i, g) */
+#define A_K16_8 {THR(0, 4, 1, 0), VAL2(4, 0, 1, 2, 8, 0), 2}
+#define B_K16_8 {THR(4, 0, 0, 1), VAL1(4, 1, 0), 1}
+
+/* SIMT FMA: one thread, one element of each */
+#define FMA1 {{.rank = 1, .dims = 2, .shape = {1}}, {.rank = 1, .dims = 2, .shape = {1}}, 1}
+
+#define MMA(nm, d, mm, kk, shp, abt, acct, es_, tf, ia, sm, A, B, C)                                  \
+    {nm, KIT_ATOM_MMA_SYNC, d, 16, 8, kk, 32, shp, abt, acct, es_, false, tf, ia, kk, sm, A, B, C}
+
+/* The first row of each input dtype is the GEMM's (kit_atom_get); later
+ * rows of a dtype are the other shapes and accumulators the emulator
+ * tests check. */
+static const kit_atom atoms[] = {
+    {"fma.f32", KIT_ATOM_FMA, PT_F32, 1, 1, 1, 1, 0, PTX_T_F32, PTX_T_F32, 4, true, false, false, 1, 80,
+     FMA1, FMA1, FMA1},
+    MMA("m16n8k8.tf32.f32", PT_TF32, 16, 8, PTX_M_M16N8K8, PTX_T_TF32, PTX_T_F32, 4, true, false, 80,
+        A_K8_TF32, B_K8_TF32, C_F32),
+    MMA("m16n8k16.f16.f32", PT_F16, 16, 16, PTX_M_M16N8K16, PTX_T_F16, PTX_T_F32, 2, false, false, 80,
+        A_K16_16, B_K16_16, C_F32),
+    MMA("m16n8k16.bf16.f32", PT_BF16, 16, 16, PTX_M_M16N8K16, PTX_T_BF16, PTX_T_F32, 2, false, false, 80,
+        A_K16_16, B_K16_16, C_F32),
+    MMA("m16n8k32.s8.s32", PT_S8, 16, 32, PTX_M_M16N8K32, PTX_T_S8, PTX_T_S32, 1, false, true, 80,
+        A_K32_8, B_K32_8, C_F32),
+    MMA("m16n8k32.u8.s32", PT_U8, 16, 32, PTX_M_M16N8K32, PTX_T_U8, PTX_T_S32, 1, false, true, 80,
+        A_K32_8, B_K32_8, C_F32),
+    MMA("m16n8k32.e4m3.f32", PT_E4M3, 16, 32, PTX_M_M16N8K32, PTX_T_E4M3, PTX_T_F32, 1, false, false, 89,
+        A_K32_8, B_K32_8, C_F32),
+    MMA("m16n8k32.e5m2.f32", PT_E5M2, 16, 32, PTX_M_M16N8K32, PTX_T_E5M2, PTX_T_F32, 1, false, false, 89,
+        A_K32_8, B_K32_8, C_F32),
+    /* not used by the GEMM today */
+    MMA("m16n8k16.f16.f16", PT_F16, 16, 16, PTX_M_M16N8K16, PTX_T_F16, PTX_T_F16, 2, false, false, 80,
+        A_K16_16, B_K16_16, C_F16),
+    MMA("m16n8k8.f16.f32", PT_F16, 16, 8, PTX_M_M16N8K8, PTX_T_F16, PTX_T_F32, 2, false, false, 80,
+        A_K8_16, B_K8_16, C_F32),
+    MMA("m16n8k8.bf16.f32", PT_BF16, 16, 8, PTX_M_M16N8K8, PTX_T_BF16, PTX_T_F32, 2, false, false, 80,
+        A_K8_16, B_K8_16, C_F32),
+    MMA("m16n8k16.s8.s32", PT_S8, 16, 16, PTX_M_M16N8K16, PTX_T_S8, PTX_T_S32, 1, false, true, 80,
+        A_K16_8, B_K16_8, C_F32),
+    MMA("m16n8k16.u8.s32", PT_U8, 16, 16, PTX_M_M16N8K16, PTX_T_U8, PTX_T_S32, 1, false, true, 80,
+        A_K16_8, B_K16_8, C_F32),
+};
+
+const kit_atom *kit_atom_at(int i)
+{
+    return i >= 0 && (size_t)i < sizeof atoms / sizeof atoms[0] ? &atoms[i] : NULL;
+}
+
+const kit_atom *kit_atom_get(pt_dtype dt)
+{
+    for (size_t i = 0; i < sizeof atoms / sizeof atoms[0]; i++)
+        if (atoms[i].dt == dt)
+            return &atoms[i];
+    return NULL;
+}
+
+const kit_atom *kit_atom_find(ptx_mod shape, ptx_type ab, ptx_type acc)
+{
+    for (size_t i = 0; i < sizeof atoms / sizeof atoms[0]; i++)
+        if (atoms[i].kind == KIT_ATOM_MMA_SYNC && atoms[i].shape == shape && atoms[i].ab == ab &&
+            atoms[i].acc == acc)
+            return &atoms[i];
+    return NULL;
+}
+
+int kit_atom_elem_bits(const kit_atom *at, kit_operand op)
+{
+    ptx_type t = op == KIT_C ? at->acc : at->ab;
+    if (t == PTX_T_TF32)
+        return 32;
+    return ptx_type_bits(t);
+}
+
+int kit_tv_elems(const kit_tv *tv) { return (int)kit_size(&tv->val); }
+
+void kit_tv_at(const kit_atom *at, kit_operand op, int l, int v, int *row, int *col, int *reg, int *bit)
+{
+    const kit_tv *tv = kit_atom_tv(at, op);
+    *row = (int)(kit_eval_idx(&tv->thr, l, 0) + kit_eval_idx(&tv->val, v, 0));
+    *col = (int)(kit_eval_idx(&tv->thr, l, 1) + kit_eval_idx(&tv->val, v, 1));
+    int b = kit_atom_elem_bits(at, op), per = 32 / b;
+    *reg = v / per;
+    *bit = b * (v % per);
+}
