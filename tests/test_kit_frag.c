@@ -93,7 +93,9 @@ static void pv_case(bool bf)
     }
     ptx_reg zero = R32(&t);
     E(MOV, NOM, T1(U32), ptx_r(zero), ptx_imm(0));
-    kit_frag fr = kit_frag_mma_c(f, 1, 2, s, zero, zero, lane);
+    const kit_atom *at = kit_atom_find(PTX_M_M16N8K16, ab, TY(F32));
+    cr_assert(at);
+    kit_frag fr = kit_frag_mma_c(f, at, 1, 2, s, zero, zero, lane);
     cr_assert_eq(fr.n, 8);
     /* S' = S * 2 - 1 through the expression path */
     pt_arena *ar = pt_arena_new();
@@ -108,7 +110,7 @@ static void pv_case(bool bf)
         fr.r[i] = v.u.reg;
     }
     ptx_reg pfr[4];
-    kit_frag_to_a(f, &fr, 0, 0, ab, pfr);
+    kit_frag_to_a(f, &fr, at, 0, 0, pfr);
     cr_assert_eq(ptx_module_error(t.m), 0, "%s", ptx_module_errmsg(t.m));
     ptx_reg o[8];
     for (int i = 0; i < 8; i++) {
@@ -121,7 +123,7 @@ static void pv_case(bool bf)
           ptx_vecr(f, 4, &o[4 * b]));
     }
     /* O through its own C fragment: register i at (row_base + row[i], col_base + col[i]) */
-    kit_frag of = kit_frag_mma_c(f, 1, 2, o, zero, zero, lane);
+    kit_frag of = kit_frag_mma_c(f, at, 1, 2, o, zero, zero, lane);
     ptx_reg lin = R32(&t);
     E(MAD, MODS(MD(LO)), T1(U32), ptx_r(lin), ptx_r(of.row_base), ptx_imm(16), ptx_r(of.col_base));
     ptx_reg oa = tk_addr(&t, po, lin, 4);
@@ -188,9 +190,10 @@ Test(kit_frag, repack_outside_the_fragment_is_an_error)
     ptx_reg s[8], lane = tk_sreg(&t, PTX_S_LANEID), zero = R32(&t);
     for (int i = 0; i < 8; i++)
         s[i] = RF(&t);
-    kit_frag fr = kit_frag_mma_c(t.f, 1, 2, s, zero, zero, lane);
+    const kit_atom *at = kit_atom_get(PT_BF16);
+    kit_frag fr = kit_frag_mma_c(t.f, at, 1, 2, s, zero, zero, lane);
     ptx_reg a[4];
-    kit_frag_to_a(t.f, &fr, 0, 1, TY(BF16), a); /* k columns 16..31: not held */
+    kit_frag_to_a(t.f, &fr, at, 0, 1, a); /* k columns 16..31: not held */
     cr_expect_neq(ptx_module_error(t.m), 0);
     cr_expect(strstr(ptx_module_errmsg(t.m), "no accumulator for A block (0, 1)"), "%s",
               ptx_module_errmsg(t.m));

@@ -1,5 +1,5 @@
-/* Accumulator fragments (gen/kit/frag.h): construction from the m16n8 C
- * map, lane maps, elementwise application, expression values, the
+/* Accumulator fragments (gen/kit/frag.h): construction from an atom's C
+ * map (gen/kit/atom.h), lane maps, elementwise application, expression values, the
  * C -> A repack of the P*V step and the emit-time bank model. */
 #include <string.h>
 
@@ -7,53 +7,49 @@
 #include "gen/kit/build.h"
 #include "gen/kit/frag.h"
 
-/* m16n8 C map (sm80 ref §5: every m16n8k* shape, f32 and s32): c_i of
- * lane 4g + t at (g + 8 (i/2), 2t + i%2). */
-static int c_row(int lane, int i) { return lane / 4 + 8 * (i / 2); }
-static int c_col(int lane, int i) { return 2 * (lane % 4) + i % 2; }
-/* m16n8k16 A map (f16/bf16): half h of a_j of lane 4g + t at
- * (g + 8 (j%2), 2t + h + 8 (j/2)). */
-static int a_row(int lane, int j) { return lane / 4 + 8 * (j % 2); }
-static int a_col(int lane, int j, int h) { return 2 * (lane % 4) + h + 8 * (j / 2); }
-
-kit_frag kit_frag_mma_c(ptx_fn *f, int mi, int ni, ptx_reg *regs, ptx_reg wrow, ptx_reg wcol,
-                        ptx_reg lane)
+kit_frag kit_frag_mma_c(ptx_fn *f, const kit_atom *at, int mi, int ni, ptx_reg *regs, ptx_reg wrow,
+                        ptx_reg wcol, ptx_reg lane)
 {
     pt_arena *ar = f->mod->arena;
     kit_frag fr;
     memset(&fr, 0, sizeof fr);
-    fr.n = 4 * mi * ni;
+    int nv = kit_tv_elems(&at->c);
+    fr.n = nv * mi * ni;
     fr.vec = 2;
     fr.r = regs;
     fr.row = pt_arena_alloc(ar, (size_t)fr.n * sizeof(int));
     fr.col = pt_arena_alloc(ar, (size_t)fr.n * sizeof(int));
+    int r0, c0, reg, bit;
+    kit_tv_at(at, KIT_C, 0, 0, &r0, &c0, &reg, &bit);
     for (int a = 0; a < mi; a++)
         for (int b = 0; b < ni; b++)
-            for (int i = 0; i < 4; i++) {
-                int k = (a * ni + b) * 4 + i;
-                fr.row[k] = 16 * a + c_row(0, i);
-                fr.col[k] = 8 * b + c_col(0, i);
+            for (int v = 0; v < nv; v++) {
+                int k = (a * ni + b) * nv + v, r, c;
+                kit_tv_at(at, KIT_C, 0, v, &r, &c, &reg, &bit);
+                fr.row[k] = at->m * a + r - r0;
+                fr.col[k] = at->n * b + c - c0;
             }
-    ptx_reg g = ptx_reg_new(f, PTX_T_B32), t = ptx_reg_new(f, PTX_T_B32);
-    ptx_emit(f, PTX_OP_SHR, NOM, U32T, ptx_r(g), ptx_r(lane), ptx_imm(2));
-    ptx_emit(f, PTX_OP_AND, NOM, B32T, ptx_r(t), ptx_r(lane), ptx_imm(3));
-    fr.row_base = ptx_reg_new(f, PTX_T_B32);
-    fr.col_base = ptx_reg_new(f, PTX_T_B32);
-    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(fr.row_base), ptx_r(wrow), ptx_r(g));
-    ptx_emit(f, PTX_OP_MAD, M1(PTX_M_LO), U32T, ptx_r(fr.col_base), ptx_r(t), ptx_imm(2), ptx_r(wcol));
+    ptx_opd lr = kit_emit_idx(f, &at->c.thr, ptx_r(lane), 0);
+    ptx_opd lc = kit_emit_idx(f, &at->c.thr, ptx_r(lane), 1);
+    fr.row_base = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(wrow), lr));
+    fr.col_base = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(wcol), lc));
     fr.grp_row = wrow;
     fr.grp_col = wcol;
-    fr.grp_rows = 16 * mi;
-    fr.grp_cols = 8 * ni;
-    kit_frag_lanes_mma(&fr);
+    fr.grp_rows = at->m * mi;
+    fr.grp_cols = at->n * ni;
+    kit_frag_lanes(&fr, at);
     return fr;
 }
 
-void kit_frag_lanes_mma(kit_frag *fr)
+void kit_frag_lanes(kit_frag *fr, const kit_atom *at)
 {
+    int r0, c0, reg, bit;
+    kit_tv_at(at, KIT_C, 0, 0, &r0, &c0, &reg, &bit);
     for (int l = 0; l < 32; l++) {
-        fr->lrow[l] = c_row(l, 0);
-        fr->lcol[l] = c_col(l, 0);
+        int r, c;
+        kit_tv_at(at, KIT_C, l, 0, &r, &c, &reg, &bit);
+        fr->lrow[l] = r - r0;
+        fr->lcol[l] = c - c0;
     }
     fr->lanes = true;
 }
@@ -108,32 +104,43 @@ ptx_opd kit_expr_value(ptx_fn *f, const ex_prog *p, const ptx_opd *in, ptx_opd *
     return val[p->outputs[0].node];
 }
 
-void kit_frag_to_a(ptx_fn *f, const kit_frag *fr, int mi, int kb, ptx_type ab, ptx_reg a[4])
+void kit_frag_to_a(ptx_fn *f, const kit_frag *fr, const kit_atom *at, int mi, int kb, ptx_reg *a)
 {
-    ptx_type x2 = ab == PTX_T_F16 ? PTX_T_F16X2 : PTX_T_BF16X2;
-    if (ab != PTX_T_F16 && ab != PTX_T_BF16) {
-        pt_errf(&f->mod->err, PT_EINTERNAL, "kit_frag_to_a: A type %s is not f16 or bf16",
-                ptx_type_name(ab));
+    if ((at->ab != PTX_T_F16 && at->ab != PTX_T_BF16) || kit_atom_elem_bits(at, KIT_A) != 16) {
+        pt_errf(&f->mod->err, PT_EINTERNAL, "kit_frag_to_a: atom %s: A is not f16 or bf16", at->name);
         return;
     }
-    /* the lane parts must agree: lane l at (g, 2t) in both maps */
-    for (int l = 0; fr->lanes && l < 32; l++)
-        if (fr->lrow[l] != a_row(l, 0) - a_row(0, 0) || fr->lcol[l] != a_col(l, 0, 0) - a_col(0, 0, 0)) {
-            pt_errf(&f->mod->err, PT_EINTERNAL, "kit_frag_to_a: the fragment is not an m16n8 C map");
+    ptx_type x2 = at->ab == PTX_T_F16 ? PTX_T_F16X2 : PTX_T_BF16X2;
+    int nv = kit_tv_elems(&at->a), r0, c0, reg, bit;
+    kit_tv_at(at, KIT_A, 0, 0, &r0, &c0, &reg, &bit);
+    /* the lane parts must agree: each lane's A elements are its own C
+     * registers, so no data moves between lanes */
+    for (int l = 0; l < 32; l++) {
+        int r, c;
+        kit_tv_at(at, KIT_A, l, 0, &r, &c, &reg, &bit);
+        if (!fr->lanes || fr->lrow[l] != r - r0 || fr->lcol[l] != c - c0) {
+            pt_errf(&f->mod->err, PT_EINTERNAL,
+                    "kit_frag_to_a: the fragment's lanes are not those of %s's A map", at->name);
             return;
         }
-    for (int j = 0; j < 4; j++) {
-        int lo = kit_frag_find(fr, 16 * mi + a_row(0, j), 16 * kb + a_col(0, j, 0));
-        int hi = kit_frag_find(fr, 16 * mi + a_row(0, j), 16 * kb + a_col(0, j, 1));
-        if (lo < 0 || hi < 0) {
+    }
+    int src[2 * 8];
+    for (int v = 0; v < nv && v < 16; v++) {
+        int r, c;
+        kit_tv_at(at, KIT_A, 0, v, &r, &c, &reg, &bit);
+        src[v] = kit_frag_find(fr, at->m * mi + r - r0, at->k * kb + c - c0);
+        if (src[v] < 0) {
             pt_errf(&f->mod->err, PT_EINTERNAL,
                     "kit_frag_to_a: no accumulator for A block (%d, %d) of the fragment", mi, kb);
             return;
         }
+    }
+    /* element 2j is the low half of register j, 2j + 1 the high half:
+     * cvt.rn.bf16x2.f32 d, hi, lo puts hi in d[31:16] */
+    for (int j = 0; j < nv / 2; j++) {
         a[j] = ptx_reg_new(f, PTX_T_B32);
-        /* cvt.rn.bf16x2.f32 d, hi, lo: d[31:16] = hi, d[15:0] = lo */
         ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(x2, PTX_T_F32), ptx_r(a[j]),
-                 ptx_r(fr->r[hi]), ptx_r(fr->r[lo]));
+                 ptx_r(fr->r[src[2 * j + 1]]), ptx_r(fr->r[src[2 * j]]));
     }
 }
 

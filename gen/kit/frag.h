@@ -6,8 +6,8 @@
  * r[i] holds tile element (row_base + row[i], col_base + col[i]); runs of
  * `vec` consecutive registers share a row and have consecutive columns.
  * Per lane (emit time, `lanes` set): lane l's (row_base, col_base) is lane
- * 0's plus (lrow[l], lcol[l]); that is the atom's C map (m16n8: lanes
- * 4g + t sit at (g, 2t)), which lets a consumer work out at emit time what
+ * 0's plus (lrow[l], lcol[l]); that is the atom's C map (gen/kit/atom.h;
+ * m16n8: lanes 4g + t sit at (g, 2t)), which lets a consumer work out at emit time what
  * a warp-wide access touches (bank conflicts, see kit_smem_wavefronts).
  * Every position lies in the group block [grp_row, +grp_rows) x
  * [grp_col, +grp_cols): the warp's (or, SIMT, the thread's) block, aligned
@@ -20,6 +20,7 @@
 #define GEN_KIT_FRAG_H
 
 #include "gen/expr.h"
+#include "gen/kit/atom.h"
 #include "ptx/ir.h"
 
 typedef struct kit_frag {
@@ -35,17 +36,18 @@ typedef struct kit_frag {
     ptx_reg slice;           /* u32 warp's slice (slices > 1) */
 } kit_frag;
 
-/* The C (accumulator) fragment of mi x ni m16n8 mma.sync atoms (every
- * m16n8k* shape, f32 or s32 accumulators) of a warp whose tile origin is
- * (wrow, wcol): register 4 (a * ni + b) + i holds element
- * (wrow + 16a + lane/4 + 8(i/2), wcol + 8b + 2(lane%4) + i%2). regs: the
- * 4 mi ni accumulator registers in that order (kept, not copied); lane:
- * u32 %laneid. Emits the two base additions. */
-kit_frag kit_frag_mma_c(ptx_fn *f, int mi, int ni, ptx_reg *regs, ptx_reg wrow, ptx_reg wcol,
-                        ptx_reg lane);
+/* The C (accumulator) fragment of mi x ni atoms `at` (mma.sync m16n8k*)
+ * of a warp whose tile origin is (wrow, wcol): register
+ * e (a * ni + b) + v (e elements per thread) holds element v of the atom
+ * at (wrow + m a, wcol + n b), where the atom's C map puts it. regs: the
+ * accumulator registers in that order (kept, not copied); lane: u32
+ * %laneid. Emits the lane's base row and column. */
+kit_frag kit_frag_mma_c(ptx_fn *f, const kit_atom *at, int mi, int ni, ptx_reg *regs, ptx_reg wrow,
+                        ptx_reg wcol, ptx_reg lane);
 
-/* Fills the lane map of an m16n8 C fragment (lanes 4g + t at (g, 2t)). */
-void kit_frag_lanes_mma(kit_frag *fr);
+/* Fills the lane map from the atom's C map (lane l's thread offset minus
+ * lane 0's). */
+void kit_frag_lanes(kit_frag *fr, const kit_atom *at);
 /* Fills the lane map of SIMT thread blocks: thread t owns the block at
  * block row t / per_row, block column t % per_row (per_row = tile columns
  * / grp_cols), blocks grp_rows x grp_cols; warps are 32 consecutive
@@ -69,15 +71,15 @@ void kit_frag_apply(ptx_fn *f, kit_frag *fr, kit_frag_fn fn, void *arg);
 ptx_opd kit_expr_value(ptx_fn *f, const ex_prog *p, const ptx_opd *in, ptx_opd *val);
 
 /* Accumulator -> A operand (the P*V step of attention): the A fragment of
- * an m16n8k16 mma (f16 or bf16, ab = PTX_T_F16 / PTX_T_BF16) for rows
- * [16 mi, 16 mi + 16) and k columns [16 kb, 16 kb + 16) of an m16n8 C
- * fragment (mi, kb in atoms of the C fragment's own tile), rounded to
- * nearest even: a[j] packs (row g + 8 (j%2), cols 2t + 8 (j/2) .. +1), low
- * half the lower column, by one cvt.rn.{f16x2,bf16x2}.f32 each. No
- * shuffles: the C and A maps put the same lane at the same (g, 2t).
- * a: 4 fresh b32 registers. A fragment without those positions sets the
- * module's sticky error. */
-void kit_frag_to_a(ptx_fn *f, const kit_frag *fr, int mi, int kb, ptx_type ab, ptx_reg a[4]);
+ * the next mma `at` (16-bit A: m16n8k16 f16 or bf16) for rows
+ * [m mi, m mi + m) and k columns [k kb, k kb + k) of the C fragment's
+ * tile, rounded to nearest even: register j packs A elements 2j (low
+ * half) and 2j + 1 (high half) by one cvt.rn.{f16x2,bf16x2}.f32. No
+ * shuffles: the m16n8 C and A maps put each lane at the same (g, 2t), so
+ * every A element is one of the lane's own accumulators. a: room for the
+ * atom's A registers (4), fresh b32 registers. A fragment without those
+ * positions, or with other lanes, sets the module's sticky error. */
+void kit_frag_to_a(ptx_fn *f, const kit_frag *fr, const kit_atom *at, int mi, int kb, ptx_reg *a);
 
 /* Shared-memory wavefronts of one warp-wide access of `bytes` bytes per
  * lane at the given byte addresses (lanes with addr < 0 do not take
