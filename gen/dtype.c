@@ -14,7 +14,9 @@
 #include <string.h>
 
 static const pt_dtype_info dtype_table[PT_NDTYPES] = {
-#define X(id, nm, by, isf, np, sm) [PT_##id] = {nm, by, isf, np, sm},
+#define X(id, nm, by, isf, np, sm, pt, x2, ls, rg, to, from)                                  \
+    [PT_##id] = {nm, by, isf, np, sm, PTX_T_##pt, PTX_T_##x2, PTX_T_##ls, PTX_T_##rg, PT_CVT_##to, \
+                 PT_CVT_##from, PTX_T_##x2 == PTX_T_##pt ? 1 : 2},
     PT_DTYPE_MAP(X)
 #undef X
 };

@@ -9,5 +9,6 @@
 #include "gen/kit/layout.h"
 #include "gen/kit/atom.h"
 #include "gen/kit/frag.h"
+#include "gen/kit/io.h"
 
 #endif

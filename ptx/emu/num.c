@@ -127,7 +127,7 @@ static uint64_t nan_of(emu_fmt f, double x)
     case EMU_FMT_F32: return EMU_F32_QNAN;
     case EMU_FMT_F64: return EMU_F64_QNAN;
     case EMU_FMT_E4M3: return 0x7f | ((b >> 63) << 7);
-    case EMU_FMT_E5M2: return 0x7c | ((b >> 50) & 3) | 2 | ((b >> 63) << 7);
+    case EMU_FMT_E5M2: return 0x7f | ((b >> 63) << 7);
     }
     return 0;
 }
