@@ -9,6 +9,7 @@
 #include "gen/kit/layout.h"
 #include "gen/kit/atom.h"
 #include "gen/kit/frag.h"
+#include "gen/kit/reduce.h"
 #include "gen/kit/io.h"
 
 #endif
