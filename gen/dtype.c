@@ -1,12 +1,14 @@
 /* Storage dtypes: the table generated from PT_DTYPE_MAP, and exact host
  * conversions between float64 and each storage format.
  *
- * Every narrow float format goes through one routine, fmt_round(), that
- * rounds a double straight to the format's bit pattern. Because it starts
- * from the double, pt_dtype_round(PT_F16, v) rounds once (no double rounding
- * through f32), and the f32 entry points are the same routine fed an exact
- * widening of their argument. */
+ * Every narrow float format goes through the rounding engine the emulator
+ * uses (ptx/num.h), which rounds a double straight to the format's bit
+ * pattern. Because it starts from the double, pt_dtype_round(PT_F16, v)
+ * rounds once (no double rounding through f32), and the f32 entry points
+ * are the same routine fed an exact widening of their argument. */
 #include "gen/dtype.h"
+
+#include "ptx/num.h"
 
 #include <assert.h>
 #include <math.h>
@@ -47,153 +49,45 @@ int pt_dtype_parse(const char *name, pt_dtype *out, pt_err *e)
     return pt_errf(e, PT_EINVAL, "unknown dtype '%s' (supported: %s)", name, list);
 }
 
-/* ---- one rounding routine for every narrow float format ---- */
+/* ---- narrow floats: the one rounding engine (ptx/num.h) ----
+ * Host conversions are the emulator's: num_round rounds a double straight
+ * into the format (once, so no double rounding through f32), with the same
+ * NaN, overflow and satfinite rules as the emulated cvt. */
 
-/* A binary float format, as seen by fmt_round().
- * mbits: stored mantissa bits; emin: exponent of the smallest normal;
- * maxbits: magnitude bits of the largest finite value; infbits: magnitude
- * bits of +inf, or 0 when the format saturates (fp8 satfinite) instead;
- * ties_away: round half away from zero (tf32 cvt.rna) instead of to even. */
-typedef struct fmt {
-    int mbits, emin;
-    uint32_t maxbits, infbits;
-    bool ties_away;
-} fmt;
+/* f16 / bf16: round to nearest even; overflow to inf; any NaN becomes the
+ * canonical 0x7FFF (what the GPU's cvt produces). */
+static uint16_t d_to_f16(double x) { return (uint16_t)num_round(EMU_FMT_F16, x, EMU_RN, 0); }
+static uint16_t d_to_bf16(double x) { return (uint16_t)num_round(EMU_FMT_BF16, x, EMU_RN, 0); }
 
-static const fmt FMT_F16 = {10, -14, 0x7BFF, 0x7C00, false};
-static const fmt FMT_BF16 = {7, -126, 0x7F7F, 0x7F80, false};
-static const fmt FMT_E4M3 = {3, -6, 0x7E, 0, false};
-static const fmt FMT_E5M2 = {2, -14, 0x7B, 0, false};
-/* tf32 as a 19-bit pattern (sign, 8 exponent, 10 mantissa bits); the f32
- * it is stored in is that pattern shifted left by 13. */
-static const fmt FMT_TF32 = {10, -126, (0xFEu << 10) | 0x3FFu, 0xFFu << 10, true};
-
-/* Magnitude bits (no sign) of |v| rounded to format f; v is not NaN.
- * Below the smallest normal the quantum stays 2^(emin - mbits), which gives
- * subnormals (and signed zero for |v| <= half the smallest subnormal, ties to
- * even). The encoding ((E - emin) << mbits) + r carries a mantissa that
- * rounded up to 2^(mbits+1) into the exponent field for free. */
-static uint32_t fmt_round(double v, const fmt *f)
-{
-    double a = fabs(v);
-    if (a == 0.0)
-        return 0;
-    if (isinf(a))
-        return f->infbits ? f->infbits : f->maxbits;
-    int e;
-    (void)frexp(a, &e);
-    int E = e - 1; /* a = 1.m * 2^E */
-    int qe = (E < f->emin ? f->emin : E) - f->mbits;
-    double q = ldexp(a, -qe); /* exact: scaling by a power of two */
-    double r = floor(q);
-    double d = q - r; /* exact */
-    if (d > 0.5 || (d == 0.5 && (f->ties_away || fmod(r, 2.0) != 0.0)))
-        r += 1.0;
-    uint64_t bits = (uint64_t)r;
-    if (E >= f->emin)
-        bits += (uint64_t)(E - f->emin) << f->mbits;
-    if (bits > f->maxbits)
-        return f->infbits ? f->infbits : f->maxbits;
-    return (uint32_t)bits;
-}
-
-/* Value of magnitude bits m in format f (no NaN/inf handling). */
-static double fmt_value(uint32_t m, const fmt *f)
-{
-    uint32_t ef = m >> f->mbits, mant = m & ((1u << f->mbits) - 1);
-    if (ef == 0)
-        return ldexp((double)mant, f->emin - f->mbits);
-    return ldexp((double)(mant | (1u << f->mbits)), (int)ef - 1 + f->emin - f->mbits);
-}
-
-/* f16: NaN becomes the canonical 0x7FFF (what the GPU's cvt produces). */
-static uint16_t d_to_f16(double x)
-{
-    if (isnan(x))
-        return 0x7FFF;
-    return (uint16_t)((signbit(x) ? 0x8000u : 0u) | fmt_round(x, &FMT_F16));
-}
-
-/* bf16: RNE on the dropped bits; any NaN becomes 0x7FFF. */
-static uint16_t d_to_bf16(double x)
-{
-    if (isnan(x))
-        return 0x7FFF;
-    return (uint16_t)((signbit(x) ? 0x8000u : 0u) | fmt_round(x, &FMT_BF16));
-}
-
-/* fp8 satfinite: NaN keeps its sign (0x7F/0xFF); inf and overflow saturate. */
+/* fp8 satfinite (cvt.rn.satfinite.e4m3x2.f32): inf and overflow saturate to
+ * the largest finite value; NaN becomes 0x7F with its sign. */
 static uint8_t d_to_e4m3(double x)
 {
-    unsigned s = signbit(x) ? 0x80u : 0u;
-    if (isnan(x))
-        return (uint8_t)(s | 0x7Fu);
-    return (uint8_t)(s | fmt_round(x, &FMT_E4M3));
+    return (uint8_t)num_round(EMU_FMT_E4M3, x, EMU_RN, EMU_NF_SATFINITE);
 }
 
 static uint8_t d_to_e5m2(double x)
 {
-    unsigned s = signbit(x) ? 0x80u : 0u;
-    if (isnan(x))
-        return (uint8_t)(s | 0x7Fu);
-    return (uint8_t)(s | fmt_round(x, &FMT_E5M2));
+    return (uint8_t)num_round(EMU_FMT_E5M2, x, EMU_RN, EMU_NF_SATFINITE);
 }
 
 /* tf32 (cvt.rna.tf32.f32): 10 mantissa bits, ties away from zero; the f32
- * exponent range is kept, so overflow rounds to inf. NaN passes through. */
+ * exponent range is kept, so overflow rounds to inf. */
 static double d_to_tf32(double x)
 {
     if (isnan(x))
         return x;
-    uint32_t m = fmt_round(x, &FMT_TF32);
-    double v = m == FMT_TF32.infbits ? (double)INFINITY : fmt_value(m, &FMT_TF32);
-    return signbit(x) ? -v : v;
+    return num_decode(EMU_FMT_TF32, num_round(EMU_FMT_TF32, x, EMU_RNA, 0));
 }
 
 uint16_t pt_f32_to_f16(float x) { return d_to_f16((double)x); }
-
-float pt_f16_to_f32(uint16_t h)
-{
-    uint32_t m = h & 0x7FFFu;
-    double v;
-    if (m >= 0x7C00u)
-        v = m == 0x7C00u ? (double)INFINITY : (double)NAN;
-    else
-        v = fmt_value(m, &FMT_F16);
-    return (float)((h & 0x8000u) ? -v : v);
-}
-
+float pt_f16_to_f32(uint16_t h) { return (float)num_decode(EMU_FMT_F16, h); }
 uint16_t pt_f32_to_bf16(float x) { return d_to_bf16((double)x); }
-
-float pt_bf16_to_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
+float pt_bf16_to_f32(uint16_t h) { return num_bf16_to_f32(h); } /* exact: the high half */
 uint8_t pt_f32_to_e4m3(float x) { return d_to_e4m3((double)x); }
-
-float pt_e4m3_to_f32(uint8_t v)
-{
-    uint32_t m = v & 0x7Fu;
-    double d = m == 0x7Fu ? (double)NAN : fmt_value(m, &FMT_E4M3);
-    return (float)((v & 0x80u) ? -d : d);
-}
-
+float pt_e4m3_to_f32(uint8_t v) { return (float)num_decode(EMU_FMT_E4M3, v); }
 uint8_t pt_f32_to_e5m2(float x) { return d_to_e5m2((double)x); }
-
-float pt_e5m2_to_f32(uint8_t v)
-{
-    uint32_t m = v & 0x7Fu;
-    double d;
-    if (m >= 0x7Cu)
-        d = m == 0x7Cu ? (double)INFINITY : (double)NAN;
-    else
-        d = fmt_value(m, &FMT_E5M2);
-    return (float)((v & 0x80u) ? -d : d);
-}
+float pt_e5m2_to_f32(uint8_t v) { return (float)num_decode(EMU_FMT_E5M2, v); }
 
 /* ---- integers: round to nearest even, saturate, NaN -> 0 (cvt.rni.sat) ---- */
 

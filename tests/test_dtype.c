@@ -334,3 +334,79 @@ Test(dtype, load_store_every_dtype)
     cr_assert_eq(pt_dtype_round(PT_F32, 1.0 + ldexp(1, -30)), 1.0);
     cr_assert_eq(pt_dtype_round(PT_F64, 1.0 + ldexp(1, -30)), 1.0 + ldexp(1, -30));
 }
+
+/* Every midpoint of every narrow float format (positive and negative): a
+ * tie goes to the even neighbour, a hair above to the upper one, a hair
+ * below to the lower one, from a double (pt_dtype_round) and from an f32
+ * (the midpoints are f32 values); past the largest finite value f16/bf16
+ * go to inf and fp8 saturates. Neighbours come from the decoders, which
+ * the round trips above check. */
+static double decode_fmt(pt_dtype t, uint32_t v)
+{
+    switch (t) {
+    case PT_F16: return (double)pt_f16_to_f32((uint16_t)v);
+    case PT_BF16: return (double)pt_bf16_to_f32((uint16_t)v);
+    case PT_E4M3: return (double)pt_e4m3_to_f32((uint8_t)v);
+    default: return (double)pt_e5m2_to_f32((uint8_t)v);
+    }
+}
+
+static uint32_t encode_fmt(pt_dtype t, float x)
+{
+    switch (t) {
+    case PT_F16: return pt_f32_to_f16(x);
+    case PT_BF16: return pt_f32_to_bf16(x);
+    case PT_E4M3: return pt_f32_to_e4m3(x);
+    default: return pt_f32_to_e5m2(x);
+    }
+}
+
+Test(dtype, every_midpoint_ties_to_even)
+{
+    static const struct {
+        pt_dtype t;
+        uint32_t maxfin, sign;
+        bool sat;
+    } fm[] = {{PT_F16, 0x7BFF, 0x8000, false}, {PT_BF16, 0x7F7F, 0x8000, false},
+              {PT_E4M3, 0x7E, 0x80, true}, {PT_E5M2, 0x7B, 0x80, true}};
+    for (size_t k = 0; k < sizeof fm / sizeof fm[0]; k++) {
+        pt_dtype t = fm[k].t;
+        for (uint32_t p = 0; p <= fm[k].maxfin; p++) {
+            double lo = decode_fmt(t, p);
+            double hi = p < fm[k].maxfin ? decode_fmt(t, p + 1) : 2 * lo - decode_fmt(t, p - 1);
+            double mid = (lo + hi) / 2, eps = (hi - lo) / 1024;
+            uint32_t up = p < fm[k].maxfin ? p + 1 : fm[k].sat ? p : (t == PT_F16 ? 0x7C00 : 0x7F80);
+            uint32_t even = (p & 1) ? up : p;
+            double want_up = p < fm[k].maxfin || fm[k].sat ? decode_fmt(t, up) : INFINITY;
+            double want_even = even == p ? lo : want_up;
+            for (int s = 0; s < 2; s++) {
+                double sg = s ? -1.0 : 1.0;
+                uint32_t sb = s ? fm[k].sign : 0;
+                cr_assert_eq(pt_dtype_round(t, sg * mid), sg * want_even, "%s tie after %x",
+                             pt_dtype_get(t)->name, p);
+                cr_assert_eq(pt_dtype_round(t, sg * (mid + eps)), sg * want_up, "%s above tie %x",
+                             pt_dtype_get(t)->name, p);
+                cr_assert_eq(pt_dtype_round(t, sg * (mid - eps)), sg * lo, "%s below tie %x",
+                             pt_dtype_get(t)->name, p);
+                cr_assert_eq(encode_fmt(t, (float)(sg * mid)), sb | even, "%s f32 tie after %x",
+                             pt_dtype_get(t)->name, p);
+            }
+        }
+    }
+}
+
+/* NaN from either sign: f16/bf16 the canonical 0x7FFF, fp8 0x7F with the
+ * sign kept (whatever the payload); what the emulated cvt gives too. */
+Test(dtype, nan_encodings)
+{
+    static const uint32_t nans[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff800001u,
+                                    0x7fbfffffu, 0x7fffffffu, 0xffffffffu, 0x7fa00000u};
+    for (size_t i = 0; i < sizeof nans / sizeof nans[0]; i++) {
+        float x = u2f(nans[i]);
+        unsigned s = (nans[i] >> 31) ? 0x80u : 0u;
+        cr_assert_eq(pt_f32_to_f16(x), 0x7FFF);
+        cr_assert_eq(pt_f32_to_bf16(x), 0x7FFF);
+        cr_assert_eq(pt_f32_to_e4m3(x), 0x7F | s, "%08x", nans[i]);
+        cr_assert_eq(pt_f32_to_e5m2(x), 0x7F | s, "%08x", nans[i]);
+    }
+}

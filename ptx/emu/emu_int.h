@@ -22,7 +22,7 @@
 #define PTX_EMU_INT_H
 
 #include "ptx/emu/emu.h"
-#include "ptx/emu/num.h"
+#include "ptx/num.h"
 
 #include <pthread.h>
 #include <string.h>

@@ -1,16 +1,19 @@
-/* Exact numeric helpers of the emulator: float formats narrower than f64
- * (f16, bf16, tf32, f32, e4m3, e5m2) encoded from exact values with every
- * PTX rounding mode, saturation and relu, and the packed/x2 arithmetic that
- * f16/bf16 instructions need. Private to ptx/emu; nothing here depends on
- * gen/ (the emulator is the independent oracle for generated kernels).
+/* The one rounding engine: float formats narrower than f64 (f16, bf16,
+ * tf32, f32, e4m3, e5m2) encoded from exact values with every PTX rounding
+ * mode, saturation and relu, and the packed/x2 arithmetic that f16/bf16
+ * instructions need. The emulator computes every conversion and narrow
+ * arithmetic result with it, and the host conversions of gen/dtype.c (the
+ * CPU references, .npy I/O) call it too, so a kernel and its reference
+ * round the same way by construction. Nothing here depends on gen/ or on
+ * the emulator; the names keep the emulator's EMU_ / num_ prefixes.
  *
  * The central idea: every result is first known exactly, as a double s
  * plus an error term e (s + e is the exact value, |e| <= ulp(s)/2, from
  * TwoSum / exact products), then rounded once into the target format by
  * num_encode(). That gives correctly rounded results in every mode without
  * touching the host's floating-point environment. */
-#ifndef PTX_EMU_NUM_H
-#define PTX_EMU_NUM_H
+#ifndef PTX_NUM_H
+#define PTX_NUM_H
 
 #include <stdbool.h>
 #include <stdint.h>

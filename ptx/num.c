@@ -1,7 +1,7 @@
 /* Exact rounding into narrow float formats; see num.h for the approach.
  * References: IEEE 754 rounding; cuda_fp8.hpp __nv_cvt_double_to_fp8 for
  * the fp8 NaN/overflow conventions; shared/ref/ptx-sm80.md section 7.4. */
-#include "ptx/emu/num.h"
+#include "ptx/num.h"
 
 #include <fenv.h>
 #include <math.h>
@@ -117,6 +117,10 @@ static void split(double x, uint64_t *mant, int *exp)
     }
 }
 
+/* The NaN a conversion into f produces: the canonical NaN of the GPU for
+ * f16/bf16/f32/f64; fp8 keeps only the sign (e4m3 S.1111.111, e5m2 the
+ * quiet S.11111.11, as cuda_fp8.hpp's float path gives after making the
+ * NaN canonical; the host conversions of gen/dtype.c rely on it). */
 static uint64_t nan_of(emu_fmt f, double x)
 {
     uint64_t b = num_f64_bits(x);
