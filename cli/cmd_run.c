@@ -289,44 +289,18 @@ static void on_result(void *ctx, int i, const tuner_result *r)
 static int run_sweep(const cli_problem *cp, const run_opts *ro, const char *backend,
                      const pt_prepared *pp, const pt_target *t, tuner_eval_opts *eo)
 {
-    pt_space s;
-    cp->op->space(pp, t, &s);
-    int64_t total = pt_space_size(&s);
-    tuner_candidate *c = calloc((size_t)total + 1, sizeof *c);
+    pt_config *cfg;
+    int64_t n64;
+    pt_err pe = {0};
+    if (tuner_pick_configs(cp->op, pp, t, cp->limit, ro->sample, ro->seed, &cfg, &n64, &pe))
+        cli_die(1, "%s", pe.msg);
+    int n = (int)n64;
+    tuner_candidate *c = calloc((size_t)n + 1, sizeof *c);
     if (!c)
         cli_die(1, "out of memory");
-    int n = 0;
-    for (int64_t i = 0; i < total && (!cp->limit || n < cp->limit); i++) {
-        pt_config cfg;
-        pt_space_config(&s, i, &cfg);
-        pt_err ce = {0};
-        if (cp->op->check(pp, t, &cfg, &ce))
-            continue;
-        c[n++] = (tuner_candidate){cp->op, pp, cfg, NULL, NULL};
-    }
-    if (ro->sample && ro->sample < n) {
-        /* the default config first, then a seeded shuffle of the rest */
-        pt_config def;
-        cp->op->defaults(pp, t, &def);
-        char want[256], have[256];
-        pt_config_str(&def, want, sizeof want);
-        for (int i = 0; i < n; i++)
-            if (strcmp(pt_config_str(&c[i].config, have, sizeof have), want) == 0) {
-                tuner_candidate tmp = c[0];
-                c[0] = c[i];
-                c[i] = tmp;
-                break;
-            }
-        uint64_t r = ro->seed * 0x9e3779b97f4a7c15ull + 1;
-        for (int i = n - 1; i > 1; i--) {
-            r = r * 6364136223846793005ull + 1442695040888963407ull;
-            int j = 1 + (int)((r >> 33) % (uint64_t)i);
-            tuner_candidate tmp = c[i];
-            c[i] = c[j];
-            c[j] = tmp;
-        }
-        n = ro->sample;
-    }
+    for (int i = 0; i < n; i++)
+        c[i] = (tuner_candidate){cp->op, pp, cfg[i], NULL, NULL};
+    free(cfg);
     tuner_result *res = calloc((size_t)n + 1, sizeof *res);
     if (!res)
         cli_die(1, "out of memory");

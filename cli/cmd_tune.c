@@ -1,4 +1,4 @@
-/* ptxtune tune: a tuning sweep into the store (search/sweep.h), with a
+/* ptxtune tune: a tuning sweep into the store (tuner/tune.h), with a
  * progress line on a terminal and the top results at the end. */
 #include <errno.h>
 #include <getopt.h>
@@ -12,8 +12,8 @@
 #include "cli/cli.h"
 #include "db/db.h"
 #include "search/problem.h"
-#include "search/sweep.h"
 #include "tuner/sweep.h"
+#include "tuner/tune.h"
 
 #ifndef PT_GIT_REV
 #define PT_GIT_REV "unknown"

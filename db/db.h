@@ -108,11 +108,37 @@ typedef struct db_run {
     const char *status;
 } db_run;
 
-/* Candidate outcome classes. ok is the only one with a score; duplicate
- * marks a config whose PTX equals one already measured in the run. */
-#define DB_CLASS_MAP(X)                                                      \
-    X(ok) X(compile_error) X(resource_limit) X(launch_error) X(fault) X(timeout) \
-    X(wrong_answer) X(invalid) X(duplicate)
+/* Candidate outcome classes: the one list. The names are what the store
+ * keeps, the CLI prints and the import accepts; DB_OUTCOME_ROWS are what a
+ * candidate can end in (tuner/backend.h makes tuner_outcome of them, with the
+ * same values as db_class), DB_STORE_ROWS the store's own: invalid, and
+ * duplicate (a config whose PTX equals one already measured in the run). ok
+ * is the only class with a score. A row is X(A, ID, name); A is passed
+ * through, so one list serves X-macros of any shape (DB_CLASS_MAP below,
+ * TUNER_OUTCOME_MAP). */
+#define DB_OUTCOME_ROWS(X, A)                                                 \
+    X(A, OK, ok)                                                              \
+    X(A, COMPILE_ERROR, compile_error)   /* emit or PTX assembly failed */    \
+    X(A, RESOURCE_LIMIT, resource_limit) /* registers/shared/threads too many */ \
+    X(A, LAUNCH_ERROR, launch_error)     /* load or launch refused otherwise */ \
+    X(A, FAULT, fault)                   /* illegal address & co, worker died */ \
+    X(A, TIMEOUT, timeout)               /* killed past its deadline */       \
+    X(A, WRONG_ANSWER, wrong_answer)     /* values, guard zones, inputs */
+#define DB_STORE_ROWS(X, A) X(A, INVALID, invalid) X(A, DUPLICATE, duplicate)
+
+/* X(name) for every class the store accepts. */
+#define DB__CLASS_NAME(A, id, name) A(name)
+#define DB_CLASS_MAP(X) DB_OUTCOME_ROWS(DB__CLASS_NAME, X) DB_STORE_ROWS(DB__CLASS_NAME, X)
+
+typedef enum db_class {
+#define DB__CLASS_ENUM(A, id, name) DB_CLASS_##id,
+    DB_OUTCOME_ROWS(DB__CLASS_ENUM, ~) DB_STORE_ROWS(DB__CLASS_ENUM, ~)
+#undef DB__CLASS_ENUM
+    DB_NCLASSES
+} db_class;
+
+/* The stored name of c ("ok", "duplicate"...); NULL out of range. */
+const char *db_class_name(db_class c);
 
 /* One candidate of one run on one problem. Statistics are seconds; spread
  * is the relative spread (coefficient of variation) of the repetitions. */

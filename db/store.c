@@ -692,15 +692,22 @@ int db__record(db_store *s, const db_kernel *k, const db_cubin *c,
     return PT_OK;
 }
 
+static const char *const class_names[] = {
+#define X(n) #n,
+    DB_CLASS_MAP(X)
+#undef X
+};
+_Static_assert(sizeof class_names / sizeof class_names[0] == DB_NCLASSES, "DB_CLASS_MAP");
+
+const char *db_class_name(db_class c)
+{
+    return (unsigned)c < DB_NCLASSES ? class_names[c] : NULL;
+}
+
 static bool known_class(const char *c)
 {
-    static const char *const names[] = {
-#define X(n) #n,
-        DB_CLASS_MAP(X)
-#undef X
-    };
-    for (size_t i = 0; c && i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(c, names[i]) == 0)
+    for (size_t i = 0; c && i < sizeof class_names / sizeof class_names[0]; i++)
+        if (strcmp(c, class_names[i]) == 0)
             return true;
     return false;
 }

@@ -19,7 +19,7 @@
 
 #include "test_util.h"
 #include "db/db.h"
-#include "search/sweep.h"
+#include "tuner/tune.h"
 
 static char dir[64];
 

@@ -16,18 +16,13 @@
 #ifndef TUNER_BACKEND_H
 #define TUNER_BACKEND_H
 
+#include "db/db.h"
 #include "gen/op.h"
 
-/* Outcome classes of a candidate: one X-macro backs the enum and the names
- * stored in the database and printed by the CLI. */
-#define TUNER_OUTCOME_MAP(X)                                                  \
-    X(OK, "ok")                                                               \
-    X(COMPILE_ERROR, "compile_error")   /* emit or PTX assembly failed */     \
-    X(RESOURCE_LIMIT, "resource_limit") /* registers/shared/threads too many */ \
-    X(LAUNCH_ERROR, "launch_error")     /* load or launch refused otherwise */ \
-    X(FAULT, "fault")                   /* illegal address & co, worker died */ \
-    X(TIMEOUT, "timeout")               /* killed past its deadline */         \
-    X(WRONG_ANSWER, "wrong_answer")     /* values, guard zones, inputs */
+/* Outcome classes of a candidate: the rows of DB_OUTCOME_ROWS (db/db.h, the
+ * one list, with the store's names), as X(ID, "name"). */
+#define TUNER__OUTCOME_ROW(A, id, name) A(id, #name)
+#define TUNER_OUTCOME_MAP(X) DB_OUTCOME_ROWS(TUNER__OUTCOME_ROW, X)
 
 typedef enum tuner_outcome {
 #define X(id, name) TUNER_##id,
@@ -35,6 +30,11 @@ typedef enum tuner_outcome {
 #undef X
     TUNER_NOUTCOMES
 } tuner_outcome;
+/* a tuner_outcome is its db_class (the store's name) */
+_Static_assert((int)TUNER_OK == (int)DB_CLASS_OK &&
+                   (int)TUNER_WRONG_ANSWER == (int)DB_CLASS_WRONG_ANSWER &&
+                   (int)TUNER_NOUTCOMES == (int)DB_CLASS_INVALID,
+               "tuner_outcome follows DB_OUTCOME_ROWS");
 const char *tuner_outcome_name(tuner_outcome o);
 /* TUNER_NOUTCOMES when name is not a class. */
 tuner_outcome tuner_outcome_parse(const char *name);

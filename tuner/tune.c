@@ -1,12 +1,13 @@
-/* The sweep driver (search/sweep.h).
+/* The tuning loop (tuner/tune.h).
  *
  * Threads: the caller's thread runs the search, measures and stores; a
- * small pool builds candidates (emit, print, hash, compile) ahead of it.
+ * small pool builds candidates (tuner_build: emit, print, hash, compile)
+ * ahead of it.
  * The measuring worker is a forked process (tuner/pool.h); a fork while a
  * builder thread holds a lock inside a library would leave that lock held
  * forever in the child, so the builders are paused whenever the next job may
  * start a new worker (the first job, and the one after a worker exited). */
-#include "search/sweep.h"
+#include "tuner/tune.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -18,11 +19,9 @@
 #include <unistd.h>
 
 #include "ptx/target.h"
-#include "tuner/bench.h"
 #include "tuner/driver.h"
-#include "tuner/pool.h"
+#include "tuner/pipeline.h"
 #include "tuner/sweep.h"
-#include "tuner/verify.h"
 
 static double mono(void)
 {
@@ -64,12 +63,17 @@ static smap_ent *smap_get(const smap *m, int rung, const char *k)
     return e->key ? e : NULL;
 }
 
+/* The entry of (rung, k), added when missing; NULL when out of memory. */
 static smap_ent *smap_put(smap *m, int rung, const char *k)
 {
     if (2 * (m->n + 1) > m->cap) {
         smap old = *m;
-        m->cap = m->cap ? 2 * m->cap : 256;
-        m->v = calloc(m->cap, sizeof *m->v);
+        size_t cap = m->cap ? 2 * m->cap : 256;
+        smap_ent *v = calloc(cap, sizeof *v);
+        if (!v)
+            return NULL;
+        m->cap = cap;
+        m->v = v;
         m->n = 0;
         for (size_t i = 0; i < old.cap; i++)
             if (old.v[i].key) {
@@ -83,6 +87,8 @@ static smap_ent *smap_put(smap *m, int rung, const char *k)
     smap_ent *e = &m->v[smap_slot(m, key)];
     if (!e->key) {
         e->key = strdup(key);
+        if (!e->key)
+            return NULL;
         m->n++;
     }
     return e;
@@ -109,24 +115,18 @@ typedef struct prob_state {
     bool verify; /* emulator: small enough to emulate */
 } prob_state;
 
-/* One proposal on its way: built by the pool, measured in order. */
+/* One proposal on its way: built by the pool (tuner_build), measured in
+ * order. */
 typedef struct build {
     search_cand cand;
     pt_config cfg;
     char cfg_str[256];
     bool skip;          /* known already: no build */
     bool done;
-    const char *cls;    /* NULL: built; else compile_error / resource_limit */
-    char err[1024];
-    char *ptx;
-    size_t ptx_len;
+    int rc;             /* the build's harness error (out of memory), with err */
+    pt_err err;
+    tuner_built b;      /* b.cls: TUNER_OK built, else compile_error / resource_limit */
     char hash[17];
-    void *cubin;
-    size_t cubin_size;
-    bool compiled;
-    pt_resource res;
-    pt_launch launch;
-    char entry[128];
 } build;
 
 typedef struct sweep_ctx {
@@ -150,7 +150,8 @@ typedef struct sweep_ctx {
     int nthreads;
     /* measuring worker */
     tuner_pool *pool;
-    bool may_fork;
+    tuner_runner runner;  /* jobs into the pool, builders held while it may fork */
+    double deadline_s;
     tuner_dev_opts dev_opts;
 } sweep_ctx;
 
@@ -212,47 +213,29 @@ static double prior_cfg(void *ctx, int64_t index, const pt_config *c)
 
 /* ---- building ------------------------------------------------------------- */
 
-static bool is_resource_message(const char *m)
+/* The mock device times a kernel by its directive: give it the model's
+ * estimate with a per-config wobble, so mock sweeps have a landscape (the
+ * directive is part of the stored, hashed text). */
+static void mock_directive(void *ctx, const pt_config *cfg, const pt_launch *l, pt_buf *text)
 {
-    return strstr(m, "too much shared data") || strstr(m, "too many resources") ||
-           strstr(m, "too much local data") || strstr(m, "too much parameter space");
+    sweep_ctx *sc = ctx;
+    char cs[256];
+    pt_config_str(cfg, cs, sizeof cs);
+    double t = model_of(sc, sc->cur, cfg, l, NULL);
+    uint64_t h = pt_hash64(cs, strlen(cs));
+    double w = 1 + 0.2 * ((double)(h >> 11) * 0x1.0p-53 - 0.5);
+    pt_buf_printf(text, "// mock: time_us=%.4f\n", isfinite(t) ? t * 1e6 * w : 1e6);
 }
 
 static void do_build(sweep_ctx *sc, prob_state *ps, build *b)
 {
-    pt_err e = {0};
-    ptx_module *m;
-    if (pt_op_build(ps->op, ps->pp, &sc->target, sc->max_ptx, &b->cfg, &m, &b->launch, &e)) {
-        b->cls = "compile_error";
-        snprintf(b->err, sizeof b->err, "emit: %.1000s", e.msg);
-        return;
-    }
-    snprintf(b->entry, sizeof b->entry, "%s", b->launch.entry ? b->launch.entry : "");
-    b->launch.entry = b->entry;
-    pt_buf text;
-    pt_buf_init(&text);
-    ptx_print_buf(m, &text);
-    ptx_module_free(m);
-    if (strcmp(sc->o->backend ? sc->o->backend : "", "mock") == 0 && !sc->o->measure) {
-        /* the mock device times a kernel by its directive: give it the
-         * model's estimate with a per-config wobble, so mock sweeps have a
-         * landscape (the directive is part of the stored, hashed text) */
-        double t = model_of(sc, ps, &b->cfg, &b->launch, NULL);
-        uint64_t h = pt_hash64(b->cfg_str, strlen(b->cfg_str));
-        double w = 1 + 0.2 * ((double)(h >> 11) * 0x1.0p-53 - 0.5);
-        pt_buf_printf(&text, "// mock: time_us=%.4f\n", isfinite(t) ? t * 1e6 * w : 1e6);
-    }
-    b->ptx_len = text.len;
-    b->ptx = pt_buf_take(&text);
-    snprintf(b->hash, sizeof b->hash, "%016llx", (unsigned long long)pt_hash64(b->ptx, b->ptx_len));
-    if (sc->comp && !sc->o->no_compile) {
-        if (pt_compile(sc->comp, b->ptx, &sc->target, &b->cubin, &b->cubin_size, &b->res, &e)) {
-            b->cls = is_resource_message(e.msg) ? "resource_limit" : "compile_error";
-            snprintf(b->err, sizeof b->err, "%.1000s", e.msg);
-            return;
-        }
-        b->compiled = true;
-    }
+    bool mock = strcmp(sc->o->backend ? sc->o->backend : "", "mock") == 0 && !sc->o->measure;
+    tuner_build_opts bo = {.target = sc->target, .max_ptx = sc->max_ptx,
+                           .comp = sc->o->no_compile ? NULL : sc->comp, .want_cubin = true,
+                           .annotate = mock ? mock_directive : NULL, .annotate_ctx = sc};
+    b->rc = tuner_build(ps->op, ps->pp, &b->cfg, &bo, &b->b, &b->err);
+    if (!b->rc && b->b.ptx)
+        snprintf(b->hash, sizeof b->hash, "%016llx", (unsigned long long)b->b.hash);
 }
 
 static void *builder(void *arg)
@@ -310,6 +293,11 @@ static void pool_hold(sweep_ctx *sc, bool hold)
     else
         pthread_cond_broadcast(&sc->cv_work);
     pthread_mutex_unlock(&sc->mu);
+}
+
+static void hold_builders(void *ctx, bool on)
+{
+    pool_hold(ctx, on);
 }
 
 /* Waits for the batch to be taken and built, then detaches it. */
@@ -387,8 +375,7 @@ static int prob_unblob(pt_arena *a, const char *s, size_t len, pt_problem *p, pt
 typedef struct wstate {
     sweep_ctx *sc;
     tuner_dev *d;
-    int io_problem;
-    tuner_io *io;
+    tuner_evaluator *ev;
     /* the problem of the last job, prepared here */
     int prob;
     pt_arena *arena;
@@ -401,9 +388,7 @@ static int w_problem(wstate *w, const job_hdr *h, const char *blob, pt_err *e)
 {
     if (w->prob == h->problem && w->pp)
         return PT_OK;
-    tuner_io_free(w->d, w->io); /* the inputs belong to the old problem */
-    w->io = NULL;
-    w->io_problem = -1;
+    tuner_evaluator_drop_io(w->ev); /* the inputs belong to the old problem */
     pt_arena_free(w->arena);
     w->arena = pt_arena_new();
     w->pp = NULL;
@@ -431,10 +416,17 @@ static int w_init(void *ctx, void **state, pt_buf *hello, pt_err *e)
     if (!w)
         return pt_errf(e, PT_ENOMEM, "out of memory");
     w->sc = sc;
-    w->io_problem = -1;
     w->prob = -1;
     int rc = tuner_dev_open(sc->o->backend, &sc->dev_opts, &w->d, e);
+    /* the pipeline after the build: load, verify (inputs from the seed),
+     * time where the backend times, sync; builds come compiled */
+    tuner_eval_opts eo = {.target = sc->target, .max_ptx = sc->max_ptx, .check = true,
+                          .bench = true, .seed = sc->o->seed ? sc->o->seed : 1,
+                          .verify = {.seed = sc->o->seed}};
+    if (!rc)
+        rc = tuner_evaluator_new(w->d, &eo, &w->ev, e);
     if (rc) {
+        tuner_dev_close(w->d);
         free(w);
         return rc;
     }
@@ -446,49 +438,30 @@ static int w_init(void *ctx, void **state, pt_buf *hello, pt_err *e)
 static void w_fini(void *state)
 {
     wstate *w = state;
-    tuner_io_free(w->d, w->io);
+    tuner_evaluator_free(w->ev);
     tuner_dev_close(w->d);
     pt_arena_free(w->arena);
     free(w);
 }
 
-static void meas_fail(sweep_meas *m, tuner_outcome cls, const char *phase, const pt_err *e)
-{
-    snprintf(m->cls, sizeof m->cls, "%s", tuner_outcome_name(cls));
-    snprintf(m->phase, sizeof m->phase, "%s", phase);
-    snprintf(m->msg, sizeof m->msg, "%.1000s", e->msg[0] ? e->msg : pt_strerror(e->code));
-}
-
-static tuner_outcome dev_class(tuner_dev *d)
-{
-    tuner_outcome c = tuner_dev_failure(d);
-    return c == TUNER_OK ? TUNER_LAUNCH_ERROR : c;
-}
-
-typedef struct w_reply {
-    sweep_meas m;
-    bool retry; /* the device was broken before this job began */
-} w_reply;
-
 static void w_job(void *state, const void *req, size_t len, pt_buf *reply, bool *last,
                   tuner_progress_fn progress, void *pctx)
 {
     wstate *w = state;
-    w_reply r;
+    tuner_result r;
     memset(&r, 0, sizeof r);
-    sweep_meas *m = &r.m;
     job_hdr h;
     pt_err e = {0};
-    tuner_kernel *k = NULL;
+    *last = false;
     if (len < sizeof h) {
-        snprintf(m->cls, sizeof m->cls, "launch_error");
-        snprintf(m->msg, sizeof m->msg, "bad job");
+        r.cls = TUNER_LAUNCH_ERROR;
+        snprintf(r.msg, sizeof r.msg, "bad job");
         goto out;
     }
     memcpy(&h, req, sizeof h);
     if ((size_t)h.prob_len + h.ptx_len + h.cubin_len + 1 > len - sizeof h) {
-        snprintf(m->cls, sizeof m->cls, "launch_error");
-        snprintf(m->msg, sizeof m->msg, "bad job");
+        r.cls = TUNER_LAUNCH_ERROR;
+        snprintf(r.msg, sizeof r.msg, "bad job");
         goto out;
     }
     const char *blob = (const char *)req + sizeof h;
@@ -496,168 +469,102 @@ static void w_job(void *state, const void *req, size_t len, pt_buf *reply, bool 
     const void *cubin = h.cubin_len ? ptx + h.ptx_len : NULL;
     const char *entry = ptx + h.ptx_len + h.cubin_len;
     h.launch.entry = entry;
-    tuner_dev_reset_failure(w->d);
-    if (tuner_sync(w->d, &e) != PT_OK) {
-        r.retry = true;
-        goto out;
-    }
     progress(pctx, "load");
     if (w_problem(w, &h, blob, &e)) {
-        meas_fail(m, TUNER_LAUNCH_ERROR, "load", &e);
+        r.cls = TUNER_LAUNCH_ERROR;
+        snprintf(r.phase, sizeof r.phase, "load");
+        snprintf(r.msg, sizeof r.msg, "%.1000s", e.msg[0] ? e.msg : pt_strerror(e.code));
+        *last = tuner_dev_sticky(w->d);
         goto out;
     }
-    tuner_image img = {ptx, h.ptx_len, cubin, h.cubin_len, entry, w->op, w->pp};
-    if (tuner_load(w->d, &img, &k, &e)) {
-        meas_fail(m, dev_class(w->d), "load", &e);
-        goto out;
-    }
-    if (!h.verify && !tuner_dev_can_time(w->d)) {
-        /* the emulator on a problem too large to emulate: the PTX parsed
-         * and loaded; nothing runs */
-        snprintf(m->cls, sizeof m->cls, "ok");
-        snprintf(m->phase, sizeof m->phase, "load");
-        goto out;
-    }
-    if (w->io_problem != h.problem) {
-        tuner_io_free(w->d, w->io);
-        w->io = NULL;
-        w->io_problem = -1;
-        if (tuner_io_new(w->op, w->pp, &w->io, &e)) {
-            meas_fail(m, TUNER_LAUNCH_ERROR, "load", &e);
-            goto out;
-        }
-        tuner_io_random(w->io, w->sc->o->seed ? w->sc->o->seed : 1, 0, 0);
-        w->io_problem = h.problem;
-    }
-    if (h.verify) {
-        progress(pctx, "verify");
-        tuner_verify_result vr;
-        tuner_verify_opts vo = {.seed = w->sc->o->seed};
-        if (tuner_verify(w->d, k, &h.launch, w->io, &vo, &vr, &e)) {
-            meas_fail(m, vr.cls == TUNER_OK ? TUNER_WRONG_ANSWER : vr.cls, "verify", &e);
-            goto out;
-        }
-        m->verified = true;
-    }
-    if (tuner_dev_can_time(w->d)) {
-        progress(pctx, "bench");
-        /* successive halving: lower rungs get a fraction of the protocol */
-        double frac = h.final ? 1.0 : h.rung == 0 ? 0.1 : 0.3;
-        tuner_bench_opts bo = {.budget_ms = 500 * frac, .min_reps = frac < 1 ? 5 : 0};
-        tuner_bench_result br;
-        if (tuner_bench(w->d, k, &h.launch, w->io, &bo, &br, &e)) {
-            meas_fail(m, dev_class(w->d), "bench", &e);
-            goto out;
-        }
-        m->timed = true;
-        m->t_min = br.st.min;
-        m->t_median = br.st.median;
-        m->t_max = br.st.max;
-        m->spread = br.st.spread;
-        m->reps = br.st.n;
-    }
-    progress(pctx, "sync");
-    if (tuner_sync(w->d, &e)) {
-        meas_fail(m, dev_class(w->d), "sync", &e);
-        goto out;
-    }
-    snprintf(m->cls, sizeof m->cls, "ok");
-    snprintf(m->phase, sizeof m->phase, "done");
+    /* successive halving: lower rungs get a fraction of the protocol */
+    double frac = h.final ? 1.0 : h.rung == 0 ? 0.1 : 0.3;
+    tuner_bench_opts bo = {.budget_ms = 500 * frac, .min_reps = frac < 1 ? 5 : 0};
+    /* the emulator on a problem too large to emulate: the PTX parsed and
+     * loaded; nothing runs */
+    tuner_candidate c = {.op = w->op, .pp = w->pp, .ptx = ptx, .launch = &h.launch};
+    tuner_eval_how how = {.cubin = cubin, .cubin_size = h.cubin_len, .compiled = true,
+                          .ptx_len = h.ptx_len,
+                          .load_only = !h.verify && !tuner_dev_can_time(w->d), .bench = &bo};
+    tuner_eval_job(w->ev, w->d, &c, &how, &r, last, progress, pctx);
 out:
-    tuner_unload(w->d, k);
-    *last = r.retry || tuner_dev_sticky(w->d);
     pt_buf_putn(reply, (const char *)&r, sizeof r);
+}
+
+/* What the pipeline's result says, as the store records it. */
+static void meas_of(const tuner_result *r, sweep_meas *m)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->cls, sizeof m->cls, "%s", tuner_outcome_name(r->cls));
+    snprintf(m->phase, sizeof m->phase, "%s", r->phase);
+    snprintf(m->msg, sizeof m->msg, "%.1000s", r->msg);
+    /* verified: the check passed (a later failure keeps it) */
+    m->verified = r->verified && r->verify.cls == TUNER_OK &&
+                  !(r->cls != TUNER_OK && strcmp(r->phase, "verify") == 0);
+    m->timed = r->benched;
+    if (r->benched) {
+        m->t_min = r->bench.st.min;
+        m->t_median = r->bench.st.median;
+        m->t_max = r->bench.st.max;
+        m->spread = r->bench.st.spread;
+        m->reps = r->bench.st.n;
+    }
 }
 
 /* Measures one built candidate in the worker. */
 static int measure_worker(sweep_ctx *sc, int problem, const build *b, sweep_meas *m, pt_err *e)
 {
+    const tuner_built *t = &b->b;
     job_hdr h = {problem, b->cand.rung, b->cand.final, sc->cur->verify,
-                 (uint32_t)sc->cur_blob.len, (uint32_t)b->ptx_len,
-                 (uint32_t)(b->compiled ? b->cubin_size : 0), b->launch};
+                 (uint32_t)sc->cur_blob.len, (uint32_t)t->ptx_len,
+                 (uint32_t)(t->compiled ? t->cubin_size : 0), t->launch};
     h.launch.entry = NULL;
-    pt_buf req, reply;
+    pt_buf req;
     pt_buf_init(&req);
-    pt_buf_init(&reply);
     pt_buf_putn(&req, (const char *)&h, sizeof h);
     pt_buf_putn(&req, sc->cur_blob.s, sc->cur_blob.len);
-    pt_buf_putn(&req, b->ptx, b->ptx_len);
+    pt_buf_putn(&req, t->ptx, t->ptx_len);
     if (h.cubin_len)
-        pt_buf_putn(&req, b->cubin, h.cubin_len);
-    pt_buf_puts(&req, b->entry);
+        pt_buf_putn(&req, t->cubin, h.cubin_len);
+    pt_buf_puts(&req, t->entry);
     pt_buf_putc(&req, '\0');
-    int rc = PT_OK;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        tuner_job_info info;
-        bool held = sc->may_fork;
-        if (held)
-            pool_hold(sc, true);
-        rc = tuner_pool_run(sc->pool, req.s, req.len, &reply, &info, e);
-        if (held)
-            pool_hold(sc, false);
-        if (rc)
-            break;
-        sc->may_fork = info.worker_exited;
-        memset(m, 0, sizeof *m);
-        if (info.status == TUNER_JOB_TIMEOUT) {
-            snprintf(m->cls, sizeof m->cls, "timeout");
-            snprintf(m->phase, sizeof m->phase, "%s", info.phase);
-            snprintf(m->msg, sizeof m->msg, "killed after %.3f s in phase '%s'", info.kill_s,
-                     info.phase);
-        } else if (info.status == TUNER_JOB_DIED) {
-            snprintf(m->cls, sizeof m->cls, "fault");
-            snprintf(m->phase, sizeof m->phase, "%s", info.phase);
-            snprintf(m->msg, sizeof m->msg, "worker died in phase '%s' (%s %d)", info.phase,
-                     info.signal ? "signal" : "exit code",
-                     info.signal ? info.signal : info.exit_code);
-        } else if (reply.len == sizeof(w_reply)) {
-            w_reply r;
-            memcpy(&r, reply.s, sizeof r);
-            *m = r.m;
-            if (r.retry && attempt == 0)
-                continue;
-            if (r.retry) {
-                snprintf(m->cls, sizeof m->cls, "launch_error");
-                snprintf(m->msg, sizeof m->msg, "device broken before the job, twice");
-            }
-        } else {
-            snprintf(m->cls, sizeof m->cls, "fault");
-            snprintf(m->msg, sizeof m->msg, "worker sent a reply of %zu bytes", reply.len);
-        }
-        break;
-    }
+    tuner_result r;
+    int rc = tuner_runner_job(&sc->runner, req.s, req.len, &r, e);
+    if (!rc)
+        meas_of(&r, m);
     pt_buf_free(&req);
-    pt_buf_free(&reply);
     return rc;
 }
 
 /* ---- recording ---------------------------------------------------------- */
 
 static int record(db_store *db, int64_t run, prob_state *ps, const sweep_ctx *sc, const build *b,
-                  const char *cls, const char *err, const sweep_meas *m, double model_s,
+                  db_class cls, const char *err, const sweep_meas *m, double model_s,
                   double *score, pt_err *e)
 {
-    bool ok = strcmp(cls, "ok") == 0;
+    const tuner_built *t_b = &b->b;
+    bool ok = cls == DB_CLASS_OK;
     bool timed = m && m->timed;
     double t = timed ? m->t_median : model_s;
     *score = ok && isfinite(t) && t > 0 ? t : INFINITY;
     if (ok && !isfinite(*score)) {
-        cls = "resource_limit";
+        cls = DB_CLASS_RESOURCE_LIMIT;
         err = "the cost model says it cannot launch";
     }
     char launch[160];
     snprintf(launch, sizeof launch, "{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%zu}",
-             b->launch.grid[0], b->launch.grid[1], b->launch.grid[2], b->launch.block[0],
-             b->launch.block[1], b->launch.block[2], b->launch.smem);
-    db_kernel k = {b->hash, ps->op->name, b->cfg_str, b->entry, b->ptx};
+             t_b->launch.grid[0], t_b->launch.grid[1], t_b->launch.grid[2], t_b->launch.block[0],
+             t_b->launch.block[1], t_b->launch.block[2], t_b->launch.smem);
+    db_kernel k = {b->hash, ps->op->name, b->cfg_str, t_b->entry, t_b->ptx};
     pt_buf res;
     pt_buf_init(&res);
     db_cubin c = {0};
-    if (b->compiled) {
-        pt_resource_json(&b->res, &res);
-        c = (db_cubin){sc->arch, pt_compiler_describe(sc->comp), b->cubin, b->cubin_size, res.s};
+    if (t_b->compiled) {
+        pt_resource_json(&t_b->res, &res);
+        c = (db_cubin){sc->arch, pt_compiler_describe(sc->comp), t_b->cubin, t_b->cubin_size,
+                       res.s};
     }
-    bool isok = strcmp(cls, "ok") == 0;
+    bool isok = cls == DB_CLASS_OK;
     double tm = isok ? (timed ? m->t_min : t) : NAN, tM = isok ? (timed ? m->t_max : t) : NAN;
     db_measurement dm = {
         .run_id = run,
@@ -665,7 +572,7 @@ static int record(db_store *db, int64_t run, prob_state *ps, const sweep_ctx *sc
         .config = b->cfg_str,
         .rung = b->cand.rung,
         .final = b->cand.final,
-        .status = cls,
+        .status = db_class_name(cls),
         .error = err ? err : "",
         .source = timed ? "measured" : "model",
         .verified = m && m->verified,
@@ -676,9 +583,9 @@ static int record(db_store *db, int64_t run, prob_state *ps, const sweep_ctx *sc
         .reps = timed ? m->reps : 0,
         .tflops = isok && ps->flops > 0 ? ps->flops / t / 1e12 : NAN,
         .gbps = isok && ps->bytes > 0 ? ps->bytes / t / 1e9 : NAN,
-        .launch = b->ptx ? launch : NULL,
+        .launch = t_b->ptx ? launch : NULL,
     };
-    int rc = db_record(db, b->ptx ? &k : NULL, b->compiled ? &c : NULL, &dm, NULL, e);
+    int rc = db_record(db, t_b->ptx ? &k : NULL, t_b->compiled ? &c : NULL, &dm, NULL, e);
     pt_buf_free(&res);
     if (!isok)
         *score = INFINITY;
@@ -759,7 +666,8 @@ static int load_stored(void *ctx, const char *config, int rung, const char *stat
                        const char *hash)
 {
     smap **maps = ctx;
-    if (strcmp(status, "duplicate") == 0 && hash) {
+    bool dup = strcmp(status, db_class_name(DB_CLASS_DUPLICATE)) == 0;
+    if (dup && hash) {
         /* a duplicate was told its original's score; rows come in id order,
          * so the original is known already */
         smap_ent *orig = smap_get(maps[1], rung, hash);
@@ -767,11 +675,15 @@ static int load_stored(void *ctx, const char *config, int rung, const char *stat
             score = orig->score;
     }
     smap_ent *en = smap_put(maps[0], rung, config);
+    if (!en)
+        return PT_ENOMEM;
     en->score = score;
     snprintf(en->status, sizeof en->status, "%s", status);
     snprintf(en->hash, sizeof en->hash, "%s", hash ? hash : "");
-    if (hash && strcmp(status, "duplicate") != 0) {
+    if (hash && !dup) {
         smap_ent *h = smap_put(maps[1], rung, hash);
+        if (!h)
+            return PT_ENOMEM;
         h->score = score;
         snprintf(h->config, sizeof h->config, "%s", config);
     }
@@ -780,10 +692,7 @@ static int load_stored(void *ctx, const char *config, int rung, const char *stat
 
 static void free_build(build *b)
 {
-    free(b->ptx);
-    free(b->cubin);
-    b->ptx = NULL;
-    b->cubin = NULL;
+    tuner_built_free(&b->b);
 }
 
 /* ---- one problem ---------------------------------------------------------- */
@@ -804,6 +713,8 @@ static int sweep_prepared(db_store *db, sweep_ctx *sc, int pi, int64_t run, swee
     smap stored = {0}, hashes = {0};
     smap *maps[2] = {&stored, &hashes};
     rc = db_run_results(db, run, ps->db_id, load_stored, maps, e);
+    if (rc == PT_ENOMEM && !e->msg[0])
+        pt_errf(e, rc, "out of memory (replaying a run's results)");
     double t0 = mono();
     sweep_progress pr = {.problem = pi, .nproblems = sc->nps,
                          .problem_name = ps->sp->name[0] ? ps->sp->name : ps->sp->key,
@@ -814,6 +725,8 @@ static int sweep_prepared(db_store *db, sweep_ctx *sc, int pi, int64_t run, swee
     enum { BATCH = 64 };
     search_cand cand[BATCH];
     build *jobs = calloc(BATCH, sizeof *jobs);
+    if (!jobs && !rc)
+        rc = pt_errf(e, PT_ENOMEM, "out of memory");
     int n;
     bool out_of_time = false;
     while (!rc && (n = search_ask(s, cand, BATCH)) > 0) {
@@ -844,32 +757,44 @@ static int sweep_prepared(db_store *db, sweep_ctx *sc, int pi, int64_t run, swee
                 pr.reused++;
             } else {
                 pool_wait(sc, b);
-                smap_ent *dup = b->ptx ? smap_get(&hashes, b->cand.rung, b->hash) : NULL;
+                const tuner_built *t_b = &b->b;
+                if (b->rc) {
+                    *e = b->err;
+                    rc = b->rc;
+                    break;
+                }
+                smap_ent *dup = t_b->ptx ? smap_get(&hashes, b->cand.rung, b->hash) : NULL;
                 double tm0 = mono();
-                if (b->cls) {
+                if (t_b->cls != TUNER_OK) {
+                    char msg[1100];
+                    snprintf(msg, sizeof msg, "%s%s", strcmp(t_b->phase, "emit") ? "" : "emit: ",
+                             t_b->msg);
                     sweep_meas none = {0};
-                    rc = record(db, run, ps, sc, b, b->cls, b->err, &none, INFINITY, &score, e);
+                    rc = record(db, run, ps, sc, b, (db_class)t_b->cls, msg, &none, INFINITY,
+                                &score, e);
                     sum->failed++;
                 } else if (dup) {
                     char msg[320];
                     snprintf(msg, sizeof msg, "same PTX as %s", dup->config);
                     sweep_meas none = {0};
-                    rc = record(db, run, ps, sc, b, "duplicate", msg, &none, INFINITY, &score, e);
+                    rc = record(db, run, ps, sc, b, DB_CLASS_DUPLICATE, msg, &none, INFINITY,
+                                &score, e);
                     score = dup->score;
                     sum->duplicates++;
                 } else {
-                    double model_s = model_of(sc, ps, &b->cfg, &b->launch,
-                                              b->compiled ? &b->res : NULL);
+                    double model_s = model_of(sc, ps, &b->cfg, &t_b->launch,
+                                              t_b->compiled ? &t_b->res : NULL);
                     sweep_meas m = {0};
                     if (!isfinite(model_s)) {
-                        snprintf(m.cls, sizeof m.cls, "resource_limit");
+                        snprintf(m.cls, sizeof m.cls, "%s",
+                                 tuner_outcome_name(TUNER_RESOURCE_LIMIT));
                         snprintf(m.msg, sizeof m.msg, "cannot launch (cost model: %s)",
                                  "threads, registers or shared memory");
                     } else if (o->measure) {
                         sweep_cand c = {pi, ps->sp, ps->op, ps->pp, &sc->target, &b->cfg,
-                                        b->cfg_str, b->ptx, b->ptx_len, b->hash,
-                                        b->compiled ? b->cubin : NULL, b->cubin_size,
-                                        &b->launch, b->compiled ? &b->res : NULL, model_s,
+                                        b->cfg_str, t_b->ptx, t_b->ptx_len, b->hash,
+                                        t_b->compiled ? t_b->cubin : NULL, t_b->cubin_size,
+                                        &t_b->launch, t_b->compiled ? &t_b->res : NULL, model_s,
                                         b->cand.rung, b->cand.final};
                         rc = o->measure(o->measure_ctx, &c, &m, e);
                     } else
@@ -881,11 +806,14 @@ static int sweep_prepared(db_store *db, sweep_ctx *sc, int pi, int64_t run, swee
                         free_build(b);
                         break;
                     }
+                    tuner_outcome mc = m.cls[0] ? tuner_outcome_parse(m.cls) : TUNER_LAUNCH_ERROR;
+                    if (!rc && mc == TUNER_NOUTCOMES)
+                        rc = pt_errf(e, PT_EINVAL, "the measure step gave an unknown class '%s'",
+                                     m.cls);
                     if (!rc) {
-                        if (!m.cls[0])
-                            snprintf(m.cls, sizeof m.cls, "launch_error");
-                        rc = record(db, run, ps, sc, b, m.cls, m.msg, &m, model_s, &score, e);
-                        if (strcmp(m.cls, "ok") != 0)
+                        rc = record(db, run, ps, sc, b, (db_class)mc, m.msg, &m, model_s, &score,
+                                    e);
+                        if (mc != TUNER_OK)
                             sum->failed++;
                         else if (!m.verified)
                             sum->unverified++;
@@ -894,14 +822,20 @@ static int sweep_prepared(db_store *db, sweep_ctx *sc, int pi, int64_t run, swee
                         measure_time += mono() - tm0;
                     }
                 }
-                if (!rc && b->ptx && !dup) {
+                if (!rc && t_b->ptx && !dup) {
                     smap_ent *h = smap_put(&hashes, b->cand.rung, b->hash);
-                    h->score = score;
-                    snprintf(h->config, sizeof h->config, "%s", b->cfg_str);
+                    if (h) {
+                        h->score = score;
+                        snprintf(h->config, sizeof h->config, "%s", b->cfg_str);
+                    } else
+                        rc = pt_errf(e, PT_ENOMEM, "out of memory");
                 }
                 if (!rc) {
                     smap_ent *en = smap_put(&stored, b->cand.rung, b->cfg_str);
-                    en->score = score;
+                    if (en)
+                        en->score = score;
+                    else
+                        rc = pt_errf(e, PT_ENOMEM, "out of memory");
                 }
                 free_build(b);
                 if (rc)
@@ -1096,7 +1030,8 @@ int sweep_run_source(db_store *db, const sweep_source *src, const sweep_opts *o,
     tuner_devinfo di = {0};
     int rc = PT_OK;
     if (!o->measure) {
-        tuner_pool_opts po = {.deadline_s = o->deadline_s > 0 ? o->deadline_s : emu ? 60 : 10};
+        sc.deadline_s = o->deadline_s > 0 ? o->deadline_s : emu ? 60 : 10;
+        tuner_pool_opts po = {.deadline_s = sc.deadline_s};
         tuner_worker_fns fns = {w_init, w_job, w_fini};
         rc = tuner_pool_new(&fns, &sc, &po, &sc.pool, e);
     }
@@ -1196,11 +1131,22 @@ int sweep_run_source(db_store *db, const sweep_source *src, const sweep_opts *o,
     if (!rc)
         rc = db_run_uuid(db, run, sum->run_uuid, e);
     /* builders */
-    sc.may_fork = false; /* the worker is up; it forks again only after an exit */
-    sc.nthreads = pick_threads(o);
-    sc.threads = calloc((size_t)sc.nthreads, sizeof *sc.threads);
-    for (int i = 0; !rc && i < sc.nthreads; i++)
-        pthread_create(&sc.threads[i], NULL, builder, &sc);
+    /* the worker is up; it forks again only after an exit */
+    sc.runner = (tuner_runner){.pool = sc.pool, .deadline_s = sc.deadline_s,
+                               .hold = hold_builders, .hold_ctx = &sc, .may_fork = false};
+    int want = pick_threads(o);
+    sc.threads = rc ? NULL : calloc((size_t)want, sizeof *sc.threads);
+    if (!rc && !sc.threads)
+        rc = pt_errf(e, PT_ENOMEM, "out of memory");
+    /* nthreads counts the builders started: free_ctx joins those */
+    for (int i = 0; !rc && i < want; i++) {
+        if (pthread_create(&sc.threads[i], NULL, builder, &sc) != 0) {
+            if (i == 0)
+                rc = pt_errf(e, PT_ENOMEM, "cannot start a builder thread");
+            break;
+        }
+        sc.nthreads++;
+    }
     if (!rc)
         rc = src->open(src->ctx, e);
     for (int i = 0; !rc && i < sc.nps && !sum->stopped; i++) {

@@ -1,9 +1,9 @@
 /* The tuning sweep: problems x strategy -> measured (or modelled)
  * candidates in the store, resumable at any moment.
  *
- * This is the tuner's outer loop; it sits in search/ only because tuner/
- * was being written at the same time (it uses tuner/pool.h, verify.h and
- * bench.h, and belongs in tuner/ once the two settle).
+ * This is the tuner's outer loop: search/ proposes (spaces, strategies,
+ * the cost model), the candidate pipeline (tuner/pipeline.h) builds and
+ * measures, db/ stores.
  *
  * Per problem: prepare -> the op's space with check() as the constraint ->
  * a strategy (search/search.h) with the cost model as its prior -> batches
@@ -22,8 +22,8 @@
  * measures only what was never stored: at most the candidates in flight are
  * lost. Two configs that print the same PTX are measured once (the second
  * is stored as duplicate with the first one's score). */
-#ifndef PT_SEARCH_SWEEP_H
-#define PT_SEARCH_SWEEP_H
+#ifndef TUNER_TUNE_H
+#define TUNER_TUNE_H
 
 #include <signal.h>
 
@@ -55,7 +55,7 @@ typedef struct sweep_cand {
 } sweep_cand;
 
 /* What measuring one candidate gave. cls is an outcome class name
- * (DB_CLASS_MAP). timed: the t_* fields hold a measurement; otherwise the
+ * (TUNER_OUTCOME_MAP). timed: the t_* fields hold a measurement; otherwise the
  * score is the model's. */
 typedef struct sweep_meas {
     char cls[16];
