@@ -118,6 +118,7 @@ enum {
     PT_OP_TENSOR = 1u << 0, /* tensor-core math where the dtype has it (peaks, cost model) */
 };
 
+enum { PT_MAX_KEYS = 64 }; /* keys of one schema at most */
 typedef struct pt_schema {
     int nkeys;
     const pt_key *keys;

@@ -10,87 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum fkind { F_STR, F_INT, F_DTYPE, F_LAYOUT, F_BOOL, F_REAL } fkind;
-
-/* The keys of each op: (op, key, kind, field offset, part of the shape).
- * Order here is the order of the canonical key. */
-typedef struct field {
-    const char *op, *key;
-    fkind kind;
-    size_t off;
-    bool shape;
-} field;
-
-#define F(op, key, kind, member, shape) {op, key, kind, offsetof(pt_problem, member), shape}
-static const field fields[] = {
-    F("elementwise", "expr", F_STR, expr, false),
-    F("elementwise", "shape", F_STR, shapes, true),
-    F("elementwise", "dtype", F_DTYPE, dtype, false),
-    F("elementwise", "out_dtype", F_DTYPE, out_dtype, false),
-    F("elementwise", "out_scale", F_REAL, out_scale, false),
-    F("gemm", "m", F_INT, m, true),
-    F("gemm", "n", F_INT, n, true),
-    F("gemm", "k", F_INT, k, true),
-    F("gemm", "batch", F_INT, batch, true),
-    F("gemm", "layout", F_LAYOUT, layout, false),
-    F("gemm", "dtype", F_DTYPE, dtype, false),
-    F("gemm", "out_dtype", F_DTYPE, out_dtype, false),
-    F("gemm", "epilogue", F_STR, epilogue, false),
-    F("gemm", "alpha", F_REAL, alpha, false),
-    F("gemm", "beta", F_REAL, beta, false),
-    F("gemm", "d_colmajor", F_BOOL, d_colmajor, false),
-    F("gemm", "lda", F_INT, lda, false),
-    F("gemm", "ldb", F_INT, ldb, false),
-    F("gemm", "ldc", F_INT, ldc, false),
-    F("gemm", "ldd", F_INT, ldd, false),
-    F("gemm", "scale_a", F_REAL, scale_a, false),
-    F("gemm", "scale_b", F_REAL, scale_b, false),
-    F("gemm", "out_scale", F_REAL, out_scale, false),
-};
-#undef F
-
-static void *at(pt_problem *p, const field *f) { return (char *)p + f->off; }
-static const void *cat(const pt_problem *p, const field *f) { return (const char *)p + f->off; }
-
-static void defaults(pt_problem *p, const char *op)
-{
-    memset(p, 0, sizeof *p);
-    p->op = op;
-    p->dtype = PT_F32;
-    if (strcmp(op, "gemm") == 0) {
-        p->out_dtype = PT_F64; /* the op's default output for the dtype */
-        p->layout = "nn";
-        p->alpha = 1.0;
-    } else
-        p->out_dtype = PT_NDTYPES; /* = dtype, set after parsing */
-}
-
-static bool is_default(const pt_problem *p, const field *f)
-{
-    const void *v = cat(p, f);
-    switch (f->kind) {
-    case F_STR:
-        return !*(const char *const *)v || !**(const char *const *)v;
-    case F_INT:
-        return *(const int64_t *)v == 0 || (strcmp(f->key, "batch") == 0 && *(const int64_t *)v == 1);
-    case F_DTYPE:
-        if (strcmp(f->key, "dtype") == 0)
-            return false;
-        return *(const pt_dtype *)v == p->dtype || *(const pt_dtype *)v == PT_F64;
-    case F_LAYOUT:
-        return !*(const char *const *)v || strcmp(*(const char *const *)v, "nn") == 0;
-    case F_BOOL:
-        return !*(const bool *)v;
-    case F_REAL:
-        if (strcmp(f->key, "scale_a") == 0 || strcmp(f->key, "scale_b") == 0) /* 1 = not given */
-            return *(const double *)v == 1.0 ||
-                   (*(const double *)v == 0.0 && !(f->key[6] == 'a' ? p->has_scale_a : p->has_scale_b));
-        if (strcmp(f->key, "out_scale") == 0)
-            return *(const double *)v == 1.0 || (*(const double *)v == 0.0 && !p->has_out_scale);
-        return strcmp(f->key, "alpha") == 0 ? *(const double *)v == 1.0 : *(const double *)v == 0.0;
-    }
-    return true;
-}
+/* Keys, types, defaults and their order come from the op's schema
+ * (pt_op.schema, gen/op.h); this file only reads and writes the text. */
 
 /* A value as the canonical form writes it: bare when it can be, else
  * double-quoted with \" and \\. */
@@ -112,28 +33,17 @@ static void put_value(pt_buf *b, const char *s)
     pt_buf_putc(b, '"');
 }
 
-static void put_field(pt_buf *b, const pt_problem *p, const field *f)
+static void put_field(pt_buf *b, const pt_problem *p, const pt_key *k)
 {
-    const void *v = cat(p, f);
-    pt_buf_printf(b, " %s=", f->key);
-    switch (f->kind) {
-    case F_STR:
-    case F_LAYOUT:
-        put_value(b, *(const char *const *)v);
-        break;
-    case F_INT:
-        pt_buf_printf(b, "%lld", (long long)*(const int64_t *)v);
-        break;
-    case F_DTYPE:
-        pt_buf_puts(b, pt_dtype_get(*(const pt_dtype *)v)->name);
-        break;
-    case F_BOOL:
-        pt_buf_puts(b, *(const bool *)v ? "1" : "0");
-        break;
-    case F_REAL:
-        pt_buf_printf(b, "%.17g", *(const double *)v);
-        break;
-    }
+    pt_buf_printf(b, " %s=", k->name);
+    pt_buf v;
+    pt_buf_init(&v);
+    pt_key_value(k, p, &v);
+    if (k->type == PT_KEY_EXPR || k->type == PT_KEY_SHAPES || k->type == PT_KEY_ENUM)
+        put_value(b, v.s ? v.s : "");
+    else
+        pt_buf_puts(b, v.s ? v.s : "");
+    pt_buf_free(&v);
 }
 
 /* "x=4096x8192,w=8192" -> pattern "x=#x#,w=#" and dims "4096,8192,8192". */
@@ -162,34 +72,44 @@ static void shape_split(const char *shape, pt_buf *pat, pt_buf *dims)
     }
 }
 
+/* The canonical key: the op, then every key of its schema in table order
+ * that is set and not at its default (PT_KEY_ALWAYS keys in any case). The
+ * class is the key without sizes (a shape list keeps its pattern, "x=#x#");
+ * dims are the sizes, shape keys in table order (an unset size its
+ * default). */
 void search_problem_canon(pt_arena *a, search_problem *sp)
 {
     const pt_problem *p = &sp->prob;
+    const pt_op *op = p->op ? pt_op_find(p->op) : NULL;
+    const pt_schema *s = op ? op->schema : NULL;
     pt_buf key, klass, dims;
     pt_buf_init(&key);
     pt_buf_init(&klass);
     pt_buf_init(&dims);
-    pt_buf_puts(&key, p->op);
-    pt_buf_puts(&klass, p->op);
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        const field *f = &fields[i];
-        if (strcmp(f->op, p->op) != 0 || is_default(p, f))
+    pt_buf_puts(&key, p->op ? p->op : "");
+    pt_buf_puts(&klass, p->op ? p->op : "");
+    for (int i = 0; s && i < s->nkeys; i++) {
+        const pt_key *k = &s->keys[i];
+        bool shape = k->flags & PT_KEY_SHAPE;
+        if (shape && k->type == PT_KEY_INT) {
+            if (dims.len)
+                pt_buf_putc(&dims, ',');
+            pt_buf_printf(&dims, "%lld", (long long)pt_key_int(k, p));
+        }
+        if (!(k->flags & PT_KEY_ALWAYS) && pt_key_is_default(k, p))
             continue;
-        put_field(&key, p, f);
-        if (!f->shape)
-            put_field(&klass, p, f);
-        else if (f->kind == F_STR) {
+        put_field(&key, p, k);
+        if (!shape)
+            put_field(&klass, p, k);
+        else if (k->type == PT_KEY_SHAPES) {
             pt_buf pat;
             pt_buf_init(&pat);
-            shape_split(*(const char *const *)cat(p, f), &pat, &dims);
-            pt_buf_printf(&klass, " %s=", f->key);
+            shape_split(*(const char *const *)((const char *)p + k->off), &pat, &dims);
+            pt_buf_printf(&klass, " %s=", k->name);
             put_value(&klass, pat.s ? pat.s : "");
             pt_buf_free(&pat);
         }
     }
-    if (strcmp(p->op, "gemm") == 0)
-        pt_buf_printf(&dims, "%lld,%lld,%lld,%lld", (long long)p->m, (long long)p->n,
-                      (long long)p->k, (long long)(p->batch > 1 ? p->batch : 1));
     sp->key = pt_arena_strdup(a, key.s);
     sp->klass = pt_arena_strdup(a, klass.s);
     sp->dims = pt_arena_strdup(a, dims.s ? dims.s : "");
@@ -202,78 +122,13 @@ void search_problem_canon(pt_arena *a, search_problem *sp)
 
 /* ---- parsing ------------------------------------------------------------- */
 
-/* partial: the command line's items, where a missing or zero dimension is
- * left to the op's prepare to name. */
-static int set_field(pt_arena *a, pt_problem *p, const field *f, const char *v, bool partial,
-                     pt_err *e)
+/* "expr shape dtype ... name": the keys an op's problem takes. */
+static void keys_of(const pt_op *op, char *buf, size_t n)
 {
-    void *dst = at(p, f);
-    char *end;
-    switch (f->kind) {
-    case F_STR:
-        *(const char **)dst = pt_arena_strdup(a, v);
-        return PT_OK;
-    case F_INT: {
-        errno = 0;
-        long long x = strtoll(v, &end, 10);
-        bool dim0 = partial && x == 0 && f->shape && strcmp(f->key, "batch") != 0;
-        if (*end || end == v || errno || (x <= 0 && !dim0))
-            return pt_errf(e, PT_EINVAL, "bad value '%s' for %s (a positive integer)", v, f->key);
-        *(int64_t *)dst = x;
-        return PT_OK;
-    }
-    case F_DTYPE:
-        return pt_dtype_parse(v, (pt_dtype *)dst, e);
-    case F_LAYOUT:
-        if (strlen(v) != 2 || !strchr("nt", v[0]) || !strchr("nt", v[1]))
-            return pt_errf(e, PT_EINVAL, "bad layout '%s' (nn, nt, tn, tt)", v);
-        *(const char **)dst = pt_arena_strdup(a, v);
-        return PT_OK;
-    case F_BOOL:
-        if (strcmp(v, "0") && strcmp(v, "1"))
-            return pt_errf(e, PT_EINVAL, "bad value '%s' for %s (0 or 1)", v, f->key);
-        *(bool *)dst = v[0] == '1';
-        return PT_OK;
-    case F_REAL: {
-        errno = 0;
-        double x = strtod(v, &end);
-        bool scale = strcmp(f->key, "scale_a") == 0 || strcmp(f->key, "scale_b") == 0;
-        bool junk = *end || end == v;
-        if (!junk && (errno || !isfinite(x) || (scale && x < 0))) /* 1e400, nan, inf */
-            return pt_errf(e, PT_EINVAL, "%s=%s: must be a finite number%s", f->key, v,
-                           scale ? " >= 0" : "");
-        if (junk)
-            return pt_errf(e, PT_EINVAL, "bad value '%s' for %s (a number)", v, f->key);
-        *(double *)dst = x;
-        if (strcmp(f->key, "scale_a") == 0) /* given, so 0 means 0 */
-            p->has_scale_a = true;
-        else if (strcmp(f->key, "scale_b") == 0)
-            p->has_scale_b = true;
-        else if (strcmp(f->key, "out_scale") == 0)
-            p->has_out_scale = true;
-        return PT_OK;
-    }
-    }
-    return PT_OK;
-}
-
-static void keys_of(const char *op, char *buf, size_t n)
-{
-    size_t len = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0] && len < n; i++)
-        if (strcmp(fields[i].op, op) == 0)
-            len += (size_t)snprintf(buf + len, n - len, "%s ", fields[i].key);
+    pt_schema_names(op->schema, buf, n);
+    size_t len = strlen(buf);
     if (len < n)
-        snprintf(buf + len, n - len, "name");
-}
-
-static bool op_known_here(const char *op)
-{
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        if (strcmp(fields[i].op, op) == 0)
-            return true;
-    return false;
+        snprintf(buf + len, n - len, "%sname", len ? " " : "");
 }
 
 static int parse_items(pt_arena *a, const char *op, const char *items, bool partial,
@@ -290,10 +145,11 @@ static int parse_items(pt_arena *a, const char *op, const char *items, bool part
                                     ops[i]->name);
         return pt_errf(e, PT_EINVAL, "unknown op '%s' (registered: %s)", op, names);
     }
-    if (!op_known_here(op))
-        return pt_errf(e, PT_EUNSUPPORTED, "op '%s' has no problem-file keys yet", op);
-    defaults(&out->prob, pt_op_find(op)->name);
-    uint32_t set = 0;
+    const pt_op *o = pt_op_find(op);
+    if (!o->schema || o->schema->nkeys > PT_MAX_KEYS)
+        return pt_errf(e, PT_EUNSUPPORTED, "op '%s' has no problem schema", op);
+    pt_schema_defaults(o, &out->prob);
+    bool given[PT_MAX_KEYS] = {false}, named = false;
     const char *s = items;
     pt_buf val;
     pt_buf_init(&val);
@@ -338,55 +194,37 @@ static int parse_items(pt_arena *a, const char *op, const char *items, bool part
         }
         const char *v = val.s ? val.s : "";
         if (klen == 4 && strncmp(k0, "name", 4) == 0) {
-            if (set & 1u << 31) {
+            if (named) {
                 rc = pt_errf(e, PT_EINVAL, "duplicate key 'name'");
                 break;
             }
-            set |= 1u << 31;
+            named = true;
             out->name = pt_arena_strdup(a, v);
             continue;
         }
-        const field *f = NULL;
-        size_t fi = 0;
-        for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-            if (strcmp(fields[i].op, op) == 0 && strlen(fields[i].key) == klen &&
-                strncmp(fields[i].key, k0, klen) == 0) {
-                f = &fields[i];
-                fi = i;
-            }
-        if (!f) {
-            char keys[256];
-            keys_of(op, keys, sizeof keys);
+        const pt_key *k = pt_schema_find(o->schema, k0, klen);
+        if (!k) {
+            char keys[512];
+            keys_of(o, keys, sizeof keys);
             rc = pt_errf(e, PT_EINVAL, "unknown key '%.*s' for %s (keys: %s)", (int)klen, k0, op,
                          keys);
             break;
         }
-        if (set & 1u << fi) {
-            rc = pt_errf(e, PT_EINVAL, "duplicate key '%s'", f->key);
+        size_t ki = (size_t)(k - o->schema->keys);
+        if (given[ki]) {
+            rc = pt_errf(e, PT_EINVAL, "duplicate key '%s'", k->name);
             break;
         }
-        set |= 1u << fi;
-        rc = set_field(a, &out->prob, f, v, partial, e);
+        given[ki] = true;
+        /* the command line leaves a missing or zero size to the op's
+         * prepare, which names it */
+        rc = pt_key_set(a, k, &out->prob, v, partial && (k->flags & PT_KEY_REQUIRED), e);
     }
     pt_buf_free(&val);
+    if (!rc)
+        rc = pt_schema_finish(o, &out->prob, given, partial, e);
     if (rc)
         return rc;
-    pt_problem *p = &out->prob;
-    if (partial) {
-        if (p->out_dtype == PT_NDTYPES)
-            p->out_dtype = p->dtype;
-    } else if (strcmp(op, "elementwise") == 0) {
-        if (!p->expr || !*p->expr)
-            return pt_errf(e, PT_EINVAL, "missing expr=\"...\"");
-        if (!p->shapes || !*p->shapes)
-            return pt_errf(e, PT_EINVAL, "missing shape=...");
-        if (p->out_dtype == PT_NDTYPES)
-            p->out_dtype = p->dtype;
-    } else if (strcmp(op, "gemm") == 0) {
-        if (!p->m || !p->n || !p->k)
-            return pt_errf(e, PT_EINVAL, "missing %s (gemm needs m, n and k)",
-                           !p->m ? "m" : !p->n ? "n" : "k");
-    }
     search_problem_canon(a, out);
     return PT_OK;
 }

@@ -7,19 +7,16 @@
  *
  * A line is an op name then key=value items separated by blanks. A value is
  * bare (no blank, quote or '#'), "double-quoted" (\" and \\ escapes) or
- * 'single-quoted' (taken literally). Keys per op:
- *   elementwise: expr shape dtype out_dtype out_scale name  (expr, shape required)
- *   gemm:        m n k batch layout dtype out_dtype epilogue alpha beta
- *                d_colmajor lda ldb ldc ldd scale_a scale_b out_scale name
- *                                                          (m n k required)
- * dtype defaults to f32, out_dtype to dtype (gemm: the op's default), layout
- * to nn, alpha to 1, beta to 0. name is a label, not part of the problem's
- * identity.
+ * 'single-quoted' (taken literally). The keys of each op, their types,
+ * defaults and which are required are the op's schema (pt_op.schema,
+ * gen/op.h; 'ptxtune ops' lists them); name is a label for every op, not
+ * part of the problem's identity.
  *
- * Every problem gets a canonical key (op and every field in a fixed order,
- * defaults left out, so two spellings of one problem share a key), a class
- * (the key without shape dimensions) and its dims (the dimensions, comma
- * separated): the store's identity and nearest-bucket lookup use them. */
+ * Every problem gets a canonical key (op and every key of the schema in
+ * table order, set keys at their default left out, so two spellings of one
+ * problem share a key), a class (the key without sizes) and its dims (the
+ * sizes, comma separated): the store's identity and nearest-bucket lookup
+ * use them. */
 #ifndef PT_SEARCH_PROBLEM_H
 #define PT_SEARCH_PROBLEM_H
 
