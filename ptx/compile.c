@@ -131,6 +131,8 @@ struct pt_compiler {
     int ptxas_major, ptxas_minor;
     char desc[64];
     char jl_why[PATH_MAX + 128], ptxas_why[PATH_MAX + 64]; /* why a backend is missing */
+    bool chosen;   /* the backend was set by pt_compiler_set_backend (not AUTO) */
+    bool codes_ok; /* C75xx performance codes pass (pt_compiler_allow_codes) */
 };
 
 static double now_ms(void)
@@ -657,6 +659,7 @@ void pt_compiler_close(pt_compiler *c)
 
 int pt_compiler_set_backend(pt_compiler *c, pt_backend b, pt_err *e)
 {
+    bool chosen = b != PT_BACKEND_AUTO;
     if (b == PT_BACKEND_AUTO)
         b = c->dl ? PT_BACKEND_NVJITLINK : PT_BACKEND_PTXAS;
     if (b == PT_BACKEND_NVJITLINK && !c->dl)
@@ -664,8 +667,23 @@ int pt_compiler_set_backend(pt_compiler *c, pt_backend b, pt_err *e)
     if (b == PT_BACKEND_PTXAS && !c->ptxas[0])
         return pt_errf(e, PT_ENOTOOLKIT, "ptxas backend not available: %s", c->ptxas_why);
     c->backend = b;
+    c->chosen = chosen;
     set_desc(c);
     return PT_OK;
+}
+
+void pt_compiler_allow_codes(pt_compiler *c, bool allow) { c->codes_ok = allow; }
+
+/* The first ptxas line with a C75xx code, e.g. "(C7511) wgmma.mma_async
+ * instructions are serialized ...": these report a kernel ptxas quietly
+ * slowed down (wgmma serialised or waits injected, setmaxnreg ignored), so
+ * the gate fails on them. Returns the code's offset in log, or NULL. */
+static const char *perf_code(const char *log)
+{
+    for (const char *p = log; (p = strstr(p, "(C75")) != NULL; p++)
+        if (p[4] >= '0' && p[4] <= '9' && p[5] >= '0' && p[5] <= '9' && p[6] == ')')
+            return p;
+    return NULL;
 }
 
 pt_backend pt_compiler_backend(const pt_compiler *c) { return c->backend; }
@@ -695,8 +713,13 @@ int pt_compile(const pt_compiler *c, const char *ptx, const pt_target *t, void *
     size_t size = 0;
     char *info = NULL;
     int rc;
+    /* sm_90a kernels go to ptxas unless a backend was asked for: nvJitLink
+     * compiles relocatable code and ignores setmaxnreg (C7504) */
+    pt_backend use = c->backend;
+    if (!c->chosen && t->arch_specific && c->ptxas[0])
+        use = PT_BACKEND_PTXAS;
 #ifdef PT_HAVE_CUDA_HEADERS
-    if (c->backend == PT_BACKEND_NVJITLINK)
+    if (use == PT_BACKEND_NVJITLINK)
         rc = jl_compile(c, ptx, arch, &bin, &size, &info, e);
     else
 #endif
@@ -717,8 +740,20 @@ int pt_compile(const pt_compiler *c, const char *ptx, const pt_target *t, void *
         if (res->const_bytes < 0)
             res->const_bytes = cubin_cmem0(bin, size);
         snprintf(res->backend, sizeof res->backend, "%s",
-                 c->backend == PT_BACKEND_NVJITLINK ? "nvJitLink" : "ptxas");
+                 use == PT_BACKEND_NVJITLINK ? "nvJitLink" : "ptxas");
         res->compile_ms = now_ms() - t0;
+    }
+    const char *code = c->codes_ok || !info ? NULL : perf_code(info);
+    if (code) {
+        size_t n = strcspn(code + 7, "\n");
+        const char *txt = code + 7;
+        while (n && (*txt == ' ' || *txt == '\t'))
+            txt++, n--;
+        rc = pt_errf(e, PT_ECOMPILE, "ptxas performance code %.5s (a compile failure): %.*s",
+                     code + 1, (int)(n > 300 ? 300 : n), txt);
+        free(info);
+        free(bin);
+        return rc;
     }
     free(info);
     if (cubin)

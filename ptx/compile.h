@@ -54,9 +54,19 @@ int pt_compiler_max_ptx(const pt_compiler *c);
 /* "nvJitLink 13.0" or "ptxas 13.0". */
 const char *pt_compiler_describe(const pt_compiler *c);
 
+/* C75xx info/warning codes (C7508 setmaxnreg ignored, C7510/C7511/C7513
+ * wgmma serialised, C7517/C7519 waits injected, ...) make pt_compile fail
+ * with PT_ECOMPILE naming the code and its text ("ptxas performance code
+ * C7511 (a compile failure): wgmma.mma_async instructions are serialized
+ * ..."); res is still filled. allow = true lets them pass (the resource
+ * report lists them), for tools that report rather than gate. */
+void pt_compiler_allow_codes(pt_compiler *c, bool allow);
+
 /* Compiles ptx for t. On success *cubin (malloc'd, the caller frees; may be
  * NULL to discard) and res (may be NULL) are filled. A PTX error gives
- * PT_ECOMPILE with "compile error at PTX line N: text | source line". */
+ * PT_ECOMPILE with "compile error at PTX line N: text | source line".
+ * Arch-specific targets (sm_90a) are assembled by ptxas when it is there
+ * and no backend was chosen with pt_compiler_set_backend. */
 int pt_compile(const pt_compiler *c, const char *ptx, const pt_target *t, void **cubin,
                size_t *cubin_size, pt_resource *res, pt_err *e);
 

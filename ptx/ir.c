@@ -25,9 +25,9 @@ static const char *const mod_tab[PTX_NMODS] = {
 
 static const struct {
     const char *name;
-    int bits;
+    int bits, sm, ver;
 } sreg_tab[PTX_NSREGS] = {
-#define PTX_SREG(id, text, bits) {text, bits},
+#define PTX_SREG(id, text, bits, sm, ver) {text, bits, sm, ver},
 #include "ptx/isa.def"
 };
 
@@ -72,7 +72,7 @@ static const struct {
 #include "ptx/isa.def"
 };
 
-enum { FEAT_T, FEAT_M, FEAT_P };
+enum { FEAT_T, FEAT_M, FEAT_P, FEAT_N, FEAT_X };
 static const struct {
     uint16_t op;
     uint8_t kind, value;
@@ -84,10 +84,14 @@ static const struct {
 #define FEAT_V_T(v) PTX_T_##v
 #define FEAT_V_M(v) PTX_M_##v
 #define FEAT_V_P(v) v
+#define FEAT_V_N(v) v
+#define FEAT_V_X(v) v
 #include "ptx/isa.def"
 #undef FEAT_V_T
 #undef FEAT_V_M
 #undef FEAT_V_P
+#undef FEAT_V_N
+#undef FEAT_V_X
 };
 
 /* Opcodes that have feature rows at all, so most instructions skip the scan
@@ -221,7 +225,8 @@ static const opn_row opn_tab[] = {
 
 typedef struct vec_row {
     uint16_t op;
-    uint8_t mod, opnd, tyidx, n;
+    uint8_t mod, opnd, tyidx;
+    int8_t n; /* < 0: the shape's N / -n */
     uint32_t types;
 } vec_row;
 static const vec_row vec_tab[] = {
@@ -282,6 +287,29 @@ typedef struct pack_row {
 static const pack_row pack_tab[] = {
 #define PTX_PACK(op, types) {PTX_OP_##op, types},
 #include "ptx/isa.def"
+};
+
+typedef struct shape_row {
+    uint16_t op;
+    uint8_t tyidx, m, k;
+    uint32_t types;
+    int lo, hi, step;
+} shape_row;
+static const shape_row shape_tab[] = {
+#define PTX_SHAPE(op, tyidx, types, m, k, lo, hi, step) {PTX_OP_##op, tyidx, m, k, types, lo, hi, step},
+#include "ptx/isa.def"
+    {PTX_NOPS, 0, 0, 0, 0, 0, 0, 0}, /* sentinel: the table may have no rows */
+};
+
+typedef struct opadd_row {
+    uint16_t op;
+    uint8_t mod;
+    char cls, typing;
+} opadd_row;
+static const opadd_row opadd_tab[] = {
+#define PTX_OPADD(op, mod, cls, typing) {PTX_OP_##op, PTX_M_##mod, cls, typing},
+#include "ptx/isa.def"
+    {PTX_NOPS, 0, 0, 0},
 };
 
 #define NROWS(tab) (sizeof tab / sizeof tab[0])
@@ -346,6 +374,11 @@ char ptx_type_class(ptx_type t) { return type_tab[t].cls; }
 const char *ptx_mod_name(ptx_mod m) { return mod_tab[m]; }
 const char *ptx_sreg_name(ptx_sreg s) { return sreg_tab[s].name; }
 int ptx_sreg_bits(ptx_sreg s) { return sreg_tab[s].bits; }
+void ptx_sreg_need(ptx_sreg s, int *sm, int *ver)
+{
+    *sm = sreg_tab[s].sm;
+    *ver = sreg_tab[s].ver;
+}
 
 bool ptx_op_allows_mod(ptx_op op, ptx_mod m)
 {
@@ -413,14 +446,39 @@ void ptx_module_free(ptx_module *m)
 int ptx_module_error(const ptx_module *m) { return m->err.code; }
 const char *ptx_module_errmsg(const ptx_module *m) { return m->err.msg; }
 
+int ptx_fn_check_directives(ptx_fn *f, pt_err *e)
+{
+    const char *d = f->explicitcluster ? ".explicitcluster"
+                    : f->reqnctapercluster[0] ? ".reqnctapercluster"
+                    : f->maxclusterrank ? ".maxclusterrank"
+                                        : NULL;
+    if (!d)
+        return PT_OK;
+    const pt_target *t = &f->mod->target;
+    if (t->sm < 90) {
+        char tn[16];
+        return pt_errf(e, PT_EUNSUPPORTED, "%s needs sm_90 and PTX 7.8; target is %s", d,
+                       pt_target_name(t, tn, sizeof tn));
+    }
+    if (f->need_ver < 78)
+        f->need_ver = 78;
+    if (f->need_sm < 90)
+        f->need_sm = 90;
+    return PT_OK;
+}
+
 int ptx_module_finish(ptx_module *m)
 {
     if (m->err.code)
         return m->err.code;
     int v = pt_target_min_ptx(&m->target);
-    for (size_t i = 0; i < m->nfns; i++)
+    for (size_t i = 0; i < m->nfns; i++) {
+        int rc = ptx_fn_check_directives(m->fns[i], &m->err);
+        if (rc)
+            return rc;
         if (m->fns[i]->need_ver > v)
             v = m->fns[i]->need_ver;
+    }
     if (m->max_ptx && v > m->max_ptx) {
         char a[8], b[8], tn[16];
         return pt_errf(&m->err, PT_EUNSUPPORTED,
@@ -590,7 +648,11 @@ void ptx_guard(ptx_ins *i, ptx_reg p, bool neg)
 void ptx_ins_opname(const ptx_ins *ins, pt_buf *out)
 {
     pt_buf_puts(out, op_tab[ins->op].name);
-    for (int i = 0; i < ins->nmods; i++) {
+    for (int i = 0; i <= ins->nmods; i++) {
+        if (ins->shape.m && (ins->shape.at == i || (i == ins->nmods && ins->shape.at > i)))
+            pt_buf_printf(out, ".m%dn%dk%d", ins->shape.m, ins->shape.n, ins->shape.k);
+        if (i == ins->nmods)
+            break;
         pt_buf_putc(out, '.');
         pt_buf_puts(out, mod_tab[ins->mods[i]]);
     }
@@ -638,6 +700,23 @@ static int check_reg(const ptx_fn *f, const ptx_ins *ins, ptx_reg r, char rule, 
         if (rt != PTX_T_PRED) {
             snprintf(buf, sizeof buf, " %d", pos + 1);
             return ins_err(f, ins, e, PT_EINVAL, "expects a predicate at operand", buf);
+        }
+        return PT_OK;
+    }
+    if (rule == '6' || rule == 'h' || rule == 'K' || rule == 'V' || rule == 'Z' || rule == 'A') {
+        /* fixed sizes: 64-bit integer (descriptors, cache policies, mbarrier
+         * states), 16-bit (multicast masks), 32-bit vector elements */
+        int want = rule == '6' || rule == 'K' ? 64 : rule == 'h' ? 16 : 32;
+        bool fl = type_cls_(rt) == 'f';
+        bool ok = rbits == want && rt != PTX_T_PRED;
+        if (rule == '6' || rule == 'K' || rule == 'A')
+            ok = ok && !fl;
+        if (rule == 'Z')
+            ok = ok && (!fl || (ins->ntypes && ins->types[0] == PTX_T_F32));
+        if (!ok) {
+            snprintf(buf, sizeof buf, " %d: register of type .%s where %d %sbits are needed",
+                     pos + 1, ptx_type_name(rt), want, fl && rbits == want ? "non-float " : "");
+            return ins_err(f, ins, e, PT_EINVAL, "type mismatch at operand", buf);
         }
         return PT_OK;
     }
@@ -691,25 +770,67 @@ static int check_opd(const ptx_fn *f, const ptx_ins *ins, int pos, char cls, cha
     case 'a': ok = o->kind == PTX_O_ADDR; break;
     case 'v': ok = o->kind == PTX_O_VEC; break;
     case 'p':
-    case 'q': ok = o->kind == PTX_O_REG; break;
+    case 'q':
+    case 'r': ok = o->kind == PTX_O_REG; break;
+    case 'e': ok = o->kind == PTX_O_REG || o->kind == PTX_O_IMM; break;
+    case 'c': ok = o->kind == PTX_O_PAIR; break;
+    case 't': ok = o->kind == PTX_O_TENSOR; break;
     case 'l': ok = o->kind == PTX_O_LABEL; break;
     case 'i': ok = o->kind == PTX_O_IMM; break;
     default: ok = false;
     }
     if (!ok)
         return ins_err(f, ins, e, PT_EINVAL, "wrong kind of operand at position", buf);
-    if (o->neg && cls != 'q')
+    if (rule == 'K' && has_mod(ins, PTX_M_SHARED_CLUSTER) && o->kind != PTX_O_SINK)
+        return ins_err(f, ins, e, PT_EINVAL, "the destination must be the sink '_' with .shared::cluster at",
+                       buf);
+    if (o->kind == PTX_O_SREG) {
+        ptx_sreg sr = o->u.sreg;
+        bool pred = sreg_tab[sr].bits == 1;
+        if (pred != (ins->ntypes && ins->types[0] == PTX_T_PRED) && ins->ntypes) {
+            char m[96];
+            snprintf(m, sizeof m, " %d: %s is %s", pos + 1, sreg_tab[sr].name,
+                     pred ? "a predicate (mov.pred)" : "not a predicate");
+            return ins_err(f, ins, e, PT_EINVAL, "type mismatch at operand", m);
+        }
+    }
+    if (o->kind == PTX_O_PAIR) {
+        if (o->u.pair.d.id) {
+            int rc = check_reg(f, ins, o->u.pair.d, '3', e, pos);
+            if (rc)
+                return rc;
+        }
+        return check_reg(f, ins, o->u.pair.p, 'P', e, pos);
+    }
+    if (o->kind == PTX_O_TENSOR) {
+        const ptx_opd *v = o->u.vec.e;
+        if (o->u.vec.n < 1 || v[0].kind != PTX_O_REG)
+            return ins_err(f, ins, e, PT_EINVAL, "the tensor map must be a 64-bit register at", buf);
+        int rc = check_reg(f, ins, v[0].u.reg, '6', e, pos);
+        for (int i = 1; !rc && i < o->u.vec.n; i++) {
+            if (v[i].kind == PTX_O_IMM)
+                continue;
+            if (v[i].kind != PTX_O_REG)
+                return ins_err(f, ins, e, PT_EINVAL, "a tensor coordinate must be a register or an integer at", buf);
+            rc = check_reg(f, ins, v[i].u.reg, 'A', e, pos);
+        }
+        return rc;
+    }
+    if (o->neg && cls != 'q' && cls != 'e')
         return ins_err(f, ins, e, PT_EINVAL, "negation only allowed on a predicate source at",
                        buf);
     if (o->kind == PTX_O_LABEL && (o->u.label < 0 || (size_t)o->u.label >= f->nlabels))
         return ins_err(f, ins, e, PT_EINVAL, "unknown label at operand", buf);
     if (o->kind == PTX_O_REG)
-        return check_reg(f, ins, o->u.reg, cls == 'p' || cls == 'q' ? 'P' : rule, e, pos);
+        return check_reg(f, ins, o->u.reg, cls == 'p' || cls == 'q' || cls == 'e' ? 'P' : rule, e, pos);
     if (o->kind == PTX_O_VEC) {
+        bool el = rule == 'V' || rule == 'Z' || rule == 'A';
         for (int i = 0; i < o->u.vec.n; i++) {
             const ptx_opd *v = &o->u.vec.e[i];
+            if (el && v->kind != PTX_O_REG)
+                return ins_err(f, ins, e, PT_EINVAL, "a {vector} of registers expected at", buf);
             if (v->kind == PTX_O_REG) {
-                int rc = check_reg(f, ins, v->u.reg, '-', e, pos);
+                int rc = check_reg(f, ins, v->u.reg, el ? rule : '-', e, pos);
                 if (rc)
                     return rc;
             }
@@ -831,17 +952,27 @@ static int check_vecs(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
     uint32_t done = 0;
     for (size_t r = lo; r < hi; r++) {
         const vec_row *row = &vec_tab[r];
-        if (!key_hit(ins, row->mod) || row->tyidx >= ins->ntypes ||
-            !((row->types >> ins->types[row->tyidx]) & 1) || !claim_opnd(&done, row->opnd))
+        bool any_type = row->types == TY_ALL;
+        if (!key_hit(ins, row->mod) ||
+            (!any_type && (row->tyidx >= ins->ntypes || !((row->types >> ins->types[row->tyidx]) & 1))) ||
+            !claim_opnd(&done, row->opnd))
             continue;
         if (row->opnd >= ins->nopd)
             continue;
         const ptx_opd *o = &ins->opd[row->opnd];
-        int got = o->kind == PTX_O_VEC ? o->u.vec.n : 1;
-        if (got != row->n) {
-            char buf[96];
-            snprintf(buf, sizeof buf, " operand %d has %d register%s where %d %s needed",
-                     row->opnd + 1, got, got == 1 ? "" : "s", row->n, row->n == 1 ? "is" : "are");
+        int want = row->n;
+        if (want < 0) { /* a share of the shape's N */
+            if (!ins->shape.m)
+                continue;
+            want = ins->shape.n / -want;
+        }
+        bool tensor = o->kind == PTX_O_TENSOR;
+        int got = o->kind == PTX_O_VEC ? o->u.vec.n : tensor ? o->u.vec.n - 1 : 1;
+        if (got != want) {
+            char buf[112];
+            snprintf(buf, sizeof buf, " operand %d has %d %s%s where %d %s needed", row->opnd + 1,
+                     got, tensor ? "coordinate" : "register", got == 1 ? "" : "s", want,
+                     want == 1 ? "is" : "are");
             return ins_err(f, ins, e, PT_EINVAL, "vector size mismatch:", buf);
         }
     }
@@ -890,6 +1021,61 @@ static int check_packs(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
         }
     }
     return PT_OK;
+}
+
+/* Shape rules: an opcode with SHAPE rows needs a shape its types allow
+ * (the first key that matches; its consecutive rows are the alternatives);
+ * any other opcode takes none. */
+static int check_shape(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
+{
+    size_t lo, hi;
+    OP_ROWS(shape_tab, ins->op, &lo, &hi);
+    char buf[200];
+    if (lo == hi) {
+        if (ins->shape.m)
+            return ins_err(f, ins, e, PT_EINVAL, "takes no shape", "");
+        return PT_OK;
+    }
+    for (size_t r = lo; r < hi; r++) {
+        const shape_row *row = &shape_tab[r];
+        if (row->tyidx >= ins->ntypes || !((row->types >> ins->types[row->tyidx]) & 1))
+            continue;
+        size_t end = r;
+        while (end < hi && shape_tab[end].tyidx == row->tyidx && shape_tab[end].types == row->types)
+            end++;
+        const ptx_shape *sh = &ins->shape;
+        bool ok = false;
+        for (size_t k = r; k < end && !ok; k++)
+            ok = sh->m == shape_tab[k].m && sh->k == shape_tab[k].k && sh->n >= shape_tab[k].lo &&
+                 sh->n <= shape_tab[k].hi && (sh->n - shape_tab[k].lo) % shape_tab[k].step == 0;
+        if (ok)
+            return PT_OK;
+        size_t at = (size_t)snprintf(buf, sizeof buf, " .m%dn{", row->m);
+        for (size_t k = r; k < end && at + 40 < sizeof buf; k++)
+            at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%d..%d step %d", k == r ? "" : ", ",
+                                   shape_tab[k].lo, shape_tab[k].hi, shape_tab[k].step);
+        snprintf(buf + at, sizeof buf - at, "}k%d for .%s", row->k, type_tab[ins->types[row->tyidx]].name);
+        return ins_err(f, ins, e, PT_EINVAL, sh->m ? "shape not allowed: expected" : "needs a shape",
+                       buf);
+    }
+    return PT_OK; /* no row for the types: the FORM rows refuse them */
+}
+
+void ptx_ins_opnds(const ptx_ins *ins, char cls[24], char typing[24])
+{
+    snprintf(cls, 24, "%s", op_tab[ins->op].opnds);
+    snprintf(typing, 24, "%s", op_tab[ins->op].typing);
+    size_t lo, hi, nc = strlen(cls), nt = strlen(typing);
+    OP_ROWS(opadd_tab, ins->op, &lo, &hi);
+    for (size_t r = lo; r < hi && nc < 23; r++) {
+        if (!has_mod(ins, opadd_tab[r].mod))
+            continue;
+        while (nt < nc) /* typing letters line up with the classes */
+            typing[nt++] = '-';
+        cls[nc++] = opadd_tab[r].cls;
+        typing[nt++] = opadd_tab[r].typing;
+        cls[nc] = typing[nt] = '\0';
+    }
 }
 
 /* Modifiers and types against the opcode row, the FORM rows, the exclusive
@@ -961,6 +1147,9 @@ static int check_mods_types(const ptx_fn *f, const ptx_ins *ins, pt_err *e, int 
         if (form_tab[form].nopd)
             *min = *max = form_tab[form].nopd;
     }
+    int src = check_shape(f, ins, e);
+    if (src)
+        return src;
     /* exclusive classes; the form's required modifiers do not count */
     for (int c = 0; c < NMCLASS; c++) {
         int first = -1;
@@ -981,8 +1170,9 @@ static int check_mods_types(const ptx_fn *f, const ptx_ins *ins, pt_err *e, int 
     size_t lo, hi;
     OP_ROWS(req_tab, op, &lo, &hi);
     for (size_t r = lo; r < hi; r++) {
-        if (!has_mod(ins, req_tab[r].mod) || ins->ntypes == 0 ||
-            !((req_tab[r].types >> ins->types[0]) & 1))
+        if (!has_mod(ins, req_tab[r].mod) ||
+            (req_tab[r].types != TY_ALL &&
+             (ins->ntypes == 0 || !((req_tab[r].types >> ins->types[0]) & 1))))
             continue;
         uint64_t needs[PTX_MOD_WORDS];
         bool ok = false;
@@ -1028,7 +1218,8 @@ int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
 {
     if (ins->op >= PTX_NOPS)
         return pt_errf(e, PT_EINVAL, "unknown opcode %u", ins->op);
-    const char *opnds = op_tab[ins->op].opnds, *typing = op_tab[ins->op].typing;
+    char opnds[24], typing[24];
+    ptx_ins_opnds(ins, opnds, typing);
     int min, max;
     count_opnds(opnds, &min, &max);
     char buf[96];
@@ -1067,6 +1258,12 @@ int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
                 hit |= ins->types[k] == feat_tab[i].value;
         } else if (feat_tab[i].kind == FEAT_M) {
             hit = has_mod(ins, feat_tab[i].value);
+        } else if (feat_tab[i].kind == FEAT_N) {
+            hit = ins->nopd > feat_tab[i].value;
+        } else if (feat_tab[i].kind == FEAT_X) { /* types of different classes */
+            int a = feat_tab[i].value / 10, b = feat_tab[i].value % 10;
+            hit = a < ins->ntypes && b < ins->ntypes &&
+                  type_tab[ins->types[a]].cls != type_tab[ins->types[b]].cls;
         } else { /* P: operand `value` is a predicate register */
             const ptx_opd *o = &ins->opd[feat_tab[i].value];
             hit = feat_tab[i].value < ins->nopd && o->kind == PTX_O_REG &&
@@ -1080,6 +1277,14 @@ int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
             arch |= feat_tab[i].arch;
         }
     }
+    for (int i = 0; i < ins->nopd; i++) /* cluster special registers: sm_90 */
+        if (ins->opd[i].kind == PTX_O_SREG) {
+            const int s = ins->opd[i].u.sreg;
+            if (sreg_tab[s].sm > sm)
+                sm = sreg_tab[s].sm;
+            if (sreg_tab[s].ver > ver)
+                ver = sreg_tab[s].ver;
+        }
     const pt_target *t = &f->mod->target;
     bool arch_miss = arch && !t->arch_specific;
     if (sm > t->sm || arch_miss || (f->mod->max_ptx && ver > f->mod->max_ptx)) {
@@ -1124,6 +1329,8 @@ int ptx_isa_nrules(ptx_rule_kind k)
     case PTX_RULE_IMM: return (int)NROWS(imm_tab);
     case PTX_RULE_ORDER: return NORDERS;
     case PTX_RULE_PACK: return (int)NROWS(pack_tab);
+    case PTX_RULE_SHAPE: return (int)NROWS(shape_tab) - 1;
+    case PTX_RULE_OPADD: return (int)NROWS(opadd_tab) - 1;
     default: return 0;
     }
 }
@@ -1193,6 +1400,22 @@ ptx_rule ptx_isa_rule(ptx_rule_kind k, int i)
         r.op = pack_tab[u].op;
         r.types[0] = pack_tab[u].types;
         break;
+    case PTX_RULE_SHAPE:
+        r.op = shape_tab[u].op;
+        r.tyidx = shape_tab[u].tyidx;
+        r.types[0] = shape_tab[u].types;
+        r.min = shape_tab[u].m;
+        r.max = shape_tab[u].k;
+        r.lo = shape_tab[u].lo;
+        r.hi = shape_tab[u].hi;
+        r.step = shape_tab[u].step;
+        break;
+    case PTX_RULE_OPADD:
+        r.op = opadd_tab[u].op;
+        r.mod = opadd_tab[u].mod;
+        r.cls = opadd_tab[u].cls;
+        r.typing = opadd_tab[u].typing;
+        break;
     default: break;
     }
     return r;
@@ -1200,8 +1423,14 @@ ptx_rule ptx_isa_rule(ptx_rule_kind k, int i)
 
 int ptx_isa_check_table(pt_err *e)
 {
+    for (int a = 1; a < PTX_NOPS; a++) /* rows sharing a name are adjacent */
+        for (int b = a + 2; b < PTX_NOPS; b++)
+            if (strcmp(op_tab[a].name, op_tab[b].name) == 0 &&
+                strcmp(op_tab[b - 1].name, op_tab[b].name) != 0)
+                return pt_errf(e, PT_EINTERNAL, "PTX_OP rows named %s are not adjacent", op_tab[a].name);
     static const char *const kind[] = {"PTX_MCLASS", "PTX_FORM", "PTX_REQ", "PTX_OPN", "PTX_VEC",
-                                       "PTX_IMM", "PTX_ORDER", "PTX_PACK"};
+                                       "PTX_IMM", "PTX_ORDER", "PTX_PACK", "PTX_SHAPE",
+                                       "PTX_OPADD"};
     for (int k = PTX_RULE_FORM; k < PTX_NRULE_KINDS; k++) {
         int prev = -1;
         for (int i = 0; i < ptx_isa_nrules((ptx_rule_kind)k); i++) {
@@ -1238,6 +1467,10 @@ int ptx_isa_check_table(pt_err *e)
                     !ptx_op_allows_mod((ptx_op)r.op, (ptx_mod)m))
                     return pt_errf(e, PT_EINTERNAL, "PTX_ORDER row %d: %s does not allow .%s", i, on,
                                    mod_tab[m]);
+            if (k == PTX_RULE_OPADD && strchr(op_tab[r.op].opnds, '?'))
+                return pt_errf(e, PT_EINTERNAL, "PTX_OPADD row %d: %s has optional operands", i, on);
+            if (k == PTX_RULE_SHAPE && (r.step <= 0 || r.lo > r.hi || r.hi > 0xffff))
+                return pt_errf(e, PT_EINTERNAL, "PTX_SHAPE row %d (%s): bad N range", i, on);
             if (k == PTX_RULE_VEC && r.tyidx >= PTX_MAX_TYPES)
                 return pt_errf(e, PT_EINTERNAL, "PTX_VEC row %d (%s): no type %d", i, on, r.tyidx);
         }
@@ -1245,8 +1478,76 @@ int ptx_isa_check_table(pt_err *e)
     return PT_OK;
 }
 
+/* How well the operands fit row op's classes: 2 when every operand's kind
+ * is one its class takes, plus 1 when the count is in the row's range. */
+static int fit(const ptx_ins *ins, int op)
+{
+    ptx_ins t = *ins;
+    t.op = (uint16_t)op;
+    char cls[24], typing[24];
+    ptx_ins_opnds(&t, cls, typing);
+    int min, max;
+    count_opnds(cls, &min, &max);
+    size_t lo, hi;
+    OP_ROWS(form_tab, op, &lo, &hi);
+    long form = find_form(&t);
+    if (form >= 0 && form_tab[form].nopd)
+        min = max = form_tab[form].nopd;
+    bool kinds = true;
+    for (int i = 0, k = 0; i < ins->nopd && kinds; i++, k++) {
+        while (cls[k] == '?')
+            k++;
+        if (!cls[k])
+            break;
+        int kd = ins->opd[i].kind;
+        switch (cls[k]) {
+        case 'a': kinds = kd == PTX_O_ADDR; break;
+        case 't': kinds = kd == PTX_O_TENSOR; break;
+        case 'v': kinds = kd == PTX_O_VEC; break;
+        case 'r': kinds = kd == PTX_O_REG; break;
+        case 's': kinds = kd != PTX_O_ADDR && kd != PTX_O_TENSOR && kd != PTX_O_LABEL; break;
+        default: break;
+        }
+    }
+    return (kinds ? 2 : 0) + (ins->nopd >= min && ins->nopd <= max ? 1 : 0);
+}
+
+ptx_op ptx_resolve_op(const ptx_fn *f, const ptx_ins *ins)
+{
+    (void)f;
+    int best = ins->op, score = -1;
+    for (int op = ins->op; op < PTX_NOPS && strcmp(op_tab[op].name, op_tab[ins->op].name) == 0; op++) {
+        int sc = fit(ins, op);
+        if (sc > score) {
+            score = sc;
+            best = op;
+        }
+    }
+    return (ptx_op)best;
+}
+
+ptx_opd ptx_tensor(ptx_fn *f, ptx_opd tmap, int n, const ptx_opd *coords)
+{
+    ptx_opd *c = pt_arena_alloc(f->mod->arena, (size_t)(n + 1) * sizeof *c);
+    c[0] = tmap;
+    if (n)
+        memcpy(c + 1, coords, (size_t)n * sizeof *c);
+    return (ptx_opd){.kind = PTX_O_TENSOR, .u.vec = {c, n + 1}};
+}
+
+void ptx_pragma_nounroll(ptx_fn *f)
+{
+    ptx_emit0(f, PTX_OP_PRAGMA, PTX_MODS(PTX_M_NOUNROLL), PTX_NOTYPES);
+}
+
 ptx_ins *ptx_emit_n(ptx_fn *f, ptx_op op, ptx_mods mods, ptx_types types, int n,
                     const ptx_opd *opd)
+{
+    return ptx_emit_shape_n(f, op, mods, (ptx_shape){0, 0, 0, 0}, types, n, opd);
+}
+
+ptx_ins *ptx_emit_shape_n(ptx_fn *f, ptx_op op, ptx_mods mods, ptx_shape shape, ptx_types types,
+                          int n, const ptx_opd *opd)
 {
     if (f->mod->err.code)
         return NULL;
@@ -1263,6 +1564,7 @@ ptx_ins *ptx_emit_n(ptx_fn *f, ptx_op op, ptx_mods mods, ptx_types types, int n,
     ins->nopd = (uint8_t)n;
     ins->guard_neg = false;
     ins->guard = (ptx_reg){0};
+    ins->shape = shape;
     ins->line = 0;
     memcpy(ins->mods, mods.m, sizeof ins->mods);
     memcpy(ins->types, types.t, sizeof ins->types);

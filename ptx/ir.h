@@ -25,7 +25,7 @@ typedef enum ptx_mod {
 } ptx_mod;
 
 typedef enum ptx_sreg {
-#define PTX_SREG(id, text, bits) PTX_S_##id,
+#define PTX_SREG(id, text, bits, sm, ver) PTX_S_##id,
 #include "ptx/isa.def"
     PTX_NSREGS
 } ptx_sreg;
@@ -98,6 +98,8 @@ typedef enum ptx_opd_kind {
     PTX_O_SYM,   /* a symbol as a value: mov.u32 %r, smem; */
     PTX_O_LABEL, /* a label, by index into the entry's label table */
     PTX_O_SINK,  /* '_' inside a vector */
+    PTX_O_PAIR,  /* d|p: elect.sync's two destinations (u.pair; d id 0 is the sink '_') */
+    PTX_O_TENSOR, /* [tmap, {c0, c1, ...}]: u.vec, e[0] the tensor map, then coordinates */
 } ptx_opd_kind;
 
 typedef struct ptx_opd {
@@ -121,16 +123,29 @@ typedef struct ptx_opd {
             struct ptx_opd *e;
             int n;
         } vec;
+        struct {
+            ptx_reg d, p; /* d id 0: '_' */
+        } pair;
     } u;
 } ptx_opd;
 
-enum { PTX_MAX_MODS = 10, PTX_MAX_TYPES = 4, PTX_MAX_OPDS = 6 };
+enum { PTX_MAX_MODS = 10, PTX_MAX_TYPES = 4, PTX_MAX_OPDS = 8 };
+
+/* A matrix shape written as one component, .m64n128k16 (wgmma): only the
+ * opcodes with PTX_SHAPE rows carry one (m 0: none). It is printed after the
+ * first `at` modifiers (0xff: after all of them), where it was written. */
+typedef struct ptx_shape {
+    uint8_t m, k, at;
+    uint16_t n;
+} ptx_shape;
+#define PTX_SHAPE_END 0xff
 
 typedef struct ptx_ins {
     uint16_t op;
     uint8_t nmods, ntypes, nopd;
     bool guard_neg;
     ptx_reg guard; /* id 0: unguarded */
+    ptx_shape shape;
     uint8_t mods[PTX_MAX_MODS];
     uint8_t types[PTX_MAX_TYPES];
     ptx_opd opd[PTX_MAX_OPDS];
@@ -162,6 +177,10 @@ typedef struct ptx_fn {
     size_t nparams, cap_params;
     int maxntid[3], reqntid[3]; /* 0: not given */
     int minnctapersm, maxnreg;
+    /* cluster directives (sm_90): .explicitcluster, .reqnctapercluster X, Y, Z
+     * (0: not given), .maxclusterrank N (0: not given) */
+    bool explicitcluster;
+    int reqnctapercluster[3], maxclusterrank;
     ptx_bank *banks;
     size_t nbanks, cap_banks;
     int std_bank[PTX_NTYPES]; /* builder's bank per declared type, -1 none */
@@ -193,6 +212,9 @@ void ptx_module_free(ptx_module *m);
 /* Sets .version to the lowest the target and every instruction need, and
  * checks it against the ceiling. Returns the sticky error, if any. */
 int ptx_module_finish(ptx_module *m);
+/* The entry's cluster directives against its target (sm_90; they raise
+ * .version to 7.8). ptx_module_finish and the parser call it. */
+int ptx_fn_check_directives(ptx_fn *f, pt_err *e);
 int ptx_module_error(const ptx_module *m);
 const char *ptx_module_errmsg(const ptx_module *m);
 /* Module-scope dynamic shared memory: .extern .shared .align A .b8 name[]; */
@@ -226,6 +248,11 @@ static inline ptx_opd ptx_sr(ptx_sreg s) { return (ptx_opd){.kind = PTX_O_SREG, 
 static inline ptx_opd ptx_sym(const char *s) { return (ptx_opd){.kind = PTX_O_SYM, .u.sym = s}; }
 static inline ptx_opd ptx_lbl(int l) { return (ptx_opd){.kind = PTX_O_LABEL, .u.label = l}; }
 static inline ptx_opd ptx_sink(void) { return (ptx_opd){.kind = PTX_O_SINK}; }
+/* d|p (elect.sync); d id 0 prints the sink '_' */
+static inline ptx_opd ptx_pair(ptx_reg d, ptx_reg p)
+{
+    return (ptx_opd){.kind = PTX_O_PAIR, .u.pair = {d, p}};
+}
 static inline ptx_opd ptx_addr(ptx_reg base, int64_t off)
 {
     return (ptx_opd){.kind = PTX_O_ADDR, .u.addr = {base, NULL, off}};
@@ -237,6 +264,9 @@ static inline ptx_opd ptx_saddr(const char *sym, int64_t off)
 /* A vector operand; elements copied into the module's arena. */
 ptx_opd ptx_vec(ptx_fn *f, int n, const ptx_opd *e);
 ptx_opd ptx_vecr(ptx_fn *f, int n, const ptx_reg *r);
+/* [tmap, {c0, ...}]: a tensor map (a 64-bit register or a symbol) and n
+ * coordinates (registers or immediates), copied into the arena. */
+ptx_opd ptx_tensor(ptx_fn *f, ptx_opd tmap, int n, const ptx_opd *coords);
 
 /* Modifier and type lists, kept in written order. */
 typedef struct ptx_mods {
@@ -266,6 +296,17 @@ ptx_ins *ptx_emit_n(ptx_fn *f, ptx_op op, ptx_mods mods, ptx_types types, int n,
                (int)(sizeof((ptx_opd[]){__VA_ARGS__}) / sizeof(ptx_opd)),             \
                (ptx_opd[]){__VA_ARGS__})
 #define ptx_emit0(f, op, mods, types) ptx_emit_n((f), (op), (mods), (types), 0, NULL)
+/* The same for opcodes with a shape (wgmma): .m{m}n{n}k{k}, printed after
+ * the modifiers. */
+ptx_ins *ptx_emit_shape_n(ptx_fn *f, ptx_op op, ptx_mods mods, ptx_shape shape, ptx_types types,
+                          int n, const ptx_opd *opd);
+static inline ptx_shape ptx_mnk(int m, int n, int k)
+{
+    return (ptx_shape){(uint8_t)m, (uint8_t)k, PTX_SHAPE_END, (uint16_t)n};
+}
+/* A pseudo-instruction: .pragma "nounroll"; (the loop it heads is not
+ * unrolled; ptxas serialises wgmma pipelines it unrolls, C7511). */
+void ptx_pragma_nounroll(ptx_fn *f);
 /* Guards an emitted instruction: @%p or @!%p. NULL-safe. */
 void ptx_guard(ptx_ins *i, ptx_reg p, bool neg);
 
@@ -277,7 +318,7 @@ void ptx_guard(ptx_ins *i, ptx_reg p, bool neg);
  * op, types[0]. mod is -1 for the key ANY. */
 typedef enum ptx_rule_kind {
     PTX_RULE_MCLASS, PTX_RULE_FORM, PTX_RULE_REQ, PTX_RULE_OPN, PTX_RULE_VEC, PTX_RULE_IMM,
-    PTX_RULE_ORDER, PTX_RULE_PACK, PTX_NRULE_KINDS
+    PTX_RULE_ORDER, PTX_RULE_PACK, PTX_RULE_SHAPE, PTX_RULE_OPADD, PTX_NRULE_KINDS
 } ptx_rule_kind;
 typedef struct ptx_rule {
     int op, mod;
@@ -286,7 +327,10 @@ typedef struct ptx_rule {
     int64_t lo, hi, step;
     uint64_t mods[PTX_MOD_WORDS], all[PTX_MOD_WORDS], one[PTX_MOD_WORDS];
     const char *what;
+    char cls, typing; /* OPADD: the added operand's class and typing letter */
 } ptx_rule;
+/* SHAPE rows: op, tyidx, types[0], m (min), k (max), lo, hi, step (n).
+ * OPADD rows: op, mod, cls, typing. */
 int ptx_isa_nrules(ptx_rule_kind k);
 ptx_rule ptx_isa_rule(ptx_rule_kind k, int i);
 static inline bool ptx_mask_has(const uint64_t *mods, int m)
@@ -301,6 +345,16 @@ int ptx_isa_check_table(pt_err *e);
 /* Checks one instruction against the table and target without appending
  * (the parser uses it); raises f->need_sm/need_ver. */
 int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e);
+/* Opcodes that share a name (wgmma.mma_async SS and RS, the TMA load and
+ * store, the bulk copies) are one row per form; the parser names the first
+ * and this picks the row whose operand classes fit the operands best
+ * (kinds, then count). Returns the opcode. */
+ptx_op ptx_resolve_op(const ptx_fn *f, const ptx_ins *ins);
+/* The operand classes and typing letters of ins: the opcode row's, with
+ * the PTX_OPADD operands of its modifiers appended. NUL-terminated. */
+void ptx_ins_opnds(const ptx_ins *ins, char cls[24], char typing[24]);
+/* The sm and .version a special register needs. */
+void ptx_sreg_need(ptx_sreg s, int *sm, int *ver);
 /* "cvt.rn.satfinite.e4m3x2.f32": opcode with modifiers and types. */
 void ptx_ins_opname(const ptx_ins *ins, pt_buf *out);
 

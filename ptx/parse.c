@@ -963,6 +963,35 @@ static int parse_addr(parser *p, ptx_opd *o)
     int64_t off = 0;
     if ((rc = next(p, &t)))
         return rc;
+    if (is_punct(&t, ',')) { /* a tensor operand: [tmap, {c0, c1, ...}] */
+        ptx_opd el[6];
+        int n = 1;
+        el[0] = sym ? ptx_sym(sym) : ptx_r(base);
+        if ((rc = expect_punct(p, '{', "'{' after the tensor map")))
+            return rc;
+        for (;;) {
+            if ((rc = next(p, &t)))
+                return rc;
+            if (n == 6)
+                return perr(p, t.line, t.col, PT_EPARSE, "more than 5 tensor coordinates");
+            memset(&el[n], 0, sizeof el[n]);
+            if (t.kind == T_NUM || is_punct(&t, '-'))
+                rc = parse_imm(p, &t, PTX_T_S32, true, &el[n]);
+            else
+                rc = reg_opd(p, &t, &el[n]);
+            n++;
+            if (rc || (rc = next(p, &t)))
+                return rc;
+            if (is_punct(&t, '}'))
+                break;
+            if (!is_punct(&t, ','))
+                return expected(p, &t, "',' or '}' in the tensor coordinates");
+        }
+        if ((rc = expect_punct(p, ']', "']' after the tensor coordinates")))
+            return rc;
+        *o = ptx_tensor(p->f, el[0], n - 1, el + 1);
+        return PT_OK;
+    }
     if (is_punct(&t, '+') || is_punct(&t, '-')) {
         bool neg = is_punct(&t, '-');
         if ((rc = next(p, &t)))
@@ -1100,6 +1129,46 @@ static int finish_ins(parser *p, const tok *at, ptx_ins *ins)
     return PT_OK;
 }
 
+/* "m64n128k16": a shape component (each number 1..255, n 1..65535, no
+ * leading zero); false otherwise. */
+static bool parse_shape(const char *s, size_t n, ptx_shape *sh)
+{
+    static const char key[3] = {'m', 'n', 'k'};
+    unsigned v[3];
+    size_t i = 0;
+    for (int f = 0; f < 3; f++) {
+        if (i >= n || s[i] != key[f])
+            return false;
+        i++;
+        size_t b = i;
+        unsigned x = 0;
+        while (i < n && is_digit(s[i]) && i - b < 6)
+            x = x * 10 + (unsigned)(s[i++] - '0');
+        if (i == b || (s[b] == '0' && i - b > 1) || x == 0 || x > (f == 1 ? 65535u : 255u))
+            return false;
+        v[f] = x;
+    }
+    if (i != n)
+        return false;
+    *sh = (ptx_shape){(uint8_t)v[0], (uint8_t)v[2], PTX_SHAPE_END, (uint16_t)v[1]};
+    return true;
+}
+
+/* The most operands any row named like op takes (shared names, PTX_OPADD). */
+static int max_operands(int op)
+{
+    const char *name = ptx_op_name((ptx_op)op);
+    int most = 0;
+    for (int o = op; o < PTX_NOPS && strcmp(ptx_op_name((ptx_op)o), name) == 0; o++) {
+        int n = ptx_op_info((ptx_op)o).max_opnds;
+        for (int r = 0; r < ptx_isa_nrules(PTX_RULE_OPADD); r++)
+            n += ptx_isa_rule(PTX_RULE_OPADD, r).op == o;
+        if (n > most)
+            most = n;
+    }
+    return most < PTX_MAX_OPDS ? most : PTX_MAX_OPDS;
+}
+
 /* op.mod.type operands ; -- op is the opcode word, at the statement start
  * (the guard's '@' when guarded). */
 static int parse_ins(parser *p, const tok *op, const tok *at, ptx_reg guard, bool gneg)
@@ -1137,6 +1206,18 @@ static int parse_ins(parser *p, const tok *op, const tok *at, ptx_reg guard, boo
         size_t cn = cut[j] - cut[j - 1] - 1;
         int ccol = op->col + (int)(cut[j - 1] + 1);
         int mi = cn ? ptx_mod_lookup(cs, cn) : -1, ti = cn ? ptx_type_lookup(cs, cn) : -1;
+        ptx_shape sh;
+        if (mi < 0 && ti < 0 && parse_shape(cs, cn, &sh)) {
+            tok m = {T_WORD, cs, cn, op->line, ccol};
+            char d2[DESC];
+            if (ins.shape.m || ins.ntypes)
+                return perr(p, op->line, ccol, PT_EPARSE, "shape %s %s in %s",
+                            tok_desc(&m, d2, sizeof d2), ins.shape.m ? "given twice" : "after the type",
+                            tok_desc(op, d, sizeof d));
+            ins.shape = sh;
+            ins.shape.at = ins.nmods;
+            continue;
+        }
         if (mi >= 0 && ins.ntypes) {
             /* the grammar's order: modifiers, then types (what the printer
              * writes). Deliberately stricter than ptxas 13.0, which takes
@@ -1169,7 +1250,7 @@ static int parse_ins(parser *p, const tok *op, const tok *at, ptx_reg guard, boo
         }
     }
     ptx_opinfo info = ptx_op_info((ptx_op)opi);
-    int maxo = info.max_opnds < PTX_MAX_OPDS ? info.max_opnds : PTX_MAX_OPDS;
+    int maxo = max_operands(opi);
     bool none;
     if ((rc = accept(p, ';', &none)))
         return rc;
@@ -1191,6 +1272,18 @@ static int parse_ins(parser *p, const tok *op, const tok *at, ptx_reg guard, boo
         ins.nopd = (uint8_t)(pos + 1);
         if ((rc = next(p, &t)))
             return rc;
+        if (is_punct(&t, '|') && opd_class(info.opnds, pos) == 'c') {
+            /* elect.sync d|p: the register (or '_') and the predicate */
+            ptx_opd q;
+            ptx_opd *o = &ins.opd[pos];
+            if (o->kind != PTX_O_REG && o->kind != PTX_O_SINK)
+                return perr(p, t.line, t.col, PT_EPARSE, "expected a register or '_' before '|'");
+            if ((rc = next(p, &t)) || (rc = reg_opd(p, &t, &q)))
+                return rc;
+            *o = ptx_pair(o->kind == PTX_O_REG ? o->u.reg : (ptx_reg){0}, q.u.reg);
+            if ((rc = next(p, &t)))
+                return rc;
+        }
         if (is_punct(&t, ';'))
             break;
         if (is_punct(&t, '|'))
@@ -1199,6 +1292,34 @@ static int parse_ins(parser *p, const tok *op, const tok *at, ptx_reg guard, boo
         if (!is_punct(&t, ','))
             return expected(p, &t, "',' or ';' after an operand");
     }
+    ins.op = (uint16_t)ptx_resolve_op(p->f, &ins);
+    return finish_ins(p, at, &ins);
+}
+
+/* .pragma "nounroll"; -- the only pragma the table has (a pseudo-op) */
+static int parse_pragma(parser *p, const tok *at)
+{
+    tok q, w, q2;
+    char d[DESC];
+    int rc;
+    if ((rc = next(p, &q)) || (rc = next(p, &w)) || (rc = next(p, &q2)))
+        return rc;
+    if (!is_punct(&q, '"'))
+        return expected(p, &q, "a quoted pragma such as \"nounroll\"");
+    if (w.kind != T_WORD || w.s != q.s + 1 || !is_punct(&q2, '"') || q2.s != w.s + w.n)
+        return perr(p, q.line, q.col, PT_EPARSE, "unsupported pragma (only \"nounroll\")");
+    int mi = ptx_mod_lookup(w.s, w.n);
+    if (mi < 0 || !ptx_op_allows_mod(PTX_OP_PRAGMA, (ptx_mod)mi))
+        return perr(p, w.line, w.col, PT_EPARSE, "unsupported pragma %s (only \"nounroll\")",
+                    tok_desc(&w, d, sizeof d));
+    if ((rc = expect_punct(p, ';', "';' after the pragma")))
+        return rc;
+    ptx_ins ins;
+    memset(&ins, 0, sizeof ins);
+    ins.op = PTX_OP_PRAGMA;
+    ins.nmods = 1;
+    ins.mods[0] = (uint8_t)mi;
+    ins.line = at->line;
     return finish_ins(p, at, &ins);
 }
 
@@ -1261,6 +1382,11 @@ static int parse_body(parser *p)
         }
         if (is_word(&t, ".shared")) {
             if ((rc = parse_shared(p, false)))
+                return rc;
+            continue;
+        }
+        if (is_word(&t, ".pragma")) {
+            if ((rc = parse_pragma(p, &t)))
                 return rc;
             continue;
         }
@@ -1361,9 +1487,33 @@ static int parse_entry(parser *p)
             if ((rc = next_int(p, 1, MAX_NTID, tok_desc(&t, d, sizeof d), &v)))
                 return rc;
             *dst = (int)v;
-        } else if (is_punct(&t, '{'))
+        } else if (is_word(&t, ".explicitcluster")) {
+            if (f->explicitcluster)
+                return perr(p, t.line, t.col, PT_EPARSE, "duplicate .explicitcluster");
+            f->explicitcluster = true;
+        } else if (is_word(&t, ".reqnctapercluster")) {
+            if ((rc = parse_ntid(p, &t, f->reqnctapercluster)))
+                return rc;
+        } else if (is_word(&t, ".maxclusterrank")) {
+            if (f->maxclusterrank)
+                return perr(p, t.line, t.col, PT_EPARSE, "duplicate .maxclusterrank");
+            if ((rc = next_int(p, 1, MAX_NTID, ".maxclusterrank", &v)))
+                return rc;
+            f->maxclusterrank = (int)v;
+        } else if (is_punct(&t, '{')) {
+            pt_err ce;
+            pt_err_clear(&ce);
+            if (ptx_fn_check_directives(f, &ce))
+                return perr(p, t.line, t.col, ce.code, "%s", ce.msg);
+            if (f->need_ver > p->m->version) {
+                char a[8], b[8];
+                return perr(p, t.line, t.col, PT_EUNSUPPORTED,
+                            "cluster directives need PTX %s but the file declares .version %s",
+                            pt_ptx_version_str(f->need_ver, a, sizeof a),
+                            pt_ptx_version_str(p->m->version, b, sizeof b));
+            }
             break;
-        else if (is_directive(&t))
+        } else if (is_directive(&t))
             return perr(p, t.line, t.col, PT_EPARSE, "unsupported directive %s for entry '%s'",
                         tok_desc(&t, d, sizeof d), f->name);
         else

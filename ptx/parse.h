@@ -8,8 +8,13 @@
  * labels, guards and instructions. Every instruction is validated by
  * ptx_check_ins(), so the ISA table (ptx/isa.def) decides what is legal.
  *
+ * Also: .pragma "nounroll"; (a pseudo-instruction), the cluster directives
+ * .explicitcluster / .reqnctapercluster / .maxclusterrank, shapes such as
+ * .m64n128k16, elect.sync's d|p destination, tensor operands
+ * [tmap, {c0, c1}] and vectors of up to 128 registers (wgmma accumulators).
+ *
  * Not supported (a clear error, never a guess): .func/call, .global/.const
- * variables, .local, nested { } scopes, .pragma/.loc/.file, vector
+ * variables, .local, nested { } scopes, other pragmas, .loc/.file, vector
  * registers, setp/shfl with a second "|p" destination, immediate addresses.
  *
  * The text need not be NUL-terminated and is never read past len. Errors
@@ -23,7 +28,7 @@
 enum {
     PTX_PARSE_MAX_REGS = 1 << 20, /* registers in one %r<N> family (index field) */
     PTX_PARSE_MAX_BANKS = 4000,   /* .reg declarations per entry (bank field) */
-    PTX_PARSE_MAX_VEC = 8,        /* elements of a {a, b, ...} operand */
+    PTX_PARSE_MAX_VEC = 128,      /* elements of a {a, b, ...} operand (wgmma m64n256 f32 D) */
     PTX_PARSE_MAX_NAME = 48,      /* register name length (printer buffer) */
 };
 

@@ -28,9 +28,11 @@ const char *ptx_reg_name(const ptx_fn *f, ptx_reg r, char *buf, size_t n)
 static size_t opd_room(const ptx_fn *f, const ptx_opd *o)
 {
     size_t n = 40 + PTX_MAX_BANK_NAME; /* a register, number or special register */
-    if (o->kind == PTX_O_VEC)
+    if (o->kind == PTX_O_VEC || o->kind == PTX_O_TENSOR)
         for (int i = 0; i < o->u.vec.n; i++)
             n += opd_room(f, &o->u.vec.e[i]) + 2;
+    else if (o->kind == PTX_O_PAIR)
+        n += PTX_MAX_BANK_NAME + 16;
     else if (o->kind == PTX_O_ADDR && o->u.addr.sym)
         n += strlen(o->u.addr.sym);
     else if (o->kind == PTX_O_SYM)
@@ -148,13 +150,32 @@ static char *opds(const ptx_fn *f, const ptx_opd *o, char *d)
     case PTX_O_SYM: d = cp(d, o->u.sym); break;
     case PTX_O_LABEL: d = cp(d, f->labels[o->u.label]); break;
     case PTX_O_SINK: *d++ = '_'; break;
+    case PTX_O_PAIR:
+        if (o->u.pair.d.id)
+            d = regs(f, o->u.pair.d, d);
+        else
+            *d++ = '_';
+        *d++ = '|';
+        d = regs(f, o->u.pair.p, d);
+        break;
+    case PTX_O_TENSOR:
+        *d++ = '[';
+        d = opds(f, &o->u.vec.e[0], d);
+        d = cp(d, ", {");
+        for (int i = 1; i < o->u.vec.n; i++) {
+            if (i > 1)
+                d = cp(d, ", ");
+            d = opds(f, &o->u.vec.e[i], d);
+        }
+        d = cp(d, "}]");
+        break;
     }
     return d;
 }
 
 void ptx_print_ins(const ptx_fn *f, const ptx_ins *ins, pt_buf *out)
 {
-    size_t room = 96 + (size_t)(ins->nmods + ins->ntypes) * 16;
+    size_t room = 96 + (size_t)(ins->nmods + ins->ntypes) * 32; /* mbarrier::complete_tx::bytes */
     for (int i = 0; i < ins->nopd; i++)
         room += opd_room(f, &ins->opd[i]);
     if (ins->op == PTX_OP_LABEL)
@@ -173,6 +194,15 @@ void ptx_print_ins(const ptx_fn *f, const ptx_ins *ins, pt_buf *out)
     if (ins->op == PTX_OP_LABEL) {
         d = cp(d, f->labels[ins->opd[0].u.label]);
         d = cp(d, ":\n");
+    } else if (ins->op == PTX_OP_PRAGMA) {
+        /* .pragma "nounroll"; the modifiers are the pragma's words */
+        d = cp(d, "\t.pragma \"");
+        for (int i = 0; i < ins->nmods; i++) {
+            if (i)
+                *d++ = ' ';
+            d = cp(d, ptx_mod_name(ins->mods[i]));
+        }
+        d = cp(d, "\";\n");
     } else {
         *d++ = '\t';
         if (ins->guard.id) {
@@ -181,7 +211,14 @@ void ptx_print_ins(const ptx_fn *f, const ptx_ins *ins, pt_buf *out)
             *d++ = ' ';
         }
         d = cp(d, ptx_op_name(ins->op));
-        for (int i = 0; i < ins->nmods; i++) {
+        for (int i = 0; i <= ins->nmods; i++) {
+            if (ins->shape.m && (ins->shape.at == i || (i == ins->nmods && ins->shape.at > i))) {
+                d = u64s(cp(d, ".m"), ins->shape.m);
+                d = u64s(cp(d, "n"), ins->shape.n);
+                d = u64s(cp(d, "k"), ins->shape.k);
+            }
+            if (i == ins->nmods)
+                break;
             *d++ = '.';
             d = cp(d, ptx_mod_name(ins->mods[i]));
         }
@@ -239,6 +276,14 @@ static void print_fn(ptx_fn *f, pt_buf *out)
         pt_buf_printf(out, ".minnctapersm %d\n", f->minnctapersm);
     if (f->maxnreg)
         pt_buf_printf(out, ".maxnreg %d\n", f->maxnreg);
+    if (f->explicitcluster)
+        pt_buf_puts(out, ".explicitcluster\n");
+    if (f->reqnctapercluster[0])
+        pt_buf_printf(out, ".reqnctapercluster %d, %d, %d\n", f->reqnctapercluster[0],
+                      f->reqnctapercluster[1] ? f->reqnctapercluster[1] : 1,
+                      f->reqnctapercluster[2] ? f->reqnctapercluster[2] : 1);
+    if (f->maxclusterrank)
+        pt_buf_printf(out, ".maxclusterrank %d\n", f->maxclusterrank);
     pt_buf_puts(out, "{\n");
     for (size_t i = 0; i < f->nbanks; i++) {
         const ptx_bank *b = &f->banks[i];

@@ -329,6 +329,7 @@ Test(compile, warnings_and_codes)
                                         "    ret;\n"
                                         "}\n";
     pt_compiler *c = open_or_skip();
+    pt_compiler_allow_codes(c, true); /* reported, not a failure (see perf_codes_fail) */
     pt_target t80, t90a;
     pt_err e = {0};
     cr_assert_eq(pt_target_parse("sm_80", &t80, &e), PT_OK);
@@ -471,4 +472,126 @@ Test(compile, null_arguments_are_einval)
     cr_expect_eq(pt_compile(NULL, ".version 9.0\n", &t, &cubin, NULL, NULL, &e), PT_EINVAL);
     cr_expect_null(cubin);
     cr_expect_eq(e.code, PT_EINVAL);
+}
+
+/* ---- issue 12 item 1: C75xx codes are compile failures; sm_90a goes to ptxas ---- */
+
+/* The FA3 intra-warpgroup overlap loop of the design's probes
+ * (attention_hopper_probes.sh section 2): S = Q K^T (SS) and O += P V (RS)
+ * in flight together. Without a pragma ptxas unrolls it and serialises the
+ * wgmmas (C7511); with `.pragma "nounroll";` at the loop head it does not.
+ * Reading S before its group retires gives C7517 instead. */
+static void overlap_loop(char *buf, size_t n, const char *pragma, const char *wait1)
+{
+    char S[512], O[512];
+    size_t a = 0, b = 0;
+    for (int i = 0; i < 32; i++) {
+        a += (size_t)snprintf(S + a, sizeof S - a, "%s%%s%d", i ? "," : "{", i);
+        b += (size_t)snprintf(O + b, sizeof O - b, "%s%%o%d", i ? "," : "{", i);
+    }
+    snprintf(S + a, sizeof S - a, "}");
+    snprintf(O + b, sizeof O - b, "}");
+    snprintf(buf, n,
+             ".version 8.0\n.target sm_90a\n.address_size 64\n"
+             ".visible .entry k(.param .u64 p) .maxntid 128,1,1 {\n"
+             "  .reg .f32 %%s<32>; .reg .f32 %%o<32>; .reg .b32 %%a<4>; .reg .b64 %%rd<6>;\n"
+             "  .reg .pred %%p<2>; .reg .f32 %%t<4>; .reg .b32 %%i;\n"
+             "  ld.param.u64 %%rd1, [p];\n"
+             "  mov.b64 %%rd2, 0x4000004000010000; mov.b64 %%rd3, 0x4000004000010040;\n"
+             "  mov.b64 %%rd4, 0x4000004000010080;\n"
+             "  ld.global.v4.b32 {%%a0,%%a1,%%a2,%%a3}, [%%rd1];\n"
+             "  mov.u32 %%i, 0;\n"
+             "  wgmma.fence.sync.aligned;\n"
+             "  wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 %s, {%%a0,%%a1,%%a2,%%a3}, %%rd4, 0, 1, 1, 1;\n"
+             "  wgmma.commit_group.sync.aligned;\n"
+             "LOOP:\n  %s\n"
+             "  wgmma.fence.sync.aligned;\n"
+             "  wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 %s, %%rd2, %%rd3, 0, 1, 1, 0, 0;\n"
+             "  wgmma.commit_group.sync.aligned;\n"
+             "  wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 %s, {%%a0,%%a1,%%a2,%%a3}, %%rd4, 1, 1, 1, 1;\n"
+             "  wgmma.commit_group.sync.aligned;\n"
+             "  %s\n"
+             "  max.f32 %%t0, %%s0, %%s1; max.f32 %%t1, %%s2, %%s31; max.f32 %%t0, %%t0, %%t1;\n"
+             "  wgmma.wait_group.sync.aligned 0;\n"
+             "  cvt.rn.bf16x2.f32 %%a0, %%s1, %%s0; cvt.rn.bf16x2.f32 %%a1, %%s3, %%s2;\n"
+             "  mul.f32 %%o0, %%o0, %%t0;\n"
+             "  add.u32 %%i, %%i, 1; setp.lt.u32 %%p1, %%i, 8; @%%p1 bra LOOP;\n"
+             "  st.global.f32 [%%rd1], %%o0; st.global.f32 [%%rd1+4], %%o31; st.global.f32 [%%rd1+8], %%t0;\n"
+             "  ret;\n}\n",
+             O, pragma, S, O, wait1);
+}
+
+/* The gate's verdict on text for sm_90a with the default backend choice:
+ * PT_OK, or the message in e. */
+static int gate(pt_compiler *c, const char *text, pt_resource *r, pt_err *e)
+{
+    pt_target t;
+    cr_assert_eq(pt_target_parse("sm_90a", &t, e), PT_OK);
+    pt_err_clear(e);
+    return pt_compile(c, text, &t, NULL, NULL, r, e);
+}
+
+Test(compile, perf_codes_fail, .timeout = 120)
+{
+    pt_compiler *c = open_or_skip();
+    pt_err e = {0};
+    if (pt_compiler_set_backend(c, PT_BACKEND_PTXAS, &e) != PT_OK) {
+        pt_compiler_close(c);
+        cr_skip_test("no ptxas: %s", e.msg);
+    }
+    pt_compiler_set_backend(c, PT_BACKEND_AUTO, &e);
+    char text[8192];
+    pt_resource r;
+    /* C7511: serialised for lack of registers (the unrolled overlap loop) */
+    overlap_loop(text, sizeof text, "", "wgmma.wait_group.sync.aligned 1;");
+    cr_expect_eq(gate(c, text, &r, &e), PT_ECOMPILE, "C7511 kernel passed the gate");
+    cr_expect(strstr(e.msg, "C7511") && strstr(e.msg, "serialized"), "%s", e.msg);
+    cr_expect(strstr(e.msg, "compile failure"), "%s", e.msg);
+    cr_expect_str_eq(r.backend, "ptxas", "sm_90a goes to ptxas");
+    /* the same loop with .pragma "nounroll"; at its head: clean */
+    overlap_loop(text, sizeof text, ".pragma \"nounroll\";", "wgmma.wait_group.sync.aligned 1;");
+    cr_expect_eq(gate(c, text, &r, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(r.ncodes, 0, "%s", r.ncodes ? r.codes[0] : "");
+    /* C7517: S read before the group that writes it retires */
+    overlap_loop(text, sizeof text, ".pragma \"nounroll\";", "");
+    cr_expect_eq(gate(c, text, &r, &e), PT_ECOMPILE);
+    cr_expect(strstr(e.msg, "C7517") && strstr(e.msg, "warpgroup.wait is injected"), "%s", e.msg);
+    /* C7508: setmaxnreg with no register count at entry */
+    static const char smr[] = ".version 8.0\n.target sm_90a\n.address_size 64\n"
+                              ".visible .entry k(.param .u64 p_out)\n{\n"
+                              "    setmaxnreg.inc.sync.aligned.u32 240;\n    ret;\n}\n";
+    cr_expect_eq(gate(c, smr, &r, &e), PT_ECOMPILE);
+    cr_expect(strstr(e.msg, "C7508") && strstr(e.msg, "'setmaxnreg' ignored"), "%s", e.msg);
+    cr_expect(has_code(&r, "C7508"), "the report still lists the code");
+    /* allowed: the same kernels pass and report their codes */
+    pt_compiler_allow_codes(c, true);
+    cr_expect_eq(gate(c, smr, &r, &e), PT_OK, "%s", e.msg);
+    cr_expect(has_code(&r, "C7508"));
+    overlap_loop(text, sizeof text, "", "wgmma.wait_group.sync.aligned 1;");
+    cr_expect_eq(gate(c, text, &r, &e), PT_OK, "%s", e.msg);
+    cr_expect(has_code(&r, "C7511"));
+    pt_compiler_close(c);
+}
+
+/* A backend asked for by name is kept for sm_90a (nvJitLink: C7504, which
+ * the gate also fails on). */
+Test(compile, chosen_backend_is_kept_for_sm90a)
+{
+    pt_compiler *c = open_or_skip();
+    pt_err e = {0};
+    if (pt_compiler_set_backend(c, PT_BACKEND_NVJITLINK, &e) != PT_OK) {
+        pt_compiler_close(c);
+        cr_skip_test("no nvJitLink: %s", e.msg);
+    }
+    static const char smr[] = ".version 8.0\n.target sm_90a\n.address_size 64\n"
+                              ".visible .entry k(.param .u64 p_out) .maxntid 256, 1, 1 .maxnreg 128\n{\n"
+                              "    setmaxnreg.inc.sync.aligned.u32 160;\n    ret;\n}\n";
+    pt_resource r;
+    cr_expect_eq(gate(c, smr, &r, &e), PT_ECOMPILE);
+    cr_expect(strstr(e.msg, "C7504"), "%s", e.msg);
+    cr_expect_str_eq(r.backend, "nvJitLink");
+    pt_compiler_set_backend(c, PT_BACKEND_AUTO, &e);
+    cr_expect_eq(gate(c, smr, &r, &e), PT_OK, "%s", e.msg);
+    cr_expect_str_eq(r.backend, "ptxas");
+    pt_compiler_close(c);
 }

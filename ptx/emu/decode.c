@@ -162,6 +162,8 @@ static int src(dec *d, const ptx_opd *o, int t, uint32_t *slot)
     case PTX_O_SREG:
         if (sreg_dynamic(o->u.sreg))
             return dec_err(d, "clock registers can only be read by mov");
+        if (o->u.sreg >= PTX_S_CLUSTERID_X) /* clusters: not emulated yet */
+            return dec_err(d, "cluster special registers are not emulated");
         *slot = EMU_SLOT_SREG + (uint32_t)o->u.sreg;
         return PT_OK;
     case PTX_O_SYM: {
@@ -969,7 +971,7 @@ int emu__decode(emu_kernel *k, ptx_module *m, ptx_fn *f, pt_err *e)
             int l = f->body[i].opd[0].u.label;
             if (l >= 0 && (size_t)l < f->nlabels)
                 d.label_pc[l] = pc;
-        } else
+        } else if (f->body[i].op != PTX_OP_PRAGMA) /* .pragma "nounroll": no code */
             pc++;
     }
     k->ncode = pc + 1; /* + the implicit exit at the end */
@@ -978,7 +980,7 @@ int emu__decode(emu_kernel *k, ptx_module *m, ptx_fn *f, pt_err *e)
     pc = 0;
     for (size_t i = 0; i < f->nbody && !rc; i++) {
         const ptx_ins *in = &f->body[i];
-        if (in->op == PTX_OP_LABEL)
+        if (in->op == PTX_OP_LABEL || in->op == PTX_OP_PRAGMA)
             continue;
         d.cur = in;
         emu_ins *o = &k->code[pc++];
