@@ -469,13 +469,16 @@ def ours(bin_, name, arch, tool, ptxas, work):
     cfg, block = parse_geom(r.stderr, kind)
     cubin = ptx[:-4] + ".cubin"
     regs = assemble(ptxas, ptx, arch, cubin)
-    if kind == "row":
-        cols = int(re.search(r"x=\d+x(\d+)", " ".join(args)).group(1))
-        geom = cols // (int(cfg["wpr"]) * 32)
-    elif kind == "flat":
-        geom = int(cfg["vec"]) * int(cfg.get("unroll", "1"))
-    else:
-        geom = (int(cfg["bm"]), int(cfg["bn"]), int(cfg["bk"]), block // 32)
+    try:
+        if kind == "row":
+            cols = int(re.search(r"x=\d+x(\d+)", " ".join(args)).group(1))
+            geom = cols // (int(cfg["wpr"]) * 32)
+        elif kind == "flat":
+            geom = int(cfg["vec"]) * int(cfg.get("unroll", "1"))
+        else:
+            geom = (int(cfg["bm"]), int(cfg["bn"]), int(cfg["bk"]), block // 32)
+    except (KeyError, ValueError) as e:
+        raise Fail("%s: config '%s' lacks %s (elements per thread unknown)" % (name, m_cfg(cfg), e))
     text = disassemble(tool, cubin)
     f = analyse(text, kind, geom, regs or cuobjdump_regs(tool, cubin))
     f["config"] = m_cfg(cfg)

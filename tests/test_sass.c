@@ -148,9 +148,15 @@ Test(sass, softmax_one_mufu_per_element, .timeout = 600)
     static const char *const k[] = {"softmax_f32", "softmax_bf16"};
     sass_run("--kernels softmax_f32,softmax_bf16 --arch sm_80,sm_90");
     for (size_t i = 0; i < 2; i++)
-        for (size_t a = 0; a < 2; a++)
+        for (size_t a = 0; a < 2; a++) {
             cr_assert_gt(fig("after", k[i], archs[a], "mufu"), 0.0,
                          "%s %s: no MUFU at all (exp missing?)", k[i], archs[a]);
+            /* per element = static count / elements per thread: a loop
+             * would run its MUFUs more often than they are counted */
+            cr_assert_eq(fig("after", k[i], archs[a], "loops"), 0.0,
+                         "%s %s has a loop: the static per-element count does not apply", k[i],
+                         archs[a]);
+        }
     check_le("mufu", k, 2, "mufu_per_elem", 1.1);
 }
 
