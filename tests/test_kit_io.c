@@ -284,6 +284,10 @@ Test(kit_io, vector_widths_and_packed_cvts)
     cr_assert_eq(count_of(t.text, "cvt.rni.sat.s8.f32"), 4);
     cr_assert_eq(count_of(t.text, "st.global.v4.s8"), 1);
     tk_free(&t);
+    t = copy_kernel(PT_BF16, PT_F16, 64, 0, 0, false); /* the largest run: 8 accesses */
+    cr_assert_eq(count_of(t.text, "ld.global.nc.v4.b32"), 8, "%s", t.text);
+    cr_assert_eq(count_of(t.text, "st.global.v4.b32"), 8);
+    tk_free(&t);
     t = copy_kernel(PT_F16, PT_F16, 8, 2, 4, false); /* alignment caps the width */
     cr_assert_eq(count_of(t.text, "ld.global.nc.b16"), 8, "%s", t.text);
     cr_assert_eq(count_of(t.text, "st.global.b32"), 4);
@@ -365,6 +369,49 @@ Test(kit_io, raw_and_refusals)
         cr_assert(strstr(ptx_module_errmsg(b.m), bad[i].msg), "%s", ptx_module_errmsg(b.m));
         ptx_module_free(b.m);
     }
+}
+
+/* kit_cvt_from_f32 then kit_cvt_to_f32 rounds through the dtype, as the
+ * host's pt_dtype_round does (every dtype but f64, tf32 included). */
+Test(kit_io, cvt_round_trip_every_dtype)
+{
+    enum { NEL = 2048 };
+    float *src = calloc(NEL, sizeof(float)), *dst = calloc(NEL, sizeof(float));
+    cr_assert(src && dst);
+    store_inputs(src, NEL);
+    for (int d = 0; d < PT_NDTYPES; d++) {
+        pt_dtype dt = (pt_dtype)d;
+        if (dt == PT_F64)
+            continue;
+        tk t = tk_new(sm_of(dt), "io");
+        ptx_reg in = tk_ptr(&t, "in"), out = tk_ptr(&t, "out");
+        ptx_reg count = tk_u32(&t, "count");
+        ptx_reg tid = tk_gtid(&t);
+        ptx_reg off = RP(&t);
+        E(SETP, MODS(MD(GE)), T1(U32), ptx_r(off), ptx_r(tid), ptx_r(count));
+        ptx_reg a = tk_addr(&t, in, tid, 4), b = tk_addr(&t, out, tid, 4);
+        kit_io io = {.guard = off, .guard_neg = true};
+        ptx_reg x;
+        cr_assert_eq(kit_load(t.f, &io, PT_F32, a, 0, 1, &x), PT_OK);
+        ptx_reg y = kit_cvt_to_f32(t.f, dt, ptx_r(kit_cvt_from_f32(t.f, dt, ptx_r(x))));
+        ptx_opd o = ptx_r(y);
+        cr_assert_eq(kit_store(t.f, &io, PT_F32, b, 0, 1, &o), PT_OK, "%s: %s",
+                     pt_dtype_get(dt)->name, ptx_module_errmsg(t.m));
+        tk_ret(&t);
+        tk_load(&t);
+        run_copy(&t, src, NEL * sizeof(float), dst, NEL * sizeof(float), 1, NEL);
+        for (size_t i = 0; i + 1 < NEL; i++) {
+            double want = pt_dtype_round(dt, (double)src[i]);
+            if (isnan(want))
+                cr_assert(isnan(dst[i]), "%s element %zu", pt_dtype_get(dt)->name, i);
+            else
+                cr_assert_eq((double)dst[i], (double)(float)want, "%s: %a -> %a, want %a",
+                             pt_dtype_get(dt)->name, (double)src[i], (double)dst[i], want);
+        }
+        tk_free(&t);
+    }
+    free(src);
+    free(dst);
 }
 
 /* The dtype table's PTX columns name what the templates used to spell out. */

@@ -106,6 +106,8 @@ static ptx_reg cvt_to_f32(ptx_fn *f, const pt_dtype_info *di, ptx_opd x)
     ptx_reg d = ptx_reg_new(f, PTX_T_F32);
     if (di->ptx == PTX_T_F32)
         ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(d), x);
+    else if (di->ptx == PTX_T_TF32) /* the bits are an f32 already */
+        ptx_emit(f, PTX_OP_MOV, NOM, B32T, ptx_r(d), x);
     else
         ptx_emit(f, PTX_OP_CVT, di->to_f32, PTX_TYPES(PTX_T_F32, di->ptx), ptx_r(d), x);
     return d;
@@ -204,7 +206,7 @@ int kit_load(ptx_fn *f, const kit_io *io, pt_dtype dt, ptx_reg base, int64_t off
             access(f, io, true, t, base, off + (int64_t)i * w, 1, &h[i]);
     } else {
         int nw = total / 4, k = w / 4;
-        ptx_reg wd[16];
+        ptx_reg wd[32]; /* 64 16-bit elements at most */
         for (int i = 0; i < nw; i++)
             wd[i] = ptx_reg_new(f, PTX_T_B32);
         for (int i = 0; i < nw; i += k)
