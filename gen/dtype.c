@@ -29,6 +29,17 @@ const pt_dtype_info *pt_dtype_get(pt_dtype t)
     return &dtype_table[t];
 }
 
+bool pt_dtype_of_ptx(ptx_type t, pt_dtype *out)
+{
+    for (int i = 0; i < PT_NDTYPES; i++) {
+        if (dtype_table[i].ptx == t) {
+            *out = (pt_dtype)i;
+            return true;
+        }
+    }
+    return false;
+}
+
 int pt_dtype_parse(const char *name, pt_dtype *out, pt_err *e)
 {
     for (int i = 0; i < PT_NDTYPES; i++) {

@@ -70,6 +70,10 @@ typedef struct pt_dtype_info {
 } pt_dtype_info;
 
 const pt_dtype_info *pt_dtype_get(pt_dtype t);
+/* The storage dtype whose element type (column ptx) is t, e.g. an atom's
+ * operand type PTX_T_BF16 -> PT_BF16, so its x2 / cvt columns can be read;
+ * false when no row has it. */
+bool pt_dtype_of_ptx(ptx_type t, pt_dtype *out);
 /* "f32", "bf16", ... ; error "unknown dtype 'x' (supported: ...)" */
 int pt_dtype_parse(const char *name, pt_dtype *out, pt_err *e);
 

@@ -410,3 +410,24 @@ Test(dtype, nan_encodings)
         cr_assert_eq(pt_f32_to_e5m2(x), 0x7F | s, "%08x", nans[i]);
     }
 }
+
+/* The PTX columns: lookup by element type, and what the templates spelled
+ * out before (cvt.rn.bf16x2.f32, cvt.rn.satfinite.e4m3x2.f32, ld.b16). */
+Test(dtype, ptx_columns)
+{
+    pt_dtype d;
+    for (int i = 0; i < PT_NDTYPES; i++) {
+        cr_assert(pt_dtype_of_ptx(pt_dtype_get((pt_dtype)i)->ptx, &d));
+        cr_assert_eq(d, i);
+    }
+    cr_assert(!pt_dtype_of_ptx(PTX_T_F16X2, &d));
+    cr_assert(!pt_dtype_of_ptx(PTX_T_PRED, &d));
+    cr_assert(pt_dtype_of_ptx(PTX_T_BF16, &d) && pt_dtype_get(d)->x2 == PTX_T_BF16X2);
+    const pt_dtype_info *e = pt_dtype_get(PT_E4M3);
+    cr_assert(e->x2 == PTX_T_E4M3X2 && e->ldst == PTX_T_B8 && e->reg == PTX_T_B16 && e->pack == 2);
+    cr_assert(e->from_f32.n == 2 && e->from_f32.m[0] == PTX_M_RN &&
+              e->from_f32.m[1] == PTX_M_SATFINITE);
+    cr_assert(pt_dtype_get(PT_F16)->ldst == PTX_T_B16 && pt_dtype_get(PT_F16)->to_f32.n == 0);
+    cr_assert(pt_dtype_get(PT_S8)->from_f32.n == 2 && pt_dtype_get(PT_S8)->ldst == PTX_T_S8);
+    cr_assert(pt_dtype_get(PT_TF32)->from_f32.m[0] == PTX_M_RNA);
+}

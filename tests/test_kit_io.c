@@ -414,6 +414,54 @@ Test(kit_io, cvt_round_trip_every_dtype)
     free(dst);
 }
 
+/* .shared accesses (a 32-bit shared address as the base): f16 from global
+ * to shared as bf16, then each thread reads its neighbour's slot back. */
+Test(kit_io, shared_round_trip)
+{
+    tk t = tk_new("sm_80", "io");
+    ptx_reg in = tk_ptr(&t, "in"), out = tk_ptr(&t, "out");
+    (void)tk_u32(&t, "count");
+    const char *sm = ptx_shared_add(t.f, "stage", 16, 32 * 8);
+    ptx_reg tid = tk_sreg(&t, PTX_S_TID_X), sb = R32(&t), mine = R32(&t), nb = R32(&t), other = R32(&t);
+    E(MOV, NOM, T1(U32), ptx_r(sb), ptx_sym(sm));
+    E(MAD, MODS(MD(LO)), T1(U32), ptx_r(mine), ptx_r(tid), ptx_imm(8), ptx_r(sb));
+    E(XOR, NOM, T1(B32), ptx_r(nb), ptx_r(tid), ptx_imm(1));
+    E(MAD, MODS(MD(LO)), T1(U32), ptx_r(other), ptx_r(nb), ptx_imm(8), ptx_r(sb));
+    ptx_reg a = tk_addr(&t, in, tid, 8), b = tk_addr(&t, out, tid, 16);
+    kit_io g = {.nc = true}, s = {.shared = true, .nc = true};
+    ptx_reg v[4], w[4];
+    cr_assert_eq(kit_load(t.f, &g, PT_F16, a, 0, 4, v), PT_OK, "%s", ptx_module_errmsg(t.m));
+    ptx_opd o[4] = {ptx_r(v[0]), ptx_r(v[1]), ptx_r(v[2]), ptx_r(v[3])};
+    cr_assert_eq(kit_store(t.f, &s, PT_BF16, mine, 0, 4, o), PT_OK, "%s", ptx_module_errmsg(t.m));
+    E(BAR, MODS(MD(SYNC)), PTX_NOTYPES, ptx_imm(0));
+    cr_assert_eq(kit_load(t.f, &s, PT_BF16, other, 0, 4, w), PT_OK, "%s", ptx_module_errmsg(t.m));
+    ptx_opd p[4] = {ptx_r(w[0]), ptx_r(w[1]), ptx_r(w[2]), ptx_r(w[3])};
+    kit_io gs = {0};
+    cr_assert_eq(kit_store(t.f, &gs, PT_F32, b, 0, 4, p), PT_OK);
+    tk_ret(&t);
+    tk_load(&t);
+    cr_assert(strstr(t.text, "st.shared.v2.b32") && strstr(t.text, "ld.shared.v2.b32"), "%s", t.text);
+    uint16_t src[128];
+    uint64_t st = 7;
+    for (int i = 0; i < 128; i++)
+        src[i] = (uint16_t)rnd32(&st);
+    uint64_t pi = tk_buf(&t, src, sizeof src, "in"), po = tk_buf(&t, NULL, 128 * 4, "out");
+    uint32_t n = 32;
+    const void *args[] = {&pi, &po, &n};
+    tk_run(&t, 1, 32, args);
+    float got[128];
+    tk_get(&t, po, got, sizeof got);
+    for (int i = 0; i < 128; i++) {
+        int j = ((i / 4) ^ 1) * 4 + i % 4; /* the neighbour's element */
+        double want = pt_dtype_round(PT_BF16, (double)pt_f16_to_f32(src[j]));
+        if (isnan(want))
+            cr_assert(isnan(got[i]));
+        else
+            cr_assert_eq((double)got[i], want, "element %d", i);
+    }
+    tk_free(&t);
+}
+
 /* The dtype table's PTX columns name what the templates used to spell out. */
 Test(kit_io, table_ptx_columns)
 {
