@@ -528,8 +528,8 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
         g->threads = (g->bm / g->tm) * (g->bn / g->tn);
         if (g->threads < 32 || g->threads > 256)
             return pt_errf(e, PT_EINVAL, "%d threads (bm/tm * bn/tn): must be 32..256", g->threads);
-        g->sa = pp->a_kmajor ? gemm_smem_padded(g->bm, kbytes, 16) : gemm_smem_padded(g->bk, g->bm * 4, 16);
-        g->sb = pp->b_kmajor ? gemm_smem_padded(g->bn, kbytes, 16) : gemm_smem_padded(g->bk, g->bn * 4, 16);
+        g->sa = pp->a_kmajor ? kit_smem_tile(g->bm, kbytes, 16) : kit_smem_tile(g->bk, g->bm * 4, 16);
+        g->sb = pp->b_kmajor ? kit_smem_tile(g->bn, kbytes, 16) : kit_smem_tile(g->bk, g->bn * 4, 16);
     } else {
         g->wm = (int)pt_config_get(c, "wm", 32);
         g->wn = (int)pt_config_get(c, "wn", 32);
@@ -549,12 +549,12 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
             return pt_errf(e, PT_EINVAL, "kslice=%d does not divide the %d mma k-steps of bk=%d",
                            g->kslice, g->ksteps, g->bk);
         bool pad_a = at->tf32 && !pp->a_kmajor, pad_b = at->tf32 && !pp->b_kmajor;
-        g->sa = pp->a_kmajor ? gemm_smem_swizzled(g->bm, kbytes)
-              : pad_a        ? gemm_smem_padded(g->bk, g->bm * es, 32)
-                             : gemm_smem_swizzled(g->bk, g->bm * es);
-        g->sb = pp->b_kmajor ? gemm_smem_swizzled(g->bn, kbytes)
-              : pad_b        ? gemm_smem_padded(g->bk, g->bn * es, 32)
-                             : gemm_smem_swizzled(g->bk, g->bn * es);
+        g->sa = pp->a_kmajor ? kit_smem_tile(g->bm, kbytes, 0)
+              : pad_a        ? kit_smem_tile(g->bk, g->bm * es, 32)
+                             : kit_smem_tile(g->bk, g->bm * es, 0);
+        g->sb = pp->b_kmajor ? kit_smem_tile(g->bn, kbytes, 0)
+              : pad_b        ? kit_smem_tile(g->bk, g->bn * es, 32)
+                             : kit_smem_tile(g->bk, g->bn * es, 0);
     }
     /* registers: accumulators plus double-buffered fragments */
     int accs = at->simt ? g->tm * g->tn : g->wm * g->wn / 32;
@@ -568,13 +568,13 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
                        "warp tile %dx%d: fp8 mma.sync on sm_90+ is emulated by ptxas; at most 32x32",
                        g->wm, g->wn);
     /* copies per thread per operand and stage (code size for narrow copies) */
-    int la = (g->sa.rows * g->sa.row_bytes / pp->cw_a + g->threads - 1) / g->threads;
-    int lb = (g->sb.rows * g->sb.row_bytes / pp->cw_b + g->threads - 1) / g->threads;
+    int la = (kit_tile_rows(&g->sa) * kit_tile_row_bytes(&g->sa) / pp->cw_a + g->threads - 1) / g->threads;
+    int lb = (kit_tile_rows(&g->sb) * kit_tile_row_bytes(&g->sb) / pp->cw_b + g->threads - 1) / g->threads;
     if (la > 64 || lb > 64)
         return pt_errf(e, PT_EINVAL,
                        "%d copies per thread and stage (rows of %s are only %d-byte aligned): use a smaller tile",
                        la > lb ? la : lb, la > lb ? "A" : "B", la > lb ? pp->cw_a : pp->cw_b);
-    g->stage_bytes = g->sa.bytes + g->sb.bytes;
+    g->stage_bytes = (int)(g->sa.span + g->sb.span);
     int pipe = g->stages * g->stage_bytes;
     int epi = gemm_epi_smem(g);
     g->smem_bytes = pipe > epi ? pipe : epi;

@@ -2,11 +2,11 @@
  *
  *   gemm.c       the op: problem checks, parameter space, reference, the
  *                kernel skeleton (tile order, split-K ranges, pipeline)
- *   gemm_tile.c  the mma atom table, shared-memory tile layouts (XOR
- *                swizzle or padding), global->shared loaders (cp.async
- *                zero-fill, or plain loads for misaligned operands),
- *                ldmatrix fragment loads and the mma.sync / FFMA inner
- *                products
+ *   gemm_tile.c  the main loops on the kit (gen/kit/): operands as views
+ *                and shared tiles (kit_g2s copies), the cp.async pipeline
+ *                (kit_pipe), ldmatrix fragments addressed from the atom's
+ *                thread-value maps (kit_ldsm) and the mma.sync / FFMA
+ *                inner products
  *   gemm_epi.c   epilogue: accumulator staging through shared memory,
  *                in-CTA k-slice reduction, parallel split-K fixup, the
  *                expression epilogue and vector stores
@@ -62,21 +62,6 @@ struct pt_prepared {
     float alpha, beta, scale_ab, out_scale;
 };
 
-/* A shared-memory tile: rows of row_bytes logical bytes, pitch physical
- * bytes apart. swz > 1: the 16-byte chunk index is XORed with
- * (row >> shift) & (swz - 1), so that 8 consecutive rows at one chunk (an
- * ldmatrix 8x8 matrix, or a warp's cp.async row) hit 8 different bank
- * groups; swz == 1: padding instead (pitch > row_bytes). */
-typedef struct gemm_smem {
-    int rows, row_bytes, pitch, swz, shift, bytes;
-} gemm_smem;
-
-gemm_smem gemm_smem_swizzled(int rows, int row_bytes);
-gemm_smem gemm_smem_padded(int rows, int row_bytes, int pad);
-/* Physical byte offset of (row, byte) in the tile at compile time: the
- * swizzle below (gemm_swz_off) applied to immediates. */
-int64_t gemm_smem_at(const gemm_smem *s, int64_t row, int64_t byte);
-
 /* The emission context of one kernel. */
 typedef struct gemm_ctx {
     const pt_prepared *pp;
@@ -86,7 +71,7 @@ typedef struct gemm_ctx {
     int bm, bn, bk, wm, wn, tm, tn, stages, kslice, splitk, raster, persistent;
     int threads, warps_m, warps_n, ksteps; /* ksteps: mma k-steps per tile */
     /* tile and layouts */
-    gemm_smem sa, sb;   /* per stage */
+    kit_layout sa, sb;  /* shared tiles of one stage (kit_smem_tile: (row, byte) -> offset) */
     int stage_bytes;    /* A + B of one stage */
     int smem_bytes;     /* dynamic shared memory of the kernel */
     int64_t kt_total;   /* k tiles over the whole K */
@@ -129,42 +114,7 @@ ptx_reg gemm_addr64(gemm_ctx *g, ptx_reg p64, ptx_opd a, int64_t b);
 ptx_reg gemm_add64(gemm_ctx *g, ptx_reg p64, int64_t imm);
 void gemm_inc64(gemm_ctx *g, ptx_reg p64, int64_t imm);            /* in place */
 void gemm_inc32(gemm_ctx *g, ptx_reg r, int64_t imm);              /* in place */
-/* Swizzled byte offset of (row, 16-byte chunk) in a tile: the one
- * definition of the swizzle. Registers emit the address math; immediates
- * fold to an immediate and emit nothing (g may then be NULL). */
-ptx_opd gemm_swz_off(gemm_ctx *g, const gemm_smem *s, ptx_opd row, ptx_opd chunk);
 void gemm_bar(gemm_ctx *g);
-
-/* ---- global -> shared loaders ---- */
-
-/* One operand's loader: which pieces of a stage this thread copies and
- * how its source pointer and edge checks advance from k tile to k tile. */
-typedef struct gemm_loader {
-    const gemm_smem *st;
-    bool kmajor;      /* smem rows are m (A) / n (B); else rows are k */
-    int cw;           /* bytes per copy */
-    int es;
-    int64_t ld_bytes; /* global row pitch */
-    int64_t mn_lim;   /* M or N */
-    int tile_mn;      /* BM or BN */
-    int stage_off;    /* byte offset of this operand inside a stage */
-    int n;            /* copies per thread per tile */
-    int *rowimm, *pcimm;
-    ptx_reg *soff;    /* per copy: smem offset register ... */
-    int *simm;        /* ... plus this immediate */
-    ptx_reg *guard;   /* per copy: thread has this piece (id 0: always) */
-    ptx_reg *mnok;    /* per copy: m/n edge (K-major rows, MN-major bytes) */
-    ptx_reg *mnsize;  /* MN-major partial chunk sizes (id 0: cw) */
-    ptx_reg gp;       /* u64 source of copy 0 of the next tile */
-    ptx_reg krem;     /* K-major: bytes of k left at pc0; MN-major: k rows left at row0 */
-    bool kedge, mnedge;
-    int64_t step;     /* gp advance per k tile */
-} gemm_loader;
-
-void gemm_loader_init(gemm_ctx *g, gemm_loader *ld, bool is_a);
-/* Issues this thread's copies of the next k tile into the stage at smem
- * byte offset stage (register), then advances the source. */
-void gemm_loader_tile(gemm_ctx *g, gemm_loader *ld, ptx_reg stage);
 
 /* ---- main loops ---- */
 void gemm_mainloop_tc(gemm_ctx *g, gemm_accs *acc);

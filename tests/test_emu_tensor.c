@@ -1,8 +1,11 @@
 /* Emulator: ldmatrix and mma.sync. Expected values come from the lane and
  * fragment formulas of the PTX ISA (shared/ref/ptx-sm80.md sections 4-5),
- * restated here: ldmatrix against the per-lane element map, each mma shape
- * against a naive matmul over fragments packed by the formulas, and a
+ * ldmatrix against the per-lane element map restated here, each mma shape
+ * against a naive matmul over fragments packed by the thread-value maps of
+ * the kit's atom table (gen/kit/atom.h; tests/test_kit.c checks them
+ * against the ISA figures), and a
  * cp.async + ldmatrix + mma GEMM kernel against a naive matmul. */
+#include "gen/kit/atom.h"
 #include "test_emu_util.h"
 
 /* ---- f16 / bf16 / fp8 encodings for building inputs ---- */
@@ -153,39 +156,28 @@ static void mma_kernel(const mmacase *mc, const uint32_t *fa, const uint32_t *fb
     tk_free(&t);
 }
 
-/* Element positions by the ISA formulas (g = lane >> 2, t = lane & 3).
- * Each returns (reg, shift) for element i of lane l and writes row/col. */
+/* Element positions from the kit's atom table (gen/kit/atom.h), the one
+ * home of the fragment maps; tests/test_kit.c checks those against the
+ * ISA figures (ptx-sm80.md section 5). The atom of an operand is the row
+ * of the shape with that operand's type. */
+static const kit_atom *atom_of(const mmacase *mc, ptx_type t)
+{
+    const kit_atom *at = kit_atom_find(mc->shape, t, mc->ct);
+    cr_assert(at, "no atom row for %s %s", ptx_type_name(t), ptx_type_name(mc->ct));
+    return at;
+}
 static void pos_a(const mmacase *mc, int l, int i, int *row, int *col, int *reg, int *sh)
 {
-    int g = l >> 2, t = l & 3;
-    bool b16 = ptx_type_bits(mc->at) == 16, tf = mc->at == TY(TF32);
-    if (tf) {
-        *row = g + 8 * (i & 1), *col = t + 4 * (i >> 1), *reg = i, *sh = 0;
-    } else if (b16 && mc->K == 16) {
-        *row = g + 8 * ((i >> 1) & 1), *col = 2 * t + (i & 1) + 8 * (i >> 2), *reg = i >> 1, *sh = 16 * (i & 1);
-    } else if (b16) { /* k8 */
-        *row = g + 8 * (i >> 1), *col = 2 * t + (i & 1), *reg = i >> 1, *sh = 16 * (i & 1);
-    } else if (mc->K == 32) {
-        *row = g + 8 * ((i >> 2) & 1), *col = 4 * t + (i & 3) + 16 * (i >> 3), *reg = i >> 2, *sh = 8 * (i & 3);
-    } else { /* 8-bit k16 */
-        *row = g + 8 * (i >> 2), *col = 4 * t + (i & 3), *reg = i >> 2, *sh = 8 * (i & 3);
-    }
+    kit_tv_at(atom_of(mc, mc->at), KIT_A, l, i, row, col, reg, sh);
 }
 static void pos_b(const mmacase *mc, int l, int i, int *k, int *n, int *reg, int *sh)
 {
-    int g = l >> 2, t = l & 3;
-    bool b16 = ptx_type_bits(mc->bt) == 16, tf = mc->bt == TY(TF32);
-    *n = g;
-    if (tf)
-        *k = t + 4 * i, *reg = i, *sh = 0;
-    else if (b16 && mc->K == 16)
-        *k = 2 * t + (i & 1) + 8 * (i >> 1), *reg = i >> 1, *sh = 16 * (i & 1);
-    else if (b16)
-        *k = 2 * t + i, *reg = 0, *sh = 16 * i;
-    else if (mc->K == 32)
-        *k = 4 * t + (i & 3) + 16 * (i >> 2), *reg = i >> 2, *sh = 8 * (i & 3);
-    else
-        *k = 4 * t + i, *reg = 0, *sh = 8 * i;
+    kit_tv_at(atom_of(mc, mc->bt), KIT_B, l, i, k, n, reg, sh);
+}
+static void pos_c(const mmacase *mc, int l, int i, int *row, int *col)
+{
+    int reg, sh;
+    kit_tv_at(atom_of(mc, mc->at), KIT_C, l, i, row, col, &reg, &sh);
 }
 
 static int elems_a(const mmacase *mc) { return mc->at == TY(TF32) ? 4 : mc->na * 32 / ptx_type_bits(mc->at); }
@@ -248,10 +240,11 @@ static void mma_check(const mmacase *mc, uint64_t seed)
             fb[l * mc->nb + reg] |= e << sh;
             B[k][n] = val(mc->bt, e);
         }
-    /* C: c_i at row g + 8 (i >> 1), col 2t + (i & 1) */
+    /* C: c_i of lane l at pos_c */
     for (int l = 0; l < 32; l++)
         for (int i = 0; i < 4; i++) {
-            int row = (l >> 2) + 8 * (i >> 1), col = 2 * (l & 3) + (i & 1);
+            int row, col;
+            pos_c(mc, l, i, &row, &col);
             uint32_t bits;
             if (ints) {
                 int32_t v = (int32_t)(rnd32(&s) % 20001) - 10000;
@@ -275,7 +268,8 @@ static void mma_check(const mmacase *mc, uint64_t seed)
     mma_kernel(mc, fa, fb, fc, fd);
     for (int l = 0; l < 32; l++)
         for (int i = 0; i < 4; i++) {
-            int row = (l >> 2) + 8 * (i >> 1), col = 2 * (l & 3) + (i & 1);
+            int row, col;
+            pos_c(mc, l, i, &row, &col);
             double want = Cm[row][col], mag = fabs(Cm[row][col]);
             for (int k = 0; k < mc->K; k++) {
                 want += A[row][k] * B[k][col];

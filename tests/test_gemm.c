@@ -79,20 +79,85 @@ static int count(const char *text, const char *needle)
     return n;
 }
 
-/* The main loop is the first loop; the epilogue may have its own. */
+/* The main loop: from the label that the last back-edge before the
+ * pipeline's drain (cp.async.wait_all) jumps to, up to the drain. */
+static void mainloop_region(const char *text, const char **beg, const char **end)
+{
+    *end = strstr(text, "cp.async.wait_all");
+    cr_assert(*end, "no pipeline drain");
+    const char *b = *end;
+    while (b > text && strncmp(b, "bra.uni $", 9) != 0)
+        b--;
+    cr_assert(b > text, "no back-edge before the drain");
+    char lab[32];
+    cr_assert_eq(sscanf(b + 8, "%31[^;]", lab), 1);
+    char def[40];
+    snprintf(def, sizeof def, "\n%s:", lab);
+    *beg = strstr(text, def);
+    cr_assert(*beg && *beg < b, "back-edge to %s: no label before it", lab);
+}
+
 static int count_in_mainloop(const char *text, const char *needle)
 {
-    const char *wait = strstr(text, "cp.async.wait_group");
-    cr_assert(wait, "no pipeline wait");
-    const char *lab = wait;
-    while (lab > text && !(lab[0] == '\n' && lab[1] == '$'))
-        lab--;
-    const char *end = strstr(wait, "cp.async.wait_all");
-    cr_assert(end, "no pipeline drain");
+    const char *lab, *end;
+    mainloop_region(text, &lab, &end);
     int n = 0;
     for (const char *p = lab; (p = strstr(p, needle)) && p < end; p++)
         n++;
     return n;
+}
+
+/* The main loop's schedule (issue 10 item 3): one barrier per k tile, the
+ * first mma right after it (the last k-step's fragments are already in
+ * registers; the copies of the next tile and the next tile's first
+ * fragments come after), no branch before that mma, cp.async with the
+ * .L2::128B prefetch hint. */
+Test(gemm, main_loop_mma_follows_the_barrier)
+{
+    const struct {
+        pt_problem p;
+        const char *cfg;
+    } cases[] = {
+        {PT_GEMM(4096, 4096, 4096, "tn", PT_BF16, PT_BF16), "bm=128,bn=128,bk=32,wm=64,wn=64,stages=3"},
+        {PT_GEMM(4096, 4096, 4096, "nt", PT_F16, PT_F16), "bm=128,bn=128,bk=64,wm=64,wn=32,stages=4"},
+        {PT_GEMM(250, 130, 72, "nn", PT_F16, PT_F16), "bm=64,bn=64,bk=32,wm=32,wn=32,stages=2"},
+        {PT_GEMM(250, 130, 4096, "nn", PT_BF16, PT_BF16), "bm=64,bn=64,bk=32,wm=32,wn=32,stages=4,splitk=4"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        pt_err e = {0};
+        char *t = emit_text(&cases[c].p, "sm_80", cases[c].cfg, NULL, &e);
+        cr_assert(t, "%s", e.msg);
+        const char *beg, *end;
+        mainloop_region(t, &beg, &end);
+        const char *bar = strstr(beg, "bar.sync");
+        cr_assert(bar && bar < end, "case %zu: no barrier in the main loop", c);
+        const char *bar2 = strstr(bar + 1, "bar.sync");
+        cr_expect(!bar2 || bar2 >= end, "case %zu: two barriers per k tile", c);
+        const char *mma = strstr(bar, "mma.sync");
+        cr_assert(mma && mma < end, "case %zu: no mma after the barrier", c);
+        int lines = 0;
+        for (const char *q = bar; q < mma; q++)
+            lines += *q == '\n';
+        cr_expect_leq(lines, 2, "case %zu: %d instructions between the barrier and the first mma", c, lines);
+        int branches = 0, early = 0, cps = 0, hinted = 0;
+        for (const char *q = beg; (q = strstr(q, "bra")) && q < end; q++) {
+            branches++;
+            early += q < mma;
+        }
+        for (const char *q = beg; (q = strstr(q, "cp.async.c")) && q < end; q++) {
+            if (strncmp(q, "cp.async.commit", 15) == 0)
+                continue;
+            cps++;
+            hinted += strncmp(q + 10, "g.shared.global.L2::128B", 24) == 0 ||
+                      strncmp(q + 10, "a.shared.global.L2::128B", 24) == 0;
+        }
+        /* the back-edge, and a uniform branch around copies at edges */
+        cr_expect_eq(early, 0, "case %zu: a branch before the first mma", c);
+        cr_expect_leq(branches, 2, "case %zu: %d branches in the main loop", c, branches);
+        cr_expect_gt(cps, 0, "case %zu", c);
+        cr_expect_eq(hinted, cps, "case %zu: %d of %d cp.async with .L2::128B", c, hinted, cps);
+        free(t);
+    }
 }
 
 Test(gemm, bf16_tn_main_loop_structure)
@@ -107,7 +172,7 @@ Test(gemm, bf16_tn_main_loop_structure)
     cr_expect_eq(count(t, "mma.sync"), mma, "no mma outside the main loop");
     /* tn: A is K x M and B is K x N in memory, both fed with ldmatrix.trans */
     cr_expect_eq(count_in_mainloop(t, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), 4 * (4 + 4));
-    cr_expect_gt(count(t, "cp.async.cg.shared.global ["), 0);
+    cr_expect_gt(count(t, "cp.async.cg.shared.global.L2::128B ["), 0);
     cr_expect(strstr(t, "], 16;\n"), "16-byte cp.async without src-size (no edges at 4096)");
     cr_expect_eq(count(t, "cp.async.ca"), 0);
     cr_expect_eq(count(t, "ld.local") + count(t, "st.local"), 0);

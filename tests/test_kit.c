@@ -239,3 +239,204 @@ Test(kit, every_atom_covers_its_tiles_once)
         }
     }
 }
+
+/* ---- copies ---- */
+
+Test(kit, ldmatrix_lanes_match_the_isa_address_schemes)
+{
+    /* ptx-sm80.md section 4, "Address schemes that feed mma.m16n8k16":
+     * A 16x16 row-major (K contiguous), .x4: lane l supplies &A[l%16][(l/16)*8];
+     * B stored k-major B[k][n], two n8 tiles, .x4.trans: &B[l%16][(l/16)*8] */
+    const kit_atom *at = kit_atom_get(PT_F16);
+    kit_layout a = kit_ldsm_atom_lanes(at, KIT_A, true);
+    kit_layout b = kit_ldsm_atom_lanes(at, KIT_B, false);
+    /* B stored n-major Bt[n][k] (K contiguous), .x4 over two n8 tiles:
+     * matrices (n 0-7, k 0-7) (n 0-7, k 8-15) (n 8-15, k 0-7) (n 8-15, k 8-15) */
+    kit_layout bt = kit_ldsm_atom_lanes(at, KIT_B, true);
+    for (int l = 0; l < 32; l++) {
+        cr_assert(kit_eval_idx(&a, l, 0) == l % 16 && kit_eval_idx(&a, l, 1) == (l / 16) * 16, "A lane %d", l);
+        cr_assert(kit_eval_idx(&b, l, 0) == l % 16 && kit_eval_idx(&b, l, 1) == (l / 16) * 16, "B lane %d", l);
+        int j = l / 8;
+        cr_assert(kit_eval_idx(&bt, l, 0) == 8 * (j / 2) + l % 8 && kit_eval_idx(&bt, l, 1) == 16 * (j % 2),
+                  "Bt lane %d", l);
+    }
+    /* A stored k-major (m contiguous), .x4.trans: matrix j = register j of
+     * the fragment = (m 8(j%2).., k 8(j/2)..) -> tile rows k, bytes m */
+    kit_layout at_ = kit_ldsm_atom_lanes(at, KIT_A, false);
+    for (int l = 0; l < 32; l++) {
+        int j = l / 8;
+        cr_assert(kit_eval_idx(&at_, l, 0) == 8 * (j / 2) + l % 8 && kit_eval_idx(&at_, l, 1) == 16 * (j % 2),
+                  "At lane %d", l);
+    }
+}
+
+Test(kit, ldsm_accesses_share_registers_where_the_swizzle_allows)
+{
+    tk t = tk_new("sm_80", "k");
+    ptx_reg lane = tk_sreg(&t, PTX_S_LANEID);
+    kit_layout tile = kit_smem_tile(64, 128, 0);
+    kit_layout lanes = kit_ldsm_atom_lanes(kit_atom_get(PT_BF16), KIT_A, true);
+    /* 4 row blocks 16 apart x 4 k-steps 32 bytes apart: rows share (16 rows
+     * keep the pattern), k-steps do not (they move the XORed chunk bits) */
+    int r[16], b[16];
+    for (int ks = 0; ks < 4; ks++)
+        for (int mi = 0; mi < 4; mi++) {
+            r[ks * 4 + mi] = 16 * mi;
+            b[ks * 4 + mi] = 32 * ks;
+        }
+    kit_ldsm s;
+    kit_ldsm_init(t.f, &s, &tile, &lanes, lane, ptx_imm(0), ptx_imm(0), 16, r, b);
+    int distinct = 0;
+    for (int i = 0; i < 16; i++) {
+        bool seen = false;
+        for (int k = 0; k < i; k++)
+            seen |= s.reg[k].id == s.reg[i].id;
+        distinct += !seen;
+        if (i % 4)
+            cr_assert_eq(s.reg[i].id, s.reg[i - i % 4].id, "access %d", i);
+        cr_assert_eq(s.imm[i], (i % 4) * 16 * 128, "access %d", i);
+    }
+    cr_assert_eq(distinct, 4);
+    cr_assert(kit_shift_ok(&tile, 8, 0) && kit_shift_ok(&tile, 0, 128) && !kit_shift_ok(&tile, 0, 32) &&
+              !kit_shift_ok(&tile, 4, 0));
+    kit_layout pad = kit_smem_tile(16, 64, 16);
+    cr_assert(kit_shift_ok(&pad, 3, 4));
+    tk_free(&t);
+}
+
+/* A view with run-time bounds copied into a swizzled tile by kit_g2s (64
+ * threads, 16-byte cp.async with zero fill), then the tile advanced by 16
+ * columns and copied again: every tile byte is the input element or 0
+ * past the bounds. */
+Test(kit, g2s_copies_a_bounded_view_with_zero_fill)
+{
+    enum { ROWS = 32, LD = 40, T = 64 };
+    int rows = 29, cols = 27; /* in bounds, run-time */
+    static uint16_t in[ROWS * LD];
+    for (int i = 0; i < ROWS * LD; i++)
+        in[i] = (uint16_t)(i + 1);
+    kit_layout tile = kit_smem_tile(ROWS, 64, 0);
+    tk t = tk_new("sm_80", "k");
+    ptx_reg po = tk_ptr(&t, "o"), pi = tk_ptr(&t, "x");
+    ptx_reg nr = tk_u32(&t, "rows"), nc = tk_u32(&t, "cols");
+    ptx_reg tid = tk_sreg(&t, PTX_S_TID_X);
+    ptx_module_extern_shared(t.m, "sm", 128);
+    ptx_reg sm = R32(&t);
+    E(MOV, NOM, T1(U32), ptx_r(sm), ptx_sym("sm"));
+    kit_view v = {pi, LD * 2, 2, ptx_r(nr), ptx_r(nc), true, true};
+    kit_g2s c;
+    kit_g2s_init(t.f, &c, &tile, &v, T, tid, 16, 0, 16);
+    c.l2_128 = true;
+    kit_g2s_issue(&c, sm, 0, (ptx_reg){0});
+    kit_g2s_advance(&c);
+    kit_g2s_issue(&c, sm, tile.span, (ptx_reg){0});
+    E0(CP_ASYNC_WAIT_ALL, NOM, PTX_NOTYPES);
+    E(BAR, MODS(MD(SYNC)), PTX_NOTYPES, ptx_imm(0));
+    /* thread t stores bytes [64t, 64t + 64) of the two tiles */
+    ptx_reg so = R32(&t), v4[4] = {R32(&t), R32(&t), R32(&t), R32(&t)};
+    E(MAD, MODS(MD(LO)), T1(U32), ptx_r(so), ptx_r(tid), ptx_imm(64), ptx_r(sm));
+    ptx_reg oa = tk_addr(&t, po, tid, 64);
+    for (int q = 0; q < 4; q++) {
+        E(LD, MODS(MD(SHARED), MD(V4)), T1(U32), ptx_vecr(t.f, 4, v4), ptx_addr(so, 16 * q));
+        E(ST, MODS(MD(GLOBAL), MD(V4)), T1(U32), ptx_addr(oa, 16 * q), ptx_vecr(t.f, 4, v4));
+    }
+    tk_ret(&t);
+    tk_load(&t);
+    static uint16_t out[2 * ROWS * 32];
+    uint64_t d = tk_buf(&t, NULL, sizeof out, "o"), x = tk_buf(&t, in, sizeof in, "x");
+    uint32_t ur = (uint32_t)rows, uc = (uint32_t)cols;
+    const void *args[] = {&d, &x, &ur, &uc};
+    pt_err e = {0};
+    cr_assert_eq(tk_run_dims(&t, 1, T, 2 * (size_t)tile.span, args, &e, NULL), 0, "%s", e.msg);
+    tk_get(&t, d, out, sizeof out);
+    for (int k = 0; k < 2; k++)
+        for (int r = 0; r < ROWS; r++)
+            for (int el = 0; el < 32; el++) {
+                int col = 16 * k + el;
+                uint16_t want = r < rows && col < cols ? in[r * LD + col] : 0;
+                int64_t o = k * tile.span + kit_at(&tile, r, 2 * el);
+                cr_assert_eq(out[o / 2], want, "tile %d (%d,%d): got %u want %u", k, r, col, out[o / 2], want);
+            }
+    tk_free(&t);
+}
+
+/* ---- pipes ---- */
+
+/* 64 threads stream NT tiles of 1 KB through a 3-stage kit_pipe: thread t
+ * copies chunk t of each tile (cp.async 16 bytes) and reads chunk
+ * (t + 1) % 64, written by another thread, so each read relies on the
+ * pipe's wait (cp.async.wait_group + bar.sync) and each refill on the
+ * release ordering; the emulator's detectors (cp.async read before wait,
+ * shared-memory race) watch every access. The sums must match. */
+Test(kit, cp_async_pipe_streams_tiles_through_the_stages)
+{
+    enum { T = 64, NT = 7, S = 3, TB = 1024 };
+    static uint32_t in[NT * TB / 4];
+    for (int i = 0; i < NT * TB / 4; i++)
+        in[i] = (uint32_t)(i * 7 + 3);
+    tk t = tk_new("sm_80", "k");
+    ptx_reg po = tk_ptr(&t, "o"), pi = tk_ptr(&t, "x");
+    ptx_reg tid = tk_sreg(&t, PTX_S_TID_X);
+    ptx_module_extern_shared(t.m, "sm", 128);
+    ptx_reg sm = R32(&t);
+    E(MOV, NOM, T1(U32), ptx_r(sm), ptx_sym("sm"));
+    kit_pipe p;
+    cr_assert_eq(kit_pipe_init(t.f, &p, KIT_PIPE_CP_ASYNC, S, TB, sm, true), PT_OK);
+    ptx_reg src = tk_addr(&t, pi, tid, 16), so = R32(&t), ro = R32(&t), nx = R32(&t), acc = R32(&t);
+    E(SHL, NOM, T1(B32), ptx_r(so), ptx_r(tid), ptx_imm(4));
+    E(ADD, NOM, T1(U32), ptx_r(nx), ptx_r(tid), ptx_imm(1));
+    E(AND, NOM, T1(B32), ptx_r(nx), ptx_r(nx), ptx_imm(T - 1));
+    E(SHL, NOM, T1(B32), ptx_r(ro), ptx_r(nx), ptx_imm(4));
+    E(MOV, NOM, T1(U32), ptx_r(acc), ptx_imm(0));
+    /* the GEMM's schedule: tiles 0..S-1 into the stages; per tile k: read
+     * it, release its stage, wait for tile k+1 (the barrier also orders
+     * every thread's read of stage k before the refill), refill stage k
+     * with tile k+S, commit (an empty group past the end) */
+    for (int k = 0; k < S; k++) {
+        ptx_reg st = kit_pipe_acquire(&p), d = R32(&t);
+        E(ADD, NOM, T1(U32), ptx_r(d), ptx_r(st), ptx_r(so));
+        E(CP_ASYNC, MODS(MD(CG), MD(SHARED), MD(GLOBAL)), PTX_NOTYPES, ptx_addr(d, 0),
+          ptx_addr(src, (int64_t)k * TB), ptx_imm(16));
+        kit_pipe_commit(&p);
+    }
+    kit_pipe_wait(&p, S - 1);
+    for (int k = 0; k < NT; k++) {
+        ptx_reg st = p.cons.addr, a = R32(&t), w = R32(&t);
+        E(ADD, NOM, T1(U32), ptx_r(a), ptx_r(st), ptx_r(ro));
+        E(LD, MODS(MD(SHARED)), T1(U32), ptx_r(w), ptx_addr(a, 0));
+        E(ADD, NOM, T1(U32), ptx_r(acc), ptx_r(acc), ptx_r(w));
+        kit_pipe_release(&p);
+        kit_pipe_wait(&p, -1);
+        if (k + S < NT) {
+            ptx_reg d = R32(&t);
+            E(ADD, NOM, T1(U32), ptx_r(d), ptx_r(kit_pipe_acquire(&p)), ptx_r(so));
+            E(CP_ASYNC, MODS(MD(CG), MD(SHARED), MD(GLOBAL)), PTX_NOTYPES, ptx_addr(d, 0),
+              ptx_addr(src, (int64_t)(k + S) * TB), ptx_imm(16));
+        }
+        kit_pipe_commit(&p);
+    }
+    kit_pipe_drain(&p);
+    ptx_reg oa = tk_addr(&t, po, tid, 4);
+    E(ST, MODS(MD(GLOBAL)), T1(U32), ptx_addr(oa, 0), ptx_r(acc));
+    tk_ret(&t);
+    tk_load(&t);
+    uint32_t out[T];
+    uint64_t d = tk_buf(&t, NULL, sizeof out, "o"), x = tk_buf(&t, in, sizeof in, "x");
+    const void *args[] = {&d, &x};
+    pt_err e = {0};
+    emu_stats st;
+    memset(&st, 0, sizeof st);
+    cr_assert_eq(tk_run_dims(&t, 1, T, S * TB, args, &e, &st), 0, "%s", e.msg);
+    cr_assert_eq(emu_nreports(t.emu), 0, "detector reports");
+    tk_get(&t, d, out, sizeof out);
+    for (int th = 0; th < T; th++) {
+        uint32_t want = 0;
+        int c = (th + 1) % T;
+        for (int k = 0; k < NT; k++)
+            want += in[(k * TB + c * 16) / 4];
+        cr_assert_eq(out[th], want, "thread %d: %u, want %u", th, out[th], want);
+    }
+    /* the phase flips once per wrap: NT releases over 3 stages */
+    cr_assert(p.cons.phase.id);
+    tk_free(&t);
+}

@@ -8,6 +8,8 @@
 #include "gen/kit/build.h"
 #include "gen/kit/layout.h"
 #include "gen/kit/atom.h"
+#include "gen/kit/copy.h"
+#include "gen/kit/pipe.h"
 #include "gen/kit/frag.h"
 #include "gen/kit/reduce.h"
 #include "gen/kit/io.h"

@@ -112,6 +112,18 @@ int64_t kit_at(const kit_layout *l, int64_t row, int64_t col)
     return kit_eval(l, (int64_t[]){row, col}, 0);
 }
 
+bool kit_shift_ok(const kit_layout *l, int64_t drow, int64_t dcol)
+{
+    assert(l->rank == 2 && l->dims == 1);
+    if (!l->swz.bits)
+        return true;
+    int64_t rd = INT64_C(1) << (l->swz.shift + l->swz.base + l->swz.bits);
+    int64_t wr = INT64_C(1) << (l->swz.base + l->swz.bits);
+    /* the row part must leave the read bits alone, the column part the
+     * written ones (a column move stays inside its row) */
+    return (drow * l->stride[0][0]) % rd == 0 && (dcol * l->stride[1][0]) % wr == 0;
+}
+
 /* ---- algebra ---- */
 
 kit_layout kit_compose(const kit_layout *outer, const kit_layout *inner)

@@ -71,6 +71,12 @@ int64_t kit_size(const kit_layout *l);
 int64_t kit_eval(const kit_layout *l, const int64_t *c, int dim);
 /* The same at a linear index (mode 0 fastest). */
 int64_t kit_eval_idx(const kit_layout *l, int64_t idx, int dim);
+/* Whether moving any in-range coordinate of a 2-mode 1-D layout (a tile)
+ * by (drow, dcol), staying in range, moves its offset by the unswizzled
+ * distance drow * pitch + dcol: the swizzle's read and written bits are
+ * untouched. Accesses that pass share one address register plus an
+ * immediate. */
+bool kit_shift_ok(const kit_layout *l, int64_t drow, int64_t dcol);
 /* Offset of (row, col) in a 2-mode 1-D layout (a tile). */
 int64_t kit_at(const kit_layout *l, int64_t row, int64_t col);
 
