@@ -1,20 +1,43 @@
-/* GEMM epilogue: accumulators -> shared-memory staging -> coalesced units
- * -> expression epilogue -> vector stores.
+/* GEMM epilogue: accumulator fragments -> (k-slice sum) -> expression
+ * epilogue -> shared-memory staging -> coalesced units -> vector stores.
  *
- * Staging. The CTA tile is written to shared memory as f32 (s32 for
- * integer accumulators) in D's storage orientation: "staging rows" are m
- * for row-major D and n for column-major D, so every unit below is a run
- * of E elements contiguous in D. Rows are padded (8 words for the paired
- * row-major writes of mma fragments, 4 for the scalar transposed ones) so
- * the writes are free of bank conflicts. When the tile does not fit in the
- * pipeline's shared memory it is staged in NB bands of BR staging rows,
- * each band holding whole warp (or thread) blocks, one pass per band.
- * With kslice > 1 the slices add into the band one after another.
+ * It reads the accumulator fragment (gen/kit/frag.h), the problem
+ * (pt_prepared) and the epilogue description (epi_desc: the CTA tile, its
+ * threads, the shared memory the pipeline leaves, k slices, split-K; built
+ * from the kernel's config in one place, desc_of), never the main loop's
+ * other fields.
  *
- * Units. Thread t handles units t, t+T, ... of the band, E elements each
- * (E: the widest access every tensor of the epilogue allows); its
- * pointers to D, C, residuals, per-row and per-column vectors advance by
- * immediates from unit to unit.
+ * Two ways, chosen at emit time:
+ * - direct (no split-K, no C, no M x N epilogue tensor, an expression of
+ *   at most EPI_DIRECT_FLOPS per thread unrolled): the epilogue runs
+ *   on the fragment in registers (per-row and per-column vectors loaded at
+ *   the fragment's positions), the results are converted to D's dtype
+ *   and staged as such (16-bit outputs stage half the bytes of f32), then
+ *   units of up to 16 bytes are copied to D.
+ * - staged (split-K, C, or a full epilogue tensor, which are read
+ *   coalesced): the f32/s32 accumulators are staged, and the epilogue runs
+ *   on units read back from the staging. A unit of 8 f32 (16-bit D) is two
+ *   16-byte reads 32 bytes apart from lane to lane, 2-way bank conflicts
+ *   that are kept rather than halving every global access of the unit.
+ * The staging is D's orientation: "staging rows" are m for row-major D and
+ * n for column-major D, so every unit is a run of E elements contiguous in
+ * D. The row pitch is padded by the multiple of 16 bytes that makes the
+ * fragment writes and the unit reads cheapest under the bank model
+ * (kit_smem_wavefronts on the fragment's lane map; zero conflicts for the
+ * mma fragments and rows of at least 128 bytes). When the tile does not
+ * fit in the pipeline's shared memory it is staged in NB bands of BR
+ * staging rows, each band holding whole warp (or thread) blocks, one pass
+ * per band.
+ *
+ * K slices (kslice = S > 1 warps per tile position, each with a partial
+ * sum): slices 1..S-1 write their fragments to shared memory in fragment
+ * order (16 bytes a lane, conflict free), slice 0 adds them in slice order
+ * into its registers (the same association as before: ((s0 + s1) + s2)),
+ * in rounds that fit the shared memory; slice 0 then runs the epilogue.
+ *
+ * Units. Thread t handles units t, t+T, ... of the band, E elements each;
+ * its pointers to D (and C, residuals, per-row and per-column vectors on
+ * the staged way) advance by immediates from unit to unit.
  *
  * Parallel split-K (splitk = S > 1, grid.y = S): every split CTA writes its
  * f32/s32 partial tile to the workspace, fences, and counts itself in a
@@ -29,12 +52,9 @@
 #include "gen/expr_ptx.h"
 #include "gen/gemm_int.h"
 
-#define NOM PTX_NOMODS
-#define M1(a) PTX_MODS(a)
-#define M2(a, b) PTX_MODS(a, b)
-#define U32T PTX_T1(PTX_T_U32)
-#define B32T PTX_T1(PTX_T_B32)
-#define F32T PTX_T1(PTX_T_F32)
+/* EPI_DIRECT_FLOPS: the most expression flops per thread the direct way
+ * unrolls (the default epilogue of 128 accumulators is 256). */
+enum { EPI_MAX_IN = 4 + GEMM_MAX_AUX, EPI_MAX_ACC = 128, EPI_DIRECT_FLOPS = 1024 };
 
 static int ilog2i(int v)
 {
@@ -44,49 +64,162 @@ static int ilog2i(int v)
     return r;
 }
 
+static int dt_bytes(pt_dtype t) { return pt_dtype_get(t)->bytes; }
+
+/* What the epilogue takes from the kernel's config. */
+typedef struct epi_desc {
+    int bm, bn, threads;
+    int budget;             /* shared memory the pipeline leaves to reuse, bytes */
+    int slices, splitk;
+    int grp_rows, grp_cols; /* the fragment's group block (warp or SIMT thread tile) */
+    int64_t tiles;          /* tiles per batch entry */
+} epi_desc;
+
+static epi_desc desc_of(const gemm_ctx *g)
+{
+    bool simt = g->pp->at->simt;
+    epi_desc d = {g->bm, g->bn, g->threads, g->stages * g->stage_bytes, g->kslice, g->splitk,
+                  simt ? g->tm : g->wm, simt ? g->tn : g->wn, g->tiles};
+    return d;
+}
+
+/* The emit-time shape of the main loop's fragment (no registers): the
+ * plan below depends on it alone, so gemm_epi_smem (before the main loop)
+ * and gemm_epilogue agree. */
+typedef struct frag_model {
+    kit_frag fr;
+    int row[EPI_MAX_ACC], col[EPI_MAX_ACC];
+} frag_model;
+
+static void model_of(const pt_prepared *pp, const epi_desc *d, frag_model *m)
+{
+    memset(m, 0, sizeof *m);
+    const kit_atom *at = pp->at;
+    if (at->simt)
+        kit_frag_shape_blocks(&m->fr, d->grp_rows, d->grp_cols, d->bn, m->row, m->col);
+    else
+        kit_frag_shape_mma(&m->fr, at, d->grp_rows / at->m, d->grp_cols / at->n, m->row, m->col);
+}
+
 typedef struct epi_geom {
-    int srows, scols, pitch; /* staging rows/cols (elements), pitch (words) */
+    bool direct;             /* the epilogue runs on the fragment */
+    int ses;                 /* staged bytes per element */
+    int srows, scols, pitch; /* staging rows, columns (elements), pitch (bytes) */
     int nb, br;              /* bands and staging rows per band */
     int E;                   /* elements per unit */
     int upr, nu;             /* units per staging row, units per thread per band */
     int64_t srows_lim, scols_lim;
+    int qround;              /* k slices: register quads per reduction round */
+    int red_bytes;           /* k slices: bytes of one round */
+    int threads, splitk;
+    int64_t tiles;
 } epi_geom;
 
-static epi_geom geom(const gemm_ctx *g)
+/* Staging byte offset of fragment-relative element (r, c) from the lane's
+ * base, in D's orientation. */
+static int64_t soff(const epi_geom *e, bool dc, int64_t r, int64_t c)
 {
-    const pt_prepared *pp = g->pp;
+    return dc ? c * e->pitch + r * e->ses : r * e->pitch + c * e->ses;
+}
+
+/* Wavefronts of one warp's staging writes (every store of the fragment)
+ * plus its unit reads (every unit), for the pitch in e. */
+static int64_t staging_cost(const epi_geom *e, const kit_frag *fr, bool dc)
+{
+    int64_t cost = 0, a[32];
+    int run = dc ? 1 : fr->vec;
+    for (int i = 0; i < fr->n; i += run) {
+        for (int l = 0; l < 32; l++)
+            a[l] = soff(e, dc, fr->lrow[l] + fr->row[i], fr->lcol[l] + fr->col[i]);
+        cost += kit_smem_wavefronts(a, run * e->ses);
+    }
+    int ub = e->E * e->ses;
+    for (int l = 0; l < 32; l++) {
+        int ur = e->upr <= e->threads ? l / e->upr : 0, uc = e->upr <= e->threads ? l % e->upr : l;
+        a[l] = (int64_t)ur * e->pitch + (int64_t)uc * ub;
+    }
+    cost += (int64_t)e->nu * kit_smem_wavefronts(a, ub);
+    return cost;
+}
+
+static epi_geom geom(const pt_prepared *pp, const epi_desc *d)
+{
     epi_geom e;
+    memset(&e, 0, sizeof e);
     bool dc = pp->d_col;
-    e.srows = dc ? g->bn : g->bm;
-    e.scols = dc ? g->bm : g->bn;
-    e.pitch = e.scols + (dc ? 4 : 8);
+    bool full_aux = false;
+    for (int j = 0; j < pp->naux; j++)
+        full_aux |= pp->aux[j].kind == GEMM_AUX_FULL;
+    /* flops of the expression per element: a heavy epilogue (gelu ...)
+     * unrolled over every accumulator would bloat the kernel; the staged
+     * way runs it in a loop over units (emit_all_units) */
+    int cost = 1;
+    for (int i = 0; pp->epi && i < pp->epi->nnodes; i++)
+        cost += ex_kind_get(pp->epi->nodes[i].kind)->flops;
+    int nacc = pp->at->simt ? d->grp_rows * d->grp_cols : d->grp_rows * d->grp_cols / 32;
+    e.direct = d->splitk == 1 && !pp->has_c && !full_aux && cost * nacc <= EPI_DIRECT_FLOPS;
+    e.ses = e.direct ? dt_bytes(pp->out_dt) : 4;
+    e.threads = d->threads;
+    e.splitk = d->splitk;
+    e.tiles = d->tiles;
+    e.srows = dc ? d->bn : d->bm;
+    e.scols = dc ? d->bm : d->bn;
     e.srows_lim = dc ? pp->N : pp->M;
     e.scols_lim = dc ? pp->M : pp->N;
-    int grp = g->at->simt ? (dc ? g->tn : g->tm) : (dc ? g->wn : g->wm);
-    int budget = g->stages * g->stage_bytes;
-    e.nb = 1;
-    while ((e.srows / e.nb) * e.pitch * 4 > budget && e.srows / (2 * e.nb) >= grp &&
-           e.srows / (2 * e.nb) >= 8)
-        e.nb *= 2;
-    e.br = e.srows / e.nb;
-    e.E = pp->vec_max;
+    if (e.direct) { /* only D's alignment matters */
+        e.E = 16 / e.ses;
+        while (e.E > 1 && (pp->ldd % e.E || e.scols_lim % e.E))
+            e.E /= 2;
+    } else /* the global accesses decide (16 bytes of D, C and the tensors) */
+        e.E = pp->vec_max;
     while (e.E > e.scols)
         e.E /= 2;
     e.upr = e.scols / e.E;
-    e.nu = (e.br * e.upr + g->threads - 1) / g->threads;
+    frag_model m;
+    model_of(pp, d, &m);
+    int grp = dc ? d->grp_cols : d->grp_rows;
+    int row_bytes = e.scols * e.ses;
+    /* the pitch first (bands only change how many rows), then the bands */
+    int64_t best = -1;
+    int best_pad = 0;
+    for (int pad = 0; pad < 128; pad += 16) {
+        e.pitch = row_bytes + pad;
+        e.br = e.srows;
+        e.nu = (e.br * e.upr + d->threads - 1) / d->threads;
+        int64_t c = staging_cost(&e, &m.fr, dc);
+        if (best < 0 || c < best) {
+            best = c;
+            best_pad = pad;
+        }
+    }
+    e.pitch = row_bytes + best_pad;
+    e.nb = 1;
+    while ((e.srows / e.nb) * e.pitch > d->budget && e.srows / (2 * e.nb) >= grp &&
+           e.srows / (2 * e.nb) >= 8)
+        e.nb *= 2;
+    e.br = e.srows / e.nb;
+    e.nu = (e.br * e.upr + d->threads - 1) / d->threads;
+    if (d->slices > 1) {
+        int nq = m.fr.n / 4, per = (d->slices - 1) * (d->threads / d->slices) * 16;
+        e.qround = d->budget / per;
+        e.qround = e.qround < 1 ? 1 : e.qround > nq ? nq : e.qround;
+        e.red_bytes = e.qround * per;
+    }
     return e;
 }
 
 int gemm_epi_smem(const gemm_ctx *g)
 {
-    epi_geom e = geom(g);
-    int bytes = e.br * e.pitch * 4;
+    epi_desc d = desc_of(g);
+    epi_geom e = geom(g->pp, &d);
+    int bytes = e.br * e.pitch;
+    if (e.red_bytes > bytes)
+        bytes = e.red_bytes;
     return bytes < 16 ? 16 : bytes;
 }
 
 /* ---- loads and stores of E elements ---- */
 
-static int dt_bytes(pt_dtype t) { return pt_dtype_get(t)->bytes; }
 
 static ptx_mods vmods(ptx_mod space, int n, bool nc)
 {
@@ -160,19 +293,24 @@ static void load_vals(gemm_ctx *g, ptx_reg p, int64_t imm, pt_dtype dt, int n, p
     }
 }
 
-/* Stores n values (f32, or s32 bits for PT_S32 when raw) as dt at [p + imm]. */
-static void store_vals(gemm_ctx *g, ptx_reg p, int64_t imm, pt_dtype dt, int n, const ptx_reg *v,
-                       ptx_reg guard, bool raw)
+/* Converts n values (f32, or s32 bits for PT_S32 when raw) to dt, packed
+ * low element first: *nw 32-bit words in w (types *wt: f32 for f32
+ * values, else b32), or, under 4 bytes, one b16 register in *sub holding
+ * the bytes (*subt b16 or b8). */
+typedef struct packed {
+    ptx_reg w[8];
+    int nw;
+    ptx_types wt;
+    ptx_reg sub;
+    ptx_type subt;
+} packed;
+
+static packed pack_vals(gemm_ctx *g, pt_dtype dt, int n, const ptx_reg *v, bool raw)
 {
     ptx_fn *f = g->f;
-    if (imm > 0x7fff0000ll) {
-        p = gemm_add64(g, p, imm);
-        imm = 0;
-    }
-    ptx_reg w[8];
-    int nw = 0;
-    ptx_type sub = PTX_T_B32; /* sub-word store type when the run is < 4 bytes */
-    ptx_reg subr = {0};
+    packed k;
+    memset(&k, 0, sizeof k);
+    k.wt = dt == PT_F32 ? F32T : B32T;
     switch (dt) {
     case PT_F32:
     case PT_S32:
@@ -181,9 +319,9 @@ static void store_vals(gemm_ctx *g, ptx_reg p, int64_t imm, pt_dtype dt, int n, 
                 ptx_reg r = gemm_r32(g);
                 ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RNI), PTX_TYPES(PTX_T_S32, PTX_T_F32), ptx_r(r),
                          ptx_r(v[i]));
-                w[nw++] = r;
+                k.w[k.nw++] = r;
             } else
-                w[nw++] = v[i];
+                k.w[k.nw++] = v[i];
         }
         break;
     case PT_F16:
@@ -191,9 +329,9 @@ static void store_vals(gemm_ctx *g, ptx_reg p, int64_t imm, pt_dtype dt, int n, 
         ptx_type t1 = dt == PT_F16 ? PTX_T_F16 : PTX_T_BF16;
         ptx_type t2 = dt == PT_F16 ? PTX_T_F16X2 : PTX_T_BF16X2;
         if (n == 1) {
-            subr = ptx_reg_new(f, PTX_T_B16);
-            sub = PTX_T_B16;
-            ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(t1, PTX_T_F32), ptx_r(subr), ptx_r(v[0]));
+            k.sub = ptx_reg_new(f, PTX_T_B16);
+            k.subt = PTX_T_B16;
+            ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(t1, PTX_T_F32), ptx_r(k.sub), ptx_r(v[0]));
             break;
         }
         for (int i = 0; i < n; i += 2) {
@@ -201,7 +339,7 @@ static void store_vals(gemm_ctx *g, ptx_reg p, int64_t imm, pt_dtype dt, int n, 
             /* cvt.rn.f16x2.f32 d, hi, lo */
             ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(t2, PTX_T_F32), ptx_r(r), ptx_r(v[i + 1]),
                      ptx_r(v[i]));
-            w[nw++] = r;
+            k.w[k.nw++] = r;
         }
         break;
     }
@@ -218,76 +356,66 @@ static void store_vals(gemm_ctx *g, ptx_reg p, int64_t imm, pt_dtype dt, int n, 
                      ptx_r(q[i]), hi, ptx_r(v[2 * i]));
         }
         if (n <= 2) {
-            subr = q[0];
-            sub = n == 1 ? PTX_T_B8 : PTX_T_B16;
+            k.sub = q[0];
+            k.subt = n == 1 ? PTX_T_B8 : PTX_T_B16;
             break;
         }
         for (int i = 0; i < nq; i += 2) {
             ptx_reg r = gemm_r32(g);
             ptx_opd parts[2] = {ptx_r(q[i]), ptx_r(q[i + 1])};
             ptx_emit(f, PTX_OP_MOV, NOM, B32T, ptx_r(r), ptx_vec(f, 2, parts));
-            w[nw++] = r;
+            k.w[k.nw++] = r;
         }
         break;
     }
-    default: pt_errf(&f->mod->err, PT_EINTERNAL, "gemm: no store for dtype %s", pt_dtype_get(dt)->name); return;
+    default:
+        pt_errf(&f->mod->err, PT_EINTERNAL, "gemm: no store for dtype %s", pt_dtype_get(dt)->name);
+        break;
     }
+    return k;
+}
+
+/* Stores packed values at [p + imm] of a space (global or shared). */
+static void put_packed(gemm_ctx *g, ptx_mod space, ptx_reg p, int64_t imm, const packed *k,
+                       ptx_reg guard)
+{
+    ptx_fn *f = g->f;
     ptx_ins *in;
-    if (subr.id) {
-        in = ptx_emit(f, PTX_OP_ST, M1(PTX_M_GLOBAL), PTX_T1(sub), ptx_addr(p, imm), ptx_r(subr));
+    if (k->sub.id) {
+        in = ptx_emit(f, PTX_OP_ST, M1(space), PTX_T1(k->subt), ptx_addr(p, imm), ptx_r(k->sub));
         if (guard.id)
             ptx_guard(in, guard, false);
         return;
     }
-    ptx_types ty = dt == PT_F32 ? F32T : B32T;
-    for (int i = 0; i < nw; i += 4) {
-        int k = nw - i < 4 ? nw - i : 4;
-        in = ptx_emit(f, PTX_OP_ST, vmods(PTX_M_GLOBAL, k, false), ty, ptx_addr(p, imm + 4 * i),
-                      k == 1 ? ptx_r(w[i]) : ptx_vecr(f, k, &w[i]));
+    for (int i = 0; i < k->nw; i += 4) {
+        int n = k->nw - i < 4 ? k->nw - i : 4;
+        in = ptx_emit(f, PTX_OP_ST, vmods(space, n, false), k->wt, ptx_addr(p, imm + 4 * i),
+                      n == 1 ? ptx_r(k->w[i]) : ptx_vecr(f, n, &k->w[i]));
         if (guard.id)
             ptx_guard(in, guard, false);
     }
 }
 
-/* ---- staging ---- */
-
-/* Writes (q == 0) or adds (q > 0) the accumulators into the band whose
- * first staging row is pb; sbase: the thread's staging byte address of
- * (row_base, col_base) relative to band row 0. */
-static void stage_accs(gemm_ctx *g, const epi_geom *e, const gemm_accs *acc, ptx_reg sbase, bool add)
+/* Stores n values (f32, or s32 bits for PT_S32 when raw) as dt at [p + imm]. */
+static void store_vals(gemm_ctx *g, ptx_reg p, int64_t imm, pt_dtype dt, int n, const ptx_reg *v,
+                       ptx_reg guard, bool raw)
 {
-    ptx_fn *f = g->f;
-    bool dc = g->pp->d_col;
-    bool intacc = g->at->acc != PTX_T_F32 && !g->at->simt;
-    ptx_types ty = intacc ? PTX_T1(PTX_T_S32) : F32T;
-    ptx_types ldt = intacc ? B32T : F32T;
-    int vec = dc ? 1 : acc->vec;
-    for (int i = 0; i < acc->n; i += vec) {
-        int off = dc ? (acc->col[i] * e->pitch + acc->row[i]) * 4
-                     : (acc->row[i] * e->pitch + acc->col[i]) * 4;
-        ptx_reg src[4];
-        for (int k = 0; k < vec; k++)
-            src[k] = acc->r[i + k];
-        if (add) {
-            ptx_reg old[4];
-            for (int k = 0; k < vec; k++)
-                old[k] = intacc ? gemm_r32(g) : ptx_reg_new(f, PTX_T_F32);
-            ptx_emit(f, PTX_OP_LD, vmods(PTX_M_SHARED, vec, false), ldt,
-                     vec == 1 ? ptx_r(old[0]) : ptx_vecr(f, vec, old), ptx_addr(sbase, off));
-            for (int k = 0; k < vec; k++) {
-                ptx_reg s = intacc ? gemm_r32(g) : ptx_reg_new(f, PTX_T_F32);
-                ptx_emit(f, PTX_OP_ADD, NOM, ty, ptx_r(s), ptx_r(old[k]), ptx_r(src[k]));
-                src[k] = s;
-            }
-        }
-        ptx_emit(f, PTX_OP_ST, vmods(PTX_M_SHARED, vec, false), ldt, ptx_addr(sbase, off),
-                 vec == 1 ? ptx_r(src[0]) : ptx_vecr(f, vec, src));
+    if (imm > 0x7fff0000ll) {
+        p = gemm_add64(g, p, imm);
+        imm = 0;
     }
+    packed k = pack_vals(g, dt, n, v, raw);
+    put_packed(g, PTX_M_GLOBAL, p, imm, &k, guard);
 }
 
 /* ---- units ---- */
 
-typedef enum unit_src { SRC_SMEM, SRC_WS_WRITE, SRC_WS_SUM } unit_src;
+/* Where a pass's units come from: the staged f32/s32 tile (SRC_SMEM, the
+ * epilogue runs on the unit), the staged output values (SRC_STAGED: the
+ * epilogue already ran on the fragment, the unit is copied), or for
+ * split-K: staged partials to the workspace (SRC_WS_WRITE), the sum of
+ * the workspace partials (SRC_WS_SUM). */
+typedef enum unit_src { SRC_SMEM, SRC_STAGED, SRC_WS_WRITE, SRC_WS_SUM } unit_src;
 
 typedef struct unit_map {
     ptx_reg ur0, uc0;      /* thread's first unit: band row, unit column */
@@ -299,7 +427,7 @@ typedef struct unit_map {
 static void unit_map_init(gemm_ctx *g, const epi_geom *e, unit_map *u)
 {
     pt_arena *ar = g->f->mod->arena;
-    int T = g->threads;
+    int T = e->threads;
     u->urimm = pt_arena_alloc(ar, (size_t)e->nu * sizeof(int));
     u->ucimm = pt_arena_alloc(ar, (size_t)e->nu * sizeof(int));
     u->guard = pt_arena_alloc(ar, (size_t)e->nu * sizeof(ptx_reg));
@@ -321,9 +449,9 @@ static void unit_map_init(gemm_ctx *g, const epi_geom *e, unit_map *u)
             u->ucimm[i] = (i * T) % e->upr;
         }
     }
-    /* (ur0 * pitch + uc0 * E) * 4 */
-    ptx_reg c = gemm_mul(g, ptx_r(u->uc0), ptx_imm(e->E * 4));
-    ptx_reg o = gemm_mad(g, ptx_r(u->ur0), ptx_imm(e->pitch * 4), ptx_r(c));
+    /* ur0 * pitch + uc0 * E * ses */
+    ptx_reg c = gemm_mul(g, ptx_r(u->uc0), ptx_imm(e->E * e->ses));
+    ptx_reg o = gemm_mad(g, ptx_r(u->ur0), ptx_imm(e->pitch), ptx_r(c));
     u->sbuf = gemm_op2(g, PTX_OP_ADD, ptx_r(o), ptx_r(g->smem));
 }
 
@@ -341,7 +469,11 @@ static ptx_reg ptr2d(gemm_ctx *g, ptx_reg base, ptx_reg row, int64_t ld, ptx_reg
     return gemm_addr64(g, p, ptx_r(col), es);
 }
 
-/* Evaluates the epilogue of one element; a: raw accumulator value. */
+/* Evaluates the epilogue of one element; a: raw accumulator value, cval:
+ * C's (id 0: none), auxv: the epilogue tensors'. Scalars are specialised
+ * at emit time: alpha, beta, scale_ab and out_scale of 1 are immediates, so
+ * their multiplies fold away (x * 1 is x exactly; the kernel's name hashes
+ * the values). */
 static ptx_reg epi_value(gemm_ctx *g, ptx_reg a, ptx_reg cval, const ptx_reg *auxv, ptx_opd *val)
 {
     const pt_prepared *pp = g->pp;
@@ -350,53 +482,223 @@ static ptx_reg epi_value(gemm_ctx *g, ptx_reg a, ptx_reg cval, const ptx_reg *au
         if (!cval.id)
             return a;
         ptx_reg s = gemm_r32(g);
-        ptx_emit(f, PTX_OP_ADD, NOM, PTX_T1(PTX_T_S32), ptx_r(s), ptx_r(a), ptx_r(cval));
+        ptx_emit(f, PTX_OP_ADD, NOM, S32T, ptx_r(s), ptx_r(a), ptx_r(cval));
         return s;
     }
     ptx_reg af = a;
-    if (g->at->int_acc) {
+    if (pp->at->int_acc) {
         af = ptx_reg_new(f, PTX_T_F32);
         ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(PTX_T_F32, PTX_T_S32), ptx_r(af), ptx_r(a));
     }
-    if (g->scale_ab.id) {
+    if (g->scale_ab.id && pp->scale_ab != 1.0f) {
         ptx_reg s = ptx_reg_new(f, PTX_T_F32);
         ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(s), ptx_r(af), ptx_r(g->scale_ab));
         af = s;
     }
     const ex_prog *p = pp->epi;
-    for (int i = 0; i < p->nnodes; i++) {
-        const ex_node *n = &p->nodes[i];
-        if (n->kind == EX_INPUT) {
-            int k = n->input;
-            if (k == pp->in_acc)
-                val[i] = ptx_r(af);
-            else if (k == pp->in_alpha)
-                val[i] = ptx_r(g->alpha);
-            else if (k == pp->in_beta)
-                val[i] = ptx_r(g->beta);
-            else if (k == pp->in_c)
-                val[i] = ptx_r(cval);
-            else
-                for (int j = 0; j < pp->naux; j++)
-                    if (pp->aux[j].input == k)
-                        val[i] = ptx_r(auxv[j]);
-            continue;
-        }
-        ptx_opd args[3];
-        for (int k = 0; k < n->nargs; k++)
-            args[k] = val[n->arg[k]];
-        val[i] = ex_ptx_node(f, n, args);
+    ptx_opd in[EPI_MAX_IN];
+    for (int k = 0; k < p->ninputs && k < EPI_MAX_IN; k++) {
+        if (k == pp->in_acc)
+            in[k] = ptx_r(af);
+        else if (k == pp->in_alpha)
+            in[k] = pp->alpha == 1.0f ? ptx_f32(1.0f) : ptx_r(g->alpha);
+        else if (k == pp->in_beta)
+            in[k] = pp->beta == 1.0f ? ptx_f32(1.0f) : ptx_r(g->beta);
+        else if (k == pp->in_c)
+            in[k] = ptx_r(cval);
+        else
+            for (int j = 0; j < pp->naux; j++)
+                if (pp->aux[j].input == k)
+                    in[k] = ptx_r(auxv[j]);
     }
-    ptx_opd r = val[p->outputs[0].node];
+    ptx_opd r = kit_expr_value(f, p, in, val);
     bool fp8 = pp->out_dt == PT_E4M3 || pp->out_dt == PT_E5M2;
-    if (r.kind == PTX_O_REG && !fp8 && ptx_reg_type(f, r.u.reg) == PTX_T_F32)
+    bool scale = fp8 && pp->out_scale != 1.0f;
+    if (r.kind == PTX_O_REG && !scale && ptx_reg_type(f, r.u.reg) == PTX_T_F32)
         return r.u.reg;
     ptx_reg out = ptx_reg_new(f, PTX_T_F32);
-    if (fp8)
+    if (scale)
         ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(out), r, ptx_r(g->out_scale));
     else
         ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(out), r);
     return out;
+}
+
+/* ---- k slices ---- */
+
+/* Sums the slices' partial fragments into slice 0's registers (in place),
+ * in slice order, through shared memory in fragment order: slot
+ * (warp of the slice, lane) holds 16 bytes (one register quad) per block
+ * of T/S slots. Rounds of qround quads when the whole does not fit. */
+static void reduce_slices(gemm_ctx *g, const epi_geom *e, const epi_desc *d, kit_frag *fr)
+{
+    ptx_fn *f = g->f;
+    bool intacc = g->pp->at->int_acc;
+    int S = fr->slices, Ts = d->threads / S, nq = fr->n / 4;
+    ptx_reg wr = gemm_op2(g, PTX_OP_SHR, ptx_r(fr->grp_row), ptx_imm(ilog2i(fr->grp_rows)));
+    ptx_reg wc = gemm_op2(g, PTX_OP_SHR, ptx_r(fr->grp_col), ptx_imm(ilog2i(fr->grp_cols)));
+    ptx_reg w = gemm_mad(g, ptx_r(wr), ptx_imm(d->bn / fr->grp_cols), ptx_r(wc));
+    ptx_reg slot = gemm_mad(g, ptx_r(w), ptx_imm(32), ptx_r(g->lane));
+    ptx_reg base = gemm_mad(g, ptx_r(slot), ptx_imm(16), ptx_r(g->smem));
+    ptx_reg sm1 = gemm_op2(g, PTX_OP_SUB, ptx_r(fr->slice), ptx_imm(1));
+    ptx_reg wbase = gemm_mad(g, ptx_r(sm1), ptx_imm((int64_t)e->qround * Ts * 16), ptx_r(base));
+    ptx_reg is0 = gemm_setp(g, PTX_M_EQ, ptx_r(fr->slice), ptx_imm(0));
+    ptx_types ty = intacc ? B32T : F32T;
+    for (int q0 = 0; q0 < nq; q0 += e->qround) {
+        int q1 = q0 + e->qround < nq ? q0 + e->qround : nq;
+        int skipw = ptx_label_new(f), skipr = ptx_label_new(f);
+        ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(skipw)), is0, false);
+        for (int q = q0; q < q1; q++)
+            ptx_emit(f, PTX_OP_ST, M2(PTX_M_SHARED, PTX_M_V4), ty,
+                     ptx_addr(wbase, (int64_t)(q - q0) * Ts * 16), ptx_vecr(f, 4, &fr->r[4 * q]));
+        ptx_label_place(f, skipw);
+        gemm_bar(g);
+        ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(skipr)), is0, true);
+        for (int s = 1; s < S; s++)
+            for (int q = q0; q < q1; q++) {
+                ptx_reg t[4];
+                for (int k = 0; k < 4; k++)
+                    t[k] = intacc ? gemm_r32(g) : ptx_reg_new(f, PTX_T_F32);
+                int64_t off = ((int64_t)(s - 1) * e->qround + (q - q0)) * Ts * 16;
+                ptx_emit(f, PTX_OP_LD, M2(PTX_M_SHARED, PTX_M_V4), ty, ptx_vecr(f, 4, t),
+                         ptx_addr(base, off));
+                for (int k = 0; k < 4; k++)
+                    ptx_emit(f, PTX_OP_ADD, NOM, intacc ? S32T : F32T, ptx_r(fr->r[4 * q + k]),
+                             ptx_r(fr->r[4 * q + k]), ptx_r(t[k]));
+            }
+        ptx_label_place(f, skipr);
+        gemm_bar(g);
+    }
+}
+
+/* ---- staging ---- */
+
+/* The staged way: the f32/s32 accumulators into the band; sbase: the
+ * thread's staging byte address of (row_base, col_base) for band row 0. */
+static void stage_accs(gemm_ctx *g, const epi_geom *e, const kit_frag *fr, ptx_reg sbase)
+{
+    ptx_fn *f = g->f;
+    bool dc = g->pp->d_col;
+    ptx_types ty = g->pp->at->int_acc ? B32T : F32T;
+    int vec = dc ? 1 : fr->vec;
+    for (int i = 0; i < fr->n; i += vec)
+        ptx_emit(f, PTX_OP_ST, vmods(PTX_M_SHARED, vec, false), ty,
+                 ptx_addr(sbase, soff(e, dc, fr->row[i], fr->col[i])),
+                 vec == 1 ? ptx_r(fr->r[i]) : ptx_vecr(f, vec, &fr->r[i]));
+}
+
+/* One epilogue vector per register: name[n] at the register's column,
+ * name[m] at its row, loaded once per distinct column / row; with edge
+ * (the problem's N, or M, is not a multiple of the tile's), lanes past it
+ * load nothing (their values are never stored). */
+static void frag_aux(gemm_ctx *g, const kit_frag *fr, const gemm_aux *x, ptx_reg pa, bool edge,
+                     ptx_reg *v)
+{
+    const pt_prepared *pp = g->pp;
+    bool byn = x->kind == GEMM_AUX_N;
+    const int *pos = byn ? fr->col : fr->row;
+    ptx_reg base = byn ? fr->col_base : fr->row_base;
+    ptx_reg org = byn ? g->n0 : g->m0;
+    int64_t lim = byn ? pp->N : pp->M;
+    ptx_reg at = gemm_op2(g, PTX_OP_ADD, ptx_r(org), ptx_r(base));
+    int es = dt_bytes(pp->aux_dt);
+    ptx_reg p = gemm_addr64(g, pa, ptx_r(at), es);
+    for (int i = 0; i < fr->n; i++) {
+        int k = 0;
+        while (k < i && pos[k] != pos[i])
+            k++;
+        if (k < i) {
+            v[i] = v[k];
+            continue;
+        }
+        ptx_reg ok = {0};
+        if (edge)
+            ok = gemm_setp_s(g, PTX_M_LT, ptx_r(at), ptx_imm(lim - pos[i]));
+        load_vals(g, p, (int64_t)pos[i] * es, pp->aux_dt, 1, &v[i], ok, false);
+    }
+}
+
+/* The direct way: epilogue on the fragment, converted to D's dtype, into
+ * the band (sbase as for stage_accs). */
+static void stage_direct(gemm_ctx *g, const epi_geom *e, const kit_frag *fr, ptx_reg sbase)
+{
+    const pt_prepared *pp = g->pp;
+    ptx_fn *f = g->f;
+    pt_arena *ar = f->mod->arena;
+    bool dc = pp->d_col;
+    ptx_reg *auxv = pt_arena_alloc(ar, (size_t)(pp->naux > 0 ? pp->naux : 1) * (size_t)fr->n * sizeof(ptx_reg));
+    int64_t tm = dc ? e->scols : e->srows, tn = dc ? e->srows : e->scols;
+    for (int j = 0; j < pp->naux; j++) {
+        bool byn = pp->aux[j].kind == GEMM_AUX_N;
+        bool edge = byn ? pp->N % tn != 0 : pp->M % tm != 0;
+        frag_aux(g, fr, &pp->aux[j], g->paux[j], edge, &auxv[j * fr->n]);
+    }
+    ptx_opd *val = pp->epi ? pt_arena_alloc(ar, (size_t)pp->epi->nnodes * sizeof(ptx_opd)) : NULL;
+    ptx_reg out[EPI_MAX_ACC];
+    for (int i = 0; i < fr->n; i++) {
+        ptx_reg ax[GEMM_MAX_AUX];
+        for (int j = 0; j < pp->naux; j++)
+            ax[j] = auxv[j * fr->n + i];
+        out[i] = epi_value(g, fr->r[i], (ptx_reg){0}, ax, val);
+    }
+    int run = dc ? 1 : fr->vec;
+    for (int i = 0; i < fr->n; i += run) {
+        packed k = pack_vals(g, pp->out_dt, run, &out[i], pp->int_exact);
+        put_packed(g, PTX_M_SHARED, sbase, soff(e, dc, fr->row[i], fr->col[i]), &k, (ptx_reg){0});
+    }
+}
+
+/* ---- units ---- */
+
+/* Unit i of the pass is the thread's and inside the problem. */
+static ptx_reg unit_ok(gemm_ctx *g, const epi_geom *e, const unit_map *u, const unit_pass *up, int i)
+{
+    ptx_reg ok = u->guard[i];
+    if (e->srows_lim % e->srows)
+        ok = gemm_pand(g, ok, gemm_setp_s(g, PTX_M_LT, ptx_r(up->srow0),
+                                          ptx_imm(e->srows_lim - u->urimm[i])));
+    if (e->scols_lim % e->scols) {
+        ptx_reg cok = u->ucimm[i] ? gemm_setp_s(g, PTX_M_LT, ptx_r(up->scol0),
+                                                ptx_imm(e->scols_lim - (int64_t)u->ucimm[i] * e->E))
+                                  : up->colok;
+        ok = gemm_pand(g, ok, cok);
+    }
+    return ok;
+}
+
+/* The direct way's unit: E staged output elements copied to D. */
+static void copy_unit(gemm_ctx *g, const epi_geom *e, const unit_map *u, const unit_pass *up, int i)
+{
+    const pt_prepared *pp = g->pp;
+    ptx_fn *f = g->f;
+    int bytes = e->E * e->ses;
+    int64_t simm = (int64_t)u->urimm[i] * e->pitch + (int64_t)u->ucimm[i] * bytes;
+    packed k;
+    memset(&k, 0, sizeof k);
+    ptx_ins *in;
+    if (bytes >= 4) {
+        k.nw = bytes / 4;
+        k.wt = B32T;
+        for (int w = 0; w < k.nw; w++)
+            k.w[w] = gemm_r32(g);
+        in = ptx_emit(f, PTX_OP_LD, vmods(PTX_M_SHARED, k.nw, false), B32T,
+                      k.nw == 1 ? ptx_r(k.w[0]) : ptx_vecr(f, k.nw, k.w), ptx_addr(u->sbuf, simm));
+    } else {
+        k.sub = ptx_reg_new(f, PTX_T_B16);
+        k.subt = bytes == 2 ? PTX_T_B16 : PTX_T_B8;
+        in = ptx_emit(f, PTX_OP_LD, M1(PTX_M_SHARED), PTX_T1(k.subt), ptx_r(k.sub),
+                      ptx_addr(u->sbuf, simm));
+    }
+    if (u->guard[i].id) /* past the band: this thread has no such unit */
+        ptx_guard(in, u->guard[i], false);
+    ptx_reg ok = unit_ok(g, e, u, up, i);
+    int64_t imm = ((int64_t)u->urimm[i] * pp->ldd + (int64_t)u->ucimm[i] * e->E) * dt_bytes(pp->out_dt);
+    ptx_reg p = up->d;
+    if (imm > 0x7fff0000ll) {
+        p = gemm_add64(g, p, imm);
+        imm = 0;
+    }
+    put_packed(g, PTX_M_GLOBAL, p, imm, &k, ok);
 }
 
 static void emit_units(gemm_ctx *g, const epi_geom *e, const unit_map *u, const unit_pass *up,
@@ -405,7 +707,7 @@ static void emit_units(gemm_ctx *g, const epi_geom *e, const unit_map *u, const 
     const pt_prepared *pp = g->pp;
     ptx_fn *f = g->f;
     pt_arena *ar = f->mod->arena;
-    bool intacc = g->at->int_acc;
+    bool intacc = pp->at->int_acc;
     int E = e->E;
     int64_t tile_words = (int64_t)e->srows * e->scols;
     bool dc = pp->d_col;
@@ -414,8 +716,12 @@ static void emit_units(gemm_ctx *g, const epi_geom *e, const unit_map *u, const 
         ptx_reg guard = u->guard[i];
         int64_t wimm = ((int64_t)u->urimm[i] * e->scols + (int64_t)u->ucimm[i] * E) * 4;
         ptx_reg acc[16];
+        if (src == SRC_STAGED) {
+            copy_unit(g, e, u, up, i);
+            continue;
+        }
         if (src == SRC_WS_SUM) {
-            for (int s = 0; s < g->splitk; s++) {
+            for (int s = 0; s < e->splitk; s++) {
                 ptx_reg part[16];
                 int64_t imm = wimm + (int64_t)s * tile_words * 4;
                 for (int k = 0; k < E; k += 4) {
@@ -450,7 +756,7 @@ static void emit_units(gemm_ctx *g, const epi_geom *e, const unit_map *u, const 
                 }
             }
         } else {
-            int64_t simm = ((int64_t)u->urimm[i] * e->pitch + (int64_t)u->ucimm[i] * E) * 4;
+            int64_t simm = (int64_t)u->urimm[i] * e->pitch + (int64_t)u->ucimm[i] * E * 4;
             for (int k = 0; k < E; k += 4) {
                 int n = E - k < 4 ? E - k : 4;
                 for (int q = 0; q < n; q++)
@@ -476,16 +782,7 @@ static void emit_units(gemm_ctx *g, const epi_geom *e, const unit_map *u, const 
             continue;
         }
         /* in range: staging row and the unit's columns */
-        ptx_reg ok = guard;
-        if (e->srows_lim % e->srows)
-            ok = gemm_pand(g, ok, gemm_setp_s(g, PTX_M_LT, ptx_r(up->srow0),
-                                              ptx_imm(e->srows_lim - u->urimm[i])));
-        if (e->scols_lim % e->scols) {
-            ptx_reg cok = u->ucimm[i] ? gemm_setp_s(g, PTX_M_LT, ptx_r(up->scol0),
-                                                    ptx_imm(e->scols_lim - (int64_t)u->ucimm[i] * E))
-                                      : up->colok;
-            ok = gemm_pand(g, ok, cok);
-        }
+        ptx_reg ok = unit_ok(g, e, u, up, i);
         int64_t rimm = u->urimm[i], cimm = (int64_t)u->ucimm[i] * E;
         ptx_reg cv[16] = {{0}};
         if (pp->has_c)
@@ -528,12 +825,12 @@ static void emit_all_units(gemm_ctx *g, const epi_geom *e, const unit_map *u, co
     const pt_prepared *pp = g->pp;
     ptx_fn *f = g->f;
     int cost = 1;
-    if (pp->epi && src != SRC_WS_WRITE)
+    if (pp->epi && src != SRC_WS_WRITE && src != SRC_STAGED)
         for (int i = 0; i < pp->epi->nnodes; i++)
             cost += ex_kind_get(pp->epi->nodes[i].kind)->flops;
     if (src == SRC_WS_SUM)
-        cost += g->splitk;
-    int T = g->threads;
+        cost += e->splitk;
+    int T = e->threads;
     if (e->nu < 4 || e->upr > T || cost * e->E * e->nu <= 256) {
         emit_units(g, e, u, up, src);
         return;
@@ -550,7 +847,7 @@ static void emit_all_units(gemm_ctx *g, const epi_geom *e, const unit_map *u, co
     unit_pass up1 = *up;
     /* loop copies of everything that advances */
     ptx_reg *adv32[2] = {&u1.sbuf, &up1.srow0};
-    int64_t step32[2] = {(int64_t)rs * e->pitch * 4, rs};
+    int64_t step32[2] = {(int64_t)rs * e->pitch, rs};
     for (int k = 0; k < 2; k++) {
         ptx_reg r = gemm_r32(g);
         ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(r), ptx_r(*adv32[k]));
@@ -567,11 +864,11 @@ static void emit_all_units(gemm_ctx *g, const epi_geom *e, const unit_map *u, co
     if (src != SRC_WS_WRITE) {
         adv64[n64] = &up1.d;
         step64[n64++] = (int64_t)rs * pp->ldd * dt_bytes(pp->out_dt);
-        if (pp->has_c) {
+        if (pp->has_c && src != SRC_STAGED) {
             adv64[n64] = &up1.c;
             step64[n64++] = (int64_t)rs * pp->ldc * dt_bytes(pp->c_dt);
         }
-        for (int j = 0; j < pp->naux; j++) {
+        for (int j = 0; j < pp->naux && src != SRC_STAGED; j++) {
             const gemm_aux *x = &pp->aux[j];
             int64_t es = dt_bytes(pp->aux_dt);
             adv64[n64] = &up1.aux[j];
@@ -624,9 +921,9 @@ static void pass_pointers(gemm_ctx *g, const epi_geom *e, const unit_map *u, ptx
         up->colok = gemm_setp_s(g, PTX_M_LT, ptx_r(up->scol0), ptx_imm(e->scols_lim));
     if (need_ws) {
         /* ws + ((bidx*tiles + tile)*S + split)*tile_words*4 + (pb + ur0)*scols*4 + uc0*E*4 */
-        ptx_reg bt = gemm_mad(g, ptx_r(g->bidx), ptx_imm(g->tiles), ptx_r(g->tile));
+        ptx_reg bt = gemm_mad(g, ptx_r(g->bidx), ptx_imm(e->tiles), ptx_r(g->tile));
         ptx_reg ws = gemm_addr64(g, g->pws, ptx_r(bt),
-                                 (int64_t)g->splitk * e->srows * e->scols * 4);
+                                 (int64_t)e->splitk * e->srows * e->scols * 4);
         ptx_reg lr = u->ur0;
         if (pb.kind != PTX_O_IMM || pb.u.imm)
             lr = gemm_op2(g, PTX_OP_ADD, ptx_r(u->ur0), pb);
@@ -639,6 +936,8 @@ static void pass_pointers(gemm_ctx *g, const epi_geom *e, const unit_map *u, ptx
     if (!need_out)
         return;
     up->d = ptr2d(g, g->pd, up->srow0, pp->ldd, up->scol0, dt_bytes(pp->out_dt));
+    if (e->direct) /* C and the epilogue tensors were read at the fragment */
+        return;
     if (pp->has_c)
         up->c = ptr2d(g, g->pc, up->srow0, pp->ldc, up->scol0, dt_bytes(pp->c_dt));
     int es = dt_bytes(pp->aux_dt);
@@ -657,17 +956,40 @@ void gemm_epilogue(gemm_ctx *g, const gemm_accs *acc)
 {
     const pt_prepared *pp = g->pp;
     ptx_fn *f = g->f;
-    epi_geom e = geom(g);
+    epi_desc d = desc_of(g);
+    epi_geom e = geom(pp, &d);
     bool dc = pp->d_col;
+    kit_frag fr = *acc;
+    if (!fr.lanes) { /* the main loop left the lane map to us */
+        if (pp->at->simt)
+            kit_frag_lanes_blocks(&fr, d.bn);
+        else
+            kit_frag_lanes(&fr, pp->at);
+    }
+    if (fr.slices == 0) {
+        fr.slices = d.slices;
+        fr.slice = g->kslice_idx;
+    }
+    frag_model m;
+    model_of(pp, &d, &m);
+    if (fr.n != m.fr.n || fr.vec != m.fr.vec || fr.slices != d.slices ||
+        memcmp(fr.lrow, m.fr.lrow, sizeof fr.lrow) || memcmp(fr.lcol, m.fr.lcol, sizeof fr.lcol)) {
+        pt_errf(&f->mod->err, PT_EINTERNAL,
+                "gemm epilogue: the main loop's fragment (%d registers) is not the planned one (%d)",
+                fr.n, m.fr.n);
+        return;
+    }
+    if (fr.slices > 1)
+        reduce_slices(g, &e, &d, &fr);
     unit_map u;
     unit_map_init(g, &e, &u);
     /* staging address of (row_base, col_base) for band row 0 */
-    ptx_reg sr = dc ? acc->col_base : acc->row_base, sc = dc ? acc->row_base : acc->col_base;
-    ptx_reg sb = gemm_mad(g, ptx_r(sr), ptx_imm(e.pitch), ptx_r(sc));
-    sb = gemm_op2(g, PTX_OP_SHL, ptx_r(sb), ptx_imm(2));
+    ptx_reg sr = dc ? fr.col_base : fr.row_base, sc = dc ? fr.row_base : fr.col_base;
+    ptx_reg sc_b = gemm_mul(g, ptx_r(sc), ptx_imm(e.ses));
+    ptx_reg sb = gemm_mad(g, ptx_r(sr), ptx_imm(e.pitch), ptx_r(sc_b));
     sb = gemm_op2(g, PTX_OP_ADD, ptx_r(sb), ptx_r(g->smem));
-    ptx_reg grp0 = dc ? acc->grp_col : acc->grp_row;
-    bool splitk = g->splitk > 1;
+    ptx_reg grp0 = dc ? fr.grp_col : fr.grp_row;
+    bool splitk = e.splitk > 1;
 
     /* pass loop over bands (a run-time loop when NB > 1) */
     ptx_reg pbr = {0};
@@ -681,32 +1003,32 @@ void gemm_epilogue(gemm_ctx *g, const gemm_accs *acc)
         pb = ptx_r(pbr);
     }
     ptx_reg sbp = sb;
-    ptx_reg inband = {0};
+    ptx_reg cond = {0};
     if (e.nb > 1) {
-        ptx_reg back = gemm_mul(g, pb, ptx_imm(e.pitch * 4));
+        ptx_reg back = gemm_mul(g, pb, ptx_imm(e.pitch));
         sbp = gemm_op2(g, PTX_OP_SUB, ptx_r(sb), ptx_r(back));
-        ptx_reg d = gemm_op2(g, PTX_OP_SUB, ptx_r(grp0), pb);
-        inband = gemm_setp(g, PTX_M_LT, ptx_r(d), ptx_imm(e.br));
+        ptx_reg dd = gemm_op2(g, PTX_OP_SUB, ptx_r(grp0), pb);
+        cond = gemm_setp(g, PTX_M_LT, ptx_r(dd), ptx_imm(e.br));
     }
-    for (int q = 0; q < g->kslice; q++) {
-        ptx_reg cond = inband;
-        if (g->kslice > 1)
-            cond = gemm_pand(g, cond, gemm_setp(g, PTX_M_EQ, ptx_r(g->kslice_idx), ptx_imm(q)));
-        int skip = -1;
-        if (cond.id) {
-            skip = ptx_label_new(f);
-            ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(skip)), cond, true);
-        }
-        stage_accs(g, &e, acc, sbp, q > 0);
-        if (skip >= 0)
-            ptx_label_place(f, skip);
-        gemm_bar(g);
+    if (fr.slices > 1) /* slice 0 holds the sums */
+        cond = gemm_pand(g, cond, gemm_setp(g, PTX_M_EQ, ptx_r(fr.slice), ptx_imm(0)));
+    int skip = -1;
+    if (cond.id) {
+        skip = ptx_label_new(f);
+        ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(skip)), cond, true);
     }
+    if (e.direct)
+        stage_direct(g, &e, &fr, sbp);
+    else
+        stage_accs(g, &e, &fr, sbp);
+    if (skip >= 0)
+        ptx_label_place(f, skip);
+    gemm_bar(g);
     unit_pass up;
     pass_pointers(g, &e, &u, pb, &up, !splitk, splitk);
     if (splitk) /* this split's own partial tile */
         up.ws = gemm_addr64(g, up.ws, ptx_r(g->split), (int64_t)e.srows * e.scols * 4);
-    emit_all_units(g, &e, &u, &up, splitk ? SRC_WS_WRITE : SRC_SMEM);
+    emit_all_units(g, &e, &u, &up, splitk ? SRC_WS_WRITE : e.direct ? SRC_STAGED : SRC_SMEM);
     if (e.nb > 1) {
         gemm_bar(g);
         ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(pbr), ptx_r(pbr), ptx_imm(e.br));
@@ -720,8 +1042,8 @@ void gemm_epilogue(gemm_ctx *g, const gemm_accs *acc)
     int done = ptx_label_new(f);
     ptx_emit0(f, PTX_OP_FENCE, M2(PTX_M_ACQ_REL, PTX_M_GPU), PTX_NOTYPES);
     gemm_bar(g);
-    int64_t part_bytes = (int64_t)pp->batch * g->tiles * g->splitk * e.srows * e.scols * 4;
-    ptx_reg bt = gemm_mad(g, ptx_r(g->bidx), ptx_imm(g->tiles), ptx_r(g->tile));
+    int64_t part_bytes = (int64_t)pp->batch * e.tiles * e.splitk * e.srows * e.scols * 4;
+    ptx_reg bt = gemm_mad(g, ptx_r(g->bidx), ptx_imm(e.tiles), ptx_r(g->tile));
     ptx_reg cnt = gemm_addr64(g, g->pws, ptx_r(bt), 4);
     cnt = gemm_add64(g, cnt, part_bytes);
     ptx_reg t0 = gemm_setp(g, PTX_M_EQ, ptx_r(g->tid), ptx_imm(0));
@@ -734,7 +1056,7 @@ void gemm_epilogue(gemm_ctx *g, const gemm_accs *acc)
     gemm_bar(g);
     ptx_reg seen = gemm_r32(g);
     ptx_emit(f, PTX_OP_LD, M1(PTX_M_SHARED), U32T, ptx_r(seen), ptx_addr(g->smem, 0));
-    ptx_reg notlast = gemm_setp(g, PTX_M_NE, ptx_r(seen), ptx_imm(g->splitk - 1));
+    ptx_reg notlast = gemm_setp(g, PTX_M_NE, ptx_r(seen), ptx_imm(e.splitk - 1));
     ptx_guard(ptx_emit(f, PTX_OP_BRA, M1(PTX_M_UNI), PTX_NOTYPES, ptx_lbl(done)), notlast, false);
     ptx_reg zero = gemm_r32(g);
     ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(zero), ptx_imm(0));

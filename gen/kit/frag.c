@@ -7,37 +7,59 @@
 #include "gen/kit/build.h"
 #include "gen/kit/frag.h"
 
-kit_frag kit_frag_mma_c(ptx_fn *f, const kit_atom *at, int mi, int ni, ptx_reg *regs, ptx_reg wrow,
-                        ptx_reg wcol, ptx_reg lane)
+void kit_frag_shape_mma(kit_frag *fr, const kit_atom *at, int mi, int ni, int *row, int *col)
 {
-    pt_arena *ar = f->mod->arena;
-    kit_frag fr;
-    memset(&fr, 0, sizeof fr);
-    int nv = kit_tv_elems(&at->c);
-    fr.n = nv * mi * ni;
-    fr.vec = 2;
-    fr.r = regs;
-    fr.row = pt_arena_alloc(ar, (size_t)fr.n * sizeof(int));
-    fr.col = pt_arena_alloc(ar, (size_t)fr.n * sizeof(int));
-    int r0, c0, reg, bit;
+    int nv = kit_tv_elems(&at->c), r0, c0, reg, bit;
+    fr->n = nv * mi * ni;
+    fr->vec = 2;
+    fr->row = row;
+    fr->col = col;
     kit_tv_at(at, KIT_C, 0, 0, &r0, &c0, &reg, &bit);
     for (int a = 0; a < mi; a++)
         for (int b = 0; b < ni; b++)
             for (int v = 0; v < nv; v++) {
                 int k = (a * ni + b) * nv + v, r, c;
                 kit_tv_at(at, KIT_C, 0, v, &r, &c, &reg, &bit);
-                fr.row[k] = at->m * a + r - r0;
-                fr.col[k] = at->n * b + c - c0;
+                row[k] = at->m * a + r - r0;
+                col[k] = at->n * b + c - c0;
             }
+    fr->grp_rows = at->m * mi;
+    fr->grp_cols = at->n * ni;
+    kit_frag_lanes(fr, at);
+}
+
+void kit_frag_shape_blocks(kit_frag *fr, int rows, int cols, int tile_cols, int *row, int *col)
+{
+    fr->n = rows * cols;
+    fr->vec = cols < 4 ? cols : 4;
+    fr->row = row;
+    fr->col = col;
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) {
+            row[i * cols + j] = i;
+            col[i * cols + j] = j;
+        }
+    fr->grp_rows = rows;
+    fr->grp_cols = cols;
+    kit_frag_lanes_blocks(fr, tile_cols);
+}
+
+kit_frag kit_frag_mma_c(ptx_fn *f, const kit_atom *at, int mi, int ni, ptx_reg *regs, ptx_reg wrow,
+                        ptx_reg wcol, ptx_reg lane)
+{
+    pt_arena *ar = f->mod->arena;
+    kit_frag fr;
+    memset(&fr, 0, sizeof fr);
+    int n = kit_tv_elems(&at->c) * mi * ni;
+    kit_frag_shape_mma(&fr, at, mi, ni, pt_arena_alloc(ar, (size_t)n * sizeof(int)),
+                       pt_arena_alloc(ar, (size_t)n * sizeof(int)));
+    fr.r = regs;
     ptx_opd lr = kit_emit_idx(f, &at->c.thr, ptx_r(lane), 0);
     ptx_opd lc = kit_emit_idx(f, &at->c.thr, ptx_r(lane), 1);
     fr.row_base = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(wrow), lr));
     fr.col_base = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(wcol), lc));
     fr.grp_row = wrow;
     fr.grp_col = wcol;
-    fr.grp_rows = at->m * mi;
-    fr.grp_cols = at->n * ni;
-    kit_frag_lanes(&fr, at);
     return fr;
 }
 

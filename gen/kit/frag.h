@@ -45,6 +45,14 @@ typedef struct kit_frag {
 kit_frag kit_frag_mma_c(ptx_fn *f, const kit_atom *at, int mi, int ni, ptx_reg *regs, ptx_reg wrow,
                         ptx_reg wcol, ptx_reg lane);
 
+/* The emit-time part of those fragments (no registers, nothing emitted):
+ * n, vec, row/col (into the caller's arrays of n ints), group size and
+ * lane map; for planning shared memory before the main loop exists.
+ * _blocks: SIMT thread blocks of rows x cols, threads laid row-major over
+ * a tile of tile_cols columns (kit_frag_lanes_blocks). */
+void kit_frag_shape_mma(kit_frag *fr, const kit_atom *at, int mi, int ni, int *row, int *col);
+void kit_frag_shape_blocks(kit_frag *fr, int rows, int cols, int tile_cols, int *row, int *col);
+
 /* Fills the lane map from the atom's C map (lane l's thread offset minus
  * lane 0's). */
 void kit_frag_lanes(kit_frag *fr, const kit_atom *at);
