@@ -3,17 +3,15 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Targets and the lowest .version ptxas 13.0 accepts for each
- * (shared/ref/ptx-sm80.md section 1.2). */
 static const struct {
     const char *name;
     pt_target t;
     int min_ptx;
+    uint32_t smem;
 } targets[] = {
-    {"sm_80", {80, false, false}, 70},   {"sm_86", {86, false, false}, 71},
-    {"sm_89", {89, false, false}, 78},   {"sm_90", {90, false, false}, 78},
-    {"sm_90a", {90, true, false}, 80},   {"sm_100a", {100, true, true}, 86},
-    {"sm_120", {120, false, true}, 87},
+#define X(A, name, sm, a, asm_only, ptx, smem_kb) {name, {sm, a, asm_only}, ptx, (smem_kb) << 10},
+    PT_TARGET_ROWS(X, ~)
+#undef X
 };
 enum { NTARGETS = sizeof targets / sizeof targets[0] };
 
@@ -24,9 +22,7 @@ int pt_target_parse(const char *name, pt_target *t, pt_err *e)
             *t = targets[i].t;
             return PT_OK;
         }
-    return pt_errf(e, PT_EINVAL,
-                   "unknown arch '%s' (supported: sm_80 sm_86 sm_89 sm_90 sm_90a sm_100a sm_120)",
-                   name);
+    return pt_errf(e, PT_EINVAL, "unknown arch '%s' (supported:" PT_TARGET_NAMES ")", name);
 }
 
 const char *pt_target_name(const pt_target *t, char *buf, size_t n)
@@ -46,11 +42,24 @@ int pt_target_min_ptx(const pt_target *t)
 int pt_target_list(const pt_target **out)
 {
     static const pt_target list[NTARGETS] = {
-        {80, false, false}, {86, false, false}, {89, false, false}, {90, false, false},
-        {90, true, false},  {100, true, true},  {120, false, true},
+#define X(A, name, sm, a, asm_only, ptx, smem_kb) {sm, a, asm_only},
+        PT_TARGET_ROWS(X, ~)
+#undef X
     };
     *out = list;
     return NTARGETS;
+}
+
+uint32_t pt_target_smem_limit(int sm)
+{
+    uint32_t best = targets[0].smem;
+    int best_sm = 0;
+    for (int i = 0; i < NTARGETS; i++)
+        if (targets[i].t.sm <= sm && targets[i].t.sm > best_sm) {
+            best_sm = targets[i].t.sm;
+            best = targets[i].smem;
+        }
+    return best;
 }
 
 /* PTX ISA release history: CUDA 11.0 -> 7.0 ... 11.8 -> 7.8, 12.0 -> 8.0 ...
