@@ -204,17 +204,9 @@ uint32_t emu__smem_base(const emu_ctx *c, const ptx_module *m)
 
 uint32_t emu_kernel_smem_base(const emu_kernel *k) { return k->smem_base; }
 
-/* Shared memory one CTA may use on sm_<arch> (static + dynamic, the opt-in
- * maximum; the reserved region not counted): 163 KB on sm_80/87, 227 KB on
- * sm_90/100, 99 KB on sm_86/89/120. */
-static uint64_t smem_limit(int arch)
-{
-    if (arch == 80 || arch == 87)
-        return 163u << 10;
-    if (arch >= 90 && arch < 120)
-        return 227u << 10;
-    return 99u << 10;
-}
+/* Shared memory one CTA may use on sm_<arch>: the target table's
+ * (ptx/target.h PT_TARGET_ROWS, what the GEMM generator checks too). */
+static uint64_t smem_limit(int arch) { return pt_target_smem_limit(arch); }
 
 int emu_load(emu_ctx *c, ptx_module *m, const char *name, emu_kernel **out, pt_err *e)
 {
