@@ -61,15 +61,9 @@ static int align_of(int n, const int64_t *v)
     return a;
 }
 
-/* Dynamic shared memory one CTA may use (bytes, opt-in maximum). */
-static int smem_limit(const pt_target *t)
-{
-    if (t->sm == 80 || t->sm == 87)
-        return 163 * 1024;
-    if (t->sm >= 90 && t->sm < 120)
-        return 227 * 1024;
-    return 99 * 1024;
-}
+/* Dynamic shared memory one CTA may use (bytes, opt-in maximum): the
+ * target table's (ptx/target.h PT_TARGET_ROWS, what the emulator enforces). */
+static int smem_limit(const pt_target *t) { return (int)pt_target_smem_limit(t->sm); }
 
 /* ---------------------------------------------------------------------- */
 /* prepare                                                                 */
