@@ -7,6 +7,14 @@
 
 #include "db/db.h"
 
+/* The winner rule, the one home of its SQL (db_record's update, the full
+ * rebuild after an import or merge): among the final ok rows of one
+ * (fingerprint, problem), measured before model, then the lowest median,
+ * then the smaller config string, the kernel hash, the older row. Over
+ * measurements m LEFT JOIN kernels k. */
+#define DB_WINNER_ORDER                                                                \
+    "(m.source = 'measured') DESC, m.t_median ASC, m.config ASC, k.hash ASC, m.id ASC"
+
 /* Every statement the store runs after opening, prepared once on first use
  * and kept: (id, SQL). Values are always bound, never formatted in. */
 #define DB_STMT_MAP(X)                                                                       \
@@ -32,8 +40,7 @@
       " SELECT r.fingerprint_id, m.problem_id, m.id FROM measurements m"                      \
       " JOIN runs r ON r.id = m.run_id LEFT JOIN kernels k ON k.id = m.kernel_id"            \
       " WHERE r.fingerprint_id = ?1 AND m.problem_id = ?2 AND m.status = 'ok' AND m.final = 1" \
-      " ORDER BY (m.source = 'measured') DESC, m.t_median ASC, m.config ASC, k.hash ASC,"     \
-      " m.id ASC LIMIT 1")                                                                    \
+      " ORDER BY " DB_WINNER_ORDER " LIMIT 1")                                                \
     X(RUN_INSERT,                                                                              \
       "INSERT INTO runs(uuid, fingerprint_id, tool_version, git_rev, strategy, budget, seed,"  \
       " backend, arch, args_key, host, pid, started, ended, status)"                           \
@@ -106,6 +113,10 @@ void db__uuid(char out[33]);
  * db_lookup, db_winners, the exports); fills w from a row of it. */
 extern const char db__winner_select[];
 void db__winner_row(sqlite3_stmt *st, db_winner *w);
+
+/* Every winner recomputed from the measurements by DB_WINNER_ORDER, inside
+ * the caller's transaction (db_winners_rebuild, merge). */
+int db__winners_recompute(db_store *s, pt_err *e);
 
 /* Unlocked writers for callers that hold a transaction (import). */
 int db__fp_put(db_store *s, const db_fingerprint *f, int64_t *id, pt_err *e);

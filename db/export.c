@@ -38,9 +38,12 @@ int db_format_parse(const char *name, db_format *f, pt_err *e)
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+/* NULL when out of memory. */
 static char *b64_encode(const unsigned char *p, size_t n)
 {
     char *out = malloc(4 * ((n + 2) / 3) + 1), *o = out;
+    if (!out)
+        return NULL;
     for (size_t i = 0; i < n; i += 3) {
         uint32_t v = (uint32_t)p[i] << 16;
         if (i + 1 < n)
@@ -97,7 +100,7 @@ static json_t *row_json(sqlite3_stmt *st)
         json_t *data = json_null();
         if (blob) {
             char *enc = b64_encode(blob, n);
-            data = json_string(enc);
+            data = enc ? json_string(enc) : NULL; /* NULL: the row fails to pack */
             free(enc);
         }
         cubin = json_pack("{s:o,s:o,s:o,s:o}", "arch", jstr(T(R_ARCH)), "compiler",
@@ -303,9 +306,11 @@ static int export_row(void *ctx, sqlite3_stmt *st, const db_winner *w)
     int rc = check_row(x, st, w);
     if (rc)
         return rc;
-    if (x->fmt == DB_FMT_JSON)
-        json_array_append_new(x->rows, row_json(st));
-    else if (x->fmt == DB_FMT_CSV)
+    if (x->fmt == DB_FMT_JSON) {
+        /* jansson answers NULL when it runs out of memory: never a row left out */
+        if (json_array_append_new(x->rows, row_json(st)) != 0)
+            return pt_errf(x->e, PT_ENOMEM, "out of memory (building the JSON table)");
+    } else if (x->fmt == DB_FMT_CSV)
         row_csv(st, x->out);
     else {
         pt_buf *t = &x->table;
@@ -554,19 +559,7 @@ int db__merge_attached(db_store *s, bool filtered, const char *src_name, db_merg
         sqlite3_finalize(st);
     }
     if (!rc)
-        rc = db__exec(s,
-                      "DELETE FROM winners;"
-                      "INSERT INTO winners(fingerprint_id, problem_id, measurement_id)"
-                      " SELECT fingerprint_id, problem_id, id FROM ("
-                      "  SELECT r.fingerprint_id, m.problem_id, m.id, ROW_NUMBER() OVER ("
-                      "    PARTITION BY r.fingerprint_id, m.problem_id"
-                      "    ORDER BY (m.source = 'measured') DESC, m.t_median ASC, m.config ASC,"
-                      "    k.hash ASC, m.id ASC) AS rn"
-                      "  FROM main.measurements m JOIN main.runs r ON r.id = m.run_id"
-                      "  LEFT JOIN main.kernels k ON k.id = m.kernel_id"
-                      "  WHERE m.status = 'ok' AND m.final = 1)"
-                      " WHERE rn = 1",
-                      e);
+        rc = db__winners_recompute(s, e);
     if (rc) {
         db__rollback(s);
         return rc;
@@ -663,8 +656,12 @@ static int collect_id(void *ctx, sqlite3_stmt *st, const db_winner *w)
     (void)w;
     sel_ctx *c = ctx;
     if (c->n == c->cap) {
-        c->cap = c->cap ? 2 * c->cap : 64;
-        c->ids = realloc(c->ids, c->cap * sizeof *c->ids);
+        size_t cap = c->cap ? 2 * c->cap : 64;
+        int64_t *ids = realloc(c->ids, cap * sizeof *ids);
+        if (!ids)
+            return PT_ENOMEM;
+        c->ids = ids;
+        c->cap = cap;
     }
     c->ids[c->n++] = sqlite3_column_int64(st, DB_WC_M_ID);
     return PT_OK;
@@ -686,6 +683,8 @@ int db_export_bundle(db_store *s, const char *gpu, const char *match, const char
         return pt_errf(e, PT_EINVAL, "%s: already exists; a bundle is always a new file", path);
     sel_ctx sel = {0};
     int rc = db__winners_raw(s, gpu, match, collect_id, &sel, e);
+    if (rc == PT_ENOMEM && !e->msg[0])
+        pt_errf(e, rc, "out of memory");
     if (rc) {
         free(sel.ids);
         return rc;

@@ -185,6 +185,10 @@ int db_lookup(db_store *s, const db_fingerprint *f, const db_problem *p, db_winn
             best_id = sqlite3_column_int64(st, 0);
             free(best_key);
             best_key = strdup(key);
+            if (!best_key) {
+                sqlite3_finalize(st);
+                return pt_errf(e, PT_ENOMEM, "out of memory");
+            }
         }
     }
     free(best_key);
@@ -316,24 +320,28 @@ int db_winners(db_store *s, const char *gpu, const char *match, db_winner_fn fn,
     return db__winners_raw(s, gpu, match, plain_cb, &p, e);
 }
 
+int db__winners_recompute(db_store *s, pt_err *e)
+{
+    return db__exec(s,
+                    "DELETE FROM main.winners;"
+                    "INSERT INTO main.winners(fingerprint_id, problem_id, measurement_id)"
+                    " SELECT fingerprint_id, problem_id, id FROM ("
+                    "  SELECT r.fingerprint_id, m.problem_id, m.id, ROW_NUMBER() OVER ("
+                    "    PARTITION BY r.fingerprint_id, m.problem_id"
+                    "    ORDER BY " DB_WINNER_ORDER ") AS rn"
+                    "  FROM main.measurements m JOIN main.runs r ON r.id = m.run_id"
+                    "  LEFT JOIN main.kernels k ON k.id = m.kernel_id"
+                    "  WHERE m.status = 'ok' AND m.final = 1)"
+                    " WHERE rn = 1",
+                    e);
+}
+
 int db_winners_rebuild(db_store *s, pt_err *e)
 {
     int rc = db__begin(s, e);
     if (rc)
         return rc;
-    rc = db__exec(s,
-                  "DELETE FROM winners;"
-                  "INSERT INTO winners(fingerprint_id, problem_id, measurement_id)"
-                  " SELECT fingerprint_id, problem_id, id FROM ("
-                  "  SELECT r.fingerprint_id, m.problem_id, m.id, ROW_NUMBER() OVER ("
-                  "    PARTITION BY r.fingerprint_id, m.problem_id"
-                  "    ORDER BY (m.source = 'measured') DESC, m.t_median ASC, m.config ASC,"
-                  "    k.hash ASC, m.id ASC) AS rn"
-                  "  FROM measurements m JOIN runs r ON r.id = m.run_id"
-                  "  LEFT JOIN kernels k ON k.id = m.kernel_id"
-                  "  WHERE m.status = 'ok' AND m.final = 1)"
-                  " WHERE rn = 1",
-                  e);
+    rc = db__winners_recompute(s, e);
     if (rc) {
         db__rollback(s);
         return rc;
@@ -371,6 +379,7 @@ static int load_run(db_store *s, int64_t run, rrow **out, int *n, char fp[17], p
     size_t cap = 0;
     rrow *v = NULL;
     int rc;
+    bool oom = false;
     *n = 0;
     fp[0] = '\0';
     while ((rc = db__step(s, st)) == SQLITE_ROW) {
@@ -379,17 +388,32 @@ static int load_run(db_store *s, int64_t run, rrow **out, int *n, char fp[17], p
         if (*n && strcmp(v[*n - 1].pkey, pk) == 0 && strcmp(v[*n - 1].hash, h) == 0)
             continue;
         if ((size_t)*n == cap) {
-            cap = cap ? cap * 2 : 64;
-            v = realloc(v, cap * sizeof *v);
+            size_t nc = cap ? cap * 2 : 64;
+            rrow *nv = realloc(v, nc * sizeof *nv);
+            if (!nv) {
+                oom = true;
+                break;
+            }
+            v = nv;
+            cap = nc;
         }
-        v[*n] = (rrow){strdup(pk), strdup(db__col_text(st, 1)), strdup(db__col_text(st, 2)),
-                       strdup(h), sqlite3_column_double(st, 4), db__col_double(st, 5)};
-        if (isnan(v[*n].spread))
-            v[*n].spread = 0;
+        rrow r = {.t = sqlite3_column_double(st, 4), .spread = db__col_double(st, 5)};
+        r.pkey = strdup(pk);
+        r.pname = strdup(db__col_text(st, 1));
+        r.config = strdup(db__col_text(st, 2));
+        r.hash = strdup(h);
+        v[(*n)++] = r; /* freed with the rows, whole or not */
+        if (!r.pkey || !r.pname || !r.config || !r.hash) {
+            oom = true;
+            break;
+        }
+        if (isnan(v[*n - 1].spread))
+            v[*n - 1].spread = 0;
         snprintf(fp, 17, "%s", db__col_text(st, 6));
-        (*n)++;
     }
-    if (rc != SQLITE_DONE)
+    if (oom)
+        rc = pt_errf(e, PT_ENOMEM, "out of memory (reading a run)");
+    else if (rc != SQLITE_DONE)
         rc = db__fail(s, rc, "reading a run", e);
     else
         rc = PT_OK;

@@ -423,6 +423,10 @@ int db_open(const char *path, const db_open_opts *o, db_store **out, pt_err *e)
     if (!s)
         return pt_errf(e, PT_ENOMEM, "out of memory");
     s->path = strdup(path);
+    if (!s->path) {
+        free(s);
+        return pt_errf(e, PT_ENOMEM, "out of memory");
+    }
     s->busy_ms = o->busy_ms > 0 ? o->busy_ms : 60000;
     s->readonly = o->readonly;
     int flags = SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX |
