@@ -197,14 +197,17 @@ static json_t *j_obj(jck *c, json_t *o, const char *where, const char *k, bool n
     return v;
 }
 
-/* A JSON value back to the stored text (NULL for null or absent). */
-static char *jtext(json_t *v)
+/* A JSON value back to the stored text (NULL for null or absent; out of
+ * memory refuses the row). */
+static char *jtext(jck *c, json_t *v)
 {
     if (!v || json_is_null(v))
         return NULL;
-    if (json_is_string(v))
-        return strdup(json_string_value(v));
-    return json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+    char *t = json_is_string(v) ? strdup(json_string_value(v))
+                                : json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+    if (!t)
+        bad(c, "out of memory");
+    return t;
 }
 
 /* ---- one JSON row ---------------------------------------------------------- */
@@ -350,7 +353,7 @@ static void parse_row(jck *c, json_t *row, jrow *r)
         json_t *res = json_object_get(cubin, "resources");
         if (res && !json_is_object(res) && !json_is_null(res) && !json_is_string(res))
             bad(c, "'cubin.resources' must be an object, a string or null, not %s", jtype(res));
-        r->res = jtext(res);
+        r->res = jtext(c, res);
         r->c.resources = r->res;
     }
     if (c->why[0])
@@ -365,7 +368,7 @@ static void parse_row(jck *c, json_t *row, jrow *r)
         if (strcmp(r->k.hash, want) != 0)
             bad(c, "kernel hash %s does not match its PTX (%s)", r->k.hash, want);
     }
-    r->launch = jtext(launch);
+    r->launch = jtext(c, launch);
     r->m.launch = r->launch;
 }
 
