@@ -287,6 +287,10 @@ int search_problem_reader_open(const char *path, search_problem_reader **out, pt
     r->own = f != stdin;
     r->name = strdup(path);
     pt_buf_init(&r->line);
+    if (!r->name) {
+        search_problem_reader_close(r);
+        return pt_errf(e, PT_ENOMEM, "out of memory");
+    }
     *out = r;
     return PT_OK;
 }
@@ -308,6 +312,10 @@ int search_problem_reader_mem(const char *buf, size_t len, const char *name,
     r->own = true;
     r->name = strdup(name);
     pt_buf_init(&r->line);
+    if (!r->name) {
+        search_problem_reader_close(r);
+        return pt_errf(e, PT_ENOMEM, "out of memory");
+    }
     *out = r;
     return PT_OK;
 }
