@@ -169,6 +169,8 @@ int cmd_exec(int argc, char **argv)
             break;
         case 'n': {
             char *list = strdup(optarg);
+            if (!list)
+                cli_die(1, "out of memory");
             for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
                 if (strcmp(tok, "oob") == 0) eo.detect_oob = false;
                 else if (strcmp(tok, "uninit") == 0) eo.detect_uninit = false;
@@ -257,6 +259,8 @@ int cmd_exec(int argc, char **argv)
         if (strncmp(s, "out:", 4) == 0) {
             /* out:FILE.npy:DTYPE:N */
             char *copy = strdup(s + 4);
+            if (!copy)
+                cli_die(1, "out of memory");
             char *c2 = strrchr(copy, ':');
             char *c1 = c2 ? (*c2 = '\0', strrchr(copy, ':')) : NULL;
             if (!c1)
