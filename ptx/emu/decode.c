@@ -904,7 +904,8 @@ static const dec_fn dec_tab[PTX_NOPS] = {
 
 static uint32_t align_up(uint32_t v, uint32_t a) { return a > 1 ? (v + a - 1) / a * a : v; }
 
-static void layout(dec *d)
+/* PT_ENOMEM when out of memory (the kernel's arrays are freed with it). */
+static int layout(dec *d)
 {
     emu_kernel *k = d->k;
     ptx_fn *f = d->f;
@@ -912,6 +913,8 @@ static void layout(dec *d)
     k->nparams = (uint32_t)f->nparams;
     k->param_off = calloc(f->nparams + 1, sizeof *k->param_off);
     k->param_size = calloc(f->nparams + 1, sizeof *k->param_size);
+    if (!k->param_off || !k->param_size)
+        return PT_ENOMEM;
     uint32_t off = 0;
     for (size_t i = 0; i < f->nparams; i++) {
         const ptx_param *p = &f->params[i];
@@ -926,6 +929,8 @@ static void layout(dec *d)
     /* shared: static variables in declaration order, then the dynamic array */
     size_t nsh = f->nshared + f->mod->nshared;
     k->shvars = calloc(nsh + 1, sizeof *k->shvars);
+    if (!k->shvars)
+        return PT_ENOMEM;
     off = k->smem_base = emu__smem_base(k->ctx, d->m); /* the arch's reserved region + shift */
     uint32_t dyn_align = 16;
     /* a redzone after each variable makes an overflow into its neighbour an
@@ -944,6 +949,7 @@ static void layout(dec *d)
     k->dyn_off = align_up(off, dyn_align);
     for (size_t i = 0; i < f->mod->nshared; i++)
         k->shvars[k->nshvars++] = (emu_shvar){f->mod->shared[i].name, k->dyn_off, 0, true};
+    return PT_OK;
 }
 
 int emu__decode(emu_kernel *k, ptx_module *m, ptx_fn *f, pt_err *e)
@@ -953,8 +959,15 @@ int emu__decode(emu_kernel *k, ptx_module *m, ptx_fn *f, pt_err *e)
     k->name = f->name;
     memcpy(k->maxntid, f->maxntid, sizeof k->maxntid);
     memcpy(k->reqntid, f->reqntid, sizeof k->reqntid);
-    layout(&d);
+    if (layout(&d))
+        return pt_errf(e, PT_ENOMEM, "out of memory (decoding %s)", f->name);
     d.bank_base = calloc(f->nbanks + 1, sizeof *d.bank_base);
+    d.label_pc = malloc((f->nlabels + 1) * sizeof *d.label_pc);
+    if (!d.bank_base || !d.label_pc) {
+        free(d.bank_base);
+        free(d.label_pc);
+        return pt_errf(e, PT_ENOMEM, "out of memory (decoding %s)", f->name);
+    }
     uint32_t slot = EMU_SLOT_SREG + PTX_NSREGS;
     k->reg_base = slot;
     for (size_t b = 0; b < f->nbanks; b++) {
@@ -962,7 +975,6 @@ int emu__decode(emu_kernel *k, ptx_module *m, ptx_fn *f, pt_err *e)
         slot += f->banks[b].count;
     }
     k->const_base = slot;
-    d.label_pc = malloc((f->nlabels + 1) * sizeof *d.label_pc);
     for (size_t i = 0; i <= f->nlabels; i++)
         d.label_pc[i] = UINT32_MAX;
     uint32_t pc = 0;
@@ -976,6 +988,11 @@ int emu__decode(emu_kernel *k, ptx_module *m, ptx_fn *f, pt_err *e)
     }
     k->ncode = pc + 1; /* + the implicit exit at the end */
     k->code = calloc(k->ncode, sizeof *k->code);
+    if (!k->code) {
+        free(d.bank_base);
+        free(d.label_pc);
+        return pt_errf(e, PT_ENOMEM, "out of memory (decoding %s)", f->name);
+    }
     int rc = PT_OK;
     pc = 0;
     for (size_t i = 0; i < f->nbody && !rc; i++) {
