@@ -15,7 +15,7 @@
 #
 # 2. One out-of-memory policy: every malloc/calloc/realloc/aligned_alloc/
 #    strdup/strndup result stored in a variable is tested for NULL within 16
-#    lines (`if (!p`, `p == NULL`, `!p ||`, `|| !p`; one test after a
+#    lines (`if (!p`, `p == NULL`, `!p ||`, `|| !p`, `(p &&`, `(p ?`; one test after a
 #    block of allocations counts for each), and `p = realloc(p, ...)`
 #    (which loses p when it fails) is refused. A line that hands the result
 #    on unchecked on purpose (an allocator wrapper whose callers check)
@@ -88,8 +88,8 @@ for p in "${files[@]}"; do
                 sub(/^[ \t]+/, "", t)
                 if (t ~ /^(\/\/|\/\*|\*( |\/|$))/)
                     continue      # a comment
-                # the variable assigned: "lhs = [cast] alloc("
-                m = match(s, /[*]?[A-Za-z_][A-Za-z0-9_]*([.][A-Za-z_][A-Za-z0-9_]*|->[A-Za-z_][A-Za-z0-9_]*|\[[^]=]*\])*[ \t]*=[ \t]*(\([^()]*\)[ \t]*)?(malloc|calloc|realloc|aligned_alloc|strdup|strndup)[ \t]*\(/)
+                # the variable assigned: "lhs = [cond ?] [cast] alloc("
+                m = match(s, /[*]?[A-Za-z_][A-Za-z0-9_]*([.][A-Za-z_][A-Za-z0-9_]*|->[A-Za-z_][A-Za-z0-9_]*|\[[^]=]*\])*[ \t]*=[ \t]*([^;?]*\?[ \t]*)?(\([^()]*\)[ \t]*)?(malloc|calloc|realloc|aligned_alloc|strdup|strndup)[ \t]*\(/)
                 if (!m) {
                     report(i, "allocation whose result is not stored and tested (" t ")")
                     continue
@@ -113,7 +113,7 @@ for p in "${files[@]}"; do
                 q = bare
                 gsub(/[][.*+?()^$|\\]/, "\\\\&", q)
                 q = "[*]?" q
-                pat = "(!" q "[^A-Za-z0-9_.\\[-]|!" q "$|" q "[ \t]*==[ \t]*NULL|if[ \t]*\\([ \t]*" q "[ \t]*\\))"
+                pat = "(!" q "[^A-Za-z0-9_.\\[-]|!" q "$|" q "[ \t]*==[ \t]*NULL|if[ \t]*\\([ \t]*" q "[ \t]*\\)|[(&|;][ \t]*" q "[ \t]*(&&|\\?))"
                 ok = 0
                 for (j = i; j <= i + 16 && j <= FNR; j++) {
                     u = line[j]

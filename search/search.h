@@ -71,7 +71,8 @@ typedef struct search search;
 int search_new(const pt_space *s, const search_opts *o, search_valid_fn valid, void *ctx,
                search **out, pt_err *e);
 void search_free(search *s);
-/* Up to max proposals into out; 0 when the search is over. */
+/* Up to max proposals into out; 0 when the search is over, -PT_ENOMEM when
+ * out of memory (the search is then unusable: free it). */
 int search_ask(search *s, search_cand *out, int max);
 /* The score of a proposal (seconds; INFINITY: failed). */
 void search_tell(search *s, const search_cand *c, double score);

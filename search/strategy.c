@@ -45,6 +45,8 @@ struct search {
     /* the batch last asked, for tell */
     search_cand *pending;
     int npending, cap_pending;
+    void *scratch; /* allocated with the search, so ask and tell never allocate:
+                    * halving's rung ranking, genetic's survivor pool */
 };
 
 /* ---- names ------------------------------------------------------------ */
@@ -220,7 +222,7 @@ static void sort_by_prior(const search *s, int64_t *v, int64_t n, int64_t *tmp)
     memcpy(v, tmp, (size_t)n * sizeof *v);
 }
 
-static void plan_halving(search *s);
+static bool plan_halving(search *s);
 
 int search_new(const pt_space *sp, const search_opts *o, search_valid_fn valid, void *ctx,
                search **out, pt_err *e)
@@ -235,6 +237,8 @@ int search_new(const pt_space *sp, const search_opts *o, search_valid_fn valid, 
     if (o->kind >= SEARCH_NKINDS)
         return pt_errf(e, PT_EINVAL, "unknown strategy");
     search *s = calloc(1, sizeof *s);
+    if (!s)
+        return pt_errf(e, PT_ENOMEM, "out of memory");
     s->o = *o;
     s->space = sp;
     s->np = sp->nparams;
@@ -254,6 +258,8 @@ int search_new(const pt_space *sp, const search_opts *o, search_valid_fn valid, 
     for (int i = 0; i < 4; i++)
         s->rng[i] = splitmix(&seed);
     s->idx = malloc((size_t)size * sizeof *s->idx);
+    if (!s->idx)
+        goto oom;
     for (int64_t i = 0; i < size; i++) {
         pt_config c;
         pt_space_config(sp, i, &c);
@@ -265,6 +271,8 @@ int search_new(const pt_space *sp, const search_opts *o, search_valid_fn valid, 
         return pt_errf(e, PT_EINVAL, "no valid config in the space (%lld checked)", (long long)size);
     }
     s->prior = malloc((size_t)s->n * sizeof *s->prior);
+    if (!s->prior)
+        goto oom;
     for (int64_t i = 0; i < s->n; i++)
         s->prior[i] = NAN;
     if (s->o.prior && s->n <= s->o.prior_limit) {
@@ -293,6 +301,8 @@ int search_new(const pt_space *sp, const search_opts *o, search_valid_fn valid, 
     size_t nslots = (size_t)(s->n > 0 ? s->n : 1);
     s->score = malloc(nslots * sizeof *s->score);
     s->seen = calloc(nslots, 1);
+    if (!s->score || !s->seen)
+        goto oom;
     for (int64_t i = 0; i < s->n; i++)
         s->score[i] = NAN;
     s->best_slot = -1;
@@ -302,6 +312,8 @@ int search_new(const pt_space *sp, const search_opts *o, search_valid_fn valid, 
     case SEARCH_EXHAUSTIVE:
     case SEARCH_RANDOM: {
         s->order = malloc((size_t)s->n * sizeof *s->order);
+        if (!s->order)
+            goto oom;
         for (int64_t i = 0; i < s->n; i++)
             s->order[i] = i;
         if (s->o.kind == SEARCH_RANDOM)
@@ -312,6 +324,8 @@ int search_new(const pt_space *sp, const search_opts *o, search_valid_fn valid, 
             }
         else if (s->o.prior && !isnan(s->prior[0])) {
             int64_t *tmp = malloc((size_t)s->n * sizeof *tmp);
+            if (!tmp)
+                goto oom;
             sort_by_prior(s, s->order, s->n, tmp);
             free(tmp);
         }
@@ -336,16 +350,23 @@ int search_new(const pt_space *sp, const search_opts *o, search_valid_fn valid, 
         s->popsize = p;
         s->pop = malloc((size_t)(2 * p + 1) * sizeof *s->pop);
         s->gen = malloc((size_t)(p + 1) * sizeof *s->gen);
+        s->scratch = malloc((size_t)(3 * p + 4) * sizeof(int64_t)); /* parents + children */
+        if (!s->pop || !s->gen || !s->scratch)
+            goto oom;
         break;
     }
     case SEARCH_HALVING:
-        plan_halving(s);
+        if (!plan_halving(s))
+            goto oom;
         break;
     default:
         break;
     }
     *out = s;
     return PT_OK;
+oom:
+    search_free(s);
+    return pt_errf(e, PT_ENOMEM, "out of memory (a search over %lld configs)", (long long)size);
 }
 
 void search_free(search *s)
@@ -362,6 +383,7 @@ void search_free(search *s)
     free(s->rs);
     free(s->rscore);
     free(s->pending);
+    free(s->scratch);
     free(s);
 }
 
@@ -393,7 +415,13 @@ static int64_t halving_cost(const search *s, int64_t n0)
     return c;
 }
 
-static void plan_halving(search *s)
+typedef struct scored {
+    double score;
+    int64_t slot;
+} scored;
+
+/* false when out of memory */
+static bool plan_halving(search *s)
 {
     int64_t n0 = s->n;
     if (s->o.budget > 0)
@@ -402,12 +430,20 @@ static void plan_halving(search *s)
     s->planned = halving_cost(s, n0);
     s->rs = malloc((size_t)n0 * sizeof *s->rs);
     s->rscore = malloc((size_t)n0 * sizeof *s->rscore);
+    s->scratch = malloc((size_t)(n0 + 1) * sizeof(scored)); /* a rung's ranking */
+    if (!s->rs || !s->rscore || !s->scratch)
+        return false;
     if (n0 == s->n) {
         for (int64_t i = 0; i < n0; i++)
             s->rs[i] = i;
     } else if (s->o.prior && !isnan(s->prior[0])) {
         /* the n0 best priors */
         int64_t *all = malloc((size_t)s->n * sizeof *all), *tmp = malloc((size_t)s->n * sizeof *tmp);
+        if (!all || !tmp) {
+            free(all);
+            free(tmp);
+            return false;
+        }
         for (int64_t i = 0; i < s->n; i++)
             all[i] = i;
         sort_by_prior(s, all, s->n, tmp);
@@ -417,6 +453,8 @@ static void plan_halving(search *s)
     } else {
         /* a random n0-subset (partial Fisher-Yates) */
         int64_t *all = malloc((size_t)s->n * sizeof *all);
+        if (!all)
+            return false;
         for (int64_t i = 0; i < s->n; i++)
             all[i] = i;
         for (int64_t i = 0; i < n0; i++) {
@@ -428,12 +466,8 @@ static void plan_halving(search *s)
         free(all);
     }
     s->nrs = n0;
+    return true;
 }
-
-typedef struct scored {
-    double score;
-    int64_t slot;
-} scored;
 
 static int cmp_scored(const void *a, const void *b)
 {
@@ -446,7 +480,7 @@ static int cmp_scored(const void *a, const void *b)
 /* Survivors: the best ceil(n/eta) finite scores of the rung (ties by slot). */
 static void halving_promote(search *s)
 {
-    scored *v = malloc((size_t)(s->nrs ? s->nrs : 1) * sizeof *v);
+    scored *v = s->scratch; /* nrs + 1 entries */
     int64_t m = 0;
     for (int64_t i = 0; i < s->nrs; i++)
         if (isfinite(s->rscore[i]))
@@ -457,7 +491,6 @@ static void halving_promote(search *s)
         keep = m;
     for (int64_t i = 0; i < keep; i++)
         s->rs[i] = v[i].slot;
-    free(v);
     s->nrs = keep;
     s->rs_asked = s->rs_told = 0;
     s->rung++;
@@ -607,7 +640,7 @@ static void genetic_next_generation(search *s)
         return;
     }
     /* survivors: the best p of parents and children (elitist) */
-    int64_t *all = malloc((size_t)(s->npop + s->ngen + 1) * sizeof *all);
+    int64_t *all = s->scratch; /* npop + ngen + 1 <= 3 popsize + 3 entries */
     int na = 0;
     for (int i = 0; i < s->npop; i++)
         all[na++] = s->pop[i];
@@ -627,7 +660,6 @@ static void genetic_next_generation(search *s)
     s->npop = na < p ? na : p;
     for (int i = 0; i < s->npop; i++)
         s->pop[i] = all[i];
-    free(all);
     s->ngen = 0;
     if (s->npop < 2) {
         /* nothing worked yet: fresh random blood */
@@ -721,8 +753,11 @@ int search_ask(search *s, search_cand *out, int max)
         s->seen[k] |= (uint8_t)(1u << out[i].rung);
     }
     if (n > s->cap_pending) {
+        search_cand *p = realloc(s->pending, (size_t)n * sizeof *p);
+        if (!p)
+            return -PT_ENOMEM;
+        s->pending = p;
         s->cap_pending = n;
-        s->pending = realloc(s->pending, (size_t)n * sizeof *s->pending);
     }
     memcpy(s->pending, out, (size_t)n * sizeof *out);
     s->npending = n;

@@ -729,7 +729,11 @@ static int sweep_prepared(db_store *db, sweep_ctx *sc, int pi, int64_t run, swee
         rc = pt_errf(e, PT_ENOMEM, "out of memory");
     int n;
     bool out_of_time = false;
-    while (!rc && (n = search_ask(s, cand, BATCH)) > 0) {
+    while (!rc && (n = search_ask(s, cand, BATCH)) != 0) {
+        if (n < 0) {
+            rc = pt_errf(e, -n, "out of memory (the search's proposals)");
+            break;
+        }
         for (int i = 0; i < n; i++) {
             build *b = &jobs[i];
             memset(b, 0, sizeof *b);
@@ -1135,9 +1139,11 @@ int sweep_run_source(db_store *db, const sweep_source *src, const sweep_opts *o,
     sc.runner = (tuner_runner){.pool = sc.pool, .deadline_s = sc.deadline_s,
                                .hold = hold_builders, .hold_ctx = &sc, .may_fork = false};
     int want = pick_threads(o);
-    sc.threads = rc ? NULL : calloc((size_t)want, sizeof *sc.threads);
-    if (!rc && !sc.threads)
-        rc = pt_errf(e, PT_ENOMEM, "out of memory");
+    if (!rc) {
+        sc.threads = calloc((size_t)want, sizeof *sc.threads);
+        if (!sc.threads)
+            rc = pt_errf(e, PT_ENOMEM, "out of memory");
+    }
     /* nthreads counts the builders started: free_ctx joins those */
     for (int i = 0; !rc && i < want; i++) {
         if (pthread_create(&sc.threads[i], NULL, builder, &sc) != 0) {
