@@ -843,6 +843,10 @@ static int check_opd(const ptx_fn *f, const ptx_ins *ins, int pos, char cls, cha
         int b = PTX_REG_BANK(o->u.addr.base);
         if (ptx_type_bits(f->banks[b].type) < 32)
             return ins_err(f, ins, e, PT_EINVAL, "address register too narrow at operand", buf);
+        if (rule == 'G' && ptx_type_bits(f->banks[b].type) != 64 && !has_mod(ins, PTX_M_SHARED) &&
+            !has_mod(ins, PTX_M_SHARED_CTA) && !has_mod(ins, PTX_M_SHARED_CLUSTER))
+            return ins_err(f, ins, e, PT_EINVAL, "a generic address needs a 64-bit register at operand",
+                           buf);
     }
     return PT_OK;
 }
@@ -1478,8 +1482,9 @@ int ptx_isa_check_table(pt_err *e)
     return PT_OK;
 }
 
-/* How well the operands fit row op's classes: 2 when every operand's kind
- * is one its class takes, plus 1 when the count is in the row's range. */
+/* How well the operands fit row op's classes: 4 when every operand's kind
+ * is one its class takes, 2 when the row allows every modifier, 1 when the
+ * count is in the row's range. */
 static int fit(const ptx_ins *ins, int op)
 {
     ptx_ins t = *ins;
@@ -1509,7 +1514,10 @@ static int fit(const ptx_ins *ins, int op)
         default: break;
         }
     }
-    return (kinds ? 2 : 0) + (ins->nopd >= min && ins->nopd <= max ? 1 : 0);
+    bool mods = true;
+    for (int i = 0; i < ins->nmods; i++)
+        mods = mods && ptx_op_allows_mod((ptx_op)op, (ptx_mod)ins->mods[i]);
+    return (kinds ? 4 : 0) + (mods ? 2 : 0) + (ins->nopd >= min && ins->nopd <= max ? 1 : 0);
 }
 
 ptx_op ptx_resolve_op(const ptx_fn *f, const ptx_ins *ins)

@@ -967,9 +967,10 @@ static int parse_addr(parser *p, ptx_opd *o)
         ptx_opd el[6];
         int n = 1;
         el[0] = sym ? ptx_sym(sym) : ptx_r(base);
-        if ((rc = expect_punct(p, '{', "'{' after the tensor map")))
+        bool empty;
+        if ((rc = expect_punct(p, '{', "'{' after the tensor map")) || (rc = accept(p, '}', &empty)))
             return rc;
-        for (;;) {
+        for (; !empty;) {
             if ((rc = next(p, &t)))
                 return rc;
             if (n == 6)

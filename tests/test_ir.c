@@ -404,3 +404,159 @@ Test(ir, isa_table_is_consistent)
     cr_expect_eq(ptx_isa_check_table(&e), PT_OK, "%s", e.msg);
     cr_expect_gt(ptx_isa_nrules(PTX_RULE_FORM), 50);
 }
+
+/* ---- issue 12 item 1: the Hopper rows through the builder ---- */
+
+static ptx_opd vreg(ptx_fn *f, ptx_type t, int n)
+{
+    ptx_reg r[256];
+    cr_assert_leq(n, 256);
+    for (int i = 0; i < n; i++)
+        r[i] = ptx_reg_new(f, t);
+    return ptx_vecr(f, n, r);
+}
+
+/* A wgmma through ptx_emit_shape_n: the shape field prints as .m64n{N}k{K},
+ * is checked against the PTX_SHAPE rows, sizes the accumulator vector, and
+ * plain sm_90 gets the one-line arch-specific message. */
+Test(ir, wgmma_shape_and_arch)
+{
+    ptx_module *m = module("sm_90a", 90);
+    ptx_fn *f = ptx_fn_new(m, "k");
+    ptx_reg da = ptx_reg_new(f, PTX_T_B64), db = ptx_reg_new(f, PTX_T_B64);
+    ptx_reg p = ptx_reg_new(f, PTX_T_PRED);
+    ptx_opd d = vreg(f, PTX_T_F32, 64);
+    ptx_mods sa = PTX_MODS(PTX_M_SYNC, PTX_M_ALIGNED);
+    ptx_types bf = PTX_TYPES(PTX_T_F32, PTX_T_BF16, PTX_T_BF16);
+    ptx_opd ss[] = {d, ptx_r(da), ptx_r(db), ptx_r(p), ptx_imm(1), ptx_imm(-1), ptx_imm(0), ptx_imm(1)};
+    cr_assert_not_null(ptx_emit_shape_n(f, PTX_OP_WGMMA_SS, sa, ptx_mnk(64, 128, 16), bf, 8, ss),
+                       "%s", ptx_module_errmsg(m));
+    cr_assert_eq(ptx_module_finish(m), PT_OK, "%s", ptx_module_errmsg(m));
+    cr_expect_eq(m->version, 80);
+    char *t = ptx_print(m);
+    cr_expect(strstr(t, "\twgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%f0, %f1, ") != NULL,
+              "%s", t);
+    cr_expect(strstr(t, "%f63}, %rd0, %rd1, %p0, 1, -1, 0, 1;\n") != NULL, "%s", t);
+    free(t);
+    ptx_module_free(m);
+
+    struct {
+        const char *arch;
+        ptx_shape sh;
+        int nd;
+        const char *msg;
+    } bad[] = {
+        {"sm_90", {64, 16, PTX_SHAPE_END, 8}, 4,
+         "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 needs sm_90a; target is sm_90"},
+        {"sm_90a", {64, 16, PTX_SHAPE_END, 264}, 132,
+         "wgmma.mma_async.sync.aligned.m64n264k16.f32.bf16.bf16: shape not allowed: expected "
+         ".m64n{8..256 step 8}k16 for .bf16"},
+        {"sm_90a", {64, 32, PTX_SHAPE_END, 8}, 4, "shape not allowed"},
+        {"sm_90a", {0, 0, 0, 0}, 4,
+         "wgmma.mma_async.sync.aligned.f32.bf16.bf16: needs a shape .m64n{8..256 step 8}k16 for .bf16"},
+        {"sm_90a", {64, 16, PTX_SHAPE_END, 16}, 4,
+         "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16: vector size mismatch: operand 1 "
+         "has 4 registers where 8 are needed"},
+        {"sm_80", {64, 16, PTX_SHAPE_END, 8}, 4,
+         "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 needs sm_90a and PTX 8.0; target is sm_80"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        m = module(bad[i].arch, 90);
+        f = ptx_fn_new(m, "k");
+        da = ptx_reg_new(f, PTX_T_B64);
+        db = ptx_reg_new(f, PTX_T_B64);
+        ptx_opd o[] = {vreg(f, PTX_T_F32, bad[i].nd), ptx_r(da), ptx_r(db), ptx_imm(0),
+                       ptx_imm(1), ptx_imm(1), ptx_imm(0), ptx_imm(0)};
+        cr_expect_null(ptx_emit_shape_n(f, PTX_OP_WGMMA_SS, sa, bad[i].sh, bf, 8, o));
+        cr_expect(strstr(ptx_module_errmsg(m), bad[i].msg) != NULL, "%zu: got '%s', want '%s'", i,
+                  ptx_module_errmsg(m), bad[i].msg);
+        ptx_module_free(m);
+    }
+    /* integer N: 8, 16, 24, then multiples of 16 */
+    m = module("sm_90a", 90);
+    f = ptx_fn_new(m, "k");
+    da = ptx_reg_new(f, PTX_T_B64);
+    db = ptx_reg_new(f, PTX_T_B64);
+    ptx_types s8 = PTX_TYPES(PTX_T_S32, PTX_T_S8, PTX_T_S8);
+    ptx_opd i40[] = {vreg(f, PTX_T_B32, 20), ptx_r(da), ptx_r(db), ptx_imm(1)};
+    cr_expect_null(ptx_emit_shape_n(f, PTX_OP_WGMMA_SS, sa, ptx_mnk(64, 40, 32), s8, 4, i40));
+    cr_expect(strstr(ptx_module_errmsg(m), "m64n{8..24 step 8, 32..256 step 16}k32"), "%s",
+              ptx_module_errmsg(m));
+    ptx_module_free(m);
+}
+
+/* elect.sync d|p, a tensor operand, the pragma and the cluster directives
+ * print as PTX writes them; cluster directives and special registers need
+ * sm_90. */
+Test(ir, hopper_operands_and_directives)
+{
+    ptx_module *m = module("sm_90", 90);
+    ptx_fn *f = ptx_fn_new(m, "k");
+    f->explicitcluster = true;
+    f->reqnctapercluster[0] = 2;
+    ptx_reg r = ptx_reg_new(f, PTX_T_B32), p = ptx_reg_new(f, PTX_T_PRED);
+    ptx_reg tm = ptx_reg_new(f, PTX_T_B64), bar = ptx_reg_new(f, PTX_T_B32);
+    cr_assert_not_null(ptx_emit(f, PTX_OP_ELECT, PTX_MODS(PTX_M_SYNC), PTX_NOTYPES,
+                                ptx_pair(r, p), ptx_hex(0xffffffff)));
+    cr_assert_not_null(ptx_emit(f, PTX_OP_ELECT, PTX_MODS(PTX_M_SYNC), PTX_NOTYPES,
+                                ptx_pair((ptx_reg){0}, p), ptx_r(r)));
+    ptx_opd c[] = {ptx_r(r), ptx_imm(0)};
+    cr_assert_not_null(ptx_emit(f, PTX_OP_TMA_LD,
+                                PTX_MODS(PTX_M_T2D, PTX_M_SHARED_CLUSTER, PTX_M_GLOBAL, PTX_M_MBAR_TX),
+                                PTX_NOTYPES, ptx_addr(bar, 0), ptx_tensor(f, ptx_r(tm), 2, c),
+                                ptx_addr(bar, 8)),
+                       "%s", ptx_module_errmsg(m));
+    cr_assert_not_null(ptx_emit(f, PTX_OP_MOV, PTX_NOMODS, PTX_T1(PTX_T_U32), ptx_r(r),
+                                ptx_sr(PTX_S_CLUSTER_CTARANK)));
+    ptx_pragma_nounroll(f);
+    cr_assert_eq(ptx_module_finish(m), PT_OK, "%s", ptx_module_errmsg(m));
+    cr_expect_eq(m->version, 80);
+    char *t = ptx_print(m);
+    const char *want[] = {
+        ".explicitcluster\n.reqnctapercluster 2, 1, 1\n{\n",
+        "\telect.sync %r0|%p0, 0xffffffff;\n",
+        "\telect.sync _|%p0, %r0;\n",
+        "\tcp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], "
+        "[%rd0, {%r0, 0}], [%r1+8];\n",
+        "\tmov.u32 %r0, %cluster_ctarank;\n",
+        "\t.pragma \"nounroll\";\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect(strstr(t, want[i]) != NULL, "missing %s in\n%s", want[i], t);
+    free(t);
+    ptx_module_free(m);
+
+    /* on sm_80: the directive and the special register are refused */
+    m = module("sm_80", 90);
+    f = ptx_fn_new(m, "k");
+    f->maxclusterrank = 4;
+    cr_expect_eq(ptx_module_finish(m), PT_EUNSUPPORTED);
+    cr_expect_str_eq(ptx_module_errmsg(m), ".maxclusterrank needs sm_90 and PTX 7.8; target is sm_80");
+    ptx_module_free(m);
+    m = module("sm_80", 90);
+    f = ptx_fn_new(m, "k");
+    r = ptx_reg_new(f, PTX_T_B32);
+    cr_expect_null(ptx_emit(f, PTX_OP_MOV, PTX_NOMODS, PTX_T1(PTX_T_U32), ptx_r(r),
+                            ptx_sr(PTX_S_CLUSTERID_X)));
+    cr_expect_str_eq(ptx_module_errmsg(m), "mov.u32 needs sm_90 and PTX 7.8; target is sm_80");
+    ptx_module_free(m);
+    /* %is_explicit_cluster is a predicate */
+    m = module("sm_90", 90);
+    f = ptx_fn_new(m, "k");
+    r = ptx_reg_new(f, PTX_T_B32);
+    cr_expect_null(ptx_emit(f, PTX_OP_MOV, PTX_NOMODS, PTX_T1(PTX_T_U32), ptx_r(r),
+                            ptx_sr(PTX_S_IS_EXPLICIT_CLUSTER)));
+    cr_expect(strstr(ptx_module_errmsg(m), "%is_explicit_cluster is a predicate"), "%s",
+              ptx_module_errmsg(m));
+    ptx_module_free(m);
+    /* a remote arrive's destination is the sink */
+    m = module("sm_90", 90);
+    f = ptx_fn_new(m, "k");
+    ptx_reg st = ptx_reg_new(f, PTX_T_B64);
+    bar = ptx_reg_new(f, PTX_T_B32);
+    cr_expect_null(ptx_emit(f, PTX_OP_MBAR_ARRIVE, PTX_MODS(PTX_M_SHARED_CLUSTER), PTX_T1(PTX_T_B64),
+                            ptx_r(st), ptx_addr(bar, 0)));
+    cr_expect(strstr(ptx_module_errmsg(m), "must be the sink '_' with .shared::cluster"), "%s",
+              ptx_module_errmsg(m));
+    ptx_module_free(m);
+}

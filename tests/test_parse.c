@@ -1331,3 +1331,53 @@ Test(parse_sm90, wgmma_forms) { sm90_fixture("sm90/wgmma_sm90a.ptx"); }
 Test(parse_sm90, tma_mbarrier_cluster_forms) { sm90_fixture("sm90/hopper_sm90.ptx"); }
 Test(parse_sm90, multicast_forms) { sm90_fixture("sm90/multicast_sm90a.ptx"); }
 Test(parse_sm90, mbarrier_sm80_forms) { sm90_fixture("sm90/mbarrier_sm80.ptx"); }
+
+/* sm90 ref's listed rejections (tests/ptx/sm90/rejected.txt): the parser
+ * refuses each with the table's message, and ptxas refuses each too. */
+Test(parse_sm90, listed_rejections)
+{
+    size_t n;
+    char *src = fixture("sm90/rejected.txt", &n);
+    int count = 0;
+    for (char *l = src; *l;) {
+        char *nl = strchr(l, '\n');
+        if (nl)
+            *nl = '\0';
+        char tgt[16], ver[8];
+        char *bar1 = strchr(l, '|'), *bar2 = bar1 ? strchr(bar1 + 1, '|') : NULL;
+        if (*l != '#' && bar2 && sscanf(l, "%15s %7s", tgt, ver) == 2) {
+            *bar1 = *bar2 = '\0';
+            char *ins = bar1 + 2, *want = bar2 + 2;
+            bar2[-1] = '\0'; /* the blank before '|' */
+            char text[4096];
+            snprintf(text, sizeof text,
+                     ".version %s\n.target %s\n.address_size 64\n\n.visible .entry k(\n"
+                     "\t.param .align 64 .b8 tm[128]\n)\n{\n\t.reg .pred %%p<4>;\n"
+                     "\t.reg .b16 %%rs<4>;\n\t.reg .b32 %%r<140>;\n\t.reg .b64 %%rd<8>;\n"
+                     "\t.reg .f32 %%f<140>;\n\n\t%s\n\tret;\n}\n",
+                     ver, tgt, ins);
+            ptx_module *m = NULL;
+            pt_err e;
+            pt_err_clear(&e);
+            int rc = ptx_parse(text, strlen(text), "r.ptx", 90, &m, &e);
+            cr_expect_neq(rc, PT_OK, "the table accepts a listed rejection: %s", ins);
+            cr_expect(rc == PT_OK || strstr(e.msg, want) != NULL, "%s\n  got:  %s\n  want: %s", ins,
+                      e.msg, want);
+            ptx_module_free(m);
+            if (access(PTXAS, X_OK) == 0) {
+                char path[] = "/tmp/pt_rej_XXXXXX.ptx", cmd[512];
+                int fd = mkstemps(path, 4);
+                cr_assert_geq(fd, 0);
+                cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+                close(fd);
+                snprintf(cmd, sizeof cmd, PTXAS " -arch=%s %s -o /dev/null 2>/dev/null", tgt, path);
+                cr_expect_neq(system(cmd), 0, "ptxas accepts a listed rejection: %s", ins);
+                unlink(path);
+            }
+            count++;
+        }
+        l = nl ? nl + 1 : l + strlen(l);
+    }
+    cr_expect_geq(count, 30);
+    free(src);
+}
