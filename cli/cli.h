@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "gen/op.h"
 #include "ptx/base.h"
@@ -52,6 +53,18 @@ typedef struct cli_extra {
  * flags]" (argv[0] is the command name): flags and items mix, both go
  * through the problem-file parser (search/problem.h), a key given twice is
  * refused. Dies with one line and exit 2 on bad input. */
+/* The problem flags, one per key name of every op's schema (--m --expr
+ * --d-colmajor ...; '_' written '-'; a bool's value optional, 1), appended
+ * to a getopt_long table at opts[n] (terminated; cap entries at most);
+ * returns the new count. *names holds their names: free it after parsing.
+ * Their ids lie above every command's own (CLI_OPT_OWN + 1024 on). */
+size_t cli_problem_opts(struct option *opts, size_t cap, size_t n, void **names);
+/* For an id of those flags: checks a numeric value (dies, exit 2, naming
+ * the flag), appends the item ` key="value"` to items, returns true; false
+ * for another id. The problem parser then judges the item for the op. */
+bool cli_problem_flag(int id, const char *arg, pt_buf *items);
+/* Every op's problem flags with their docs and defaults, for --help. */
+void cli_problem_usage(FILE *f);
 /* Appends ` key="value"` in the problem syntax (quotes and backslashes escaped). */
 void cli_put_item(pt_buf *b, const char *key, const char *v);
 

@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "ptx/compile.h"
+#include "tuner/backend.h"
 #include "tuner/driver.h"
 
 static int ops_table(void);
@@ -185,11 +186,144 @@ int cmd_variants(int argc, char **argv)
     return failed || spilled ? 1 : 0;
 }
 
+static const char ops_usage[] =
+    "usage: ptxtune ops [--markdown | --json]\n"
+    "Lists every op: its problem keys (KEY=VALUE in problem files and on the command line,\n"
+    "--KEY as flags; type, default, meaning) and its parameter space for example problems.\n"
+    "--markdown prints the keys as the README's table; --json as one object per op.\n";
+
+/* A key's type as ops shows it: "enum nn|nt|tn|tt", "int >= 1", "real". */
+static void key_type(const pt_key *k, char *buf, size_t n)
+{
+    switch (k->type) {
+    case PT_KEY_ENUM:
+        snprintf(buf, n, "enum %s", k->values);
+        for (char *c = buf + 5; *c; c++)
+            if (*c == ' ')
+                *c = '|';
+        break;
+    case PT_KEY_INT: snprintf(buf, n, "int >= %lld", (long long)k->min); break;
+    case PT_KEY_REAL:
+        if (k->flags & PT_KEY_MIN)
+            snprintf(buf, n, "real >= %g", k->min);
+        else
+            snprintf(buf, n, "real");
+        break;
+    default: snprintf(buf, n, "%s", pt_key_type_name(k->type)); break;
+    }
+}
+
+/* "required", the default value, "=dtype" (the value of dtype), or "-". */
+static const char *key_default(const pt_key *k)
+{
+    return k->flags & PT_KEY_REQUIRED ? "required" : k->def ? k->def : "-";
+}
+
+static void ops_markdown(void)
+{
+    const pt_op *const *ops;
+    int n = pt_op_list(&ops);
+    puts("| op | key | type | default | meaning |");
+    puts("|---|---|---|---|---|");
+    for (int i = 0; i < n; i++)
+        for (int k = 0; ops[i]->schema && k < ops[i]->schema->nkeys; k++) {
+            const pt_key *key = &ops[i]->schema->keys[k];
+            char type[160];
+            key_type(key, type, sizeof type);
+            printf("| %s | `%s` | ", ops[i]->name, key->name);
+            for (const char *c = type; *c; c++) /* a table cell holds no bare '|' */
+                printf(*c == '|' ? "\\|" : "%c", *c);
+            printf(" | %s | ", key_default(key));
+            for (const char *c = key->doc; *c; c++)
+                printf(*c == '|' ? "\\|" : "%c", *c);
+            puts(" |");
+        }
+}
+
+static void ops_json(void)
+{
+    const pt_op *const *ops;
+    int n = pt_op_list(&ops);
+    pt_buf b;
+    pt_buf_init(&b);
+    pt_buf_puts(&b, "{\"ops\":[");
+    for (int i = 0; i < n; i++) {
+        pt_buf_puts(&b, i ? ",{\"name\":" : "{\"name\":");
+        tuner_json_str(&b, ops[i]->name);
+        pt_buf_puts(&b, ",\"summary\":");
+        tuner_json_str(&b, ops[i]->summary);
+        pt_buf_puts(&b, ",\"keys\":[");
+        for (int k = 0; ops[i]->schema && k < ops[i]->schema->nkeys; k++) {
+            const pt_key *key = &ops[i]->schema->keys[k];
+            pt_buf_puts(&b, k ? ",{\"key\":" : "{\"key\":");
+            tuner_json_str(&b, key->name);
+            pt_buf_puts(&b, ",\"type\":");
+            tuner_json_str(&b, pt_key_type_name(key->type));
+            if (key->type == PT_KEY_ENUM) {
+                pt_buf_puts(&b, ",\"values\":[");
+                for (const char *s = key->values; *s;) {
+                    size_t w = strcspn(s, " ");
+                    char v[64];
+                    snprintf(v, sizeof v, "%.*s", (int)w, s);
+                    pt_buf_puts(&b, s == key->values ? "" : ",");
+                    tuner_json_str(&b, v);
+                    s += w;
+                    s += strspn(s, " ");
+                }
+                pt_buf_putc(&b, ']');
+            }
+            if (key->type == PT_KEY_INT || (key->flags & PT_KEY_MIN)) {
+                pt_buf_puts(&b, ",\"min\":");
+                tuner_json_num(&b, key->min);
+            }
+            pt_buf_printf(&b, ",\"required\":%s", key->flags & PT_KEY_REQUIRED ? "true" : "false");
+            pt_buf_puts(&b, ",\"default\":");
+            if (key->def)
+                tuner_json_str(&b, key->def);
+            else
+                pt_buf_puts(&b, "null");
+            pt_buf_printf(&b, ",\"size\":%s", key->flags & PT_KEY_SHAPE ? "true" : "false");
+            pt_buf_puts(&b, ",\"doc\":");
+            tuner_json_str(&b, key->doc);
+            pt_buf_putc(&b, '}');
+        }
+        pt_buf_puts(&b, "]}");
+    }
+    pt_buf_puts(&b, "]}");
+    puts(b.s);
+    pt_buf_free(&b);
+}
+
+static const struct option ops_opts[] = {
+    {"markdown", no_argument, 0, 'm'}, {"json", no_argument, 0, 'j'},
+    {"help", no_argument, 0, 'h'},     {0, 0, 0, 0},
+};
+
 int cmd_ops(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return ops_table();
+    bool md = false, json = false;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":", ops_opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': md = true; break;
+        case 'j': json = true; break;
+        case 'h': fputs(ops_usage, stdout); return 0;
+        default: cli_opt_error(c, argv);
+        }
+    }
+    if (optind < argc)
+        cli_die(2, "unexpected argument '%s' (ptxtune ops [--markdown | --json])", argv[optind]);
+    if (md && json)
+        cli_die(2, "give --markdown or --json, not both");
+    if (md)
+        ops_markdown();
+    else if (json)
+        ops_json();
+    else
+        return ops_table();
+    return 0;
 }
 
 static int ops_table(void)
@@ -198,6 +332,16 @@ static int ops_table(void)
     int n = pt_op_list(&ops);
     for (int i = 0; i < n; i++) {
         printf("%s: %s\n", ops[i]->name, ops[i]->summary);
+        if (ops[i]->schema) {
+            printf("  problem keys (KEY=VALUE or --KEY; name=LABEL names any problem):\n");
+            printf("    %-11s %-20s %-9s %s\n", "key", "type", "default", "meaning");
+            for (int k = 0; k < ops[i]->schema->nkeys; k++) {
+                const pt_key *key = &ops[i]->schema->keys[k];
+                char type[160];
+                key_type(key, type, sizeof type);
+                printf("    %-11s %-20s %-9s %s\n", key->name, type, key_default(key), key->doc);
+            }
+        }
         for (int k = 0; k < ops[i]->nexamples; k++) {
             const pt_problem *pr = &ops[i]->examples[k];
             pt_arena *a = pt_arena_new();

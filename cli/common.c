@@ -114,60 +114,162 @@ void cli_opt_error(int c, char **argv)
     cli_die(2, "unknown option '%.*s'", (int)n, arg);
 }
 
-/* ---- problem options shared by emit / variants / run ---- */
+/* ---- problem options shared by emit / variants / run / tune ---- */
 
-/* Long-only options get codes above any character. */
-enum {
-    OPT_M = 256, OPT_N, OPT_K, OPT_BATCH, OPT_LAYOUT, OPT_DCOL, OPT_EPI, OPT_ALPHA, OPT_BETA,
-    OPT_LDA, OPT_LDB, OPT_LDC, OPT_LDD, OPT_SCALE_A, OPT_SCALE_B, OPT_OUT_SCALE,
-};
+/* The i-th distinct key name over every op's schema (registry order, then
+ * table order): flag i of cli_problem_opts. NULL past the last. */
+static const pt_key *flag_key(int i)
+{
+    const pt_op *const *ops;
+    int nops = pt_op_list(&ops), seen = 0;
+    for (int o = 0; o < nops; o++)
+        for (int k = 0; ops[o]->schema && k < ops[o]->schema->nkeys; k++) {
+            const pt_key *key = &ops[o]->schema->keys[k];
+            bool dup = false;
+            for (int p = 0; p < o && !dup; p++)
+                dup = pt_schema_find(ops[p]->schema, key->name, strlen(key->name)) != NULL;
+            if (!dup && seen++ == i)
+                return key;
+        }
+    return NULL;
+}
+
+/* "out_dtype" -> "out-dtype" */
+static void flag_name(const pt_key *k, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s", k->name);
+    for (char *c = buf; *c; c++)
+        if (*c == '_')
+            *c = '-';
+}
+
+/* Flag names live as long as the process: one table, built once per
+ * parse into the caller's storage. */
+typedef struct flag_names {
+    char name[PT_MAX_KEYS * 2][32];
+} flag_names;
+
+static size_t problem_flags(struct option *opts, size_t cap, size_t n, int base, flag_names *fn)
+{
+    for (int i = 0; n + 1 < cap && i < PT_MAX_KEYS * 2; i++) {
+        const pt_key *k = flag_key(i);
+        if (!k)
+            break;
+        flag_name(k, fn->name[i], sizeof fn->name[i]);
+        opts[n++] = (struct option){fn->name[i],
+                                    k->type == PT_KEY_BOOL ? optional_argument : required_argument,
+                                    0, base + i};
+    }
+    opts[n] = (struct option){0, 0, 0, 0};
+    return n;
+}
+
+/* A problem flag's value as an item. Numbers are checked here, naming the
+ * flag, where the key's range is the type's whole range (a size that is
+ * required may be 0 here: the op's prepare names it); a real with its own
+ * bound or a given-flag (scales) is checked by the problem parser, which
+ * names the key and the bound. */
+static bool problem_flag(int id, int base, const char *arg, pt_buf *items)
+{
+    const pt_key *k = id >= base ? flag_key(id - base) : NULL;
+    if (!k)
+        return false;
+    char flag[40] = "--";
+    flag_name(k, flag + 2, sizeof flag - 2);
+    if (k->type == PT_KEY_INT)
+        cli_opt_int(flag, arg, k->flags & PT_KEY_REQUIRED ? 0 : (int64_t)k->min, INT64_MAX);
+    else if (k->type == PT_KEY_REAL && !k->given && !(k->flags & PT_KEY_MIN))
+        cli_opt_real(flag, arg, -INFINITY, INFINITY);
+    cli_put_item(items, k->name, k->type == PT_KEY_BOOL && !arg ? "1" : arg);
+    return true;
+}
+
+/* The base id of the problem flags in a command's table (above every
+ * command's own, CLI_OPT_OWN + 1024). */
+enum { OPT_PROBLEM = CLI_OPT_OWN + 1024 };
 
 static const struct option problem_opts[] = {
-    {"expr", required_argument, 0, 'e'},     {"shape", required_argument, 0, 's'},
-    {"dtype", required_argument, 0, 'd'},    {"out-dtype", required_argument, 0, 'D'},
     {"arch", required_argument, 0, 'a'},     {"config", required_argument, 0, 'c'},
     {"json", no_argument, 0, 'j'},           {"backend", required_argument, 0, 'b'},
     {"limit", required_argument, 0, 'n'},    {"help", no_argument, 0, 'h'},
-    {"m", required_argument, 0, OPT_M},      {"n", required_argument, 0, OPT_N},
-    {"k", required_argument, 0, OPT_K},      {"batch", required_argument, 0, OPT_BATCH},
-    {"layout", required_argument, 0, OPT_LAYOUT}, {"d-colmajor", no_argument, 0, OPT_DCOL},
-    {"epilogue", required_argument, 0, OPT_EPI},  {"alpha", required_argument, 0, OPT_ALPHA},
-    {"beta", required_argument, 0, OPT_BETA},     {"lda", required_argument, 0, OPT_LDA},
-    {"ldb", required_argument, 0, OPT_LDB},       {"ldc", required_argument, 0, OPT_LDC},
-    {"ldd", required_argument, 0, OPT_LDD},       {"scale-a", required_argument, 0, OPT_SCALE_A},
-    {"scale-b", required_argument, 0, OPT_SCALE_B},
-    {"out-scale", required_argument, 0, OPT_OUT_SCALE},
     {0, 0, 0, 0},
 };
 
-/* Printed after each command's own usage by --help. */
-static const char problem_help[] =
-    "\nproblem: KEY=VALUE items as in a problem file (results/problems/README.md), the\n"
-    "flags below, or both (a key given twice is refused), e.g.\n"
-    "  ptxtune run gemm m=16 n=4096 k=4096 dtype=bf16 layout=nt\n"
-    "  ptxtune emit elementwise 'expr=y = softmax(x, -1)' shape=x=16x4096 --dtype bf16\n"
-    "problem options (each op reads its own; 'ptxtune ops' lists the ops):\n"
-    "  elementwise: --expr 'y = f(x, ...)' --shape x=RxC,w=C,...\n"
-    "  gemm:        --m M --n N --k K [--batch B] [--layout nn|nt|tn|tt] [--d-colmajor]\n"
-    "               [--alpha A] [--beta B] [--epilogue EXPR] [--lda/--ldb/--ldc/--ldd LD]\n"
-    "               [--scale-a S] [--scale-b S]\n"
-    "    D = epilogue(acc), acc = A*B (times scale-a*scale-b for fp8/int8 inputs);\n"
-    "    default epilogue 'alpha * acc + beta * c' (C read only when beta != 0).\n"
-    "    Layout letters name A then B as in D = A*B, stored row-major: n = as written\n"
-    "    (A is M x K, B is K x N), t = stored transposed (A as K x M, B as N x K).\n"
-    "    D (and C) is M x N row-major, or column-major with --d-colmajor. An epilogue\n"
-    "    may use acc alpha beta c, name[n] (one value per column), name[m] (per row)\n"
-    "    and other names (M x N tensors stored like D), e.g.\n"
-    "    --epilogue 'gelu(acc * alpha + bias[n]) + r'. Inputs f32 (SIMT) tf32 f16 bf16\n"
-    "    s8 u8 (layout nt, s32 out or f16/bf16/f32 dequantised) e4m3 e5m2 (sm_89, nt).\n"
-    "  common:      --dtype D --out-dtype D --out-scale S --arch sm_XX --config k=v,...\n"
-    "    --out-scale S: fp8 (e4m3/e5m2) outputs hold value * S (default 1).\n"
-    "    .npy files hold bf16 as uint16 bits and fp8 as uint8 bits.\n";
+/* One key as a usage line: "  --layout nn|nt|tn|tt  doc [default nn]". */
+static void usage_key(FILE *f, const pt_key *k)
+{
+    char flag[40], arg[128];
+    flag_name(k, flag, sizeof flag);
+    switch (k->type) {
+    case PT_KEY_ENUM:
+        snprintf(arg, sizeof arg, " %s", k->values);
+        for (char *c = arg + 1; *c; c++)
+            if (*c == ' ')
+                *c = '|';
+        break;
+    case PT_KEY_BOOL: snprintf(arg, sizeof arg, "[=0|1]"); break;
+    case PT_KEY_DTYPE: snprintf(arg, sizeof arg, " D"); break;
+    case PT_KEY_EXPR: snprintf(arg, sizeof arg, " EXPR"); break;
+    case PT_KEY_SHAPES: snprintf(arg, sizeof arg, " x=RxC,..."); break;
+    case PT_KEY_INT: snprintf(arg, sizeof arg, " N"); break;
+    default: snprintf(arg, sizeof arg, " X"); break;
+    }
+    char head[192];
+    snprintf(head, sizeof head, "--%s%s", flag, arg);
+    fprintf(f, "    %-24s %s", head, k->doc);
+    if (k->flags & PT_KEY_REQUIRED)
+        fputs(" [required]", f);
+    else if (k->def)
+        fprintf(f, " [default %s]", k->def[0] == '=' ? k->def + 1 : k->def);
+    fputc('\n', f);
+}
 
-static void print_usage(const char *usage)
+/* The problem flags of op (every op when NULL), from the schemas. */
+static void usage_problem(FILE *f, const pt_op *only)
+{
+    fputs("\nproblem: KEY=VALUE items as in a problem file (results/problems/README.md), the\n"
+          "flags below (--KEY, '_' written '-'), or both (a key given twice is refused), e.g.\n"
+          "  ptxtune run gemm m=16 n=4096 k=4096 dtype=bf16 layout=nt\n"
+          "  ptxtune emit elementwise 'expr=y = softmax(x, -1)' shape=x=16x4096 --dtype bf16\n"
+          "'ptxtune ops' lists every op's keys, types, defaults and parameters.\n",
+          f);
+    const pt_op *const *ops;
+    int nops = pt_op_list(&ops);
+    for (int o = 0; o < nops; o++) {
+        if ((only && ops[o] != only) || !ops[o]->schema)
+            continue;
+        fprintf(f, "  %s: %s\n", ops[o]->name, ops[o]->summary);
+        for (int k = 0; k < ops[o]->schema->nkeys; k++)
+            usage_key(f, &ops[o]->schema->keys[k]);
+    }
+    fputs("  common: --arch sm_XX --config k=v,...\n"
+          "    .npy files hold bf16 as uint16 bits and fp8 as uint8 bits.\n",
+          f);
+}
+
+static void print_usage(const char *usage, const pt_op *op)
 {
     fputs(usage, stdout);
-    fputs(problem_help, stdout);
+    usage_problem(stdout, op);
+}
+
+size_t cli_problem_opts(struct option *opts, size_t cap, size_t n, void **names)
+{
+    flag_names *fn = calloc(1, sizeof *fn);
+    if (!fn)
+        cli_die(1, "out of memory");
+    *names = fn;
+    return problem_flags(opts, cap, n, OPT_PROBLEM, fn);
+}
+
+bool cli_problem_flag(int id, const char *arg, pt_buf *items)
+{
+    return problem_flag(id, OPT_PROBLEM, arg, items);
+}
+
+void cli_problem_usage(FILE *f)
+{
+    usage_problem(f, NULL);
 }
 
 /* Appends ` key="value"` in the problem syntax. */
@@ -189,7 +291,7 @@ void cli_parse_problem(int argc, char **argv, cli_problem *cp, const char *usage
     cp->arch = "sm_80";
     if (argc < 2 || argv[1][0] == '-') {
         if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
-            print_usage(x && x->usage ? x->usage : usage);
+            print_usage(x && x->usage ? x->usage : usage, NULL);
             exit(0);
         }
         cli_die(2, "missing op name (see 'ptxtune ops')");
@@ -197,17 +299,19 @@ void cli_parse_problem(int argc, char **argv, cli_problem *cp, const char *usage
     cp->op = pt_op_find(argv[1]);
     if (!cp->op)
         cli_die(2, "unknown op '%s' (see 'ptxtune ops')", argv[1]);
-    /* one table: the problem's options and the command's own */
-    struct option opts[96];
+    /* one table: the command's own options, the common ones, then a flag
+     * per problem key of every op (the parser names a key this op lacks) */
+    struct option opts[PT_MAX_KEYS * 2 + 64];
     size_t n = 0;
-    for (; problem_opts[n].name; n++)
-        opts[n] = problem_opts[n];
     for (size_t i = 0; x && x->opts && x->opts[i].name; i++) {
         if (n + 1 >= sizeof opts / sizeof opts[0])
             abort();
         opts[n++] = x->opts[i];
     }
-    opts[n] = (struct option){0, 0, 0, 0};
+    for (size_t i = 0; problem_opts[i].name; i++)
+        opts[n++] = problem_opts[i];
+    void *names;
+    n = cli_problem_opts(opts, sizeof opts / sizeof opts[0], n, &names);
     /* every flag becomes a problem item, validated where it is named; the
      * problem-file parser then reads all of them (a key twice is refused) */
     pt_buf items;
@@ -219,40 +323,16 @@ void cli_parse_problem(int argc, char **argv, cli_problem *cp, const char *usage
     int c;
     while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
-        case 'e': cli_put_item(&items, "expr", optarg); break;
-        case 's': cli_put_item(&items, "shape", optarg); break;
-        case 'd': cli_put_item(&items, "dtype", optarg); break;
-        case 'D': cli_put_item(&items, "out_dtype", optarg); break;
         case 'a': cp->arch = optarg; cp->has_arch = true; break;
         case 'c': cp->config = optarg; break;
         case 'j': cp->json = true; break;
         case 'b': cp->backend = optarg; break;
         case 'n': cp->limit = cli_opt_int("--limit", optarg, 1, INT32_MAX); break;
-        case OPT_M: case OPT_N: case OPT_K: {
-            const char *key = c == OPT_M ? "m" : c == OPT_N ? "n" : "k";
-            char opt[8];
-            snprintf(opt, sizeof opt, "--%s", key);
-            cli_opt_int(opt, optarg, 0, INT64_MAX); /* 0: the op names it */
-            cli_put_item(&items, key, optarg);
-            break;
-        }
-        case OPT_BATCH: cli_opt_int("--batch", optarg, 1, INT64_MAX); cli_put_item(&items, "batch", optarg); break;
-        case OPT_LAYOUT: cli_put_item(&items, "layout", optarg); break;
-        case OPT_DCOL: cli_put_item(&items, "d_colmajor", "1"); break;
-        case OPT_EPI: cli_put_item(&items, "epilogue", optarg); break;
-        case OPT_ALPHA: cli_opt_real("--alpha", optarg, -INFINITY, INFINITY); cli_put_item(&items, "alpha", optarg); break;
-        case OPT_BETA: cli_opt_real("--beta", optarg, -INFINITY, INFINITY); cli_put_item(&items, "beta", optarg); break;
-        case OPT_LDA: cli_opt_int("--lda", optarg, 1, INT64_MAX); cli_put_item(&items, "lda", optarg); break;
-        case OPT_LDB: cli_opt_int("--ldb", optarg, 1, INT64_MAX); cli_put_item(&items, "ldb", optarg); break;
-        case OPT_LDC: cli_opt_int("--ldc", optarg, 1, INT64_MAX); cli_put_item(&items, "ldc", optarg); break;
-        case OPT_LDD: cli_opt_int("--ldd", optarg, 1, INT64_MAX); cli_put_item(&items, "ldd", optarg); break;
-        /* scales: the problem parser names a non-finite or negative one */
-        case OPT_SCALE_A: cli_put_item(&items, "scale_a", optarg); break;
-        case OPT_SCALE_B: cli_put_item(&items, "scale_b", optarg); break;
-        case OPT_OUT_SCALE: cli_put_item(&items, "out_scale", optarg); break;
-        case 'h': print_usage(x && x->usage ? x->usage : usage); exit(0);
+        case 'h': print_usage(x && x->usage ? x->usage : usage, cp->op); exit(0);
         case ':': case '?': cli_opt_error(c, argv);
         default:
+            if (cli_problem_flag(c, optarg, &items))
+                break;
             if (x && x->fn) {
                 x->fn(x->ctx, c, optarg);
                 break;
@@ -260,6 +340,7 @@ void cli_parse_problem(int argc, char **argv, cli_problem *cp, const char *usage
             cli_opt_error('?', argv);
         }
     }
+    free(names);
     /* what is left: KEY=VALUE items, one argument each (the shell split them) */
     for (; optind < argc; optind++) {
         const char *eq = strchr(argv[optind], '=');

@@ -17,13 +17,13 @@ static bool out_dtype_default(const pt_problem *p)
 
 #define M(x) offsetof(pt_problem, x)
 static const pt_key keys[] = {
-    {"m", PT_KEY_INT, PT_KEY_REQUIRED | PT_KEY_SHAPE, M(m), 0, NULL, NULL, 1, NULL,
+    {"m", PT_KEY_INT, PT_KEY_REQUIRED | PT_KEY_SHAPE | PT_KEY_ROLE_M, M(m), 0, NULL, NULL, 1, NULL,
      "rows of D (and of A as written)"},
-    {"n", PT_KEY_INT, PT_KEY_REQUIRED | PT_KEY_SHAPE, M(n), 0, NULL, NULL, 1, NULL,
+    {"n", PT_KEY_INT, PT_KEY_REQUIRED | PT_KEY_SHAPE | PT_KEY_ROLE_N, M(n), 0, NULL, NULL, 1, NULL,
      "columns of D (and of B as written)"},
-    {"k", PT_KEY_INT, PT_KEY_REQUIRED | PT_KEY_SHAPE, M(k), 0, NULL, NULL, 1, NULL,
+    {"k", PT_KEY_INT, PT_KEY_REQUIRED | PT_KEY_SHAPE | PT_KEY_ROLE_K, M(k), 0, NULL, NULL, 1, NULL,
      "the reduction dimension"},
-    {"batch", PT_KEY_INT, PT_KEY_SHAPE, M(batch), 0, "1", NULL, 1, NULL,
+    {"batch", PT_KEY_INT, PT_KEY_SHAPE | PT_KEY_ROLE_BATCH, M(batch), 0, "1", NULL, 1, NULL,
      "problems packed one after another (grid z, at most 65535)"},
     {"layout", PT_KEY_ENUM, 0, M(layout), 0, "nn", "nn nt tn tt", 0, NULL,
      "A then B, row-major: n as written (A MxK, B KxN), t stored transposed"},

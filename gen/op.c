@@ -496,3 +496,37 @@ int64_t pt_key_int(const pt_key *k, const pt_problem *p)
     }
     return *(const int64_t *)cmember(p, k);
 }
+
+bool pt_problem_mnk(const pt_problem *p, double mnk[3])
+{
+    mnk[0] = mnk[1] = mnk[2] = 0;
+    const pt_op *op = p->op ? pt_op_find(p->op) : NULL;
+    const pt_schema *s = op ? op->schema : NULL;
+    double batch = 1;
+    unsigned roles = 0;
+    for (int i = 0; s && i < s->nkeys; i++) {
+        const pt_key *k = &s->keys[i];
+        double v = (double)pt_key_int(k, p);
+        if (k->flags & PT_KEY_ROLE_M)
+            mnk[0] = v;
+        if (k->flags & PT_KEY_ROLE_N)
+            mnk[1] = v;
+        if (k->flags & PT_KEY_ROLE_K)
+            mnk[2] = v;
+        if ((k->flags & PT_KEY_ROLE_BATCH) && v > 1)
+            batch = v;
+        roles |= k->flags & (PT_KEY_ROLE_M | PT_KEY_ROLE_N | PT_KEY_ROLE_K);
+    }
+    if (roles != (PT_KEY_ROLE_M | PT_KEY_ROLE_N | PT_KEY_ROLE_K)) {
+        mnk[0] = mnk[1] = mnk[2] = 0;
+        return false;
+    }
+    mnk[2] *= batch;
+    return true;
+}
+
+bool pt_problem_tensor_math(const pt_problem *p)
+{
+    const pt_op *op = p->op ? pt_op_find(p->op) : NULL;
+    return op && op->schema && (op->schema->flags & PT_OP_TENSOR) && p->dtype != PT_F32;
+}

@@ -95,6 +95,12 @@ enum {
     PT_KEY_SHAPE = 1u << 1,    /* a size: in the dims, left out of the class */
     PT_KEY_ALWAYS = 1u << 2,   /* in the canonical key even at its default */
     PT_KEY_MIN = 1u << 3,      /* REAL: at least min */
+    /* roles a tiled cost model reads (search/model.h: m x n output tiles
+     * over a k reduction, batch problems): pt_problem_mnk */
+    PT_KEY_ROLE_M = 1u << 4,
+    PT_KEY_ROLE_N = 1u << 5,
+    PT_KEY_ROLE_K = 1u << 6,
+    PT_KEY_ROLE_BATCH = 1u << 7,
 };
 
 typedef struct pt_key {
@@ -254,6 +260,12 @@ bool pt_key_is_default(const pt_key *k, const pt_problem *p);
 void pt_key_value(const pt_key *k, const pt_problem *p, pt_buf *b);
 /* An INT key's value (its default when unset, 0 when it has none). */
 int64_t pt_key_int(const pt_key *k, const pt_problem *p);
+/* For the cost model, from the schema (no op names): m, n and k * batch of
+ * an op whose keys have the M, N and K roles (false otherwise, mnk zero);
+ * tensor-core math: the op's PT_OP_TENSOR and an input dtype other than
+ * f32. */
+bool pt_problem_mnk(const pt_problem *p, double mnk[3]);
+bool pt_problem_tensor_math(const pt_problem *p);
 
 const pt_op *pt_op_find(const char *name);
 int pt_op_list(const pt_op *const **out);

@@ -3,6 +3,7 @@
  * limits, and the problem text format. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -467,6 +468,115 @@ Test(problem, fp8_gemm_output_is_part_of_the_key)
     cr_expect_str_eq(same.key, "gemm m=16 n=64 k=64 layout=nt dtype=e4m3 out_dtype=e4m3");
     /* the op's default spelled out keeps today's key (canonical spellings: issue 15) */
     cr_expect_str_eq(bf.key, "gemm m=16 n=64 k=64 layout=nt dtype=e4m3 out_dtype=bf16");
+    pt_arena_free(a);
+}
+
+/* Parsing from the op's schema (issue 10 item 4): defaults filled in,
+ * unknown keys listing the valid ones, a value of the wrong type, an enum
+ * value outside its list, a missing required key. */
+Test(problem, schema_parsing_defaults_and_errors)
+{
+    pt_arena *a = pt_arena_new();
+    search_problem p;
+    pt_err e = {0};
+    cr_assert_eq(search_problem_parse(a, "gemm", "m=1 n=2 k=3", &p, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(p.prob.dtype, PT_F32);
+    cr_expect_str_eq(p.prob.layout, "nn");
+    cr_expect_eq(p.prob.alpha, 1.0);
+    cr_expect_eq(p.prob.beta, 0.0);
+    cr_expect_eq(p.prob.batch, 1);
+    cr_expect(!p.prob.has_scale_a && !p.prob.has_out_scale && !p.prob.d_colmajor);
+    cr_expect_eq(p.prob.out_dtype, PT_F64, "gemm's output dtype is the op's choice when unset");
+    cr_assert_eq(search_problem_parse(a, "elementwise", "expr='y = x' shape=x=4 dtype=f16", &p, &e),
+                 PT_OK, "%s", e.msg);
+    cr_expect_eq(p.prob.out_dtype, PT_F16, "out_dtype defaults to =dtype");
+    cr_assert_eq(search_problem_parse(a, "elementwise", "expr='y = x' shape=x=4 out_dtype=f64 dtype=f16",
+                                      &p, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(p.prob.out_dtype, PT_F64, "a given out_dtype is kept (f64 is refused by the op)");
+    static const struct {
+        const char *op, *items, *msg;
+    } bad[] = {
+        {"gemm", "m=1 n=2 k=3 colour=red",
+         "unknown key 'colour' for gemm (keys: m n k batch layout dtype out_dtype epilogue alpha "
+         "beta d_colmajor lda ldb ldc ldd scale_a scale_b out_scale name)"},
+        {"gemm", "m=1 n=2", "missing k=... (gemm needs m, n and k)"},
+        {"gemm", "n=2 k=3", "missing m=... (gemm needs m, n and k)"},
+        {"elementwise", "shape=x=4", "missing expr=... (elementwise needs expr and shape)"},
+        {"gemm", "m=1 n=2 k=3 layout=nx", "bad value 'nx' for layout (nn, nt, tn or tt)"},
+        {"gemm", "m=1 n=2 k=3 layout=", "bad value '' for layout (nn, nt, tn or tt)"},
+        {"gemm", "m=1.5 n=2 k=3", "bad value '1.5' for m (a positive integer)"},
+        {"gemm", "m=0 n=2 k=3", "bad value '0' for m (a positive integer)"},
+        {"gemm", "m=1 n=2 k=3 batch=-1", "bad value '-1' for batch (a positive integer)"},
+        {"gemm", "m=1 n=2 k=3 d_colmajor=yes", "bad value 'yes' for d_colmajor (0 or 1)"},
+        {"gemm", "m=1 n=2 k=3 alpha=two", "bad value 'two' for alpha (a number)"},
+        {"gemm", "m=1 n=2 k=3 beta=inf", "beta=inf: must be a finite number"},
+        {"gemm", "m=1 n=2 k=3 scale_a=-2", "scale_a=-2: must be a finite number >= 0"},
+        {"gemm", "m=1 n=2 k=3 dtype=f12", "unknown dtype 'f12'"},
+        {"gemm", "m=1 n=2 k=3 m=4", "duplicate key 'm'"},
+        {"gemm", "m=1 n=2 k=3 name=a name=b", "duplicate key 'name'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&e, 0, sizeof e);
+        cr_expect_eq(search_problem_parse(a, bad[i].op, bad[i].items, &p, &e) != PT_OK, true,
+                     "accepted '%s'", bad[i].items);
+        cr_expect(strstr(e.msg, bad[i].msg), "'%s': '%s' lacks '%s'", bad[i].items, e.msg,
+                  bad[i].msg);
+    }
+    /* the command line's partial form leaves a missing or zero size to the op */
+    memset(&e, 0, sizeof e);
+    cr_expect_eq(search_problem_parse_partial(a, "gemm", "m=0 n=2", &p, &e), PT_OK, "%s", e.msg);
+    cr_expect_neq(search_problem_parse_partial(a, "gemm", "m=1 n=2 k=3 batch=0", &p, &e), PT_OK);
+    pt_arena_free(a);
+}
+
+/* The value engine over a table of keys that no op has yet: the types an
+ * attention problem needs (ints that may be negative with a default of -1,
+ * bools, enums, reals with a given-flag, a required key). */
+Test(problem, schema_engine_types)
+{
+#define M(x) offsetof(pt_problem, x)
+    static const pt_key keys[] = {
+        {"window", PT_KEY_INT, 0, M(lda), 0, "-1", NULL, -1, NULL, "a window, -1 none"},
+        {"causal", PT_KEY_BOOL, 0, M(d_colmajor), 0, "0", NULL, 0, NULL, "causal"},
+        {"layout", PT_KEY_ENUM, 0, M(layout), 0, "bshd", "bshd bhsd", 0, NULL, "layout"},
+        {"scale", PT_KEY_REAL, PT_KEY_MIN, M(scale_a), M(has_scale_a), "0", NULL, 0, NULL, "s"},
+        {"heads", PT_KEY_INT, PT_KEY_REQUIRED, M(m), 0, NULL, NULL, 1, NULL, "heads"},
+    };
+#undef M
+    static const pt_schema s = {5, keys, 0};
+    pt_problem p;
+    memset(&p, 0, sizeof p);
+    pt_err e = {0};
+    const pt_key *w = pt_schema_find(&s, "window", 6);
+    cr_assert(w);
+    cr_expect_null(pt_schema_find(&s, "win", 3));
+    cr_expect_eq(pt_key_set(NULL, w, &p, "-1", false, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(p.lda, -1);
+    cr_expect(pt_key_is_default(w, &p));
+    cr_expect_eq(pt_key_set(NULL, w, &p, "0", false, &e), PT_OK, "%s", e.msg);
+    cr_expect(!pt_key_unset(w, &p) && !pt_key_is_default(w, &p), "0 is a window, not unset");
+    cr_expect_neq(pt_key_set(NULL, w, &p, "-2", false, &e), PT_OK);
+    cr_expect(strstr(e.msg, "bad value '-2' for window (an integer >= -1)"), "%s", e.msg);
+    pt_arena *a = pt_arena_new();
+    cr_expect_eq(pt_key_set(a, &keys[2], &p, "bhsd", false, &e), PT_OK, "%s", e.msg);
+    cr_expect(!pt_key_is_default(&keys[2], &p));
+    memset(&e, 0, sizeof e);
+    cr_expect_neq(pt_key_set(a, &keys[2], &p, "bshd2", false, &e), PT_OK);
+    cr_expect(strstr(e.msg, "(bshd or bhsd)"), "%s", e.msg);
+    cr_expect(pt_key_unset(&keys[3], &p));
+    cr_expect_eq(pt_key_set(NULL, &keys[3], &p, "0", false, &e), PT_OK, "%s", e.msg);
+    cr_expect(p.has_scale_a && !pt_key_unset(&keys[3], &p) && pt_key_is_default(&keys[3], &p));
+    cr_expect_eq(pt_key_set(NULL, &keys[1], &p, "1", false, &e), PT_OK, "%s", e.msg);
+    cr_expect(p.d_colmajor && !pt_key_is_default(&keys[1], &p));
+    pt_buf b;
+    pt_buf_init(&b);
+    pt_key_value(&keys[1], &p, &b);
+    pt_key_value(&keys[0], &p, &b);
+    cr_expect_str_eq(b.s, "10");
+    pt_buf_free(&b);
+    cr_expect_str_eq(pt_key_type_name(PT_KEY_SHAPES), "shapes");
+    char names[128];
+    cr_expect_str_eq(pt_schema_names(&s, names, sizeof names), "window causal layout scale heads");
     pt_arena_free(a);
 }
 
