@@ -31,8 +31,8 @@ static const char tune_usage[] =
     "same command resumes the run where it stopped.\n\n"
     "problem: KEY=VALUE items as in a problem file (see results/problems/README.md),\n"
     "  e.g. ptxtune tune elementwise expr='y = softmax(x, -1)' shape=x=64x4096 dtype=bf16\n"
-    "  or the flags --expr --shape --dtype --out-dtype --m --n --k --batch --layout\n"
-    "  --epilogue --out-scale --name\n\n"
+    "  or the op's flags (--KEY, '_' written '-', e.g. --m 16 --d-colmajor; listed below\n"
+    "  and by 'ptxtune ops'), and --name LABEL\n\n"
     "options:\n"
     "  --strategy S     exhaustive | random | anneal | genetic | halving (default anneal)\n"
     "  --budget B       per problem: N candidates, Ns / Nm / Nh of time, or all (default 100)\n"
@@ -53,8 +53,7 @@ static const char tune_usage[] =
 
 enum {
     O_STRATEGY = 256, O_BUDGET, O_BACKEND, O_DB, O_PROBLEMS, O_ARCH, O_SEED, O_THREADS, O_PRUNE,
-    O_TOP, O_NEW, O_NOCOMPILE, O_QUIET, O_EXPR, O_SHAPE, O_DTYPE, O_ODTYPE, O_M, O_N, O_K,
-    O_BATCH, O_LAYOUT, O_EPI, O_NAME, O_HELP, O_NOISE, O_OSCALE,
+    O_TOP, O_NEW, O_NOCOMPILE, O_QUIET, O_NAME, O_HELP, O_NOISE,
 };
 
 static const struct option tune_opts[] = {
@@ -64,14 +63,8 @@ static const struct option tune_opts[] = {
     {"seed", required_argument, 0, O_SEED},         {"threads", required_argument, 0, O_THREADS},
     {"prune", required_argument, 0, O_PRUNE},       {"top", required_argument, 0, O_TOP},
     {"new", no_argument, 0, O_NEW},                 {"no-compile", no_argument, 0, O_NOCOMPILE},
-    {"quiet", no_argument, 0, O_QUIET},             {"expr", required_argument, 0, O_EXPR},
-    {"shape", required_argument, 0, O_SHAPE},       {"dtype", required_argument, 0, O_DTYPE},
-    {"out-dtype", required_argument, 0, O_ODTYPE},  {"m", required_argument, 0, O_M},
-    {"n", required_argument, 0, O_N},               {"k", required_argument, 0, O_K},
-    {"batch", required_argument, 0, O_BATCH},       {"layout", required_argument, 0, O_LAYOUT},
-    {"epilogue", required_argument, 0, O_EPI},      {"name", required_argument, 0, O_NAME},
+    {"quiet", no_argument, 0, O_QUIET},             {"name", required_argument, 0, O_NAME},
     {"mock-noise", required_argument, 0, O_NOISE},  {"help", no_argument, 0, O_HELP},
-    {"out-scale", required_argument, 0, O_OSCALE},
     {0, 0, 0, 0},
 };
 
@@ -226,7 +219,14 @@ int cmd_tune(int argc, char **argv)
     int c;
     char *end;
     opterr = 0; /* cli_opt_error: one line naming the option */
-    while ((c = getopt_long(argc, argv, ":", tune_opts, NULL)) != -1) {
+    /* tune's own options, then a flag per problem key (cli_problem_opts) */
+    struct option opts[PT_MAX_KEYS * 2 + 64];
+    size_t nopts = 0;
+    for (; tune_opts[nopts].name; nopts++)
+        opts[nopts] = tune_opts[nopts];
+    void *flag_names;
+    cli_problem_opts(opts, sizeof opts / sizeof opts[0], nopts, &flag_names);
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
         switch (c) {
         case O_STRATEGY: strategy = optarg; break;
         case O_BUDGET: budget = optarg; break;
@@ -248,22 +248,18 @@ int cmd_tune(int argc, char **argv)
         case O_NEW: fresh = true; break;
         case O_NOCOMPILE: no_compile = true; break;
         case O_QUIET: quiet = true; break;
-        case O_EXPR: cli_put_item(&items, "expr", optarg); break;
-        case O_SHAPE: cli_put_item(&items, "shape", optarg); break;
-        case O_DTYPE: cli_put_item(&items, "dtype", optarg); break;
-        case O_ODTYPE: cli_put_item(&items, "out_dtype", optarg); break;
-        case O_M: cli_put_item(&items, "m", optarg); break;
-        case O_N: cli_put_item(&items, "n", optarg); break;
-        case O_K: cli_put_item(&items, "k", optarg); break;
-        case O_BATCH: cli_put_item(&items, "batch", optarg); break;
-        case O_LAYOUT: cli_put_item(&items, "layout", optarg); break;
-        case O_EPI: cli_put_item(&items, "epilogue", optarg); break;
-        case O_OSCALE: cli_put_item(&items, "out_scale", optarg); break;
         case O_NAME: name = optarg; break;
-        case O_HELP: fputs(tune_usage, stdout); return 0;
-        default: cli_opt_error(c, argv);
+        case O_HELP:
+            fputs(tune_usage, stdout);
+            cli_problem_usage(stdout);
+            free(flag_names);
+            return 0;
+        default:
+            if (!cli_problem_flag(c, optarg, &items))
+                cli_opt_error(c, argv);
         }
     }
+    free(flag_names);
     search_kind kind;
     pt_err e = {0};
     if (search_kind_parse(strategy, &kind, &e))
