@@ -200,7 +200,8 @@ void tuner_devinfo_peaks(tuner_devinfo *di)
 
 double tuner_peak_tflops(const tuner_devinfo *di, const char *op, pt_dtype dt)
 {
-    bool tensor = op && (strcmp(op, "gemm") == 0 || strcmp(op, "attention") == 0);
+    const pt_op *o = op ? pt_op_find(op) : NULL; /* the op's schema says */
+    bool tensor = o && o->schema && (o->schema->flags & PT_OP_TENSOR);
     if (!tensor)
         return di->peak_fp32_tflops;
     switch (dt) {
