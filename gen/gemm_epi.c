@@ -229,74 +229,35 @@ static ptx_mods vmods(ptx_mod space, int n, bool nc)
     return n == 4 ? PTX_MODS(space, PTX_M_V4) : n == 2 ? PTX_MODS(space, PTX_M_V2) : PTX_MODS(space);
 }
 
-/* n elements of dt at [p + imm] as f32 values (raw: s32 bits kept). */
+/* n elements of dt at [p + imm] as f32 values (raw: s32 bits kept), by the
+ * kit's dtype I/O (gen/kit/io.h): read-only path, widest aligned vectors. */
 static void load_vals(gemm_ctx *g, ptx_reg p, int64_t imm, pt_dtype dt, int n, ptx_reg *out,
                       ptx_reg guard, bool raw)
 {
-    ptx_fn *f = g->f;
-    if (imm > 0x7fff0000ll) { /* beyond a 32-bit address offset */
-        p = gemm_add64(g, p, imm);
-        imm = 0;
-    }
-    int bytes = n * dt_bytes(dt);
-    ptx_ins *in;
-    if (dt == PT_F32 || dt == PT_S32) {
-        ptx_reg r[16];
-        for (int i = 0; i < n; i++)
-            r[i] = dt == PT_F32 ? ptx_reg_new(f, PTX_T_F32) : gemm_r32(g);
-        for (int i = 0; i < n; i += 4) {
-            int k = n - i < 4 ? n - i : 4;
-            ptx_opd d = k == 1 ? ptx_r(r[i]) : ptx_vecr(f, k, &r[i]);
-            in = ptx_emit(f, PTX_OP_LD, vmods(PTX_M_GLOBAL, k, true),
-                          dt == PT_F32 ? F32T : B32T, d, ptx_addr(p, imm + 4 * i));
-            if (guard.id)
-                ptx_guard(in, guard, false);
-        }
-        for (int i = 0; i < n; i++) {
-            if (dt == PT_S32 && !raw) {
-                ptx_reg v = ptx_reg_new(f, PTX_T_F32);
-                ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(PTX_T_F32, PTX_T_S32), ptx_r(v),
-                         ptx_r(r[i]));
-                out[i] = v;
-            } else
-                out[i] = r[i];
-        }
-        return;
-    }
-    /* 16-bit floats */
-    ptx_type ct = dt == PT_F16 ? PTX_T_F16 : PTX_T_BF16;
-    ptx_reg h[16];
-    for (int i = 0; i < n; i++)
-        h[i] = ptx_reg_new(f, PTX_T_B16);
-    if (bytes == 2) {
-        in = ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), PTX_T1(PTX_T_B16), ptx_r(h[0]),
-                      ptx_addr(p, imm));
-        if (guard.id)
-            ptx_guard(in, guard, false);
-    } else {
-        int nw = bytes / 4;
-        ptx_reg w[4];
-        for (int i = 0; i < nw; i++)
-            w[i] = gemm_r32(g);
-        in = ptx_emit(f, PTX_OP_LD, vmods(PTX_M_GLOBAL, nw, true), B32T,
-                      nw == 1 ? ptx_r(w[0]) : ptx_vecr(f, nw, w), ptx_addr(p, imm));
-        if (guard.id)
-            ptx_guard(in, guard, false);
-        for (int i = 0; i < nw; i++) {
-            ptx_opd parts[2] = {ptx_r(h[2 * i]), ptx_r(h[2 * i + 1])};
-            ptx_emit(f, PTX_OP_MOV, NOM, B32T, ptx_vec(f, 2, parts), ptx_r(w[i]));
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        out[i] = ptx_reg_new(f, PTX_T_F32);
-        ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_F32, ct), ptx_r(out[i]), ptx_r(h[i]));
-    }
+    kit_io io = {.nc = true, .raw = raw, .guard = guard};
+    kit_load(g->f, &io, dt, p, imm, n, out);
 }
 
-/* Converts n values (f32, or s32 bits for PT_S32 when raw) to dt, packed
- * low element first: *nw 32-bit words in w (types *wt: f32 for f32
- * values, else b32), or, under 4 bytes, one b16 register in *sub holding
- * the bytes (*subt b16 or b8). */
+/* Stores n values (f32, or s32 bits for PT_S32 when raw) as dt at
+ * [p + imm] of global (shared: the staging) memory, by the kit's dtype I/O. */
+static void store_vals_in(gemm_ctx *g, bool shared, ptx_reg p, int64_t imm, pt_dtype dt, int n,
+                          const ptx_reg *v, ptx_reg guard, bool raw)
+{
+    ptx_opd o[16];
+    for (int i = 0; i < n; i++)
+        o[i] = ptx_r(v[i]);
+    kit_io io = {.shared = shared, .raw = raw, .guard = guard};
+    kit_store(g->f, &io, dt, p, imm, n, o);
+}
+
+static void store_vals(gemm_ctx *g, ptx_reg p, int64_t imm, pt_dtype dt, int n, const ptx_reg *v,
+                       ptx_reg guard, bool raw)
+{
+    store_vals_in(g, false, p, imm, dt, n, v, guard, raw);
+}
+
+/* A unit's bytes moved unconverted (staging -> D): 32-bit words (type
+ * wt), or under 4 bytes one b16 register with the bytes (subt b16 or b8). */
 typedef struct packed {
     ptx_reg w[8];
     int nw;
@@ -304,76 +265,6 @@ typedef struct packed {
     ptx_reg sub;
     ptx_type subt;
 } packed;
-
-static packed pack_vals(gemm_ctx *g, pt_dtype dt, int n, const ptx_reg *v, bool raw)
-{
-    ptx_fn *f = g->f;
-    packed k;
-    memset(&k, 0, sizeof k);
-    k.wt = dt == PT_F32 ? F32T : B32T;
-    switch (dt) {
-    case PT_F32:
-    case PT_S32:
-        for (int i = 0; i < n; i++) {
-            if (dt == PT_S32 && !raw) {
-                ptx_reg r = gemm_r32(g);
-                ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RNI), PTX_TYPES(PTX_T_S32, PTX_T_F32), ptx_r(r),
-                         ptx_r(v[i]));
-                k.w[k.nw++] = r;
-            } else
-                k.w[k.nw++] = v[i];
-        }
-        break;
-    case PT_F16:
-    case PT_BF16: {
-        ptx_type t1 = dt == PT_F16 ? PTX_T_F16 : PTX_T_BF16;
-        ptx_type t2 = dt == PT_F16 ? PTX_T_F16X2 : PTX_T_BF16X2;
-        if (n == 1) {
-            k.sub = ptx_reg_new(f, PTX_T_B16);
-            k.subt = PTX_T_B16;
-            ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(t1, PTX_T_F32), ptx_r(k.sub), ptx_r(v[0]));
-            break;
-        }
-        for (int i = 0; i < n; i += 2) {
-            ptx_reg r = gemm_r32(g);
-            /* cvt.rn.f16x2.f32 d, hi, lo */
-            ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(t2, PTX_T_F32), ptx_r(r), ptx_r(v[i + 1]),
-                     ptx_r(v[i]));
-            k.w[k.nw++] = r;
-        }
-        break;
-    }
-    case PT_E4M3:
-    case PT_E5M2: {
-        ptx_type t = dt == PT_E4M3 ? PTX_T_E4M3X2 : PTX_T_E5M2X2;
-        ptx_reg q[8] = {{0}};
-        int nq = (n + 1) / 2;
-        for (int i = 0; i < nq; i++) {
-            q[i] = ptx_reg_new(f, PTX_T_B16);
-            ptx_opd hi = 2 * i + 1 < n ? ptx_r(v[2 * i + 1]) : ptx_f32(0.0f);
-            /* d[15:8] = fp8(hi), d[7:0] = fp8(lo) */
-            ptx_emit(f, PTX_OP_CVT, M2(PTX_M_RN, PTX_M_SATFINITE), PTX_TYPES(t, PTX_T_F32),
-                     ptx_r(q[i]), hi, ptx_r(v[2 * i]));
-        }
-        if (n <= 2) {
-            k.sub = q[0];
-            k.subt = n == 1 ? PTX_T_B8 : PTX_T_B16;
-            break;
-        }
-        for (int i = 0; i < nq; i += 2) {
-            ptx_reg r = gemm_r32(g);
-            ptx_opd parts[2] = {ptx_r(q[i]), ptx_r(q[i + 1])};
-            ptx_emit(f, PTX_OP_MOV, NOM, B32T, ptx_r(r), ptx_vec(f, 2, parts));
-            k.w[k.nw++] = r;
-        }
-        break;
-    }
-    default:
-        pt_errf(&f->mod->err, PT_EINTERNAL, "gemm: no store for dtype %s", pt_dtype_get(dt)->name);
-        break;
-    }
-    return k;
-}
 
 /* Stores packed values at [p + imm] of a space (global or shared). */
 static void put_packed(gemm_ctx *g, ptx_mod space, ptx_reg p, int64_t imm, const packed *k,
@@ -396,17 +287,6 @@ static void put_packed(gemm_ctx *g, ptx_mod space, ptx_reg p, int64_t imm, const
     }
 }
 
-/* Stores n values (f32, or s32 bits for PT_S32 when raw) as dt at [p + imm]. */
-static void store_vals(gemm_ctx *g, ptx_reg p, int64_t imm, pt_dtype dt, int n, const ptx_reg *v,
-                       ptx_reg guard, bool raw)
-{
-    if (imm > 0x7fff0000ll) {
-        p = gemm_add64(g, p, imm);
-        imm = 0;
-    }
-    packed k = pack_vals(g, dt, n, v, raw);
-    put_packed(g, PTX_M_GLOBAL, p, imm, &k, guard);
-}
 
 /* ---- units ---- */
 
@@ -643,8 +523,8 @@ static void stage_direct(gemm_ctx *g, const epi_geom *e, const kit_frag *fr, ptx
     }
     int run = dc ? 1 : fr->vec;
     for (int i = 0; i < fr->n; i += run) {
-        packed k = pack_vals(g, pp->out_dt, run, &out[i], pp->int_exact);
-        put_packed(g, PTX_M_SHARED, sbase, soff(e, dc, fr->row[i], fr->col[i]), &k, (ptx_reg){0});
+        store_vals_in(g, true, sbase, soff(e, dc, fr->row[i], fr->col[i]), pp->out_dt, run, &out[i],
+                      (ptx_reg){0}, pp->int_exact);
     }
 }
 
