@@ -28,6 +28,7 @@
 #include "gen/expr.h"
 #include "gen/expr_mag.h"
 #include "gen/expr_ptx.h"
+#include "gen/kit/kit.h"
 
 enum { EW_MAX_TENSORS = 8 };
 /* Most elements of the broadcast shape (a kernel's tensors then fit every
@@ -317,14 +318,28 @@ typedef struct ew {
     ptx_type it;                 /* index type: u32 or u64 */
     ptx_type ireg;               /* its register type: b32 or b64 */
     ptx_reg in_ptr[EW_MAX_TENSORS], out_ptr[EW_MAX_TENSORS];
+    /* per thread (flat: FULL tensors at the first chunk; rows: the row's
+     * first chunk of this thread, varies_col tensors) */
+    ptx_reg tptr_in[EW_MAX_TENSORS], tptr_out[EW_MAX_TENSORS];
+    /* rows: each tensor's row start, base + rowoff(r) * size */
+    ptx_reg rptr_in[EW_MAX_TENSORS], rptr_out[EW_MAX_TENSORS];
     ptx_opd rows, cols;          /* immediates or registers (index type) */
     ptx_reg scale;               /* fp8 output scale */
     ptx_opd *val;                /* per node: value of the current element */
     ptx_opd *rowval;             /* per node: value of the current row/chunk */
     bool *avail;                 /* rowval valid */
+    /* row kernels, cache=1: per RSUMEXP node, its terms exp(x - m) per
+     * element of the thread's chunks (cur indexes them: chunk * vec + j,
+     * -1 outside a cached chunk) and their factor (PTX_O_NONE: 1) */
+    int cur;
+    ptx_opd **memo;
+    ptx_opd *memo_f;
+    bool *memo_ok;
+    ptx_reg *rcp;                /* per ROW node: its reciprocal (id 0: none) */
+    ptx_reg *rcp_f;              /* per RSUMEXP kept: its factor times rcp */
+    ptx_reg *sumexp_ms;             /* per RSUMEXP after its max: safe(max) */
 } ew;
 
-#define F32T PTX_T1(PTX_T_F32)
 
 static ptx_reg freg(ew *w) { return ptx_reg_new(w->f, PTX_T_F32); }
 static ptx_reg ireg(ew *w) { return ptx_reg_new(w->f, w->ireg); }
@@ -346,6 +361,25 @@ static ptx_reg i_op2(ew *w, ptx_op op, ptx_mods m, ptx_opd a, ptx_opd b)
     return d;
 }
 
+/* a / b and a % b (unsigned): a shift and a mask when b is an immediate
+ * power of two (ptxas 13.0 emits a general division for div.u32 by an
+ * immediate 128). */
+static ptx_reg i_divrem(ew *w, ptx_op op, ptx_opd a, ptx_opd b)
+{
+    if (b.kind == PTX_O_IMM && b.u.imm > 0 && !(b.u.imm & (b.u.imm - 1))) {
+        if (op == PTX_OP_REM) {
+            ptx_reg d = ireg(w);
+            ptx_emit(w->f, PTX_OP_AND, NOM, PTX_T1(w->ireg), ptx_r(d), a, iimm(b.u.imm - 1));
+            return d;
+        }
+        int sh = 0;
+        while (((int64_t)1 << sh) < b.u.imm)
+            sh++;
+        return i_op2(w, PTX_OP_SHR, NOM, a, iimm(sh));
+    }
+    return i_op2(w, op, NOM, a, b);
+}
+
 static ptx_reg i_mad(ew *w, ptx_opd a, ptx_opd b, ptx_opd c)
 {
     ptx_reg d = ireg(w);
@@ -353,158 +387,60 @@ static ptx_reg i_mad(ew *w, ptx_opd a, ptx_opd b, ptx_opd c)
     return d;
 }
 
-#define NOM PTX_NOMODS
-#define M1(a) PTX_MODS(a)
-#define M2(a, b) PTX_MODS(a, b)
 
 /* ---------------------------------------------------------------------- */
 /* Addresses, loads and stores                                             */
 
-/* byte address = base + idx * size */
+/* byte address = base + idx * size: one mul.wide + add (IMAD.WIDE) for a
+ * 32-bit index. Row kernels use it once per tensor and row (and, in loops,
+ * per access with the column as idx); fixed offsets go in the access's
+ * immediate (kit_load / kit_store), so ptxas folds them. */
 static ptx_reg addr_of(ew *w, ptx_reg base, ptx_opd idx, int size)
 {
     ptx_fn *f = w->f;
+    if (idx.kind == PTX_O_IMM && idx.u.imm == 0)
+        return base;
     ptx_reg off = ptx_reg_new(f, PTX_T_B64), a = ptx_reg_new(f, PTX_T_B64);
     if (w->it == PTX_T_U32)
-        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_WIDE), PTX_T1(PTX_T_U32), ptx_r(off), idx, iimm(size));
+        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_WIDE), U32T, ptx_r(off), idx, iimm(size));
     else
-        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), PTX_T1(PTX_T_U64), ptx_r(off), idx, iimm(size));
-    ptx_emit(f, PTX_OP_ADD, NOM, PTX_T1(PTX_T_S64), ptx_r(a), ptx_r(base), ptx_r(off));
+        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), U64T, ptx_r(off), idx, iimm(size));
+    ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(a), ptx_r(base), ptx_r(off));
     return a;
 }
 
-/* Loads n consecutive elements of dtype dt at idx into f32 values. */
+/* Loads n consecutive elements of dtype dt at [a + off] into f32 values
+ * (read-only path). */
+static void load_at(ew *w, ptx_reg a, int64_t off, pt_dtype dt, int n, ptx_opd *out,
+                    ptx_reg guard)
+{
+    kit_io io = {.nc = true, .guard = guard};
+    ptx_reg r[16];
+    kit_load(w->f, &io, dt, a, off, n, r);
+    for (int i = 0; i < n; i++)
+        out[i] = ptx_r(r[i]);
+}
+
+/* Stores n f32 values as dtype dt at [a + off] (fp8: times the scale). */
+static void store_at(ew *w, ptx_reg a, int64_t off, pt_dtype dt, int n, const ptx_opd *v,
+                     ptx_reg guard)
+{
+    kit_io io = {.guard = guard};
+    if (dt == PT_E4M3 || dt == PT_E5M2)
+        io.scale = w->scale;
+    kit_store(w->f, &io, dt, a, off, n, v);
+}
+
 static void load_elems(ew *w, ptx_reg base, ptx_opd idx, pt_dtype dt, int n, ptx_opd *out,
                        ptx_reg guard)
 {
-    ptx_fn *f = w->f;
-    int bytes = dt_bytes(dt);
-    ptx_reg a = addr_of(w, base, idx, bytes);
-    ptx_mods m = M2(PTX_M_GLOBAL, PTX_M_NC);
-    if (dt == PT_F32) {
-        ptx_reg r[4];
-        for (int i = 0; i < n; i++) {
-            r[i] = freg(w);
-            out[i] = ptx_r(r[i]);
-        }
-        ptx_mods mv = n == 4 ? PTX_MODS(PTX_M_GLOBAL, PTX_M_NC, PTX_M_V4)
-                    : n == 2 ? PTX_MODS(PTX_M_GLOBAL, PTX_M_NC, PTX_M_V2) : m;
-        ptx_opd d = n == 1 ? ptx_r(r[0]) : ptx_vecr(f, n, r);
-        ptx_ins *in = ptx_emit(f, PTX_OP_LD, mv, F32T, d, ptx_addr(a, 0));
-        if (guard.id)
-            ptx_guard(in, guard, false);
-        return;
-    }
-    /* 16-bit storage: whole 32-bit words when possible, then unpack */
-    ptx_type cvt_src = dt == PT_F16 ? PTX_T_F16 : PTX_T_BF16;
-    ptx_reg h[8];
-    for (int i = 0; i < n; i++)
-        h[i] = ptx_reg_new(f, PTX_T_B16);
-    if (n == 1) {
-        ptx_ins *in = ptx_emit(f, PTX_OP_LD, m, PTX_T1(PTX_T_B16), ptx_r(h[0]), ptx_addr(a, 0));
-        if (guard.id)
-            ptx_guard(in, guard, false);
-    } else {
-        int nw = n / 2;
-        ptx_reg wd[4];
-        for (int i = 0; i < nw; i++)
-            wd[i] = ptx_reg_new(f, PTX_T_B32);
-        ptx_mods mv = nw == 4 ? PTX_MODS(PTX_M_GLOBAL, PTX_M_NC, PTX_M_V4)
-                    : nw == 2 ? PTX_MODS(PTX_M_GLOBAL, PTX_M_NC, PTX_M_V2) : m;
-        ptx_opd d = nw == 1 ? ptx_r(wd[0]) : ptx_vecr(f, nw, wd);
-        ptx_ins *in = ptx_emit(f, PTX_OP_LD, mv, PTX_T1(PTX_T_B32), d, ptx_addr(a, 0));
-        if (guard.id)
-            ptx_guard(in, guard, false);
-        for (int i = 0; i < nw; i++) {
-            ptx_opd parts[2] = {ptx_r(h[2 * i]), ptx_r(h[2 * i + 1])};
-            ptx_emit(f, PTX_OP_MOV, NOM, PTX_T1(PTX_T_B32), ptx_vec(f, 2, parts), ptx_r(wd[i]));
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        ptx_reg v = freg(w);
-        ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_F32, cvt_src), ptx_r(v), ptx_r(h[i]));
-        out[i] = ptx_r(v);
-    }
+    load_at(w, addr_of(w, base, idx, dt_bytes(dt)), 0, dt, n, out, guard);
 }
 
-/* Stores n f32 values as dtype dt at idx (fp8: times the scale). */
 static void store_elems(ew *w, ptx_reg base, ptx_opd idx, pt_dtype dt, int n, const ptx_opd *v,
                         ptx_reg guard)
 {
-    ptx_fn *f = w->f;
-    int bytes = dt_bytes(dt);
-    ptx_reg a = addr_of(w, base, idx, bytes);
-    ptx_mods m = M1(PTX_M_GLOBAL);
-    ptx_mods mv2 = M2(PTX_M_GLOBAL, PTX_M_V2), mv4 = M2(PTX_M_GLOBAL, PTX_M_V4);
-    ptx_ins *in;
-    if (dt == PT_F32) {
-        ptx_opd s[4];
-        for (int i = 0; i < n; i++) {
-            if (v[i].kind == PTX_O_REG)
-                s[i] = v[i];
-            else { /* a constant output: materialise */
-                ptx_reg r = freg(w);
-                ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(r), v[i]);
-                s[i] = ptx_r(r);
-            }
-        }
-        in = ptx_emit(f, PTX_OP_ST, n == 4 ? mv4 : n == 2 ? mv2 : m, F32T, ptx_addr(a, 0),
-                      n == 1 ? s[0] : ptx_vec(f, n, s));
-        if (guard.id)
-            ptx_guard(in, guard, false);
-        return;
-    }
-    if (dt == PT_E4M3 || dt == PT_E5M2) {
-        ptx_type t = dt == PT_E4M3 ? PTX_T_E4M3X2 : PTX_T_E5M2X2;
-        ptx_reg q[8];
-        int nq = (n + 1) / 2;
-        for (int i = 0; i < nq; i++) {
-            ptx_opd lo = ptx_r(f_op2(w, PTX_OP_MUL, NOM, v[2 * i], ptx_r(w->scale)));
-            ptx_opd hi = 2 * i + 1 < n ? ptx_r(f_op2(w, PTX_OP_MUL, NOM, v[2 * i + 1], ptx_r(w->scale)))
-                                       : ptx_f32(0.0f);
-            q[i] = ptx_reg_new(f, PTX_T_B16);
-            ptx_emit(f, PTX_OP_CVT, M2(PTX_M_RN, PTX_M_SATFINITE), PTX_TYPES(t, PTX_T_F32),
-                     ptx_r(q[i]), hi, lo);
-        }
-        if (n == 1)
-            in = ptx_emit(f, PTX_OP_ST, m, PTX_T1(PTX_T_B8), ptx_addr(a, 0), ptx_r(q[0]));
-        else if (n == 2)
-            in = ptx_emit(f, PTX_OP_ST, m, PTX_T1(PTX_T_B16), ptx_addr(a, 0), ptx_r(q[0]));
-        else {
-            int nw = n / 4;
-            ptx_reg wd[4];
-            for (int i = 0; i < nw; i++) {
-                wd[i] = ptx_reg_new(f, PTX_T_B32);
-                ptx_opd parts[2] = {ptx_r(q[2 * i]), ptx_r(q[2 * i + 1])};
-                ptx_emit(f, PTX_OP_MOV, NOM, PTX_T1(PTX_T_B32), ptx_r(wd[i]), ptx_vec(f, 2, parts));
-            }
-            in = ptx_emit(f, PTX_OP_ST, nw == 4 ? mv4 : nw == 2 ? mv2 : m, PTX_T1(PTX_T_B32),
-                          ptx_addr(a, 0), nw == 1 ? ptx_r(wd[0]) : ptx_vecr(f, nw, wd));
-        }
-        if (guard.id)
-            ptx_guard(in, guard, false);
-        return;
-    }
-    ptx_type t = dt == PT_F16 ? PTX_T_F16 : PTX_T_BF16;
-    if (n == 1) {
-        ptx_reg h = ptx_reg_new(f, PTX_T_B16);
-        ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(t, PTX_T_F32), ptx_r(h), v[0]);
-        in = ptx_emit(f, PTX_OP_ST, m, PTX_T1(PTX_T_B16), ptx_addr(a, 0), ptx_r(h));
-    } else {
-        int nw = n / 2;
-        ptx_reg wd[4];
-        ptx_type t2 = dt == PT_F16 ? PTX_T_F16X2 : PTX_T_BF16X2;
-        for (int i = 0; i < nw; i++) {
-            wd[i] = ptx_reg_new(f, PTX_T_B32);
-            /* cvt.rn.f16x2.f32 d, hi, lo */
-            ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(t2, PTX_T_F32), ptx_r(wd[i]),
-                     v[2 * i + 1], v[2 * i]);
-        }
-        in = ptx_emit(f, PTX_OP_ST, nw == 4 ? mv4 : nw == 2 ? mv2 : m, PTX_T1(PTX_T_B32),
-                      ptx_addr(a, 0), nw == 1 ? ptx_r(wd[0]) : ptx_vecr(f, nw, wd));
-    }
-    if (guard.id)
-        ptx_guard(in, guard, false);
+    store_at(w, addr_of(w, base, idx, dt_bytes(dt)), 0, dt, n, v, guard);
 }
 
 /* Row offset of tensor t for row r (index type). */
@@ -525,8 +461,8 @@ static ptx_opd row_offset(ew *w, const ex_tensor *t, ew_layout lay, ptx_opd r)
     for (int d = nd - 2; d >= 0; d--) {
         int64_t dim = p->full.dim[d];
         if (t->stride[d] != 0 && dim > 1) {
-            ptx_opd q = inner == 1 ? r : ptx_r(i_op2(w, PTX_OP_DIV, NOM, r, iimm(inner)));
-            ptx_reg c = i_op2(w, PTX_OP_REM, NOM, q, iimm(dim));
+            ptx_opd q = inner == 1 ? r : ptx_r(i_divrem(w, PTX_OP_DIV, r, iimm(inner)));
+            ptx_reg c = i_divrem(w, PTX_OP_REM, q, iimm(dim));
             ptx_reg term = i_op2(w, PTX_OP_MUL, M1(PTX_M_LO), ptx_r(c), iimm(t->stride[d]));
             acc = acc.kind == PTX_O_IMM ? ptx_r(term)
                                         : ptx_r(i_op2(w, PTX_OP_ADD, NOM, acc, ptx_r(term)));
@@ -649,8 +585,30 @@ static void eval_row_nodes(ew *w)
     }
 }
 
+/* The RSUMEXP node whose terms exp(a - b) the SUB node g computes the
+ * difference of, when the row kernel kept those terms (memo), else -1. */
+static int memo_of(const ew *w, int g)
+{
+    const ex_prog *p = w->p;
+    if (w->cur < 0 || p->nodes[g].kind != EX_SUB)
+        return -1;
+    for (int r = 0; r < p->nnodes; r++)
+        if (p->nodes[r].kind == EX_RSUMEXP && w->memo_ok[r] &&
+            p->nodes[r].arg[0] == p->nodes[g].arg[0] && p->nodes[r].arg[1] == p->nodes[g].arg[1])
+            return r;
+    return -1;
+}
+
 /* Evaluates the ELEM nodes in need[] for one element whose ELEM inputs are
- * in w->val (ROW values in w->rowval). */
+ * in w->val (ROW values in w->rowval). Two rewrites of the row kernel:
+ * exp(x - m) of a softmax is the term its sum of exponentials already
+ * computed for this element (row cached in registers: w->memo, times the
+ * thread's rescale factor when the statistics were online), and a
+ * division by a sum of exponentials multiplies by the row's reciprocal
+ * (w->rcp). That sum is 0, NaN or in [1, cols] (its largest term is
+ * exp(0)), where rcp.approx.ftz is within 1 ulp (no subnormal, no slow
+ * path: one MUFU.RCP, no CALL) and a * rcp(s) within 2 ulp of a / s, 0/0
+ * giving NaN as before; a general divisor keeps div.rn. */
 static void eval_elem(ew *w, const bool *need)
 {
     const ex_prog *p = w->p;
@@ -663,7 +621,22 @@ static void eval_elem(ew *w, const bool *need)
             int g = n->arg[k];
             a[k] = ex_node_class(p, g) == EX_ROW ? w->rowval[g] : w->val[g];
         }
-        w->val[i] = ex_ptx_node(w->f, n, a);
+        int r = n->kind == EX_EXP ? memo_of(w, n->arg[0]) : -1;
+        if (r >= 0) {
+            ptx_opd e = w->memo[r][w->cur];
+            w->val[i] = w->memo_f[r].kind == PTX_O_NONE
+                            ? e
+                            : ptx_r(f_op2(w, PTX_OP_MUL, NOM, e, w->memo_f[r]));
+        } else if (n->kind == EX_DIV && w->rcp_f[n->arg[1]].id &&
+                   p->nodes[n->arg[0]].kind == EX_EXP &&
+                   memo_of(w, p->nodes[n->arg[0]].arg[0]) == n->arg[1]) {
+            /* softmax: the kept term times (factor / sum), one multiply */
+            w->val[i] = ptx_r(f_op2(w, PTX_OP_MUL, NOM, w->memo[n->arg[1]][w->cur],
+                                    ptx_r(w->rcp_f[n->arg[1]])));
+        } else if (n->kind == EX_DIV && w->rcp[n->arg[1]].id)
+            w->val[i] = ptx_r(f_op2(w, PTX_OP_MUL, NOM, a[0], ptx_r(w->rcp[n->arg[1]])));
+        else
+            w->val[i] = ex_ptx_node(w->f, n, a);
     }
 }
 
@@ -688,7 +661,9 @@ static void mark_needed(const ex_prog *p, bool *need, const int *roots, int nroo
 /* ---------------------------------------------------------------------- */
 /* Flat kernel                                                             */
 
-static void flat_chunk(ew *w, ptx_opd e, int n, ptx_reg guard, const bool *need)
+/* One chunk of n elements at flat index e, eoff elements past the thread's
+ * first (FULL tensors: their thread pointer plus an immediate offset). */
+static void flat_chunk(ew *w, ptx_opd e, int64_t eoff, int n, ptx_reg guard, const bool *need)
 {
     const ex_prog *p = w->p;
     const pt_prepared *pp = w->pp;
@@ -699,8 +674,8 @@ static void flat_chunk(ew *w, ptx_opd e, int n, ptx_reg guard, const bool *need)
     for (int i = 0; i < p->noutputs; i++)
         need_rc |= pp->out_layout[i] != EW_FULL;
     if (need_rc) {
-        r = ptx_r(i_op2(w, PTX_OP_DIV, NOM, e, w->cols));
-        c = ptx_r(i_op2(w, PTX_OP_REM, NOM, e, w->cols));
+        r = ptx_r(i_divrem(w, PTX_OP_DIV, e, w->cols));
+        c = ptx_r(i_divrem(w, PTX_OP_REM, e, w->cols));
     }
     memset(w->avail, 0, (size_t)p->nnodes * sizeof *w->avail);
     load_row_inputs(w, r);
@@ -710,8 +685,11 @@ static void flat_chunk(ew *w, ptx_opd e, int n, ptx_reg guard, const bool *need)
         const ex_tensor *t = &p->inputs[i];
         if (!t->varies_col)
             continue;
-        ptx_opd off = pp->in_layout[i] == EW_FULL ? e : idx_add(w, row_offset(w, t, pp->in_layout[i], r), c);
-        load_elems(w, w->in_ptr[i], off, pp->in_dt, n, vals[i], guard);
+        if (pp->in_layout[i] == EW_FULL)
+            load_at(w, w->tptr_in[i], eoff * dt_bytes(pp->in_dt), pp->in_dt, n, vals[i], guard);
+        else
+            load_elems(w, w->in_ptr[i], idx_add(w, row_offset(w, t, pp->in_layout[i], r), c),
+                       pp->in_dt, n, vals[i], guard);
     }
     ptx_opd outv[EW_MAX_TENSORS][8];
     for (int j = 0; j < n; j++) {
@@ -724,8 +702,11 @@ static void flat_chunk(ew *w, ptx_opd e, int n, ptx_reg guard, const bool *need)
     }
     for (int o = 0; o < p->noutputs; o++) {
         const ex_tensor *t = &p->outputs[o];
-        ptx_opd off = pp->out_layout[o] == EW_FULL ? e : idx_add(w, row_offset(w, t, pp->out_layout[o], r), c);
-        store_elems(w, w->out_ptr[o], off, pp->out_dt, n, outv[o], guard);
+        if (pp->out_layout[o] == EW_FULL)
+            store_at(w, w->tptr_out[o], eoff * dt_bytes(pp->out_dt), pp->out_dt, n, outv[o], guard);
+        else
+            store_elems(w, w->out_ptr[o], idx_add(w, row_offset(w, t, pp->out_layout[o], r), c),
+                        pp->out_dt, n, outv[o], guard);
     }
 }
 
@@ -748,32 +729,40 @@ static int emit_flat(ew *w, pt_launch *l)
     ptx_opd total = w->imm ? iimm(n) : ptx_r(i_op2(w, PTX_OP_MUL, M1(PTX_M_LO), w->rows, w->cols));
     /* first chunk of this thread: (cta*unroll)*tpb + tid */
     ptx_reg base = i_mad(w, cta, iimm(w->unroll * w->tpb), tid);
+    /* FULL tensors: one pointer per thread, chunks at immediate offsets */
+    ptx_reg e0 = i_op2(w, PTX_OP_MUL, M1(PTX_M_LO), ptx_r(base), iimm(w->vec));
+    for (int i = 0; i < p->ninputs; i++)
+        if (w->pp->in_layout[i] == EW_FULL)
+            w->tptr_in[i] = addr_of(w, w->in_ptr[i], ptx_r(e0), dt_bytes(w->pp->in_dt));
+    for (int o = 0; o < p->noutputs; o++)
+        if (w->pp->out_layout[o] == EW_FULL)
+            w->tptr_out[o] = addr_of(w, w->out_ptr[o], ptx_r(e0), dt_bytes(w->pp->out_dt));
     bool tail = w->imm ? n % w->vec != 0 : w->vec > 1;
     for (int u = 0; u < w->unroll; u++) {
         int skip = ptx_label_new(f);
-        ptx_reg chunk = i_op2(w, PTX_OP_ADD, NOM, ptx_r(base), iimm(u * w->tpb));
-        ptx_reg e = i_op2(w, PTX_OP_MUL, M1(PTX_M_LO), ptx_r(chunk), iimm(w->vec));
+        int64_t eu = u * w->tpb * w->vec;
+        ptx_opd e = idx_add(w, ptx_r(e0), iimm(eu));
         ptx_reg p_out = preg(w);
-        ptx_emit(f, PTX_OP_SETP, M1(PTX_M_GE), PTX_T1(w->it), ptx_r(p_out), ptx_r(e), total);
+        ptx_emit(f, PTX_OP_SETP, M1(PTX_M_GE), PTX_T1(w->it), ptx_r(p_out), e, total);
         ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(skip)), p_out, false);
         int scalar = -1;
         if (tail) {
             /* a partial last chunk goes to the scalar path */
             scalar = ptx_label_new(f);
-            ptx_reg end = i_op2(w, PTX_OP_ADD, NOM, ptx_r(e), iimm(w->vec));
+            ptx_reg end = i_op2(w, PTX_OP_ADD, NOM, e, iimm(w->vec));
             ptx_reg p_part = preg(w);
             ptx_emit(f, PTX_OP_SETP, M1(PTX_M_GT), PTX_T1(w->it), ptx_r(p_part), ptx_r(end), total);
             ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(scalar)), p_part, false);
         }
-        flat_chunk(w, ptx_r(e), (int)w->vec, (ptx_reg){0}, need);
+        flat_chunk(w, e, eu, (int)w->vec, (ptx_reg){0}, need);
         if (tail) {
             ptx_emit(f, PTX_OP_BRA, M1(PTX_M_UNI), PTX_NOTYPES, ptx_lbl(skip));
             ptx_label_place(f, scalar);
             for (int j = 0; j < w->vec - 1; j++) {
-                ptx_reg ej = i_op2(w, PTX_OP_ADD, NOM, ptx_r(e), iimm(j));
+                ptx_opd ej = idx_add(w, e, iimm(j));
                 ptx_reg pj = preg(w);
-                ptx_emit(f, PTX_OP_SETP, M1(PTX_M_LT), PTX_T1(w->it), ptx_r(pj), ptx_r(ej), total);
-                flat_chunk(w, ptx_r(ej), 1, pj, need);
+                ptx_emit(f, PTX_OP_SETP, M1(PTX_M_LT), PTX_T1(w->it), ptx_r(pj), ej, total);
+                flat_chunk(w, ej, eu + j, 1, pj, need);
             }
         }
         ptx_label_place(f, skip);
@@ -787,140 +776,51 @@ static int emit_flat(ew *w, pt_launch *l)
 
 typedef enum red_op { RED_SUM, RED_MAX, RED_PAIR } red_op;
 
-/* The max to subtract before exponentiating: m, or 0 when m is -inf (every
- * value seen so far masked), so that exp(-inf - 0) = 0 where -inf - -inf
- * would give NaN. A (max, sum) pair with nothing unmasked is (-inf, 0). */
-static ptx_reg safe_max(ew *w, ptx_opd m)
-{
-    ptx_reg p = preg(w), ms = freg(w);
-    ptx_emit(w->f, PTX_OP_SETP, M1(PTX_M_EQ), F32T, ptx_r(p), m, ptx_f32(-INFINITY));
-    ptx_emit(w->f, PTX_OP_SELP, NOM, F32T, ptx_r(ms), ptx_f32(0.0f), m, ptx_r(p));
-    return ms;
-}
-
-/* Combines (a) with (b) into (a): sums, maxima or (max, sumexp) pairs. */
-static void combine(ew *w, red_op op, ptx_reg *a, const ptx_opd *b)
-{
-    if (op == RED_SUM) {
-        ptx_emit(w->f, PTX_OP_ADD, NOM, F32T, ptx_r(a[0]), ptx_r(a[0]), b[0]);
-    } else if (op == RED_MAX) {
-        ptx_emit(w->f, PTX_OP_MAX, NOM, F32T, ptx_r(a[0]), ptx_r(a[0]), b[0]);
-    } else {
-        /* m = max(m1, m2); s = s1*exp(m1-m) + s2*exp(m2-m); -inf pairs stay (-inf, 0) */
-        ptx_reg m = f_op2(w, PTX_OP_MAX, NOM, ptx_r(a[0]), b[0]);
-        ptx_reg ms = safe_max(w, ptx_r(m));
-        ptx_reg d1 = f_op2(w, PTX_OP_SUB, NOM, ptx_r(a[0]), ptx_r(ms));
-        ptx_reg d2 = f_op2(w, PTX_OP_SUB, NOM, b[0], ptx_r(ms));
-        ptx_reg e1 = ex_ptx_exp(w->f, ptx_r(d1)), e2 = ex_ptx_exp(w->f, ptx_r(d2));
-        ptx_reg s = f_op2(w, PTX_OP_MUL, NOM, ptx_r(a[1]), ptx_r(e1));
-        ptx_emit(w->f, PTX_OP_FMA, M1(PTX_M_RN), F32T, ptx_r(a[1]), b[1], ptx_r(e2), ptx_r(s));
-        ptx_emit(w->f, PTX_OP_MOV, NOM, F32T, ptx_r(a[0]), ptx_r(m));
-    }
-}
-
+/* One reduction of a pass: a sum, a max, or a softmax (max, sum of
+ * exponentials) pair computed online (gen/kit/reduce.h, which holds the
+ * -inf rules). */
 typedef struct red_slot {
-    int node;      /* the reduction node (for a pair: the RSUMEXP) */
-    int max_node;  /* pair: the RMAX node, else -1 */
+    int node;        /* the reduction node (for a pair: the RSUMEXP) */
+    int max_node;    /* pair: the RMAX node, else -1 */
     red_op op;
-    ptx_reg acc[2];
+    ptx_reg acc;     /* RED_SUM, RED_MAX */
+    kit_softmax st;  /* RED_PAIR */
+    ptx_opd *pv;     /* RED_PAIR, cache=1: the pass's values, updated at once */
+    ptx_reg *pg;     /* ... and the predicate each takes part under (id 0: always) */
+    int npv;
 } red_slot;
 
-/* Shuffle-reduces each slot across the T threads of a row group. */
-static void reduce_group(ew *w, red_slot *s, int ns, ptx_opd row_in_block, ptx_opd lane_in_row,
-                         const char *smem)
-{
-    ptx_fn *f = w->f;
-    /* butterfly over the whole warp, then across the row's warps below */
-    for (int off = 16; off >= 1; off /= 2) {
-        for (int i = 0; i < ns; i++) {
-            int nv = s[i].op == RED_PAIR ? 2 : 1;
-            ptx_opd other[2];
-            for (int k = 0; k < nv; k++) {
-                ptx_reg o = freg(w);
-                ptx_emit(f, PTX_OP_SHFL, M2(PTX_M_SYNC, PTX_M_BFLY), PTX_T1(PTX_T_B32), ptx_r(o),
-                         ptx_r(s[i].acc[k]), iimm(off), iimm(31), ptx_hex(0xffffffff));
-                other[k] = ptx_r(o);
-            }
-            combine(w, s[i].op, s[i].acc, other);
-        }
-    }
-    if (w->wpr == 1)
-        return;
-    /* across warps: lane 0 of each warp writes, everyone folds in order */
-    int nval = 0;
-    for (int i = 0; i < ns; i++)
-        nval += s[i].op == RED_PAIR ? 2 : 1;
-    int64_t rpb = w->tpb / (32 * w->wpr);
-    ptx_reg base = ptx_reg_new(f, PTX_T_B32);
-    ptx_emit(f, PTX_OP_MOV, NOM, PTX_T1(PTX_T_U32), ptx_r(base), ptx_sym(smem));
-    /* slot address: base + ((v*rpb + row)*wpr + warp)*4 */
-    ptx_reg lane32 = ptx_reg_new(f, PTX_T_B32), row32 = ptx_reg_new(f, PTX_T_B32);
-    ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U32, w->it == PTX_T_U32 ? PTX_T_U32 : PTX_T_U64),
-             ptx_r(lane32), lane_in_row);
-    ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U32, w->it == PTX_T_U32 ? PTX_T_U32 : PTX_T_U64),
-             ptx_r(row32), row_in_block);
-    ptx_reg warp = ptx_reg_new(f, PTX_T_B32), lane = ptx_reg_new(f, PTX_T_B32);
-    ptx_emit(f, PTX_OP_SHR, NOM, PTX_T1(PTX_T_U32), ptx_r(warp), ptx_r(lane32), iimm(5));
-    ptx_emit(f, PTX_OP_AND, NOM, PTX_T1(PTX_T_B32), ptx_r(lane), ptx_r(lane32), iimm(31));
-    ptx_reg rowbase = ptx_reg_new(f, PTX_T_B32);
-    ptx_emit(f, PTX_OP_MAD, M1(PTX_M_LO), PTX_T1(PTX_T_U32), ptx_r(rowbase), ptx_r(row32),
-             iimm(w->wpr * 4), ptx_r(base));
-    ptx_reg mine = ptx_reg_new(f, PTX_T_B32);
-    ptx_emit(f, PTX_OP_MAD, M1(PTX_M_LO), PTX_T1(PTX_T_U32), ptx_r(mine), ptx_r(warp), iimm(4),
-             ptx_r(rowbase));
-    ptx_reg p0 = preg(w);
-    ptx_emit(f, PTX_OP_SETP, M1(PTX_M_EQ), PTX_T1(PTX_T_U32), ptx_r(p0), ptx_r(lane), iimm(0));
-    int64_t stride = rpb * w->wpr * 4;
-    int v = 0;
-    for (int i = 0; i < ns; i++)
-        for (int k = 0; k < (s[i].op == RED_PAIR ? 2 : 1); k++, v++)
-            ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_SHARED), F32T, ptx_addr(mine, v * stride),
-                               ptx_r(s[i].acc[k])),
-                      p0, false);
-    ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, iimm(0));
-    v = 0;
-    for (int i = 0; i < ns; i++) {
-        int nv = s[i].op == RED_PAIR ? 2 : 1;
-        for (int k = 0; k < nv; k++)
-            ptx_emit(f, PTX_OP_LD, M1(PTX_M_SHARED), F32T, ptx_r(s[i].acc[k]),
-                     ptx_addr(rowbase, (v + k) * stride));
-        for (int wi = 1; wi < w->wpr; wi++) {
-            ptx_opd other[2];
-            for (int k = 0; k < nv; k++) {
-                ptx_reg o = freg(w);
-                ptx_emit(f, PTX_OP_LD, M1(PTX_M_SHARED), F32T, ptx_r(o),
-                         ptx_addr(rowbase, (v + k) * stride + wi * 4));
-                other[k] = ptx_r(o);
-            }
-            combine(w, s[i].op, s[i].acc, other);
-        }
-        v += nv;
-    }
-    ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, iimm(0));
-}
-
-/* One pass over the row computing the slots' reductions. elem(k) loads or
- * recalls chunk k's ELEM input values into w->val. */
+/* The rows of a block and this thread's place in its row. */
 typedef struct row_ctx {
     ptx_opd row, lane_in_row, row_in_block;
     ptx_reg store_ok;
+    ptx_reg c0;                      /* first column: lane_in_row * vec */
     int64_t nchunks;                 /* cache mode: chunks per thread */
     ptx_opd (*cached)[EW_MAX_TENSORS][8]; /* cache mode: [chunk][input][j] */
     bool *loaded;                    /* cache mode: chunk loaded */
     ptx_reg valid[64];               /* cache mode: chunk in range (0: always) */
 } row_ctx;
 
-/* Loads chunk values for column c into w->val (per element j, via vals). */
-static void row_load(ew *w, row_ctx *rc, ptx_opd c, ptx_opd vals[EW_MAX_TENSORS][8],
-                     ptx_reg guard)
+/* Byte offset of cached chunk k from the thread's pointers. */
+static int64_t chunk_off(const ew *w, int64_t k, pt_dtype dt)
+{
+    return k * 32 * w->wpr * w->vec * dt_bytes(dt);
+}
+
+/* Loads chunk k (cache mode; -1: the loop's chunk at column c) of every
+ * ELEM input into vals. */
+static void row_load(ew *w, int64_t k, ptx_opd c, ptx_opd vals[EW_MAX_TENSORS][8], ptx_reg guard)
 {
     const ex_prog *p = w->p;
+    pt_dtype dt = w->pp->in_dt;
     for (int i = 0; i < p->ninputs; i++) {
-        const ex_tensor *t = &p->inputs[i];
-        if (!t->varies_col)
+        if (!p->inputs[i].varies_col)
             continue;
-        ptx_opd off = idx_add(w, row_offset(w, t, w->pp->in_layout[i], rc->row), c);
-        load_elems(w, w->in_ptr[i], off, w->pp->in_dt, (int)w->vec, vals[i], guard);
+        if (k >= 0)
+            load_at(w, w->tptr_in[i], chunk_off(w, k, dt), dt, (int)w->vec, vals[i], guard);
+        else
+            load_at(w, addr_of(w, w->rptr_in[i], c, dt_bytes(dt)), 0, dt, (int)w->vec, vals[i],
+                    guard);
     }
 }
 
@@ -931,94 +831,61 @@ static void set_elem_inputs(ew *w, ptx_opd vals[EW_MAX_TENSORS][8], int j)
             w->val[w->p->inputs[i].node] = vals[i][j];
 }
 
-/* Accumulates element values into the slots. */
+/* Accumulates element values into the sum and max slots (pairs: per
+ * chunk, in pass_body). A sum of exponentials after its max (online=0)
+ * adds exp(x - safe(m)), kept for the output pass when the row is cached. */
 static void accumulate(ew *w, red_slot *s, int ns, ptx_reg guard)
 {
     for (int i = 0; i < ns; i++) {
         const ex_node *n = &w->p->nodes[s[i].node];
         ptx_opd v = node_value(w, n->arg[0]);
-        ptx_ins *in;
-        switch (s[i].op) {
-        case RED_SUM:
-            if (n->kind == EX_RSUMEXP) {
-                ptx_reg d = f_op2(w, PTX_OP_SUB, NOM, v, node_value(w, n->arg[1]));
-                v = ptx_r(ex_ptx_exp(w->f, ptx_r(d)));
-            }
-            in = ptx_emit(w->f, PTX_OP_ADD, NOM, F32T, ptx_r(s[i].acc[0]), ptx_r(s[i].acc[0]), v);
-            if (guard.id)
-                ptx_guard(in, guard, false);
-            break;
-        case RED_MAX:
-            in = ptx_emit(w->f, PTX_OP_MAX, NOM, F32T, ptx_r(s[i].acc[0]), ptx_r(s[i].acc[0]), v);
-            if (guard.id)
-                ptx_guard(in, guard, false);
-            break;
-        case RED_PAIR: break; /* per chunk, in pair_update() */
+        if (s[i].op == RED_PAIR)
+            continue;
+        if (n->kind == EX_RSUMEXP) {
+            v = ptx_r(kit_softmax_exp(w->f, v, ptx_r(w->sumexp_ms[s[i].node]), 1.0f));
+            if (w->cur >= 0)
+                w->memo[s[i].node][w->cur] = v;
         }
+        kit_red_step(w->f, s[i].op == RED_MAX ? KIT_RED_MAX : KIT_RED_SUM, s[i].acc, v, guard);
     }
-}
-
-/* Online update of a (max, sum of exp) pair with one chunk of n values:
- * m' = max(m, max_j v_j); s = s*exp(m - m') + sum_j exp(v_j - m'), with m'
- * replaced by 0 in the differences when it is -inf (safe_max). One rescale
- * per chunk instead of per element. */
-static void pair_update(ew *w, red_slot *s, const ptx_opd *v, int n, ptx_reg guard)
-{
-    ptx_reg cm = f_op2(w, PTX_OP_MAX, NOM, ptx_r(s->acc[0]), v[0]);
-    for (int j = 1; j < n; j++)
-        cm = f_op2(w, PTX_OP_MAX, NOM, ptx_r(cm), v[j]);
-    ptx_reg ms = safe_max(w, ptx_r(cm));
-    ptx_reg d = f_op2(w, PTX_OP_SUB, NOM, ptx_r(s->acc[0]), ptx_r(ms));
-    ptx_reg sum = f_op2(w, PTX_OP_MUL, NOM, ptx_r(s->acc[1]), ptx_r(ex_ptx_exp(w->f, ptx_r(d))));
-    for (int j = 0; j < n; j++) {
-        ptx_reg dj = f_op2(w, PTX_OP_SUB, NOM, v[j], ptx_r(ms));
-        sum = f_op2(w, PTX_OP_ADD, NOM, ptx_r(sum), ptx_r(ex_ptx_exp(w->f, ptx_r(dj))));
-    }
-    ptx_ins *in = ptx_emit(w->f, PTX_OP_MOV, NOM, F32T, ptx_r(s->acc[1]), ptx_r(sum));
-    if (guard.id)
-        ptx_guard(in, guard, false);
-    in = ptx_emit(w->f, PTX_OP_MOV, NOM, F32T, ptx_r(s->acc[0]), ptx_r(cm));
-    if (guard.id)
-        ptx_guard(in, guard, false);
 }
 
 /* Runs body over this thread's chunks of the row: unrolled over cached
- * chunks, or a loop. body(w, rc, c, vals, guard) */
+ * chunks (k = 0, 1, ...), or a loop (k = -1, the column in c). */
 typedef void (*chunk_fn)(ew *w, row_ctx *rc, void *arg, ptx_opd vals[EW_MAX_TENSORS][8],
-                         ptx_opd c, ptx_reg guard);
+                         ptx_opd c, int64_t k, ptx_reg guard);
 
 static void for_chunks(ew *w, row_ctx *rc, chunk_fn body, void *arg)
 {
     ptx_fn *f = w->f;
     int64_t T = 32 * w->wpr;
-    ptx_reg c0 = i_op2(w, PTX_OP_MUL, M1(PTX_M_LO), rc->lane_in_row, iimm(w->vec));
     if (w->cache) {
         for (int64_t k = 0; k < rc->nchunks; k++) {
-            ptx_opd c = idx_add(w, ptx_r(c0), iimm(k * T * w->vec));
+            ptx_opd c = idx_add(w, ptx_r(rc->c0), iimm(k * T * w->vec));
             if (!rc->loaded[k]) {
                 if ((k + 1) * T * w->vec > w->p->cols) {
                     rc->valid[k] = preg(w);
                     ptx_emit(f, PTX_OP_SETP, M1(PTX_M_LT), PTX_T1(w->it), ptx_r(rc->valid[k]), c,
                              w->cols);
                 }
-                row_load(w, rc, c, rc->cached[k], rc->valid[k]);
+                row_load(w, k, c, rc->cached[k], rc->valid[k]);
                 rc->loaded[k] = true;
             }
-            body(w, rc, arg, rc->cached[k], c, rc->valid[k]);
+            body(w, rc, arg, rc->cached[k], c, k, rc->valid[k]);
         }
         return;
     }
     /* loop: for (c = c0; c < cols; c += T*vec) */
     int top = ptx_label_new(f), done = ptx_label_new(f);
     ptx_reg c = ireg(w);
-    ptx_emit(f, PTX_OP_MOV, NOM, PTX_T1(w->it), ptx_r(c), ptx_r(c0));
+    ptx_emit(f, PTX_OP_MOV, NOM, PTX_T1(w->it), ptx_r(c), ptx_r(rc->c0));
     ptx_label_place(f, top);
     ptx_reg p = preg(w);
     ptx_emit(f, PTX_OP_SETP, M1(PTX_M_GE), PTX_T1(w->it), ptx_r(p), ptx_r(c), w->cols);
     ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(done)), p, false);
     ptx_opd vals[EW_MAX_TENSORS][8];
-    row_load(w, rc, ptx_r(c), vals, (ptx_reg){0});
-    body(w, rc, arg, vals, ptx_r(c), (ptx_reg){0});
+    row_load(w, -1, ptx_r(c), vals, (ptx_reg){0});
+    body(w, rc, arg, vals, ptx_r(c), -1, (ptx_reg){0});
     ptx_emit(f, PTX_OP_ADD, NOM, PTX_T1(w->it), ptx_r(c), ptx_r(c), iimm(T * w->vec));
     ptx_emit(f, PTX_OP_BRA, M1(PTX_M_UNI), PTX_NOTYPES, ptx_lbl(top));
     ptx_label_place(f, done);
@@ -1031,54 +898,162 @@ typedef struct pass_arg {
 } pass_arg;
 
 static void pass_body(ew *w, row_ctx *rc, void *arg, ptx_opd vals[EW_MAX_TENSORS][8], ptx_opd c,
-                      ptx_reg guard)
+                      int64_t k, ptx_reg guard)
 {
     (void)rc;
     (void)c;
     pass_arg *pa = arg;
-    int npair = 0;
-    for (int i = 0; i < pa->ns; i++)
-        npair += pa->s[i].op == RED_PAIR;
-    /* pv[k * vec + j]: element j of the chunk for the k-th pair slot */
-    ptx_opd *pv = npair ? pt_arena_alloc(w->f->mod->arena, (size_t)(npair * w->vec) * sizeof *pv)
-                        : NULL;
+    /* pv[i * vec + j]: element j of the chunk for pair slot i */
+    ptx_opd *pv = pt_arena_alloc(w->f->mod->arena, (size_t)(pa->ns * w->vec) * sizeof *pv);
     for (int j = 0; j < w->vec; j++) {
+        w->cur = k >= 0 ? (int)(k * w->vec + j) : -1;
         set_elem_inputs(w, vals, j);
         eval_elem(w, pa->need);
         accumulate(w, pa->s, pa->ns, guard);
-        for (int i = 0, k = 0; i < pa->ns; i++)
+        for (int i = 0; i < pa->ns; i++)
             if (pa->s[i].op == RED_PAIR)
-                pv[k++ * w->vec + j] = node_value(w, w->p->nodes[pa->s[i].node].arg[0]);
+                pv[i * w->vec + j] = node_value(w, w->p->nodes[pa->s[i].node].arg[0]);
     }
-    for (int i = 0, k = 0; i < pa->ns; i++)
-        if (pa->s[i].op == RED_PAIR)
-            pair_update(w, &pa->s[i], &pv[k++ * w->vec], (int)w->vec, guard);
+    w->cur = -1;
+    for (int i = 0; i < pa->ns; i++) {
+        red_slot *s = &pa->s[i];
+        if (s->op != RED_PAIR)
+            continue;
+        if (k < 0) { /* loop: one online update per chunk */
+            kit_softmax_update(w->f, &s->st, &pv[i * w->vec], NULL, (int)w->vec, 1, NULL);
+            continue;
+        }
+        for (int j = 0; j < w->vec; j++) { /* cached: one update after the pass */
+            s->pv[s->npv] = pv[i * w->vec + j];
+            s->pg[s->npv++] = guard;
+        }
+    }
+}
+
+/* Reduces the pass's slots over the row's threads: sums, maxima and the
+ * pairs' maxima in one all-reduce, then each pair's sum rescaled to the
+ * row max (kit_softmax_rescale; the factor also rescales the terms the
+ * pass kept) and summed in a second. */
+static void reduce_slots(ew *w, red_slot *s, int ns, const kit_warps *g)
+{
+    ptx_fn *f = w->f;
+    pt_arena *a = f->mod->arena;
+    kit_redop *ops = pt_arena_alloc(a, (size_t)ns * sizeof *ops);
+    ptx_reg *acc = pt_arena_alloc(a, (size_t)ns * sizeof *acc);
+    for (int i = 0; i < ns; i++) {
+        ops[i] = s[i].op == RED_SUM ? KIT_RED_SUM : KIT_RED_MAX;
+        if (s[i].op == RED_PAIR) {
+            acc[i] = freg(w);
+            ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(acc[i]), ptx_r(s[i].st.m));
+        } else
+            acc[i] = s[i].acc;
+    }
+    kit_red_group(f, g, ops, acc, ns);
+    int np = 0;
+    for (int i = 0; i < ns; i++) {
+        if (s[i].op != RED_PAIR)
+            continue;
+        ptx_reg alpha = kit_softmax_rescale(f, &s[i].st, ptx_r(acc[i]));
+        if (w->memo[s[i].node])
+            w->memo_f[s[i].node] = ptx_r(alpha);
+        ops[np] = KIT_RED_SUM;
+        acc[np++] = s[i].st.s;
+    }
+    if (np)
+        kit_red_group(f, g, ops, acc, np);
 }
 
 static void out_body(ew *w, row_ctx *rc, void *arg, ptx_opd vals[EW_MAX_TENSORS][8], ptx_opd c,
-                     ptx_reg guard)
+                     int64_t k, ptx_reg guard)
 {
     const ex_prog *p = w->p;
     bool *need = arg;
     ptx_opd outv[EW_MAX_TENSORS][8];
     for (int j = 0; j < w->vec; j++) {
+        w->cur = k >= 0 ? (int)(k * w->vec + j) : -1;
         set_elem_inputs(w, vals, j);
         eval_elem(w, need);
         for (int o = 0; o < p->noutputs; o++)
             outv[o][j] = node_value(w, p->outputs[o].node);
     }
+    w->cur = -1;
     ptx_reg g = rc->store_ok;
     if (guard.id) {
         g = preg(w);
-        ptx_emit(w->f, PTX_OP_AND, NOM, PTX_T1(PTX_T_PRED), ptx_r(g), ptx_r(guard),
-                 ptx_r(rc->store_ok));
+        ptx_emit(w->f, PTX_OP_AND, NOM, PREDT, ptx_r(g), ptx_r(guard), ptx_r(rc->store_ok));
+    }
+    pt_dtype dt = w->pp->out_dt;
+    for (int o = 0; o < p->noutputs; o++) {
+        if (p->outputs[o].per_row)
+            continue;
+        if (k >= 0)
+            store_at(w, w->tptr_out[o], chunk_off(w, k, dt), dt, (int)w->vec, outv[o], g);
+        else
+            store_at(w, addr_of(w, w->rptr_out[o], c, dt_bytes(dt)), 0, dt, (int)w->vec, outv[o],
+                     g);
+    }
+}
+
+/* The pointers of the thread's row: each column tensor's row start
+ * (base + rowoff(r) * size, the div/mod chain of a general layout once per
+ * row) and, cached, its first chunk (plus c0 * size): every access is
+ * then a pointer plus an immediate (cache=1) or one mul.wide-add from the
+ * column (loop). */
+static void row_pointers(ew *w, row_ctx *rc)
+{
+    const ex_prog *p = w->p;
+    for (int i = 0; i < p->ninputs; i++) {
+        if (!p->inputs[i].varies_col)
+            continue;
+        int sz = dt_bytes(w->pp->in_dt);
+        w->rptr_in[i] = addr_of(w, w->in_ptr[i],
+                                row_offset(w, &p->inputs[i], w->pp->in_layout[i], rc->row), sz);
+        if (w->cache)
+            w->tptr_in[i] = addr_of(w, w->rptr_in[i], ptx_r(rc->c0), sz);
     }
     for (int o = 0; o < p->noutputs; o++) {
-        const ex_tensor *t = &p->outputs[o];
-        if (t->per_row)
+        if (p->outputs[o].per_row)
             continue;
-        ptx_opd off = idx_add(w, row_offset(w, t, w->pp->out_layout[o], rc->row), c);
-        store_elems(w, w->out_ptr[o], off, w->pp->out_dt, (int)w->vec, outv[o], g);
+        int sz = dt_bytes(w->pp->out_dt);
+        w->rptr_out[o] = addr_of(w, w->out_ptr[o],
+                                 row_offset(w, &p->outputs[o], w->pp->out_layout[o], rc->row), sz);
+        if (w->cache)
+            w->tptr_out[o] = addr_of(w, w->rptr_out[o], ptx_r(rc->c0), sz);
+    }
+}
+
+/* After a pass: the reductions' row values, and the reciprocal of each sum
+ * of exponentials that an element divides by (eval_elem). */
+static void finish_slots(ew *w, red_slot *s, int ns)
+{
+    const ex_prog *p = w->p;
+    for (int i = 0; i < ns; i++) {
+        const ex_node *n = &p->nodes[s[i].node];
+        ptx_opd v = ptx_r(s[i].op == RED_PAIR ? s[i].st.s : s[i].acc);
+        if (n->kind == EX_RMEAN)
+            v = ptx_r(f_op2(w, PTX_OP_MUL, NOM, v, ptx_f32((float)(1.0 / (double)p->cols))));
+        w->rowval[s[i].node] = v;
+        w->avail[s[i].node] = true;
+        if (s[i].op == RED_PAIR) {
+            w->rowval[s[i].max_node] = ptx_r(s[i].st.m);
+            w->avail[s[i].max_node] = true;
+        }
+        if (w->memo[s[i].node])
+            w->memo_ok[s[i].node] = true;
+        if (n->kind != EX_RSUMEXP)
+            continue;
+        for (int d = 0; d < p->nnodes; d++)
+            if (p->nodes[d].kind == EX_DIV && p->nodes[d].arg[1] == s[i].node &&
+                ex_node_class(p, d) == EX_ELEM && !w->rcp[s[i].node].id) {
+                w->rcp[s[i].node] = freg(w);
+                ptx_emit(w->f, PTX_OP_RCP, M2(PTX_M_APPROX, PTX_M_FTZ), F32T,
+                         ptx_r(w->rcp[s[i].node]), v);
+                if (w->memo_f[s[i].node].kind != PTX_O_NONE)
+                    w->rcp_f[s[i].node] = f_op2(w, PTX_OP_MUL, NOM, w->memo_f[s[i].node],
+                                                ptx_r(w->rcp[s[i].node]));
+                else if (w->memo[s[i].node])
+                    w->rcp_f[s[i].node] = w->rcp[s[i].node];
+            }
     }
 }
 
@@ -1091,8 +1066,8 @@ static int emit_rows(ew *w, pt_launch *l)
     l->grid[0] = (unsigned)((p->rows + rpb - 1) / rpb);
     row_ctx rc = {0};
     ptx_opd tid = sreg32(w, PTX_S_TID_X), cta = sreg32(w, PTX_S_CTAID_X);
-    rc.row_in_block = rpb == 1 ? iimm(0) : ptx_r(i_op2(w, PTX_OP_DIV, NOM, tid, iimm(T)));
-    rc.lane_in_row = rpb == 1 ? tid : ptx_r(i_op2(w, PTX_OP_REM, NOM, tid, iimm(T)));
+    rc.row_in_block = rpb == 1 ? iimm(0) : ptx_r(i_divrem(w, PTX_OP_DIV, tid, iimm(T)));
+    rc.lane_in_row = rpb == 1 ? tid : ptx_r(i_divrem(w, PTX_OP_REM, tid, iimm(T)));
     ptx_reg row = i_mad(w, cta, iimm(rpb), rc.row_in_block);
     /* rows past the end recompute the last row (barriers stay uniform) and
      * store nothing */
@@ -1100,6 +1075,7 @@ static int emit_rows(ew *w, pt_launch *l)
     ptx_emit(f, PTX_OP_SETP, M1(PTX_M_LT), PTX_T1(w->it), ptx_r(rc.store_ok), ptx_r(row), w->rows);
     ptx_reg last = i_op2(w, PTX_OP_SUB, NOM, w->rows, iimm(1));
     rc.row = ptx_r(i_op2(w, PTX_OP_MIN, NOM, ptx_r(row), ptx_r(last)));
+    rc.c0 = i_op2(w, PTX_OP_MUL, M1(PTX_M_LO), rc.lane_in_row, iimm(w->vec));
     rc.nchunks = row_chunks(w->pp, w->wpr, w->vec);
     if (w->cache) {
         rc.cached = pt_arena_alloc(a, (size_t)rc.nchunks * sizeof *rc.cached);
@@ -1108,20 +1084,31 @@ static int emit_rows(ew *w, pt_launch *l)
     memset(w->avail, 0, (size_t)p->nnodes * sizeof *w->avail);
     load_row_inputs(w, rc.row);
     eval_row_nodes(w);
+    row_pointers(w, &rc);
 
-    /* shared scratch for cross-warp reductions: [values][rpb][wpr] f32 */
+    /* shared scratch for cross-warp reductions: [values][rpb][wpr] f32,
+     * one value per reduction of a level at most */
     int maxvals = 0;
     for (int lv = 1; lv <= p->nlevels; lv++) {
         int nv = 0;
         for (int i = 0; i < p->nnodes; i++)
-            if (p->nodes[i].level == lv && (ex_kind_get(p->nodes[i].kind)->flags & EXK_RED))
-                nv += p->nodes[i].kind == EX_RSUMEXP ? 2 : 1;
+            nv += p->nodes[i].level == lv && (ex_kind_get(p->nodes[i].kind)->flags & EXK_RED);
         if (nv > maxvals)
             maxvals = nv;
     }
-    const char *smem = NULL;
-    if (w->wpr > 1)
-        smem = ptx_shared_add(f, "red", 16, maxvals * rpb * w->wpr * 4);
+    kit_warps warps, *g = NULL;
+    if (w->wpr > 1) {
+        ptx_opd grp = rc.row_in_block, in_grp = rc.lane_in_row;
+        if (w->it != PTX_T_U32) {
+            ptx_reg g32 = ptx_reg_new(f, PTX_T_B32), l32 = ptx_reg_new(f, PTX_T_B32);
+            ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U32, PTX_T_U64), ptx_r(g32), grp);
+            ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U32, PTX_T_U64), ptx_r(l32), in_grp);
+            grp = ptx_r(g32);
+            in_grp = ptx_r(l32);
+        }
+        warps = kit_warps_new(f, "red", (int)rpb, (int)w->wpr, maxvals, grp, in_grp);
+        g = &warps;
+    }
 
     for (int lv = 1; lv <= p->nlevels; lv++) {
         /* sub-pass 0: everything of this level (pairs when online);
@@ -1152,13 +1139,21 @@ static int emit_rows(ew *w, pt_launch *l)
                 red_slot *r = &s[ns++];
                 r->node = i;
                 r->max_node = pair >= 0 && w->online ? pair : -1;
-                r->op = r->max_node >= 0 ? RED_PAIR
-                      : n->kind == EX_RMAX ? RED_MAX : RED_SUM;
-                for (int k = 0; k < (r->op == RED_PAIR ? 2 : 1); k++) {
-                    r->acc[k] = freg(w);
-                    float init = (r->op == RED_MAX || (r->op == RED_PAIR && k == 0)) ? -INFINITY : 0.0f;
-                    ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(r->acc[k]), ptx_f32(init));
+                r->op = r->max_node >= 0 ? RED_PAIR : n->kind == EX_RMAX ? RED_MAX : RED_SUM;
+                if (r->op == RED_PAIR) {
+                    r->st = kit_softmax_new(f, 1.0f);
+                    r->st.fresh = w->cache; /* a loop body updates it many times */
                 }
+                else
+                    r->acc = kit_red_init(f, r->op == RED_MAX ? KIT_RED_MAX : KIT_RED_SUM);
+                if (n->kind == EX_RSUMEXP && w->cache)
+                    w->memo[i] = pt_arena_alloc(a, (size_t)(rc.nchunks * w->vec) * sizeof **w->memo);
+                if (r->op == RED_PAIR && w->cache) {
+                    r->pv = pt_arena_alloc(a, (size_t)(rc.nchunks * w->vec) * sizeof *r->pv);
+                    r->pg = pt_arena_alloc(a, (size_t)(rc.nchunks * w->vec) * sizeof *r->pg);
+                }
+                if (n->kind == EX_RSUMEXP && r->op == RED_SUM) /* its max is known */
+                    w->sumexp_ms[i] = kit_softmax_safe_max(f, node_value(w, n->arg[1]));
             }
             if (!ns)
                 continue;
@@ -1170,34 +1165,28 @@ static int emit_rows(ew *w, pt_launch *l)
             mark_needed(p, need, roots, nr);
             pass_arg pa = {s, ns, need};
             for_chunks(w, &rc, pass_body, &pa);
-            reduce_group(w, s, ns, rc.row_in_block, rc.lane_in_row, smem);
-            for (int i = 0; i < ns; i++) {
-                const ex_node *n = &p->nodes[s[i].node];
-                ptx_opd v = ptx_r(s[i].acc[s[i].op == RED_PAIR ? 1 : 0]);
-                if (n->kind == EX_RMEAN)
-                    v = ptx_r(f_op2(w, PTX_OP_MUL, NOM, v, ptx_f32((float)(1.0 / (double)p->cols))));
-                w->rowval[s[i].node] = v;
-                w->avail[s[i].node] = true;
-                if (s[i].op == RED_PAIR) {
-                    w->rowval[s[i].max_node] = ptx_r(s[i].acc[0]);
-                    w->avail[s[i].max_node] = true;
+            for (int i = 0; i < ns; i++) /* cached pairs: one update of all values */
+                if (s[i].op == RED_PAIR && w->cache) {
+                    ptx_opd *pe = w->memo[s[i].node];
+                    kit_softmax_update(f, &s[i].st, s[i].pv, s[i].pg, s[i].npv, 1, pe);
                 }
-            }
+            reduce_slots(w, s, ns, g);
+            finish_slots(w, s, ns);
             eval_row_nodes(w);
         }
     }
     /* per-row outputs: lane 0 of the group */
     ptx_reg lane0 = preg(w);
     ptx_emit(f, PTX_OP_SETP, M1(PTX_M_EQ), PTX_T1(w->it), ptx_r(lane0), rc.lane_in_row, iimm(0));
-    ptx_reg g = preg(w);
-    ptx_emit(f, PTX_OP_AND, NOM, PTX_T1(PTX_T_PRED), ptx_r(g), ptx_r(lane0), ptx_r(rc.store_ok));
+    ptx_reg g0 = preg(w);
+    ptx_emit(f, PTX_OP_AND, NOM, PREDT, ptx_r(g0), ptx_r(lane0), ptx_r(rc.store_ok));
     int nelem_out = 0;
     int roots[EW_MAX_TENSORS];
     for (int o = 0; o < p->noutputs; o++) {
         const ex_tensor *t = &p->outputs[o];
         if (t->per_row) {
             ptx_opd v = w->rowval[t->node];
-            store_elems(w, w->out_ptr[o], rc.row, w->pp->out_dt, 1, &v, g);
+            store_elems(w, w->out_ptr[o], rc.row, w->pp->out_dt, 1, &v, g0);
         } else
             roots[nelem_out++] = t->node;
     }
@@ -1236,6 +1225,13 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
     w.val = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.val);
     w.rowval = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.rowval);
     w.avail = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.avail);
+    w.memo = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.memo);
+    w.memo_f = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.memo_f);
+    w.memo_ok = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.memo_ok);
+    w.rcp = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.rcp);
+    w.rcp_f = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.rcp_f);
+    w.sumexp_ms = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.sumexp_ms);
+    w.cur = -1;
     for (int i = 0; i < p->nnodes; i++)
         if (p->nodes[i].kind == EX_CONST) {
             w.val[i] = w.rowval[i] = ptx_f32((float)p->nodes[i].value);

@@ -407,3 +407,81 @@ Test(elementwise, integer_casts_assemble, .timeout = 300)
     pt_compiler_close(comp);
     cr_expect_eq(n, 32);
 }
+
+/* Distinct address registers of the 16-byte global accesses in t, and how
+ * many accesses there are. */
+static int v4_bases(const char *t, int *naccess)
+{
+    char seen[64][16];
+    int n = 0;
+    *naccess = 0;
+    for (const char *l = t; (l = strstr(l, ".global")); l++) {
+        const char *eol = strchr(l, '\n');
+        const char *v4 = strstr(l, ".v4.");
+        const char *br = strchr(l, '[');
+        if (!eol || !v4 || v4 > eol || !br || br > eol)
+            continue;
+        char r[16] = {0};
+        for (int i = 0; i < 15 && br[1 + i] != ']' && br[1 + i] != '+'; i++)
+            r[i] = br[1 + i];
+        (*naccess)++;
+        int k = 0;
+        while (k < n && strcmp(seen[k], r))
+            k++;
+        if (k == n && n < 64)
+            strcpy(seen[n++], r);
+    }
+    return n;
+}
+
+/* Issue 10 item 3: a softmax with the row cached computes exp once per
+ * element (the sum's terms are kept for the output) and divides through
+ * one reciprocal per row (no div.rn per element: MUFU.RCP + FCHK + a CALL
+ * each in SASS). 4096 columns over 4 warps, vec 8: 32 elements a thread;
+ * online=1 adds one rescale per thread. Before: 2 exps and a div.rn per
+ * element. */
+Test(elementwise, softmax_one_exp_per_element_and_one_reciprocal_per_row)
+{
+    pt_problem p = PT_EW("y = softmax(x, -1)", "x=16x4096", PT_BF16, PT_BF16);
+    const char *cfg[] = {"tpb=128,vec=8,wpr=4,cache=1,online=1",
+                         "tpb=128,vec=8,wpr=4,cache=1,online=0",
+                         "tpb=128,vec=8,wpr=4,cache=0,online=1"};
+    for (int i = 0; i < 3; i++) {
+        pt_err e = {0};
+        char *t = emit_text(&p, "sm_80", cfg[i], &e);
+        cr_assert(t, "%s", e.msg);
+        int ex2 = count(t, "ex2.approx");
+        if (i < 2)
+            cr_expect_leq(ex2, 32 + 1, "%s: %d exps for 32 elements", cfg[i], ex2);
+        cr_expect_eq(count(t, "div.rn"), 0, "%s", cfg[i]);
+        cr_expect_eq(count(t, "rcp."), 1, "%s: one reciprocal per row", cfg[i]);
+        free(t);
+    }
+}
+
+/* Issue 10 item 3: row kernels compute one pointer per tensor and row;
+ * every 16-byte access of a cached row is that pointer plus an immediate
+ * (ptxas folds it: no address arithmetic per access), and no general
+ * division by the power-of-two group size. rmsnorm over 4096 bf16
+ * columns: x and y 4 chunks each, the weight 4: 12 accesses, 3 bases.
+ * The flat kernel too: 4 unrolled chunks of x and y, 2 bases. Before:
+ * one mul.wide + add per access. */
+Test(elementwise, accesses_are_a_pointer_plus_an_immediate)
+{
+    pt_problem p = PT_EW("y = rmsnorm(x, -1) * w", "x=16x4096,w=4096", PT_BF16, PT_BF16);
+    pt_err e = {0};
+    char *t = emit_text(&p, "sm_80", "tpb=256,vec=8,wpr=4,cache=1,shape_imm=1", &e);
+    cr_assert(t, "%s", e.msg);
+    int nacc, nb = v4_bases(t, &nacc);
+    cr_expect_eq(nacc, 12, "%d 16-byte accesses", nacc);
+    cr_expect_eq(nb, 3, "%d address registers for 12 accesses:\n%s", nb, t);
+    cr_expect_eq(count(t, "div.u32") + count(t, "rem.u32"), 0);
+    free(t);
+    pt_problem g = PT_EW("y = gelu(x)", "x=128x512", PT_BF16, PT_BF16);
+    t = emit_text(&g, "sm_80", "tpb=128,vec=8,unroll=4,shape_imm=1", &e);
+    cr_assert(t, "%s", e.msg);
+    nb = v4_bases(t, &nacc);
+    cr_expect_eq(nacc, 8, "%d 16-byte accesses", nacc);
+    cr_expect_eq(nb, 2, "%d address registers for 8 accesses", nb);
+    free(t);
+}

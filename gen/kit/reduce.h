@@ -103,7 +103,9 @@ kit_softmax kit_softmax_new(ptx_fn *f, float k);
  * either way). Returns alpha, the factor that rescales what was
  * accumulated against the old max (attention's O); an immediate 0 for a
  * fresh state, whose update skips the rescale. The sum stays thread-local:
- * kit_softmax_reduce (or kit_red_* on s) finishes it. */
+ * kit_softmax_reduce (or kit_red_* on s) finishes it. `fresh` is an emit-time
+ * fact: an update emitted in a loop body runs many times, so clear
+ * st.fresh before emitting one there. */
 ptx_opd kit_softmax_update(ptx_fn *f, kit_softmax *st, const ptx_opd *v, const ptx_reg *guard,
                            int n, int width, ptx_opd *p);
 /* Merges another state (bm, bs) (same k) into st: m = max(m, bm),
