@@ -117,7 +117,7 @@ static const char variants_usage[] =
     "usage: ptxtune variants OP [KEY=VALUE ...] [--expr ... --shape ...] [--dtype D] [--arch sm_XX|all]\n"
     "                           [--limit N] [--backend nvjitlink|ptxas]\n"
     "Emits and compiles every config of the op's parameter space for each\n"
-    "architecture (all = sm_80 sm_86 sm_89 sm_90) and prints one row per variant:\n"
+    "architecture (all =" PT_TARGET_ALL_NAMES ") and prints one row per variant:\n"
     "registers, spills, shared memory, emit time and compile time.\n";
 
 int cmd_variants(int argc, char **argv)
@@ -125,9 +125,13 @@ int cmd_variants(int argc, char **argv)
     cli_problem cp;
     cli_parse_problem(argc, argv, &cp, variants_usage, NULL);
     pt_err e = {0};
-    const char *archs_all[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
+    static const char *const archs_all[] = {
+#define ARCH(name) name,
+        PT_TARGET_ALL_MAP(ARCH)
+#undef ARCH
+    };
     const char *const *archs = archs_all;
-    int narchs = 4;
+    int narchs = (int)(sizeof archs_all / sizeof archs_all[0]);
     if (strcmp(cp.arch, "all") != 0) {
         archs = (const char *const *)&cp.arch;
         narchs = 1;
