@@ -9,8 +9,12 @@
  *    thread l of the group handles chunks l, l+T, l+2T... (T = 32*wpr).
  *    Each reduction level is one pass over the row (kept in registers when
  *    cache=1 and the row fits), reduced with warp shuffles and, across warps,
- *    through shared memory. softmax's max and sum of exponentials share one
- *    pass with the online rescaling rule when online=1.
+ *    through shared memory (gen/kit/reduce). softmax's max and sum of
+ *    exponentials share one pass with the online rescaling rule when
+ *    online=1 and the row is not cached; a cached row takes its max first,
+ *    keeps the sum's terms for the output and divides by one reciprocal.
+ *    Each tensor gets one pointer per row (and thread): accesses are that
+ *    pointer plus an immediate (cached) or plus the column (loop).
  * Values are computed in f32 whatever the storage dtype (f32, f16, bf16;
  * fp8 e4m3/e5m2 outputs multiply by a scale parameter first).
  *
@@ -330,13 +334,11 @@ typedef struct ew {
     bool *avail;                 /* rowval valid */
     /* row kernels, cache=1: per RSUMEXP node, its terms exp(x - m) per
      * element of the thread's chunks (cur indexes them: chunk * vec + j,
-     * -1 outside a cached chunk) and their factor (PTX_O_NONE: 1) */
+     * -1 outside a cached chunk) */
     int cur;
     ptx_opd **memo;
-    ptx_opd *memo_f;
     bool *memo_ok;
     ptx_reg *rcp;                /* per ROW node: its reciprocal (id 0: none) */
-    ptx_reg *rcp_f;              /* per RSUMEXP kept: its factor times rcp */
     ptx_reg *sumexp_ms;             /* per RSUMEXP after its max: safe(max) */
 } ew;
 
@@ -602,8 +604,7 @@ static int memo_of(const ew *w, int g)
 /* Evaluates the ELEM nodes in need[] for one element whose ELEM inputs are
  * in w->val (ROW values in w->rowval). Two rewrites of the row kernel:
  * exp(x - m) of a softmax is the term its sum of exponentials already
- * computed for this element (row cached in registers: w->memo, times the
- * thread's rescale factor when the statistics were online), and a
+ * computed for this element (row cached in registers: w->memo), and a
  * division by a sum of exponentials multiplies by the row's reciprocal
  * (w->rcp). That sum is 0, NaN or in [1, cols] (its largest term is
  * exp(0)), where rcp.approx.ftz is within 1 ulp (no subnormal, no slow
@@ -623,16 +624,7 @@ static void eval_elem(ew *w, const bool *need)
         }
         int r = n->kind == EX_EXP ? memo_of(w, n->arg[0]) : -1;
         if (r >= 0) {
-            ptx_opd e = w->memo[r][w->cur];
-            w->val[i] = w->memo_f[r].kind == PTX_O_NONE
-                            ? e
-                            : ptx_r(f_op2(w, PTX_OP_MUL, NOM, e, w->memo_f[r]));
-        } else if (n->kind == EX_DIV && w->rcp_f[n->arg[1]].id &&
-                   p->nodes[n->arg[0]].kind == EX_EXP &&
-                   memo_of(w, p->nodes[n->arg[0]].arg[0]) == n->arg[1]) {
-            /* softmax: the kept term times (factor / sum), one multiply */
-            w->val[i] = ptx_r(f_op2(w, PTX_OP_MUL, NOM, w->memo[n->arg[1]][w->cur],
-                                    ptx_r(w->rcp_f[n->arg[1]])));
+            w->val[i] = w->memo[r][w->cur];
         } else if (n->kind == EX_DIV && w->rcp[n->arg[1]].id)
             w->val[i] = ptx_r(f_op2(w, PTX_OP_MUL, NOM, a[0], ptx_r(w->rcp[n->arg[1]])));
         else
@@ -785,9 +777,6 @@ typedef struct red_slot {
     red_op op;
     ptx_reg acc;     /* RED_SUM, RED_MAX */
     kit_softmax st;  /* RED_PAIR */
-    ptx_opd *pv;     /* RED_PAIR, cache=1: the pass's values, updated at once */
-    ptx_reg *pg;     /* ... and the predicate each takes part under (id 0: always) */
-    int npv;
 } red_slot;
 
 /* The rows of a block and this thread's place in its row. */
@@ -919,14 +908,8 @@ static void pass_body(ew *w, row_ctx *rc, void *arg, ptx_opd vals[EW_MAX_TENSORS
         red_slot *s = &pa->s[i];
         if (s->op != RED_PAIR)
             continue;
-        if (k < 0) { /* loop: one online update per chunk */
-            kit_softmax_update(w->f, &s->st, &pv[i * w->vec], NULL, (int)w->vec, 1, NULL);
-            continue;
-        }
-        for (int j = 0; j < w->vec; j++) { /* cached: one update after the pass */
-            s->pv[s->npv] = pv[i * w->vec + j];
-            s->pg[s->npv++] = guard;
-        }
+        /* one online update per chunk (pairs exist in loops only) */
+        kit_softmax_update(w->f, &s->st, &pv[i * w->vec], NULL, (int)w->vec, 1, NULL);
     }
 }
 
@@ -953,9 +936,7 @@ static void reduce_slots(ew *w, red_slot *s, int ns, const kit_warps *g)
     for (int i = 0; i < ns; i++) {
         if (s[i].op != RED_PAIR)
             continue;
-        ptx_reg alpha = kit_softmax_rescale(f, &s[i].st, ptx_r(acc[i]));
-        if (w->memo[s[i].node])
-            w->memo_f[s[i].node] = ptx_r(alpha);
+        kit_softmax_rescale(f, &s[i].st, ptx_r(acc[i]));
         ops[np] = KIT_RED_SUM;
         acc[np++] = s[i].st.s;
     }
@@ -1048,11 +1029,6 @@ static void finish_slots(ew *w, red_slot *s, int ns)
                 w->rcp[s[i].node] = freg(w);
                 ptx_emit(w->f, PTX_OP_RCP, M2(PTX_M_APPROX, PTX_M_FTZ), F32T,
                          ptx_r(w->rcp[s[i].node]), v);
-                if (w->memo_f[s[i].node].kind != PTX_O_NONE)
-                    w->rcp_f[s[i].node] = f_op2(w, PTX_OP_MUL, NOM, w->memo_f[s[i].node],
-                                                ptx_r(w->rcp[s[i].node]));
-                else if (w->memo[s[i].node])
-                    w->rcp_f[s[i].node] = w->rcp[s[i].node];
             }
     }
 }
@@ -1142,16 +1118,12 @@ static int emit_rows(ew *w, pt_launch *l)
                 r->op = r->max_node >= 0 ? RED_PAIR : n->kind == EX_RMAX ? RED_MAX : RED_SUM;
                 if (r->op == RED_PAIR) {
                     r->st = kit_softmax_new(f, 1.0f);
-                    r->st.fresh = w->cache; /* a loop body updates it many times */
+                    r->st.fresh = false; /* a loop body updates it many times */
                 }
                 else
                     r->acc = kit_red_init(f, r->op == RED_MAX ? KIT_RED_MAX : KIT_RED_SUM);
                 if (n->kind == EX_RSUMEXP && w->cache)
                     w->memo[i] = pt_arena_alloc(a, (size_t)(rc.nchunks * w->vec) * sizeof **w->memo);
-                if (r->op == RED_PAIR && w->cache) {
-                    r->pv = pt_arena_alloc(a, (size_t)(rc.nchunks * w->vec) * sizeof *r->pv);
-                    r->pg = pt_arena_alloc(a, (size_t)(rc.nchunks * w->vec) * sizeof *r->pg);
-                }
                 if (n->kind == EX_RSUMEXP && r->op == RED_SUM) /* its max is known */
                     w->sumexp_ms[i] = kit_softmax_safe_max(f, node_value(w, n->arg[1]));
             }
@@ -1165,11 +1137,6 @@ static int emit_rows(ew *w, pt_launch *l)
             mark_needed(p, need, roots, nr);
             pass_arg pa = {s, ns, need};
             for_chunks(w, &rc, pass_body, &pa);
-            for (int i = 0; i < ns; i++) /* cached pairs: one update of all values */
-                if (s[i].op == RED_PAIR && w->cache) {
-                    ptx_opd *pe = w->memo[s[i].node];
-                    kit_softmax_update(f, &s[i].st, s[i].pv, s[i].pg, s[i].npv, 1, pe);
-                }
             reduce_slots(w, s, ns, g);
             finish_slots(w, s, ns);
             eval_row_nodes(w);
@@ -1210,7 +1177,12 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
     w.unroll = pt_config_get(c, "unroll", 1);
     w.wpr = pt_config_get(c, "wpr", 1);
     w.cache = pt_config_get(c, "cache", 0);
-    w.online = pt_config_get(c, "online", 1);
+    /* a cached row takes its max first whatever `online` says: the sum's
+     * terms exp(x - m) are then the output's, one exp per element, where
+     * thread-local online statistics would add a rescale exp per thread
+     * (18 MUFU for 16 f32 elements against 17); online matters for cache=0,
+     * where it saves a pass over memory */
+    w.online = pt_config_get(c, "online", 1) && !w.cache;
     w.imm = pt_config_get(c, "shape_imm", 1);
     w.it = pp->idx64 ? PTX_T_U64 : PTX_T_U32;
     w.ireg = pp->idx64 ? PTX_T_B64 : PTX_T_B32;
@@ -1226,10 +1198,8 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
     w.rowval = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.rowval);
     w.avail = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.avail);
     w.memo = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.memo);
-    w.memo_f = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.memo_f);
     w.memo_ok = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.memo_ok);
     w.rcp = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.rcp);
-    w.rcp_f = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.rcp_f);
     w.sumexp_ms = pt_arena_alloc(m->arena, (size_t)p->nnodes * sizeof *w.sumexp_ms);
     w.cur = -1;
     for (int i = 0; i < p->nnodes; i++)
