@@ -291,7 +291,8 @@ static const pack_row pack_tab[] = {
 
 typedef struct shape_row {
     uint16_t op;
-    uint8_t tyidx, m, k;
+    uint8_t tyidx, m;
+    uint16_t k;
     uint32_t types;
     int lo, hi, step;
 } shape_row;

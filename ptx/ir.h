@@ -135,7 +135,9 @@ enum { PTX_MAX_MODS = 10, PTX_MAX_TYPES = 4, PTX_MAX_OPDS = 8 };
  * opcodes with PTX_SHAPE rows carry one (m 0: none). It is printed after the
  * first `at` modifiers (0xff: after all of them), where it was written. */
 typedef struct ptx_shape {
-    uint8_t m, k, at;
+    uint8_t m;
+    uint16_t k; /* 256 for .b1 */
+    uint8_t at;
     uint16_t n;
 } ptx_shape;
 #define PTX_SHAPE_END 0xff
@@ -302,7 +304,7 @@ ptx_ins *ptx_emit_shape_n(ptx_fn *f, ptx_op op, ptx_mods mods, ptx_shape shape, 
                           int n, const ptx_opd *opd);
 static inline ptx_shape ptx_mnk(int m, int n, int k)
 {
-    return (ptx_shape){(uint8_t)m, (uint8_t)k, PTX_SHAPE_END, (uint16_t)n};
+    return (ptx_shape){(uint8_t)m, (uint16_t)k, PTX_SHAPE_END, (uint16_t)n};
 }
 /* A pseudo-instruction: .pragma "nounroll"; (the loop it heads is not
  * unrolled; ptxas serialises wgmma pipelines it unrolls, C7511). */

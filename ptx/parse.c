@@ -1130,8 +1130,8 @@ static int finish_ins(parser *p, const tok *at, ptx_ins *ins)
     return PT_OK;
 }
 
-/* "m64n128k16": a shape component (each number 1..255, n 1..65535, no
- * leading zero); false otherwise. */
+/* "m64n128k16": a shape component (m 1..255, n and k 1..65535, no leading
+ * zero); false otherwise. */
 static bool parse_shape(const char *s, size_t n, ptx_shape *sh)
 {
     static const char key[3] = {'m', 'n', 'k'};
@@ -1145,13 +1145,13 @@ static bool parse_shape(const char *s, size_t n, ptx_shape *sh)
         unsigned x = 0;
         while (i < n && is_digit(s[i]) && i - b < 6)
             x = x * 10 + (unsigned)(s[i++] - '0');
-        if (i == b || (s[b] == '0' && i - b > 1) || x == 0 || x > (f == 1 ? 65535u : 255u))
+        if (i == b || (s[b] == '0' && i - b > 1) || x == 0 || x > (f == 0 ? 255u : 65535u))
             return false;
         v[f] = x;
     }
     if (i != n)
         return false;
-    *sh = (ptx_shape){(uint8_t)v[0], (uint8_t)v[2], PTX_SHAPE_END, (uint16_t)v[1]};
+    *sh = (ptx_shape){(uint8_t)v[0], (uint16_t)v[2], PTX_SHAPE_END, (uint16_t)v[1]};
     return true;
 }
 
