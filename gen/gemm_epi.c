@@ -33,7 +33,9 @@
  * sum): slices 1..S-1 write their fragments to shared memory in fragment
  * order (16 bytes a lane, conflict free), slice 0 adds them in slice order
  * into its registers (the same association as before: ((s0 + s1) + s2)),
- * in rounds that fit the shared memory; slice 0 then runs the epilogue.
+ * in rounds that fit the shared memory (one round past the staging when
+ * both fit: no barrier between the sums and the staging); slice 0 then
+ * runs the epilogue.
  *
  * Units. Thread t handles units t, t+T, ... of the band, E elements each;
  * its pointers to D (and C, residuals, per-row and per-column vectors on
@@ -111,6 +113,7 @@ typedef struct epi_geom {
     int64_t srows_lim, scols_lim;
     int qround;              /* k slices: register quads per reduction round */
     int red_bytes;           /* k slices: bytes of one round */
+    int red_off;             /* k slices: buffer offset (past the staging when both fit) */
     int threads, splitk;
     int64_t tiles;
 } epi_geom;
@@ -204,6 +207,10 @@ static epi_geom geom(const pt_prepared *pp, const epi_desc *d)
         e.qround = d->budget / per;
         e.qround = e.qround < 1 ? 1 : e.qround > nq ? nq : e.qround;
         e.red_bytes = e.qround * per;
+        /* one round beside the staging: slice 0 may stage while others
+         * still read their slots, so the round needs no closing barrier */
+        if (e.qround == nq && e.nb == 1 && e.br * e.pitch + e.red_bytes <= d->budget)
+            e.red_off = e.br * e.pitch;
     }
     return e;
 }
@@ -213,8 +220,8 @@ int gemm_epi_smem(const gemm_ctx *g)
     epi_desc d = desc_of(g);
     epi_geom e = geom(g->pp, &d);
     int bytes = e.br * e.pitch;
-    if (e.red_bytes > bytes)
-        bytes = e.red_bytes;
+    if (e.red_off + e.red_bytes > bytes)
+        bytes = e.red_off + e.red_bytes;
     return bytes < 16 ? 16 : bytes;
 }
 
@@ -420,6 +427,8 @@ static void reduce_slices(gemm_ctx *g, const epi_geom *e, const epi_desc *d, kit
     ptx_reg w = gemm_mad(g, ptx_r(wr), ptx_imm(d->bn / fr->grp_cols), ptx_r(wc));
     ptx_reg slot = gemm_mad(g, ptx_r(w), ptx_imm(32), ptx_r(g->lane));
     ptx_reg base = gemm_mad(g, ptx_r(slot), ptx_imm(16), ptx_r(g->smem));
+    if (e->red_off)
+        gemm_inc32(g, base, e->red_off);
     ptx_reg sm1 = gemm_op2(g, PTX_OP_SUB, ptx_r(fr->slice), ptx_imm(1));
     ptx_reg wbase = gemm_mad(g, ptx_r(sm1), ptx_imm((int64_t)e->qround * Ts * 16), ptx_r(base));
     ptx_reg is0 = gemm_setp(g, PTX_M_EQ, ptx_r(fr->slice), ptx_imm(0));
@@ -447,7 +456,8 @@ static void reduce_slices(gemm_ctx *g, const epi_geom *e, const epi_desc *d, kit
                              ptx_r(fr->r[4 * q + k]), ptx_r(t[k]));
             }
         ptx_label_place(f, skipr);
-        gemm_bar(g);
+        if (!e->red_off) /* the staging overwrites the slots */
+            gemm_bar(g);
     }
 }
 

@@ -58,6 +58,23 @@ static ptx_reg pair_at(tk *t, ptx_reg p, ptx_reg base_off, int64_t imm)
     return r;
 }
 
+/* kit_frag_apply's function: the expression at one register. */
+typedef struct expr_arg {
+    ptx_fn *f;
+    const ex_prog *p;
+} expr_arg;
+
+static ptx_reg apply_expr(void *arg, const kit_frag *fr, int i, ptx_reg v)
+{
+    const expr_arg *a = arg;
+    (void)fr;
+    (void)i;
+    ptx_opd in[1] = {ptx_r(v)}, val[16];
+    ptx_opd r = kit_expr_value(a->f, a->p, in, val);
+    cr_assert_eq(r.kind, PTX_O_REG);
+    return r.u.reg;
+}
+
 /* S = A (16x16) * B (16 x 16; given as Bt, n-major), S' = S * 2 - 1,
  * P = round16(S'), O = P * V (V 16 x 16, given as Vt): O (16 x 16 f32). */
 static void pv_case(bool bf)
@@ -102,13 +119,9 @@ static void pv_case(bool bf)
     ex_prog *p;
     pt_err pe = {0};
     cr_assert_eq(ex_parse(ar, "y = acc * 2 - 1", &p, &pe), PT_OK, "%s", pe.msg);
-    for (int i = 0; i < fr.n; i++) {
-        ptx_opd in[1] = {ptx_r(fr.r[i])}, val[16];
-        cr_assert(p->nnodes <= 16);
-        ptx_opd v = kit_expr_value(f, p, in, val);
-        cr_assert_eq(v.kind, PTX_O_REG);
-        fr.r[i] = v.u.reg;
-    }
+    cr_assert(p->nnodes <= 16);
+    expr_arg ea = {f, p};
+    kit_frag_apply(f, &fr, apply_expr, &ea);
     ptx_reg pfr[4];
     kit_frag_to_a(f, &fr, at, 0, 0, pfr);
     cr_assert_eq(ptx_module_error(t.m), 0, "%s", ptx_module_errmsg(t.m));
@@ -342,4 +355,9 @@ Test(kit_frag, epilogue_staging_has_no_bank_conflicts, .timeout = 900)
                    what);
     }
     banks_case((pt_problem)PT_GEMM(256, 256, 64, "tn", PT_BF16, PT_F32), "sm_80", NULL, "bf16 -> f32 tn default");
+    /* k slices summed in fragment order beside the staging (and in rounds) */
+    banks_case((pt_problem)PT_GEMM(192, 160, 256, "tn", PT_BF16, PT_BF16), "sm_80",
+               "bm=64,bn=64,bk=32,wm=32,wn=32,stages=3,kslice=2", "bf16 kslice=2 beside the staging");
+    banks_case((pt_problem)PT_GEMM(192, 160, 256, "tn", PT_F16, PT_F32), "sm_80",
+               "bm=64,bn=64,bk=32,wm=32,wn=64,stages=2,kslice=2", "f16 -> f32 kslice=2 in rounds");
 }
