@@ -355,6 +355,11 @@ Test(kit_frag, epilogue_staging_has_no_bank_conflicts, .timeout = 900)
                    what);
     }
     banks_case((pt_problem)PT_GEMM(256, 256, 64, "tn", PT_BF16, PT_F32), "sm_80", NULL, "bf16 -> f32 tn default");
+    {
+        pt_problem q = PT_GEMM(256, 256, 64, "tn", PT_BF16, PT_BF16);
+        q.d_colmajor = true;
+        banks_case(q, "sm_80", NULL, "bf16 tn column-major D");
+    }
     /* k slices summed in fragment order beside the staging (and in rounds) */
     banks_case((pt_problem)PT_GEMM(192, 160, 256, "tn", PT_BF16, PT_BF16), "sm_80",
                "bm=64,bn=64,bk=32,wm=32,wn=32,stages=3,kslice=2", "bf16 kslice=2 beside the staging");
