@@ -1524,6 +1524,8 @@ static int fit(const ptx_ins *ins, int op)
 ptx_op ptx_resolve_op(const ptx_fn *f, const ptx_ins *ins)
 {
     (void)f;
+    if (ins->op + 1 >= PTX_NOPS || strcmp(op_tab[ins->op + 1].name, op_tab[ins->op].name) != 0)
+        return (ptx_op)ins->op; /* the name has one row (nearly every opcode) */
     int best = ins->op, score = -1;
     for (int op = ins->op; op < PTX_NOPS && strcmp(op_tab[op].name, op_tab[ins->op].name) == 0; op++) {
         int sc = fit(ins, op);
