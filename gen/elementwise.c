@@ -589,10 +589,10 @@ static void eval_row_nodes(ew *w)
 
 /* The RSUMEXP node whose terms exp(a - b) the SUB node g computes the
  * difference of, when the row kernel kept those terms (memo), else -1. */
-static int memo_of(const ew *w, int g)
+static int kept_sum(const ew *w, int g)
 {
     const ex_prog *p = w->p;
-    if (w->cur < 0 || p->nodes[g].kind != EX_SUB)
+    if (p->nodes[g].kind != EX_SUB)
         return -1;
     for (int r = 0; r < p->nnodes; r++)
         if (p->nodes[r].kind == EX_RSUMEXP && w->memo_ok[r] &&
@@ -600,6 +600,8 @@ static int memo_of(const ew *w, int g)
             return r;
     return -1;
 }
+
+static int memo_of(const ew *w, int g) { return w->cur < 0 ? -1 : kept_sum(w, g); }
 
 /* Evaluates the ELEM nodes in need[] for one element whose ELEM inputs are
  * in w->val (ROW values in w->rowval). Two rewrites of the row kernel:
@@ -647,6 +649,23 @@ static void mark_needed(const ex_prog *p, bool *need, const int *roots, int nroo
             continue;
         for (int k = 0; k < p->nodes[i].nargs; k++)
             need[p->nodes[i].arg[k]] = true;
+    }
+}
+
+/* mark_needed for a row kernel: an exp(x - m) whose terms the row kept
+ * (cache=1) needs nothing below it. */
+static void mark_needed_rows(const ew *w, bool *need, const int *roots, int nroots)
+{
+    const ex_prog *p = w->p;
+    for (int i = 0; i < nroots; i++)
+        need[roots[i]] = true;
+    for (int i = p->nnodes - 1; i >= 0; i--) {
+        const ex_node *n = &p->nodes[i];
+        if (!need[i] || (ex_kind_get(n->kind)->flags & EXK_RED) ||
+            (w->cache && n->kind == EX_EXP && kept_sum(w, n->arg[0]) >= 0))
+            continue;
+        for (int k = 0; k < n->nargs; k++)
+            need[n->arg[k]] = true;
     }
 }
 
@@ -1134,7 +1153,7 @@ static int emit_rows(ew *w, pt_launch *l)
             int nr = 0;
             for (int i = 0; i < ns; i++)
                 roots[nr++] = p->nodes[s[i].node].arg[0];
-            mark_needed(p, need, roots, nr);
+            mark_needed_rows(w, need, roots, nr);
             pass_arg pa = {s, ns, need};
             for_chunks(w, &rc, pass_body, &pa);
             reduce_slots(w, s, ns, g);
@@ -1159,7 +1178,7 @@ static int emit_rows(ew *w, pt_launch *l)
     }
     if (nelem_out) {
         bool *need = pt_arena_alloc(a, (size_t)p->nnodes);
-        mark_needed(p, need, roots, nelem_out);
+        mark_needed_rows(w, need, roots, nelem_out);
         for_chunks(w, &rc, out_body, need);
     }
     ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
