@@ -1169,3 +1169,50 @@ Test(isa_walk, table_matches_ptxas, .timeout = 600)
     free(w.pool);
     pt_compiler_close(w.cc);
 }
+
+/* Issue 12 item 1: until the emulator implements them, the Hopper rows are
+ * refused at load (PT_EUNSUPPORTED naming the instruction), cluster special
+ * registers too; .pragma "nounroll" is no code and loads. */
+static int load_one(const char *arch, void (*body)(ptx_fn *), pt_err *e)
+{
+    pt_target t;
+    cr_assert_eq(pt_target_parse(arch, &t, e), PT_OK);
+    ptx_module *m = ptx_module_new(&t, 90);
+    ptx_fn *f = ptx_fn_new(m, "k");
+    body(f);
+    ptx_emit0(f, PTX_OP_RET, PTX_NOMODS, PTX_NOTYPES);
+    cr_assert_eq(ptx_module_finish(m), PT_OK, "%s", ptx_module_errmsg(m));
+    emu_ctx *ec = emu_new(NULL);
+    emu_kernel *k = NULL;
+    pt_err_clear(e);
+    int rc = emu_load(ec, m, NULL, &k, e);
+    emu_kernel_free(k);
+    emu_free(ec);
+    ptx_module_free(m);
+    return rc;
+}
+static void b_fence(ptx_fn *f) { ptx_emit0(f, PTX_OP_WGMMA_FENCE, PTX_MODS(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES); }
+static void b_mbar(ptx_fn *f)
+{
+    ptx_reg a = ptx_reg_new(f, PTX_T_B32);
+    ptx_emit(f, PTX_OP_MBAR_INIT, PTX_MODS(PTX_M_SHARED_CTA), PTX_T1(PTX_T_B64), ptx_addr(a, 0), ptx_imm(1));
+}
+static void b_sreg(ptx_fn *f)
+{
+    ptx_reg r = ptx_reg_new(f, PTX_T_B32);
+    ptx_emit(f, PTX_OP_MOV, PTX_NOMODS, PTX_T1(PTX_T_U32), ptx_r(r), ptx_sr(PTX_S_CLUSTER_CTARANK));
+}
+static void b_pragma(ptx_fn *f) { ptx_pragma_nounroll(f); }
+
+Test(isa_walk, hopper_rows_are_refused_by_the_emulator)
+{
+    pt_err e;
+    pt_err_clear(&e);
+    cr_expect_eq(load_one("sm_90a", b_fence, &e), PT_EUNSUPPORTED);
+    cr_expect(strstr(e.msg, "instruction not emulated: wgmma.fence.sync.aligned"), "%s", e.msg);
+    cr_expect_eq(load_one("sm_90", b_mbar, &e), PT_EUNSUPPORTED);
+    cr_expect(strstr(e.msg, "instruction not emulated: mbarrier.init.shared::cta.b64"), "%s", e.msg);
+    cr_expect_eq(load_one("sm_90", b_sreg, &e), PT_EUNSUPPORTED);
+    cr_expect(strstr(e.msg, "cluster special registers are not emulated: mov.u32"), "%s", e.msg);
+    cr_expect_eq(load_one("sm_80", b_pragma, &e), PT_OK, "%s", e.msg);
+}
