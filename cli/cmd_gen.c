@@ -12,8 +12,7 @@
 static int ops_table(void);
 
 static const char emit_usage[] =
-    "usage: ptxtune emit OP [KEY=VALUE ...] [--expr 'y = ...' --shape x=RxC,...] [--dtype D]\n"
-    "                       [--out-dtype f32|f16|bf16|e4m3|e5m2] [--arch sm_80] [--config k=v,...]\n"
+    "usage: ptxtune emit OP [KEY=VALUE ...] [--KEY VALUE ...] [--arch sm_80] [--config k=v,...]\n"
     "Prints the PTX of one variant on stdout and its launch geometry on stderr.\n"
     "The default config is the op's own choice; 'ptxtune ops' lists the parameters.\n";
 
@@ -114,8 +113,8 @@ int cmd_compile(int argc, char **argv)
 }
 
 static const char variants_usage[] =
-    "usage: ptxtune variants OP [KEY=VALUE ...] [--expr ... --shape ...] [--dtype D] [--arch sm_XX|all]\n"
-    "                           [--limit N] [--backend nvjitlink|ptxas]\n"
+    "usage: ptxtune variants OP [KEY=VALUE ...] [--KEY VALUE ...] [--arch sm_XX|all] [--limit N]\n"
+    "                           [--backend nvjitlink|ptxas]\n"
     "Emits and compiles every config of the op's parameter space for each\n"
     "architecture (all =" PT_TARGET_ALL_NAMES ") and prints one row per variant:\n"
     "registers, spills, shared memory, emit time and compile time.\n";
