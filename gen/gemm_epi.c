@@ -126,15 +126,30 @@ static int64_t soff(const epi_geom *e, bool dc, int64_t r, int64_t c)
 }
 
 /* Wavefronts of one warp's staging writes (every store of the fragment)
- * plus its unit reads (every unit), for the pitch in e. */
-static int64_t staging_cost(const epi_geom *e, const kit_frag *fr, bool dc)
+ * plus its unit reads (every unit), for the pitch in e; *ideal: the least
+ * any pitch could give. A store's lanes sit at a fixed pattern shifted by
+ * the register's offset, and the bank model only sees addresses modulo
+ * 128 bytes, so each distinct shift is evaluated once (emission speed). */
+static int64_t staging_cost(const epi_geom *e, const kit_frag *fr, bool dc, int64_t *ideal)
 {
-    int64_t cost = 0, a[32];
-    int run = dc ? 1 : fr->vec;
+    int64_t cost = 0, a[32], a0[32];
+    int run = dc ? 1 : fr->vec, bytes = run * e->ses, per = bytes <= 4 ? 1 : bytes >= 16 ? 4 : 2;
+    int memo[128];
+    for (int k = 0; k < 128; k++)
+        memo[k] = -1;
+    for (int l = 0; l < 32; l++)
+        a0[l] = soff(e, dc, fr->lrow[l], fr->lcol[l]);
+    *ideal = 0;
     for (int i = 0; i < fr->n; i += run) {
-        for (int l = 0; l < 32; l++)
-            a[l] = soff(e, dc, fr->lrow[l] + fr->row[i], fr->lcol[l] + fr->col[i]);
-        cost += kit_smem_wavefronts(a, run * e->ses);
+        int64_t c = soff(e, dc, fr->row[i], fr->col[i]);
+        int key = (int)(c % 128);
+        if (memo[key] < 0) {
+            for (int l = 0; l < 32; l++)
+                a[l] = a0[l] + c;
+            memo[key] = kit_smem_wavefronts(a, bytes);
+        }
+        cost += memo[key];
+        *ideal += per;
     }
     int ub = e->E * e->ses;
     for (int l = 0; l < 32; l++) {
@@ -142,6 +157,7 @@ static int64_t staging_cost(const epi_geom *e, const kit_frag *fr, bool dc)
         a[l] = (int64_t)ur * e->pitch + (int64_t)uc * ub;
     }
     cost += (int64_t)e->nu * kit_smem_wavefronts(a, ub);
+    *ideal += (int64_t)e->nu * (ub <= 4 ? 1 : ub >= 16 ? 4 : 2);
     return cost;
 }
 
@@ -189,11 +205,13 @@ static epi_geom geom(const pt_prepared *pp, const epi_desc *d)
         e.pitch = row_bytes + pad;
         e.br = e.srows;
         e.nu = (e.br * e.upr + d->threads - 1) / d->threads;
-        int64_t c = staging_cost(&e, &m.fr, dc);
+        int64_t ideal, c = staging_cost(&e, &m.fr, dc, &ideal);
         if (best < 0 || c < best) {
             best = c;
             best_pad = pad;
         }
+        if (c <= ideal) /* no pitch does better */
+            break;
     }
     e.pitch = row_bytes + best_pad;
     e.nb = 1;
