@@ -790,9 +790,12 @@ def main(argv):
         print(md_tables(cols, names, archs) if not a.ptx else
               "\n".join("%s %s: %s" % (k[0], k[1], v) for k, v in cols[0][1].items()))
         print("Configs (%s):\n" % archs[0])
+        after = dict(cols).get("after", {})
         for label, res in cols:
             for (n, x), f in sorted(res.items()):
-                if x == archs[0] and f.get("config"):
+                # a before config is listed only where it differs from after's
+                same = label == "before" and after.get((n, x), {}).get("config") == f.get("config")
+                if x == archs[0] and f.get("config") and not same:
                     print("- %s %s: %s" % (label, n, f["config"]))
         if tver:
             print("\nTriton's PTX through the ptxas above (%s):\n" % archs[0])
