@@ -1140,10 +1140,13 @@ static int check_mods_types(const ptx_fn *f, const ptx_ins *ins, pt_err *e, int 
             need_one |= one[w] != 0;
         for (int i = 0; i < ins->nmods; i++)
             got_one |= mm_has(one, ins->mods[i]);
-        for (int m = 0; m < PTX_NMODS; m++)
-            if (mm_has(all, m) && !has_mod(ins, m)) {
-                snprintf(buf, sizeof buf, " .%s", mod_tab[m]);
-                return ins_err(f, ins, e, PT_EINVAL, "needs", buf);
+        for (int w = 0; w < PTX_MOD_WORDS; w++) /* the set bits of `all` only */
+            for (uint64_t bits = all[w]; bits; bits &= bits - 1) {
+                int m = w * 64 + __builtin_ctzll(bits);
+                if (!has_mod(ins, (ptx_mod)m)) {
+                    snprintf(buf, sizeof buf, " .%s", mod_tab[m]);
+                    return ins_err(f, ins, e, PT_EINVAL, "needs", buf);
+                }
             }
         if (need_one && !got_one) {
             mods_list(one, buf, sizeof buf);
