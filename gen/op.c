@@ -366,7 +366,9 @@ int pt_schema_finish(const pt_op *op, pt_problem *p, const bool *gv, bool partia
     }
     for (int i = 0; s && !partial && i < s->nkeys; i++) {
         const pt_key *k = &s->keys[i];
-        if ((k->flags & PT_KEY_REQUIRED) && !gv[i] && pt_key_unset(k, p)) {
+        /* an empty string value (`shape=`) is as missing as an absent one */
+        bool text = k->type == PT_KEY_EXPR || k->type == PT_KEY_SHAPES || k->type == PT_KEY_ENUM;
+        if ((k->flags & PT_KEY_REQUIRED) && (!gv[i] || text) && pt_key_unset(k, p)) {
             char req[256];
             required_list(s, req, sizeof req);
             return pt_errf(e, PT_EINVAL, "missing %s=... (%s needs %s)", k->name, op->name, req);

@@ -282,6 +282,10 @@ Test(problem, canonical_keys_classes_and_errors)
     } bad[] = {
         {"elementwise", "shape=x=4", "missing expr"},
         {"elementwise", "expr=\"y = x\"", "missing shape"},
+        /* an empty required value is a missing one (fuzz_problems found the key
+         * of `shape=` not parsing back) */
+        {"elementwise", "expr=\"y = x\" shape=", "missing shape"},
+        {"elementwise", "expr= shape=x=4", "missing expr"},
         {"elementwise", "expr=\"y = x shape=x=4", "unterminated double quote"},
         {"elementwise", "expr=\"y = x\" shape=x=4 colour=red", "unknown key 'colour' for elementwise"},
         {"elementwise", "expr=\"y = x\" shape=x=4 dtype=f12", "unknown dtype 'f12'"},
