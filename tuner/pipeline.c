@@ -186,15 +186,8 @@ static int plain_run(tuner_dev *d, tuner_kernel *k, const pt_launch *l, tuner_io
     int rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), e);
     if (!rc)
         rc = tuner_io_upload(d, io, e);
-    tuner_args a;
     if (!rc)
-        rc = tuner_io_bind(d, io, l, &a, e);
-    if (!rc)
-        rc = tuner_launch(d, k, l, a.p, e);
-    if (!rc)
-        rc = tuner_sync(d, e);
-    if (!rc)
-        rc = tuner_io_download(d, io, e);
+        rc = tuner_io_run(d, k, l, io, e);
     return rc;
 }
 

@@ -586,6 +586,19 @@ static int check_values(tuner_io *io, const tuner_verify_opts *o, tuner_verify_r
     return rc;
 }
 
+int tuner_io_run(tuner_dev *d, tuner_kernel *k, const pt_launch *l, tuner_io *io, pt_err *e)
+{
+    tuner_args a;
+    int rc = tuner_io_bind(d, io, l, &a, e);
+    if (!rc)
+        rc = tuner_launch(d, k, l, a.p, e);
+    if (!rc)
+        rc = tuner_sync(d, e);
+    if (!rc)
+        rc = tuner_io_download(d, io, e);
+    return rc;
+}
+
 int tuner_verify(tuner_dev *d, tuner_kernel *k, const pt_launch *l, tuner_io *io,
                  const tuner_verify_opts *o, tuner_verify_result *r, pt_err *e)
 {
@@ -598,15 +611,8 @@ int tuner_verify(tuner_dev *d, tuner_kernel *k, const pt_launch *l, tuner_io *io
         rc = o && o->keep_inputs ? refill_guards(d, io, e) : tuner_io_upload(d, io, e);
     if (!rc && o && o->keep_inputs)
         rc = poison_outputs(d, io, e);
-    tuner_args a;
     if (!rc)
-        rc = tuner_io_bind(d, io, l, &a, e);
-    if (!rc)
-        rc = tuner_launch(d, k, l, a.p, e);
-    if (!rc)
-        rc = tuner_sync(d, e);
-    if (!rc)
-        rc = tuner_io_download(d, io, e);
+        rc = tuner_io_run(d, k, l, io, e);
     if (rc) { /* the run itself failed: the backend says how */
         r->cls = tuner_dev_failure(d) != TUNER_OK ? tuner_dev_failure(d) : TUNER_LAUNCH_ERROR;
         r->seconds = now_s() - t0;

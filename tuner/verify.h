@@ -105,6 +105,10 @@ int tuner_args_bind(tuner_args *a, const pt_launch *l, const tuner_ptr *in, cons
  * when l needs more than io has. */
 int tuner_io_bind(tuner_dev *d, tuner_io *io, const pt_launch *l, tuner_args *a, pt_err *e);
 
+/* One run of k over io's device buffers (allocated and uploaded): bind the
+ * arguments, launch, synchronise, download the outputs. */
+int tuner_io_run(tuner_dev *d, tuner_kernel *k, const pt_launch *l, tuner_io *io, pt_err *e);
+
 typedef struct tuner_verify_opts {
     int64_t full_limit; /* 0: 1 << 20 output elements */
     int samples;        /* per output when sampling; below 4096 means 4096 */
