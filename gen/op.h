@@ -31,6 +31,16 @@ typedef struct pt_problem {
      * they are rounded; without has_out_scale the scale is 1 */
     double out_scale;
     bool has_out_scale;
+    /* attention (gen/attention*.c): o = softmax(mask(softcap(scale * q k^T))) v
+     * per (sequence, query head); batch and dtype are the members above,
+     * layout is "bshd" or "bhsd". Sizes are maxima when varlen / paged. */
+    int64_t heads_q, heads_kv, seqlen_q, seqlen_k, head_dim, head_dim_v;
+    bool causal;
+    int64_t window_left, window_right; /* -1: unbounded (given: window_*_given) */
+    bool window_left_given, window_right_given;
+    double softmax_scale, softcap;     /* 0: 1/sqrt(head_dim); 0: off */
+    bool varlen, seqused_k, return_lse;
+    int64_t page_size, num_pages;      /* page_size 0: not paged */
 } pt_problem;
 
 /* A parameter space: named integer parameters, each with its values. */

@@ -1,0 +1,81 @@
+/* Attention building blocks shared by gen/attention*.c (private to the family).
+ *
+ *   attention.c         the op: problem checks (prepare), tensors, dispatch of
+ *                       space / check / emit by kernel kind, flop and byte
+ *                       counts, registration
+ *   attention_schema.c  the problem's keys (gen/op.h pt_schema)
+ *   attention_ref.c     float64 reference, sampled reference_at, magnitudes,
+ *                       structured inputs (lengths, block tables), tolerances
+ *   attention_prefill.c the FA2-style prefill kernel on the kit (mma.sync)
+ *   attention_decode.c  the split-KV decode kernel with the fused
+ *                       last-arriver combine (paged KV, GQA packing)
+ *
+ * Semantics (issue 11, ../shared/design/attention_hopper.md section 1.2):
+ * for sequence b, query head h, row i < Sq_b and key j < Sk_b, kv head
+ * hk = h / group; s = scale * q.k (softcap: c * tanh(s / c)); with
+ * off = Sk_b - Sq_b, key j is visible iff j < Sk_b, j >= i + off - wl
+ * (wl >= 0) and j <= i + off + wr (wr >= 0; causal means wr = 0); a row
+ * with no visible key gives o = 0 and lse = -inf. */
+#ifndef GEN_ATTENTION_INT_H
+#define GEN_ATTENTION_INT_H
+
+#include "gen/attention.h"
+#include "gen/kit/kit.h"
+
+/* Kernel kinds (config parameter `impl`). */
+typedef enum attn_impl {
+    ATTN_FA2 = 0,   /* prefill, mma.sync (attention_prefill.c) */
+    ATTN_SPLIT = 1, /* decode, split-KV (attention_decode.c) */
+    ATTN_FA3 = 2,   /* sm_90a wgmma (issue 16; not yet) */
+} attn_impl;
+
+/* Tensor indices of tensors(): inputs in this order, the optional ones only
+ * when the problem has them (-1 otherwise). */
+typedef struct attn_tensors {
+    int q, k, v, block_table, cu_seqlens_q, cu_seqlens_k, seqused_k; /* inputs */
+    int o, lse;                                                      /* outputs */
+    int nin, nout;
+} attn_tensors;
+
+struct pt_prepared {
+    pt_problem prob;
+    pt_target target;
+    pt_dtype dt;          /* q, k, v, o storage (f16 / bf16) */
+    int es;               /* bytes per element of dt */
+    int64_t B, Hq, Hkv, group; /* group = Hq / Hkv */
+    int64_t Sq, Sk;       /* maxima (the exact lengths unless varlen / seqused_k) */
+    int64_t d, dv;
+    bool causal;
+    int64_t wl, wr;       /* -1 unbounded; causal sets wr = 0 (wr = min(wr, 0)) */
+    float scale;          /* softmax_scale, 1/sqrt(d) when 0 */
+    float softcap;        /* 0: off */
+    bool bhsd;            /* layout bhsd (else bshd) */
+    bool varlen, seqused, lse;
+    int64_t page;         /* page size, 0: not paged */
+    int64_t npages, pages_per_seq; /* pool pages, ceil(Sk / page) */
+    /* element strides of (token, head, batch) of q, k, v, o (packed for the
+     * layout; for paged k/v the batch stride is the page's, token < page;
+     * for varlen the batch stride is 0: rows come from cu_seqlens) */
+    int64_t sq[3], sk[3], sv[3], so[3];
+    attn_tensors t;
+};
+
+/* Kernel kinds' own space, check and emit (attention.c dispatches by impl;
+ * each kind's space lists `impl` first with its one value). */
+int attn_prefill_space(const pt_prepared *pp, const pt_target *t, pt_space *out);
+void attn_prefill_defaults(const pt_prepared *pp, const pt_target *t, pt_config *out);
+int attn_prefill_check(const pt_prepared *pp, const pt_target *t, const pt_config *c, pt_err *e);
+int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l,
+                      pt_err *e);
+
+int attn_decode_space(const pt_prepared *pp, const pt_target *t, pt_space *out);
+void attn_decode_defaults(const pt_prepared *pp, const pt_target *t, pt_config *out);
+int attn_decode_check(const pt_prepared *pp, const pt_target *t, const pt_config *c, pt_err *e);
+int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l,
+                     pt_err *e);
+
+/* Whether key j of a row is visible, from the prepared mask (for the
+ * reference and tests): i, j row and key, sq, sk this sequence's lengths. */
+bool attn_visible(const pt_prepared *pp, int64_t i, int64_t j, int64_t sq, int64_t sk);
+
+#endif
