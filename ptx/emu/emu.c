@@ -4,8 +4,10 @@
  * emu_int.h for the address map. */
 #include "ptx/emu/emu_int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static const char *const report_names[] = {
@@ -54,13 +56,52 @@ emu_opts emu_default_opts(void)
     };
 }
 
+int emu_schedule_parse(const char *s, emu_opts *o, pt_err *e)
+{
+    if (s && !strcmp(s, "lazy")) {
+        o->schedule = EMU_SCHED_LAZY;
+        o->schedule_seed = 0;
+        return PT_OK;
+    }
+    if (s && !strcmp(s, "eager")) {
+        o->schedule = EMU_SCHED_EAGER;
+        o->schedule_seed = 0;
+        return PT_OK;
+    }
+    if (s && !strncmp(s, "random:", 7) && s[7] >= '0' && s[7] <= '9') {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s + 7, &end, 10);
+        if (!*end && !errno) {
+            o->schedule = EMU_SCHED_RANDOM;
+            o->schedule_seed = (uint64_t)v;
+            return PT_OK;
+        }
+    }
+    return pt_errf(e, PT_EINVAL, "bad schedule '%s' (expected lazy, eager or random:SEED)",
+                   s ? s : "");
+}
+
+const char *emu_schedule_str(const emu_opts *o, char *buf, size_t n)
+{
+    switch (o->schedule) {
+    case EMU_SCHED_EAGER: snprintf(buf, n, "eager"); break;
+    case EMU_SCHED_RANDOM:
+        snprintf(buf, n, "random:%llu", (unsigned long long)o->schedule_seed);
+        break;
+    default: snprintf(buf, n, "lazy"); break;
+    }
+    return buf;
+}
+
 emu_ctx *emu_new(const emu_opts *o)
 {
     emu_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
     c->o = o ? *o : emu_default_opts();
-    if (c->o.smem_shift > EMU_SMEM_SHIFT_MAX || c->o.smem_shift % 16) {
+    if (c->o.smem_shift > EMU_SMEM_SHIFT_MAX || c->o.smem_shift % 16 ||
+        (unsigned)c->o.schedule > EMU_SCHED_RANDOM) {
         free(c);
         return NULL;
     }

@@ -30,6 +30,16 @@
 
 #include "ptx/ir.h"
 
+/* When the async engine (TMA and bulk copies, cp.async.mbarrier.arrive)
+ * completes in-flight work. A correct kernel gives bit-identical outputs
+ * under every schedule. */
+typedef enum emu_sched {
+    EMU_SCHED_LAZY,   /* only when no warp can run (a waiting warp is parked): the
+                         latest legal point, so a read before the wait sees no data */
+    EMU_SCHED_EAGER,  /* as soon as it is issued (before the issuing warp runs on) */
+    EMU_SCHED_RANDOM, /* at points drawn from schedule_seed (and lazily when stuck) */
+} emu_sched;
+
 typedef struct emu_opts {
     bool detect_oob;        /* out-of-bounds global/shared/local access */
     bool detect_uninit;     /* read of memory nothing wrote */
@@ -56,7 +66,16 @@ typedef struct emu_opts {
                                outside its arrays, which is reported */
     double timeout;         /* wall-clock seconds one emu_run may take, checked as it runs
                                (a "timeout" report, PT_EEMU); 0 = no limit */
+    emu_sched schedule;     /* async completion points (default EMU_SCHED_LAZY) */
+    uint64_t schedule_seed; /* the seed of EMU_SCHED_RANDOM */
 } emu_opts;
+
+/* Parses a schedule as `ptxtune exec --schedule` spells it: "lazy", "eager"
+ * or "random:SEED" (SEED a decimal uint64) into o->schedule and
+ * o->schedule_seed; PT_EINVAL with a one-line message naming the value. */
+int emu_schedule_parse(const char *s, emu_opts *o, pt_err *e);
+/* The spelling emu_schedule_parse reads back ("random:7"); buf of n bytes. */
+const char *emu_schedule_str(const emu_opts *o, char *buf, size_t n);
 
 /* Guard cost of launching and retiring one CTA, and of setting up each of
  * its warps, in warp instructions (about what they take on the emulator,
@@ -102,8 +121,8 @@ emu_opts emu_default_opts(void);
  * last run. One emu_run at a time per context, and no
  * allocation while it runs; separate contexts are independent. */
 typedef struct emu_ctx emu_ctx;
-emu_ctx *emu_new(const emu_opts *o); /* o NULL: emu_default_opts(); NULL: out of memory
-                                      or a bad smem_shift */
+emu_ctx *emu_new(const emu_opts *o); /* o NULL: emu_default_opts(); NULL: out of memory,
+                                      a bad smem_shift or a bad schedule */
 void emu_free(emu_ctx *c);
 
 /* Device memory. Pointers are fake device addresses (never 0). */
