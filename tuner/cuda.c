@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "tuner/backend_int.h"
+#include "tuner/driver.h"
 
 #ifdef PT_HAVE_CUDA_HEADERS
 #include <cuda.h>
@@ -172,44 +173,27 @@ static int cua_check(const cu_api *api, pt_err *e, CUresult r, const char *call)
 
 static void api_close(cu_api *api)
 {
-    if (api->lib)
-        dlclose(api->lib);
+    pt_driver_close(&api->lib);
     memset(api, 0, sizeof *api);
 }
 
-/* dlopen + cuGetProcAddress_v2 for every entry point + cuInit. */
+/* The shared loader (tuner/driver.c) for every entry point, then cuInit. */
 static int api_open(cu_api *api, pt_err *e)
 {
     memset(api, 0, sizeof *api);
-    api->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!api->lib)
-        return pt_errf(e, PT_ENODRIVER, "no CUDA driver found (libcuda.so.1)");
-    __typeof__(&cuGetProcAddress) gpa;
-    *(void **)&gpa = dlsym(api->lib, "cuGetProcAddress_v2");
-    if (!gpa) {
+#define NAME(f) #f,
+#define SLOT(f) (void **)&api->f,
+    static const char *const names[] = {CU_FNS(NAME)};
+    void **const slots[] = {CU_FNS(SLOT)};
+#undef NAME
+#undef SLOT
+    int n = (int)(sizeof names / sizeof names[0]);
+    int rc = pt_driver_open(&api->lib, names, slots, n, n, e);
+    if (!rc)
+        rc = CUA(api, e, cuInit, 0);
+    if (rc)
         api_close(api);
-        return pt_errf(e, PT_ENODRIVER,
-                       "libcuda.so.1 has no cuGetProcAddress_v2 (a CUDA 12 or newer driver is needed)");
-    }
-    CUdriverProcAddressQueryResult st;
-    CUresult r;
-#define X(f)                                                                                  \
-    r = gpa(#f, (void **)&api->f, CUDA_VERSION, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &st);       \
-    if (r != CUDA_SUCCESS || st != CU_GET_PROC_ADDRESS_SUCCESS || !api->f) {                  \
-        api_close(api);                                                                       \
-        return pt_errf(e, PT_ENODRIVER,                                                       \
-                       "libcuda.so.1 lacks %s for CUDA %d (cuGetProcAddress_v2: CUresult %d, " \
-                       "status %d); update the driver",                                       \
-                       #f, CUDA_VERSION, (int)r, (int)st);                                    \
-    }
-    CU_FNS(X)
-#undef X
-    int rc = CUA(api, e, cuInit, 0);
-    if (rc) {
-        api_close(api);
-        return rc;
-    }
-    return PT_OK;
+    return rc;
 }
 
 /* Everything cuDeviceGetAttribute & co say about one device; no context. */

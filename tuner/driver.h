@@ -15,4 +15,18 @@ int pt_driver_version(int *version, pt_err *e);
  * and the driver, when one is installed, accept. 0 when neither is known. */
 int pt_toolchain_max_ptx(int compiler_max);
 
+/* The driver loader, the one place libcuda.so.1 is opened for its API (the
+ * cuda backend, tuner/cuda.c, and the engine runtime, runtime/runtime.c):
+ * dlopen("libcuda.so.1"), then cuGetProcAddress_v2 of every names[i] (base
+ * names, "cuMemAlloc") at the CUDA_VERSION of our cuda.h, so the driver
+ * hands out the ABI our header declares; the pointer goes to *slots[i].
+ * The first nreq names are required (a missing one is PT_ENODRIVER naming
+ * it); the rest may be absent (their slot stays NULL). cuInit is the
+ * caller's. *lib is the handle for pt_driver_close. PT_ENODRIVER with "no
+ * CUDA driver found (libcuda.so.1)" without a driver or when built without
+ * the CUDA headers. */
+int pt_driver_open(void **lib, const char *const *names, void **const *slots, int n, int nreq,
+                   pt_err *e);
+void pt_driver_close(void **lib);
+
 #endif
