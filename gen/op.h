@@ -146,7 +146,12 @@ typedef struct pt_schema {
  * the kernel uses it as scratch (split-K partial tiles, arrival counters)
  * and leaves it all zero again, so one buffer serves repeated launches. */
 typedef enum pt_arg_kind {
-    PT_ARG_INPUT, PT_ARG_OUTPUT, PT_ARG_U32, PT_ARG_U64, PT_ARG_F32, PT_ARG_WORKSPACE
+    PT_ARG_INPUT, PT_ARG_OUTPUT, PT_ARG_U32, PT_ARG_U64, PT_ARG_F32, PT_ARG_WORKSPACE,
+    /* SCRATCH: a device buffer of .u bytes without the zero contract: the
+     * verifier poisons it (0xFF) before every launch, so a kernel that reads
+     * a partial it did not write this launch reads NaN (on the emulator: an
+     * uninitialised read). Arrival counters stay WORKSPACE. */
+    PT_ARG_SCRATCH
 } pt_arg_kind;
 typedef struct pt_arg {
     pt_arg_kind kind;

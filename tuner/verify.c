@@ -209,7 +209,8 @@ int tuner_args_bind(tuner_args *a, const pt_launch *l, const tuner_ptr *in, cons
         case PT_ARG_U32: a->v[i].u32 = (uint32_t)g->u; break;
         case PT_ARG_U64: a->v[i].u64 = g->u; break;
         case PT_ARG_F32: a->v[i].f32 = g->f; break;
-        case PT_ARG_WORKSPACE: a->v[i].u64 = ws ? ws[i] : 0; break;
+        case PT_ARG_WORKSPACE:
+        case PT_ARG_SCRATCH: a->v[i].u64 = ws ? ws[i] : 0; break;
         }
         a->p[i] = &a->v[i];
     }
@@ -221,18 +222,36 @@ int tuner_io_bind(tuner_dev *d, tuner_io *io, const pt_launch *l, tuner_args *a,
     if (l->nargs > TUNER_MAX_ARGS)
         return pt_errf(e, PT_EINVAL, "%d kernel parameters: at most %d", l->nargs, TUNER_MAX_ARGS);
     for (int i = 0; i < l->nargs; i++) {
-        if (l->args[i].kind != PT_ARG_WORKSPACE || io->ws_bytes[i] >= l->args[i].u)
+        pt_arg_kind kind = l->args[i].kind;
+        bool scratch = kind == PT_ARG_SCRATCH;
+        if (kind != PT_ARG_WORKSPACE && !scratch)
             continue;
-        tuner_free(d, io->ws[i]);
-        io->ws[i] = 0;
-        io->ws_bytes[i] = 0;
         size_t bytes = (size_t)l->args[i].u;
-        int rc = tuner_alloc(d, bytes, &io->ws[i], e);
-        if (!rc)
-            rc = tuner_fill(d, io->ws[i], 0, bytes, e);
-        if (rc)
-            return rc;
-        io->ws_bytes[i] = bytes;
+        if (io->ws_bytes[i] < bytes) {
+            tuner_free(d, io->ws[i]);
+            io->ws[i] = 0;
+            io->ws_bytes[i] = 0;
+            int rc = tuner_alloc(d, bytes ? bytes : 1, &io->ws[i], e);
+            if (!rc && !scratch)
+                rc = tuner_fill(d, io->ws[i], 0, bytes, e);
+            if (rc)
+                return rc;
+            io->ws_bytes[i] = bytes;
+            io->ws_zero[i] = !scratch;
+        } else if (!scratch && !io->ws_zero[i]) {
+            /* a scratch buffer of a previous launch serves as a workspace:
+             * the zero contract starts here */
+            int rc = tuner_fill(d, io->ws[i], 0, io->ws_bytes[i], e);
+            if (rc)
+                return rc;
+            io->ws_zero[i] = true;
+        }
+        if (scratch) { /* poisoned before every launch: no partial survives */
+            int rc = tuner_fill(d, io->ws[i], 0xFF, io->ws_bytes[i], e);
+            if (rc)
+                return rc;
+            io->ws_zero[i] = false;
+        }
     }
     return tuner_args_bind(a, l, io->in_dev, io->out_dev, io->ws, e);
 }

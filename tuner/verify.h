@@ -69,8 +69,9 @@ typedef struct tuner_io {
     bool allocated;
     tuner_ptr in_base[TUNER_MAX_TENSORS], out_base[TUNER_MAX_TENSORS]; /* allocations */
     tuner_ptr in_dev[TUNER_MAX_TENSORS], out_dev[TUNER_MAX_TENSORS];   /* payloads */
-    tuner_ptr ws[TUNER_MAX_ARGS];   /* PT_ARG_WORKSPACE buffers, by parameter index */
+    tuner_ptr ws[TUNER_MAX_ARGS];   /* PT_ARG_WORKSPACE and PT_ARG_SCRATCH buffers, by parameter index */
     size_t ws_bytes[TUNER_MAX_ARGS];
+    bool ws_zero[TUNER_MAX_ARGS];   /* ws[i] holds zeros (a workspace's contract) */
 } tuner_io;
 
 /* Host side: tensor list and input storage (zeros). */
@@ -102,7 +103,8 @@ typedef struct tuner_args {
 int tuner_args_bind(tuner_args *a, const pt_launch *l, const tuner_ptr *in, const tuner_ptr *out,
                     const tuner_ptr *ws, pt_err *e);
 /* The same on io's buffers; workspaces are allocated (and zero-filled) here
- * when l needs more than io has. */
+ * when l needs more than io has; scratch buffers (PT_ARG_SCRATCH) likewise,
+ * and filled with 0xFF before every launch. */
 int tuner_io_bind(tuner_dev *d, tuner_io *io, const pt_launch *l, tuner_args *a, pt_err *e);
 
 /* One run of k over io's device buffers (allocated and uploaded): bind the
