@@ -151,7 +151,12 @@ typedef enum pt_arg_kind {
      * verifier poisons it (0xFF) before every launch, so a kernel that reads
      * a partial it did not write this launch reads NaN (on the emulator: an
      * uninitialised read). Arrival counters stay WORKSPACE. */
-    PT_ARG_SCRATCH
+    PT_ARG_SCRATCH,
+    /* TENSORMAP: a CUtensorMap passed by value (.param .align 64 .b8 [128]);
+     * .index is the launch's tmaps[] entry, which the binder encodes with the
+     * backend's encoder (tuner_tmap_encode) once the tensor's device pointer
+     * is known, since a map bakes the pointer in. */
+    PT_ARG_TENSORMAP
 } pt_arg_kind;
 typedef struct pt_arg {
     pt_arg_kind kind;
@@ -159,6 +164,23 @@ typedef struct pt_arg {
     uint64_t u;       /* value of a U32 / U64 scalar; bytes of a WORKSPACE */
     float f;          /* value of an F32 scalar */
 } pt_arg;
+
+/* A tensor map of a launch (PT_ARG_TENSORMAP), relative to one of its
+ * tensors: what cuTensorMapEncodeTiled takes but the pointer. Dimension 0
+ * is the innermost, as in CUDA; dtype, swizzle, oobfill and l2promo hold
+ * CUDA's enum values (ptx/emu/tmap.h names them); elementStrides are 1 and
+ * there is no interleave. Emission describes maps, the binder encodes. */
+enum { PT_MAX_TMAPS = 8 };
+typedef struct pt_tmap {
+    pt_arg_kind of;       /* PT_ARG_INPUT or PT_ARG_OUTPUT: which tensor list */
+    int index;            /* the tensor's index in that list */
+    uint64_t offset;      /* bytes from the tensor's pointer to the map's origin */
+    int dtype, rank;      /* CUtensorMapDataType; 1..5 */
+    uint64_t dims[5];     /* elements per dimension */
+    uint64_t strides[4];  /* bytes, of dimensions 1..rank-1 */
+    uint32_t box[5];      /* elements per dimension of one copy */
+    int swizzle, oobfill, l2promo;
+} pt_tmap;
 
 typedef struct pt_launch {
     unsigned grid[3], block[3];
@@ -170,6 +192,10 @@ typedef struct pt_launch {
     int nargs;
     pt_arg args[24];
     const char *entry;    /* kernel name */
+    unsigned cluster[3];  /* CTAs per cluster (cuLaunchKernelEx's cluster
+                           * dimension); 0: no cluster launch */
+    int ntmaps;
+    pt_tmap tmaps[PT_MAX_TMAPS]; /* PT_ARG_TENSORMAP's .index */
 } pt_launch;
 
 /* A host tensor for references and verification: float64 values in the

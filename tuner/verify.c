@@ -211,6 +211,10 @@ int tuner_args_bind(tuner_args *a, const pt_launch *l, const tuner_ptr *in, cons
         case PT_ARG_F32: a->v[i].f32 = g->f; break;
         case PT_ARG_WORKSPACE:
         case PT_ARG_SCRATCH: a->v[i].u64 = ws ? ws[i] : 0; break;
+        case PT_ARG_TENSORMAP: /* 128 bytes by value, encoded by the backend */
+            return pt_errf(e, PT_EUNSUPPORTED,
+                           "parameter %d is a tensor map: the verifier does not bind tensor maps yet "
+                           "(ptxtune exec does)", i + 1);
         }
         a->p[i] = &a->v[i];
     }
