@@ -78,4 +78,38 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
  * reference and tests): i, j row and key, sq, sk this sequence's lengths. */
 bool attn_visible(const pt_prepared *pp, int64_t i, int64_t j, int64_t sq, int64_t sk);
 
+/* The kernel kind of a problem (space and defaults; check and emit follow
+ * the config's impl): decode (impl split) when seqlen_q <= ATTN_DECODE_MAX_SQ
+ * or the KV cache is paged, else prefill (impl fa2). */
+enum { ATTN_DECODE_MAX_SQ = 16 };
+bool attn_decode_kind(const pt_prepared *pp);
+/* Visible (row, key) pairs of one (sequence, head) with lengths sq, sk
+ * (exact, closed form); flops = 2 (d + dv) pairs B Hq at the maxima. */
+double attn_visible_pairs(const pt_prepared *pp, int64_t sq, int64_t sk);
+/* The flash-attention convention: 2 (d + dv) B Hq Sq Sk, halved when causal
+ * (what FA / ThunderKittens tables quote; the benchmark prints both). */
+double attn_flops_fa(const pt_prepared *pp);
+
+/* attention_ref.c: the pt_op hooks of the reference side (gen/op.h). */
+int attn_reference(const pt_prepared *pp, const pt_tensor *in, pt_tensor *out, pt_err *e);
+int attn_reference_at(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
+                      int n, double *vals, pt_err *e);
+int attn_magnitude(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
+                   int64_t n, double *mag, pt_accum *acc, pt_err *e);
+void attn_init_inputs(const pt_prepared *pp, uint64_t seed, pt_tensor *in);
+int attn_check_inputs(const pt_prepared *pp, const pt_tensor *in, pt_err *e);
+void attn_tolerance(const pt_prepared *pp, int out, pt_tol *tol);
+int attn_padding(const pt_prepared *pp, const pt_tensor *in, int out, uint8_t *mask, pt_err *e);
+/* LSE's tolerance (relative to the output's max |lse|; design 1.4). */
+#define ATTN_LSE_TOL 1e-4
+
+/* One sequence's rows and keys, from the inputs (varlen offsets, used
+ * lengths): q/o rows start at token q0 (varlen) with sq rows; keys number
+ * sk, starting at token k0 (varlen, not paged). */
+typedef struct attn_seq {
+    int64_t sq, sk, q0, k0;
+} attn_seq;
+/* Sequence b's lengths from the inputs (in: the op's input tensors, float64). */
+attn_seq attn_seq_of(const pt_prepared *pp, const pt_tensor *in, int64_t b);
+
 #endif

@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const pt_op gen_gemm_op; /* gen/gemm.c */
-static const pt_op *const all_ops[] = {&gen_elementwise_op, &gen_gemm_op};
+extern const pt_op gen_gemm_op;      /* gen/gemm.c */
+extern const pt_op gen_attention_op; /* gen/attention.c */
+static const pt_op *const all_ops[] = {&gen_elementwise_op, &gen_gemm_op, &gen_attention_op};
 
 int pt_op_list(const pt_op *const **out)
 {

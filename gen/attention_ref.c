@@ -1,0 +1,510 @@
+/* Attention's reference side (gen/attention_int.h): the float64 reference
+ * and its sampled form, accumulation magnitudes for the verifier's error
+ * model, structured inputs (lengths, offsets, block tables), the input
+ * check, per-output tolerances and the padding of varlen outputs.
+ *
+ * Every value is computed from the stored (rounded) inputs in double, one
+ * query row at a time: a row costs Sk_b (d + dv). Lengths and page indices
+ * are read defensively (clamped into range): the verifier's input check
+ * (attn_check_inputs) refuses bad ones before a launch, and the reference
+ * must not read outside its tensors whatever it is given. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen/attention_int.h"
+
+static int64_t clamp64(double v, int64_t lo, int64_t hi)
+{
+    if (!(v >= (double)lo))
+        return lo;
+    if (v > (double)hi)
+        return hi;
+    return (int64_t)v;
+}
+
+attn_seq attn_seq_of(const pt_prepared *pp, const pt_tensor *in, int64_t b)
+{
+    attn_seq s = {pp->Sq, pp->Sk, 0, 0};
+    const attn_tensors *x = &pp->t;
+    if (pp->varlen) {
+        const double *cq = in[x->cu_seqlens_q].data, *ck = in[x->cu_seqlens_k].data;
+        int64_t qcap = pp->B * pp->Sq, kcap = pp->B * pp->Sk;
+        s.q0 = clamp64(cq[b], 0, qcap);
+        s.sq = clamp64(cq[b + 1] - cq[b], 0, pp->Sq);
+        if (s.q0 + s.sq > qcap)
+            s.sq = qcap - s.q0;
+        int64_t k0 = clamp64(ck[b], 0, kcap);
+        s.sk = clamp64(ck[b + 1] - ck[b], 0, pp->Sk);
+        if (!pp->page) {
+            s.k0 = k0;
+            if (s.k0 + s.sk > kcap)
+                s.sk = kcap - s.k0;
+        }
+    }
+    if (pp->seqused)
+        s.sk = clamp64(in[x->seqused_k].data[b], 0, s.sk);
+    return s;
+}
+
+/* Element offsets of row i, head h of sequence b in q / o. */
+static int64_t q_at(const pt_prepared *pp, const attn_seq *s, int64_t b, int64_t i, int64_t h)
+{
+    return b * pp->sq[2] + (s->q0 + i) * pp->sq[0] + h * pp->sq[1];
+}
+static int64_t o_at(const pt_prepared *pp, const attn_seq *s, int64_t b, int64_t i, int64_t h)
+{
+    return b * pp->so[2] + (s->q0 + i) * pp->so[0] + h * pp->so[1];
+}
+/* Key j of sequence b, kv head hk, in k (st = pp->sk) or v (pp->sv). */
+static int64_t kv_at(const pt_prepared *pp, const pt_tensor *in, const attn_seq *s,
+                     const int64_t st[3], int64_t b, int64_t j, int64_t hk)
+{
+    if (pp->page) {
+        const double *bt = in[pp->t.block_table].data;
+        int64_t page = clamp64(bt[b * pp->pages_per_seq + j / pp->page], 0, pp->npages - 1);
+        return page * st[2] + (j % pp->page) * st[0] + hk * st[1];
+    }
+    return b * st[2] + (s->k0 + j) * st[0] + hk * st[1];
+}
+
+/* Scratch of one evaluation: every sequence's lengths and two rows of Sk. */
+typedef struct ref_ws {
+    attn_seq *seq;
+    double *s, *a; /* scores; |d score| bound per key */
+} ref_ws;
+
+static int ws_new(const pt_prepared *pp, const pt_tensor *in, ref_ws *w, pt_err *e)
+{
+    w->seq = malloc((size_t)pp->B * sizeof *w->seq);
+    w->s = malloc((size_t)pp->Sk * sizeof *w->s);
+    w->a = malloc((size_t)pp->Sk * sizeof *w->a);
+    if (!w->seq || !w->s || !w->a) {
+        free(w->seq);
+        free(w->s);
+        free(w->a);
+        return pt_errf(e, PT_ENOMEM, "attention reference: out of memory");
+    }
+    for (int64_t b = 0; b < pp->B; b++)
+        w->seq[b] = attn_seq_of(pp, in, b);
+    return PT_OK;
+}
+
+static void ws_free(ref_ws *w)
+{
+    free(w->seq);
+    free(w->s);
+    free(w->a);
+}
+
+/* One query row: o[dv] and lse, and (when mo is not NULL) the magnitudes:
+ * mo[c] = sum_j p_j |v_jc| (the P.V sum) + sum_j p_j |v_jc - o_c| A_j (the
+ * scores' error carried through the softmax, do_c/ds_j = p_j (v_jc - o_c)),
+ * A_j = |scale| sum_c |q_c k_jc| times the softcap's slope; *mlse = 1 (the
+ * row sum l, d lse / d l = 1/l) + sum_j p_j A_j. A row with no visible key:
+ * o = 0, lse = -inf (magnitudes 0 and inf). */
+static void row_eval(const pt_prepared *pp, const pt_tensor *in, ref_ws *w, int64_t b, int64_t h,
+                     int64_t i, double *o, double *lse, double *mo, double *mlse)
+{
+    const attn_seq *s = &w->seq[b];
+    const attn_tensors *x = &pp->t;
+    int64_t hk = h / pp->group, d = pp->d, dv = pp->dv;
+    const double *qv = in[x->q].data + q_at(pp, s, b, i, h);
+    const double *K = in[x->k].data, *V = in[x->v].data;
+    double scale = (double)pp->scale, cap = (double)pp->softcap;
+    double m = -INFINITY;
+    for (int64_t j = 0; j < s->sk; j++) {
+        w->s[j] = -INFINITY;
+        if (!attn_visible(pp, i, j, s->sq, s->sk))
+            continue;
+        const double *kv = K + kv_at(pp, in, s, pp->sk, b, j, hk);
+        double dot = 0, adot = 0;
+        for (int64_t c = 0; c < d; c++) {
+            dot += qv[c] * kv[c];
+            adot += fabs(qv[c] * kv[c]);
+        }
+        double v = scale * dot, slope = 1;
+        if (cap > 0) {
+            double t = tanh(v / cap);
+            v = cap * t;
+            slope = 1 - t * t;
+        }
+        w->s[j] = v;
+        w->a[j] = fabs(scale) * adot * slope;
+        if (v > m)
+            m = v;
+    }
+    for (int64_t c = 0; c < dv; c++) {
+        o[c] = 0;
+        if (mo)
+            mo[c] = 0;
+    }
+    if (m == -INFINITY) { /* no visible key */
+        *lse = -INFINITY;
+        if (mlse)
+            *mlse = INFINITY;
+        return;
+    }
+    double l = 0;
+    for (int64_t j = 0; j < s->sk; j++)
+        if (w->s[j] != -INFINITY)
+            l += exp(w->s[j] - m);
+    double ma = 0;
+    for (int64_t j = 0; j < s->sk; j++) {
+        if (w->s[j] == -INFINITY)
+            continue;
+        double p = exp(w->s[j] - m) / l;
+        w->s[j] = p; /* from here on: the probability */
+        const double *vv = V + kv_at(pp, in, s, pp->sv, b, j, hk);
+        for (int64_t c = 0; c < dv; c++)
+            o[c] += p * vv[c];
+        ma += p * w->a[j];
+    }
+    *lse = m + log(l);
+    if (!mo)
+        return;
+    *mlse = 1 + ma;
+    for (int64_t j = 0; j < s->sk; j++) {
+        if (w->s[j] == -INFINITY)
+            continue;
+        const double *vv = V + kv_at(pp, in, s, pp->sv, b, j, hk);
+        for (int64_t c = 0; c < dv; c++)
+            mo[c] += w->s[j] * (fabs(vv[c]) + fabs(vv[c] - o[c]) * w->a[j]);
+    }
+}
+
+int attn_reference(const pt_prepared *pp, const pt_tensor *in, pt_tensor *out, pt_err *e)
+{
+    ref_ws w;
+    int rc = ws_new(pp, in, &w, e);
+    if (rc)
+        return rc;
+    const attn_tensors *x = &pp->t;
+    double *O = out[x->o].data, *L = x->lse >= 0 ? out[x->lse].data : NULL;
+    memset(O, 0, (size_t)out[x->o].numel * sizeof *O);
+    if (L)
+        memset(L, 0, (size_t)out[x->lse].numel * sizeof *L);
+    double *row = malloc((size_t)pp->dv * sizeof *row);
+    if (!row) {
+        ws_free(&w);
+        return pt_errf(e, PT_ENOMEM, "attention reference: out of memory");
+    }
+    for (int64_t b = 0; b < pp->B; b++)
+        for (int64_t h = 0; h < pp->Hq; h++)
+            for (int64_t i = 0; i < w.seq[b].sq; i++) {
+                double lse;
+                row_eval(pp, in, &w, b, h, i, row, &lse, NULL, NULL);
+                memcpy(O + o_at(pp, &w.seq[b], b, i, h), row, (size_t)pp->dv * sizeof *row);
+                if (L)
+                    L[(b * pp->Hq + h) * pp->Sq + i] = lse;
+            }
+    free(row);
+    ws_free(&w);
+    return PT_OK;
+}
+
+/* Where element idx of output `out` lives: sequence b, head h, row i,
+ * column c (lse: c = 0). False for padding (varlen rows past a sequence's
+ * length, past the packed total). */
+static bool locate(const pt_prepared *pp, const ref_ws *w, int out, int64_t idx, int64_t *b,
+                   int64_t *h, int64_t *i, int64_t *c)
+{
+    if (out == pp->t.lse) {
+        *c = 0;
+        *i = idx % pp->Sq;
+        int64_t r = idx / pp->Sq;
+        *h = r % pp->Hq;
+        *b = r / pp->Hq;
+        return *i < w->seq[*b].sq;
+    }
+    *c = idx % pp->dv;
+    int64_t r = idx / pp->dv;
+    if (pp->varlen) { /* token-major packed rows */
+        *h = r % pp->Hq;
+        int64_t tok = r / pp->Hq;
+        int64_t lo = 0, hi = pp->B - 1;
+        while (lo < hi) { /* the last sequence starting at or before tok */
+            int64_t mid = (lo + hi + 1) / 2;
+            if (w->seq[mid].q0 <= tok)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        /* empty sequences share their start with the next: take the one
+         * whose rows hold tok, if any */
+        for (int64_t q = lo; q >= 0 && w->seq[q].q0 <= tok; q--)
+            if (tok < w->seq[q].q0 + w->seq[q].sq) {
+                *b = q;
+                *i = tok - w->seq[q].q0;
+                return true;
+            }
+        return false;
+    }
+    if (pp->bhsd) {
+        *i = r % pp->Sq;
+        r /= pp->Sq;
+        *h = r % pp->Hq;
+        *b = r / pp->Hq;
+    } else {
+        *h = r % pp->Hq;
+        r /= pp->Hq;
+        *i = r % pp->Sq;
+        *b = r / pp->Sq;
+    }
+    return true;
+}
+
+/* vals (and/or mags) at the given elements, one row evaluation per
+ * distinct row in a run of indices. */
+static int eval_at(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
+                   int64_t n, double *vals, double *mags, pt_err *e)
+{
+    const attn_tensors *x = &pp->t;
+    if (out != x->o && out != x->lse)
+        return pt_errf(e, PT_EINVAL, "attention: no output %d", out);
+    int64_t numel = out == x->o ? pp->B * pp->Sq * pp->Hq * pp->dv : pp->B * pp->Hq * pp->Sq;
+    ref_ws w;
+    int rc = ws_new(pp, in, &w, e);
+    if (rc)
+        return rc;
+    double *o = malloc((size_t)pp->dv * sizeof *o), *mo = malloc((size_t)pp->dv * sizeof *mo);
+    if (!o || !mo) {
+        free(o);
+        free(mo);
+        ws_free(&w);
+        return pt_errf(e, PT_ENOMEM, "attention reference: out of memory");
+    }
+    int64_t cb = -1, ch = -1, ci = -1;
+    double lse = 0, mlse = 0;
+    for (int64_t j = 0; j < n && !rc; j++) {
+        int64_t at = idx ? idx[j] : j;
+        if (at < 0 || at >= numel) {
+            rc = pt_errf(e, PT_ERANGE, "attention reference: index %lld outside %s (%lld elements)",
+                         (long long)at, out == x->o ? "o" : "lse", (long long)numel);
+            break;
+        }
+        int64_t b, h, i, c;
+        if (!locate(pp, &w, out, at, &b, &h, &i, &c)) {
+            if (vals)
+                vals[j] = 0;
+            if (mags)
+                mags[j] = 0;
+            continue;
+        }
+        if (b != cb || h != ch || i != ci) {
+            row_eval(pp, in, &w, b, h, i, o, &lse, mo, &mlse);
+            cb = b;
+            ch = h;
+            ci = i;
+        }
+        bool is_o = out == x->o;
+        if (vals)
+            vals[j] = is_o ? o[c] : lse;
+        if (mags)
+            mags[j] = is_o ? mo[c] : mlse;
+    }
+    free(o);
+    free(mo);
+    ws_free(&w);
+    return rc;
+}
+
+int attn_reference_at(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
+                      int n, double *vals, pt_err *e)
+{
+    return eval_at(pp, in, out, idx, n, vals, NULL, e);
+}
+
+int attn_magnitude(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
+                   int64_t n, double *mag, pt_accum *acc, pt_err *e)
+{
+    /* f32 sums: q.k over d, the row sum and P.V over Sk_b keys */
+    acc->dtype = PT_F32;
+    acc->len = pp->Sk > pp->d ? pp->Sk : pp->d;
+    return eval_at(pp, in, out, idx, n, NULL, mag, e);
+}
+
+/* ---- structured inputs ---- */
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [lo, hi] (lo <= hi). */
+static int64_t rand_in(uint64_t *s, int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(splitmix(s) % (uint64_t)(hi - lo + 1));
+}
+
+/* len[b] in [1, max[b]], random; with two sequences or more one of them
+ * has length 1 and another a ragged length (neither 1 nor its maximum,
+ * where the maximum leaves room), with three or more a third the maximum. */
+static void pick_lengths(uint64_t *s, int64_t B, const int64_t *max, int64_t *len)
+{
+    for (int64_t b = 0; b < B; b++)
+        len[b] = rand_in(s, 1, max[b]);
+    if (B < 2)
+        return;
+    int64_t r = rand_in(s, 0, B - 1);
+    len[r] = 1;
+    int64_t m2 = max[(r + 1) % B];
+    len[(r + 1) % B] = m2 > 2 ? rand_in(s, 2, m2 - 1) : m2;
+    if (B >= 3)
+        len[(r + 2) % B] = max[(r + 2) % B];
+}
+
+void attn_init_inputs(const pt_prepared *pp, uint64_t seed, pt_tensor *in)
+{
+    uint64_t s = (seed ? seed : 1) ^ 0x5eed0a77e0f10ull;
+    const attn_tensors *x = &pp->t;
+    int64_t B = pp->B;
+    int64_t *max = calloc((size_t)B, sizeof *max), *len = calloc((size_t)B, sizeof *len);
+    int64_t *klen = calloc((size_t)B, sizeof *klen);
+    if (!max || !len || !klen)
+        goto done; /* the uniform values stay: the input check refuses them */
+    for (int64_t b = 0; b < B; b++)
+        klen[b] = pp->Sk;
+    if (pp->varlen) {
+        double *cq = in[x->cu_seqlens_q].data, *ck = in[x->cu_seqlens_k].data;
+        for (int64_t b = 0; b < B; b++)
+            max[b] = pp->Sq;
+        pick_lengths(&s, B, max, len);
+        cq[0] = 0;
+        for (int64_t b = 0; b < B; b++)
+            cq[b + 1] = cq[b] + (double)len[b];
+        for (int64_t b = 0; b < B; b++)
+            max[b] = pp->Sk;
+        pick_lengths(&s, B, max, klen);
+        ck[0] = 0;
+        for (int64_t b = 0; b < B; b++)
+            ck[b + 1] = ck[b] + (double)klen[b];
+    }
+    if (pp->seqused) {
+        double *su = in[x->seqused_k].data;
+        pick_lengths(&s, B, klen, len);
+        for (int64_t b = 0; b < B; b++)
+            su[b] = (double)len[b];
+    }
+    if (pp->page) {
+        /* distinct pages in random order when the pool has enough (a wrong
+         * page index reads another sequence's data), else random pages */
+        double *bt = in[x->block_table].data;
+        int64_t need = B * pp->pages_per_seq, np = pp->npages;
+        if (np >= need) {
+            int64_t *perm = malloc((size_t)np * sizeof *perm);
+            if (perm) {
+                for (int64_t p = 0; p < np; p++)
+                    perm[p] = p;
+                for (int64_t p = np - 1; p > 0; p--) {
+                    int64_t q = rand_in(&s, 0, p), t = perm[p];
+                    perm[p] = perm[q];
+                    perm[q] = t;
+                }
+                for (int64_t k = 0; k < need; k++)
+                    bt[k] = (double)perm[k];
+                free(perm);
+            }
+        } else {
+            for (int64_t k = 0; k < need; k++)
+                bt[k] = (double)rand_in(&s, 0, np - 1);
+        }
+    }
+done:
+    free(max);
+    free(len);
+    free(klen);
+}
+
+/* cu_seqlens_{q,k}: nondecreasing from cu[0] >= 0, each length at most the
+ * maximum, the total within the packed tensor (cap rows; 0: no cap). */
+static int check_cu(const char *name, const double *cu, int64_t B, int64_t maxlen, int64_t cap,
+                    const char *maxname, pt_err *e)
+{
+    if (cu[0] < 0)
+        return pt_errf(e, PT_ERANGE, "%s[0] = %.0f: must be >= 0", name, cu[0]);
+    for (int64_t b = 0; b < B; b++) {
+        double l = cu[b + 1] - cu[b];
+        if (l < 0)
+            return pt_errf(e, PT_ERANGE, "%s[%lld] = %.0f: below %s[%lld] = %.0f", name,
+                           (long long)b + 1, cu[b + 1], name, (long long)b, cu[b]);
+        if (l > (double)maxlen)
+            return pt_errf(e, PT_ERANGE, "%s: sequence %lld has %.0f rows, more than %s=%lld",
+                           name, (long long)b, l, maxname, (long long)maxlen);
+    }
+    if (cap && cu[B] > (double)cap)
+        return pt_errf(e, PT_ERANGE, "%s[%lld] = %.0f: past the packed tensor's %lld rows", name,
+                       (long long)B, cu[B], (long long)cap);
+    return PT_OK;
+}
+
+int attn_check_inputs(const pt_prepared *pp, const pt_tensor *in, pt_err *e)
+{
+    const attn_tensors *x = &pp->t;
+    int64_t B = pp->B;
+    if (pp->varlen) {
+        int rc = check_cu("cu_seqlens_q", in[x->cu_seqlens_q].data, B, pp->Sq, B * pp->Sq,
+                          "seqlen_q", e);
+        if (!rc)
+            rc = check_cu("cu_seqlens_k", in[x->cu_seqlens_k].data, B, pp->Sk,
+                          pp->page ? 0 : B * pp->Sk, "seqlen_k", e);
+        if (rc)
+            return rc;
+    }
+    if (pp->seqused) {
+        const double *su = in[x->seqused_k].data;
+        for (int64_t b = 0; b < B; b++) {
+            int64_t kmax = pp->Sk;
+            if (pp->varlen) {
+                const double *ck = in[x->cu_seqlens_k].data;
+                kmax = (int64_t)(ck[b + 1] - ck[b]);
+            }
+            if (!(su[b] >= 0) || su[b] > (double)kmax)
+                return pt_errf(e, PT_ERANGE, "seqused_k[%lld] = %.0f: outside 0..%lld (%s)",
+                               (long long)b, su[b], (long long)kmax,
+                               pp->varlen ? "the sequence's keys in cu_seqlens_k" : "seqlen_k");
+        }
+    }
+    if (pp->page) {
+        const double *bt = in[x->block_table].data;
+        for (int64_t k = 0; k < B * pp->pages_per_seq; k++)
+            if (!(bt[k] >= 0) || bt[k] >= (double)pp->npages)
+                return pt_errf(e, PT_ERANGE, "block_table[%lld][%lld] = %.0f: outside the pool (num_pages=%lld)",
+                               (long long)(k / pp->pages_per_seq), (long long)(k % pp->pages_per_seq),
+                               bt[k], (long long)pp->npages);
+    }
+    return PT_OK;
+}
+
+void attn_tolerance(const pt_prepared *pp, int out, pt_tol *tol)
+{
+    *tol = (pt_tol){0, 0};
+    if (out == pp->t.lse) /* f32 from ex2/lg2 row statistics: absolute, against max |lse| */
+        *tol = (pt_tol){ATTN_LSE_TOL, 1.0};
+}
+
+int attn_padding(const pt_prepared *pp, const pt_tensor *in, int out, uint8_t *mask, pt_err *e)
+{
+    const attn_tensors *x = &pp->t;
+    if (out != x->o && out != x->lse)
+        return pt_errf(e, PT_EINVAL, "attention: no output %d", out);
+    int64_t numel = out == x->o ? pp->B * pp->Sq * pp->Hq * pp->dv : pp->B * pp->Hq * pp->Sq;
+    memset(mask, 0, (size_t)numel);
+    if (!pp->varlen)
+        return PT_OK;
+    memset(mask, 1, (size_t)numel);
+    for (int64_t b = 0; b < pp->B; b++) {
+        attn_seq s = attn_seq_of(pp, in, b);
+        for (int64_t h = 0; h < pp->Hq; h++)
+            for (int64_t i = 0; i < s.sq; i++) {
+                if (out == x->lse)
+                    mask[(b * pp->Hq + h) * pp->Sq + i] = 0;
+                else
+                    memset(mask + o_at(pp, &s, b, i, h), 0, (size_t)pp->dv);
+            }
+    }
+    return PT_OK;
+}
