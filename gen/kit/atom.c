@@ -115,3 +115,59 @@ void kit_tv_at(const kit_atom *at, kit_operand op, int l, int v, int *row, int *
     *reg = v / per;
     *bit = b * (v % per);
 }
+
+/* ---- wgmma ---- */
+
+/* thread t = (l % 4, l / 4, w): the (row, col) one step of each adds */
+#define WTHR(tr, tc) {.rank = 3, .dims = 2, .shape = {4, 8, 4}, .stride = {P(tr, tc), P(1, 0), P(16, 0)}}
+
+bool kit_wgmma_atom(ptx_type ab, ptx_type acc, int n, kit_atom *out)
+{
+    static const struct {
+        ptx_type ab;
+        pt_dtype dt;
+        int k, es;
+        const char *f32, *f16;
+    } tab[] = {
+        {PTX_T_F16, PT_F16, 16, 2, "wgmma.m64nNk16.f16.f32", "wgmma.m64nNk16.f16.f16"},
+        {PTX_T_BF16, PT_BF16, 16, 2, "wgmma.m64nNk16.bf16.f32", NULL},
+        {PTX_T_TF32, PT_TF32, 8, 4, "wgmma.m64nNk8.tf32.f32", NULL},
+        {PTX_T_E4M3, PT_E4M3, 32, 1, "wgmma.m64nNk32.e4m3.f32", "wgmma.m64nNk32.e4m3.f16"},
+        {PTX_T_E5M2, PT_E5M2, 32, 1, "wgmma.m64nNk32.e5m2.f32", "wgmma.m64nNk32.e5m2.f16"},
+        {PTX_T_S8, PT_S8, 32, 1, "wgmma.m64nNk32.s8.s32", NULL},
+        {PTX_T_U8, PT_U8, 32, 1, "wgmma.m64nNk32.u8.s32", NULL},
+    };
+    const char *name = NULL;
+    size_t i = 0;
+    for (; i < sizeof tab / sizeof tab[0] && tab[i].ab != ab; i++)
+        ;
+    if (i == sizeof tab / sizeof tab[0] || n < 8 || n > 256 || n % 8)
+        return false;
+    bool isint = ab == PTX_T_S8 || ab == PTX_T_U8;
+    if (isint)
+        name = acc == PTX_T_S32 && (n <= 24 || n % 16 == 0) ? tab[i].f32 : NULL;
+    else
+        name = acc == PTX_T_F32 ? tab[i].f32 : acc == PTX_T_F16 ? tab[i].f16 : NULL;
+    if (!name)
+        return false;
+    kit_atom a = {.name = name, .kind = KIT_ATOM_WGMMA, .dt = tab[i].dt, .m = 64, .n = n, .k = tab[i].k,
+                  .threads = 128, .ab = ab, .acc = acc, .es = tab[i].es, .tf32 = ab == PTX_T_TF32,
+                  .int_acc = isint, .kstep = tab[i].k, .min_sm = 90};
+    /* D: i -> bit 0 col + 1, bit 1 row + 8, i >> 2 col + 8 */
+    a.c = (kit_tv){WTHR(0, 2), VAL3(2, 0, 1, 2, 8, 0, n / 8, 0, 8), acc == PTX_T_F16 ? n / 4 : n / 2};
+    if (tab[i].es == 2) /* v = 2q + half: half col + 1, q & 1 row + 8, q >> 1 col + 8 */
+        a.a = (kit_tv){WTHR(0, 2), VAL3(2, 0, 1, 2, 8, 0, 2, 0, 8), 4};
+    else if (tab[i].es == 4) /* v = q: q & 1 row + 8, q >> 1 col + 4 */
+        a.a = (kit_tv){WTHR(0, 1), VAL2(2, 8, 0, 2, 0, 4), 4};
+    else /* v = 4q + byte: byte col + 1, q & 1 row + 8, q >> 1 col + 16 */
+        a.a = (kit_tv){WTHR(0, 4), VAL3(4, 0, 1, 2, 8, 0, 2, 0, 16), 4};
+    *out = a;
+    return true;
+}
+
+uint64_t kit_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, int swizzle_bytes)
+{
+    uint64_t mode = swizzle_bytes == 128 ? 1 : swizzle_bytes == 64 ? 2 : swizzle_bytes == 32 ? 3 : 0;
+    return (uint64_t)((addr & 0x3ffffu) >> 4) | (uint64_t)((lbo & 0x3ffffu) >> 4) << 16 |
+           (uint64_t)((sbo & 0x3ffffu) >> 4) << 32 | mode << 62;
+}

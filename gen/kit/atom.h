@@ -22,6 +22,7 @@
 typedef enum kit_atom_kind {
     KIT_ATOM_FMA,      /* one fma.rn.f32 per thread and element (SIMT) */
     KIT_ATOM_MMA_SYNC, /* mma.sync.aligned.<shape>.row.col, one warp */
+    KIT_ATOM_WGMMA,    /* wgmma.mma_async m64nNk*, one warpgroup (kit_wgmma_atom) */
 } kit_atom_kind;
 
 typedef struct kit_tv {
@@ -66,5 +67,23 @@ int kit_tv_elems(const kit_tv *tv);
 void kit_tv_at(const kit_atom *at, kit_operand op, int l, int v, int *row, int *col, int *reg, int *bit);
 /* Bits of one element of an operand (tf32 and 32-bit types: 32). */
 int kit_atom_elem_bits(const kit_atom *at, kit_operand op);
+
+/* ---- wgmma (sm_90a) ----
+ * The atom of wgmma.mma_async.m64n{n}k{k} for A/B type ab and accumulator
+ * acc: 128 threads, thread t = 32 w + l with thr modes (l % 4, l / 4, w);
+ * C/D (shared/ref/ptx-sm90.md 1.3): register i of thread t holds
+ * (16 w + l/4 + 8 ((i >> 1) & 1), 8 (i >> 2) + 2 (l % 4) + (i & 1)), N/2
+ * registers (f16: elements 2j, 2j+1 packed in register j, N/4 registers);
+ * A is the RS form's register fragment (ref 1.4; the SS form reads A
+ * through a descriptor); B has no thread map (regs 0): it is always read
+ * from shared memory. Fills *out and returns true, false when (ab, acc, n)
+ * is not a wgmma shape (ref 1.2: bf16 and tf32 accumulate in f32 only;
+ * 8-bit integers take N 8, 16, 24 and multiples of 16). */
+bool kit_wgmma_atom(ptx_type ab, ptx_type acc, int n, kit_atom *out);
+
+/* The 64-bit shared-memory matrix descriptor (ref 2.1) of a tile at shared
+ * address addr with byte offsets lbo and sbo and swizzle span
+ * swizzle_bytes (0: none, 32, 64 or 128); base offset 0. */
+uint64_t kit_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, int swizzle_bytes);
 
 #endif
