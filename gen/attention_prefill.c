@@ -1,36 +1,781 @@
-/* The attention prefill kernel (see gen/attention_int.h). Not written yet:
- * every entry point refuses, so the op can be registered meanwhile. */
+/* The attention prefill kernel, FA2-style on the kit (impl=fa2; see
+ * gen/attention_int.h and ../shared/design/attention_hopper.md 1.7).
+ *
+ * Grid (m blocks, Hq, B) (raster 1 swaps x and y); one CTA of `warps` warps
+ * per bm query rows of one (sequence, query head); warp w owns rows
+ * [w bm/warps, (w+1) bm/warps), MI = bm/warps/16 m16 atoms. The kv head is
+ * h / group (GQA, MQA).
+ *
+ *   prologue  cp.async Q -> sQ with K_0 (one group), then V_i, K_{i+1} for
+ *             i < stages - 1                    [zero-filled past Sq_b / Sk_b]
+ *   block j   (key blocks from the last visible one down: the masked ones at
+ *             the diagonal come first, then the full ones)
+ *     wait K_j, bar.sync             K_j landed; every warp is done with V_{j-1}
+ *     cp.async V_{j+s-1}; commit
+ *     S = Q K_j^T                    ldmatrix (Q, K non-trans), mma.sync m16n8k16
+ *     mask S (-inf) only when the block meets the causal / window diagonal
+ *       or the end of the keys (a uniform branch around it otherwise)
+ *     wait V_j, bar.sync             V_j landed; every warp is done with K_j
+ *     cp.async K_{j+s}; commit
+ *     online softmax of S's rows (kit_softmax: quad max, exp2 with the scale
+ *       times log2 e folded into one constant, the -inf rules), O *= alpha
+ *     P = S repacked C -> A (kit_frag_to_a, no shuffles)
+ *     O += P V_j                     ldmatrix.trans on V
+ *   epilogue  l quad-summed; O *= 1/l (0 when l = 0: a row without a visible
+ *             key gives o = 0, lse = -inf); O stored as the dtype; lse.
+ *
+ * Key blocks nobody sees are never loaded: blocks [n_lo, n_hi) come from the
+ * mask (n_hi = ceil(min(Sk_b, last row + off + wr + 1) / bn), n_lo = (first
+ * row + off - wl) / bn); a CTA with none writes o = 0, lse = -inf. Sequence
+ * lengths are run-time parameters (PT_ARG_U32) or come from cu_seqlens /
+ * seqused_k; head counts, head dims, masks, scale and softcap are
+ * immediates. Softcap: x = tanh(s scale / c) and the softmax exponent scale
+ * is c (c tanh(...) - c m = c (x - m)). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "gen/attention_int.h"
+#include "ptx/target.h"
+
+/* ---- geometry ---- */
+
+typedef struct fa2 {
+    const pt_prepared *pp;
+    ptx_fn *f;
+    const kit_atom *at;
+    int bm, bn, warps, threads, stages, raster;
+    bool qregs;
+    int MI, NI, NO, KD, KN; /* m atoms per warp, S n8 atoms, O n8 atoms, d / 16, bn / 16 */
+    int es;
+    kit_layout tq, tk, tv;  /* shared tiles */
+    int64_t qbytes, kbytes, vbytes, smem;
+    float k;                /* softmax exponent scale (scale, or softcap c) */
+    /* run time */
+    ptx_reg tid, lane, warp, wrow, smem_base;
+    ptx_reg b, h, hk, m0;          /* sequence, query head, kv head, first row */
+    ptx_reg sq, sk;                /* this sequence's lengths (s32) */
+    ptx_reg tq0, tk0;              /* first token of the sequence in q/o and k/v (varlen) */
+} fa2;
+
+static bool pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+static kit_layout tile(int rows, int64_t row_bytes)
+{
+    return kit_smem_tile(rows, (int)row_bytes, pow2(row_bytes) ? 0 : 16);
+}
+
+static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *c, fa2 *g, pt_err *e)
+{
+    memset(g, 0, sizeof *g);
+    g->pp = pp;
+    int64_t impl = pt_config_get(c, "impl", ATTN_FA2);
+    if (impl != ATTN_FA2)
+        return pt_errf(e, PT_EINVAL, "impl=%lld: the prefill kernel is impl=%d (fa2)", (long long)impl, ATTN_FA2);
+    g->bm = (int)pt_config_get(c, "bm", 128);
+    g->bn = (int)pt_config_get(c, "bn", 64);
+    g->warps = (int)pt_config_get(c, "warps", 4);
+    g->qregs = pt_config_get(c, "q_in_regs", 0) != 0;
+    g->stages = (int)pt_config_get(c, "kv_stages", 1);
+    g->raster = (int)pt_config_get(c, "raster", 0);
+    g->at = kit_atom_get(pp->dt);
+    if (!g->at || g->at->kind != KIT_ATOM_MMA_SYNC || g->at->k != 16 || g->at->es != 2)
+        return pt_errf(e, PT_EUNSUPPORTED, "attention prefill: dtype %s (f16 or bf16)",
+                       pt_dtype_get(pp->dt)->name);
+    if (t->sm < 80)
+        return pt_errf(e, PT_EUNSUPPORTED, "attention prefill: sm_%d (sm_80 or newer)", t->sm);
+    if (g->bm != 64 && g->bm != 128)
+        return pt_errf(e, PT_EINVAL, "bm=%d: 64 or 128", g->bm);
+    if (g->bn < 16 || g->bn > 128 || g->bn % 16)
+        return pt_errf(e, PT_EINVAL, "bn=%d: a multiple of 16 up to 128", g->bn);
+    if (g->warps != 4 && g->warps != 8)
+        return pt_errf(e, PT_EINVAL, "warps=%d: 4 or 8", g->warps);
+    if ((g->bm / g->warps) % 16)
+        return pt_errf(e, PT_EINVAL, "bm=%d with warps=%d: %d rows per warp (a multiple of 16)", g->bm, g->warps,
+                       g->bm / g->warps);
+    if (g->stages < 1 || g->stages > 2)
+        return pt_errf(e, PT_EINVAL, "kv_stages=%d: 1 or 2", g->stages);
+    if (g->raster < 0 || g->raster > 1)
+        return pt_errf(e, PT_EINVAL, "raster=%d: 0 (head-major) or 1 (m-major)", g->raster);
+    if (pp->d % 16 || pp->dv % 16 || pp->d > 256 || pp->dv > 256)
+        return pt_errf(e, PT_EUNSUPPORTED, "attention prefill: head_dim=%lld head_dim_v=%lld (multiples of 16 up to 256)",
+                       (long long)pp->d, (long long)pp->dv);
+    if (!(pp->scale > 0) || (pp->softcap != 0 && !(pp->softcap > 0)))
+        return pt_errf(e, PT_EUNSUPPORTED, "attention prefill: softmax_scale %g softcap %g (positive)",
+                       (double)pp->scale, (double)pp->softcap);
+    if (pp->page)
+        return pt_errf(e, PT_EUNSUPPORTED, "attention prefill: paged K/V (page_size=%lld) is not supported by impl=fa2 yet",
+                       (long long)pp->page);
+    g->threads = 32 * g->warps;
+    g->es = g->at->es;
+    g->MI = g->bm / g->warps / 16;
+    g->NI = g->bn / 8;
+    g->NO = (int)pp->dv / 8;
+    g->KD = (int)pp->d / 16;
+    g->KN = g->bn / 16;
+    g->tq = tile(g->bm, pp->d * g->es);
+    g->tk = tile(g->bn, pp->d * g->es);
+    g->tv = tile(g->bn, pp->dv * g->es);
+    g->qbytes = (g->tq.span + 127) / 128 * 128;
+    g->kbytes = (g->tk.span + 127) / 128 * 128;
+    g->vbytes = (g->tv.span + 127) / 128 * 128;
+    g->smem = g->qbytes + g->stages * (g->kbytes + g->vbytes);
+    g->k = pp->softcap > 0 ? pp->softcap : pp->scale;
+    return PT_OK;
+}
+
+/* ---- space, defaults, check ---- */
 
 int attn_prefill_space(const pt_prepared *pp, const pt_target *t, pt_space *out)
 {
     (void)pp;
     (void)t;
-    *out = (pt_space){0};
+    memset(out, 0, sizeof *out);
+    pt_param_space ps[] = {
+        {"impl", "kernel kind (0: fa2, mma.sync prefill)", 1, {ATTN_FA2}},
+        {"bm", "query rows per CTA", 2, {64, 128}},
+        {"bn", "keys per K/V block (PV's k: a multiple of 16)", 6, {32, 48, 64, 96, 112, 128}},
+        {"warps", "warps per CTA (each owns bm/warps query rows)", 2, {4, 8}},
+        {"q_in_regs", "Q fragments kept in registers (loaded from shared memory once)", 2, {0, 1}},
+        {"kv_stages", "K and V buffers each (cp.async ring depth)", 2, {1, 2}},
+        {"raster", "CTA order: 0 m blocks of a head together (K/V stay in L2), 1 heads of an m block together",
+         2, {0, 1}},
+    };
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
+        out->p[out->nparams++] = ps[i];
+    return PT_OK;
+}
+
+/* Live f32 values per thread: S (bn/2 per m atom) and O (dv/2), Q's
+ * fragments with q_in_regs (d/4 per m atom). The design's budget (1.6). */
+static int64_t live_regs(const fa2 *g)
+{
+    int64_t r = (int64_t)g->MI * (g->bn + g->pp->dv) / 2;
+    if (g->qregs)
+        r += (int64_t)g->MI * g->pp->d / 4;
+    return r;
+}
+
+int attn_prefill_check(const pt_prepared *pp, const pt_target *t, const pt_config *c, pt_err *e)
+{
+    fa2 g;
+    int rc = geometry(pp, t, c, &g, e);
+    if (rc)
+        return rc;
+    uint32_t lim = pt_target_smem_limit(t->sm);
+    if (g.smem > (int64_t)lim)
+        return pt_errf(e, PT_EINVAL, "shared memory %lld bytes (Q %lld + %d x (K %lld + V %lld)) over sm_%d's %u",
+                       (long long)g.smem, (long long)g.qbytes, g.stages, (long long)g.kbytes,
+                       (long long)g.vbytes, t->sm, lim);
+    int64_t r = live_regs(&g);
+    if (r > 192)
+        return pt_errf(e, PT_EINVAL, "%lld live f32 values per thread (S %d + O %lld%s) over 192", (long long)r,
+                       g.MI * g.bn / 2, (long long)(g.MI * pp->dv / 2), g.qregs ? " + Q" : "");
     return PT_OK;
 }
 
 void attn_prefill_defaults(const pt_prepared *pp, const pt_target *t, pt_config *out)
 {
-    (void)pp;
-    (void)t;
-    *out = (pt_config){0};
+    memset(out, 0, sizeof *out);
+    pt_space s;
+    attn_prefill_space(pp, t, &s);
+    for (int i = 0; i < s.nparams; i++)
+        pt_config_set(out, s.p[i].name, s.p[i].values[0]);
+    /* FA2's tile table (flash_fwd_launch_template.h) */
+    int64_t d = pp->d > pp->dv ? pp->d : pp->dv;
+    int bm = 128, bn = 64, warps = 4;
+    if (d <= 64)
+        bn = 128;
+    else if (d <= 128)
+        bn = t->sm == 80 || t->sm >= 90 || pp->causal ? 64 : 32;
+    else
+        warps = 8;
+    if (pp->Sq <= 64)
+        bm = 64;
+    pt_config_set(out, "bm", bm);
+    pt_config_set(out, "bn", bn);
+    pt_config_set(out, "warps", bm == 64 ? 4 : warps);
+    pt_config_set(out, "q_in_regs", 0);
+    pt_config_set(out, "kv_stages", 1);
+    pt_config_set(out, "raster", 0);
+    pt_err e = {0};
+    if (attn_prefill_check(pp, t, out, &e) == PT_OK)
+        return;
+    for (int64_t i = 0; i < pt_space_size(&s); i++) {
+        pt_config k;
+        pt_space_config(&s, i, &k);
+        pt_err ke = {0};
+        if (attn_prefill_check(pp, t, &k, &ke) == PT_OK) {
+            *out = k;
+            return;
+        }
+    }
 }
 
-int attn_prefill_check(const pt_prepared *pp, const pt_target *t, const pt_config *c, pt_err *e)
+/* ---- emission helpers ---- */
+
+static ptx_reg r32(fa2 *g) { return ptx_reg_new(g->f, PTX_T_B32); }
+static ptx_reg pred(fa2 *g) { return ptx_reg_new(g->f, PTX_T_PRED); }
+
+static ptx_reg sreg(fa2 *g, ptx_sreg s)
 {
-    (void)pp;
-    (void)t;
-    (void)c;
-    return pt_errf(e, PT_EUNSUPPORTED, "attention prefill kernel: not implemented yet");
+    ptx_reg r = r32(g);
+    ptx_emit(g->f, PTX_OP_MOV, NOM, U32T, ptx_r(r), ptx_sr(s));
+    return r;
 }
 
-int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l,
-                      pt_err *e)
+static ptx_reg iop(fa2 *g, ptx_op op, ptx_opd a, ptx_opd b) { return kit_reg(g->f, kit_iop(g->f, op, a, b)); }
+
+static ptx_reg setp(fa2 *g, ptx_mod cmp, ptx_opd a, ptx_opd b)
 {
-    (void)pp;
-    (void)c;
-    (void)m;
-    (void)l;
-    return pt_errf(e, PT_EUNSUPPORTED, "attention prefill kernel: not implemented yet");
+    ptx_reg p = pred(g);
+    ptx_emit(g->f, PTX_OP_SETP, M1(cmp), S32T, ptx_r(p), a, b);
+    return p;
+}
+
+static void bra(fa2 *g, int label, ptx_reg p, bool neg)
+{
+    ptx_ins *in = ptx_emit(g->f, PTX_OP_BRA, M1(PTX_M_UNI), PTX_NOTYPES, ptx_lbl(label));
+    if (p.id)
+        ptx_guard(in, p, neg);
+}
+
+/* p64 + a * bytes (a: u32 register or immediate). */
+static ptx_reg addr(fa2 *g, ptx_reg p64, ptx_opd a, int64_t bytes)
+{
+    ptx_fn *f = g->f;
+    if (a.kind == PTX_O_IMM) {
+        if (a.u.imm == 0 || bytes == 0)
+            return p64;
+        ptx_reg d = ptx_reg_new(f, PTX_T_B64);
+        ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(d), ptx_r(p64), ptx_imm(a.u.imm * bytes));
+        return d;
+    }
+    ptx_reg off = ptx_reg_new(f, PTX_T_B64);
+    if (bytes >= 0 && bytes <= 0xffffffffll) {
+        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_WIDE), U32T, ptx_r(off), a, ptx_imm(bytes));
+    } else {
+        ptx_reg w = ptx_reg_new(f, PTX_T_B64);
+        ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U64, PTX_T_U32), ptx_r(w), a);
+        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), U64T, ptx_r(off), ptx_r(w), ptx_imm(bytes));
+    }
+    ptx_reg d = ptx_reg_new(f, PTX_T_B64);
+    ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(d), ptx_r(p64), ptx_r(off));
+    return d;
+}
+
+static ptx_reg param_ptr(fa2 *g, pt_launch *l, const char *name, pt_arg arg)
+{
+    const char *pn = ptx_param_ptr(g->f, name, 16);
+    l->args[l->nargs++] = arg;
+    ptx_reg r = ptx_reg_new(g->f, PTX_T_B64), d = ptx_reg_new(g->f, PTX_T_B64);
+    ptx_emit(g->f, PTX_OP_LD, M1(PTX_M_PARAM), U64T, ptx_r(r), ptx_saddr(pn, 0));
+    ptx_emit(g->f, PTX_OP_CVTA, M2(PTX_M_TO, PTX_M_GLOBAL), U64T, ptx_r(d), ptx_r(r));
+    return d;
+}
+
+static ptx_reg param_u32(fa2 *g, pt_launch *l, const char *name, uint64_t v)
+{
+    const char *pn = ptx_param_add(g->f, name, PTX_T_U32);
+    l->args[l->nargs++] = (pt_arg){PT_ARG_U32, 0, v, 0};
+    ptx_reg r = r32(g);
+    ptx_emit(g->f, PTX_OP_LD, M1(PTX_M_PARAM), U32T, ptx_r(r), ptx_saddr(pn, 0));
+    return r;
+}
+
+/* s32 element idx of an int32 tensor at p. */
+static ptx_reg ld_s32(fa2 *g, ptx_reg p, ptx_opd idx)
+{
+    ptx_reg a = addr(g, p, idx, 4), r = r32(g);
+    ptx_emit(g->f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(r), ptx_addr(a, 0));
+    return r;
+}
+
+static ptx_reg fmov(fa2 *g, ptx_opd v)
+{
+    ptx_reg r = ptx_reg_new(g->f, PTX_T_F32);
+    ptx_emit(g->f, PTX_OP_MOV, NOM, F32T, ptx_r(r), v);
+    return r;
+}
+
+/* ---- operands in shared memory ---- */
+
+/* The ldmatrix.x4 accesses of an operand: for each k step ks < nks, the
+ * .x4 loads of `atoms` m|n atoms (A: one per atom, B: one per two n8
+ * atoms), origins in tile coordinates (row0 + r, b). */
+static void ldsm_init(fa2 *g, kit_ldsm *s, const kit_layout *t, kit_operand w, bool kmajor, ptx_opd row0,
+                      int nks, int atoms)
+{
+    const kit_atom *at = g->at;
+    int per = 4 / kit_atom_tv(at, w)->regs, am = w == KIT_A ? at->m : at->n, n = 0;
+    int r[512], b[512];
+    for (int ks = 0; ks < nks; ks++)
+        for (int a = 0; a < atoms; a += per) {
+            int64_t tr, tb;
+            if (w == KIT_A)
+                kit_atom_to_tile(w, kmajor, g->es, a * am, ks * at->k, &tr, &tb);
+            else
+                kit_atom_to_tile(w, kmajor, g->es, ks * at->k, a * am, &tr, &tb);
+            r[n] = (int)tr;
+            b[n++] = (int)tb;
+        }
+    kit_layout lanes = kit_ldsm_atom_lanes(at, w, kmajor);
+    kit_ldsm_init(g->f, s, t, &lanes, g->lane, kmajor ? row0 : ptx_imm(0), kmajor ? ptx_imm(0) : row0, n, r, b);
+}
+
+/* The four A registers of m atom mi at k step ks (Q) from its access. */
+static void ldsm_x4(fa2 *g, const kit_ldsm *s, int i, const ptx_reg *at, bool trans, ptx_reg *out)
+{
+    for (int q = 0; q < 4; q++)
+        out[q] = r32(g);
+    kit_ldsm_emit(g->f, s, i, 4, trans, ptx_vecr(g->f, 4, out), at, 0, (ptx_reg){0});
+}
+
+static void mma(fa2 *g, ptx_reg *c, const ptx_reg *a, const ptx_reg *b)
+{
+    const kit_atom *at = g->at;
+    ptx_opd cv = ptx_vecr(g->f, 4, c);
+    ptx_reg av[4] = {a[0], a[1], a[2], a[3]}, bv[2] = {b[0], b[1]};
+    ptx_emit(g->f, PTX_OP_MMA, PTX_MODS(PTX_M_SYNC, PTX_M_ALIGNED, at->shape, PTX_M_ROW, PTX_M_COL),
+             PTX_TYPES(at->acc, at->ab, at->ab, at->acc), cv, ptx_vecr(g->f, 4, av), ptx_vecr(g->f, 2, bv), cv);
+}
+
+/* A tile copy of rows [row, row + tile rows) of a (token, d) view: base
+ * p64 at the tile's first row, `rows` rows in bounds (s32), moving by
+ * drow rows per advance. */
+static void g2s_init(fa2 *g, kit_g2s *c, const kit_layout *t, ptx_reg p64, int64_t pitch_elems, int64_t cols,
+                     ptx_reg rows, int64_t drow)
+{
+    kit_view v;
+    memset(&v, 0, sizeof v);
+    v.base = p64;
+    v.ld_bytes = pitch_elems * g->es;
+    v.es = g->es;
+    v.rows = ptx_r(rows);
+    v.cols = ptx_imm(cols);
+    v.row_edge = true;
+    v.col_edge = false;
+    kit_g2s_init(g->f, c, t, &v, g->threads, g->tid, 16, drow, 0);
+}
+
+/* ---- the kernel ---- */
+
+/* Per-thread rows: r < 2 MI, r = 2 a + h: atom a's rows g (h 0) and g + 8 (h 1). */
+static int row_off(int r) { return 16 * (r / 2) + 8 * (r % 2); }
+/* Register index of value j (< 2 per n8 atom) of n8 atom b of per-thread row r
+ * in a C fragment of `nat` n8 atoms per m atom. */
+static int creg(int nat, int r, int b, int j) { return ((r / 2) * nat + b) * 4 + (r % 2) * 2 + j; }
+
+int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l, pt_err *e)
+{
+    fa2 G, *g = &G;
+    int rc = geometry(pp, &pp->target, c, g, e);
+    if (rc)
+        return rc;
+    rc = attn_prefill_check(pp, &pp->target, c, e);
+    if (rc)
+        return rc;
+    char cfg[256], name[128], sig[512];
+    pt_config_str(c, cfg, sizeof cfg);
+    snprintf(sig, sizeof sig, "%s|%lld %lld %lld %lld %lld %lld %lld %d %lld %lld %.9g %.9g %d %d %d %d",
+             cfg, (long long)pp->B, (long long)pp->Hq, (long long)pp->Hkv, (long long)pp->Sq, (long long)pp->Sk,
+             (long long)pp->d, (long long)pp->dv, pp->causal, (long long)pp->wl, (long long)pp->wr,
+             (double)pp->scale, (double)pp->softcap, pp->bhsd, pp->varlen, pp->seqused, pp->lse);
+    snprintf(name, sizeof name, "attn_fa2_%s_d%lld_%016llx", pt_dtype_get(pp->dt)->name, (long long)pp->d,
+             (unsigned long long)pt_hash64(sig, strlen(sig)));
+    g->f = ptx_fn_new(m, name);
+    ptx_fn *f = g->f;
+    f->maxntid[0] = g->threads;
+    f->maxntid[1] = f->maxntid[2] = 1;
+    ptx_module_extern_shared(m, "attn_smem", 128);
+    const kit_atom *at = g->at;
+    int es = g->es, MI = g->MI, NI = g->NI, NO = g->NO, S = g->stages;
+    ptx_reg none = {0};
+
+    /* parameters, in pt_launch order */
+    l->nargs = 0;
+    ptx_reg po = param_ptr(g, l, "o", (pt_arg){PT_ARG_OUTPUT, pp->t.o, 0, 0});
+    ptx_reg plse = pp->lse ? param_ptr(g, l, "lse", (pt_arg){PT_ARG_OUTPUT, pp->t.lse, 0, 0}) : none;
+    ptx_reg pq = param_ptr(g, l, "q", (pt_arg){PT_ARG_INPUT, pp->t.q, 0, 0});
+    ptx_reg pk = param_ptr(g, l, "k", (pt_arg){PT_ARG_INPUT, pp->t.k, 0, 0});
+    ptx_reg pv = param_ptr(g, l, "v", (pt_arg){PT_ARG_INPUT, pp->t.v, 0, 0});
+    ptx_reg pcq = none, pck = none, psu = none;
+    if (pp->varlen) {
+        pcq = param_ptr(g, l, "cu_seqlens_q", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_q, 0, 0});
+        pck = param_ptr(g, l, "cu_seqlens_k", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_k, 0, 0});
+    }
+    if (pp->seqused)
+        psu = param_ptr(g, l, "seqused_k", (pt_arg){PT_ARG_INPUT, pp->t.seqused_k, 0, 0});
+    ptx_reg psq = none, psk = none;
+    if (!pp->varlen) {
+        psq = param_u32(g, l, "seqlen_q", (uint64_t)pp->Sq);
+        if (!pp->seqused)
+            psk = param_u32(g, l, "seqlen_k", (uint64_t)pp->Sk);
+    }
+
+    /* thread, CTA: m block, head, sequence */
+    g->tid = sreg(g, PTX_S_TID_X);
+    g->lane = iop(g, PTX_OP_AND, ptx_r(g->tid), ptx_imm(31));
+    g->warp = iop(g, PTX_OP_SHR, ptx_r(g->tid), ptx_imm(5));
+    g->wrow = iop(g, PTX_OP_MUL, ptx_r(g->warp), ptx_imm(g->bm / g->warps));
+    g->smem_base = r32(g);
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(g->smem_base), ptx_sym("attn_smem"));
+    ptx_reg mb = sreg(g, g->raster ? PTX_S_CTAID_Y : PTX_S_CTAID_X);
+    g->h = sreg(g, g->raster ? PTX_S_CTAID_X : PTX_S_CTAID_Y);
+    g->b = sreg(g, PTX_S_CTAID_Z);
+    int64_t nmb = (pp->Sq + g->bm - 1) / g->bm;
+    if (pp->causal || pp->wr >= 0) /* the longest rows first */
+        mb = iop(g, PTX_OP_SUB, ptx_imm(nmb - 1), ptx_r(mb));
+    g->m0 = iop(g, PTX_OP_MUL, ptx_r(mb), ptx_imm(g->bm));
+    if (pp->group == 1) {
+        g->hk = g->h;
+    } else if (pow2(pp->group)) {
+        int sh = 0;
+        while ((INT64_C(1) << sh) < pp->group)
+            sh++;
+        g->hk = iop(g, PTX_OP_SHR, ptx_r(g->h), ptx_imm(sh));
+    } else {
+        g->hk = iop(g, PTX_OP_DIV, ptx_r(g->h), ptx_imm(pp->group));
+    }
+    /* this sequence's lengths and first tokens */
+    if (pp->varlen) {
+        ptx_reg b1 = iop(g, PTX_OP_ADD, ptx_r(g->b), ptx_imm(1));
+        g->tq0 = ld_s32(g, pcq, ptx_r(g->b));
+        g->sq = iop(g, PTX_OP_SUB, ptx_r(ld_s32(g, pcq, ptx_r(b1))), ptx_r(g->tq0));
+        g->tk0 = ld_s32(g, pck, ptx_r(g->b));
+        g->sk = iop(g, PTX_OP_SUB, ptx_r(ld_s32(g, pck, ptx_r(b1))), ptx_r(g->tk0));
+    } else {
+        g->sq = psq;
+        g->sk = psk;
+    }
+    if (pp->seqused)
+        g->sk = ld_s32(g, psu, ptx_r(g->b));
+    /* rows of this block past the sequence: nothing to do */
+    int done = ptx_label_new(f);
+    bra(g, done, setp(g, PTX_M_GE, ptx_r(g->m0), ptx_r(g->sq)), false);
+
+    /* visible key blocks [n_lo, n_hi) of the block's rows */
+    ptx_reg off = iop(g, PTX_OP_SUB, ptx_r(g->sk), ptx_r(g->sq)); /* Sk_b - Sq_b */
+    ptx_reg kend = g->sk;
+    if (pp->wr >= 0) {
+        ptx_reg last = iop(g, PTX_OP_MIN, ptx_r(iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_imm(g->bm))), ptx_r(g->sq));
+        ptx_reg lim = iop(g, PTX_OP_ADD, ptx_r(iop(g, PTX_OP_ADD, ptx_r(last), ptx_r(off))), ptx_imm(pp->wr));
+        kend = iop(g, PTX_OP_MAX, ptx_r(iop(g, PTX_OP_MIN, ptx_r(kend), ptx_r(lim))), ptx_imm(0));
+    }
+    ptx_reg n_hi = iop(g, PTX_OP_DIV, ptx_r(iop(g, PTX_OP_ADD, ptx_r(kend), ptx_imm(g->bn - 1))), ptx_imm(g->bn));
+    ptx_reg n_lo = none;
+    ptx_reg nblk = n_hi;
+    if (pp->wl >= 0) {
+        ptx_reg first = iop(g, PTX_OP_SUB, ptx_r(iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(off))), ptx_imm(pp->wl));
+        first = iop(g, PTX_OP_MAX, ptx_r(first), ptx_imm(0));
+        n_lo = iop(g, PTX_OP_DIV, ptx_r(first), ptx_imm(g->bn));
+        nblk = iop(g, PTX_OP_SUB, ptx_r(n_hi), ptx_r(n_lo));
+    }
+    (void)n_lo;
+
+    /* global views: Q rows m0.., K and V rows from the last visible block down */
+    ptx_reg qrow = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(g->tq0), ptx_r(g->m0)) : g->m0;
+    ptx_reg qb = addr(g, pq, ptx_r(qrow), pp->sq[0] * es);
+    qb = addr(g, qb, ptx_r(g->h), pp->sq[1] * es);
+    qb = pp->varlen ? qb : addr(g, qb, ptx_r(g->b), pp->sq[2] * es);
+    ptx_reg n0 = r32(g); /* first key of the current block */
+    ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), U32T, ptx_r(n0), ptx_r(iop(g, PTX_OP_SUB, ptx_r(n_hi), ptx_imm(1))),
+             ptx_imm(g->bn));
+    ptx_reg krow = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(g->tk0), ptx_r(n0)) : n0;
+    ptx_reg kb = addr(g, pk, ptx_r(krow), pp->sk[0] * es);
+    kb = addr(g, kb, ptx_r(g->hk), pp->sk[1] * es);
+    kb = pp->varlen ? kb : addr(g, kb, ptx_r(g->b), pp->sk[2] * es);
+    ptx_reg vb = addr(g, pv, ptx_r(krow), pp->sv[0] * es);
+    vb = addr(g, vb, ptx_r(g->hk), pp->sv[1] * es);
+    vb = pp->varlen ? vb : addr(g, vb, ptx_r(g->b), pp->sv[2] * es);
+    ptx_reg qleft = iop(g, PTX_OP_SUB, ptx_r(g->sq), ptx_r(g->m0));
+    ptx_reg kleft = iop(g, PTX_OP_SUB, ptx_r(g->sk), ptx_r(n0));
+
+    /* O accumulators and row states (before any branch: the epilogue reads them) */
+    int no = MI * NO * 4, ns = MI * NI * 4, nr = 2 * MI;
+    pt_arena *ar = m->arena;
+    ptx_reg *oacc = pt_arena_alloc(ar, (size_t)no * sizeof(ptx_reg));
+    for (int i = 0; i < no; i++)
+        oacc[i] = fmov(g, ptx_f32(0.0f));
+    kit_softmax st[16];
+    for (int r = 0; r < nr; r++)
+        st[r] = kit_softmax_new(f, g->k);
+    ptx_reg sacc[512];
+    for (int i = 0; i < ns; i++)
+        sacc[i] = ptx_reg_new(f, PTX_T_F32);
+    int epi = ptx_label_new(f);
+    bra(g, epi, setp(g, PTX_M_LE, ptx_r(nblk), ptx_imm(0)), false);
+
+    /* copies and pipes */
+    kit_g2s cq, ck, cv;
+    g2s_init(g, &cq, &g->tq, qb, pp->sq[0], pp->d, qleft, 0);
+    g2s_init(g, &ck, &g->tk, kb, pp->sk[0], pp->d, kleft, -g->bn);
+    g2s_init(g, &cv, &g->tv, vb, pp->sv[0], pp->dv, kleft, -g->bn);
+    ptx_reg kbase = iop(g, PTX_OP_ADD, ptx_r(g->smem_base), ptx_imm(g->qbytes));
+    ptx_reg vbase = iop(g, PTX_OP_ADD, ptx_r(kbase), ptx_imm(S * g->kbytes));
+    kit_pipe pk_, pv_;
+    kit_pipe_init(f, &pk_, KIT_PIPE_CP_ASYNC, S, g->kbytes, kbase, false);
+    kit_pipe_init(f, &pv_, KIT_PIPE_CP_ASYNC, S, g->vbytes, vbase, false);
+    /* ldmatrix accesses: Q (A, K-major) at the warp's rows; K (B, K-major:
+     * rows are keys); V (B, MN-major: rows are keys, .trans) */
+    kit_ldsm lq, lk, lv;
+    ldsm_init(g, &lq, &g->tq, KIT_A, true, ptx_r(g->wrow), g->KD, MI);
+    ldsm_init(g, &lk, &g->tk, KIT_B, true, ptx_imm(0), g->KD, NI);
+    ldsm_init(g, &lv, &g->tv, KIT_B, false, ptx_imm(0), g->KN, NO);
+
+    /* prologue: Q with K_0, then V_i, K_{i+1} */
+    kit_g2s_issue(&cq, g->smem_base, 0, none);
+    kit_g2s_issue(&ck, kit_pipe_acquire(&pk_), 0, none);
+    kit_g2s_advance(&ck);
+    kit_pipe_commit(&pk_);
+    for (int i = 0; i + 1 < S; i++) {
+        ptx_reg more = setp(g, PTX_M_GT, ptx_r(nblk), ptx_imm(i + 1));
+        kit_g2s_issue(&cv, kit_pipe_acquire(&pv_), 0, none);
+        kit_g2s_advance(&cv);
+        kit_pipe_commit(&pv_);
+        kit_g2s_issue(&ck, kit_pipe_acquire(&pk_), 0, more);
+        kit_g2s_advance(&ck);
+        kit_pipe_commit(&pk_);
+    }
+    /* Q fragments in registers: loaded once */
+    ptx_reg qf[4][16][4];
+    ptx_reg qat[512];
+    memset(qat, 0, sizeof qat);
+    kit_ldsm_at(f, &lq, g->smem_base, qat);
+    if (g->qregs) {
+        kit_pipe_wait(&pk_, 2 * (S - 1));
+        for (int ks = 0; ks < g->KD; ks++)
+            for (int a = 0; a < MI; a++)
+                ldsm_x4(g, &lq, ks * MI + a, qat, false, qf[a][ks]);
+    }
+    /* the mask's row terms: row i = m0 + row_base + row_off(r); key hi
+     * (exclusive) min(Sk_b, i + off + wr + 1), key lo i + off - wl; as
+     * offsets from the lane's first column of the block */
+    ptx_reg zero = kit_reg(f, ptx_imm(0));
+    kit_frag sf = kit_frag_mma_c(f, at, MI, NI, sacc, g->wrow, zero, g->lane);
+    ptx_reg rowdiag = iop(g, PTX_OP_SUB, ptx_r(iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(sf.row_base))), ptx_r(sf.col_base));
+    rowdiag = iop(g, PTX_OP_ADD, ptx_r(rowdiag), ptx_r(off)); /* i - col_base + off at row offset 0 */
+    ptx_reg skc = iop(g, PTX_OP_SUB, ptx_r(g->sk), ptx_r(sf.col_base));
+    /* block-level: the first row's right limit and the last row's left limit */
+    ptx_reg rlim = none, llim = none;
+    if (pp->wr >= 0)
+        rlim = iop(g, PTX_OP_ADD, ptx_r(iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(off))), ptx_imm(pp->wr + 1 - g->bn));
+    if (pp->wl >= 0)
+        llim = iop(g, PTX_OP_SUB, ptx_r(iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(off))), ptx_imm(pp->wl - (g->bm - 1)));
+    ptx_reg skbn = iop(g, PTX_OP_SUB, ptx_r(g->sk), ptx_imm(g->bn));
+
+    /* ---- the loop over key blocks ---- */
+    ptx_reg j = r32(g);
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(j), ptx_imm(0));
+    int top = ptx_label_new(f);
+    ptx_label_place(f, top);
+    for (int r = 0; r < nr; r++)
+        st[r].fresh = false;
+    ptx_reg kst = kit_pipe_wait(&pk_, 2 * (S - 1));
+    {
+        ptx_reg more = setp(g, PTX_M_LT, ptx_r(iop(g, PTX_OP_ADD, ptx_r(j), ptx_imm(S - 1))), ptx_r(nblk));
+        int skip = ptx_label_new(f);
+        bra(g, skip, more, true);
+        kit_g2s_issue(&cv, kit_pipe_acquire(&pv_), 0, none);
+        ptx_label_place(f, skip);
+        kit_g2s_advance(&cv);
+        kit_pipe_commit(&pv_);
+    }
+    /* S = Q K^T */
+    for (int i = 0; i < ns; i++)
+        ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(sacc[i]), ptx_f32(0.0f));
+    ptx_reg kat[512];
+    memset(kat, 0, sizeof kat);
+    kit_ldsm_at(f, &lk, kst, kat);
+    for (int ks = 0; ks < g->KD; ks++) {
+        ptx_reg qa[4][4], kf[16][4];
+        for (int a = 0; a < MI; a++) {
+            if (g->qregs)
+                memcpy(qa[a], qf[a][ks], sizeof qa[a]);
+            else
+                ldsm_x4(g, &lq, ks * MI + a, qat, false, qa[a]);
+        }
+        for (int np = 0; np < NI / 2; np++)
+            ldsm_x4(g, &lk, ks * (NI / 2) + np, kat, false, kf[np]);
+        for (int a = 0; a < MI; a++)
+            for (int bi = 0; bi < NI; bi++) {
+                int b = (a & 1) ? NI - 1 - bi : bi;
+                mma(g, &sacc[(a * NI + b) * 4], qa[a], &kf[b / 2][(b % 2) * 2]);
+            }
+    }
+    kit_pipe_release(&pk_);
+    /* softcap: x = tanh(s scale / c) */
+    if (pp->softcap > 0)
+        for (int i = 0; i < ns; i++) {
+            ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(sacc[i]), ptx_r(sacc[i]),
+                     ptx_f32((float)((double)pp->scale / (double)pp->softcap)));
+            ptx_emit(f, PTX_OP_TANH, M1(PTX_M_APPROX), F32T, ptx_r(sacc[i]), ptx_r(sacc[i]));
+        }
+    /* mask: only blocks at the end of the keys or meeting a diagonal */
+    {
+        ptx_reg need = setp(g, PTX_M_GT, ptx_r(n0), ptx_r(skbn));
+        ptx_reg p = need;
+        if (rlim.id) {
+            ptx_reg q = setp(g, PTX_M_GT, ptx_r(n0), ptx_r(rlim));
+            ptx_reg o2 = pred(g);
+            ptx_emit(f, PTX_OP_OR, NOM, PREDT, ptx_r(o2), ptx_r(p), ptx_r(q));
+            p = o2;
+        }
+        if (llim.id) {
+            ptx_reg q = setp(g, PTX_M_LT, ptx_r(n0), ptx_r(llim));
+            ptx_reg o2 = pred(g);
+            ptx_emit(f, PTX_OP_OR, NOM, PREDT, ptx_r(o2), ptx_r(p), ptx_r(q));
+            p = o2;
+        }
+        int skip = ptx_label_new(f);
+        bra(g, skip, p, true);
+        ptx_reg diag = iop(g, PTX_OP_SUB, ptx_r(rowdiag), ptx_r(n0));
+        ptx_reg kl = iop(g, PTX_OP_SUB, ptx_r(skc), ptx_r(n0)); /* keys in bounds from the lane's column 0 */
+        for (int r = 0; r < nr; r++) {
+            ptx_reg hi = kl, lo = none;
+            if (pp->wr >= 0)
+                hi = iop(g, PTX_OP_MIN, ptx_r(hi),
+                         ptx_r(iop(g, PTX_OP_ADD, ptx_r(diag), ptx_imm(row_off(r) + pp->wr + 1))));
+            if (pp->wl >= 0)
+                lo = iop(g, PTX_OP_ADD, ptx_r(diag), ptx_imm(row_off(r) - pp->wl));
+            for (int b = 0; b < NI; b++)
+                for (int q = 0; q < 2; q++) {
+                    int i = creg(NI, r, b, q);
+                    int col = sf.col[i];
+                    ptx_reg ok = setp(g, PTX_M_GT, ptx_r(hi), ptx_imm(col));
+                    if (lo.id) {
+                        ptx_reg ok2 = setp(g, PTX_M_LE, ptx_r(lo), ptx_imm(col));
+                        ptx_reg o2 = pred(g);
+                        ptx_emit(f, PTX_OP_AND, NOM, PREDT, ptx_r(o2), ptx_r(ok), ptx_r(ok2));
+                        ok = o2;
+                    }
+                    ptx_emit(f, PTX_OP_SELP, NOM, F32T, ptx_r(sacc[i]), ptx_r(sacc[i]), ptx_f32(-INFINITY),
+                             ptx_r(ok));
+                }
+        }
+        ptx_label_place(f, skip);
+    }
+    ptx_reg vst = kit_pipe_wait(&pv_, 2 * (S - 1));
+    {
+        ptx_reg more = setp(g, PTX_M_LT, ptx_r(iop(g, PTX_OP_ADD, ptx_r(j), ptx_imm(S))), ptx_r(nblk));
+        int skip = ptx_label_new(f);
+        bra(g, skip, more, true);
+        kit_g2s_issue(&ck, kit_pipe_acquire(&pk_), 0, none);
+        ptx_label_place(f, skip);
+        kit_g2s_advance(&ck);
+        kit_pipe_commit(&pk_);
+    }
+    /* online softmax per row; O *= alpha; P */
+    ptx_reg preg[512];
+    for (int r = 0; r < nr; r++) {
+        ptx_opd v[32], p[32];
+        for (int b = 0; b < NI; b++)
+            for (int q = 0; q < 2; q++)
+                v[2 * b + q] = ptx_r(sacc[creg(NI, r, b, q)]);
+        ptx_opd alpha = kit_softmax_update(f, &st[r], v, NULL, 2 * NI, 4, p);
+        for (int b = 0; b < NI; b++)
+            for (int q = 0; q < 2; q++)
+                preg[creg(NI, r, b, q)] = p[2 * b + q].u.reg;
+        for (int b = 0; b < NO; b++)
+            for (int q = 0; q < 2; q++) {
+                ptx_reg o = oacc[creg(NO, r, b, q)];
+                ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(o), ptx_r(o), alpha);
+            }
+    }
+    /* O += P V */
+    kit_frag pf = sf;
+    pf.r = preg;
+    ptx_reg vat[512];
+    memset(vat, 0, sizeof vat);
+    kit_ldsm_at(f, &lv, vst, vat);
+    for (int ks = 0; ks < g->KN; ks++) {
+        ptx_reg pa[4][4], vf[16][4];
+        for (int a = 0; a < MI; a++)
+            kit_frag_to_a(f, &pf, at, a, ks, pa[a]);
+        for (int np = 0; np < NO / 2; np++)
+            ldsm_x4(g, &lv, ks * (NO / 2) + np, vat, true, vf[np]);
+        for (int a = 0; a < MI; a++)
+            for (int bi = 0; bi < NO; bi++) {
+                int b = (a & 1) ? NO - 1 - bi : bi;
+                mma(g, &oacc[(a * NO + b) * 4], pa[a], &vf[b / 2][(b % 2) * 2]);
+            }
+    }
+    kit_pipe_release(&pv_);
+    ptx_emit(f, PTX_OP_SUB, NOM, S32T, ptx_r(n0), ptx_r(n0), ptx_imm(g->bn));
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(j), ptx_r(j), ptx_imm(1));
+    bra(g, top, setp(g, PTX_M_LT, ptx_r(j), ptx_r(nblk)), false);
+    kit_pipe_drain(&pk_);
+
+    /* ---- epilogue ---- */
+    ptx_label_place(f, epi);
+    kit_redop sum = KIT_RED_SUM;
+    ptx_reg lrow[16], inv[16];
+    for (int r = 0; r < nr; r++) {
+        lrow[r] = st[r].s;
+        kit_red_lanes(f, &sum, &lrow[r], 1, 4);
+        /* 1 / l, 0 when l = 0 (no visible key) */
+        ptx_reg rc_ = ptx_reg_new(f, PTX_T_F32);
+        ptx_emit(f, PTX_OP_RCP, M1(PTX_M_RN), F32T, ptx_r(rc_), ptx_r(lrow[r]));
+        ptx_reg z = pred(g);
+        ptx_emit(f, PTX_OP_SETP, M1(PTX_M_GT), F32T, ptx_r(z), ptx_r(lrow[r]), ptx_f32(0.0f));
+        inv[r] = ptx_reg_new(f, PTX_T_F32);
+        ptx_emit(f, PTX_OP_SELP, NOM, F32T, ptx_r(inv[r]), ptx_r(rc_), ptx_f32(0.0f), ptx_r(z));
+    }
+    /* rows: i = m0 + row_base + row_off(r), stored when i < Sq_b */
+    kit_frag of = kit_frag_mma_c(f, at, MI, NO, oacc, g->wrow, sf.grp_col, g->lane);
+    ptx_reg orow = iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(of.row_base));
+    ptx_reg ob = addr(g, po, ptx_r(pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(g->tq0), ptx_r(orow)) : orow), pp->so[0] * es);
+    ob = addr(g, ob, ptx_r(g->h), pp->so[1] * es);
+    ob = pp->varlen ? ob : addr(g, ob, ptx_r(g->b), pp->so[2] * es);
+    ob = addr(g, ob, ptx_r(of.col_base), es);
+    ptx_reg orem = iop(g, PTX_OP_SUB, ptx_r(g->sq), ptx_r(orow));
+    for (int r = 0; r < nr; r++) {
+        kit_io io = {0};
+        io.guard = setp(g, PTX_M_GT, ptx_r(orem), ptx_imm(row_off(r)));
+        io.align = 2 * es;
+        for (int b = 0; b < NO; b++) {
+            ptx_opd v[2];
+            for (int q = 0; q < 2; q++) {
+                ptx_reg o = ptx_reg_new(f, PTX_T_F32);
+                ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(o), ptx_r(oacc[creg(NO, r, b, q)]), ptx_r(inv[r]));
+                v[q] = ptx_r(o);
+            }
+            kit_store(f, &io, pp->dt, ob, (int64_t)row_off(r) * pp->so[0] * es + (int64_t)b * 8 * es, 2, v);
+        }
+    }
+    if (pp->lse) {
+        /* lse = k m + ln l (natural log), -inf when l = 0; lse [B, Hq, Sq] (varlen: the
+         * sequence's rows at b Hq Sq + h Sq + i as well) */
+        ptx_reg lb = addr(g, plse, ptx_r(g->b), pp->Hq * pp->Sq * 4);
+        lb = addr(g, lb, ptx_r(g->h), pp->Sq * 4);
+        lb = addr(g, lb, ptx_r(orow), 4);
+        ptx_reg t0 = setp(g, PTX_M_EQ, ptx_r(iop(g, PTX_OP_AND, ptx_r(g->lane), ptx_imm(3))), ptx_imm(0));
+        for (int r = 0; r < nr; r++) {
+            ptx_reg lg = ptx_reg_new(f, PTX_T_F32), v = ptx_reg_new(f, PTX_T_F32);
+            ptx_emit(f, PTX_OP_LG2, M1(PTX_M_APPROX), F32T, ptx_r(lg), ptx_r(lrow[r]));
+            ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(lg), ptx_r(lg), ptx_f32(0.693147180559945309f));
+            ptx_emit(f, PTX_OP_FMA, M1(PTX_M_RN), F32T, ptx_r(v), ptx_r(st[r].m), ptx_f32(g->k), ptx_r(lg));
+            ptx_reg ok = setp(g, PTX_M_GT, ptx_r(orem), ptx_imm(row_off(r)));
+            ptx_reg w = pred(g);
+            ptx_emit(f, PTX_OP_AND, NOM, PREDT, ptx_r(w), ptx_r(ok), ptx_r(t0));
+            ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_GLOBAL), F32T, ptx_addr(lb, row_off(r) * 4), ptx_r(v)), w,
+                      false);
+        }
+    }
+    ptx_label_place(f, done);
+    ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
+
+    unsigned gx = (unsigned)nmb, gy = (unsigned)pp->Hq;
+    l->grid[0] = g->raster ? gy : gx;
+    l->grid[1] = g->raster ? gx : gy;
+    l->grid[2] = (unsigned)pp->B;
+    l->block[0] = (unsigned)g->threads;
+    l->block[1] = l->block[2] = 1;
+    l->smem = (size_t)g->smem;
+    l->smem_optin = g->smem > 48 * 1024;
+    l->align = 16;
+    l->entry = f->name;
+    if (m->err.code)
+        return pt_errf(e, m->err.code, "%s", m->err.msg);
+    return PT_OK;
 }
