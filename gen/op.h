@@ -207,6 +207,15 @@ typedef struct pt_tensor {
     double *data;
 } pt_tensor;
 
+/* The verifier's comparison of one output (tuner/verify.h), where the op
+ * knows better than the dtype: tol, the tolerance (0: the dtype's); floor,
+ * the fraction of the output's largest |reference| below which an element
+ * is judged against that scale instead of itself (0: the verifier's 1e-2;
+ * 1: every element against max |w|, an absolute bound). */
+typedef struct pt_tol {
+    double tol, floor;
+} pt_tol;
+
 /* Everything an op knows about a problem once it is prepared (parsed,
  * bound); allocated in the arena given to prepare. */
 typedef struct pt_prepared pt_prepared;
@@ -257,6 +266,23 @@ typedef struct pt_op {
      * accumulation reaches the element. NULL: the op accumulates nothing. */
     int (*magnitude)(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
                      int64_t n, double *mag, pt_accum *acc, pt_err *e);
+    /* Structured inputs (NULL: uniform noise for every input): after the
+     * verifier's uniform fill, the op rewrites the float64 values of the
+     * inputs that must make sense (lengths, offsets, page tables), in
+     * in[i].data, deterministically in seed; the verifier stores them in
+     * their dtypes. */
+    void (*init_inputs)(const pt_prepared *pp, uint64_t seed, pt_tensor *in);
+    /* Inputs no kernel may be launched on (an index out of range, a length
+     * over its maximum): an error naming the tensor, the element and the
+     * value. Run by the verifier before every upload. NULL: any values. */
+    int (*check_inputs)(const pt_prepared *pp, const pt_tensor *in, pt_err *e);
+    /* The comparison of output `out` (NULL, or zeros: by dtype). */
+    void (*tolerance)(const pt_prepared *pp, int out, pt_tol *tol);
+    /* Elements of output `out` that no kernel writes (the padding of
+     * variable-length outputs, which depends on the inputs): mask[j] = 1,
+     * 0 elsewhere (numel bytes). The verifier neither requires them written
+     * nor compares them. NULL: every element is written. */
+    int (*padding)(const pt_prepared *pp, const pt_tensor *in, int out, uint8_t *mask, pt_err *e);
     double (*flops)(const pt_prepared *pp);
     double (*bytes)(const pt_prepared *pp);
     /* Representative problems, for 'ptxtune ops' and smoke tests. */
