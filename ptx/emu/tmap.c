@@ -125,7 +125,7 @@ int emu_tmap_validate(const emu_tmap_desc *d, pt_err *e)
 
 /* ---- the blob ---- */
 
-static const char magic[8] = {'p', 'x', 't', 't', 'T', 'M', 'A', '1'};
+static const char magic[8] = {'p', 't', 'x', 't', 'T', 'M', 'A', '1'}; /* "ptxtTMA1" */
 enum {
     OFF_MAGIC = 0, OFF_VERSION = 8, OFF_SUM = 12, OFF_SMALL = 16, /* dtype rank il sw l2 oob */
     OFF_GADDR = 24, OFF_DIMS = 32, OFF_STRIDES = 72, OFF_BOX = 104, OFF_ESTR = 114, OFF_END = 119
