@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
-#include "gen/elementwise.h"
 #include "tuner/npy.h"
 #include "tuner/sweep.h"
 
@@ -181,8 +180,7 @@ static void load_inputs(const run_opts *ro, const cli_problem *cp, const pt_prep
     }
 }
 
-static void write_outputs(const run_opts *ro, const cli_problem *cp, const pt_prepared *pp,
-                          const tuner_io *io)
+static void write_outputs(const run_opts *ro, const tuner_io *io)
 {
     for (int i = 0; i < ro->nout; i++) {
         char name[64];
@@ -198,11 +196,11 @@ static void write_outputs(const run_opts *ro, const cli_problem *cp, const pt_pr
             cli_die(2, "--out '%s': no output named '%s'", ro->out[i], name);
         int64_t shape[TUNER_NPY_MAX_DIMS] = {io->out[k].numel};
         int ndim = 1;
-        if (cp->op == &gen_elementwise_op) { /* the output's own shape */
-            const ex_tensor *t = &gen_elementwise_prog(pp)->outputs[k];
-            ndim = t->shape.ndim;
+        const pt_tensor *t = &io->out[k];
+        if (t->ndim > 0 && t->ndim <= TUNER_NPY_MAX_DIMS) { /* the output's own shape */
+            ndim = t->ndim;
             for (int d = 0; d < ndim; d++)
-                shape[d] = t->shape.dim[d];
+                shape[d] = t->shape[d];
         }
         pt_err e = {0};
         if (tuner_npy_write(file, pt_dtype_get(io->out[k].dtype)->npy, ndim, shape,
@@ -441,7 +439,7 @@ int cmd_run(int argc, char **argv)
         }
         print_result(&r, &di, cp.json);
         if (r.cls == TUNER_OK)
-            write_outputs(&ro, &cp, pp, tuner_evaluator_io(ev, pp));
+            write_outputs(&ro, tuner_evaluator_io(ev, pp));
         code = r.cls == TUNER_OK ? 0 : 1;
         tuner_evaluator_free(ev);
         tuner_dev_close(d);

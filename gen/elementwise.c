@@ -1244,15 +1244,23 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
 
 /* ---------------------------------------------------------------------- */
 
+static pt_tensor ew_tensor(const ex_tensor *x, pt_dtype dt)
+{
+    pt_tensor t = {.name = x->name, .dtype = dt, .numel = x->numel, .ndim = x->shape.ndim};
+    for (int d = 0; d < x->shape.ndim && d < PT_TENSOR_MAX_DIMS; d++)
+        t.shape[d] = x->shape.dim[d];
+    return t;
+}
+
 static int tensors(const pt_prepared *pp, int *nin, int *nout, pt_tensor *in, pt_tensor *out)
 {
     const ex_prog *p = pp->prog;
     *nin = p->ninputs;
     *nout = p->noutputs;
     for (int i = 0; in && i < p->ninputs; i++)
-        in[i] = (pt_tensor){p->inputs[i].name, pp->in_dt, p->inputs[i].numel, NULL};
+        in[i] = ew_tensor(&p->inputs[i], pp->in_dt);
     for (int i = 0; out && i < p->noutputs; i++)
-        out[i] = (pt_tensor){p->outputs[i].name, pp->out_dt, p->outputs[i].numel, NULL};
+        out[i] = ew_tensor(&p->outputs[i], pp->out_dt);
     return PT_OK;
 }
 

@@ -826,6 +826,19 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
 /* ---------------------------------------------------------------------- */
 /* tensors, reference, counts                                              */
 
+/* A [batch,] rows x ld tensor (batch only when batched; a vector when rows
+ * is 1 and not batched). */
+static pt_tensor mat(const char *name, pt_dtype dt, int64_t B, int64_t rows, int64_t ld)
+{
+    pt_tensor t = {.name = name, .dtype = dt, .numel = B * rows * ld};
+    int64_t dims[3] = {B, rows, ld};
+    int first = B > 1 ? 0 : rows > 1 ? 1 : 2;
+    t.ndim = 3 - first;
+    for (int d = first; d < 3; d++)
+        t.shape[d - first] = dims[d];
+    return t;
+}
+
 static int tensors(const pt_prepared *pp, int *nin, int *nout, pt_tensor *in, pt_tensor *out)
 {
     int64_t B = pp->batch;
@@ -835,25 +848,27 @@ static int tensors(const pt_prepared *pp, int *nin, int *nout, pt_tensor *in, pt
     pt_dtype ddt = pp->at->dt == PT_TF32 && pp->out_dt == PT_F32 ? PT_TF32 : pp->out_dt;
     int n = 2;
     if (in) {
-        in[0] = (pt_tensor){"a", pp->at->dt, B * ar * pp->lda, NULL};
-        in[1] = (pt_tensor){"b", pp->at->dt, B * br * pp->ldb, NULL};
+        in[0] = mat("a", pp->at->dt, B, ar, pp->lda);
+        in[1] = mat("b", pp->at->dt, B, br, pp->ldb);
     }
     if (pp->has_c) {
         if (in)
-            in[n] = (pt_tensor){"c", pp->c_dt, B * dr * pp->ldc, NULL};
+            in[n] = mat("c", pp->c_dt, B, dr, pp->ldc);
         n++;
     }
     for (int j = 0; j < pp->naux; j++, n++) {
         if (!in)
             continue;
         const gemm_aux *x = &pp->aux[j];
-        int64_t numel = x->kind == GEMM_AUX_N ? pp->N : x->kind == GEMM_AUX_M ? pp->M : B * pp->M * pp->N;
-        in[n] = (pt_tensor){x->base, pp->aux_dt, numel, NULL};
+        if (x->kind == GEMM_AUX_FULL)
+            in[n] = mat(x->base, pp->aux_dt, B, pp->d_col ? pp->N : pp->M, pp->d_col ? pp->M : pp->N);
+        else
+            in[n] = mat(x->base, pp->aux_dt, 1, 1, x->kind == GEMM_AUX_N ? pp->N : pp->M);
     }
     *nin = n;
     *nout = 1;
     if (out)
-        out[0] = (pt_tensor){"d", ddt, B * dr * pp->ldd, NULL};
+        out[0] = mat("d", ddt, B, dr, pp->ldd);
     return PT_OK;
 }
 

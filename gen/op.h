@@ -200,11 +200,16 @@ typedef struct pt_launch {
 
 /* A host tensor for references and verification: float64 values in the
  * tensor's own contiguous shape, plus its storage dtype. */
+enum { PT_TENSOR_MAX_DIMS = 8 };
 typedef struct pt_tensor {
     const char *name;
     pt_dtype dtype;
     int64_t numel;
     double *data;
+    /* The tensor's shape, outermost first (as .npy files write it); ndim 0:
+     * one dimension of numel elements. The product is numel. */
+    int ndim;
+    int64_t shape[PT_TENSOR_MAX_DIMS];
 } pt_tensor;
 
 /* The verifier's comparison of one output (tuner/verify.h), where the op

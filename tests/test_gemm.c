@@ -1011,6 +1011,13 @@ Test(gemm, cli_run_names_epilogue_tensors_as_written)
     for (int i = 0; i < 16 * 16; i++)
         wrong += d[i] != bias[i % 16];
     cr_expect_eq(wrong, 0, "%d elements of D are not bias[n]", wrong);
+    /* D is written in its own shape, M x N (not flat) */
+    char hdr[256] = {0};
+    FILE *fd = fopen(path, "rb");
+    cr_assert(fd);
+    cr_assert(fread(hdr, 1, sizeof hdr - 1, fd) > 0);
+    fclose(fd);
+    cr_expect(strstr(hdr + 10, "'shape': (16, 16)"), "d.npy header: %s", hdr + 10);
     /* the old name is gone */
     rc = test_run_ptxtune(dir,
                           "run gemm --m 16 --n 16 --k 32 --dtype f16 --out-dtype f32 "

@@ -161,11 +161,12 @@ static double model_of(const sweep_ctx *sc, const prob_state *ps, const pt_confi
                        const pt_launch *l, const pt_resource *res)
 {
     const pt_problem *p = &ps->sp->prob;
-    bool gemm = strcmp(ps->op->name, "gemm") == 0;
+    double mnk[3];
+    bool tiled = pt_problem_mnk(p, mnk);
     search_kernel k = {
         .flops = ps->flops,
         .bytes = ps->bytes,
-        .tensor = gemm && p->dtype != PT_F32,
+        .tensor = pt_problem_tensor_math(p),
         .blocks = (int64_t)l->grid[0] * l->grid[1] * l->grid[2],
         .threads = (int)(l->block[0] * l->block[1] * l->block[2]),
         .regs = res ? res->registers : 0,
@@ -174,10 +175,10 @@ static double model_of(const sweep_ctx *sc, const prob_state *ps, const pt_confi
         .access_bytes = l->align > 0 ? l->align : 16,
         .pipelined = pt_config_get(cfg, "stages", 1) >= 2,
     };
-    if (gemm) {
-        k.m = (double)p->m;
-        k.n = (double)p->n;
-        k.k = (double)p->k * (double)(p->batch > 1 ? p->batch : 1);
+    if (tiled) {
+        k.m = mnk[0];
+        k.n = mnk[1];
+        k.k = mnk[2];
         k.tile_m = (double)pt_config_get(cfg, "bm", 0);
         k.tile_n = (double)pt_config_get(cfg, "bn", 0);
         k.elem_bytes = pt_dtype_get(p->dtype)->bytes;
