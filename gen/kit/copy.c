@@ -383,3 +383,129 @@ kit_layout kit_ldsm_atom_lanes(const kit_atom *at, kit_operand w, bool kmajor)
     }
     return kit_ldsm_lanes(4, jr, jb);
 }
+
+/* ---- paged rows (gather) ----
+ * Thread t's piece j sits at tile row trow + rowimm[j] (trow = t / np,
+ * rowimm[j] = j * (T / np)) of a tile whose row 0 is view row `row`, a
+ * multiple of the tile's rows TR. With page P (both powers of two):
+ *   P >= TR: every row of the tile is on page row / P, at row
+ *            row % P + trow + rowimm[j];
+ *   P <  TR: row is a multiple of P; row trow + rowimm[j] of the tile is on
+ *            entry row / P + erow + rowimm[j] / P at row prow + rowimm[j] % P,
+ *            erow = trow / P, prow = trow % P: when P <= T / np, rowimm is a
+ *            multiple of P; otherwise trow < T / np < P and rowimm[j] % P <=
+ *            P - T / np, so the row stays on the page.
+ * So one u32 entry offset, one in-page row and immediates per piece. */
+void kit_g2s_paged_init(kit_g2s *c, kit_paged *pg, ptx_reg tid)
+{
+    ptx_fn *f = c->f;
+    int TR = kit_tile_rows(c->tile), np = kit_tile_row_bytes(c->tile) / c->cw, P = pg->page;
+    if ((np & (np - 1)) || (P & (P - 1)) || (TR & (TR - 1)) || P < 1 || c->v.col_edge ||
+        (c->n > 1 && c->pcimm[1] != 0)) {
+        pt_errf(&f->mod->err, PT_EINTERNAL,
+                "kit_g2s_paged_init: needs power-of-two page (%d), tile rows (%d) and pieces per row (%d), "
+                "no column bound, pieces per row <= threads",
+                P, TR, np);
+        return;
+    }
+    ptx_opd trow = kit_iop(f, PTX_OP_SHR, ptx_r(tid), ptx_imm(ilog2(np)));
+    ptx_opd pc0 = np == 1 ? ptx_imm(0) : kit_iop(f, PTX_OP_AND, ptx_r(tid), ptx_imm(np - 1));
+    if (P < TR) {
+        pg->erow = kit_reg(f, kit_iop(f, PTX_OP_SHR, trow, ptx_imm(ilog2(P))));
+        pg->prow = kit_reg(f, kit_iop(f, PTX_OP_AND, trow, ptx_imm(P - 1)));
+    } else {
+        pg->erow = kit_reg(f, ptx_imm(0));
+        pg->prow = kit_reg(f, trow);
+    }
+    pg->cbyte = kit_reg(f, kit_iop(f, PTX_OP_MUL, pc0, ptx_imm(c->cw)));
+}
+
+void kit_g2s_issue_paged(kit_g2s *c, const kit_paged *pg, ptx_reg dst, int64_t dimm, ptx_reg pred)
+{
+    ptx_fn *f = c->f;
+    int cw = c->cw, TR = kit_tile_rows(c->tile), P = pg->page, lp = ilog2(P);
+    int64_t ld = c->v.ld_bytes;
+    /* the tile's first entry (+ this thread's) and row in the page */
+    ptx_opd et = kit_iop(f, PTX_OP_ADD, kit_iop(f, PTX_OP_SHR, ptx_r(pg->row), ptx_imm(lp)), ptx_r(pg->erow));
+    ptx_opd rt = ptx_r(pg->prow);
+    if (P >= TR)
+        rt = kit_iop(f, PTX_OP_ADD, kit_iop(f, PTX_OP_AND, ptx_r(pg->row), ptx_imm(P - 1)), rt);
+    ptx_reg eptr = addr64(f, pg->table, et, 4);
+    /* in-page offset of this thread's piece 0: rt * ld + cbyte */
+    ptx_reg toff;
+    if ((int64_t)P * ld + kit_tile_row_bytes(c->tile) <= 0xffffffffll) {
+        ptx_reg t32 = kit_reg(f, kit_imad(f, rt, ptx_imm(ld), ptx_r(pg->cbyte)));
+        toff = ptx_reg_new(f, PTX_T_B64);
+        ptx_emit(f, PTX_OP_CVT, PTX_NOMODS, PTX_TYPES(PTX_T_U64, PTX_T_U32), ptx_r(toff), ptx_r(t32));
+    } else {
+        ptx_reg z = ptx_reg_new(f, PTX_T_B64);
+        ptx_emit(f, PTX_OP_MOV, PTX_NOMODS, PTX_T1(PTX_T_B64), ptx_r(z), ptx_imm(0));
+        toff = addr64(f, addr64(f, z, rt, ld), ptx_r(pg->cbyte), 1);
+    }
+    ptx_reg dst_of[64] = {{0}}, dst_key[64] = {{0}};
+    int ndst = 0;
+    int cur_e = -1;
+    ptx_reg pbase = {0};
+    for (int j = 0; j < c->n; j++) {
+        int ej = P >= TR ? 0 : c->rowimm[j] / P, rj = P >= TR ? c->rowimm[j] : c->rowimm[j] % P;
+        ptx_reg rok = {0};
+        if (c->v.row_edge)
+            rok = c->radv ? setp_s(f, PTX_M_GT, ptx_r(c->rrem), ptx_imm(c->rowimm[j])) : c->rowok[j];
+        ptx_reg g = pand(f, c->guard[j], pred);
+        if (ej != cur_e) { /* a new page: look its entry up */
+            cur_e = ej;
+            ptx_reg lg = pand(f, rok, g);
+            ptx_reg page = ptx_reg_new(f, PTX_T_B32);
+            ptx_emit(f, PTX_OP_MOV, PTX_NOMODS, PTX_T1(PTX_T_U32), ptx_r(page), ptx_imm(0));
+            ptx_ins *in = ptx_emit(f, PTX_OP_LD, PTX_MODS(PTX_M_GLOBAL, PTX_M_NC), PTX_T1(PTX_T_U32), ptx_r(page),
+                                   ptx_addr(eptr, (int64_t)ej * 4));
+            if (lg.id)
+                ptx_guard(in, lg, false);
+            pbase = addr64(f, pg->pool, ptx_r(page), pg->page_bytes);
+            ptx_reg pb2 = ptx_reg_new(f, PTX_T_B64);
+            ptx_emit(f, PTX_OP_ADD, PTX_NOMODS, PTX_T1(PTX_T_S64), ptx_r(pb2), ptx_r(pbase), ptx_r(toff));
+            pbase = pb2;
+        }
+        ptx_reg d = {0};
+        for (int k = 0; k < ndst; k++)
+            if (dst_key[k].id == c->soff[j].id)
+                d = dst_of[k];
+        if (!d.id) {
+            d = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(dst), ptx_r(c->soff[j])));
+            if (ndst < 64) {
+                dst_key[ndst] = c->soff[j];
+                dst_of[ndst++] = d;
+            }
+        }
+        ptx_reg src = pbase;
+        int64_t gimm = (int64_t)rj * ld + (int64_t)c->pcimm[j] * cw;
+        if (gimm > 0x7fffffffll) {
+            src = addr64(f, pbase, ptx_imm(gimm), 1);
+            gimm = 0;
+        }
+        ptx_opd size = ptx_imm(cw);
+        if (rok.id) {
+            ptx_reg d2 = ptx_reg_new(f, PTX_T_B32);
+            ptx_emit(f, PTX_OP_SELP, PTX_NOMODS, PTX_T1(PTX_T_B32), ptx_r(d2), size, ptx_imm(0), ptx_r(rok));
+            size = ptx_r(d2);
+        }
+        ptx_mods m = cw == 16 ? PTX_MODS(PTX_M_CG, PTX_M_SHARED, PTX_M_GLOBAL, PTX_M_L2_128B)
+                              : PTX_MODS(PTX_M_CA, PTX_M_SHARED, PTX_M_GLOBAL, PTX_M_L2_128B);
+        if (!c->l2_128)
+            m.n--;
+        ptx_opd da = ptx_addr(d, c->simm[j] + dimm), sa = ptx_addr(src, gimm);
+        ptx_ins *in = size.kind == PTX_O_IMM
+                          ? ptx_emit(f, PTX_OP_CP_ASYNC, m, PTX_NOTYPES, da, sa, ptx_imm(cw))
+                          : ptx_emit(f, PTX_OP_CP_ASYNC, m, PTX_NOTYPES, da, sa, ptx_imm(cw), size);
+        if (g.id)
+            ptx_guard(in, g, false);
+    }
+}
+
+void kit_g2s_paged_advance(kit_g2s *c, kit_paged *pg)
+{
+    ptx_fn *f = c->f;
+    if (c->radv)
+        ptx_emit(f, PTX_OP_SUB, PTX_NOMODS, PTX_T1(PTX_T_S32), ptx_r(c->rrem), ptx_r(c->rrem), ptx_imm(c->drow));
+    ptx_emit(f, PTX_OP_ADD, PTX_NOMODS, PTX_T1(PTX_T_U32), ptx_r(pg->row), ptx_r(pg->row), ptx_imm(c->drow));
+}

@@ -106,4 +106,38 @@ void kit_ldsm_at(ptx_fn *f, const kit_ldsm *s, ptx_reg stage, ptx_reg *out);
 void kit_ldsm_emit(ptx_fn *f, const kit_ldsm *s, int i, int num, bool trans, ptx_opd dst, const ptx_reg *at,
                    int64_t simm, ptx_reg pred);
 
+/* Paged rows (a gather; a serving engine's KV cache): row r of the view
+ * lives on page table[r / page] of the pool, at row r % page of that page.
+ * A kit_g2s cut as usual (kit_g2s_init on a view whose base is the pool,
+ * ld_bytes the row pitch inside a page, rows the rows in bounds) issues its
+ * pieces from the pages instead of from one pointer: each distinct page of
+ * a thread's pieces is one ld.global.nc.u32 of its table entry (skipped,
+ * page 0, where none of that thread's rows on it are in bounds; the
+ * zero-filled pieces then point into page 0, never past the pool), then
+ * one 64-bit multiply-add; pieces on one page share it plus immediates.
+ * page and the tile's rows are powers of two; tiles start at multiples of
+ * the tile's rows; no column bound; pieces per row <= threads. */
+typedef struct kit_paged {
+    ptx_reg table;      /* u64 address of the table's entry 0 (u32 page numbers) */
+    ptx_reg pool;       /* u64 address of row 0 of page 0 (any per-head offset included) */
+    int page;           /* rows per page */
+    int64_t page_bytes; /* bytes from one page of the pool to the next */
+    ptx_reg row;        /* u32 view row of the current tile's row 0 (advanced by
+                           kit_g2s_paged_advance) */
+    /* filled by kit_g2s_paged_init */
+    ptx_reg erow;       /* u32 table entries from the tile's first to this thread's row 0 */
+    ptx_reg prow;       /* u32 row inside the page of this thread's row 0, less the tile's */
+    ptx_reg cbyte;      /* u32 byte of this thread's piece column 0 in a row */
+} kit_paged;
+
+/* Sets up the gather for copy c (already kit_g2s_init'ed; tid the same
+ * u32 thread index) from pg's table, pool, page, page_bytes and the first
+ * tile's view row pg->row (u32 register, a multiple of the tile's rows). */
+void kit_g2s_paged_init(kit_g2s *c, kit_paged *pg, ptx_reg tid);
+/* kit_g2s_issue through the pages: this thread's pieces of the current
+ * tile into shared memory at dst + dimm; pred (id 0: none) as there. */
+void kit_g2s_issue_paged(kit_g2s *c, const kit_paged *pg, ptx_reg dst, int64_t dimm, ptx_reg pred);
+/* Moves to the next tile (drow rows): the row bound and pg->row. */
+void kit_g2s_paged_advance(kit_g2s *c, kit_paged *pg);
+
 #endif
