@@ -252,6 +252,28 @@ int db_export_bundle(db_store *s, const char *gpu, const char *match, const char
 int db_export_file(db_store *s, db_format f, const char *gpu, const char *match,
                    const char *path, int *nrows, pt_err *e);
 
+/* One exported winner with everything an engine runs it by (the engine
+ * runtime, runtime/, reads a bundle through this): identities checked as
+ * for every export (fingerprint key against its fields, kernel hash against
+ * its PTX; a mismatch refuses the whole table). launch is the stored launch
+ * JSON with its contract (tuner/contract.h). */
+typedef struct db_export_row {
+    db_fingerprint fp;
+    const char *fp_key;
+    const char *problem_key, *klass, *dims, *op;
+    const char *config, *kernel_hash, *entry, *ptx;
+    size_t ptx_len;
+    const void *cubin; /* NULL when none */
+    size_t cubin_size;
+    const char *arch, *launch, *source;
+    double t_median;
+} db_export_row;
+typedef int (*db_export_row_fn)(void *ctx, const db_export_row *r);
+/* The rows of the tuned table (filtered as db_winners), without the
+ * integrity check of a file export (the caller opened the store). */
+int db_export_rows(db_store *s, const char *gpu, const char *match, db_export_row_fn fn,
+                   void *ctx, pt_err *e);
+
 typedef struct db_merge_stats {
     int64_t fingerprints, problems, kernels, runs, measurements; /* new rows */
     int64_t skipped; /* measurements already present */

@@ -372,6 +372,49 @@ static int export_row(void *ctx, sqlite3_stmt *st, const db_winner *w)
     return PT_OK;
 }
 
+typedef struct rows_ctx {
+    export_ctx x;
+    db_export_row_fn fn;
+    void *ctx;
+} rows_ctx;
+
+static int export_raw_row(void *ctx, sqlite3_stmt *st, const db_winner *w)
+{
+    rows_ctx *r = ctx;
+    int rc = check_row(&r->x, st, w);
+    if (rc)
+        return rc;
+    db_export_row row = {
+        .fp = {T(FP_GPU), (int)I(FP_CC), (int)I(FP_SMS), T(FP_DRIVER), T(FP_COMPILER),
+               (int)I(FP_PTX), T(FP_GENERATOR), T(FP_PROTOCOL)},
+        .fp_key = T(FP_KEY),
+        .problem_key = T(P_KEY),
+        .klass = T(P_CLASS),
+        .dims = T(P_DIMS),
+        .op = T(P_OP),
+        .config = T(M_CONFIG),
+        .kernel_hash = w->kernel_hash ? w->kernel_hash : "",
+        .entry = w->entry ? w->entry : "",
+        .ptx = w->ptx ? w->ptx : "",
+        .ptx_len = (size_t)sqlite3_column_bytes(st, DB_WC_K_PTX),
+        .cubin = w->cubin,
+        .cubin_size = w->cubin ? w->cubin_size : 0,
+        .arch = w->arch ? w->arch : "",
+        .launch = T(M_LAUNCH),
+        .source = T(M_SOURCE),
+        .t_median = D(M_TMEDIAN),
+    };
+    r->x.n++;
+    return r->fn(r->ctx, &row);
+}
+
+int db_export_rows(db_store *s, const char *gpu, const char *match, db_export_row_fn fn,
+                   void *ctx, pt_err *e)
+{
+    rows_ctx r = {.x = {.fmt = DB_FMT_JSON, .path = s->path, .e = e}, .fn = fn, .ctx = ctx};
+    return db__winners_raw(s, gpu, match, export_raw_row, &r, e);
+}
+
 int db_export_text(db_store *s, db_format f, const char *gpu, const char *match, pt_buf *out,
                    int *nrows, pt_err *e)
 {

@@ -8,6 +8,7 @@
  * forever in the child, so the builders are paused whenever the next job may
  * start a new worker (the first job, and the one after a worker exited). */
 #include "tuner/tune.h"
+#include "tuner/contract.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -552,10 +553,28 @@ static int record(db_store *db, int64_t run, prob_state *ps, const sweep_ctx *sc
         cls = DB_CLASS_RESOURCE_LIMIT;
         err = "the cost model says it cannot launch";
     }
-    char launch[160];
-    snprintf(launch, sizeof launch, "{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%zu}",
-             t_b->launch.grid[0], t_b->launch.grid[1], t_b->launch.grid[2], t_b->launch.block[0],
-             t_b->launch.block[1], t_b->launch.block[2], t_b->launch.smem);
+    /* the launch, with the contract an engine runs it by (tuner/contract.h) */
+    pt_buf launch;
+    pt_buf_init(&launch);
+    pt_buf_printf(&launch, "{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%zu",
+                  t_b->launch.grid[0], t_b->launch.grid[1], t_b->launch.grid[2],
+                  t_b->launch.block[0], t_b->launch.block[1], t_b->launch.block[2],
+                  t_b->launch.smem);
+    if (cls == DB_CLASS_OK && t_b->ptx) {
+        size_t at = launch.len;
+        pt_buf_puts(&launch, ",\"contract\":");
+        pt_err ce = {0};
+        if (tuner_contract_json(ps->op, &ps->sp->prob, &sc->target, sc->max_ptx, &b->cfg,
+                                &t_b->launch, &launch, &ce)) {
+            if (ce.code == PT_ENOMEM) {
+                pt_buf_free(&launch);
+                return pt_errf(e, PT_ENOMEM, "out of memory (the launch contract)");
+            }
+            launch.len = at; /* no contract: engines refuse the row, nothing else changes */
+            launch.s[at] = '\0';
+        }
+    }
+    pt_buf_putc(&launch, '}');
     db_kernel k = {b->hash, ps->op->name, b->cfg_str, t_b->entry, t_b->ptx};
     pt_buf res;
     pt_buf_init(&res);
@@ -584,10 +603,11 @@ static int record(db_store *db, int64_t run, prob_state *ps, const sweep_ctx *sc
         .reps = timed ? m->reps : 0,
         .tflops = isok && ps->flops > 0 ? ps->flops / t / 1e12 : NAN,
         .gbps = isok && ps->bytes > 0 ? ps->bytes / t / 1e9 : NAN,
-        .launch = t_b->ptx ? launch : NULL,
+        .launch = t_b->ptx ? launch.s : NULL,
     };
     int rc = db_record(db, t_b->ptx ? &k : NULL, t_b->compiled ? &c : NULL, &dm, NULL, e);
     pt_buf_free(&res);
+    pt_buf_free(&launch);
     if (!isok)
         *score = INFINITY;
     return rc;

@@ -1,0 +1,37 @@
+/* The launch contract of a tuned kernel: everything an engine needs to run
+ * it from an export alone, with no generator code (runtime/, docs/runtime.md):
+ * the entry, block, dynamic shared memory and its opt-in, cluster shape,
+ * pointer alignment, workspace bytes and its zero-fill rule, the argument
+ * list (name, kind, dtype, elements and which run-time dimensions they
+ * scale with) and, per problem dimension, the range of values the same
+ * kernel serves and the grid rule.
+ *
+ * Nothing is assumed about an op: a dimension is claimed run-time only when
+ * re-emitting the same config for the problem with that dimension changed
+ * passes the op's check and gives byte-identical PTX, the same block,
+ * shared memory and workspace, scalars that follow the dimension or stay,
+ * tensors whose sizes follow it or stay, and a grid the rule below
+ * reproduces at every probe. Otherwise its range is the tuned value alone.
+ *
+ * JSON (version 1), the "contract" member of a measurement's launch:
+ *   {"v":1,"entry":E,"block":[x,y,z],"smem":N,"smem_optin":B,"cluster":[1,1,1],
+ *    "align":A,"workspace":{"bytes":N,"zero_fill":"once"},
+ *    "dims":[{"name":"m","tuned":T,"min":LO,"max":HI,"group":G},...],
+ *    "grid":[R,R,R], R = {"const":N} or {"dim":I,"mul":M,"div":D}
+ *           (ceil(dims[I] * M / D); the other dims at their tuned values),
+ *    "args":[{"name":P,"kind":"input|output|workspace|u32|u64|f32",
+ *             "tensor":I,"dtype":D,"elements":N,"scales":[I...]}  (tensors)
+ *            {"name":P,"kind":"u32","dim":I} | {"name":P,"kind":"f32","value":V}]}
+ * dims follow the store's dims order (the problem's size keys, then every
+ * size of a shape list, in order); dims of one group change together. */
+#ifndef TUNER_CONTRACT_H
+#define TUNER_CONTRACT_H
+
+#include "gen/op.h"
+
+/* The contract of config c of problem p (its launch l, as emitted) as a
+ * JSON object appended to out. max_ptx as for the build. */
+int tuner_contract_json(const pt_op *op, const pt_problem *p, const pt_target *t, int max_ptx,
+                        const pt_config *c, const pt_launch *l, pt_buf *out, pt_err *e);
+
+#endif
