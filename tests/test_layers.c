@@ -156,3 +156,25 @@ Test(layers, an_unchecked_allocation_fails)
     cr_assert(strstr(out, "db/arg.c:3: allocation whose result is not stored"), "%s", out);
     unplant(dir);
 }
+
+Test(layers, runtime_includes_no_generator)
+{
+    static const char *const files[] = {
+        "runtime/ok.c", "#include \"db/db.h\"\n#include \"ptx/base.h\"\n"
+                        "#include \"tuner/driver.h\"\n#include \"runtime/x.h\"\n",
+        "runtime/gen.c", "#include \"gen/op.h\"\n",
+        "runtime/tuner.c", "#include \"tuner/backend.h\"\n",
+        "tuner/up.c", "#include \"runtime/x.h\"\n",
+        "cli/c.c", "#include \"runtime/x.h\"\n",
+        NULL,
+    };
+    char dir[] = "/tmp/ptxtune_layers_XXXXXX", out[8192];
+    plant(dir, files);
+    cr_assert_eq(check(dir, out, sizeof out), 1, "%s", out);
+    cr_assert(!strstr(out, "runtime/ok.c"), "%s", out);
+    cr_assert(!strstr(out, "cli/c.c"), "%s", out);
+    cr_assert(strstr(out, "runtime/gen.c:1: runtime/ includes \"gen/op.h\""), "%s", out);
+    cr_assert(strstr(out, "runtime/tuner.c:1: runtime/ includes \"tuner/backend.h\""), "%s", out);
+    cr_assert(strstr(out, "tuner/up.c:1: tuner/ includes \"runtime/x.h\""), "%s", out);
+    unplant(dir);
+}

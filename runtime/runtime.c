@@ -1,0 +1,1127 @@
+/* The engine runtime (include/ptxtune/runtime.h, docs/runtime.md): a tuned
+ * table (bundle or JSON) read into immutable entries, the selector, lazy or
+ * eager module loads under one lock, launches with the caller's pointers on
+ * the caller's stream. The driver comes from the shared loader
+ * (tuner/driver.c); no generator code is linked (tests/test_runtime.c checks
+ * the library's symbols). */
+#include "ptxtune/runtime.h"
+
+#include <jansson.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/db.h"
+#include "ptx/base.h"
+#include "tuner/driver.h"
+
+#ifdef PT_HAVE_CUDA_HEADERS
+#include <cuda.h>
+#else
+typedef int CUresult;
+typedef int CUdevice;
+typedef int CUdevice_attribute;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+#define CUDA_SUCCESS 0
+#endif
+
+#define PTXTUNE_EXPORT __attribute__((visibility("default")))
+
+/* ---- the driver ---------------------------------------------------------- */
+
+#ifdef PT_HAVE_CUDA_HEADERS
+/* required entry points, then optional ones */
+#define RT_FNS_REQ(X)                                                                       \
+    X(cuInit) X(cuGetErrorName) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)   \
+    X(cuDriverGetVersion) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)          \
+    X(cuCtxSetCurrent) X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)       \
+    X(cuFuncSetAttribute) X(cuLaunchKernelEx)
+#define RT_FNS_OPT(X) X(cuCtxGetCurrent) X(cuCtxGetDevice)
+#define RT_FNS(X) RT_FNS_REQ(X) RT_FNS_OPT(X)
+
+typedef struct rt_api {
+    void *lib;
+#define X(f) __typeof__(&f) f;
+    RT_FNS(X)
+#undef X
+} rt_api;
+#else
+typedef struct rt_api {
+    void *lib;
+} rt_api;
+#endif
+
+/* ---- entries ------------------------------------------------------------- */
+
+enum { RT_MAX_ARGS = 24 };
+
+typedef enum rt_kind { K_INPUT, K_OUTPUT, K_WORKSPACE, K_U32, K_U64, K_F32, K_SCRATCH, K_TENSORMAP } rt_kind;
+static const char *const kind_names[] = {"input", "output", "workspace", "u32", "u64", "f32",
+                                         "scratch", "tensormap"};
+enum { RT_NKINDS = 8 };
+
+typedef struct rt_arg {
+    char name[48];
+    rt_kind kind;
+    char dtype[8];
+    int64_t elements;
+    uint32_t scales; /* bit d: the element count follows dims[d] */
+    int dim;         /* scalars: the dim whose value it is; -1 */
+    double value;
+    int tensor;      /* position among the launch's tensor pointers; -1 */
+} rt_arg;
+
+typedef struct rt_grid {
+    int dim; /* -1: constant c */
+    int64_t c, mul, div;
+} rt_grid;
+
+struct ptxtune_entry {
+    char *op, *klass, *problem, *config, *entry, *arch;
+    uint64_t klass_hash;
+    int ndims;
+    int64_t tuned[PTXTUNE_MAX_DIMS], lo[PTXTUNE_MAX_DIMS], hi[PTXTUNE_MAX_DIMS];
+    int group[PTXTUNE_MAX_DIMS];
+    rt_grid grid[3];
+    unsigned block[3];
+    size_t smem, align, ws_bytes, scratch_bytes;
+    bool tmaps; /* takes tensor maps: not launched by this runtime yet */
+    bool smem_optin;
+    int nargs, ntensors;
+    rt_arg args[RT_MAX_ARGS];
+    char *ptx;
+    size_t ptx_len;
+    unsigned char *cubin;
+    size_t cubin_size;
+    double time_s;
+    atomic_int loaded; /* 1: mod and fn are set (release) */
+    CUmodule mod;
+    CUfunction fn;
+    bool jit;          /* loaded from the PTX */
+};
+
+struct ptxtune_runtime {
+    unsigned flags;
+    rt_api api;
+    CUdevice dev;
+    CUcontext primary; /* retained by us (no context was current) */
+    int cc;
+    char fp_key[17];
+    ptxtune_entry *v;
+    int n, cap;
+    pthread_mutex_t mu;
+};
+
+static int fail(ptxtune_error *e, int code, const char *fmt, ...) PT_PRINTF(3, 4);
+static int fail(ptxtune_error *e, int code, const char *fmt, ...)
+{
+    if (e) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        va_end(ap);
+        e->code = code;
+    }
+    return code;
+}
+
+static int of_pt(int pt)
+{
+    switch (pt) {
+    case PT_OK: return PTXTUNE_OK;
+    case PT_ENOMEM: return PTXTUNE_ENOMEM;
+    case PT_EIO: return PTXTUNE_EIO;
+    case PT_ENODRIVER: return PTXTUNE_ENODRIVER;
+    default: return PTXTUNE_EINVAL;
+    }
+}
+
+static int from_pt(ptxtune_error *e, const pt_err *pe)
+{
+    return fail(e, of_pt(pe->code), "%s", pe->msg[0] ? pe->msg : pt_strerror(pe->code));
+}
+
+#ifdef PT_HAVE_CUDA_HEADERS
+static int cu_fail(const ptxtune_runtime *rt, ptxtune_error *e, CUresult r, const char *call,
+                   const char *what)
+{
+    const char *name = NULL;
+    if (!rt->api.cuGetErrorName || rt->api.cuGetErrorName(r, &name) != CUDA_SUCCESS)
+        name = NULL;
+    return fail(e, r == CUDA_ERROR_OUT_OF_MEMORY ? PTXTUNE_ENOMEM : PTXTUNE_EDRIVER,
+                "%s%s%s: %s (CUresult %d)", what ? what : "", what ? ": " : "", call,
+                name ? name : "unknown error", (int)r);
+}
+#endif
+
+static uint64_t hash_str(const char *s) { return pt_hash64(s, strlen(s)); }
+
+static char *dup(const char *s)
+{
+    return strdup(s ? s : ""); /* oom: caller checks */
+}
+
+static void entry_free(ptxtune_entry *k)
+{
+    free(k->op);
+    free(k->klass);
+    free(k->problem);
+    free(k->config);
+    free(k->entry);
+    free(k->arch);
+    free(k->ptx);
+    free(k->cubin);
+}
+
+/* "16,64,32,1" */
+static int parse_dims(const char *s, int64_t *v, int max)
+{
+    int n = 0;
+    while (s && *s) {
+        char *end;
+        long long x = strtoll(s, &end, 10);
+        if (end == s || n == max)
+            return -1;
+        v[n++] = x;
+        s = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return -1;
+    }
+    return n;
+}
+
+static bool jint(json_t *o, const char *k, int64_t *v)
+{
+    json_t *x = json_object_get(o, k);
+    if (!json_is_integer(x))
+        return false;
+    *v = json_integer_value(x);
+    return true;
+}
+
+/* The launch contract (tuner/contract.h) into k; a one-line reason when it
+ * is missing or malformed. */
+static int read_contract(ptxtune_entry *k, const char *launch, const char *dims,
+                         ptxtune_error *e)
+{
+    json_error_t je;
+    json_t *root = launch && *launch ? json_loads(launch, 0, &je) : NULL;
+    json_t *c = json_object_get(root, "contract");
+    int rc = PTXTUNE_OK;
+    if (!json_is_object(c)) {
+        rc = fail(e, PTXTUNE_EINVAL,
+                  "%s: no launch contract (stored before contracts were recorded: tune it again)",
+                  k->problem);
+        goto out;
+    }
+    int64_t v;
+    if (!jint(c, "v", &v) || v != 1) {
+        rc = fail(e, PTXTUNE_EINVAL, "%s: launch contract version is not 1", k->problem);
+        goto out;
+    }
+    json_t *bl = json_object_get(c, "block"), *gr = json_object_get(c, "grid"),
+           *dm = json_object_get(c, "dims"), *args = json_object_get(c, "args"),
+           *ws = json_object_get(c, "workspace");
+    int64_t smem = 0, align = 0, wsb = 0;
+    if (json_array_size(bl) != 3 || json_array_size(gr) != 3 || !json_is_array(dm) ||
+        !json_is_array(args) || !jint(c, "smem", &smem) || !jint(c, "align", &align) ||
+        !jint(ws, "bytes", &wsb) || smem < 0 || align < 1 || wsb < 0 ||
+        json_array_size(args) > RT_MAX_ARGS || json_array_size(dm) > PTXTUNE_MAX_DIMS) {
+        rc = fail(e, PTXTUNE_EINVAL, "%s: malformed launch contract", k->problem);
+        goto out;
+    }
+    k->smem = (size_t)smem;
+    k->align = (size_t)align;
+    k->ws_bytes = (size_t)wsb;
+    int64_t scr = 0;
+    if (jint(ws, "scratch_bytes", &scr) && scr > 0)
+        k->scratch_bytes = (size_t)scr;
+    k->smem_optin = json_is_true(json_object_get(c, "smem_optin"));
+    for (size_t i = 0; i < 3; i++) {
+        json_t *b = json_array_get(bl, i), *g = json_array_get(gr, i);
+        int64_t d = -1, cst = 0, mul = 1, div = 1;
+        if (!json_is_integer(b) || json_integer_value(b) < 1 ||
+            !(jint(g, "const", &cst) || (jint(g, "dim", &d) && jint(g, "mul", &mul) &&
+                                         jint(g, "div", &div) && mul > 0 && div > 0))) {
+            rc = fail(e, PTXTUNE_EINVAL, "%s: malformed launch contract (grid/block)",
+                      k->problem);
+            goto out;
+        }
+        k->block[i] = (unsigned)json_integer_value(b);
+        k->grid[i] = (rt_grid){d < 0 ? -1 : (int)d, cst, mul, div};
+    }
+    k->ndims = parse_dims(dims, k->tuned, PTXTUNE_MAX_DIMS);
+    if (k->ndims < 0 || (size_t)k->ndims != json_array_size(dm)) {
+        rc = fail(e, PTXTUNE_EINVAL, "%s: the contract's dims do not match the problem's (%s)",
+                  k->problem, dims);
+        goto out;
+    }
+    for (int i = 0; i < k->ndims; i++) {
+        json_t *d = json_array_get(dm, (size_t)i);
+        int64_t t, lo, hi, g;
+        if (!jint(d, "tuned", &t) || !jint(d, "min", &lo) || !jint(d, "max", &hi) ||
+            !jint(d, "group", &g) || t != k->tuned[i] || lo > t || hi < t || lo < 1) {
+            rc = fail(e, PTXTUNE_EINVAL, "%s: malformed launch contract (dim %d)", k->problem, i);
+            goto out;
+        }
+        k->lo[i] = lo;
+        k->hi[i] = hi;
+        k->group[i] = (int)g;
+    }
+    for (int i = 0; i < 3; i++)
+        if (k->grid[i].dim >= k->ndims) {
+            rc = fail(e, PTXTUNE_EINVAL, "%s: grid rule names dim %d of %d", k->problem,
+                      k->grid[i].dim, k->ndims);
+            goto out;
+        }
+    k->nargs = (int)json_array_size(args);
+    for (int i = 0; i < k->nargs; i++) {
+        json_t *a = json_array_get(args, (size_t)i);
+        rt_arg *r = &k->args[i];
+        const char *kind = json_string_value(json_object_get(a, "kind"));
+        const char *name = json_string_value(json_object_get(a, "name"));
+        int kk = -1;
+        for (int j = 0; kind && j < RT_NKINDS; j++)
+            if (strcmp(kind, kind_names[j]) == 0)
+                kk = j;
+        if (kk < 0) {
+            rc = fail(e, PTXTUNE_EINVAL, "%s: argument %d has an unknown kind", k->problem, i);
+            goto out;
+        }
+        snprintf(r->name, sizeof r->name, "%s", name ? name : "");
+        r->kind = (rt_kind)kk;
+        r->dim = -1;
+        r->tensor = -1;
+        if (r->kind == K_INPUT || r->kind == K_OUTPUT) {
+            r->tensor = k->ntensors++;
+            const char *dt = json_string_value(json_object_get(a, "dtype"));
+            snprintf(r->dtype, sizeof r->dtype, "%s", dt ? dt : "");
+            jint(a, "elements", &r->elements);
+            json_t *sc = json_object_get(a, "scales");
+            for (size_t j = 0; j < json_array_size(sc); j++) {
+                json_int_t d = json_integer_value(json_array_get(sc, j));
+                if (d >= 0 && d < k->ndims)
+                    r->scales |= 1u << d;
+            }
+        } else if (r->kind == K_U32 || r->kind == K_U64) {
+            int64_t d;
+            if (jint(a, "dim", &d) && d >= 0 && d < k->ndims)
+                r->dim = (int)d;
+            else if (jint(a, "value", &d))
+                r->value = (double)d;
+            else {
+                rc = fail(e, PTXTUNE_EINVAL, "%s: argument %d has no value", k->problem, i);
+                goto out;
+            }
+        } else if (r->kind == K_TENSORMAP) {
+            k->tmaps = true;
+        } else if (r->kind == K_F32) {
+            json_t *x = json_object_get(a, "value");
+            r->value = json_is_number(x) ? json_number_value(x) : NAN;
+        }
+    }
+out:
+    json_decref(root);
+    return rc;
+}
+
+typedef struct row_view {
+    const char *fp_key, *gpu, *driver;
+    int cc, sm_count;
+    const char *op, *klass, *problem, *dims, *config, *entry, *arch, *launch;
+    const char *ptx;
+    size_t ptx_len;
+    const void *cubin;
+    size_t cubin_size;
+    double t_median;
+} row_view;
+
+typedef struct load_ctx {
+    ptxtune_runtime *rt;
+    row_view *rows; /* copies of the strings live in owned */
+    int n, cap;
+    ptxtune_error *e;
+} load_ctx;
+
+static int add_entry(ptxtune_runtime *rt, const row_view *r, ptxtune_error *e)
+{
+    if (rt->n == rt->cap) {
+        int cap = rt->cap ? 2 * rt->cap : 64;
+        ptxtune_entry *v = realloc(rt->v, (size_t)cap * sizeof *v);
+        if (!v)
+            return fail(e, PTXTUNE_ENOMEM, "out of memory");
+        rt->v = v;
+        rt->cap = cap;
+    }
+    ptxtune_entry *k = &rt->v[rt->n];
+    memset(k, 0, sizeof *k);
+    k->op = dup(r->op);
+    k->klass = dup(r->klass);
+    k->problem = dup(r->problem);
+    k->config = dup(r->config);
+    k->entry = dup(r->entry);
+    k->arch = dup(r->arch);
+    k->ptx = malloc(r->ptx_len + 1);
+    k->cubin = r->cubin_size ? malloc(r->cubin_size) : NULL;
+    if (!k->op || !k->klass || !k->problem || !k->config || !k->entry || !k->arch || !k->ptx ||
+        (r->cubin_size && !k->cubin)) {
+        entry_free(k);
+        return fail(e, PTXTUNE_ENOMEM, "out of memory");
+    }
+    memcpy(k->ptx, r->ptx, r->ptx_len);
+    k->ptx[r->ptx_len] = '\0';
+    k->ptx_len = r->ptx_len;
+    if (r->cubin_size)
+        memcpy(k->cubin, r->cubin, r->cubin_size);
+    k->cubin_size = r->cubin_size;
+    k->klass_hash = hash_str(k->klass);
+    k->time_s = r->t_median;
+    int rc = read_contract(k, r->launch, r->dims, e);
+    if (rc) {
+        entry_free(k);
+        return rc;
+    }
+    atomic_init(&k->loaded, 0);
+    rt->n++;
+    return PTXTUNE_OK;
+}
+
+/* ---- reading a table ------------------------------------------------------ */
+
+/* Rows are collected first (to choose the fingerprint), then the chosen
+ * ones become entries. The views point into the source (sqlite rows are
+ * copied: they do not outlive the callback). */
+typedef struct row_copy {
+    row_view v;
+    char *strs[13];
+    void *cubin;
+} row_copy;
+
+typedef struct rows {
+    row_copy *v;
+    int n, cap;
+} rows;
+
+static void rows_free(rows *r)
+{
+    for (int i = 0; i < r->n; i++) {
+        for (int j = 0; j < 13; j++)
+            free(r->v[i].strs[j]);
+        free(r->v[i].cubin);
+    }
+    free(r->v);
+}
+
+static int rows_add(rows *r, const row_view *v)
+{
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 64;
+        row_copy *nv = realloc(r->v, (size_t)cap * sizeof *nv);
+        if (!nv)
+            return PTXTUNE_ENOMEM;
+        r->v = nv;
+        r->cap = cap;
+    }
+    row_copy *c = &r->v[r->n];
+    memset(c, 0, sizeof *c);
+    const char *src[13] = {v->fp_key, v->gpu,    v->driver, v->op,     v->klass,
+                           v->problem, v->dims,  v->config, v->entry,  v->arch,
+                           v->launch,  NULL,     NULL};
+    for (int j = 0; j < 11; j++) {
+        c->strs[j] = dup(src[j]);
+        if (!c->strs[j]) {
+            for (int i = 0; i < j; i++)
+                free(c->strs[i]);
+            return PTXTUNE_ENOMEM;
+        }
+    }
+    c->strs[11] = malloc(v->ptx_len + 1);
+    c->cubin = v->cubin_size ? malloc(v->cubin_size) : NULL;
+    if (!c->strs[11] || (v->cubin_size && !c->cubin)) {
+        for (int j = 0; j < 12; j++)
+            free(c->strs[j]);
+        free(c->cubin);
+        return PTXTUNE_ENOMEM;
+    }
+    memcpy(c->strs[11], v->ptx, v->ptx_len);
+    c->strs[11][v->ptx_len] = '\0';
+    if (v->cubin_size)
+        memcpy(c->cubin, v->cubin, v->cubin_size);
+    c->v = (row_view){c->strs[0], c->strs[1], c->strs[2], v->cc, v->sm_count, c->strs[3],
+                      c->strs[4], c->strs[5], c->strs[6], c->strs[7], c->strs[8], c->strs[9],
+                      c->strs[10], c->strs[11], v->ptx_len, c->cubin, v->cubin_size,
+                      v->t_median};
+    r->n++;
+    return PTXTUNE_OK;
+}
+
+static int bundle_row(void *ctx, const db_export_row *r)
+{
+    row_view v = {r->fp_key, r->fp.gpu, r->fp.driver, r->fp.cc, r->fp.sm_count, r->op,
+                  r->klass, r->problem_key, r->dims, r->config, r->entry, r->arch, r->launch,
+                  r->ptx, r->ptx_len, r->cubin, r->cubin_size, r->t_median};
+    return rows_add(ctx, &v) ? PT_ENOMEM : PT_OK;
+}
+
+static int read_bundle(const char *path, rows *out, ptxtune_error *e)
+{
+    db_open_opts o = {.readonly = true, .must_exist = true};
+    db_store *s;
+    pt_err pe = {0};
+    if (db_open(path, &o, &s, &pe))
+        return from_pt(e, &pe);
+    int rc = db_export_rows(s, NULL, NULL, bundle_row, out, &pe);
+    db_close(s);
+    if (rc == PT_ENOMEM && !pe.msg[0])
+        return fail(e, PTXTUNE_ENOMEM, "out of memory");
+    return rc ? from_pt(e, &pe) : PTXTUNE_OK;
+}
+
+static int b64_val(int c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* NULL on bad input or no memory. */
+static unsigned char *b64_decode(const char *s, size_t *n)
+{
+    size_t len = strlen(s);
+    if (len % 4)
+        return NULL;
+    unsigned char *out = malloc(len / 4 * 3 + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 4) {
+        int v[4];
+        for (int j = 0; j < 4; j++)
+            v[j] = s[i + j] == '=' && i + 4 == len && j >= 2 ? 0 : b64_val(s[i + j]);
+        if (v[0] < 0 || v[1] < 0 || v[2] < 0 || v[3] < 0) {
+            free(out);
+            return NULL;
+        }
+        uint32_t x = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 |
+                     (uint32_t)v[3];
+        out[o++] = (unsigned char)(x >> 16);
+        if (s[i + 2] != '=')
+            out[o++] = (unsigned char)(x >> 8 & 255);
+        if (s[i + 3] != '=')
+            out[o++] = (unsigned char)(x & 255);
+    }
+    *n = o;
+    return out;
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+/* A JSON table (export --format json); every row's identities are checked
+ * as import does: the fingerprint key against its fields, the kernel hash
+ * against its PTX. */
+static int read_json(const char *path, const char *text, size_t len, rows *out,
+                     ptxtune_error *e)
+{
+    json_error_t je;
+    json_t *root = json_loadb(text, len, 0, &je);
+    if (!root)
+        return fail(e, PTXTUNE_EINVAL, "%s:%d: not a JSON table (%s)", path, je.line, je.text);
+    int rc = PTXTUNE_OK;
+    json_t *rowsj = json_object_get(root, "rows");
+    const char *fmt = jstr(root, "format");
+    if (!fmt || strcmp(fmt, "ptxtune-table") != 0 || !json_is_array(rowsj)) {
+        json_decref(root);
+        return fail(e, PTXTUNE_EINVAL, "%s: not a ptxtune table (format ptxtune-table)", path);
+    }
+    for (size_t i = 0; i < json_array_size(rowsj) && !rc; i++) {
+        json_t *r = json_array_get(rowsj, i), *fp = json_object_get(r, "fingerprint"),
+               *pb = json_object_get(r, "problem"), *kn = json_object_get(r, "kernel"),
+               *cb = json_object_get(r, "cubin"), *tm = json_object_get(r, "time_s");
+        int64_t cc = 0, sms = 0, ptxv = 0;
+        db_fingerprint f = {jstr(fp, "gpu"), 0, 0, jstr(fp, "driver"), jstr(fp, "compiler"), 0,
+                            jstr(fp, "generator"), jstr(fp, "protocol")};
+        const char *key = jstr(fp, "key"), *ptx = jstr(kn, "ptx"), *hash = jstr(kn, "hash");
+        if (!jint(fp, "cc", &cc) || !jint(fp, "sm_count", &sms) ||
+            !jint(fp, "ptx_version", &ptxv) || !f.gpu || !f.driver || !f.compiler ||
+            !f.generator || !f.protocol || !key || !ptx || !hash || !jstr(pb, "key") ||
+            !jstr(pb, "class") || !jstr(pb, "dims") || !jstr(pb, "op")) {
+            rc = fail(e, PTXTUNE_EINVAL, "%s: row %zu: missing or mistyped fields", path, i + 1);
+            break;
+        }
+        f.cc = (int)cc;
+        f.sm_count = (int)sms;
+        f.ptx_version = (int)ptxv;
+        char want[17];
+        db_fingerprint_key(&f, want);
+        if (strcmp(want, key) != 0) {
+            rc = fail(e, PTXTUNE_EINVAL, "%s: row %zu: fingerprint key %s does not match its fields",
+                      path, i + 1, key);
+            break;
+        }
+        snprintf(want, sizeof want, "%016llx", (unsigned long long)pt_hash64(ptx, strlen(ptx)));
+        if (strcmp(want, hash) != 0) {
+            rc = fail(e, PTXTUNE_EINVAL, "%s: row %zu: kernel %s does not match its PTX", path,
+                      i + 1, hash);
+            break;
+        }
+        unsigned char *bin = NULL;
+        size_t nbin = 0;
+        const char *b64 = jstr(cb, "base64");
+        if (b64 && !(bin = b64_decode(b64, &nbin))) {
+            rc = fail(e, PTXTUNE_EINVAL, "%s: row %zu: the cubin is not base64", path, i + 1);
+            break;
+        }
+        char *launch = json_dumps(json_object_get(r, "launch"), JSON_COMPACT | JSON_ENCODE_ANY);
+        json_t *med = json_object_get(tm, "median");
+        row_view v = {key, f.gpu, f.driver, f.cc, f.sm_count, jstr(pb, "op"), jstr(pb, "class"),
+                      jstr(pb, "key"), jstr(pb, "dims"), jstr(r, "config"), jstr(kn, "entry"),
+                      cb ? jstr(cb, "arch") : "", launch ? launch : "", ptx, strlen(ptx), bin,
+                      nbin, json_is_number(med) ? json_number_value(med) : NAN};
+        if (!launch || rows_add(out, &v))
+            rc = fail(e, PTXTUNE_ENOMEM, "out of memory");
+        free(launch);
+        free(bin);
+    }
+    json_decref(root);
+    return rc;
+}
+
+/* ---- open ----------------------------------------------------------------- */
+
+static bool is_sqlite(const char *head, size_t n)
+{
+    return n >= 16 && memcmp(head, "SQLite format 3", 16) == 0;
+}
+
+static int device_open(ptxtune_runtime *rt, int ordinal, char *name, size_t nname, int *sms,
+                       int *driver, ptxtune_error *e)
+{
+#ifdef PT_HAVE_CUDA_HEADERS
+    rt_api *a = &rt->api;
+#define NAME(f) #f,
+#define SLOT(f) (void **)&a->f,
+    static const char *const names[] = {RT_FNS(NAME)};
+    static const char *const req[] = {RT_FNS_REQ(NAME)};
+    void **const slots[] = {RT_FNS(SLOT)};
+#undef NAME
+#undef SLOT
+    pt_err pe = {0};
+    if (pt_driver_open(&a->lib, names, slots, (int)(sizeof names / sizeof names[0]),
+                       (int)(sizeof req / sizeof req[0]), &pe))
+        return from_pt(e, &pe);
+    CUresult r = a->cuInit(0);
+    if (r != CUDA_SUCCESS)
+        return cu_fail(rt, e, r, "cuInit", NULL);
+    CUcontext cur = NULL;
+    if (a->cuCtxGetCurrent && a->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur &&
+        a->cuCtxGetDevice && a->cuCtxGetDevice(&rt->dev) == CUDA_SUCCESS) {
+        /* the caller's context */
+    } else {
+        if ((r = a->cuDeviceGet(&rt->dev, ordinal)) != CUDA_SUCCESS)
+            return cu_fail(rt, e, r, "cuDeviceGet", NULL);
+        if ((r = a->cuDevicePrimaryCtxRetain(&rt->primary, rt->dev)) != CUDA_SUCCESS)
+            return cu_fail(rt, e, r, "cuDevicePrimaryCtxRetain", NULL);
+        if ((r = a->cuCtxSetCurrent(rt->primary)) != CUDA_SUCCESS)
+            return cu_fail(rt, e, r, "cuCtxSetCurrent", NULL);
+    }
+    int maj = 0, min = 0;
+    if ((r = a->cuDeviceGetName(name, (int)nname, rt->dev)) != CUDA_SUCCESS ||
+        (r = a->cuDeviceGetAttribute(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                     rt->dev)) != CUDA_SUCCESS ||
+        (r = a->cuDeviceGetAttribute(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                     rt->dev)) != CUDA_SUCCESS ||
+        (r = a->cuDeviceGetAttribute(sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, rt->dev)) !=
+            CUDA_SUCCESS ||
+        (r = a->cuDriverGetVersion(driver)) != CUDA_SUCCESS)
+        return cu_fail(rt, e, r, "querying the device", NULL);
+    rt->cc = maj * 10 + min;
+    return PTXTUNE_OK;
+#else
+    (void)rt;
+    (void)ordinal;
+    (void)name;
+    (void)nname;
+    (void)sms;
+    (void)driver;
+    return fail(e, PTXTUNE_ENODRIVER, "no CUDA driver found (libcuda.so.1): built without CUDA headers");
+#endif
+}
+
+PTXTUNE_EXPORT void ptxtune_close(ptxtune_runtime *rt)
+{
+    if (!rt)
+        return;
+    for (int i = 0; i < rt->n; i++) {
+#ifdef PT_HAVE_CUDA_HEADERS
+        if (atomic_load(&rt->v[i].loaded) && rt->api.cuModuleUnload)
+            rt->api.cuModuleUnload(rt->v[i].mod);
+#endif
+        entry_free(&rt->v[i]);
+    }
+    free(rt->v);
+#ifdef PT_HAVE_CUDA_HEADERS
+    if (rt->primary && rt->api.cuDevicePrimaryCtxRelease)
+        rt->api.cuDevicePrimaryCtxRelease(rt->dev);
+#endif
+    pt_driver_close(&rt->api.lib);
+    pthread_mutex_destroy(&rt->mu);
+    free(rt);
+}
+
+PTXTUNE_EXPORT int ptxtune_open(const char *path, const ptxtune_options *o, ptxtune_runtime **out,
+                                ptxtune_error *e)
+{
+    *out = NULL;
+    if (e) {
+        e->code = 0;
+        e->msg[0] = '\0';
+    }
+    ptxtune_options dflt = {0};
+    if (!o)
+        o = &dflt;
+    if (!path || !*path)
+        return fail(e, PTXTUNE_EINVAL, "no table given");
+    ptxtune_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return fail(e, PTXTUNE_ENOMEM, "out of memory");
+    pthread_mutex_init(&rt->mu, NULL);
+    rt->flags = o->flags;
+    char name[256] = "";
+    int sms = 0, driver = 0;
+    int rc = device_open(rt, o->device, name, sizeof name, &sms, &driver, e);
+    rows rs = {0};
+    if (!rc) {
+        FILE *f = fopen(path, "rb");
+        char head[16] = "";
+        size_t nh = f ? fread(head, 1, sizeof head, f) : 0;
+        if (!f)
+            rc = fail(e, PTXTUNE_EIO, "%s: cannot open: %s", path, strerror(errno));
+        else if (is_sqlite(head, nh)) {
+            fclose(f);
+            f = NULL;
+            rc = read_bundle(path, &rs, e);
+        } else {
+            pt_buf b;
+            pt_buf_init(&b);
+            char chunk[65536];
+            size_t got;
+            pt_buf_putn(&b, head, nh);
+            while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
+                pt_buf_putn(&b, chunk, got);
+            if (ferror(f))
+                rc = fail(e, PTXTUNE_EIO, "%s: cannot read: %s", path, strerror(errno));
+            else
+                rc = read_json(path, b.s ? b.s : "", b.len, &rs, e);
+            pt_buf_free(&b);
+        }
+        if (f)
+            fclose(f);
+    }
+    /* the fingerprint: named, else this device's (its driver first, then
+     * the smaller key) */
+    const char *fp = NULL;
+    bool fp_drv = false;
+    int nfp = 0;
+    char drv[32];
+    snprintf(drv, sizeof drv, "%d", driver);
+    for (int i = 0; !rc && i < rs.n; i++) {
+        const row_view *v = &rs.v[i].v;
+        bool ok;
+        if (o->fingerprint)
+            ok = *o->fingerprint && strncmp(v->fp_key, o->fingerprint, strlen(o->fingerprint)) == 0;
+        else
+            ok = strcmp(v->gpu, name) == 0 && v->cc == rt->cc && v->sm_count == sms;
+        if (!ok || (fp && strcmp(fp, v->fp_key) == 0))
+            continue;
+        bool d = strcmp(v->driver, drv) == 0;
+        if (fp)
+            nfp++;
+        if (!fp || (d && !fp_drv) || (d == fp_drv && strcmp(v->fp_key, fp) < 0)) {
+            fp = v->fp_key;
+            fp_drv = d;
+        }
+    }
+    if (!rc && o->fingerprint && nfp > 0)
+        rc = fail(e, PTXTUNE_EINVAL, "%s: fingerprint prefix '%s' names more than one", path,
+                  o->fingerprint);
+    if (!rc && !fp)
+        rc = o->fingerprint
+                 ? fail(e, PTXTUNE_ENOTFOUND, "%s: no entry has fingerprint '%s'", path,
+                        o->fingerprint)
+                 : fail(e, PTXTUNE_ENOTFOUND,
+                        "%s: no entry tuned on this device ('%s', sm_%d, %d SMs); %d rows for "
+                        "other devices",
+                        path, name, rt->cc, sms, rs.n);
+    if (!rc)
+        snprintf(rt->fp_key, sizeof rt->fp_key, "%s", fp);
+    for (int i = 0; !rc && i < rs.n; i++)
+        if (strcmp(rs.v[i].v.fp_key, rt->fp_key) == 0)
+            rc = add_entry(rt, &rs.v[i].v, e);
+    rows_free(&rs);
+    for (int i = 0; !rc && (rt->flags & PTXTUNE_LOAD_EAGER) && i < rt->n; i++)
+        rc = ptxtune_load(rt, &rt->v[i], e);
+    if (rc) {
+        ptxtune_close(rt);
+        return rc;
+    }
+    *out = rt;
+    return PTXTUNE_OK;
+}
+
+PTXTUNE_EXPORT const char *ptxtune_fingerprint(const ptxtune_runtime *rt) { return rt->fp_key; }
+PTXTUNE_EXPORT int ptxtune_entry_count(const ptxtune_runtime *rt) { return rt->n; }
+PTXTUNE_EXPORT const ptxtune_entry *ptxtune_entry_get(const ptxtune_runtime *rt, int i)
+{
+    return i >= 0 && i < rt->n ? &rt->v[i] : NULL;
+}
+
+PTXTUNE_EXPORT int ptxtune_entry_info_get(const ptxtune_entry *k, ptxtune_entry_info *info)
+{
+    memset(info, 0, sizeof *info);
+    if (!k)
+        return PTXTUNE_EINVAL;
+    *info = (ptxtune_entry_info){.op = k->op, .klass = k->klass, .problem = k->problem,
+                                 .config = k->config, .entry = k->entry, .arch = k->arch,
+                                 .ndims = k->ndims, .nargs = k->nargs, .time_s = k->time_s,
+                                 .loaded = atomic_load(&k->loaded)};
+    for (int i = 0; i < k->ndims; i++) {
+        info->tuned[i] = k->tuned[i];
+        info->min[i] = k->lo[i];
+        info->max[i] = k->hi[i];
+    }
+    return PTXTUNE_OK;
+}
+
+/* ---- selection ------------------------------------------------------------ */
+
+static int64_t pow2_up(int64_t v)
+{
+    int64_t p = 1;
+    while (p < v && p < INT64_MAX / 2)
+        p *= 2;
+    return p;
+}
+
+/* Whether k serves the request; dims it runs at into at, *padded. */
+static bool serves(const ptxtune_entry *k, const int64_t *r, bool pad, int64_t *at, bool *padded)
+{
+    *padded = false;
+    for (int i = 0; i < k->ndims; i++) {
+        for (int j = 0; j < i; j++)
+            if (k->group[j] == k->group[i] && r[j] != r[i] && k->lo[i] != k->hi[i])
+                return false; /* a group takes one value */
+        if (r[i] >= k->lo[i] && r[i] <= k->hi[i]) {
+            at[i] = r[i];
+            continue;
+        }
+        if (pad && k->lo[i] == k->hi[i] && r[i] >= 1 && r[i] < k->tuned[i]) {
+            at[i] = k->tuned[i];
+            *padded = true;
+            continue;
+        }
+        return false;
+    }
+    return true;
+}
+
+static double dist_up(const ptxtune_entry *k, const int64_t *r)
+{
+    double d = 0;
+    for (int i = 0; i < k->ndims; i++)
+        d += log2((double)k->tuned[i] / (double)r[i]);
+    return d;
+}
+
+static int fill_selection(const ptxtune_entry *k, const int64_t *r, int n, const int64_t *at,
+                          bool padded, ptxtune_match m, ptxtune_selection *s, ptxtune_error *e)
+{
+    memset(s, 0, sizeof *s);
+    s->entry = k;
+    s->match = m;
+    s->ndims = n;
+    for (int i = 0; i < n; i++)
+        s->dims[i] = at[i];
+    (void)r;
+    s->padded = padded;
+    for (int i = 0; i < 3; i++) {
+        const rt_grid *g = &k->grid[i];
+        int64_t v = g->dim < 0 ? g->c : (at[g->dim] * g->mul + g->div - 1) / g->div;
+        if (v < 1 || v > (i == 0 ? INT32_MAX : 65535))
+            return fail(e, PTXTUNE_EINVAL, "%s: grid %c of %lld is out of range", k->problem,
+                        "xyz"[i], (long long)v);
+        s->grid[i] = (unsigned)v;
+        s->block[i] = k->block[i];
+    }
+    s->smem = k->smem;
+    /* the zero-filled workspace, then the scratch (any contents) */
+    s->workspace_bytes = k->scratch_bytes ? (k->ws_bytes + 255) / 256 * 256 + k->scratch_bytes
+                                          : k->ws_bytes;
+    s->workspace_align = s->workspace_bytes ? 256 : 0;
+    s->align = k->align;
+    return PTXTUNE_OK;
+}
+
+PTXTUNE_EXPORT int ptxtune_select(const ptxtune_runtime *rt, const char *klass,
+                                  const int64_t *dims, int ndims, ptxtune_selection *sel,
+                                  ptxtune_error *e)
+{
+    if (!rt || !klass || !sel || ndims < 0 || ndims > PTXTUNE_MAX_DIMS || (ndims && !dims))
+        return fail(e, PTXTUNE_EINVAL, "ptxtune_select: bad arguments");
+    for (int i = 0; i < ndims; i++)
+        if (dims[i] < 1)
+            return fail(e, PTXTUNE_EINVAL, "size %d is %lld: sizes are at least 1", i,
+                        (long long)dims[i]);
+    uint64_t h = hash_str(klass);
+    bool pad = rt->flags & PTXTUNE_ALLOW_PAD;
+    int64_t bucket[PTXTUNE_MAX_DIMS];
+    for (int i = 0; i < ndims; i++)
+        bucket[i] = pow2_up(dims[i]);
+    if (rt->flags & PTXTUNE_BUCKET_TUNED) /* the next tuned size of the class */
+        for (int i = 0; i < ndims; i++) {
+            int64_t best = 0;
+            for (int j = 0; j < rt->n; j++) {
+                const ptxtune_entry *k = &rt->v[j];
+                if (k->klass_hash == h && k->ndims == ndims && !strcmp(k->klass, klass) &&
+                    k->tuned[i] >= dims[i] && (!best || k->tuned[i] < best))
+                    best = k->tuned[i];
+            }
+            bucket[i] = best ? best : dims[i];
+        }
+    const ptxtune_entry *exact = NULL, *inb = NULL, *above = NULL, *dflt = NULL;
+    double above_d = 0, dflt_d = 0;
+    int64_t at[PTXTUNE_MAX_DIMS], at_ex[PTXTUNE_MAX_DIMS], at_b[PTXTUNE_MAX_DIMS],
+        at_a[PTXTUNE_MAX_DIMS], at_d[PTXTUNE_MAX_DIMS];
+    bool pd, pd_ex = false, pd_b = false, pd_a = false, pd_d = false;
+    int nclass = 0;
+    for (int j = 0; j < rt->n; j++) {
+        const ptxtune_entry *k = &rt->v[j];
+        if (k->klass_hash != h || k->ndims != ndims || strcmp(k->klass, klass) != 0)
+            continue;
+        nclass++;
+        if (!serves(k, dims, pad, at, &pd))
+            continue;
+        bool eq = true, is_b = true, up = true;
+        for (int i = 0; i < ndims; i++) {
+            eq = eq && k->tuned[i] == dims[i];
+            is_b = is_b && k->tuned[i] == bucket[i];
+            up = up && k->tuned[i] >= dims[i];
+        }
+#define TAKE(slot, a_, p_)                                                                   \
+    do {                                                                                     \
+        slot = k;                                                                            \
+        memcpy(a_, at, sizeof at);                                                           \
+        p_ = pd;                                                                             \
+    } while (0)
+        if (eq && !exact)
+            TAKE(exact, at_ex, pd_ex);
+        if (is_b && (!inb || strcmp(k->problem, inb->problem) < 0))
+            TAKE(inb, at_b, pd_b);
+        double d = up ? dist_up(k, dims) : 0;
+        if (up && (!above || d < above_d || (d == above_d && strcmp(k->problem, above->problem) < 0))) {
+            TAKE(above, at_a, pd_a);
+            above_d = d;
+        }
+        double size = 0;
+        for (int i = 0; i < ndims; i++)
+            size += log2((double)k->tuned[i]);
+        if (!dflt || size > dflt_d || (size == dflt_d && strcmp(k->problem, dflt->problem) < 0)) {
+            TAKE(dflt, at_d, pd_d);
+            dflt_d = size;
+        }
+#undef TAKE
+    }
+    if (exact)
+        return fill_selection(exact, dims, ndims, at_ex, pd_ex, PTXTUNE_MATCH_EXACT, sel, e);
+    if (inb)
+        return fill_selection(inb, dims, ndims, at_b, pd_b, PTXTUNE_MATCH_BUCKET, sel, e);
+    if (above)
+        return fill_selection(above, dims, ndims, at_a, pd_a, PTXTUNE_MATCH_BUCKET, sel, e);
+    if (dflt)
+        return fill_selection(dflt, dims, ndims, at_d, pd_d, PTXTUNE_MATCH_DEFAULT, sel, e);
+    char req[256] = "";
+    size_t o = 0;
+    for (int i = 0; i < ndims && o < sizeof req - 24; i++)
+        o += (size_t)snprintf(req + o, sizeof req - o, "%s%lld", i ? "," : "", (long long)dims[i]);
+    return fail(e, PTXTUNE_ENOTFOUND,
+                nclass ? "'%s' at %s: none of its %d entries serves these sizes%s"
+                       : "'%s' at %s: no entry of this class (%d)%s",
+                klass, req, nclass, nclass && !pad ? " (PTXTUNE_ALLOW_PAD pads baked-in sizes)" : "");
+}
+
+PTXTUNE_EXPORT int ptxtune_arg_count(const ptxtune_selection *sel)
+{
+    return sel && sel->entry ? sel->entry->nargs : 0;
+}
+
+PTXTUNE_EXPORT int ptxtune_arg_get(const ptxtune_selection *sel, int i, ptxtune_arg_info *a)
+{
+    memset(a, 0, sizeof *a);
+    if (!sel || !sel->entry || i < 0 || i >= sel->entry->nargs)
+        return PTXTUNE_EINVAL;
+    const ptxtune_entry *k = sel->entry;
+    const rt_arg *r = &k->args[i];
+    a->name = r->name;
+    a->kind = kind_names[r->kind];
+    a->dtype = r->dtype;
+    a->tensor = r->tensor;
+    a->elements = r->elements;
+    for (int d = 0; d < k->ndims; d++)
+        if (r->scales >> d & 1 && k->tuned[d] > 0)
+            a->elements = a->elements / k->tuned[d] * sel->dims[d];
+    return PTXTUNE_OK;
+}
+
+/* ---- load and launch -------------------------------------------------------- */
+
+PTXTUNE_EXPORT int ptxtune_load(ptxtune_runtime *rt, const ptxtune_entry *ck, ptxtune_error *e)
+{
+    if (!rt || !ck || ck < rt->v || ck >= rt->v + rt->n)
+        return fail(e, PTXTUNE_EINVAL, "ptxtune_load: not an entry of this runtime");
+    ptxtune_entry *k = &rt->v[ck - rt->v];
+    if (atomic_load_explicit(&k->loaded, memory_order_acquire))
+        return PTXTUNE_OK;
+#ifdef PT_HAVE_CUDA_HEADERS
+    pthread_mutex_lock(&rt->mu);
+    int rc = PTXTUNE_OK;
+    if (atomic_load_explicit(&k->loaded, memory_order_relaxed))
+        goto out;
+    const rt_api *a = &rt->api;
+    char want[16];
+    snprintf(want, sizeof want, "sm_%d", rt->cc);
+    /* sm_90a runs on sm_90 only; the cubin's arch is the run's target */
+    bool arch_ok = k->cubin && (strcmp(k->arch, want) == 0 ||
+                                (strncmp(k->arch, want, strlen(want)) == 0 &&
+                                 strcmp(k->arch + strlen(want), "a") == 0));
+    CUresult r = CUDA_ERROR_NO_BINARY_FOR_GPU;
+    if (arch_ok)
+        r = a->cuModuleLoadDataEx(&k->mod, k->cubin, 0, NULL, NULL);
+    if (r != CUDA_SUCCESS && (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_IMAGE)) {
+        if (!(rt->flags & PTXTUNE_ALLOW_PTX_JIT)) {
+            rc = fail(e, PTXTUNE_ENOTFOUND,
+                      "%s: %s for the device's %s%s; export it for this arch or allow the PTX "
+                      "JIT (PTXTUNE_ALLOW_PTX_JIT)",
+                      k->problem, k->cubin ? "cubin is" : "no cubin", want,
+                      k->cubin ? (arch_ok ? " (the driver refused it)" : "") : "");
+            if (k->cubin && !arch_ok)
+                snprintf(e ? e->msg : want, e ? sizeof e->msg : sizeof want,
+                         "%s: the cubin is for %s, the device is %s; export it for this arch "
+                         "or allow the PTX JIT (PTXTUNE_ALLOW_PTX_JIT)",
+                         k->problem, k->arch, want);
+            goto out;
+        }
+        char log[2048] = "";
+        CUjit_option opt[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+        void *val[] = {log, (void *)(uintptr_t)sizeof log};
+        r = a->cuModuleLoadDataEx(&k->mod, k->ptx, 2, opt, val);
+        if (r != CUDA_SUCCESS) {
+            for (char *p = log; *p; p++)
+                if (*p == '\n')
+                    *p = ' ';
+            rc = cu_fail(rt, e, r, "cuModuleLoadDataEx (PTX JIT)", k->problem);
+            goto out;
+        }
+        k->jit = true;
+    } else if (r != CUDA_SUCCESS) {
+        rc = cu_fail(rt, e, r, "cuModuleLoadDataEx", k->problem);
+        goto out;
+    }
+    r = a->cuModuleGetFunction(&k->fn, k->mod, k->entry);
+    if (r == CUDA_SUCCESS && k->smem > (48u << 10))
+        r = a->cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  (int)k->smem);
+    if (r != CUDA_SUCCESS) {
+        rc = cu_fail(rt, e, r, "cuModuleGetFunction/cuFuncSetAttribute", k->problem);
+        a->cuModuleUnload(k->mod);
+        goto out;
+    }
+    atomic_store_explicit(&k->loaded, 1, memory_order_release);
+out:
+    pthread_mutex_unlock(&rt->mu);
+    return rc;
+#else
+    (void)k;
+    return fail(e, PTXTUNE_ENODRIVER, "built without CUDA headers");
+#endif
+}
+
+PTXTUNE_EXPORT int ptxtune_launch(ptxtune_runtime *rt, const ptxtune_selection *sel,
+                                  const ptxtune_launch_args *a, ptxtune_error *e)
+{
+    if (!rt || !sel || !sel->entry || !a)
+        return fail(e, PTXTUNE_EINVAL, "ptxtune_launch: bad arguments");
+    const ptxtune_entry *k = sel->entry;
+    int rc = ptxtune_load(rt, k, e);
+    if (rc)
+        return rc;
+    if (a->ntensors != k->ntensors || (k->ntensors && !a->tensors))
+        return fail(e, PTXTUNE_EINVAL, "%s: %d tensor pointers given, the kernel takes %d",
+                    k->problem, a->ntensors, k->ntensors);
+    if (k->tmaps)
+        return fail(e, PTXTUNE_EINVAL,
+                    "%s: takes tensor maps, which this runtime does not encode yet", k->problem);
+    if ((k->ws_bytes || k->scratch_bytes) && !a->workspace)
+        return fail(e, PTXTUNE_EINVAL, "%s: needs a workspace of %zu bytes (its first %zu zero-filled)",
+                    k->problem, k->ws_bytes + k->scratch_bytes, k->ws_bytes);
+    union {
+        uint64_t u64;
+        uint32_t u32;
+        float f32;
+    } vals[RT_MAX_ARGS];
+    void *params[RT_MAX_ARGS];
+    for (int i = 0; i < k->nargs; i++) {
+        const rt_arg *r = &k->args[i];
+        double v = r->value;
+        for (int s = 0; s < a->nscalars && a->scalars; s++)
+            if (a->scalars[s].name && strcmp(a->scalars[s].name, r->name) == 0)
+                v = a->scalars[s].value;
+        if (r->dim >= 0)
+            v = (double)sel->dims[r->dim];
+        switch (r->kind) {
+        case K_INPUT:
+        case K_OUTPUT: {
+            uint64_t p = a->tensors[r->tensor];
+            if (!p || (k->align > 1 && p % k->align))
+                return fail(e, PTXTUNE_EINVAL,
+                            "%s: tensor '%s' at 0x%llx: must be non-null and aligned to %zu bytes",
+                            k->problem, r->name, (unsigned long long)p, k->align);
+            vals[i].u64 = p;
+            break;
+        }
+        case K_WORKSPACE: vals[i].u64 = a->workspace; break;
+        case K_SCRATCH: vals[i].u64 = a->workspace + (k->ws_bytes + 255) / 256 * 256; break;
+        case K_TENSORMAP: vals[i].u64 = 0; break;
+        case K_U32: vals[i].u32 = (uint32_t)v; break;
+        case K_U64: vals[i].u64 = (uint64_t)v; break;
+        case K_F32: vals[i].f32 = (float)v; break;
+        }
+        params[i] = &vals[i];
+    }
+#ifdef PT_HAVE_CUDA_HEADERS
+    CUlaunchConfig cfg = {
+        .gridDimX = sel->grid[0], .gridDimY = sel->grid[1], .gridDimZ = sel->grid[2],
+        .blockDimX = sel->block[0], .blockDimY = sel->block[1], .blockDimZ = sel->block[2],
+        .sharedMemBytes = (unsigned)sel->smem, .hStream = (CUstream)a->stream,
+        .attrs = NULL, .numAttrs = 0,
+    };
+    CUresult r = rt->api.cuLaunchKernelEx(&cfg, k->fn, params, NULL);
+    return r == CUDA_SUCCESS ? PTXTUNE_OK : cu_fail(rt, e, r, "cuLaunchKernelEx", k->problem);
+#else
+    (void)params;
+    return fail(e, PTXTUNE_ENODRIVER, "built without CUDA headers");
+#endif
+}
