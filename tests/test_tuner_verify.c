@@ -290,7 +290,8 @@ Test(tuner_verify, exec_hook_on_the_emulator)
     float x[100], y[100];
     for (int i = 0; i < 100; i++)
         x[i] = (float)i * 0.5f;
-    tuner_exec_arg args[] = {{TUNER_EXEC_OUT, NULL, sizeof y, y}, {TUNER_EXEC_IN, x, sizeof x, NULL}};
+    tuner_exec_arg args[] = {{.kind = TUNER_EXEC_OUT, .bytes = sizeof y, .result = y},
+                             {.kind = TUNER_EXEC_IN, .data = x, .bytes = sizeof x}};
     unsigned g[3] = {1, 1, 1}, b[3] = {128, 1, 1};
     cr_assert_eq(tuner_exec(d, text, strlen(text), "k", g, b, 0, 2, args, &e), PT_OK, "%s", e.msg);
     for (int i = 0; i < 100; i++)
