@@ -55,6 +55,8 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
 {
     *out = NULL;
     char tn[16];
+    if (pb->dtype == PT_F64) /* unset: the command line leaves it to prepare */
+        return pt_errf(e, PT_EINVAL, "missing dtype=... (attention takes f16 or bf16)");
     if (pb->dtype != PT_F16 && pb->dtype != PT_BF16)
         return pt_errf(e, PT_EINVAL, "dtype '%s' is not supported for attention (f16 bf16)",
                        pt_dtype_get(pb->dtype)->name);
@@ -252,9 +254,34 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
 /* ---------------------------------------------------------------------- */
 /* tensors, counts                                                         */
 
-static pt_tensor tensor(const char *name, pt_dtype dt, int64_t numel)
+/* A tensor of ndim dimensions (outermost first). */
+static pt_tensor tensor(const char *name, pt_dtype dt, int ndim, const int64_t *shape)
 {
-    return (pt_tensor){.name = name, .dtype = dt, .numel = numel};
+    pt_tensor t = {.name = name, .dtype = dt, .numel = 1, .ndim = ndim};
+    for (int i = 0; i < ndim; i++) {
+        t.shape[i] = shape[i];
+        t.numel *= shape[i];
+    }
+    return t;
+}
+
+/* q / o: [B, S, H, D] (bshd), [B, H, S, D] (bhsd), packed [B*S, H, D]
+ * (varlen: the maxima's room). */
+static pt_tensor rows(const pt_prepared *pp, const char *name, int64_t S, int64_t H, int64_t D)
+{
+    if (pp->varlen)
+        return tensor(name, pp->dt, 3, (int64_t[]){pp->B * S, H, D});
+    if (pp->bhsd)
+        return tensor(name, pp->dt, 4, (int64_t[]){pp->B, H, S, D});
+    return tensor(name, pp->dt, 4, (int64_t[]){pp->B, S, H, D});
+}
+
+/* k / v: like q, or the page pools [num_pages, page_size, Hkv, D]. */
+static pt_tensor keys(const pt_prepared *pp, const char *name, int64_t D)
+{
+    if (pp->page)
+        return tensor(name, pp->dt, 4, (int64_t[]){pp->npages, pp->page, pp->Hkv, D});
+    return rows(pp, name, pp->Sk, pp->Hkv, D);
 }
 
 static int tensors(const pt_prepared *pp, int *nin, int *nout, pt_tensor *in, pt_tensor *out)
@@ -262,24 +289,24 @@ static int tensors(const pt_prepared *pp, int *nin, int *nout, pt_tensor *in, pt
     const attn_tensors *x = &pp->t;
     *nin = x->nin;
     *nout = x->nout;
-    int64_t kv_rows = pp->page ? pp->npages * pp->page : pp->B * pp->Sk;
     if (in) {
-        in[x->q] = tensor("q", pp->dt, pp->B * pp->Sq * pp->Hq * pp->d);
-        in[x->k] = tensor("k", pp->dt, kv_rows * pp->Hkv * pp->d);
-        in[x->v] = tensor("v", pp->dt, kv_rows * pp->Hkv * pp->dv);
+        in[x->q] = rows(pp, "q", pp->Sq, pp->Hq, pp->d);
+        in[x->k] = keys(pp, "k", pp->d);
+        in[x->v] = keys(pp, "v", pp->dv);
         if (x->block_table >= 0)
-            in[x->block_table] = tensor("block_table", PT_S32, pp->B * pp->pages_per_seq);
+            in[x->block_table] =
+                tensor("block_table", PT_S32, 2, (int64_t[]){pp->B, pp->pages_per_seq});
         if (x->cu_seqlens_q >= 0)
-            in[x->cu_seqlens_q] = tensor("cu_seqlens_q", PT_S32, pp->B + 1);
+            in[x->cu_seqlens_q] = tensor("cu_seqlens_q", PT_S32, 1, (int64_t[]){pp->B + 1});
         if (x->cu_seqlens_k >= 0)
-            in[x->cu_seqlens_k] = tensor("cu_seqlens_k", PT_S32, pp->B + 1);
+            in[x->cu_seqlens_k] = tensor("cu_seqlens_k", PT_S32, 1, (int64_t[]){pp->B + 1});
         if (x->seqused_k >= 0)
-            in[x->seqused_k] = tensor("seqused_k", PT_S32, pp->B);
+            in[x->seqused_k] = tensor("seqused_k", PT_S32, 1, (int64_t[]){pp->B});
     }
     if (out) {
-        out[x->o] = tensor("o", pp->dt, pp->B * pp->Sq * pp->Hq * pp->dv);
+        out[x->o] = rows(pp, "o", pp->Sq, pp->Hq, pp->dv);
         if (x->lse >= 0)
-            out[x->lse] = tensor("lse", PT_F32, pp->B * pp->Hq * pp->Sq);
+            out[x->lse] = tensor("lse", PT_F32, 3, (int64_t[]){pp->B, pp->Hq, pp->Sq});
     }
     return PT_OK;
 }
@@ -385,6 +412,22 @@ static double bytes(const pt_prepared *pp)
     return b;
 }
 
+/* The cost model's view of a config: prefill is compute-bound over the
+ * ideal traffic (K/V re-reads of the m blocks of one head hit L2); split
+ * decode adds each split's partial O and LSE, written and read back once
+ * (design 1.5: 2 * 4 * splits * B * Hq * Sq * (dv + 1)). Both kinds stream
+ * K/V through cp.async buffers. */
+static void cost(const pt_prepared *pp, const pt_config *c, pt_cost *out)
+{
+    *out = (pt_cost){bytes(pp), true};
+    if (impl_of(pp, c) != ATTN_SPLIT)
+        return;
+    int64_t splits = pt_config_get(c, "splits", 1);
+    if (splits > 1)
+        out->traffic += 2.0 * 4.0 * (double)splits * (double)pp->B * (double)pp->Hq *
+                        (double)pp->Sq * (double)(pp->dv + 1);
+}
+
 static const pt_problem examples[] = {
     {.op = "attention", .batch = 1, .heads_q = 32, .heads_kv = 8, .seqlen_q = 4096,
      .seqlen_k = 4096, .head_dim = 128, .causal = true, .dtype = PT_BF16},
@@ -410,6 +453,7 @@ const pt_op gen_attention_op = {
     .check_inputs = attn_check_inputs,
     .tolerance = attn_tolerance,
     .padding = attn_padding,
+    .cost = cost,
     .flops = flops,
     .bytes = bytes,
     .examples = examples,

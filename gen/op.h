@@ -221,6 +221,15 @@ typedef struct pt_tol {
     double tol, floor;
 } pt_tol;
 
+/* The cost model's view of one config (search/model.h) where the op knows
+ * more than its ideal counts: traffic, the DRAM bytes the config moves
+ * (split-KV partials, re-reads; 0: bytes()); pipelined, asynchronous copies
+ * keep bytes in flight at any occupancy. */
+typedef struct pt_cost {
+    double traffic;
+    bool pipelined;
+} pt_cost;
+
 /* Everything an op knows about a problem once it is prepared (parsed,
  * bound); allocated in the arena given to prepare. */
 typedef struct pt_prepared pt_prepared;
@@ -288,6 +297,9 @@ typedef struct pt_op {
      * 0 elsewhere (numel bytes). The verifier neither requires them written
      * nor compares them. NULL: every element is written. */
     int (*padding)(const pt_prepared *pp, const pt_tensor *in, int out, uint8_t *mask, pt_err *e);
+    /* The cost model's view of config c (NULL: bytes(), and pipelined when
+     * the config has stages >= 2). */
+    void (*cost)(const pt_prepared *pp, const pt_config *c, pt_cost *out);
     double (*flops)(const pt_prepared *pp);
     double (*bytes)(const pt_prepared *pp);
     /* Representative problems, for 'ptxtune ops' and smoke tests. */

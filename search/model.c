@@ -69,6 +69,8 @@ void search_estimate_kernel(const search_device *d, const search_kernel *k, sear
         if (tiles > traffic)
             traffic = tiles;
     }
+    if (k->op_traffic > traffic)
+        traffic = k->op_traffic;
     traffic += (double)k->spill_bytes * threads * blocks;
     o->traffic = traffic;
     int ab = k->access_bytes > 0 ? k->access_bytes : 16;

@@ -9,9 +9,11 @@
  *   occupancy  = resident warps / max warps
  *   waves      = ceil(blocks / (blocks/SM x SMs)); wave efficiency =
  *                blocks / (waves x blocks/SM x SMs)
- *   traffic    = max(op bytes, tile traffic) + spills; tile traffic for a
- *                GEMM-like tiling = elem x M N K (1/tile_m + 1/tile_n)
- *                (every block streams its A panel and B panel once)
+ *   traffic    = max(op bytes, tile traffic, op traffic) + spills; tile
+ *                traffic for a GEMM-like tiling = elem x M N K (1/tile_m +
+ *                1/tile_n) (every block streams its A panel and B panel
+ *                once); op traffic: the op's own figure for the config
+ *                (pt_op.cost: attention's split-KV partials)
  *   compute    = flops / (peak x wave efficiency x min(1, 0.5 + 2 occupancy))
  *   memory     = traffic / (bandwidth x min(1, 4 occupancy)
  *                x min(1, blocks / SMs) x access efficiency); a pipelined
@@ -58,6 +60,7 @@ typedef struct search_kernel {
     double m, n, k;           /* GEMM-like problem, 0: none */
     double tile_m, tile_n;    /* block tile, 0: none */
     double elem_bytes;        /* of A and B */
+    double op_traffic;        /* the op's bytes for this config (pt_op.cost), 0: none */
 } search_kernel;
 
 typedef struct search_estimate {

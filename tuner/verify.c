@@ -113,6 +113,18 @@ void tuner_io_random(tuner_io *io, uint64_t seed, double lo, double hi)
             t->data[j] = pt_dtype_load(t->dtype, io->in_bits[i], (size_t)j);
         }
     }
+    if (!io->op->init_inputs)
+        return;
+    /* the op's structured inputs (lengths, offsets, page tables) over the
+     * noise, stored in their dtypes; the reference sees the stored values */
+    io->op->init_inputs(io->pp, seed ? seed : 1, io->in);
+    for (int i = 0; i < io->nin; i++) {
+        pt_tensor *t = &io->in[i];
+        for (int64_t j = 0; j < t->numel; j++) {
+            pt_dtype_store(t->dtype, io->in_bits[i], (size_t)j, t->data[j]);
+            t->data[j] = pt_dtype_load(t->dtype, io->in_bits[i], (size_t)j);
+        }
+    }
 }
 
 void tuner_io_set_input(tuner_io *io, int i, const void *bits)
@@ -169,9 +181,19 @@ static int refill_guards(tuner_dev *d, tuner_io *io, pt_err *e)
     return rc;
 }
 
+int tuner_io_check_inputs(const tuner_io *io, pt_err *e)
+{
+    if (!io->op->check_inputs)
+        return PT_OK;
+    return io->op->check_inputs(io->pp, io->in, e);
+}
+
 int tuner_io_upload(tuner_dev *d, tuner_io *io, pt_err *e)
 {
-    int rc = refill_guards(d, io, e);
+    /* no kernel runs on inputs it may not see (an index outside a pool) */
+    int rc = tuner_io_check_inputs(io, e);
+    if (!rc)
+        rc = refill_guards(d, io, e);
     for (int i = 0; i < io->nin && !rc; i++)
         rc = tuner_write(d, io->in_dev[i], io->in_bits[i], io->in_bytes[i], e);
     return rc ? rc : poison_outputs(d, io, e);
@@ -311,9 +333,17 @@ int64_t tuner_compare_bound(const char *name, pt_dtype dt, const double *got, co
                             const double *allow, const int64_t *idx, int64_t n,
                             tuner_verify_result *r)
 {
+    return tuner_compare_tol(name, dt, NULL, got, ref, allow, idx, n, r);
+}
+
+int64_t tuner_compare_tol(const char *name, pt_dtype dt, const pt_tol *ot, const double *got,
+                          const double *ref, const double *allow, const int64_t *idx, int64_t n,
+                          tuner_verify_result *r)
+{
     bool fp8 = dt == PT_E4M3 || dt == PT_E5M2;
     bool exact = !pt_dtype_get(dt)->is_float;
-    double tol = tuner_tolerance(dt), scale = 0;
+    double tol = ot && ot->tol > 0 ? ot->tol : tuner_tolerance(dt), scale = 0;
+    double floor_frac = ot && ot->floor > 0 ? ot->floor : 1e-2;
     if (r->checked == 0 || tol < r->tol)
         r->tol = tol;
     /* the tensor's scale from its finite elements: one inf in the reference
@@ -321,7 +351,7 @@ int64_t tuner_compare_bound(const char *name, pt_dtype dt, const double *got, co
     for (int64_t j = 0; j < n; j++)
         if (isfinite(ref[j]) && fabs(ref[j]) > scale)
             scale = fabs(ref[j]);
-    double floor_ = scale > 0 ? 1e-2 * scale : 1e-30;
+    double floor_ = scale > 0 ? floor_frac * scale : 1e-30;
     double fmax_ = dt == PT_E4M3 ? 448.0 : 57344.0;
     int64_t finite = 0;
     for (int64_t j = 0; j < n; j++) {
@@ -347,7 +377,14 @@ int64_t tuner_compare_bound(const char *name, pt_dtype dt, const double *got, co
         r->checked++;
         if (!(err <= tol))
             r->bad++;
-        if (err > r->max_err || (isinf(err) && !isinf(r->max_err)) || (r->checked == 1 && err > 0)) {
+        /* the worst element is the one nearest its own output's tolerance
+         * (outputs may differ: attention's o and lse); with one tolerance
+         * that is the largest error */
+        double ratio = tol > 0 ? err / tol : err;
+        if (ratio > r->worst_ratio || (isinf(ratio) && !isinf(r->worst_ratio)) ||
+            (r->checked == 1 && err > 0)) {
+            r->worst_ratio = ratio;
+            r->worst_tol = tol;
             r->max_err = err;
             int len = snprintf(r->worst, sizeof r->worst, "%s[%lld] = %.9g, reference %.9g", name,
                                (long long)(idx ? idx[j] : j), g, ref[j]);
@@ -394,8 +431,12 @@ static int compare_output(tuner_io *io, int i, const double *got, const double *
         return pt_errf(e, PT_ENOMEM, "out of memory for the bounds of '%s'", io->out[i].name);
     int rc = allowances(io, i, idx, n, allow, e);
     int64_t finite = 0;
+    pt_tol tol = {0, 0};
+    if (io->op->tolerance)
+        io->op->tolerance(io->pp, i, &tol);
     if (!rc)
-        finite = tuner_compare_bound(io->out[i].name, io->out[i].dtype, got, want, allow, idx, n, r);
+        finite = tuner_compare_tol(io->out[i].name, io->out[i].dtype, &tol, got, want, allow, idx,
+                                   n, r);
     free(allow);
     if (!rc && n > 0 && finite == 0)
         rc = pt_errf(e, PT_EINVAL,
@@ -525,8 +566,36 @@ static int check_workspaces(tuner_dev *d, tuner_io *io, const pt_launch *l, tune
     return rc;
 }
 
-/* Float outputs still holding the poison bits were never written. */
-static int check_unwritten(tuner_io *io, tuner_verify_result *r, pt_err *e)
+/* The op's padding of every output (pt_op.padding): pad[i][j] = 1 where
+ * no kernel writes element j of output i; pad[i] NULL: none. */
+static int padding_masks(tuner_io *io, uint8_t **pad, pt_err *e)
+{
+    for (int i = 0; i < io->nout; i++)
+        pad[i] = NULL;
+    if (!io->op->padding)
+        return PT_OK;
+    for (int i = 0; i < io->nout; i++) {
+        size_t n = (size_t)io->out[i].numel;
+        pad[i] = malloc(n ? n : 1);
+        if (!pad[i])
+            return pt_errf(e, PT_ENOMEM, "out of memory for the padding of '%s'", io->out[i].name);
+        int rc = io->op->padding(io->pp, io->in, i, pad[i], e);
+        if (rc)
+            return rc;
+        bool any = false;
+        for (size_t j = 0; j < n && !any; j++)
+            any = pad[i][j] != 0;
+        if (!any) {
+            free(pad[i]);
+            pad[i] = NULL;
+        }
+    }
+    return PT_OK;
+}
+
+/* Float outputs still holding the poison bits were never written (padding
+ * aside). */
+static int check_unwritten(tuner_io *io, uint8_t *const *pad, tuner_verify_result *r, pt_err *e)
 {
     for (int i = 0; i < io->nout; i++) {
         const pt_dtype_info *di = pt_dtype_get(io->out[i].dtype);
@@ -535,6 +604,8 @@ static int check_unwritten(tuner_io *io, tuner_verify_result *r, pt_err *e)
         const uint8_t *b = io->out_bits[i];
         int64_t count = 0, first = -1;
         for (int64_t j = 0; j < io->out[i].numel; j++) {
+            if (pad[i] && pad[i][j])
+                continue;
             bool all = true;
             for (int k = 0; k < di->bytes && all; k++)
                 all = b[(size_t)j * (size_t)di->bytes + (size_t)k] == POISON_BYTE;
@@ -551,7 +622,27 @@ static int check_unwritten(tuner_io *io, tuner_verify_result *r, pt_err *e)
     return PT_OK;
 }
 
-static int check_values(tuner_io *io, const tuner_verify_opts *o, tuner_verify_result *r, pt_err *e)
+/* Keeps the elements of idx[0..n) (NULL: 0..n-1) that are not padding,
+ * with their got and want values; returns how many. */
+static int64_t drop_padding(const uint8_t *pad, int64_t *idx, double *got, double *want, int64_t n)
+{
+    int64_t k = 0;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t at = idx[j];
+        if (pad[at])
+            continue;
+        idx[k] = at;
+        if (got)
+            got[k] = got[j];
+        if (want)
+            want[k] = want[j];
+        k++;
+    }
+    return k;
+}
+
+static int check_values(tuner_io *io, uint8_t *const *pad, const tuner_verify_opts *o,
+                        tuner_verify_result *r, pt_err *e)
 {
     int64_t total = 0;
     for (int i = 0; i < io->nout; i++)
@@ -575,8 +666,31 @@ static int check_values(tuner_io *io, const tuner_verify_opts *o, tuner_verify_r
         }
         if (!rc)
             rc = io->op->reference(io->pp, io->in, ref, e);
-        for (int i = 0; i < io->nout && !rc; i++)
-            rc = compare_output(io, i, io->out[i].data, ref[i].data, NULL, io->out[i].numel, r, e);
+        for (int i = 0; i < io->nout && !rc; i++) {
+            if (!pad[i]) {
+                rc = compare_output(io, i, io->out[i].data, ref[i].data, NULL, io->out[i].numel, r,
+                                    e);
+                continue;
+            }
+            /* only the elements a kernel writes */
+            size_t cnt = (size_t)io->out[i].numel ? (size_t)io->out[i].numel : 1;
+            int64_t *idx = malloc(cnt * sizeof *idx);
+            double *got = malloc(cnt * sizeof *got);
+            if (!idx || !got) {
+                free(idx);
+                free(got);
+                rc = pt_errf(e, PT_ENOMEM, "out of memory");
+                break;
+            }
+            for (int64_t j = 0; j < io->out[i].numel; j++) {
+                idx[j] = j;
+                got[j] = io->out[i].data[j];
+            }
+            int64_t n = drop_padding(pad[i], idx, got, ref[i].data, io->out[i].numel);
+            rc = compare_output(io, i, got, ref[i].data, idx, n, r, e);
+            free(idx);
+            free(got);
+        }
         for (int i = 0; i < io->nout; i++)
             free(ref[i].data);
     } else {
@@ -589,6 +703,8 @@ static int check_values(tuner_io *io, const tuner_verify_opts *o, tuner_verify_r
             rc = pt_errf(e, PT_ENOMEM, "out of memory");
         for (int i = 0; i < io->nout && !rc; i++) {
             int64_t n = sample_indices(io->out[i].numel, samples, &s, idx);
+            if (pad[i])
+                n = drop_padding(pad[i], idx, NULL, NULL, n);
             rc = io->op->reference_at(io->pp, io->in, i, idx, (int)n, want, e);
             for (int64_t j = 0; j < n; j++)
                 got[j] = io->out[i].data[idx[j]];
@@ -603,8 +719,8 @@ static int check_values(tuner_io *io, const tuner_verify_opts *o, tuner_verify_r
         r->cls = TUNER_WRONG_ANSWER;
         strcpy(r->what, "values");
         rc = pt_errf(e, PT_ERANGE, "%lld of %lld %selements over tolerance %g; worst %s (error %.3g)",
-                     (long long)r->bad, (long long)r->checked, r->sampled ? "sampled " : "", r->tol,
-                     r->worst, r->max_err);
+                     (long long)r->bad, (long long)r->checked, r->sampled ? "sampled " : "",
+                     r->worst_tol > 0 ? r->worst_tol : r->tol, r->worst, r->max_err);
     }
     return rc;
 }
@@ -641,15 +757,20 @@ int tuner_verify(tuner_dev *d, tuner_kernel *k, const pt_launch *l, tuner_io *io
         r->seconds = now_s() - t0;
         return rc;
     }
-    rc = check_guards(d, io, r, e);
+    uint8_t *pad[TUNER_MAX_TENSORS];
+    rc = padding_masks(io, pad, e);
+    if (!rc)
+        rc = check_guards(d, io, r, e);
     if (!rc)
         rc = check_inputs(d, io, r, e);
     if (!rc)
         rc = check_workspaces(d, io, l, r, e);
     if (!rc)
-        rc = check_unwritten(io, r, e);
+        rc = check_unwritten(io, pad, r, e);
     if (!rc)
-        rc = check_values(io, o, r, e);
+        rc = check_values(io, pad, o, r, e);
+    for (int i = 0; i < io->nout; i++)
+        free(pad[i]);
     if (rc && r->cls == TUNER_OK) /* a read after the run, or the reference, failed */
         r->cls = tuner_dev_failure(d) != TUNER_OK ? tuner_dev_failure(d) : TUNER_LAUNCH_ERROR;
     r->seconds = now_s() - t0;

@@ -1,14 +1,19 @@
 /* Verification on any backend (cuda, emu, mock): is this kernel right?
  *
- * A verify run: inputs random (or given), stored in their dtypes, and the
- * reference sees exactly the stored values; outputs poisoned (0xFF bytes:
+ * A verify run: inputs random (or given; the op's structured inputs where
+ * it has them, pt_op.init_inputs) and checked by the op (check_inputs)
+ * before they are written, stored in their dtypes, and the reference sees
+ * exactly the stored values; outputs poisoned (0xFF bytes:
  * a NaN in every float format) so an element the kernel never writes
  * cannot pass; a guard zone of the backend's size (4 KB on cuda, 1 KB on
  * the mock, none on the emulator, whose detector sees every out-of-bounds
  * access) before and after every buffer, filled with 0xA5. After the run:
  * guard zones unchanged, inputs unchanged, workspaces (PT_ARG_WORKSPACE)
- * back to zero, no output element left with the poison bits (float
- * outputs), then the values against the op's float64
+ * back to zero (scratch buffers, PT_ARG_SCRATCH, are poisoned before each
+ * launch and not checked), no output element left with the poison bits
+ * (float outputs; the op's padding, pt_op.padding, aside: varlen rows no
+ * kernel writes are neither required nor compared), then the values
+ * against the op's float64
  * reference, on every element when all outputs together have at most
  * full_limit elements, else on a sample of at least 4096 elements per
  * output (runs of 64 consecutive elements, one at a random place in each
@@ -42,7 +47,9 @@
  *     compared element is refused (PT_EINVAL, class launch_error): nothing
  *     would be compared (a NaN or inf parameter or input).
  * Tolerances (tuner_tolerance): f32 1e-5, tf32 5e-4, f16/bf16 1e-2, fp8
- * 1 ulp, integers exact (an int8 GEMM accumulates in s32: exact too). An
+ * 1 ulp, integers exact (an int8 GEMM accumulates in s32: exact too); an op
+ * may set its own per output (pt_op.tolerance: the tolerance and the floor
+ * fraction, e.g. attention's lse: 1e-4 against max |lse|). An
  * element fails when err > tol, i.e. when |g - w| > tol * max(|w|, floor) +
  * a: the tolerance covers the output rounding and the op's elementwise
  * arithmetic (approximate exp, epilogue), the allowance the accumulation.
@@ -78,10 +85,16 @@ typedef struct tuner_io {
 int tuner_io_new(const pt_op *op, const pt_prepared *pp, tuner_io **out, pt_err *e);
 void tuner_io_free(tuner_dev *d, tuner_io *io); /* d may be NULL when nothing was allocated */
 /* Random inputs, uniform in [lo, hi) (0,0: [-2, 2)), never exactly 0 (a zero
- * hides wrong indexing); deterministic in seed (0: 1). */
+ * hides wrong indexing); deterministic in seed (0: 1). The op's structured
+ * inputs (pt_op.init_inputs: lengths, offsets, page tables) replace the
+ * noise where it has them. */
 void tuner_io_random(tuner_io *io, uint64_t seed, double lo, double hi);
 /* Input i from stored bits (in_bytes[i] bytes of its dtype). */
 void tuner_io_set_input(tuner_io *io, int i, const void *bits);
+/* The op's input check (pt_op.check_inputs: an index out of range, a length
+ * over its maximum), one line naming the element; tuner_io_upload runs it
+ * before writing anything. */
+int tuner_io_check_inputs(const tuner_io *io, pt_err *e);
 /* Device buffers with room for guard zones (guard bytes each side). */
 int tuner_io_alloc(tuner_dev *d, tuner_io *io, size_t guard, pt_err *e);
 /* Guard zones filled (0xA5), inputs written, outputs poisoned (0xFF). */
@@ -124,8 +137,12 @@ typedef struct tuner_verify_result {
     int64_t checked;    /* output elements compared */
     int64_t bad;        /* over tolerance */
     bool sampled;
-    double max_err;     /* worst error, metric above */
+    double max_err;     /* worst error, metric above: of the element nearest its
+                         * output's tolerance (the largest error when the
+                         * outputs share one) */
     double tol;         /* the strictest output's tolerance */
+    double worst_tol;   /* the tolerance of max_err's output */
+    double worst_ratio; /* max_err / worst_tol */
     char worst[256];    /* "y[17] = 1.5, reference 1.25" */
     double seconds;     /* wall time of the whole verify */
 } tuner_verify_result;
@@ -146,6 +163,11 @@ double tuner_accum_gamma(const pt_accum *a);
 int64_t tuner_compare_bound(const char *name, pt_dtype dt, const double *got, const double *ref,
                             const double *allow, const int64_t *idx, int64_t n,
                             tuner_verify_result *r);
+/* The same with the op's comparison of this output (pt_op.tolerance; NULL:
+ * by dtype): its tolerance and the floor of the relative metric. */
+int64_t tuner_compare_tol(const char *name, pt_dtype dt, const pt_tol *tol, const double *got,
+                          const double *ref, const double *allow, const int64_t *idx, int64_t n,
+                          tuner_verify_result *r);
 /* The same without allowances. */
 void tuner_compare(const char *name, pt_dtype dt, const double *got, const double *ref,
                    const int64_t *idx, int64_t n, tuner_verify_result *r);
