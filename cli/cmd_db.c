@@ -22,7 +22,9 @@ static db_store *open_db(const char *path, bool write)
         cli_die(2, "missing --db FILE");
     db_store *s;
     pt_err e = {0};
-    db_open_opts o = {.readonly = !write, .must_exist = !write};
+    /* a writer rekeys problems an older build stored under another spelling */
+    db_open_opts o = {.readonly = !write, .must_exist = !write,
+                      .rekey = write ? search_problem_rekey : NULL};
     if (db_open(path, &o, &s, &e))
         cli_die(exit_code(e.code), "%s", e.msg);
     return s;
@@ -151,6 +153,14 @@ static int import_all(const char *dbp, int n, char **srcs)
         }
         print_stats(srcs[i], &st);
     }
+    /* a source of an older build brings its own spellings of problems */
+    int64_t rekeyed = 0;
+    if (db_rekey(s, search_problem_rekey, NULL, &rekeyed, &e)) {
+        db_close(s);
+        cli_die(exit_code(e.code), "%s", e.msg);
+    }
+    if (rekeyed)
+        printf("%lld problem keys made canonical\n", (long long)rekeyed);
     db_close(s);
     return 0;
 }
@@ -363,7 +373,7 @@ int cmd_db(int argc, char **argv)
             cli_die(2, "%s", e.msg);
         pt_buf_free(&items);
         db_store *s = open_db(dbp, false);
-        db_problem p = {sp.prob.op, sp.key, sp.klass, sp.dims, sp.name, 0, 0};
+        db_problem p = {sp.prob.op, sp.key, sp.klass, sp.dims, sp.name, 0, 0, true};
         /* resolve the prefix to one fingerprint before printing anything */
         match_ctx m = {0};
         pt_buf_init(&m.list);
@@ -393,15 +403,21 @@ int cmd_db(int argc, char **argv)
 
 static const char regress_usage[] =
     "usage: ptxtune regress --db FILE --baseline RUN --candidate RUN [--threshold 3%]\n"
-    "                       [--csv]\n"
-    "Compares two runs kernel by kernel on every problem (measured rows only; cost-\n"
-    "model rows are estimates, never regressions). RUN is a run id or 6+ uuid digits\n"
-    "('ptxtune db runs'). A change is a regression (SLOWER) when it exceeds both the\n"
-    "threshold and the noise, 2 x sqrt(spread_base^2 + spread_cand^2) from the stored\n"
-    "relative spreads of the two medians. Exits 1 when anything is SLOWER.\n";
+    "                       [--winners | --kernels] [--csv]\n"
+    "Compares two runs on every problem: --winners (the default) each problem's best\n"
+    "time in each run, --kernels kernel by kernel (a kernel is its PTX body: builds\n"
+    "that differ only in version print the same kernels). Measured rows, or the mock\n"
+    "device's against its own; cost-model rows are estimates, never regressions. The\n"
+    "runs may come from builds, drivers or compilers of other versions (the fields\n"
+    "that differ are named); another GPU or benchmark protocol is refused. RUN is a\n"
+    "run id or 6+ uuid digits ('ptxtune db runs'). A change is a regression (SLOWER)\n"
+    "when it exceeds both the threshold and the noise, 2 x sqrt(spread_base^2 +\n"
+    "spread_cand^2) from the stored relative spreads of the two medians. Rows in one\n"
+    "run only (new, gone) and rows both runs share one timing of (shared: reused, not\n"
+    "measured again) are counted, never judged. Exits 1 when anything is SLOWER.\n";
 
 typedef struct regress_ctx {
-    bool csv;
+    bool csv, winners;
     int n;
 } regress_ctx;
 
@@ -423,20 +439,25 @@ static void csv_cell(const char *s, char end)
 static int print_regress(void *ctx, const db_regress_row *r)
 {
     regress_ctx *x = ctx;
+    const char *bcfg = r->base_config ? r->base_config : "";
     if (x->csv) {
         if (!x->n++)
-            puts("problem,name,config,kernel,base_us,cand_us,change,noise,verdict");
+            puts("problem,name,config,kernel,base_us,cand_us,change,noise,verdict,base_config,"
+                 "base_kernel");
         csv_cell(r->problem_key, ',');
         csv_cell(r->problem_name, ',');
         csv_cell(r->config, ',');
         csv_cell(r->kernel_hash, ',');
-        printf("%.4f,%.4f,%.5f,%.5f,%s\n", r->base_s * 1e6, r->cand_s * 1e6, r->change, r->noise,
+        printf("%.4f,%.4f,%.5f,%.5f,%s,", r->base_s * 1e6, r->cand_s * 1e6, r->change, r->noise,
                db_verdict_name(r->verdict));
+        csv_cell(bcfg, ',');
+        csv_cell(r->base_kernel ? r->base_kernel : "", '\n');
         return 0;
     }
     if (!x->n++)
         printf("%-8s %12s %12s %8s %7s  %-16s %s\n", "verdict", "base", "candidate", "change",
-               "noise", "kernel", "problem / config");
+               "noise", "kernel", x->winners ? "problem / best config (baseline's if other)"
+                                              : "problem / config");
     char b[32] = "-", cnd[32] = "-", ch[16] = "-", nz[16] = "-";
     if (isfinite(r->base_s))
         snprintf(b, sizeof b, "%.3f us", r->base_s * 1e6);
@@ -446,9 +467,11 @@ static int print_regress(void *ctx, const db_regress_row *r)
         snprintf(ch, sizeof ch, "%+.2f%%", r->change * 100);
     if (isfinite(r->noise))
         snprintf(nz, sizeof nz, "%.2f%%", r->noise * 100);
-    printf("%-8s %12s %12s %8s %7s  %-16s %s%s%s / %s\n", db_verdict_name(r->verdict), b, cnd,
-           ch, nz, r->kernel_hash, r->problem_name, r->problem_name[0] ? ": " : "",
-           r->problem_key, r->config);
+    bool other = x->winners && r->base_config && strcmp(r->base_config, r->config) != 0;
+    printf("%-8s %12s %12s %8s %7s  %-16s %s%s%s / %s%s%s%s\n", db_verdict_name(r->verdict), b,
+           cnd, ch, nz, r->kernel_hash, r->problem_name, r->problem_name[0] ? ": " : "",
+           r->problem_key, r->config, other ? " (baseline: " : "", other ? bcfg : "",
+           other ? ")" : "");
     return 0;
 }
 
@@ -457,11 +480,13 @@ int cmd_regress(int argc, char **argv)
     static const struct option opts[] = {
         {"db", required_argument, 0, 'd'},        {"baseline", required_argument, 0, 'b'},
         {"candidate", required_argument, 0, 'c'}, {"threshold", required_argument, 0, 't'},
-        {"csv", no_argument, 0, 'v'},             {"help", no_argument, 0, 'h'},
+        {"csv", no_argument, 0, 'v'},             {"winners", no_argument, 0, 'w'},
+        {"kernels", no_argument, 0, 'k'},         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *dbp = NULL, *base = NULL, *cand = NULL;
     double thr = 0.03;
     bool csv = false;
+    db_regress_level level = DB_REGRESS_WINNERS;
     optind = 1;
     int c;
     char *end;
@@ -481,6 +506,8 @@ int cmd_regress(int argc, char **argv)
                 thr /= 100;
             break;
         case 'v': csv = true; break;
+        case 'w': level = DB_REGRESS_WINNERS; break;
+        case 'k': level = DB_REGRESS_KERNELS; break;
         case 'h': fputs(regress_usage, stdout); return 0;
         default: cli_opt_error(c, argv);
         }
@@ -490,21 +517,23 @@ int cmd_regress(int argc, char **argv)
     if (!base || !cand)
         cli_die(2, "missing --baseline RUN or --candidate RUN (see 'ptxtune db runs')");
     db_store *s = open_db(dbp, false);
-    regress_ctx x = {csv, 0};
+    regress_ctx x = {csv, level == DB_REGRESS_WINNERS, 0};
     db_regress_summary sum;
     pt_err e = {0};
-    if (db_regress(s, base, cand, thr, print_regress, &x, &sum, &e))
+    if (db_regress_at(s, base, cand, thr, level, print_regress, &x, &sum, &e))
         cli_die(exit_code(e.code), "%s", e.msg);
     db_close(s);
     FILE *f = csv ? stderr : stdout;
-    fprintf(f, "%s%d compared: %d slower, %d faster, %d same within noise; %d only in the "
-               "baseline, %d only in the candidate (threshold %.1f%%)\n",
-            csv ? "" : "\n", sum.rows, sum.slower, sum.faster, sum.same, sum.only_base,
-            sum.only_cand, thr * 100);
+    fprintf(f, "%s%d %s compared: %d slower, %d faster, %d same within noise; %d only in the "
+               "baseline, %d only in the candidate, %d sampled once (shared by both runs, not "
+               "judged) (threshold %.1f%%)\n",
+            csv ? "" : "\n", sum.rows, level == DB_REGRESS_WINNERS ? "winners" : "kernels",
+            sum.slower, sum.faster, sum.same, sum.only_base, sum.only_cand, sum.shared,
+            thr * 100);
     if (!sum.same_fingerprint)
-        fprintf(f, "note: different fingerprints (%s vs %s): driver, compiler, GPU or generator "
-                   "changed between the runs\n", sum.base_fp, sum.cand_fp);
+        fprintf(f, "note: fingerprints %s and %s differ in %s\n", sum.base_fp, sum.cand_fp,
+                sum.fields);
     if (sum.rows == 0)
-        fprintf(f, "note: no measured kernel in common (emulator runs hold model estimates)\n");
+        fprintf(f, "note: no timed row in common (emulator runs hold model estimates)\n");
     return sum.slower ? 1 : 0;
 }

@@ -336,7 +336,8 @@ int cmd_tune(int argc, char **argv)
     }
 
     db_store *db;
-    if (db_open(dbpath, NULL, &db, &e))
+    db_open_opts dbo = {.rekey = search_problem_rekey};
+    if (db_open(dbpath, &dbo, &db, &e))
         cli_die(exit_code(e.code), "%s", e.msg);
 
     struct sigaction sa;

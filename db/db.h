@@ -16,15 +16,23 @@
 /* 'PTXT': PRAGMA application_id of every ptxtune store and bundle. */
 #define DB_APPLICATION_ID 0x50545854
 /* PRAGMA user_version this build writes; older files are migrated. */
-enum { DB_SCHEMA_VERSION = 2 };
+enum { DB_SCHEMA_VERSION = 3 };
 
 typedef struct db_store db_store;
+
+/* A stored problem key made canonical (search_problem_rekey has this
+ * signature): the key, class and dims appended to the buffers; non-zero
+ * leaves the problem as it is (an op this build does not know). */
+typedef int (*db_rekey_fn)(void *ctx, const char *key, pt_buf *nkey, pt_buf *klass,
+                           pt_buf *dims);
 
 typedef struct db_open_opts {
     bool readonly;   /* never writes; a missing or empty file is an error */
     bool must_exist; /* a missing file is an error instead of a new store */
     int busy_ms;     /* how long to wait for other writers; 0: 60 s */
     int max_version; /* tests: migrate only up to this version; 0: all */
+    db_rekey_fn rekey; /* writers: problems of older builds' keys rekeyed (db_rekey) */
+    void *rekey_ctx;
 } db_open_opts;
 
 /* Opens (creating or migrating when allowed) the store at path. */
@@ -45,7 +53,20 @@ int db_verify(db_store *s, pt_err *e);
  * resumable instead of failing it. */
 bool db_io_failed(const db_store *s);
 
+/* Problems whose key an older build wrote (or a merge brought in) get
+ * their canonical key from fn; two that turn out to be one problem become
+ * one (their rows together; a row one run stored under both keys kept
+ * once), and the winners are recomputed. *changed counts the keys that
+ * changed. One transaction. */
+int db_rekey(db_store *s, db_rekey_fn fn, void *ctx, int64_t *changed, pt_err *e);
+
 /* ---- records -------------------------------------------------------- */
+
+/* A kernel's identity: 16 hex digits of FNV-1a 64 over its PTX without
+ * comments (the tool version line, mock directives), blank lines and
+ * repeated blanks. Every writer and every check (db_verify, import, export)
+ * uses it. */
+void db_kernel_hash(const char *ptx, size_t n, char out[17]);
 
 /* Everything a timing depends on besides the kernel and the problem. A
  * winner is served only when all eight fields match. */
@@ -71,11 +92,13 @@ typedef struct db_problem {
     const char *op, *key, *klass, *dims;
     const char *name; /* a label; the first one stored is kept */
     double flops, bytes;
+    bool canonical;   /* key is this build's canonical key (a sweep's); false:
+                       * db_rekey looks at it (an import's) */
 } db_problem;
 int db_problem_put(db_store *s, const db_problem *p, int64_t *id, pt_err *e);
 
 typedef struct db_kernel {
-    const char *hash;   /* 16 hex digits of pt_hash64(ptx) */
+    const char *hash;   /* db_kernel_hash(ptx) */
     const char *op;
     const char *config; /* the config that first produced it */
     const char *entry;  /* kernel (entry) name */
@@ -149,7 +172,10 @@ typedef struct db_measurement {
     bool final;         /* may be a winner (the last rung of its strategy) */
     const char *status; /* DB_CLASS_MAP name */
     const char *error;  /* one line, "" when ok */
-    const char *source; /* "measured" or "model" (estimated, never timed) */
+    const char *source; /* "measured" (a real device), "model" (the cost model's
+                         * estimate, never timed) or "mock" (the test device:
+                         * stored, compared, never served as a winner) */
+    const char *sample; /* reused from an earlier run: that run's uuid; NULL: ours */
     int verified;       /* 1 checked against the reference, 0 not checked */
     double t_min, t_median, t_max, spread;
     int reps;
@@ -291,28 +317,48 @@ int db_import_json(db_store *s, const char *text, size_t len, const char *name,
 
 /* ---- regression ----------------------------------------------------- */
 
-typedef enum db_verdict { DB_SAME, DB_FASTER, DB_SLOWER, DB_NEW, DB_GONE } db_verdict;
+/* shared: both runs hold one timing (a row reused from an earlier run, not
+ * measured again): no evidence either way, left out of the verdict. */
+typedef enum db_verdict { DB_SAME, DB_FASTER, DB_SLOWER, DB_NEW, DB_GONE, DB_SHARED } db_verdict;
 const char *db_verdict_name(db_verdict v);
 
 typedef struct db_regress_row {
-    const char *problem_key, *problem_name, *config, *kernel_hash;
+    const char *problem_key, *problem_name, *config, *kernel_hash; /* the candidate's */
     double base_s, cand_s;       /* medians; NAN when absent */
     double base_spread, cand_spread;
     double change;               /* cand/base - 1 */
     double noise;                /* the change the spreads alone can explain */
     db_verdict verdict;
+    const char *base_config, *base_kernel; /* the baseline's (winners: may differ) */
 } db_regress_row;
 typedef int (*db_regress_fn)(void *ctx, const db_regress_row *r);
 
+/* What is compared: each problem's best row per run (the winner level, the
+ * default view) or each kernel of each problem. */
+typedef enum db_regress_level { DB_REGRESS_WINNERS, DB_REGRESS_KERNELS } db_regress_level;
+
 typedef struct db_regress_summary {
     int rows, slower, faster, same, only_base, only_cand;
+    int shared;  /* one timing in both runs: left out of the verdict */
     bool same_fingerprint;
     char base_fp[17], cand_fp[17];
+    char fields[160]; /* the fingerprint fields that differ, "generator,driver" ("" none) */
+    db_regress_level level;
 } db_regress_summary;
 
-/* Compares two runs kernel by kernel on each problem (final ok rows). A
+/* Compares two runs on each problem: final ok timed rows (measured, or both
+ * the mock device's; cost-model estimates never), at the winner level
+ * (problem -> best time of each run) or kernel by kernel. The runs' fingerprints
+ * may differ in tool (generator), driver, compiler and PTX ISA versions (the
+ * fields are named in sum->fields); another GPU or protocol is PT_EINVAL. A
  * change is a regression when it exceeds both the threshold (0.03 = 3%) and
- * the noise, 2*sqrt(sb^2 + sc^2) from the stored relative spreads. */
+ * the noise, 2*sqrt(sb^2 + sc^2) from the stored relative spreads. Rows of
+ * one run only (new, gone) and rows both runs share one timing of (shared)
+ * are counted, never judged. */
+int db_regress_at(db_store *s, const char *base, const char *cand, double threshold,
+                  db_regress_level level, db_regress_fn fn, void *ctx, db_regress_summary *sum,
+                  pt_err *e);
+/* db_regress_at kernel by kernel. */
 int db_regress(db_store *s, const char *base, const char *cand, double threshold,
                db_regress_fn fn, void *ctx, db_regress_summary *sum, pt_err *e);
 

@@ -21,8 +21,8 @@
     X(FP_INSERT, "INSERT OR IGNORE INTO fingerprints(key, gpu, cc, sm_count, driver, compiler," \
                  " ptx_version, generator, protocol) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)")       \
     X(FP_ID, "SELECT id FROM fingerprints WHERE key = ?1")                                     \
-    X(PROB_INSERT, "INSERT OR IGNORE INTO problems(key, op, class, dims, name, flops, bytes)"  \
-                   " VALUES(?1,?2,?3,?4,?5,?6,?7)")                                           \
+    X(PROB_INSERT, "INSERT OR IGNORE INTO problems(key, op, class, dims, name, flops, bytes,"  \
+                   " canon) VALUES(?1,?2,?3,?4,?5,?6,?7,?8)")                                 \
     X(PROB_ID, "SELECT id FROM problems WHERE key = ?1")                                       \
     X(KERNEL_INSERT, "INSERT OR IGNORE INTO kernels(hash, op, config, entry, ptx)"             \
                      " VALUES(?1,?2,?3,?4,?5)")                                               \
@@ -32,8 +32,8 @@
     X(MEAS_INSERT,                                                                             \
       "INSERT INTO measurements(run_id, problem_id, kernel_id, config, rung, final,"          \
       " status, error, source, verified, t_min, t_median, t_max, spread, reps, tflops, gbps,"  \
-      " launch, created) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,"  \
-      "?18,?19) ON CONFLICT DO NOTHING")                                                     \
+      " launch, created, sample) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"  \
+      "?16,?17,?18,?19,?20) ON CONFLICT DO NOTHING")                                         \
     X(RUN_FP, "SELECT fingerprint_id FROM runs WHERE id = ?1")                                 \
     X(WINNER_UPDATE,                                                                           \
       "INSERT OR REPLACE INTO winners(fingerprint_id, problem_id, measurement_id)"             \

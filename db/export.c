@@ -292,7 +292,7 @@ static int check_row(export_ctx *x, sqlite3_stmt *st, const db_winner *w)
     if (sqlite3_column_type(st, DB_WC_K_HASH) == SQLITE_NULL)
         return PT_OK;
     size_t n = (size_t)sqlite3_column_bytes(st, DB_WC_K_PTX);
-    snprintf(want, sizeof want, "%016llx", (unsigned long long)pt_hash64(w->ptx, n));
+    db_kernel_hash(w->ptx, n, want); /* issue 15: the kernel identity */
     if (strcmp(want, w->kernel_hash) != 0 || strlen(w->ptx) != n)
         return pt_errf(x->e, PT_EINVAL,
                        "%s: kernel %s does not match its PTX (%s); nothing exported", x->path,

@@ -80,7 +80,7 @@ static bool known_run_status(const char *c)
 
 static void kernel_hash(const char *ptx, size_t n, char out[17])
 {
-    snprintf(out, 17, "%016llx", (unsigned long long)pt_hash64(ptx, n));
+    db_kernel_hash(ptx, n, out); /* issue 15: comments are no part of a kernel */
 }
 
 /* ---- typed JSON reads ----------------------------------------------------- */
@@ -277,8 +277,8 @@ static void parse_row(jck *c, json_t *row, jrow *r)
     };
     const char *config = j_str(c, row, "", "config", true);
     const char *source = j_str(c, row, "", "source", true);
-    if (*source && strcmp(source, "measured") && strcmp(source, "model"))
-        bad(c, "'source' is '%s', neither measured nor model", source);
+    if (*source && strcmp(source, "measured") && strcmp(source, "model") && strcmp(source, "mock"))
+        bad(c, "'source' is '%s', not measured, model or mock", source);
     const char *D = "measurement.detail.";
     const char *status = j_str(c, detail, D, "status", true);
     if (*status && !known_class(status))
@@ -586,7 +586,7 @@ static const char meas_sql[] =
     " WHEN m.kernel_id IS NOT NULL AND sk.id IS NULL THEN 'names no kernel of the source'"
     " WHEN typeof(m.config) <> 'text' OR m.config = '' THEN 'has no config'"
     " WHEN m.status NOT IN ('ok'" DB_CLASS_MAP(SQL_CLASS) ") THEN 'has an unknown status'"
-    " WHEN m.source NOT IN ('measured', 'model') THEN 'has an unknown source'"
+    " WHEN m.source NOT IN ('measured', 'model', 'mock') THEN 'has an unknown source'"
     " WHEN m.final NOT IN (0, 1) OR typeof(m.final) <> 'integer' THEN 'has final neither 0 nor 1'"
     " WHEN typeof(m.rung) <> 'integer' OR m.rung < 0 THEN 'has a bad rung'"
     " WHEN m.status = 'ok' AND NOT (typeof(m.t_median) IN ('real', 'integer')"

@@ -92,11 +92,16 @@ static void bind_fp(sqlite3_stmt *st, int first, const db_fingerprint *f)
     " f.gpu = ?1 AND f.cc = ?2 AND f.sm_count = ?3 AND f.driver = ?4 AND f.compiler = ?5" \
     " AND f.ptx_version = ?6 AND f.generator = ?7 AND f.protocol = ?8"
 
+/* Provenance: a winner timed on the mock device (the test backend) is
+ * never served, by any reader (lookup, lists, every export, the runtime's
+ * bundle): its times are no device's. */
+#define NOT_MOCK " AND m.source <> 'mock'"
+
 int db_winner_get(db_store *s, const db_fingerprint *f, const char *problem_key,
                   db_winner_fn fn, void *ctx, bool *found, pt_err *e)
 {
     *found = false;
-    sqlite3_stmt *st = winner_query(s, " WHERE" FP_EXACT " AND p.key = ?9", e);
+    sqlite3_stmt *st = winner_query(s, " WHERE" FP_EXACT " AND p.key = ?9" NOT_MOCK, e);
     if (!st)
         return e->code;
     bind_fp(st, 1, f);
@@ -161,7 +166,8 @@ int db_lookup(db_store *s, const db_fingerprint *f, const db_problem *p, db_winn
     int nd = parse_dims(p->dims ? p->dims : "", want, MAXD);
     if (nd == 0)
         return PT_OK;
-    sqlite3_stmt *st = winner_query(s, " WHERE" FP_EXACT " AND p.op = ?9 AND p.class = ?10", e);
+    sqlite3_stmt *st =
+        winner_query(s, " WHERE" FP_EXACT " AND p.op = ?9 AND p.class = ?10" NOT_MOCK, e);
     if (!st)
         return e->code;
     bind_fp(st, 1, f);
@@ -280,7 +286,7 @@ int db__winners_raw(db_store *s, const char *gpu, const char *match,
     int rc = filter_open(&f, gpu, match, e);
     if (rc)
         return rc;
-    sqlite3_stmt *st = winner_query(s, " ORDER BY f.key, p.key", e);
+    sqlite3_stmt *st = winner_query(s, " WHERE 1" NOT_MOCK " ORDER BY f.key, p.key", e);
     if (!st) {
         filter_close(&f);
         return e->code;
@@ -353,24 +359,28 @@ int db_winners_rebuild(db_store *s, pt_err *e)
 
 const char *db_verdict_name(db_verdict v)
 {
-    static const char *const names[] = {"same", "faster", "SLOWER", "new", "gone"};
+    static const char *const names[] = {"same", "faster", "SLOWER", "new", "gone", "shared"};
     return names[v];
 }
 
 typedef struct rrow {
-    char *pkey, *pname, *config, *hash;
+    char *pkey, *pname, *config, *hash, *sample;
     double t, spread;
 } rrow;
 
-static int load_run(db_store *s, int64_t run, rrow **out, int *n, char fp[17], pt_err *e)
+/* The final ok timed rows of a run (measured, or the mock device's: model
+ * estimates are never regressions), highest rung first per kernel. sample:
+ * the run that took the timing (the row's own run unless it was reused). */
+static int load_run(db_store *s, int64_t run, rrow **out, int *n, pt_err *e)
 {
     sqlite3_stmt *st = db__prepare(
         s,
-        "SELECT p.key, p.name, m.config, k.hash, m.t_median, m.spread, f.key"
+        "SELECT p.key, p.name, m.config, k.hash, m.t_median, m.spread,"
+        " coalesce(m.sample, r.uuid)"
         " FROM measurements m JOIN problems p ON p.id = m.problem_id"
         " JOIN kernels k ON k.id = m.kernel_id JOIN runs r ON r.id = m.run_id"
-        " JOIN fingerprints f ON f.id = r.fingerprint_id"
-        " WHERE m.run_id = ?1 AND m.status = 'ok' AND m.final = 1 AND m.source = 'measured'"
+        " WHERE m.run_id = ?1 AND m.status = 'ok' AND m.final = 1"
+        " AND m.source IN ('measured', 'mock')"
         " ORDER BY p.key, k.hash, m.rung DESC",
         e);
     if (!st)
@@ -381,7 +391,6 @@ static int load_run(db_store *s, int64_t run, rrow **out, int *n, char fp[17], p
     int rc;
     bool oom = false;
     *n = 0;
-    fp[0] = '\0';
     while ((rc = db__step(s, st)) == SQLITE_ROW) {
         const char *pk = db__col_text(st, 0), *h = db__col_text(st, 3);
         /* highest rung first: keep only the first row of a (problem, kernel) */
@@ -402,14 +411,14 @@ static int load_run(db_store *s, int64_t run, rrow **out, int *n, char fp[17], p
         r.pname = strdup(db__col_text(st, 1));
         r.config = strdup(db__col_text(st, 2));
         r.hash = strdup(h);
+        r.sample = strdup(db__col_text(st, 6));
         v[(*n)++] = r; /* freed with the rows, whole or not */
-        if (!r.pkey || !r.pname || !r.config || !r.hash) {
+        if (!r.pkey || !r.pname || !r.config || !r.hash || !r.sample) {
             oom = true;
             break;
         }
         if (isnan(v[*n - 1].spread))
             v[*n - 1].spread = 0;
-        snprintf(fp, 17, "%s", db__col_text(st, 6));
     }
     if (oom)
         rc = pt_errf(e, PT_ENOMEM, "out of memory (reading a run)");
@@ -429,26 +438,105 @@ static void free_rows(rrow *v, int n)
         free(v[i].pname);
         free(v[i].config);
         free(v[i].hash);
+        free(v[i].sample);
     }
     free(v);
 }
 
-static int run_fp(db_store *s, int64_t run, char fp[17], pt_err *e)
+/* Winner level: the fastest row of each problem (rows sorted by problem),
+ * compacted in place; the others are freed. */
+static int best_per_problem(rrow *v, int n)
 {
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m && strcmp(v[m - 1].pkey, v[i].pkey) == 0) {
+            bool better = v[i].t < v[m - 1].t ||
+                          (v[i].t == v[m - 1].t && strcmp(v[i].config, v[m - 1].config) < 0);
+            rrow loser = better ? v[m - 1] : v[i];
+            if (better)
+                v[m - 1] = v[i];
+            free(loser.pkey);
+            free(loser.pname);
+            free(loser.config);
+            free(loser.hash);
+            free(loser.sample);
+            continue;
+        }
+        v[m++] = v[i];
+    }
+    return m;
+}
+
+/* The fingerprint of a run, every field (copied into buf). */
+typedef struct runfp {
+    char key[17];
+    db_fingerprint f;
+    char buf[1024];
+} runfp;
+
+static int run_fp(db_store *s, int64_t run, runfp *out, pt_err *e)
+{
+    memset(out, 0, sizeof *out);
     sqlite3_stmt *st = db__prepare(
-        s, "SELECT f.key FROM runs r JOIN fingerprints f ON f.id = r.fingerprint_id WHERE r.id = ?1",
+        s,
+        "SELECT f.key, f.gpu, f.cc, f.sm_count, f.driver, f.compiler, f.ptx_version,"
+        " f.generator, f.protocol FROM runs r JOIN fingerprints f ON f.id = r.fingerprint_id"
+        " WHERE r.id = ?1",
         e);
     if (!st)
         return e->code;
     sqlite3_bind_int64(st, 1, run);
     int rc = db__step(s, st);
-    snprintf(fp, 17, "%s", rc == SQLITE_ROW ? db__col_text(st, 0) : "");
+    if (rc == SQLITE_ROW) {
+        snprintf(out->key, sizeof out->key, "%s", db__col_text(st, 0));
+        char *b = out->buf;
+        size_t left = sizeof out->buf;
+        const char **dst[] = {&out->f.gpu, &out->f.driver, &out->f.compiler, &out->f.generator,
+                              &out->f.protocol};
+        int cols[] = {1, 4, 5, 7, 8};
+        for (int i = 0; i < 5; i++) {
+            int w = snprintf(b, left, "%s", db__col_text(st, cols[i]));
+            *dst[i] = b;
+            size_t used = (size_t)(w < 0 ? 0 : w) + 1;
+            used = used > left ? left : used;
+            b += used;
+            left -= used;
+        }
+        out->f.cc = sqlite3_column_int(st, 2);
+        out->f.sm_count = sqlite3_column_int(st, 3);
+        out->f.ptx_version = sqlite3_column_int(st, 6);
+    }
     sqlite3_finalize(st);
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? PT_OK : db__fail(s, rc, "reading a run", e);
 }
 
-int db_regress(db_store *s, const char *base, const char *cand, double threshold,
-               db_regress_fn fn, void *ctx, db_regress_summary *sum, pt_err *e)
+/* The fields in which a and b differ, into sum->fields; false when one of
+ * them makes the runs incomparable (another GPU or benchmark protocol). */
+static bool fp_compare(const db_fingerprint *a, const db_fingerprint *b, db_regress_summary *sum)
+{
+    size_t n = 0;
+    bool ok = true;
+#define FIELD(name, differs, comparable)                                                    \
+    if (differs) {                                                                          \
+        n += (size_t)snprintf(sum->fields + n, n < sizeof sum->fields ? sizeof sum->fields - n : 0, \
+                              "%s%s", n ? "," : "", name);                                  \
+        ok = ok && (comparable);                                                            \
+    }
+    FIELD("gpu", strcmp(a->gpu, b->gpu) != 0, false)
+    FIELD("cc", a->cc != b->cc, false)
+    FIELD("sm_count", a->sm_count != b->sm_count, false)
+    FIELD("driver", strcmp(a->driver, b->driver) != 0, true)
+    FIELD("compiler", strcmp(a->compiler, b->compiler) != 0, true)
+    FIELD("ptx_version", a->ptx_version != b->ptx_version, true)
+    FIELD("generator", strcmp(a->generator, b->generator) != 0, true)
+    FIELD("protocol", strcmp(a->protocol, b->protocol) != 0, false)
+#undef FIELD
+    return ok;
+}
+
+int db_regress_at(db_store *s, const char *base, const char *cand, double threshold,
+                  db_regress_level level, db_regress_fn fn, void *ctx, db_regress_summary *sum,
+                  pt_err *e)
 {
     memset(sum, 0, sizeof *sum);
     if (!(threshold >= 0) || threshold > 10)
@@ -460,39 +548,63 @@ int db_regress(db_store *s, const char *base, const char *cand, double threshold
         rc = db_run_resolve(s, cand, &cid, e);
     if (rc)
         return rc;
+    runfp bf, cf;
+    rc = run_fp(s, bid, &bf, e);
+    if (!rc)
+        rc = run_fp(s, cid, &cf, e);
+    if (rc)
+        return rc;
+    snprintf(sum->base_fp, sizeof sum->base_fp, "%s", bf.key);
+    snprintf(sum->cand_fp, sizeof sum->cand_fp, "%s", cf.key);
+    sum->same_fingerprint = strcmp(bf.key, cf.key) == 0;
+    sum->level = level;
+    if (!fp_compare(&bf.f, &cf.f, sum))
+        return pt_errf(e, PT_EINVAL,
+                       "runs %s and %s are not comparable: their fingerprints differ in %s (only "
+                       "tool, driver and compiler versions may differ)",
+                       base, cand, sum->fields);
     rrow *b = NULL, *c = NULL;
     int nb = 0, nc = 0;
-    rc = load_run(s, bid, &b, &nb, sum->base_fp, e);
+    rc = load_run(s, bid, &b, &nb, e);
     if (!rc)
-        rc = load_run(s, cid, &c, &nc, sum->cand_fp, e);
-    if (!rc)
-        rc = run_fp(s, bid, sum->base_fp, e);
-    if (!rc)
-        rc = run_fp(s, cid, sum->cand_fp, e);
-    sum->same_fingerprint = strcmp(sum->base_fp, sum->cand_fp) == 0;
+        rc = load_run(s, cid, &c, &nc, e);
+    if (!rc && level == DB_REGRESS_WINNERS) {
+        nb = best_per_problem(b, nb);
+        nc = best_per_problem(c, nc);
+    }
+    bool win = level == DB_REGRESS_WINNERS;
     int i = 0, j = 0;
     while (!rc && (i < nb || j < nc)) {
         int cmp = i >= nb ? 1 : j >= nc ? -1 : strcmp(b[i].pkey, c[j].pkey);
-        if (!cmp)
+        if (!cmp && !win)
             cmp = strcmp(b[i].hash, c[j].hash);
         db_regress_row r = {0};
         if (cmp < 0) {
             r = (db_regress_row){b[i].pkey, b[i].pname, b[i].config, b[i].hash, b[i].t, NAN,
-                                 b[i].spread, NAN, NAN, NAN, DB_GONE};
+                                 b[i].spread, NAN, NAN, NAN, DB_GONE, b[i].config, b[i].hash};
             sum->only_base++;
             i++;
         } else if (cmp > 0) {
             r = (db_regress_row){c[j].pkey, c[j].pname, c[j].config, c[j].hash, NAN, c[j].t,
-                                 NAN, c[j].spread, NAN, NAN, DB_NEW};
+                                 NAN, c[j].spread, NAN, NAN, DB_NEW, NULL, NULL};
             sum->only_cand++;
+            j++;
+        } else if (strcmp(b[i].sample, c[j].sample) == 0) {
+            /* one timing in both runs (reused, not measured again): no evidence */
+            r = (db_regress_row){c[j].pkey, c[j].pname, c[j].config, c[j].hash, b[i].t, c[j].t,
+                                 b[i].spread, c[j].spread, 0, NAN, DB_SHARED, b[i].config,
+                                 b[i].hash};
+            sum->shared++;
+            i++;
             j++;
         } else {
             double change = c[j].t / b[i].t - 1.0;
             double noise = 2.0 * sqrt(b[i].spread * b[i].spread + c[j].spread * c[j].spread);
             double bar = threshold > noise ? threshold : noise;
             db_verdict v = change > bar ? DB_SLOWER : change < -bar ? DB_FASTER : DB_SAME;
-            r = (db_regress_row){b[i].pkey, b[i].pname, b[i].config, b[i].hash, b[i].t, c[j].t,
-                                 b[i].spread, c[j].spread, change, noise, v};
+            r = (db_regress_row){c[j].pkey, c[j].pname, c[j].config, c[j].hash, b[i].t, c[j].t,
+                                 b[i].spread, c[j].spread, change, noise, v, b[i].config,
+                                 b[i].hash};
             sum->rows++;
             sum->slower += v == DB_SLOWER;
             sum->faster += v == DB_FASTER;
@@ -506,6 +618,12 @@ int db_regress(db_store *s, const char *base, const char *cand, double threshold
     free_rows(b, nb);
     free_rows(c, nc);
     return rc;
+}
+
+int db_regress(db_store *s, const char *base, const char *cand, double threshold,
+               db_regress_fn fn, void *ctx, db_regress_summary *sum, pt_err *e)
+{
+    return db_regress_at(s, base, cand, threshold, DB_REGRESS_KERNELS, fn, ctx, sum, e);
 }
 
 /* ---- listings ----------------------------------------------------------- */

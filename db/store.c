@@ -79,6 +79,50 @@ static const char *const migrations[DB_SCHEMA_VERSION] = {
     "CREATE INDEX measurements_problem ON measurements(problem_id, status);\n"
     "CREATE INDEX runs_args ON runs(args_key, status);\n"
     "CREATE INDEX problems_class ON problems(op, class);\n",
+    /* 2 -> 3: provenance and identities (issue 15). source gains 'mock' (the
+     * test device: never served as a winner); rows of mock runs said
+     * 'measured' and now say 'mock'. sample: the uuid of the run that took
+     * a row's timing when the row was reused from an earlier run (NULL:
+     * this run's own). problems.canon: the key is canonical (0: written by
+     * an older build; db_rekey makes it so). The kernels are rehashed and
+     * the winners recomputed in C after this step (migrate_v3). SQLite
+     * cannot change a CHECK in place: the table is rebuilt, winners (which
+     * refer to it) dropped first and recomputed. */
+    "CREATE TABLE measurements_v3(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  problem_id INTEGER NOT NULL REFERENCES problems(id),\n"
+    "  kernel_id INTEGER REFERENCES kernels(id),\n"
+    "  config TEXT NOT NULL, rung INTEGER NOT NULL DEFAULT 0, final INTEGER NOT NULL DEFAULT 1,\n"
+    "  status TEXT NOT NULL CHECK(status IN ('ok','compile_error','resource_limit',\n"
+    "    'launch_error','fault','timeout','wrong_answer','invalid','duplicate')),\n"
+    "  error TEXT NOT NULL DEFAULT '',\n"
+    "  source TEXT NOT NULL CHECK(source IN ('measured','model','mock')),\n"
+    "  verified INTEGER NOT NULL DEFAULT 0,\n"
+    "  t_min REAL, t_median REAL, t_max REAL, spread REAL, reps INTEGER,\n"
+    "  tflops REAL, gbps REAL, launch TEXT, created REAL NOT NULL, sample TEXT,\n"
+    "  UNIQUE(run_id, problem_id, config, rung));\n"
+    "INSERT INTO measurements_v3(id, run_id, problem_id, kernel_id, config, rung, final, status,\n"
+    "  error, source, verified, t_min, t_median, t_max, spread, reps, tflops, gbps, launch,\n"
+    "  created)\n"
+    " SELECT m.id, m.run_id, m.problem_id, m.kernel_id, m.config, m.rung, m.final, m.status,\n"
+    "  m.error, CASE WHEN m.source = 'measured' AND r.backend = 'mock' THEN 'mock'\n"
+    "  ELSE m.source END, m.verified, m.t_min, m.t_median, m.t_max, m.spread, m.reps,\n"
+    "  m.tflops, m.gbps, m.launch, m.created\n"
+    " FROM measurements m LEFT JOIN runs r ON r.id = m.run_id ORDER BY m.id;\n"
+    "DROP TABLE winners;\n"
+    "DROP TABLE measurements;\n"
+    "ALTER TABLE measurements_v3 RENAME TO measurements;\n"
+    "CREATE UNIQUE INDEX measurements_kernel ON measurements(run_id, problem_id, kernel_id, rung)\n"
+    "  WHERE kernel_id IS NOT NULL AND status <> 'duplicate';\n"
+    "CREATE INDEX measurements_problem ON measurements(problem_id, status);\n"
+    "CREATE INDEX measurements_reuse ON measurements(problem_id, kernel_id);\n"
+    "CREATE TABLE winners(\n"
+    "  fingerprint_id INTEGER NOT NULL REFERENCES fingerprints(id),\n"
+    "  problem_id INTEGER NOT NULL REFERENCES problems(id),\n"
+    "  measurement_id INTEGER NOT NULL REFERENCES measurements(id),\n"
+    "  PRIMARY KEY(fingerprint_id, problem_id));\n"
+    "ALTER TABLE problems ADD COLUMN canon INTEGER NOT NULL DEFAULT 0;\n",
 };
 
 static const char *const stmt_sql[DB_NSTMT] = {
@@ -356,6 +400,232 @@ static int check_owner(db_store *s, int64_t *version, bool *fresh, pt_err *e)
     return PT_OK;
 }
 
+/* One statement with integer parameters ?1, ?2 (one-off SQL of the
+ * migration and the rekey). */
+static int exec_ids(db_store *s, const char *sql, int64_t a, int64_t b, pt_err *e)
+{
+    sqlite3_stmt *st = db__prepare(s, sql, e);
+    if (!st)
+        return e->code;
+    sqlite3_bind_int64(st, 1, a);
+    if (sqlite3_bind_parameter_count(st) >= 2)
+        sqlite3_bind_int64(st, 2, b);
+    int rc = db__step(s, st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? PT_OK : db__fail(s, rc, "migrating", e);
+}
+
+/* The id of the row of table whose column col is v; 0 when none. */
+static int id_of(db_store *s, const char *sql, const char *v, int64_t *id, pt_err *e)
+{
+    *id = 0;
+    sqlite3_stmt *st = db__prepare(s, sql, e);
+    if (!st)
+        return e->code;
+    db__bind_text(st, 1, v);
+    int rc = db__step(s, st);
+    if (rc == SQLITE_ROW)
+        *id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? PT_OK : db__fail(s, rc, "migrating", e);
+}
+
+/* Kernel `from` is kernel `into` (one body): its rows move over; a row
+ * that would make the kernel twice in one (run, problem, rung) is what the
+ * sweep calls a duplicate; its cubins go where into has none. */
+static int merge_kernel(db_store *s, int64_t from, int64_t into, pt_err *e)
+{
+    static const char *const steps[] = {
+        "UPDATE OR IGNORE measurements SET kernel_id = ?2 WHERE kernel_id = ?1",
+        "UPDATE measurements SET kernel_id = ?2, status = 'duplicate' WHERE kernel_id = ?1",
+        "UPDATE OR IGNORE cubins SET kernel_id = ?2 WHERE kernel_id = ?1",
+        "DELETE FROM cubins WHERE kernel_id = ?1 AND ?2 = ?2",
+        "DELETE FROM kernels WHERE id = ?1 AND ?2 = ?2",
+    };
+    int rc = PT_OK;
+    for (size_t i = 0; !rc && i < sizeof steps / sizeof steps[0]; i++)
+        rc = exec_ids(s, steps[i], from, into, e);
+    return rc;
+}
+
+/* 2 -> 3 in C: every kernel's hash is db_kernel_hash of its PTX (the tool
+ * version line and comments no longer count); kernels that now share a
+ * hash are one kernel. Winners are recomputed (the SQL step dropped them). */
+static int migrate_v3(db_store *s, pt_err *e)
+{
+    sqlite3_stmt *st = db__prepare(s, "SELECT id, hash, ptx FROM kernels ORDER BY id", e);
+    if (!st)
+        return e->code;
+    typedef struct kh {
+        int64_t id;
+        char hash[17];
+    } kh;
+    kh *v = NULL;
+    size_t n = 0, cap = 0;
+    int rc;
+    while ((rc = db__step(s, st)) == SQLITE_ROW) {
+        char want[17];
+        db_kernel_hash(db__col_text(st, 2), (size_t)sqlite3_column_bytes(st, 2), want);
+        if (strcmp(want, db__col_text(st, 1)) == 0)
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 256;
+            kh *nv = realloc(v, nc * sizeof *nv);
+            if (!nv) {
+                free(v);
+                sqlite3_finalize(st);
+                return pt_errf(e, PT_ENOMEM, "out of memory (migrating kernels)");
+            }
+            v = nv;
+            cap = nc;
+        }
+        v[n].id = sqlite3_column_int64(st, 0);
+        memcpy(v[n++].hash, want, sizeof want);
+    }
+    rc = rc == SQLITE_DONE ? PT_OK : db__fail(s, rc, "migrating kernels", e);
+    sqlite3_finalize(st);
+    for (size_t i = 0; !rc && i < n; i++) {
+        int64_t other;
+        rc = id_of(s, "SELECT id FROM kernels WHERE hash = ?1", v[i].hash, &other, e);
+        if (rc)
+            break;
+        if (other)
+            rc = merge_kernel(s, v[i].id, other, e);
+        else {
+            sqlite3_stmt *u = db__prepare(s, "UPDATE kernels SET hash = ?1 WHERE id = ?2", e);
+            if (!u) {
+                rc = e->code;
+                break;
+            }
+            db__bind_text(u, 1, v[i].hash);
+            sqlite3_bind_int64(u, 2, v[i].id);
+            int src = db__step(s, u);
+            sqlite3_finalize(u);
+            rc = src == SQLITE_DONE ? PT_OK : db__fail(s, src, "migrating kernels", e);
+        }
+    }
+    free(v);
+    return rc ? rc : db__winners_recompute(s, e);
+}
+
+/* Problem `from` is problem `into` (one canonical key): its rows move
+ * over; a row the same run stored under both spellings is kept once. */
+static int merge_problem(db_store *s, int64_t from, int64_t into, pt_err *e)
+{
+    static const char *const steps[] = {
+        "DELETE FROM winners WHERE problem_id IN (?1, ?2)",
+        "UPDATE OR IGNORE measurements SET problem_id = ?2 WHERE problem_id = ?1",
+        "DELETE FROM measurements WHERE problem_id = ?1 AND ?2 = ?2",
+        "DELETE FROM problems WHERE id = ?1 AND ?2 = ?2",
+    };
+    int rc = PT_OK;
+    for (size_t i = 0; !rc && i < sizeof steps / sizeof steps[0]; i++)
+        rc = exec_ids(s, steps[i], from, into, e);
+    return rc;
+}
+
+static int rekey_nolock(db_store *s, db_rekey_fn fn, void *ctx, int64_t *changed, pt_err *e)
+{
+    sqlite3_stmt *st = db__prepare(s, "SELECT id, key FROM problems WHERE canon = 0 ORDER BY id", e);
+    if (!st)
+        return e->code;
+    typedef struct pk {
+        int64_t id;
+        char *key;
+    } pk;
+    pk *v = NULL;
+    size_t n = 0, cap = 0;
+    int rc;
+    bool oom = false;
+    while ((rc = db__step(s, st)) == SQLITE_ROW) {
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 64;
+            pk *nv = realloc(v, nc * sizeof *nv);
+            if (!nv) {
+                oom = true;
+                break;
+            }
+            v = nv;
+            cap = nc;
+        }
+        v[n].id = sqlite3_column_int64(st, 0);
+        v[n].key = strdup(db__col_text(st, 1));
+        if (!v[n++].key) {
+            oom = true;
+            break;
+        }
+    }
+    rc = oom ? pt_errf(e, PT_ENOMEM, "out of memory (rekeying problems)")
+         : rc == SQLITE_DONE ? PT_OK
+                             : db__fail(s, rc, "reading problems", e);
+    sqlite3_finalize(st);
+    bool merged = false;
+    for (size_t i = 0; !rc && i < n; i++) {
+        pt_buf k, c, d;
+        pt_buf_init(&k);
+        pt_buf_init(&c);
+        pt_buf_init(&d);
+        if (fn(ctx, v[i].key, &k, &c, &d) == PT_OK && k.s) {
+            int64_t other = 0;
+            if (strcmp(k.s, v[i].key) != 0)
+                rc = id_of(s, "SELECT id FROM problems WHERE key = ?1", k.s, &other, e);
+            if (!rc && other && other != v[i].id) {
+                rc = merge_problem(s, v[i].id, other, e);
+                merged = true;
+            } else if (!rc) {
+                sqlite3_stmt *u = db__prepare(
+                    s, "UPDATE problems SET key = ?1, class = ?2, dims = ?3, canon = 1 WHERE id = ?4",
+                    e);
+                if (!u)
+                    rc = e->code;
+                else {
+                    db__bind_text(u, 1, k.s);
+                    db__bind_text(u, 2, c.s ? c.s : k.s);
+                    db__bind_text(u, 3, d.s ? d.s : "");
+                    sqlite3_bind_int64(u, 4, v[i].id);
+                    int src = db__step(s, u);
+                    sqlite3_finalize(u);
+                    rc = src == SQLITE_DONE ? PT_OK : db__fail(s, src, "rekeying a problem", e);
+                }
+            }
+            if (!rc && strcmp(k.s, v[i].key) != 0)
+                ++*changed;
+        }
+        pt_buf_free(&k);
+        pt_buf_free(&c);
+        pt_buf_free(&d);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(v[i].key);
+    free(v);
+    if (!rc && merged)
+        rc = db__winners_recompute(s, e);
+    return rc;
+}
+
+int db_rekey(db_store *s, db_rekey_fn fn, void *ctx, int64_t *changed, pt_err *e)
+{
+    int64_t dummy = 0;
+    if (!changed)
+        changed = &dummy;
+    *changed = 0;
+    if (!fn)
+        return PT_OK;
+    int64_t todo = 0; /* nothing to do: no transaction, nothing written */
+    int rc = query_int(s, "SELECT EXISTS(SELECT 1 FROM problems WHERE canon = 0)", &todo, e);
+    if (rc || !todo)
+        return rc;
+    rc = db__begin(s, e);
+    if (rc)
+        return rc;
+    rc = rekey_nolock(s, fn, ctx, changed, e);
+    if (rc) {
+        db__rollback(s);
+        return rc;
+    }
+    return db__commit(s, e);
+}
+
 static int migrate(db_store *s, int target, pt_err *e)
 {
     int rc = db__begin(s, e);
@@ -366,6 +636,8 @@ static int migrate(db_store *s, int target, pt_err *e)
     rc = check_owner(s, &v, &fresh, e); /* again, inside the lock */
     for (int64_t i = v; !rc && i < target; i++) {
         rc = db__exec(s, migrations[i], e);
+        if (!rc && i == 2)
+            rc = migrate_v3(s, e);
         if (rc)
             break;
         char pragma[64];
@@ -476,6 +748,8 @@ int db_open(const char *path, const db_open_opts *o, db_store **out, pt_err *e)
                                                                                 : DB_SCHEMA_VERSION;
         if (!rc && version < target)
             rc = migrate(s, target, e);
+        if (!rc && o->rekey && target >= 3)
+            rc = db_rekey(s, o->rekey, o->rekey_ctx, NULL, e);
     } else if (!rc && version < DB_SCHEMA_VERSION) {
         rc = pt_errf(e, PT_EINVAL,
                      "%s: schema version %lld is older than %d; open it once for writing to "
@@ -526,6 +800,60 @@ void db_fingerprint_key(const db_fingerprint *f, char key[17])
     pt_buf_printf(&b, "%d;%d;%d", f->cc, f->sm_count, f->ptx_version);
     snprintf(key, 17, "%016llx", (unsigned long long)pt_hash64(b.s, b.len));
     pt_buf_free(&b);
+}
+
+/* FNV-1a 64 over the PTX without its comments (// to the end of a line,
+ * block comments) and blank lines, every run of blanks one space, lines
+ * trimmed: the tool's version line and the mock's directives are comments,
+ * so one body is one kernel whatever build printed it. */
+static uint64_t fnv_byte(uint64_t h, char c)
+{
+    return (h ^ (unsigned char)c) * 1099511628211ull;
+}
+
+void db_kernel_hash(const char *ptx, size_t n, char out[17])
+{
+    uint64_t h = 1469598103934665603ull;
+    bool block = false, first = true;
+    for (size_t i = 0; i < n;) {
+        size_t eol = i;
+        while (eol < n && ptx[eol] != '\n')
+            eol++;
+        bool any = false, blank = false;
+        for (size_t j = i; j < eol; j++) {
+            char c = ptx[j];
+            if (block) {
+                if (c == '*' && j + 1 < eol && ptx[j + 1] == '/') {
+                    block = false;
+                    j++;
+                    blank = true;
+                }
+                continue;
+            }
+            if (c == '/' && j + 1 < eol && ptx[j + 1] == '/')
+                break;
+            if (c == '/' && j + 1 < eol && ptx[j + 1] == '*') {
+                block = true;
+                j++;
+                continue;
+            }
+            if (c == ' ' || c == '\t' || c == '\r') {
+                blank = true;
+                continue;
+            }
+            if (!any) {
+                if (!first)
+                    h = fnv_byte(h, '\n');
+                any = true;
+                first = false;
+            } else if (blank)
+                h = fnv_byte(h, ' ');
+            blank = false;
+            h = fnv_byte(h, c);
+        }
+        i = eol + 1;
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
 /* INSERT OR IGNORE then SELECT id by key: one round trip each. */
@@ -598,6 +926,7 @@ int db__problem_put(db_store *s, const db_problem *p, int64_t *id, pt_err *e)
     db__bind_text(st, 5, p->name ? p->name : "");
     db__bind_double(st, 6, p->flops);
     db__bind_double(st, 7, p->bytes);
+    sqlite3_bind_int(st, 8, p->canonical);
     return put_then_id(s, st, DB_ST_PROB_ID, p->key, id, "storing a problem", e);
 }
 
@@ -687,6 +1016,7 @@ int db__record(db_store *s, const db_kernel *k, const db_cubin *c,
     db__bind_double(st, 17, m->gbps);
     db__bind_text(st, 18, m->launch);
     sqlite3_bind_double(st, 19, m->created > 0 ? m->created : db__now());
+    db__bind_text(st, 20, m->sample);
     rc = db__step(s, st);
     if (rc != SQLITE_DONE)
         return db__fail(s, rc, "storing a measurement", e);
@@ -725,8 +1055,9 @@ int db_record(db_store *s, const db_kernel *k, const db_cubin *c, const db_measu
     *inserted = false;
     if (!known_class(m->status))
         return pt_errf(e, PT_EINVAL, "unknown candidate class '%s'", m->status ? m->status : "");
-    if (!m->source || (strcmp(m->source, "measured") && strcmp(m->source, "model")))
-        return pt_errf(e, PT_EINVAL, "source must be 'measured' or 'model'");
+    if (!m->source ||
+        (strcmp(m->source, "measured") && strcmp(m->source, "model") && strcmp(m->source, "mock")))
+        return pt_errf(e, PT_EINVAL, "source must be 'measured', 'model' or 'mock'");
     if (strcmp(m->status, "ok") == 0 && !isfinite(m->t_median))
         return pt_errf(e, PT_EINVAL, "an ok candidate needs a finite time");
     if (k && (!k->hash || !k->op))

@@ -1438,3 +1438,181 @@ void ex_dump(const ex_prog *p, pt_buf *b)
         pt_buf_putc(b, '\n');
     }
 }
+
+/* ---- canonical text (ex_canon) ---- */
+
+/* A printed operand: its text and the precedence of its outermost operator
+ * (CP_CMP lowest .. CP_PRIM a name, number, call or group). */
+enum { CP_CMP = 1, CP_ADD, CP_MUL, CP_UNARY, CP_PRIM };
+typedef struct ctext {
+    char *s; /* NULL: a syntax error (ex_parse has already named it) */
+    int prec;
+} ctext;
+
+static ctext canon_cmp(parser *ps);
+
+static ctext canon_group(parser *ps, ctext v)
+{
+    ctext r = {pt_arena_printf(ps->a, "(%s)", v.s), CP_PRIM};
+    return r;
+}
+
+/* l OP r at precedence prec, left-associative: the left operand keeps its
+ * parentheses only when it binds looser, the right one when it binds no
+ * tighter. */
+static ctext canon_bin(parser *ps, ctext l, const char *op, ctext r, int prec)
+{
+    if (l.prec < prec)
+        l = canon_group(ps, l);
+    if (r.prec <= prec)
+        r = canon_group(ps, r);
+    ctext o = {pt_arena_printf(ps->a, "%s %s %s", l.s, op, r.s), prec};
+    return o;
+}
+
+static ctext canon_prim(parser *ps)
+{
+    ctext bad = {NULL, 0};
+    tok t = next(ps);
+    if (t.type == T_NUM) {
+        ctext v = {pt_arena_strndup(ps->a, t.s, t.len), CP_PRIM};
+        return v;
+    }
+    if (t.type == T_LP) {
+        ctext v = canon_cmp(ps);
+        if (!v.s || next(ps).type != T_RP)
+            return bad;
+        return v; /* the group's own precedence: callers add what is needed */
+    }
+    if (t.type != T_IDENT)
+        return bad;
+    tok *n = peek(ps);
+    if (n->type == T_BAD && *n->s == '[') { /* NAME[IDX] */
+        next(ps);
+        tok idx = next(ps);
+        tok rb = next(ps);
+        if (idx.type != T_IDENT || rb.type != T_BAD || *rb.s != ']')
+            return bad;
+        ctext v = {pt_arena_printf(ps->a, "%.*s[%.*s]", (int)t.len, t.s, (int)idx.len, idx.s),
+                   CP_PRIM};
+        return v;
+    }
+    if (n->type != T_LP) {
+        ctext v = {pt_arena_strndup(ps->a, t.s, t.len), CP_PRIM};
+        return v;
+    }
+    next(ps);
+    char *s = pt_arena_printf(ps->a, "%.*s(", (int)t.len, t.s);
+    for (int i = 0;; i++) {
+        ctext a = canon_cmp(ps);
+        if (!a.s)
+            return bad;
+        s = pt_arena_printf(ps->a, "%s%s%s", s, i ? ", " : "", a.s);
+        tok sep = next(ps);
+        if (sep.type == T_RP)
+            break;
+        if (sep.type != T_COMMA)
+            return bad;
+    }
+    ctext v = {pt_arena_printf(ps->a, "%s)", s), CP_PRIM};
+    return v;
+}
+
+static ctext canon_unary(parser *ps)
+{
+    tok_type ty = peek(ps)->type;
+    if (ty != T_MINUS && ty != T_PLUS)
+        return canon_prim(ps);
+    next(ps);
+    ctext v = canon_unary(ps);
+    if (!v.s || ty == T_PLUS) /* a unary plus changes nothing */
+        return v;
+    if (v.prec < CP_UNARY)
+        v = canon_group(ps, v);
+    ctext r = {pt_arena_printf(ps->a, "-%s", v.s), CP_UNARY};
+    return r;
+}
+
+static ctext canon_mul(parser *ps)
+{
+    ctext l = canon_unary(ps);
+    while (l.s && (peek(ps)->type == T_STAR || peek(ps)->type == T_SLASH)) {
+        const char *op = next(ps).type == T_STAR ? "*" : "/";
+        ctext r = canon_unary(ps);
+        if (!r.s)
+            return r;
+        l = canon_bin(ps, l, op, r, CP_MUL);
+    }
+    return l;
+}
+
+static ctext canon_add(parser *ps)
+{
+    ctext l = canon_mul(ps);
+    while (l.s && (peek(ps)->type == T_PLUS || peek(ps)->type == T_MINUS)) {
+        const char *op = next(ps).type == T_PLUS ? "+" : "-";
+        ctext r = canon_mul(ps);
+        if (!r.s)
+            return r;
+        l = canon_bin(ps, l, op, r, CP_ADD);
+    }
+    return l;
+}
+
+static ctext canon_cmp(parser *ps)
+{
+    ctext l = canon_add(ps);
+    for (;;) {
+        static const char *const ops[] = {[T_LT] = "<", [T_LE] = "<=", [T_GT] = ">",
+                                          [T_GE] = ">=", [T_EQ] = "==", [T_NE] = "!="};
+        tok_type ty = peek(ps)->type;
+        if (!l.s || ty < T_LT || ty > T_NE)
+            return l;
+        next(ps);
+        ctext r = canon_add(ps);
+        if (!r.s)
+            return r;
+        l = canon_bin(ps, l, ops[ty], r, CP_CMP);
+    }
+}
+
+int ex_canon(pt_arena *a, const char *src, const char **out, pt_err *e)
+{
+    *out = NULL;
+    ex_prog *p;
+    pt_err pe = {0};
+    bool bare = false;
+    int rc = ex_parse_indexed(a, src, &p, &pe); /* every error named on the text as written */
+    if (rc) {
+        /* a bare expression (a GEMM epilogue "gelu(acc)"): canonical as one */
+        pt_err be = {0};
+        if (ex_parse_indexed(a, pt_arena_printf(a, "_ = %s", src), &p, &be) != PT_OK) {
+            *e = pe;
+            return rc;
+        }
+        bare = true;
+    }
+    parser ps;
+    memset(&ps, 0, sizeof ps);
+    ps.a = a;
+    ps.pos = ps.line_start = p->src;
+    ps.line = 1;
+    char *s = "";
+    for (;;) {
+        tok t = next(&ps);
+        if (t.type == T_SEP)
+            continue;
+        if (t.type == T_EOF)
+            break;
+        tok eq = next(&ps);
+        ctext v = t.type == T_IDENT && eq.type == T_ASSIGN ? canon_cmp(&ps) : (ctext){NULL, 0};
+        tok end = v.s ? next(&ps) : eq;
+        if (!v.s || (end.type != T_SEP && end.type != T_EOF))
+            return pt_errf(e, PT_EINTERNAL, "expression '%s' parsed but could not be printed", src);
+        s = pt_arena_printf(a, "%s%s%.*s = %s", s, *s ? "; " : "", (int)t.len, t.s, v.s);
+        if (end.type == T_EOF)
+            break;
+    }
+    *out = bare ? s + 4 : s; /* without the "_ = " */
+    return PT_OK;
+}

@@ -259,6 +259,17 @@ int ex_parse(pt_arena *a, const char *src, ex_prog **out, pt_err *e);
  * (GEMM epilogues bind bias[n] as one value per column). */
 int ex_parse_indexed(pt_arena *a, const char *src, ex_prog **out, pt_err *e);
 
+/* The canonical text of src, for identities (a problem's key): the same
+ * statements with comments, blank statements, redundant parentheses and a
+ * unary plus dropped, one blank around each binary operator, ", " between
+ * arguments and "; " between statements; names, numbers and operand order
+ * stay as written, so the program (its DAG, its inputs' order) is the same.
+ * Spellings that differ only so map to one text. src must parse
+ * (ex_parse_indexed: NAME[IDX] inputs are kept), as a program or as one
+ * bare expression ("gelu(acc)", canonical as an expression); ex_parse's
+ * errors are returned as they are. *out lives in arena a. */
+int ex_canon(pt_arena *a, const char *src, const char **out, pt_err *e);
+
 /* Binds input shapes (numpy broadcasting, aligned right). names/shapes give
  * one shape per input, in any order; every input needs one and every name
  * must be an input. Each shape, and the broadcast shape, has at most

@@ -1,6 +1,8 @@
 /* The problem text format (search/problem.h). */
 #include "search/problem.h"
 
+#include "gen/expr.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -72,6 +74,73 @@ static void shape_split(const char *shape, pt_buf *pat, pt_buf *dims)
     }
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* "x = 8x256 , g=256" -> "g=256,x=8x256": items without blanks, sorted by
+ * name (shapes bind by name, so their order is only spelling); NULL when
+ * an item has no name (prepare names the error). */
+static const char *canon_shapes(pt_arena *a, const char *spec)
+{
+    size_t len = strlen(spec), n = 1;
+    for (const char *c = spec; *c; c++)
+        n += *c == ',';
+    char *buf = pt_arena_alloc(a, len + 1);
+    const char **items = pt_arena_alloc(a, n * sizeof *items);
+    size_t j = 0, k = 0;
+    items[k++] = buf;
+    for (const char *c = spec; *c; c++) {
+        if (isspace((unsigned char)*c))
+            continue;
+        if (*c == ',') {
+            buf[j++] = '\0';
+            items[k++] = buf + j;
+        } else
+            buf[j++] = *c;
+    }
+    buf[j] = '\0';
+    for (size_t i = 0; i < k; i++)
+        if (!*items[i] || *items[i] == '=' || !strchr(items[i], '='))
+            return NULL;
+    qsort(items, k, sizeof *items, cmp_str);
+    pt_buf b;
+    pt_buf_init(&b);
+    for (size_t i = 0; i < k; i++)
+        pt_buf_printf(&b, "%s%s", i ? "," : "", items[i]);
+    const char *out = pt_arena_strdup(a, b.s ? b.s : "");
+    pt_buf_free(&b);
+    return out;
+}
+
+/* Expressions and shape lists in their canonical spelling (ex_canon, sorted
+ * shapes), written back into the problem so that every spelling also
+ * emits the same kernel. A value that does not parse is left as written:
+ * the op's prepare names its error on the user's text. Generic over ops:
+ * only the key types are looked at. */
+static void canon_values(pt_arena *a, pt_problem *p, const pt_schema *s)
+{
+    for (int i = 0; s && i < s->nkeys; i++) {
+        const pt_key *k = &s->keys[i];
+        if ((k->type != PT_KEY_EXPR && k->type != PT_KEY_SHAPES) || pt_key_is_default(k, p))
+            continue;
+        const char **v = (const char **)(void *)((char *)p + k->off);
+        if (!*v || !**v)
+            continue;
+        const char *c = NULL;
+        if (k->type == PT_KEY_SHAPES)
+            c = canon_shapes(a, *v);
+        else {
+            pt_err e = {0};
+            if (ex_canon(a, *v, &c, &e) != PT_OK)
+                c = NULL;
+        }
+        if (c && *c)
+            *v = c;
+    }
+}
+
 /* The canonical key: the op, then every key of its schema in table order
  * that is set and not at its default (PT_KEY_ALWAYS keys in any case). The
  * class is the key without sizes (a shape list keeps its pattern, "x=#x#");
@@ -83,6 +152,7 @@ void search_problem_canon(pt_arena *a, search_problem *sp)
     const pt_op *op = p->op ? pt_op_find(p->op) : NULL;
     const pt_schema *s = op ? op->schema : NULL;
     pt_buf key, klass, dims;
+    canon_values(a, &sp->prob, s);
     pt_buf_init(&key);
     pt_buf_init(&klass);
     pt_buf_init(&dims);
@@ -458,4 +528,28 @@ void search_problems_free(search_problem_set *s)
         return;
     pt_arena_free(s->arena);
     memset(s, 0, sizeof *s);
+}
+
+int search_problem_rekey(void *ctx, const char *key, pt_buf *nkey, pt_buf *klass, pt_buf *dims)
+{
+    (void)ctx;
+    size_t n = strcspn(key, " ");
+    char op[64];
+    if (n == 0 || n >= sizeof op)
+        return PT_EINVAL;
+    memcpy(op, key, n);
+    op[n] = '\0';
+    if (!pt_op_find(op))
+        return PT_EINVAL; /* an op this build does not have: the key stays */
+    pt_arena *a = pt_arena_new();
+    search_problem sp;
+    pt_err e = {0};
+    int rc = search_problem_parse(a, op, key + n, &sp, &e);
+    if (!rc) {
+        pt_buf_puts(nkey, sp.key);
+        pt_buf_puts(klass, sp.klass);
+        pt_buf_puts(dims, sp.dims);
+    }
+    pt_arena_free(a);
+    return rc;
 }

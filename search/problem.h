@@ -13,10 +13,11 @@
  * part of the problem's identity.
  *
  * Every problem gets a canonical key (op and every key of the schema in
- * table order, set keys at their default left out, so two spellings of one
- * problem share a key), a class (the key without sizes) and its dims (the
- * sizes, comma separated): the store's identity and nearest-bucket lookup
- * use them. */
+ * table order, set keys at their default left out, expressions in
+ * ex_canon's spelling and shape lists sorted by name, so two spellings of
+ * one problem share a key and emit one kernel), a class (the key without
+ * sizes) and its dims (the sizes, comma separated): the store's identity
+ * and nearest-bucket lookup use them. */
 #ifndef PT_SEARCH_PROBLEM_H
 #define PT_SEARCH_PROBLEM_H
 
@@ -67,5 +68,10 @@ int search_problem_parse_partial(pt_arena *a, const char *op, const char *items,
 /* Fills key, klass and dims from prob (after building one in code). */
 void search_problem_canon(pt_arena *a, search_problem *p);
 void search_problems_free(search_problem_set *s);
+/* A stored key (an older build's spelling) made canonical: key, class and
+ * dims appended to the buffers. PT_OK, or an error (an op this build does
+ * not know, a key that does not parse) and the key stays as it is. The
+ * store's migration calls it through db_rekey_fn (ctx unused). */
+int search_problem_rekey(void *ctx, const char *key, pt_buf *nkey, pt_buf *klass, pt_buf *dims);
 
 #endif

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "db/db.h"
+#include "search/problem.h"
 
 static char tmpdir[64];
 
@@ -68,7 +69,7 @@ static void setup_store(fixture *f, const char *path, const db_fingerprint *fp,
     pt_err e = {0};
     f->s = open_ok(path);
     cr_assert_eq(db_fingerprint_put(f->s, fp, &f->fp, &e), PT_OK, "%s", e.msg);
-    db_problem p = {"gemm", pkey, "gemm dtype=bf16 layout=tn", dims, nasty, 2e9, 3e7};
+    db_problem p = {"gemm", pkey, "gemm dtype=bf16 layout=tn", dims, nasty, 2e9, 3e7, false};
     cr_assert_eq(db_problem_put(f->s, &p, &f->prob, &e), PT_OK, "%s", e.msg);
     db_run r = {.uuid = uuid, .fingerprint_id = f->fp, .tool_version = "0.1.0",
                 .git_rev = "abc'def", .strategy = "anneal", .budget = "300", .seed = 7,
@@ -81,8 +82,8 @@ static void put(fixture *f, int64_t run, int64_t prob, const char *cfg, double t
                 const char *status, bool final, bool *inserted)
 {
     char ptx[256], hash[17];
-    snprintf(ptx, sizeof ptx, ".version 8.0\n// kernel for %s\n", cfg);
-    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)pt_hash64(ptx, strlen(ptx)));
+    snprintf(ptx, sizeof ptx, "// ptxtune\n.version 8.0\n.kernel for %s\n", cfg);
+    db_kernel_hash(ptx, strlen(ptx), hash);
     db_kernel k = {hash, "gemm", cfg, "kern", ptx};
     unsigned char bin[40];
     for (size_t i = 0; i < sizeof bin; i++)
@@ -171,7 +172,7 @@ Test(db, migration_from_v1)
     cr_assert_eq(db_schema_version(s), 1);
     db_close(s);
     s = open_ok(tpath("old.db"));
-    cr_assert_eq(db_schema_version(s), 2);
+    cr_assert_eq(db_schema_version(s), DB_SCHEMA_VERSION);
     int64_t n;
     cr_assert_eq(db_query_int(s, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'arch'",
                               &n, &e), PT_OK, "%s", e.msg);
@@ -301,7 +302,7 @@ Test(db, winner_served_only_under_exact_fingerprint)
                                    &found, &e), PT_OK);
         cr_expect(!found, "winner served under fingerprint variant %d", i);
         db_problem p = {"gemm", "gemm m=32 n=4096 k=4096", "gemm dtype=bf16 layout=tn",
-                        "32,4096,4096", "", 0, 0};
+                        "32,4096,4096", "", 0, 0, false};
         found = true;
         cr_assert_eq(db_lookup(f.s, &others[i], &p, got_cb, &g, &found, &e), PT_OK);
         cr_expect(!found, "nearest bucket served under fingerprint variant %d", i);
@@ -364,7 +365,7 @@ static void fill_two_problems(fixture *f)
     put(f, f->run, f->prob, "bm=64,bn=128", 1e-3, 0.01, "ok", true, NULL);
     put(f, f->run, f->prob, "bm=128,bn=128", 2e-3, 0.01, "ok", true, NULL);
     db_problem p2 = {"gemm", "gemm m=4096 'quoted' \"name\"", "gemm dtype=bf16 layout=tn",
-                     "4096,4096,4096", "o'brien \"x\"", 1.4e11, 1e8};
+                     "4096,4096,4096", "o'brien \"x\"", 1.4e11, 1e8, false};
     int64_t pid;
     pt_err e = {0};
     cr_assert_eq(db_problem_put(f->s, &p2, &pid, &e), PT_OK);
@@ -433,9 +434,9 @@ Test(db, json_round_trip_and_names)
     }
     /* a tampered PTX (hash mismatch) in the last row rolls back every row */
     char *t = strdup(j1);
-    char *ptx = strstr(t, "// kernel for bm=256");
+    char *ptx = strstr(t, ".kernel for bm=256");
     cr_assert(ptx);
-    ptx[3] = 'K';
+    ptx[1] = 'K';
     db_store *c = open_ok(tpath("j3.db"));
     memset(&e, 0, sizeof e);
     cr_expect_neq(db_import_json(c, t, strlen(t), "t.json", &st, &e), PT_OK);
@@ -639,15 +640,15 @@ Test(db, nearest_bucket_lookup)
     pt_err e = {0};
     int64_t p128, pother;
     db_problem q128 = {"gemm", "gemm m=128", "gemm dtype=bf16 layout=tn", "128,4096,4096", "",
-                       0, 0};
+                       0, 0, false};
     db_problem other = {"gemm", "gemm m=16 f16", "gemm dtype=f16 layout=tn", "16,4096,4096", "",
-                        0, 0};
+                        0, 0, false};
     cr_assert_eq(db_problem_put(f.s, &q128, &p128, &e), PT_OK);
     cr_assert_eq(db_problem_put(f.s, &other, &pother, &e), PT_OK);
     put(&f, f.run, p128, "bm=128", 1e-4, 0.01, "ok", true, NULL);
     put(&f, f.run, pother, "bm=999", 1e-6, 0.01, "ok", true, NULL);
     db_problem want = {"gemm", "gemm m=16", "gemm dtype=bf16 layout=tn", "16,4096,4096", "", 0,
-                       0};
+                       0, false};
     got g = {0};
     bool found;
     cr_assert_eq(db_lookup(f.s, &a, &want, got_cb, &g, &found, &e), PT_OK, "%s", e.msg);
@@ -660,7 +661,7 @@ Test(db, nearest_bucket_lookup)
     cr_expect(!g.nearest);
     /* a tie (m=11.3 is 3.5 from both 1 and 128) goes to the larger problem */
     db_problem tie = {"gemm", "gemm m=tie", "gemm dtype=bf16 layout=tn", "11.313708498984761,4096,4096",
-                      "", 0, 0};
+                      "", 0, 0, false};
     cr_assert_eq(db_lookup(f.s, &a, &tie, got_cb, &g, &found, &e), PT_OK);
     cr_expect_str_eq(g.config, "bm=128");
     db_close(f.s);
@@ -686,9 +687,8 @@ Test(db, concurrent_writers)
             for (int i = 0; i < NREC; i++) {
                 char cfg[64], ptx[128], hash[17];
                 snprintf(cfg, sizeof cfg, "p=%d,i=%d", p, i);
-                snprintf(ptx, sizeof ptx, "// %s\n", cfg);
-                snprintf(hash, sizeof hash, "%016llx",
-                         (unsigned long long)pt_hash64(ptx, strlen(ptx)));
+                snprintf(ptx, sizeof ptx, ".k %s\n", cfg);
+                db_kernel_hash(ptx, strlen(ptx), hash);
                 db_kernel k = {hash, "gemm", cfg, "k", ptx};
                 db_measurement m = {.run_id = run, .problem_id = prob, .config = cfg,
                                     .final = true, .status = "ok", .source = "measured",
@@ -928,7 +928,7 @@ Test(db, merge_and_bundle_import_refuse_tampered_keys_and_hashes)
     int n;
     cr_assert_eq(db_export_bundle(s, NULL, NULL, tpath("b.db"), &n, &e), PT_OK, "%s", e.msg);
     db_close(s);
-    sql_on(tpath("b.db"), "UPDATE kernels SET ptx = ptx || '// more'");
+    sql_on(tpath("b.db"), "UPDATE kernels SET ptx = ptx || 'trap;'");
     expect_merge_refused(tpath("dst.db"), tpath("b.db"), "kernel 1");
 
     /* a run the store holds under the A100 fingerprint, claimed by an H100 source */
@@ -1115,4 +1115,116 @@ Test(db, json_import_validates_every_field_and_refuses_the_file)
     free(t4);
     db_close(d);
     free(j1);
+}
+
+/* ---- issue 15 item 1: identities, and a store of the old schema ------------ */
+
+static void old_hash(const char *ptx, char out[17])
+{
+    snprintf(out, 17, "%016llx", (unsigned long long)pt_hash64(ptx, strlen(ptx)));
+}
+
+/* The kernel identity leaves out comments (the tool version line, mock
+ * directives) and blank lines; the body counts. */
+Test(db, kernel_hash_is_the_body_without_comments)
+{
+    const char *a = "//\n// Generated by ptxtune 0.1.0\n//\n\n.version 8.0\n.entry k(\n)\n{\n\tret;\n}\n";
+    const char *b = "//\n// Generated by ptxtune 0.1.1\n//\n.version 8.0\n// mock: time_us=3\n"
+                    ".entry k(   \n)\n{\n\tret; /* done */\n}\n";
+    const char *c = "//\n// Generated by ptxtune 0.1.0\n//\n\n.version 8.0\n.entry k2(\n)\n{\n\tret;\n}\n";
+    char ha[17], hb[17], hc[17];
+    db_kernel_hash(a, strlen(a), ha);
+    db_kernel_hash(b, strlen(b), hb);
+    db_kernel_hash(c, strlen(c), hc);
+    cr_expect_str_eq(ha, hb);
+    cr_expect_str_neq(ha, hc);
+}
+
+/* A store written by the schema-2 build, made by SQL: two builds' PTX of
+ * one kernel (only the version comment differs), two spellings of one
+ * problem, a mock run whose rows said 'measured'. Opened by this build it
+ * is version 3: one kernel, one problem, mock rows say mock, every identity
+ * checks, the winner is kept and a mock row is never served. */
+Test(db, a_schema_2_store_is_carried_forward)
+{
+    const char *path = tpath("v2.db");
+    db_store *s = NULL;
+    pt_err e = {0};
+    db_open_opts o2 = {.max_version = 2};
+    cr_assert_eq(db_open(path, &o2, &s, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(db_schema_version(s), 2);
+    db_close(s);
+    db_fingerprint fp = fp_h100();
+    char fk[17], h1[17], h2[17], h3[17];
+    db_fingerprint_key(&fp, fk);
+    const char *p1 = "//\n// Generated by ptxtune 0.1.0\n//\n\n.version 8.0\n.entry k1()\n{ ret; }\n";
+    const char *p2 = "//\n// Generated by ptxtune 0.1.1\n//\n\n.version 8.0\n.entry k1()\n{ ret; }\n";
+    const char *p3 = "//\n// Generated by ptxtune 0.1.0\n//\n\n.version 8.0\n.entry k3()\n{ ret; }\n";
+    old_hash(p1, h1);
+    old_hash(p2, h2);
+    old_hash(p3, h3);
+    char sql[8192];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO fingerprints VALUES(1, '%s', '%s', %d, %d, '%s', '%s', %d, '%s', '%s');"
+             "INSERT INTO problems VALUES(1, 'elementwise expr=\"y=silu(g)*u\" shape=u=64x256,g=64x256',"
+             " 'elementwise', 'elementwise expr=\"y=silu(g)*u\" shape=u=#x#,g=#x#', '64,256,64,256',"
+             " 'gate', 1, 1);"
+             "INSERT INTO problems VALUES(2, 'elementwise expr=\"y = (silu(g)) * u\" shape=g=64x256,u=64x256',"
+             " 'elementwise', 'x', '64,256,64,256', 'gate2', 1, 1);"
+             "INSERT INTO kernels VALUES(1, '%s', 'elementwise', 'a=1', 'k1', '%s');"
+             "INSERT INTO kernels VALUES(2, '%s', 'elementwise', 'a=2', 'k1', '%s');"
+             "INSERT INTO kernels VALUES(3, '%s', 'elementwise', 'a=3', 'k3', '%s');"
+             "INSERT INTO cubins VALUES(2, 'sm_90', 'nvJitLink', x'00', '{}');"
+             "INSERT INTO runs VALUES(1, 'run1uuid0000', 1, '0.1.0', 'g', 'exhaustive', 'all', 1,"
+             " 'cuda', 'k', 'h', 1, 1.0, 2.0, 'done', 'sm_90');"
+             "INSERT INTO runs VALUES(2, 'run2uuid0000', 1, '0.1.1', 'g', 'exhaustive', 'all', 1,"
+             " 'mock', 'k', 'h', 1, 3.0, 4.0, 'done', 'sm_90');"
+             "INSERT INTO measurements VALUES(1, 1, 1, 1, 'a=1', 0, 1, 'ok', '', 'measured', 1,"
+             " 1e-3, 1e-3, 1e-3, 0.01, 10, 1, 1, '{}', 1.5);"
+             "INSERT INTO measurements VALUES(2, 1, 2, 2, 'a=2', 0, 1, 'ok', '', 'measured', 1,"
+             " 1.1e-3, 1.1e-3, 1.1e-3, 0.01, 10, 1, 1, '{}', 1.5);"
+             "INSERT INTO measurements VALUES(3, 1, 1, 2, 'a=3', 0, 1, 'ok', '', 'measured', 1,"
+             " 1.2e-3, 1.2e-3, 1.2e-3, 0.01, 10, 1, 1, '{}', 1.5);"
+             "INSERT INTO measurements VALUES(4, 2, 1, 3, 'a=4', 0, 1, 'ok', '', 'measured', 1,"
+             " 0.5e-3, 0.5e-3, 0.5e-3, 0.01, 10, 1, 1, '{}', 3.5);"
+             "INSERT INTO winners VALUES(1, 1, 4); INSERT INTO winners VALUES(1, 2, 2);",
+             fk, fp.gpu, fp.cc, fp.sm_count, fp.driver, fp.compiler, fp.ptx_version, fp.generator,
+             fp.protocol, h1, p1, h2, p2, h3, p3);
+    sql_on(path, sql);
+    db_open_opts o = {.rekey = search_problem_rekey};
+    cr_assert_eq(db_open(path, &o, &s, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(db_schema_version(s), 3);
+    cr_expect_eq(db_verify(s, &e), PT_OK, "%s", e.msg);
+    int64_t n;
+    cr_assert_eq(db_query_int(s, "SELECT count(*) FROM kernels", &n, &e), PT_OK);
+    cr_expect_eq(n, 2, "kernels that differ only in the version comment are one");
+    cr_assert_eq(db_query_int(s, "SELECT count(*) FROM problems", &n, &e), PT_OK);
+    cr_expect_eq(n, 1, "two spellings of one problem are one");
+    cr_assert_eq(db_query_int(s, "SELECT count(*) FROM measurements", &n, &e), PT_OK);
+    cr_expect_eq(n, 3, "one row lost: run 1 measured kernel k1 for both spellings (kept once)");
+    cr_assert_eq(db_query_int(s, "SELECT count(*) FROM measurements WHERE status = 'duplicate'",
+                              &n, &e), PT_OK);
+    cr_expect_eq(n, 1, "a=2 and a=3 are one kernel in one run: the second is a duplicate");
+    cr_assert_eq(db_query_int(s, "SELECT count(*) FROM measurements WHERE source = 'mock'", &n,
+                              &e), PT_OK);
+    cr_expect_eq(n, 1, "the mock run's row says mock");
+    cr_assert_eq(db_query_int(s, "SELECT count(*) FROM cubins", &n, &e), PT_OK);
+    cr_expect_eq(n, 1);
+    pt_arena *a = pt_arena_new();
+    search_problem sp;
+    cr_assert_eq(search_problem_parse(a, "elementwise", "expr='y = silu(g) * u' "
+                                      "shape=g=64x256,u=64x256", &sp, &e), PT_OK, "%s", e.msg);
+    got g = {0};
+    bool found = false;
+    cr_assert_eq(db_winner_get(s, &fp, sp.key, got_cb, &g, &found, &e), PT_OK, "%s", e.msg);
+    cr_expect(found, "the canonical key finds the old store's winner");
+    cr_expect_str_eq(g.config, "a=1", "the measured winner, not the faster mock row");
+    cr_expect_eq(g.t, 1e-3);
+    pt_arena_free(a);
+    db_close(s);
+    /* a writer of this version opens it again: nothing changes */
+    cr_assert_eq(db_open(path, &o, &s, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(db_query_int(s, "SELECT count(*) FROM measurements", &n, &e), PT_OK);
+    cr_expect_eq(n, 3);
+    db_close(s);
 }

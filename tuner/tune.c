@@ -141,6 +141,7 @@ typedef struct sweep_ctx {
     pt_compiler *comp;
     search_device dev;
     bool timed_backend;
+    bool mock;          /* the mock backend: rows say source=mock */
     /* build pool */
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_done;
@@ -237,7 +238,7 @@ static void do_build(sweep_ctx *sc, prob_state *ps, build *b)
                            .annotate = mock ? mock_directive : NULL, .annotate_ctx = sc};
     b->rc = tuner_build(ps->op, ps->pp, &b->cfg, &bo, &b->b, &b->err);
     if (!b->rc && b->b.ptx)
-        snprintf(b->hash, sizeof b->hash, "%016llx", (unsigned long long)b->b.hash);
+        db_kernel_hash(b->b.ptx, b->b.ptx_len, b->hash); /* comments are no part of it */
 }
 
 static void *builder(void *arg)
@@ -594,7 +595,8 @@ static int record(db_store *db, int64_t run, prob_state *ps, const sweep_ctx *sc
         .final = b->cand.final,
         .status = db_class_name(cls),
         .error = err ? err : "",
-        .source = timed ? "measured" : "model",
+        /* the mock device's timings are stored and compared, never served */
+        .source = !timed ? "model" : sc->mock ? "mock" : "measured",
         .verified = m && m->verified,
         .t_min = tm,
         .t_median = isok ? t : NAN,
@@ -963,7 +965,8 @@ static int sweep_problem(db_store *db, sweep_ctx *sc, const search_problem *p, i
     pt_arena *a = pt_arena_new();
     int rc = prepare_one(sc, p, &ps, a, e);
     if (!rc) {
-        db_problem dp = {p->prob.op, p->key, p->klass, p->dims, p->name, ps.flops, ps.bytes};
+        db_problem dp = {p->prob.op, p->key, p->klass, p->dims, p->name, ps.flops, ps.bytes,
+                         true};
         rc = db_problem_put(db, &dp, &ps.db_id, e);
     }
     if (!rc) {
@@ -1045,6 +1048,7 @@ int sweep_run_source(db_store *db, const sweep_source *src, const sweep_opts *o,
     bool cuda = !o->measure && strcmp(o->backend, "cuda") == 0;
     bool emu = !o->measure && strcmp(o->backend, "emu") == 0;
     sc.timed_backend = !o->measure && !emu;
+    sc.mock = !o->measure && strcmp(o->backend, "mock") == 0;
     sc.dev_opts = (tuner_dev_opts){.emu_threads = 2, .mock_noise = o->mock_noise,
                                    .mock_seed = o->seed + 1};
     pt_err ce = {0};
