@@ -162,8 +162,6 @@ static int src(dec *d, const ptx_opd *o, int t, uint32_t *slot)
     case PTX_O_SREG:
         if (sreg_dynamic(o->u.sreg))
             return dec_err(d, "clock registers can only be read by mov");
-        if (o->u.sreg >= PTX_S_CLUSTERID_X) /* clusters: not emulated yet */
-            return dec_err(d, "cluster special registers are not emulated");
         *slot = EMU_SLOT_SREG + (uint32_t)o->u.sreg;
         return PT_OK;
     case PTX_O_SYM: {
@@ -367,7 +365,7 @@ static int dec_cvta(dec *d, const ptx_ins *in, emu_ins *o)
 {
     o->h = EMU_H_CVTA;
     int sp = space_of(in);
-    if (sp == EMU_SP_SHARED || sp == EMU_SP_LOCAL) {
+    if (sp == EMU_SP_SHARED || sp == EMU_SP_LOCAL || sp == EMU_SP_PARAM) {
         o->sub = has(in, PTX_M_TO) ? EMU_CVTA_FROM_GENERIC : EMU_CVTA_TO_GENERIC;
         o->sub2 = (uint8_t)sp;
     } else
@@ -837,6 +835,225 @@ static int dec_mma(dec *d, const ptx_ins *in, emu_ins *o)
     return vec(d, &in->opd[3], false, ct == PTX_T_F16 ? PTX_T_B32 : ct, &o->c);
 }
 
+/* ---- Hopper's asynchronous part (mbarrier.c, async.c) ---- */
+
+/* The state space an mbarrier or async-copy address names: shared (window
+ * offsets; .shared, .shared::cta, .shared::cluster) or generic. */
+static int mb_space(const ptx_ins *in)
+{
+    return has(in, PTX_M_SHARED) || has(in, PTX_M_SHARED_CTA) || has(in, PTX_M_SHARED_CLUSTER)
+               ? EMU_SP_SHARED
+               : EMU_SP_GENERIC;
+}
+
+static int dec_mbar(dec *d, const ptx_ins *in, emu_ins *o)
+{
+    o->h = EMU_H_MBAR;
+    d->k->async = true;
+    o->sub2 = (uint8_t)mb_space(in);
+    o->d = o->b = o->c = EMU_SLOT_ZERO;
+    int rc, ai = 0; /* index of the address operand */
+    switch (in->op) {
+    case PTX_OP_MBAR_INIT: o->sub = EMU_MB_INIT; break;
+    case PTX_OP_MBAR_INVAL: o->sub = EMU_MB_INVAL; break;
+    case PTX_OP_MBAR_ARRIVE:
+    case PTX_OP_MBAR_ARRIVE_TX:
+    case PTX_OP_MBAR_DROP:
+    case PTX_OP_MBAR_DROP_TX:
+        o->sub = EMU_MB_ARRIVE;
+        ai = 1;
+        if (in->op == PTX_OP_MBAR_DROP || in->op == PTX_OP_MBAR_DROP_TX)
+            o->aux |= EMU_MBF_DROP;
+        if (in->op == PTX_OP_MBAR_ARRIVE_TX || in->op == PTX_OP_MBAR_DROP_TX) {
+            o->aux |= EMU_MBF_TX;
+            if ((rc = src(d, &in->opd[2], PTX_T_U32, &o->b)))
+                return rc;
+        } else if (in->nopd > 2) {
+            o->aux |= EMU_MBF_COUNT;
+            if ((rc = src(d, &in->opd[2], PTX_T_U32, &o->c)))
+                return rc;
+        }
+        if ((rc = dst(d, &in->opd[0], &o->d)))
+            return rc;
+        break;
+    case PTX_OP_MBAR_EXPECT_TX: o->sub = EMU_MB_EXPECT_TX; break;
+    case PTX_OP_MBAR_COMPLETE_TX: o->sub = EMU_MB_COMPLETE_TX; break;
+    case PTX_OP_MBAR_TRY_WAIT:
+    case PTX_OP_MBAR_TRY_WAIT_P:
+    case PTX_OP_MBAR_TEST_WAIT:
+    case PTX_OP_MBAR_TEST_WAIT_P: {
+        bool par = in->op == PTX_OP_MBAR_TRY_WAIT_P || in->op == PTX_OP_MBAR_TEST_WAIT_P;
+        o->sub = in->op == PTX_OP_MBAR_TRY_WAIT || in->op == PTX_OP_MBAR_TRY_WAIT_P
+                     ? EMU_MB_TRY_WAIT
+                     : EMU_MB_TEST_WAIT;
+        if (par)
+            o->aux |= EMU_MBF_PARITY;
+        ai = 1;
+        if ((rc = dst(d, &in->opd[0], &o->d)) ||
+            (rc = src(d, &in->opd[2], par ? PTX_T_U32 : PTX_T_U64, &o->b)))
+            return rc;
+        break; /* a suspend-time hint (operand 3) changes nothing */
+    }
+    case PTX_OP_MBAR_PENDING:
+        o->sub = EMU_MB_PENDING;
+        o->a = EMU_SLOT_ZERO;
+        if ((rc = dst(d, &in->opd[0], &o->d)))
+            return rc;
+        return src(d, &in->opd[1], PTX_T_U64, &o->b);
+    case PTX_OP_CP_ASYNC_MBAR:
+        o->sub = EMU_MB_CP_ARRIVE;
+        if (has(in, PTX_M_NOINC))
+            o->aux |= EMU_MBF_NOINC;
+        break;
+    default: return dec_err(d, "not an mbarrier operation");
+    }
+    if ((in->op == PTX_OP_MBAR_INIT || in->op == PTX_OP_MBAR_EXPECT_TX ||
+         in->op == PTX_OP_MBAR_COMPLETE_TX) &&
+        (rc = src(d, &in->opd[1], PTX_T_U32, &o->b)))
+        return rc;
+    return addr(d, &in->opd[ai], o->sub2, &o->a, &o->off);
+}
+
+/* The async operand block in vpool (async.c's V_*): three (base, offset)
+ * address pairs, size, multicast mask, tensor map, then the coordinates. */
+static uint32_t ablock(dec *d, emu_ins *o, int ncoord)
+{
+    size_t n = 9 + (size_t)ncoord;
+    d->vpool = grow(d->vpool, sizeof *d->vpool, &d->cap_vpool, d->nvpool + n);
+    o->d = (uint32_t)d->nvpool;
+    for (size_t i = 0; i < n; i++)
+        d->vpool[d->nvpool++] = EMU_SLOT_ZERO;
+    return o->d;
+}
+
+static int aaddr(dec *d, uint32_t blk, int pair, const ptx_opd *op, int space)
+{
+    uint32_t base;
+    int64_t off;
+    int rc = addr(d, op, space, &base, &off);
+    if (rc)
+        return rc;
+    if (op->u.addr.sym && space == EMU_SP_PARAM)
+        off += (int64_t)EMU_PARAM_BASE;
+    uint32_t ks = konst(d, (uint64_t)off);
+    d->vpool[blk + 2 * (uint32_t)pair] = base;
+    d->vpool[blk + 2 * (uint32_t)pair + 1] = ks;
+    return PT_OK;
+}
+
+static int aslot(dec *d, uint32_t blk, int i, const ptx_opd *op, int t)
+{
+    uint32_t s;
+    int rc = src(d, op, t, &s);
+    if (!rc)
+        d->vpool[blk + (uint32_t)i] = s;
+    return rc;
+}
+
+/* [tmap, {c0, ...}]: the map into V_MAP (8), coordinates from V_COORD (9) */
+static int atensor(dec *d, emu_ins *o, const ptx_opd *t, uint32_t *blk)
+{
+    if (t->kind != PTX_O_TENSOR || t->u.vec.n < 2)
+        return dec_err(d, "expected a tensor operand");
+    int nc = t->u.vec.n - 1;
+    o->n = (uint8_t)nc;
+    *blk = ablock(d, o, nc);
+    int rc = aslot(d, *blk, 8, &t->u.vec.e[0], PTX_T_U64);
+    for (int i = 0; i < nc && !rc; i++)
+        rc = aslot(d, *blk, 9 + i, &t->u.vec.e[1 + i], PTX_T_S32);
+    return rc;
+}
+
+static int dec_async(dec *d, const ptx_ins *in, emu_ins *o)
+{
+    o->h = EMU_H_ASYNC;
+    d->k->async = true;
+    uint32_t blk;
+    int rc;
+    switch (in->op) {
+    case PTX_OP_TMA_LD:
+        o->sub = EMU_AS_TMA_LD;
+        if ((rc = atensor(d, o, &in->opd[1], &blk)) ||
+            (rc = aaddr(d, blk, 0, &in->opd[0], EMU_SP_SHARED)) ||
+            (rc = aaddr(d, blk, 2, &in->opd[2], EMU_SP_SHARED)))
+            return rc;
+        if (has(in, PTX_M_MULTICAST)) { /* the mask is the first added operand */
+            o->flags |= EMU_IF_HAS_C;
+            return aslot(d, blk, 7, &in->opd[3], PTX_T_U16);
+        }
+        return PT_OK;
+    case PTX_OP_TMA_ST:
+    case PTX_OP_TMA_RED:
+        o->sub = in->op == PTX_OP_TMA_ST ? EMU_AS_TMA_ST : EMU_AS_TMA_RED;
+        if (in->op == PTX_OP_TMA_RED) {
+            int op = aop_of(in);
+            if (op < 0)
+                return dec_err(d, "reduce store without an operation");
+            o->ty2 = (uint8_t)op;
+        }
+        if ((rc = atensor(d, o, &in->opd[0], &blk)))
+            return rc;
+        return aaddr(d, blk, 1, &in->opd[1], EMU_SP_SHARED);
+    case PTX_OP_BULK_G2S: {
+        bool s2s = !has(in, PTX_M_GLOBAL);
+        o->sub = s2s ? EMU_AS_BULK_S2S : EMU_AS_BULK_G2S;
+        blk = ablock(d, o, 0);
+        if ((rc = aaddr(d, blk, 0, &in->opd[0], EMU_SP_SHARED)) ||
+            (rc = aaddr(d, blk, 1, &in->opd[1], s2s ? EMU_SP_SHARED : EMU_SP_GLOBAL)) ||
+            (rc = aslot(d, blk, 6, &in->opd[2], PTX_T_U32)) ||
+            (rc = aaddr(d, blk, 2, &in->opd[3], EMU_SP_SHARED)))
+            return rc;
+        if (has(in, PTX_M_MULTICAST)) {
+            o->flags |= EMU_IF_HAS_C;
+            return aslot(d, blk, 7, &in->opd[4], PTX_T_U16);
+        }
+        return PT_OK;
+    }
+    case PTX_OP_BULK_S2G:
+        o->sub = EMU_AS_BULK_S2G;
+        blk = ablock(d, o, 0);
+        if ((rc = aaddr(d, blk, 0, &in->opd[0], EMU_SP_GLOBAL)) ||
+            (rc = aaddr(d, blk, 1, &in->opd[1], EMU_SP_SHARED)))
+            return rc;
+        return aslot(d, blk, 6, &in->opd[2], PTX_T_U32);
+    case PTX_OP_BULK_COMMIT: o->sub = EMU_AS_COMMIT; return PT_OK;
+    case PTX_OP_BULK_WAIT:
+        o->sub = EMU_AS_WAIT;
+        o->aux = (uint64_t)in->opd[0].u.imm;
+        return PT_OK;
+    case PTX_OP_PREFETCH: {
+        o->sub = EMU_AS_PREFETCH_TMAP;
+        blk = ablock(d, o, 0);
+        const ptx_opd *a = &in->opd[0];
+        int sp = has(in, PTX_M_PARAM) ? EMU_SP_PARAM : EMU_SP_GENERIC;
+        if (sp == EMU_SP_GENERIC && a->kind == PTX_O_ADDR && a->u.addr.sym) {
+            int ssp;
+            uint64_t sa;
+            if ((rc = sym_addr(d, a->u.addr.sym, &ssp, &sa)))
+                return rc;
+            if (ssp == EMU_SP_PARAM)
+                sp = EMU_SP_PARAM;
+        }
+        return aaddr(d, blk, 0, a, sp);
+    }
+    case PTX_OP_FENCE_PROXY_ASYNC: o->sub = EMU_AS_FENCE_PROXY; return PT_OK;
+    case PTX_OP_FENCE_MBAR_INIT:
+    case PTX_OP_TMA_PREFETCH:
+    case PTX_OP_BULK_PREFETCH: o->sub = EMU_AS_NOP; return PT_OK;
+    case PTX_OP_MAPA:
+        o->sub = EMU_AS_MAPA;
+        if ((rc = dst(d, &in->opd[0], &o->d)) || (rc = src(d, &in->opd[1], o->ty, &o->a)))
+            return rc;
+        return src(d, &in->opd[2], PTX_T_U32, &o->b);
+    case PTX_OP_GETCTARANK:
+        o->sub = EMU_AS_GETCTARANK;
+        if ((rc = dst(d, &in->opd[0], &o->d)))
+            return rc;
+        return src(d, &in->opd[1], o->ty, &o->a);
+    default: return dec_err(d, "not an async operation");
+    }
+}
+
 /* The dispatch table: one row per emulated opcode of isa.def. */
 static const dec_fn dec_tab[PTX_NOPS] = {
     [PTX_OP_MOV] = dec_mov,
@@ -900,6 +1117,34 @@ static const dec_fn dec_tab[PTX_NOPS] = {
     [PTX_OP_CP_ASYNC_WAIT_ALL] = dec_cp_wait,
     [PTX_OP_LDMATRIX] = dec_ldmatrix,
     [PTX_OP_MMA] = dec_mma,
+    [PTX_OP_MBAR_INIT] = dec_mbar,
+    [PTX_OP_MBAR_INVAL] = dec_mbar,
+    [PTX_OP_MBAR_ARRIVE] = dec_mbar,
+    [PTX_OP_MBAR_ARRIVE_TX] = dec_mbar,
+    [PTX_OP_MBAR_DROP] = dec_mbar,
+    [PTX_OP_MBAR_DROP_TX] = dec_mbar,
+    [PTX_OP_MBAR_EXPECT_TX] = dec_mbar,
+    [PTX_OP_MBAR_COMPLETE_TX] = dec_mbar,
+    [PTX_OP_MBAR_TRY_WAIT] = dec_mbar,
+    [PTX_OP_MBAR_TRY_WAIT_P] = dec_mbar,
+    [PTX_OP_MBAR_TEST_WAIT] = dec_mbar,
+    [PTX_OP_MBAR_TEST_WAIT_P] = dec_mbar,
+    [PTX_OP_MBAR_PENDING] = dec_mbar,
+    [PTX_OP_CP_ASYNC_MBAR] = dec_mbar,
+    [PTX_OP_TMA_LD] = dec_async,
+    [PTX_OP_TMA_ST] = dec_async,
+    [PTX_OP_TMA_RED] = dec_async,
+    [PTX_OP_TMA_PREFETCH] = dec_async,
+    [PTX_OP_BULK_G2S] = dec_async,
+    [PTX_OP_BULK_S2G] = dec_async,
+    [PTX_OP_BULK_PREFETCH] = dec_async,
+    [PTX_OP_BULK_COMMIT] = dec_async,
+    [PTX_OP_BULK_WAIT] = dec_async,
+    [PTX_OP_PREFETCH] = dec_async,
+    [PTX_OP_FENCE_PROXY_ASYNC] = dec_async,
+    [PTX_OP_FENCE_MBAR_INIT] = dec_async,
+    [PTX_OP_MAPA] = dec_async,
+    [PTX_OP_GETCTARANK] = dec_async,
 };
 
 static uint32_t align_up(uint32_t v, uint32_t a) { return a > 1 ? (v + a - 1) / a * a : v; }
@@ -959,6 +1204,13 @@ int emu__decode(emu_kernel *k, ptx_module *m, ptx_fn *f, pt_err *e)
     k->name = f->name;
     memcpy(k->maxntid, f->maxntid, sizeof k->maxntid);
     memcpy(k->reqntid, f->reqntid, sizeof k->reqntid);
+    if (f->reqnctapercluster[0] * (f->reqnctapercluster[1] ? f->reqnctapercluster[1] : 1) *
+            (f->reqnctapercluster[2] ? f->reqnctapercluster[2] : 1) > 1)
+        return pt_errf(e, PT_EUNSUPPORTED,
+                       "emulator: clusters of more than one CTA are not emulated (kernel %s, "
+                       ".reqnctapercluster %d,%d,%d)",
+                       f->name, f->reqnctapercluster[0], f->reqnctapercluster[1],
+                       f->reqnctapercluster[2]);
     if (layout(&d))
         return pt_errf(e, PT_ENOMEM, "out of memory (decoding %s)", f->name);
     d.bank_base = calloc(f->nbanks + 1, sizeof *d.bank_base);

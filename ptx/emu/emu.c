@@ -50,6 +50,7 @@ emu_opts emu_default_opts(void)
         .detect_cp_async = true,
         .detect_misaligned = true,
         .detect_deadlock = true,
+        .detect_async = true,
         .threads = 1,
         .max_steps = 0,
         .max_reports = 0,

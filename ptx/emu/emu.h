@@ -50,6 +50,9 @@ typedef struct emu_opts {
     bool detect_misaligned; /* misaligned (vector) access */
     bool detect_deadlock;   /* barrier that can never complete (off: the run still
                                stops, returning PT_EEMU without a report) */
+    bool detect_async;      /* Hopper async hazards: shared bytes of an in-flight TMA or
+                               bulk copy touched, a missing fence.proxy.async, mbarrier
+                               misuse and tx counts, tensor-map boxes */
     int threads;            /* worker threads across CTAs; 0 or 1 = serial */
     uint64_t max_steps;     /* per-run work cap (hang guard) in warp instructions, where
                                launching and retiring a CTA also costs EMU_CTA_COST plus
@@ -104,7 +107,17 @@ const char *emu_schedule_str(const emu_opts *o, char *buf, size_t n);
     X(STEP_CAP, "step-cap")                                                 \
     X(TIMEOUT, "timeout")                                                   \
     X(TRAP, "trap")                                                         \
-    X(INVALID, "invalid")
+    X(INVALID, "invalid")                                                   \
+    X(MBARRIER, "mbarrier")           /* mbarrier misuse (sm90 ref 5.1) */   \
+    X(EXPECT_TX, "expect-tx")         /* tx count negative or not zero */    \
+    X(BAD_TENSORMAP, "bad-tensormap")                                       \
+    X(CLUSTER, "cluster")                                                   \
+    X(WGMMA_HAZARD, "wgmma-hazard")                                         \
+    X(WGMMA_MISUSE, "wgmma-misuse")                                         \
+    X(ASYNC_RACE, "async-race")                                             \
+    X(PROXY_FENCE, "missing-proxy-fence")                                   \
+    X(LAYOUT, "layout")                                                     \
+    X(SETMAXNREG, "setmaxnreg")
 
 typedef enum emu_report_kind {
 #define X(id, text) EMU_R_##id,

@@ -9,6 +9,7 @@
  *                          there), then static vars, each followed by a redzone, then
  *                          the .extern dynamic array
  *   local window           EMU_LOCAL_BASE + offset              per thread
+ *   param window           EMU_PARAM_BASE + offset              cvta.param (tensor maps)
  * cvta.shared / cvta.to.shared add / subtract EMU_SHARED_BASE; cvta.global is
  * the identity. Kernel parameters live in their own buffer (ld.param).
  *
@@ -34,6 +35,7 @@ enum { EMU_LANES = 32, EMU_NBAR = 16 };
 #define EMU_MAX_ALLOCS ((1u << 20) - 2)
 #define EMU_SHARED_BASE (1ull << 61)
 #define EMU_LOCAL_BASE ((1ull << 61) + (1ull << 40))
+#define EMU_PARAM_BASE ((1ull << 61) + (2ull << 40)) /* cvta.param: read-only */
 #define EMU_WINDOW (1ull << 32)
 #define EMU_SHARED_REDZONE 32 /* bytes between shared variables */
 #define EMU_POISON 0xff /* poison byte: NaN in every float format */
@@ -56,7 +58,7 @@ enum { EMU_SLOT_ZERO = 0, EMU_SLOT_SINK = 1, EMU_SLOT_SREG = 2 };
     X(FUNARY) X(AND) X(OR) X(XOR) X(NOT) X(SHL) X(SHR) X(LOP3) X(PRMT) X(BFE) X(BFI)       \
     X(POPC) X(CLZ) X(BREV) X(SETP) X(SELP) X(BRA) X(EXIT) X(TRAP) X(BAR) X(BAR_WARP)     \
     X(SHFL) X(VOTE) X(ACTIVEMASK) X(REDUX) X(ATOM) X(CP_ASYNC) X(CP_COMMIT) X(CP_WAIT)    \
-    X(LDMATRIX) X(MMA)
+    X(LDMATRIX) X(MMA) X(MBAR) X(ASYNC)
 
 enum emu_h {
 #define X(id) EMU_H_##id,
@@ -107,6 +109,25 @@ enum {
 enum { EMU_CVTA_ID, EMU_CVTA_TO_GENERIC, EMU_CVTA_FROM_GENERIC };
 /* mma shapes */
 enum { EMU_MMA_K8, EMU_MMA_K16, EMU_MMA_K32 };
+
+/* EMU_H_MBAR operations (sub; mbarrier.c) and their mode bits (aux) */
+enum {
+    EMU_MB_INIT, EMU_MB_INVAL, EMU_MB_ARRIVE, EMU_MB_EXPECT_TX, EMU_MB_COMPLETE_TX,
+    EMU_MB_TRY_WAIT, EMU_MB_TEST_WAIT, EMU_MB_PENDING, EMU_MB_CP_ARRIVE,
+};
+enum {
+    EMU_MBF_PARITY = 1, /* .parity form of a wait */
+    EMU_MBF_DROP = 2,   /* arrive_drop */
+    EMU_MBF_TX = 4,     /* arrive.expect_tx */
+    EMU_MBF_NOINC = 8,  /* cp.async.mbarrier.arrive.noinc */
+    EMU_MBF_COUNT = 16, /* an arrival count operand */
+};
+/* EMU_H_ASYNC operations (sub; async.c): the async proxy's copies and fences */
+enum {
+    EMU_AS_TMA_LD, EMU_AS_TMA_ST, EMU_AS_TMA_RED, EMU_AS_BULK_G2S, EMU_AS_BULK_S2G,
+    EMU_AS_BULK_S2S, EMU_AS_COMMIT, EMU_AS_WAIT, EMU_AS_PREFETCH_TMAP, EMU_AS_FENCE_PROXY,
+    EMU_AS_NOP, EMU_AS_MAPA, EMU_AS_GETCTARANK, EMU_AS_BAR_CLUSTER,
+};
 
 /* A decoded instruction: 64 bytes, no pointers into the IR on the hot path.
  * Scalar operands are slots; vector operands (.v2/.v4, {a,b}, mma
@@ -164,6 +185,7 @@ struct emu_kernel {
     uint32_t dyn_off;     /* window offset of the .extern array */
     uint32_t dyn_align;
     uint32_t local_bytes; /* per-thread .local (none declared by the IR yet) */
+    bool async;           /* uses mbarriers, TMA, bulk copies or proxy fences (emu_asc) */
     int maxntid[3], reqntid[3];
 };
 
@@ -211,6 +233,8 @@ typedef struct emu_warp {
     uint32_t bar_arrived[EMU_NBAR]; /* lanes arrived in the current phase */
     uint32_t ws_wait, ws_mask;      /* bar.warp.sync waiters and their masks */
     uint32_t lane_pc[EMU_LANES];    /* pc of lanes outside the running group */
+    uint32_t mb_wait;               /* lanes parked on an mbarrier (async.c) */
+    bool spin;                      /* the last slice ended on a failed test_wait */
     uint32_t cp_group[EMU_LANES];   /* next cp.async group number per lane */
     emu_cp *cp;
     size_t ncp, cap_cp;
@@ -274,6 +298,7 @@ typedef struct emu_cta {
     uint64_t *bank_pc;           /* this worker's conflicts per instruction */
     uint64_t *seen; /* report dedupe bitmap: kind x pc */
     bool shadow_sh; /* any shared-memory detector on */
+    struct emu_asc *as; /* Hopper async state (NULL: the kernel uses none) */
     bool dead;      /* CTA (or run) aborted */
 } emu_cta;
 
@@ -327,6 +352,115 @@ uint32_t emu__smem_base(const emu_ctx *c, const ptx_module *m);
 /* emu.c: CLOCK_MONOTONIC in seconds */
 double emu__now(void);
 
+/* ---- Hopper's asynchronous part (mbarrier.c, async.c) ----
+ * Present only for kernels that use an mbarrier, TMA or bulk copy, or
+ * fence.proxy.async (emu_kernel.async; emu_cta.as NULL otherwise), so the
+ * sm_80 kernels keep their speed.
+ *
+ * mbarrier objects live in a per-CTA table keyed by the barrier's 8-aligned
+ * window offset: phase (completed phases; the current parity is phase & 1),
+ * expected and pending arrivals, and the tx count (sm90 ref 5.1). A
+ * try_wait that would fail parks its lanes at the instruction (they never
+ * spin); a phase completion wakes every parked lane, which re-executes the
+ * wait. test_wait never blocks: a failed one ends the warp's slice.
+ *
+ * The async engine holds the CTA's in-flight operations (TMA loads, stores
+ * and reduces, bulk copies) in issue order. Loads gather their bytes at
+ * issue and write shared memory when they complete; stores read shared
+ * memory when they complete. Completion points (emu_opts.schedule): lazy,
+ * the oldest operation when no warp can run; eager, at issue; random, each
+ * pending operation with probability 1/4 between slices of random length
+ * (seeded), and lazily when stuck. A CTA drains its queue before it retires.
+ * While an operation is in flight its shared destination bytes (loads) and
+ * source bytes (stores) are marked in emu_cta.pend (bits EMU_PEND_*). */
+enum { EMU_PEND_CP = 1, EMU_PEND_DST = 2, EMU_PEND_SRC = 4 };
+
+typedef struct emu_mbar {
+    uint32_t off;      /* window offset */
+    uint8_t state;     /* EMU_MBS_* */
+    bool neg_reported;
+    uint32_t expected; /* arrivals per phase */
+    uint32_t pending;  /* arrivals missing in the current phase */
+    int64_t tx;        /* expect_tx minus complete_tx in the current phase */
+    uint64_t phase;    /* completed phases */
+    uint64_t inflight; /* bytes of async operations issued in the current phase, not landed */
+    int32_t init_line, last_line; /* PTX lines of the init and the last arrival */
+    int last_tid;
+} emu_mbar;
+enum { EMU_MBS_FREE, EMU_MBS_LIVE, EMU_MBS_INVAL };
+
+typedef struct emu_aop emu_aop; /* async.c */
+
+typedef struct emu_asc {
+    emu_mbar *mb;       /* the CTA's barriers */
+    uint32_t nmb, cap_mb;
+    uint16_t *mbix;     /* per 8-byte slot of the window: barrier index + 1, 0 none */
+    int16_t *wait_mb;   /* per thread: the barrier its parked lane waits on */
+    uint64_t *wait_arg; /* per thread: the parity or token it waits for */
+    uint32_t *bgroup;   /* per thread: next bulk async-group number */
+    uint32_t *fcnt;     /* per thread: fence.proxy.async executed */
+    uint32_t *wfence;   /* per shared byte: fcnt + 1 of its generic writer at the write, 0: none */
+    uint16_t *wft;      /* per shared byte: that writer */
+    emu_aop **q;        /* in-flight operations, issue order */
+    uint32_t nq, cap_q;
+    uint64_t marked;    /* operations whose shared bytes are marked in pend */
+    uint64_t rng;       /* random schedule state */
+    uint32_t spin_rounds;
+} emu_asc;
+
+/* mbarrier.c: EMU_H_MBAR. Returns true when it parked lanes or ended the
+ * warp's slice (the interpreter then re-reads the warp's group). */
+bool emu__mbar(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t pc);
+/* The barrier at window offset off (NULL: none live there). */
+emu_mbar *emu__mbar_at(emu_cta *c, uint32_t off);
+/* complete_tx of `bytes` on barrier b by the async engine (op issued in
+ * phase `phase`); `in` the issuing instruction, for reports. */
+void emu__mbar_complete_tx(emu_cta *c, emu_mbar *b, uint64_t bytes, uint64_t phase,
+                           const emu_ins *in, int tid);
+/* The deadlock report for parked mbarrier waiters; false when none waits. */
+bool emu__mbar_deadlock(emu_cta *c);
+
+/* async.c */
+int emu__async_cta_init(emu_cta *c);
+void emu__async_cta_start(emu_cta *c, uint64_t linear);
+void emu__async_cta_free(emu_cta *c);
+/* EMU_H_ASYNC. Returns true when the warp's flow changed. */
+bool emu__async(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t pc);
+/* Completes in-flight work per the schedule when no warp can run (lazy), or
+ * at a random point; returns true when something completed. */
+bool emu__async_step(emu_cta *c, bool stuck);
+void emu__async_drain(emu_cta *c); /* completes everything (CTA end) */
+/* A generic-proxy access of shared [off, off+n) by a thread: the checks
+ * against in-flight copies and, for writes, the proxy marks. */
+void emu__async_smem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
+                     uint64_t off, uint32_t n, int acc);
+/* cp.async.mbarrier.arrive of lane l on live barrier b: queued, it lands
+ * the thread's prior cp.async copies and then arrives. */
+void emu__async_cp_arrive(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l, uint32_t pc,
+                          emu_mbar *b);
+/* mem.c: the shadow of what the async proxy writes into shared memory when
+ * a copy lands (written, by thread tid, in the current epoch), and the race
+ * probe of a copy's destination at issue (as for cp.async). */
+void emu__shadow_async_write(emu_cta *c, uint32_t off, uint32_t n, int tid);
+void emu__shadow_probe(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
+                       uint64_t off, uint32_t n);
+/* Wakes lanes of w (their lane_pc already set) without disturbing its
+ * running group. */
+void emu__wake(emu_warp *w, uint32_t lanes);
+
+/* async.c (Hopper's async proxy), for its other clients (wgmma.c): the
+ * window offset of the first byte of shared [off, off+n) written through the
+ * generic proxy (st/atom/red.shared, stmatrix, a generic store, a cp.async
+ * landing) by a thread that has not executed fence.proxy.async since that
+ * write, or -1 when every byte is fenced (or was written by the async proxy,
+ * or not at all); *tid (may be NULL) gets the writing thread's linear index.
+ * Always -1 when the kernel uses no async feature or detect_async is off. */
+int64_t emu__proxy_unfenced(const emu_cta *c, uint32_t off, uint32_t n, int *tid);
+/* Is a byte of shared [off, off+n) the destination of a TMA or bulk copy in
+ * flight (write false: reading it races), or also the source of a TMA store
+ * or bulk copy not yet read (write true: writing it races)? */
+bool emu__async_busy(const emu_cta *c, uint32_t off, uint32_t n, bool write);
+
 /* decode.c */
 int emu__decode(emu_kernel *k, ptx_module *m, ptx_fn *f, pt_err *e);
 
@@ -336,7 +470,8 @@ int emu__cta_init(emu_cta *c, emu_runst *rs);
 void emu__cta_free(emu_cta *c);
 
 /* mem.c */
-enum { EMU_ACC_READ = 1, EMU_ACC_WRITE = 2, EMU_ACC_ATOMIC = 4, EMU_ACC_NOALIGN = 8 };
+enum { EMU_ACC_READ = 1, EMU_ACC_WRITE = 2, EMU_ACC_ATOMIC = 4, EMU_ACC_NOALIGN = 8,
+       EMU_ACC_ASYNC = 16 /* by the async proxy (TMA, bulk, cp.async landing) */ };
 uint8_t *emu__mem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane, int space,
                   uint64_t addr, uint32_t n, int acc);
 void emu__ld(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m);
@@ -365,6 +500,9 @@ uint64_t emu__funary(const emu_ins *in, uint64_t a);
 uint64_t emu__farith(const emu_ins *in, uint64_t a, uint64_t b, uint64_t c);
 uint64_t emu__fminmax(const emu_ins *in, uint64_t a, uint64_t b);
 bool emu__setp_f(const emu_ins *in, uint64_t a, uint64_t b);
+
+/* exec.c: picks the warp's next running group (after lanes block or wake) */
+void emu__resched(emu_warp *w);
 
 /* emu.c: one detector report (deduplicated per kind and instruction). tid
  * is the thread's linear index in the CTA, -1 for a CTA-wide report. */

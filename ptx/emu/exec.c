@@ -39,6 +39,8 @@ static void resched(emu_warp *w)
     w->next_pc = next;
 }
 
+void emu__resched(emu_warp *w) { resched(w); }
+
 /* ---- barriers ---- */
 
 static void bar_release(emu_cta *c, uint32_t id)
@@ -346,7 +348,8 @@ static void warp_run(emu_cta *c, emu_warp *w, uint32_t budget)
         case EMU_H_LD: emu__ld(c, w, in, m); break;
         case EMU_H_ST: emu__st(c, w, in, m); break;
         case EMU_H_CVTA: {
-            uint64_t base = in->sub2 == EMU_SP_SHARED ? EMU_SHARED_BASE : EMU_LOCAL_BASE;
+            uint64_t base = in->sub2 == EMU_SP_SHARED ? EMU_SHARED_BASE
+                            : in->sub2 == EMU_SP_PARAM ? EMU_PARAM_BASE : EMU_LOCAL_BASE;
             if (in->sub == EMU_CVTA_ID)
                 base = 0;
             else if (in->sub == EMU_CVTA_FROM_GENERIC)
@@ -590,6 +593,17 @@ static void warp_run(emu_cta *c, emu_warp *w, uint32_t budget)
                 diverged_sync(c, w, in, m);
             emu__mma(c, w, in, m);
             break;
+        case EMU_H_MBAR:
+            if (emu__mbar(c, w, in, m, pc)) {
+                if (w->spin || c->dead)
+                    return; /* a failed test_wait ends the slice */
+                continue;   /* lanes parked at a try_wait */
+            }
+            break;
+        case EMU_H_ASYNC:
+            if (emu__async(c, w, in, m, pc))
+                return;
+            break;
         case EMU_NH: break;
         }
     next:
@@ -642,6 +656,14 @@ static void warp_setup(emu_cta *c, emu_warp *w, uint32_t wi)
         sv[PTX_S_DYNAMIC_SMEM_SIZE] = rs->l.dyn_smem;
         sv[PTX_S_TOTAL_SMEM_SIZE] = c->smem_size;
         sv[PTX_S_GRIDID] = 1;
+        /* clusters of one CTA (no cluster launch): the CTA is its own cluster */
+        for (int i = 0; i < 3; i++) {
+            sv[PTX_S_CLUSTERID_X + i] = c->ctaid[i];
+            sv[PTX_S_NCLUSTERID_X + i] = rs->l.grid[i];
+            sv[PTX_S_CLUSTER_NCTAID_X + i] = 1;
+        }
+        sv[PTX_S_CLUSTER_NCTARANK] = 1;
+        sv[PTX_S_IS_EXPLICIT_CLUSTER] = k->fn->explicitcluster;
         for (int s = 0; s < PTX_NSREGS; s++)
             EMU_RG(R, EMU_SLOT_SREG + (uint32_t)s)[l] = sv[s];
     }
@@ -684,7 +706,8 @@ int emu__cta_init(emu_cta *c, emu_runst *rs)
     c->bank_pc = calloc(c->k->ncode, sizeof *c->bank_pc);
     c->shadow_sh = c->o->detect_race || c->o->detect_uninit || c->o->detect_cp_async;
     if (!c->warps || !c->regs || !c->smem || !c->sh.wep || !c->sh.rep || !c->sh.wtid ||
-        !c->sh.rtid || !c->pend || !c->local || !c->local_w || !c->seen || !c->bank_pc)
+        !c->sh.rtid || !c->pend || !c->local || !c->local_w || !c->seen || !c->bank_pc ||
+        emu__async_cta_init(c))
         return PT_ENOMEM;
     for (uint32_t i = 0; i < c->nwarps; i++)
         c->warps[i].R = c->regs + (size_t)i * c->k->nslots * EMU_LANES;
@@ -708,6 +731,7 @@ void emu__cta_free(emu_cta *c)
     free(c->local_w);
     free(c->seen);
     free(c->bank_pc);
+    emu__async_cta_free(c);
 }
 
 /* No warp can run and some thread has not exited. With the detector off
@@ -717,6 +741,11 @@ static void deadlock(emu_cta *c)
     if (!c->o->detect_deadlock) {
         c->dead = true;
         __atomic_store_n(&c->rs->abort, 3, __ATOMIC_RELAXED);
+        return;
+    }
+    if (c->as && emu__mbar_deadlock(c)) { /* a parity that can never complete */
+        c->dead = true;
+        __atomic_store_n(&c->rs->abort, 1, __ATOMIC_RELAXED);
         return;
     }
     uint32_t waiting = 0, id = 0, at = 0, exited = 0, wsync = 0;
@@ -816,13 +845,30 @@ void emu__cta_run(emu_cta *c, uint64_t linear)
     c->charge += rs->cta_cost; /* launch and retirement count for the guard */
     for (uint32_t i = 0; i < c->nwarps; i++)
         warp_setup(c, &c->warps[i], i);
+    emu_asc *as = c->as;
+    if (as)
+        emu__async_cta_start(c, linear);
+    bool rnd = as && c->o->schedule == EMU_SCHED_RANDOM;
     for (;;) {
-        bool ran = false, alive = false;
+        bool ran = false, alive = false, spun = false;
         for (uint32_t i = 0; i < c->nwarps && !c->dead; i++) {
             emu_warp *w = &c->warps[i];
             if (w->group) {
-                ran = true;
-                warp_run(c, w, EMU_SLICE);
+                uint32_t budget = EMU_SLICE;
+                if (as) {
+                    w->spin = false;
+                    if (rnd) /* slices of random length, completions between them */
+                        budget = 1 + (uint32_t)((as->rng = as->rng * 6364136223846793005ull +
+                                                           1442695040888963407ull) >>
+                                                59) * 64;
+                }
+                warp_run(c, w, budget);
+                if (as && w->spin)
+                    spun = true; /* ended on a failed test_wait: no progress */
+                else
+                    ran = true;
+                if (rnd)
+                    emu__async_step(c, false);
             }
         }
         if (c->steps - c->steps_flushed > 65536)
@@ -833,11 +879,21 @@ void emu__cta_run(emu_cta *c, uint64_t linear)
             alive |= c->warps[i].live != 0;
         if (!alive)
             break;
-        if (!ran) {
+        if (!ran) { /* no warp can run: async completions are due (lazy) */
+            if (as && emu__async_step(c, true)) {
+                as->spin_rounds = 0;
+                continue;
+            }
+            if (spun && ++as->spin_rounds < 256)
+                continue;
             deadlock(c);
             break;
         }
+        if (as)
+            as->spin_rounds = 0;
     }
+    if (as && !c->dead)
+        emu__async_drain(c); /* copies still in flight land before the CTA retires */
     flush_steps(c, NULL, -1);
     c->clock += c->steps;
 }

@@ -98,18 +98,19 @@ static inline bool pending(const emu_cta *c, uint64_t off, uint32_t n)
     if (!c->npend)
         return false;
     const uint8_t *p = c->pend + off;
+    const uint64_t cp = 0x0101010101010101ull * EMU_PEND_CP;
     uint64_t a = 0, b = 0;
     if (n == 16) {
         memcpy(&a, p, 8);
         memcpy(&b, p + 8, 8);
-        return (a | b) != 0;
+        return ((a | b) & cp) != 0;
     }
     if (n == 8) {
         memcpy(&a, p, 8);
-        return a != 0;
+        return (a & cp) != 0;
     }
     for (uint32_t i = 0; i < n; i++)
-        if (p[i])
+        if (p[i] & EMU_PEND_CP)
             return true;
     return false;
 }
@@ -227,6 +228,24 @@ static void cp_issue_probe(emu_cta *c, const emu_ins *in, const emu_warp *w, uin
     }
 }
 
+void emu__shadow_probe(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
+                       uint64_t off, uint32_t n)
+{
+    if (c->o->detect_race && c->shadow_sh)
+        cp_issue_probe(c, in, w, lane, off, n);
+}
+
+void emu__shadow_async_write(emu_cta *c, uint32_t off, uint32_t n, int tid)
+{
+    if (!c->shadow_sh)
+        return;
+    const uint32_t E = c->epoch;
+    for (uint32_t i = 0; i < n; i++) {
+        c->sh.wep[off + i] = E;
+        c->sh.wtid[off + i] = (uint16_t)tid;
+    }
+}
+
 static void shared_shadow(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
                           uint64_t off, uint32_t n, int acc)
 {
@@ -249,6 +268,9 @@ uint8_t *emu__mem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lan
         } else if (addr - EMU_LOCAL_BASE < EMU_WINDOW) {
             space = EMU_SP_LOCAL;
             addr -= EMU_LOCAL_BASE;
+        } else if (addr - EMU_PARAM_BASE < EMU_WINDOW) {
+            space = EMU_SP_PARAM;
+            addr -= EMU_PARAM_BASE;
         } else
             space = EMU_SP_GLOBAL;
     }
@@ -269,6 +291,8 @@ uint8_t *emu__mem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lan
             report_mem(c, EMU_R_OOB, in, w, lane, space, addr, n, shvar_miss(c, addr));
         if (c->shadow_sh)
             shared_shadow(c, in, w, lane, addr, n, acc);
+        if (c->as) /* in-flight async copies, proxy marks */
+            emu__async_smem(c, in, w, lane, addr, n, acc);
         return c->smem + addr;
     case EMU_SP_PARAM:
         if (addr + n > c->rs->k->param_bytes || addr + n < addr || (acc & EMU_ACC_WRITE)) {
@@ -649,7 +673,8 @@ static void cp_complete(emu_cta *c, emu_warp *w, const emu_cp *e)
         if (p)
             copy_small(buf, p, e->srcsize);
     }
-    uint8_t *q = emu__mem(c, ci, w, e->lane, EMU_SP_SHARED, e->dst, e->size, EMU_ACC_WRITE | EMU_ACC_NOALIGN);
+    uint8_t *q = emu__mem(c, ci, w, e->lane, EMU_SP_SHARED, e->dst, e->size,
+                          EMU_ACC_WRITE | EMU_ACC_NOALIGN | EMU_ACC_ASYNC);
     if (q)
         copy_small(q, buf, e->size);
 }

@@ -1,0 +1,852 @@
+/* Hopper's async proxy: the CTA's queue of in-flight TMA and bulk copies,
+ * their completion points (emu_opts.schedule), bulk async-groups, the
+ * in-flight marks on shared memory, the generic-proxy write marks that
+ * fence.proxy.async clears, and tensor-map decoding for the TMA
+ * instructions (ptx/emu/tmap.h). The model is described in emu_int.h.
+ *
+ * Loads (TMA, cp.async.bulk global -> shared) gather their bytes when they
+ * are issued, so when they land does not change what they write; stores read
+ * shared memory when they complete, so a kernel that overwrites a store's
+ * source before cp.async.bulk.wait_group.read gets a wrong answer under the
+ * lazy schedule (and an async-race report under any). */
+#include "ptx/emu/emu_int.h"
+#include "ptx/emu/tmap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { EMU_AS_CP_ARRIVE = 100 }; /* internal: cp.async.mbarrier.arrive */
+
+struct emu_aop {
+    uint8_t kind; /* EMU_AS_* */
+    uint8_t redop; /* EMU_AOP_* (TMA_RED) */
+    bool noinc;
+    uint8_t lane;
+    uint32_t warp, pc, group;
+    uint32_t smem, bytes; /* the marked shared range: destination (loads), source (stores) */
+    int32_t mb;           /* barrier index, -1 none */
+    uint64_t phase;       /* its phase at issue */
+    uint64_t gaddr;       /* bulk: the global address */
+    emu_tmap_desc map;
+    int32_t coord[EMU_TMAP_MAX_RANK];
+    uint8_t *data; /* loads: the bytes that land at smem */
+};
+
+static int tid_of(const emu_warp *w, uint32_t lane) { return (int)(w->index * 32 + lane); }
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ull;
+}
+
+/* ---- CTA state ---- */
+
+int emu__async_cta_init(emu_cta *c)
+{
+    if (!c->k->async)
+        return PT_OK;
+    emu_asc *a = calloc(1, sizeof *a);
+    if (!a)
+        return PT_ENOMEM;
+    c->as = a;
+    size_t sm = (size_t)c->smem_size + 16, nt = (size_t)c->nwarps * 32;
+    a->mbix = calloc(sm / 8 + 1, sizeof *a->mbix);
+    a->wait_mb = calloc(nt, sizeof *a->wait_mb);
+    a->wait_arg = calloc(nt, sizeof *a->wait_arg);
+    a->bgroup = calloc(nt, sizeof *a->bgroup);
+    a->fcnt = calloc(nt, sizeof *a->fcnt);
+    a->wfence = calloc(sm, sizeof *a->wfence);
+    a->wft = calloc(sm, sizeof *a->wft);
+    if (!a->mbix || !a->wait_mb || !a->wait_arg || !a->bgroup || !a->fcnt || !a->wfence || !a->wft)
+        return PT_ENOMEM;
+    c->shadow_sh = c->shadow_sh || c->o->detect_async;
+    return PT_OK;
+}
+
+static void aop_free(emu_aop *op)
+{
+    if (op) {
+        free(op->data);
+        free(op);
+    }
+}
+
+void emu__async_cta_free(emu_cta *c)
+{
+    emu_asc *a = c->as;
+    if (!a)
+        return;
+    for (uint32_t i = 0; i < a->nq; i++)
+        aop_free(a->q[i]);
+    free(a->q);
+    free(a->mb);
+    free(a->mbix);
+    free(a->wait_mb);
+    free(a->wait_arg);
+    free(a->bgroup);
+    free(a->fcnt);
+    free(a->wfence);
+    free(a->wft);
+    free(a);
+    c->as = NULL;
+}
+
+void emu__async_cta_start(emu_cta *c, uint64_t linear)
+{
+    emu_asc *a = c->as;
+    if (!a)
+        return;
+    for (uint32_t i = 0; i < a->nmb; i++)
+        a->mbix[a->mb[i].off >> 3] = 0;
+    a->nmb = 0;
+    for (uint32_t i = 0; i < a->nq; i++)
+        aop_free(a->q[i]);
+    a->nq = 0;
+    a->marked = 0;
+    a->spin_rounds = 0;
+    size_t nt = (size_t)c->nwarps * 32;
+    memset(a->bgroup, 0, nt * sizeof *a->bgroup);
+    memset(a->fcnt, 0, nt * sizeof *a->fcnt);
+    memset(a->wait_mb, 0, nt * sizeof *a->wait_mb);
+    memset(a->wfence, 0, (size_t)c->smem_size * sizeof *a->wfence);
+    a->rng = (c->o->schedule_seed + 1) * 0x9e3779b97f4a7c15ull ^ (linear + 1) * 0xbf58476d1ce4e5b9ull;
+    if (!a->rng)
+        a->rng = 1;
+    for (uint32_t i = 0; i < c->nwarps; i++) {
+        c->warps[i].mb_wait = 0;
+        c->warps[i].spin = false;
+    }
+}
+
+void emu__wake(emu_warp *w, uint32_t lanes)
+{
+    w->blocked &= ~lanes;
+    if (!w->group) {
+        emu__resched(w);
+        return;
+    }
+    EMU_FOR_LANES(lanes, l)
+    if (w->lane_pc[l] < w->next_pc)
+        w->next_pc = w->lane_pc[l];
+}
+
+/* ---- generic-proxy accesses and the proxy marks ---- */
+
+static bool any_bits(const uint8_t *p, uint64_t n, uint8_t bits)
+{
+    for (uint64_t i = 0; i < n; i++)
+        if (p[i] & bits)
+            return true;
+    return false;
+}
+
+void emu__async_smem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
+                     uint64_t off, uint32_t n, int acc)
+{
+    emu_asc *a = c->as;
+    if (!c->o->detect_async)
+        return;
+    if (a->marked && !emu__seen(c, EMU_R_ASYNC_RACE, in)) {
+        bool wr = (acc & EMU_ACC_WRITE) != 0;
+        if (any_bits(c->pend + off, n, wr ? EMU_PEND_DST | EMU_PEND_SRC : EMU_PEND_DST))
+            emu__report(c, EMU_R_ASYNC_RACE, in, tid_of(w, lane), EMU_SP_SHARED, off, n, "%s",
+                        wr ? "writes shared memory an async copy in flight writes or reads (before "
+                             "the mbarrier wait or cp.async.bulk.wait_group that completes it)"
+                           : "reads shared memory an async copy in flight will write (before the "
+                             "mbarrier wait that completes it)");
+    }
+    if ((acc & EMU_ACC_WRITE) && !(acc & EMU_ACC_ASYNC)) {
+        uint32_t tid = (uint32_t)tid_of(w, lane), f = a->fcnt[tid] + 1;
+        for (uint32_t i = 0; i < n; i++) {
+            a->wfence[off + i] = f;
+            a->wft[off + i] = (uint16_t)tid;
+        }
+    } else if (acc & EMU_ACC_WRITE)
+        memset(a->wfence + off, 0, n * sizeof *a->wfence);
+}
+
+int64_t emu__proxy_unfenced(const emu_cta *c, uint32_t off, uint32_t n, int *tid)
+{
+    const emu_asc *a = c->as;
+    if (!a || !c->o->detect_async || off + (uint64_t)n > c->smem_size)
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t f = a->wfence[off + i];
+        if (f && a->fcnt[a->wft[off + i]] + 1 == f) {
+            if (tid)
+                *tid = a->wft[off + i];
+            return (int64_t)(off + i);
+        }
+    }
+    return -1;
+}
+
+bool emu__async_busy(const emu_cta *c, uint32_t off, uint32_t n, bool write)
+{
+    const emu_asc *a = c->as;
+    if (!a || !a->marked || off + (uint64_t)n > c->smem_size)
+        return false;
+    return any_bits(c->pend + off, n, write ? EMU_PEND_DST | EMU_PEND_SRC : EMU_PEND_DST);
+}
+
+/* ---- helpers of the copy instructions ---- */
+
+static void fatal(emu_cta *c)
+{
+    c->dead = true;
+    __atomic_store_n(&c->rs->abort, 1, __ATOMIC_RELAXED);
+}
+
+/* Is [off, off+n) inside one shared variable? */
+static bool in_var(const emu_cta *c, uint64_t off, uint64_t n)
+{
+    for (uint32_t i = 0; i < c->k->nshvars; i++) {
+        const emu_shvar *v = &c->k->shvars[i];
+        uint64_t size = v->dyn ? c->rs->l.dyn_smem : v->size;
+        if (off >= v->off && off + n <= v->off + size)
+            return true;
+    }
+    return false;
+}
+
+/* Slot pair (base, offset) p of the instruction's vpool block, lane l. */
+static uint64_t vaddr(const emu_cta *c, const emu_warp *w, const emu_ins *in, int p, uint32_t l)
+{
+    const uint32_t *v = &c->k->vpool[in->d];
+    return EMU_RG(w->R, v[2 * p])[l] + EMU_RG(w->R, v[2 * p + 1])[l];
+}
+static uint64_t vslot(const emu_cta *c, const emu_warp *w, const emu_ins *in, int i, uint32_t l)
+{
+    return EMU_RG(w->R, c->k->vpool[in->d + (uint32_t)i])[l];
+}
+enum { V_SIZE = 6, V_MASK = 7, V_MAP = 8, V_COORD = 9 };
+
+/* A shared address (window offset, a generic shared address, or a
+ * shared::cluster address of this CTA) of n bytes at `align`; false
+ * (reported) otherwise. */
+static bool smem_range(emu_cta *c, const emu_ins *in, int tid, uint64_t a, uint64_t n,
+                       uint32_t align, const char *what, uint32_t *off)
+{
+    if (a - EMU_SHARED_BASE < EMU_WINDOW)
+        a -= EMU_SHARED_BASE;
+    if (a >> 24 && a < (1ull << 32)) {
+        emu__report(c, EMU_R_CLUSTER, in, tid, -1, 0, 0,
+                    "%s in CTA rank %llu of the cluster: clusters of more than one CTA are not "
+                    "emulated",
+                    what, (unsigned long long)((a >> 24) - 1));
+        fatal(c);
+        return false;
+    }
+    if (a + n > c->smem_size || a + n < a) {
+        emu__report(c, EMU_R_OOB, in, tid, EMU_SP_SHARED, a, (uint32_t)n,
+                    "%s outside the CTA's shared memory", what);
+        fatal(c);
+        return false;
+    }
+    if (c->o->detect_oob && !in_var(c, a, n)) {
+        emu__report(c, EMU_R_OOB, in, tid, EMU_SP_SHARED, a, (uint32_t)n,
+                    "%s of %llu bytes not inside one shared variable", what, (unsigned long long)n);
+        fatal(c);
+        return false;
+    }
+    if (a & (align - 1)) {
+        emu__report(c, EMU_R_LAYOUT, in, tid, EMU_SP_SHARED, a, (uint32_t)n,
+                    "%s not %u-byte aligned", what, align);
+        fatal(c);
+        return false;
+    }
+    *off = (uint32_t)a;
+    return true;
+}
+
+/* n global bytes at g for reading (write false) or writing; NULL (reported)
+ * when outside every allocation. */
+static uint8_t *gmem(emu_cta *c, const emu_ins *in, int tid, uint64_t g, uint64_t n, bool write)
+{
+    emu_allocrec *r = emu__galloc(c->ctx, g);
+    if (!r || g - r->base + n > r->size) {
+        if (c->o->detect_oob)
+            emu__report(c, EMU_R_OOB, in, tid, EMU_SP_GLOBAL, g, (uint32_t)n,
+                        "async copy outside every global allocation");
+        return NULL;
+    }
+    uint64_t o = g - r->base;
+    if (!write && c->o->detect_uninit && !emu_bits_all(r->shadow, o, n))
+        emu__report(c, EMU_R_UNINIT, in, tid, EMU_SP_GLOBAL, g, (uint32_t)n,
+                    "async copy reads global memory nothing wrote");
+    if (write)
+        emu_bits_set(r->shadow, o, n, true);
+    return r->data + o;
+}
+
+/* Reads and decodes the tensor map at generic address ga. */
+static bool read_map(emu_cta *c, const emu_ins *in, int tid, uint64_t ga, emu_tmap_desc *d)
+{
+    uint8_t blob[EMU_TMAP_BYTES];
+    if (ga - EMU_PARAM_BASE < EMU_WINDOW) {
+        uint64_t o = ga - EMU_PARAM_BASE;
+        if (o + EMU_TMAP_BYTES > c->k->param_bytes) {
+            emu__report(c, EMU_R_BAD_TENSORMAP, in, tid, EMU_SP_PARAM, o, EMU_TMAP_BYTES,
+                        "tensor map outside the kernel parameters");
+            fatal(c);
+            return false;
+        }
+        memcpy(blob, c->rs->params + o, EMU_TMAP_BYTES);
+    } else if (ga - EMU_SHARED_BASE < EMU_WINDOW || ga - EMU_LOCAL_BASE < EMU_WINDOW) {
+        emu__report(c, EMU_R_BAD_TENSORMAP, in, tid, -1, 0, 0,
+                    "tensor map address 0x%llx is not in parameter or global memory",
+                    (unsigned long long)ga);
+        fatal(c);
+        return false;
+    } else {
+        const uint8_t *p = gmem(c, in, tid, ga, EMU_TMAP_BYTES, false);
+        if (!p) {
+            fatal(c);
+            return false;
+        }
+        memcpy(blob, p, EMU_TMAP_BYTES);
+    }
+    pt_err e;
+    pt_err_clear(&e);
+    if (emu_tmap_decode(blob, d, &e)) {
+        emu__report(c, EMU_R_BAD_TENSORMAP, in, tid, -1, 0, 0, "%s", e.msg);
+        fatal(c);
+        return false;
+    }
+    return true;
+}
+
+/* The map and coordinates of a TMA instruction, checked. */
+static bool tma_map(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t l, emu_aop *op)
+{
+    int tid = tid_of(w, l);
+    if (!read_map(c, in, tid, vslot(c, w, in, V_MAP, l), &op->map))
+        return false;
+    if (op->map.rank != in->n) {
+        emu__report(c, EMU_R_BAD_TENSORMAP, in, tid, -1, 0, 0,
+                    "a %ud TMA with a tensor map of rank %d", in->n, op->map.rank);
+        fatal(c);
+        return false;
+    }
+    pt_err e;
+    pt_err_clear(&e);
+    if (emu_tmap_emulable(&op->map, &e)) {
+        emu__report(c, EMU_R_LAYOUT, in, tid, -1, 0, 0, "%s", e.msg);
+        fatal(c);
+        return false;
+    }
+    for (int i = 0; i < op->map.rank; i++)
+        op->coord[i] = (int32_t)(uint32_t)vslot(c, w, in, V_COORD + i, l);
+    return true;
+}
+
+static void mark(emu_cta *c, uint32_t off, uint32_t n, uint8_t bit, bool set)
+{
+    uint8_t *p = c->pend + off;
+    if (set)
+        for (uint32_t i = 0; i < n; i++)
+            p[i] |= bit;
+    else
+        for (uint32_t i = 0; i < n; i++)
+            p[i] &= (uint8_t)~bit;
+}
+
+static void enqueue(emu_cta *c, emu_aop *op)
+{
+    emu_asc *a = c->as;
+    if (a->nq == a->cap_q) {
+        uint32_t nc = a->cap_q ? a->cap_q * 2 : 16;
+        emu_aop **q = realloc(a->q, nc * sizeof *q);
+        if (!q)
+            abort(); /* allocation failure is an invariant violation (base.h) */
+        a->q = q;
+        a->cap_q = nc;
+    }
+    a->q[a->nq++] = op;
+}
+
+/* ---- completion ---- */
+
+static uint64_t ld_le(const uint8_t *p, uint32_t n)
+{
+    uint64_t v = 0;
+    memcpy(&v, p, n);
+    return v;
+}
+
+/* One reduce-store element: global g (es bytes) op= smem value v. */
+static void red_elem(const emu_aop *op, uint8_t *g, uint64_t v, uint32_t es)
+{
+    int dt = op->map.dtype;
+    uint64_t old = ld_le(g, es), nv;
+    bool flt = dt == EMU_TMAP_F32 || dt == EMU_TMAP_F32_FTZ || dt == EMU_TMAP_F16 ||
+               dt == EMU_TMAP_BF16 || dt == EMU_TMAP_F64;
+    bool sgn = dt == EMU_TMAP_S32 || dt == EMU_TMAP_S64;
+    int bits = (int)es * 8;
+    for (;;) {
+        if (flt) {
+            emu_fmt f = dt == EMU_TMAP_F16 ? EMU_FMT_F16 : dt == EMU_TMAP_BF16 ? EMU_FMT_BF16
+                        : dt == EMU_TMAP_F64 ? EMU_FMT_F64 : EMU_FMT_F32;
+            if (op->redop == EMU_AOP_ADD)
+                nv = num_fop(f, EMU_FOP_ADD, old, v, 0, EMU_RN, 0);
+            else {
+                double x = num_decode(f, old), y = num_decode(f, v);
+                bool take = op->redop == EMU_AOP_MAX ? y > x : y < x;
+                nv = take ? v : old;
+            }
+        } else {
+            uint64_t m = emu_mask(bits);
+            switch (op->redop) {
+            case EMU_AOP_ADD: nv = (old + v) & m; break;
+            case EMU_AOP_MIN:
+            case EMU_AOP_MAX: {
+                bool lt = sgn ? emu_sx(v, bits) < emu_sx(old, bits) : v < old;
+                nv = (lt == (op->redop == EMU_AOP_MIN)) ? v : old;
+                break;
+            }
+            case EMU_AOP_AND: nv = old & v; break;
+            case EMU_AOP_OR: nv = old | v; break;
+            case EMU_AOP_XOR: nv = old ^ v; break;
+            case EMU_AOP_INC: nv = old >= v ? 0 : (old + 1) & m; break;
+            default: nv = (old == 0 || old > v) ? v : (old - 1) & m; break;
+            }
+        }
+        if (es == 4 && !((uintptr_t)g & 3)) {
+            uint32_t o32 = (uint32_t)old;
+            if (__atomic_compare_exchange_n((uint32_t *)(void *)g, &o32, (uint32_t)nv, false,
+                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                return;
+            old = o32;
+        } else if (es == 8 && !((uintptr_t)g & 7)) {
+            if (__atomic_compare_exchange_n((uint64_t *)(void *)g, &old, nv, false,
+                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                return;
+        } else if (es == 2 && !((uintptr_t)g & 1)) {
+            uint16_t o16 = (uint16_t)old;
+            if (__atomic_compare_exchange_n((uint16_t *)(void *)g, &o16, (uint16_t)nv, false,
+                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                return;
+            old = o16;
+        } else {
+            memcpy(g, &nv, es);
+            return;
+        }
+    }
+}
+
+static void complete(emu_cta *c, emu_aop *op)
+{
+    emu_asc *a = c->as;
+    const emu_ins *in = &c->k->code[op->pc];
+    int tid = (int)(op->warp * 32 + op->lane);
+    switch (op->kind) {
+    case EMU_AS_TMA_LD:
+    case EMU_AS_BULK_G2S:
+    case EMU_AS_BULK_S2S: {
+        mark(c, op->smem, op->bytes, EMU_PEND_DST, false);
+        a->marked--;
+        memcpy(c->smem + op->smem, op->data, op->bytes);
+        emu__shadow_async_write(c, op->smem, op->bytes, tid);
+        memset(a->wfence + op->smem, 0, op->bytes * sizeof *a->wfence);
+        if (op->mb >= 0 && (uint32_t)op->mb < a->nmb)
+            emu__mbar_complete_tx(c, &a->mb[op->mb], op->bytes, op->phase, in, tid);
+        break;
+    }
+    case EMU_AS_TMA_ST:
+    case EMU_AS_TMA_RED: {
+        mark(c, op->smem, op->bytes, EMU_PEND_SRC, false);
+        a->marked--;
+        uint32_t es = (uint32_t)emu_tmap_elem_bytes(op->map.dtype);
+        uint64_t n = emu_tmap_box_elems(&op->map);
+        for (uint64_t i = 0; i < n && !c->dead; i++) {
+            uint32_t s;
+            uint64_t g;
+            if (!emu_tmap_box_elem(&op->map, op->coord, op->smem, i, &s, &g))
+                continue; /* out of bounds: a store skips it */
+            uint8_t *p = gmem(c, in, tid, g, es, true);
+            if (!p)
+                continue;
+            if (op->kind == EMU_AS_TMA_ST)
+                memcpy(p, c->smem + s, es);
+            else
+                red_elem(op, p, ld_le(c->smem + s, es), es);
+        }
+        break;
+    }
+    case EMU_AS_BULK_S2G: {
+        mark(c, op->smem, op->bytes, EMU_PEND_SRC, false);
+        a->marked--;
+        uint8_t *p = gmem(c, in, tid, op->gaddr, op->bytes, true);
+        if (p)
+            memcpy(p, c->smem + op->smem, op->bytes);
+        break;
+    }
+    case EMU_AS_CP_ARRIVE: {
+        emu_warp *w = &c->warps[op->warp];
+        emu__cp_wait(c, w, 1u << op->lane, -1); /* the thread's prior cp.async land first */
+        if (op->mb >= 0 && (uint32_t)op->mb < a->nmb) {
+            emu_mbar *b = &a->mb[op->mb];
+            if (b->pending)
+                b->pending--;
+            b->last_line = in->line;
+            b->last_tid = tid;
+            emu__mbar_complete_tx(c, b, 0, op->phase, in, tid); /* the phase check */
+        }
+        break;
+    }
+    default: break;
+    }
+}
+
+/* Completes and removes queue entry i. */
+static void complete_at(emu_cta *c, uint32_t i)
+{
+    emu_asc *a = c->as;
+    emu_aop *op = a->q[i];
+    memmove(&a->q[i], &a->q[i + 1], (a->nq - i - 1) * sizeof *a->q);
+    a->nq--;
+    complete(c, op);
+    aop_free(op);
+}
+
+bool emu__async_step(emu_cta *c, bool stuck)
+{
+    emu_asc *a = c->as;
+    if (!a || !a->nq)
+        return false;
+    if (stuck) {
+        complete_at(c, 0);
+        return true;
+    }
+    if (c->o->schedule != EMU_SCHED_RANDOM)
+        return false;
+    bool any = false;
+    for (uint32_t i = 0; i < a->nq && !c->dead;) {
+        if ((rng_next(&a->rng) >> 62) == 0) { /* probability 1/4 */
+            complete_at(c, i);
+            any = true;
+        } else
+            i++;
+    }
+    return any;
+}
+
+void emu__async_drain(emu_cta *c)
+{
+    emu_asc *a = c->as;
+    while (a && a->nq && !c->dead)
+        complete_at(c, 0);
+}
+
+/* Issues op (filled in) from lane l: enqueued, or completed now (eager). */
+static void issue(emu_cta *c, emu_aop *op)
+{
+    enqueue(c, op);
+    if (c->o->schedule == EMU_SCHED_EAGER)
+        complete_at(c, c->as->nq - 1);
+}
+
+/* The barrier of a load (live; its phase recorded in op). */
+static bool load_mbar(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t l, emu_aop *op)
+{
+    uint32_t off;
+    int tid = tid_of(w, l);
+    if (!smem_range(c, in, tid, vaddr(c, w, in, 2, l), 8, 8, "mbarrier", &off))
+        return false;
+    emu_mbar *b = emu__mbar_at(c, off);
+    if (!b || b->state != EMU_MBS_LIVE) {
+        emu__report(c, EMU_R_MBARRIER, in, tid, EMU_SP_SHARED, off, 8, "%s",
+                    b ? "async copy completing on an invalidated mbarrier"
+                      : "async copy completing on an mbarrier that was never initialised");
+        fatal(c);
+        return false;
+    }
+    op->mb = (int32_t)(b - c->as->mb);
+    op->phase = b->phase;
+    return true;
+}
+
+/* Checks the destination of a load at issue and marks it in flight. */
+static void load_dst(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t l, emu_aop *op)
+{
+    emu_asc *a = c->as;
+    int tid = tid_of(w, l);
+    if (c->o->detect_async && a->marked &&
+        any_bits(c->pend + op->smem, op->bytes, EMU_PEND_DST | EMU_PEND_SRC))
+        emu__report(c, EMU_R_ASYNC_RACE, in, tid, EMU_SP_SHARED, op->smem, op->bytes,
+                    "async copy destination overlaps shared memory another async copy in flight "
+                    "writes or reads");
+    emu__shadow_probe(c, in, w, l, op->smem, op->bytes);
+    mark(c, op->smem, op->bytes, EMU_PEND_DST, true);
+    a->marked++;
+    if (op->mb >= 0)
+        a->mb[op->mb].inflight += op->bytes;
+}
+
+/* Checks the source of a store at issue (proxy fence, in-flight loads) and
+ * marks it being read. */
+static void store_src(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t l, emu_aop *op)
+{
+    emu_asc *a = c->as;
+    int tid = tid_of(w, l), wt = -1;
+    if (c->o->detect_async) {
+        if (a->marked && any_bits(c->pend + op->smem, op->bytes, EMU_PEND_DST))
+            emu__report(c, EMU_R_ASYNC_RACE, in, tid, EMU_SP_SHARED, op->smem, op->bytes,
+                        "async store reads shared memory an async copy in flight will write");
+        int64_t at = emu__proxy_unfenced(c, op->smem, op->bytes, &wt);
+        if (at >= 0) {
+            const unsigned *bd = c->rs->l.block;
+            emu__report(c, EMU_R_PROXY_FENCE, in, tid, EMU_SP_SHARED, (uint64_t)at, 1,
+                        "the async proxy reads a byte thread (%u,%u,%u) wrote through the generic "
+                        "proxy with no fence.proxy.async by that thread since",
+                        (unsigned)wt % bd[0], (unsigned)wt / bd[0] % bd[1],
+                        (unsigned)wt / (bd[0] * bd[1]));
+        }
+    }
+    mark(c, op->smem, op->bytes, EMU_PEND_SRC, true);
+    a->marked++;
+}
+
+static emu_aop *aop_new(const emu_warp *w, uint32_t l, uint32_t pc, uint8_t kind)
+{
+    emu_aop *op = calloc(1, sizeof *op);
+    if (!op)
+        abort(); /* allocation failure is an invariant violation (base.h) */
+    op->kind = kind;
+    op->warp = w->index;
+    op->lane = (uint8_t)l;
+    op->pc = pc;
+    op->mb = -1;
+    return op;
+}
+
+static void tma_load(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l, uint32_t pc)
+{
+    int tid = tid_of(w, l);
+    emu_aop *op = aop_new(w, l, pc, EMU_AS_TMA_LD);
+    if (!tma_map(c, w, in, l, op) || !load_mbar(c, w, in, l, op)) {
+        aop_free(op);
+        return;
+    }
+    uint64_t bytes = emu_tmap_box_bytes(&op->map);
+    if (in->flags & EMU_IF_HAS_C) { /* multicast: clusters of one CTA (rank 0) */
+        uint64_t mask = vslot(c, w, in, V_MASK, l) & 0xffff;
+        if (mask & ~1ull) {
+            emu__report(c, EMU_R_CLUSTER, in, tid, -1, 0, 0,
+                        "multicast mask 0x%llx names CTAs outside the cluster (clusters of more "
+                        "than one CTA are not emulated)",
+                        (unsigned long long)mask);
+            fatal(c);
+        }
+        if (!(mask & 1)) {
+            aop_free(op);
+            return;
+        }
+    }
+    if (c->dead || !smem_range(c, in, tid, vaddr(c, w, in, 0, l), bytes, 128, "TMA destination",
+                               &op->smem)) {
+        aop_free(op);
+        return;
+    }
+    op->bytes = (uint32_t)bytes;
+    op->data = malloc(bytes ? bytes : 1);
+    if (!op->data)
+        abort(); /* allocation failure is an invariant violation (base.h) */
+    uint32_t es = (uint32_t)emu_tmap_elem_bytes(op->map.dtype);
+    uint8_t fill[8];
+    emu_tmap_fill_bytes(&op->map, fill);
+    uint64_t n = emu_tmap_box_elems(&op->map);
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t s;
+        uint64_t g;
+        uint8_t *dst;
+        if (emu_tmap_box_elem(&op->map, op->coord, op->smem, i, &s, &g)) {
+            const uint8_t *p = gmem(c, in, tid, g, es, false);
+            dst = op->data + (s - op->smem);
+            if (p)
+                memcpy(dst, p, es);
+            else
+                memset(dst, 0, es);
+        } else
+            memcpy(op->data + (s - op->smem), fill, es);
+    }
+    load_dst(c, w, in, l, op);
+    issue(c, op);
+}
+
+static void tma_store(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l, uint32_t pc,
+                      uint8_t kind)
+{
+    int tid = tid_of(w, l);
+    emu_aop *op = aop_new(w, l, pc, kind);
+    op->redop = in->ty2;
+    if (!tma_map(c, w, in, l, op)) {
+        aop_free(op);
+        return;
+    }
+    uint64_t bytes = emu_tmap_box_bytes(&op->map);
+    if (!smem_range(c, in, tid, vaddr(c, w, in, 1, l), bytes, 128, "TMA source", &op->smem)) {
+        aop_free(op);
+        return;
+    }
+    op->bytes = (uint32_t)bytes;
+    op->group = c->as->bgroup[tid];
+    store_src(c, w, in, l, op);
+    issue(c, op);
+}
+
+static void bulk(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l, uint32_t pc)
+{
+    int tid = tid_of(w, l);
+    uint64_t size = vslot(c, w, in, V_SIZE, l) & 0xffffffffu;
+    if (size % 16 || !size) {
+        emu__report(c, EMU_R_INVALID, in, tid, -1, 0, 0,
+                    "bulk copy size %llu is not a positive multiple of 16", (unsigned long long)size);
+        fatal(c);
+        return;
+    }
+    if (in->sub == EMU_AS_BULK_S2G) {
+        emu_aop *op = aop_new(w, l, pc, EMU_AS_BULK_S2G);
+        op->gaddr = vaddr(c, w, in, 0, l);
+        if ((op->gaddr & 15) && c->o->detect_misaligned)
+            emu__report(c, EMU_R_MISALIGNED, in, tid, EMU_SP_GLOBAL, op->gaddr, (uint32_t)size,
+                        "bulk copy global address not 16-byte aligned");
+        if (!smem_range(c, in, tid, vaddr(c, w, in, 1, l), size, 16, "bulk copy source", &op->smem)) {
+            aop_free(op);
+            return;
+        }
+        op->bytes = (uint32_t)size;
+        op->group = c->as->bgroup[tid];
+        store_src(c, w, in, l, op);
+        issue(c, op);
+        return;
+    }
+    emu_aop *op = aop_new(w, l, pc, in->sub);
+    if (!load_mbar(c, w, in, l, op)) {
+        aop_free(op);
+        return;
+    }
+    if (in->flags & EMU_IF_HAS_C) {
+        uint64_t mask = vslot(c, w, in, V_MASK, l) & 0xffff;
+        if (mask & ~1ull) {
+            emu__report(c, EMU_R_CLUSTER, in, tid, -1, 0, 0,
+                        "multicast mask 0x%llx names CTAs outside the cluster (clusters of more "
+                        "than one CTA are not emulated)",
+                        (unsigned long long)mask);
+            fatal(c);
+        }
+        if (!(mask & 1) || c->dead) {
+            aop_free(op);
+            return;
+        }
+    }
+    if (!smem_range(c, in, tid, vaddr(c, w, in, 0, l), size, 16, "bulk copy destination",
+                    &op->smem)) {
+        aop_free(op);
+        return;
+    }
+    op->bytes = (uint32_t)size;
+    op->data = malloc(size);
+    if (!op->data)
+        abort(); /* allocation failure is an invariant violation (base.h) */
+    uint64_t src = vaddr(c, w, in, 1, l);
+    if (in->sub == EMU_AS_BULK_S2S) {
+        uint32_t so;
+        if (!smem_range(c, in, tid, src, size, 16, "bulk copy source", &so)) {
+            aop_free(op);
+            return;
+        }
+        memcpy(op->data, c->smem + so, size);
+    } else {
+        if ((src & 15) && c->o->detect_misaligned)
+            emu__report(c, EMU_R_MISALIGNED, in, tid, EMU_SP_GLOBAL, src, (uint32_t)size,
+                        "bulk copy global address not 16-byte aligned");
+        const uint8_t *p = gmem(c, in, tid, src, size, false);
+        if (p)
+            memcpy(op->data, p, size);
+        else
+            memset(op->data, 0, size);
+    }
+    load_dst(c, w, in, l, op);
+    issue(c, op);
+}
+
+/* cp.async.bulk.wait_group N: the thread's bulk groups but the newest N
+ * complete (the .read form completes them too: legal, and simpler). */
+static void bulk_wait(emu_cta *c, const emu_warp *w, uint32_t m, uint64_t keep)
+{
+    emu_asc *a = c->as;
+    for (uint32_t i = 0; i < a->nq && !c->dead;) {
+        emu_aop *op = a->q[i];
+        bool store = op->kind == EMU_AS_TMA_ST || op->kind == EMU_AS_TMA_RED ||
+                     op->kind == EMU_AS_BULK_S2G;
+        uint32_t tid = op->warp * 32 + op->lane;
+        if (store && op->warp == w->index && ((m >> op->lane) & 1) &&
+            (uint64_t)op->group + keep < a->bgroup[tid])
+            complete_at(c, i);
+        else
+            i++;
+    }
+}
+
+bool emu__async(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t pc)
+{
+    emu_asc *a = c->as;
+    EMU_FOR_LANES(m, l)
+    {
+        if (c->dead)
+            return true;
+        int tid = tid_of(w, l);
+        switch (in->sub) {
+        case EMU_AS_TMA_LD: tma_load(c, w, in, l, pc); break;
+        case EMU_AS_TMA_ST: tma_store(c, w, in, l, pc, EMU_AS_TMA_ST); break;
+        case EMU_AS_TMA_RED: tma_store(c, w, in, l, pc, EMU_AS_TMA_RED); break;
+        case EMU_AS_BULK_G2S:
+        case EMU_AS_BULK_S2G:
+        case EMU_AS_BULK_S2S: bulk(c, w, in, l, pc); break;
+        case EMU_AS_COMMIT: a->bgroup[tid]++; break;
+        case EMU_AS_WAIT: break;
+        case EMU_AS_FENCE_PROXY: a->fcnt[tid]++; break;
+        case EMU_AS_PREFETCH_TMAP: {
+            emu_tmap_desc d;
+            uint64_t ga = vaddr(c, w, in, 0, l);
+            read_map(c, in, tid, ga, &d);
+            break;
+        }
+        case EMU_AS_MAPA: {
+            uint64_t rank = EMU_RG(w->R, in->b)[l] & 0xffffffffu;
+            if (rank != 0) {
+                emu__report(c, EMU_R_CLUSTER, in, tid, -1, 0, 0,
+                            "mapa to CTA rank %llu of a cluster of one CTA",
+                            (unsigned long long)rank);
+                fatal(c);
+                return true;
+            }
+            EMU_RG(w->R, in->d)[l] = EMU_RG(w->R, in->a)[l];
+            break;
+        }
+        case EMU_AS_GETCTARANK: EMU_RG(w->R, in->d)[l] = 0; break;
+        default: break;
+        }
+    }
+    if (in->sub == EMU_AS_WAIT)
+        bulk_wait(c, w, m, in->aux);
+    return c->dead;
+}
+
+/* cp.async.mbarrier.arrive of lane l on barrier b (mbarrier.c decodes it
+ * and calls here through emu__async_cp_arrive). */
+void emu__async_cp_arrive(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l, uint32_t pc,
+                          emu_mbar *b)
+{
+    emu_aop *op = aop_new(w, l, pc, EMU_AS_CP_ARRIVE);
+    op->mb = (int32_t)(b - c->as->mb);
+    op->phase = b->phase;
+    op->noinc = (in->aux & EMU_MBF_NOINC) != 0;
+    if (!op->noinc)
+        b->pending++; /* without .noinc the pending count is raised first */
+    issue(c, op);
+}

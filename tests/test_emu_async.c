@@ -1,0 +1,303 @@
+/* Hopper's asynchronous part on the emulator: mbarrier semantics (sm90 ref
+ * 5.1), blocking waits, the async engine's schedules (lazy, eager, random)
+ * giving identical results, TMA loads (128B swizzle, zero fill) and stores,
+ * bulk copies and groups, and the planted-bug kernels of
+ * tests/ptx/sm90/emu/ (each fires its detector; their fixed twin runs clean
+ * under every schedule). Expected values come from the formulas of the sm90
+ * ref, computed here. */
+#include "ptx/emu/emu.h"
+#include "ptx/emu/tmap.h"
+#include "ptx/parse.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct run {
+    ptx_module *m;
+    emu_ctx *c;
+    emu_kernel *k;
+} run;
+
+static void load_text(run *r, const char *text, const emu_opts *o)
+{
+    pt_err e = {0};
+    cr_assert_eq(ptx_parse(text, strlen(text), "k.ptx", 0, &r->m, &e), PT_OK, "%s", e.msg);
+    r->c = emu_new(o);
+    cr_assert(r->c);
+    cr_assert_eq(emu_load(r->c, r->m, NULL, &r->k, &e), PT_OK, "%s", e.msg);
+}
+
+static char *read_file(const char *name)
+{
+    const char *dir = getenv("PTXTUNE_TESTS_DIR");
+    cr_assert(dir, "PTXTUNE_TESTS_DIR not set (meson sets it)");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/ptx/sm90/emu/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+static void run_free(run *r)
+{
+    emu_kernel_free(r->k);
+    emu_free(r->c);
+    ptx_module_free(r->m);
+}
+
+static emu_opts sched_opts(const char *sched)
+{
+    emu_opts o = emu_default_opts();
+    pt_err e = {0};
+    cr_assert_eq(emu_schedule_parse(sched, &o, &e), PT_OK, "%s", e.msg);
+    return o;
+}
+
+static bool has_kind(const run *r, emu_report_kind k, const char *needle)
+{
+    for (int i = 0; i < emu_nreports(r->c); i++)
+        if (emu_report_kind_of(r->c, i) == k && (!needle || strstr(emu_report(r->c, i), needle)))
+            return true;
+    return false;
+}
+
+static void dump(const run *r)
+{
+    for (int i = 0; i < emu_nreports(r->c); i++)
+        fprintf(stderr, "  report: %s\n", emu_report(r->c, i));
+}
+
+static const char *const scheds[] = {"lazy", "eager", "random:1", "random:2", "random:3"};
+
+Test(emu_async, schedule_option)
+{
+    emu_opts o = emu_default_opts();
+    pt_err e = {0};
+    char buf[32];
+    cr_assert_eq(o.schedule, EMU_SCHED_LAZY);
+    cr_assert_eq(emu_schedule_parse("eager", &o, &e), PT_OK);
+    cr_assert_eq(o.schedule, EMU_SCHED_EAGER);
+    cr_assert_eq(emu_schedule_parse("random:77", &o, &e), PT_OK);
+    cr_assert_eq(o.schedule, EMU_SCHED_RANDOM);
+    cr_assert_eq(o.schedule_seed, 77);
+    cr_assert_str_eq(emu_schedule_str(&o, buf, sizeof buf), "random:77");
+    cr_assert_eq(emu_schedule_parse("random:", &o, &e), PT_EINVAL);
+    cr_assert(strstr(e.msg, "'random:'"), "%s", e.msg);
+    cr_assert_eq(emu_schedule_parse("fast", &o, &e), PT_EINVAL);
+    cr_assert_eq(emu_schedule_parse("random:1x", &o, &e), PT_EINVAL);
+}
+
+/* ---- mbarrier truth table (sm90 ref 5.1), one thread ---- */
+
+static const char mbar_text[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry k(.param .u64 out)\n{\n"
+    "\t.reg .pred %p<4>;\n\t.reg .b32 %r<16>;\n\t.reg .b64 %rd<8>;\n"
+    "\t.shared .align 8 .b64 bar;\n"
+    "\tld.param.u64 %rd1, [out];\n"
+    "\tmov.u32 %r1, bar;\n"
+    "\tmbarrier.init.shared::cta.b64 [%r1], 2;\n"
+    /* 0: parity 1 (the phase before the first) counts as complete */
+    "\tmbarrier.test_wait.parity.shared::cta.b64 %p1, [%r1], 1;\n"
+    "\tselp.u32 %r2, 1, 0, %p1;\n\tst.global.u32 [%rd1], %r2;\n"
+    /* 1: parity 0 is not */
+    "\tmbarrier.test_wait.parity.shared::cta.b64 %p1, [%r1], 0;\n"
+    "\tselp.u32 %r2, 1, 0, %p1;\n\tst.global.u32 [%rd1+4], %r2;\n"
+    /* one of two arrivals: still pending; its token's pending count is 1 */
+    "\tmbarrier.arrive.shared::cta.b64 %rd2, [%r1];\n"
+    "\tmbarrier.pending_count.b64 %r3, %rd2;\n\tst.global.u32 [%rd1+8], %r3;\n"
+    "\tmbarrier.test_wait.shared::cta.b64 %p1, [%r1], %rd2;\n"
+    "\tselp.u32 %r2, 1, 0, %p1;\n\tst.global.u32 [%rd1+12], %r2;\n"
+    /* expect_tx 16: the second arrival leaves 16 bytes missing */
+    "\tmbarrier.arrive.expect_tx.shared::cta.b64 %rd3, [%r1], 16;\n"
+    "\tmbarrier.test_wait.parity.shared::cta.b64 %p1, [%r1], 0;\n"
+    "\tselp.u32 %r2, 1, 0, %p1;\n\tst.global.u32 [%rd1+16], %r2;\n"
+    /* complete_tx 16: phase 0 completes; the first token now tests true */
+    "\tmbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%r1], 16;\n"
+    "\tmbarrier.test_wait.parity.shared::cta.b64 %p1, [%r1], 0;\n"
+    "\tselp.u32 %r2, 1, 0, %p1;\n\tst.global.u32 [%rd1+20], %r2;\n"
+    "\tmbarrier.try_wait.shared::cta.b64 %p1, [%r1], %rd2;\n"
+    "\tselp.u32 %r2, 1, 0, %p1;\n\tst.global.u32 [%rd1+24], %r2;\n"
+    /* phase 1 (parity 1) is open: arrive_drop lowers the count to 1 */
+    "\tmbarrier.test_wait.parity.shared::cta.b64 %p1, [%r1], 1;\n"
+    "\tselp.u32 %r2, 1, 0, %p1;\n\tst.global.u32 [%rd1+28], %r2;\n"
+    "\tmbarrier.arrive_drop.shared::cta.b64 _, [%r1];\n"
+    "\tmbarrier.arrive.shared::cta.b64 _, [%r1];\n"
+    "\tmbarrier.test_wait.parity.shared::cta.b64 %p1, [%r1], 1;\n"
+    "\tselp.u32 %r2, 1, 0, %p1;\n\tst.global.u32 [%rd1+32], %r2;\n"
+    /* phase 2 takes one arrival */
+    "\tmbarrier.arrive.shared::cta.b64 _, [%r1];\n"
+    "\tmbarrier.test_wait.parity.shared::cta.b64 %p1, [%r1], 0;\n"
+    "\tselp.u32 %r2, 1, 0, %p1;\n\tst.global.u32 [%rd1+36], %r2;\n"
+    "\tmbarrier.inval.shared::cta.b64 [%r1];\n"
+    "\tret;\n}\n";
+
+Test(emu_async, mbarrier_truth_table)
+{
+    run r = {0};
+    emu_opts o = emu_default_opts();
+    load_text(&r, mbar_text, &o);
+    pt_err e = {0};
+    uint64_t d = emu_alloc(r.c, 40, "out");
+    const void *args[] = {&d};
+    emu_launch l = {{1, 1, 1}, {1, 1, 1}, 0};
+    int rc = emu_run(r.c, r.k, &l, args, NULL, &e);
+    if (rc)
+        dump(&r);
+    cr_assert_eq(rc, PT_OK, "%s", e.msg);
+    uint32_t got[10];
+    cr_assert_eq(emu_read(r.c, d, got, sizeof got, &e), PT_OK);
+    const uint32_t want[10] = {1, 0, 1, 0, 0, 1, 1, 0, 1, 1};
+    for (int i = 0; i < 10; i++)
+        cr_expect_eq(got[i], want[i], "value %d: %u, expected %u", i, got[i], want[i]);
+    run_free(&r);
+}
+
+/* ---- the TMA round trip (tests/ptx/sm90/emu/tma_fixed.ptx) ---- */
+
+enum { IN_W = 64, IN_H = 16, BOX_W = 32, BOX_H = 8, X0 = 16, Y0 = -4 };
+
+static uint32_t sw128(uint32_t x) { return x ^ (((x >> 7) & 7) << 4); }
+
+/* The input: in[y][x] = y * 100 + x + 0.5 (exact in f32). */
+static float in_at(int x, int y) { return (float)(y * 100 + x) + 0.5f; }
+
+/* Box element (b0, b1) as TMA loads it: zero outside the tensor. */
+static float box_at(int b0, int b1)
+{
+    int x = X0 + b0, y = Y0 + b1;
+    return x < 0 || x >= IN_W || y < 0 || y >= IN_H ? 0.0f : in_at(x, y);
+}
+
+typedef struct rt {
+    run r;
+    uint64_t din, dout, draw;
+    uint8_t tin[128], tout[128];
+    int rc;
+    double seconds;
+    float out[BOX_W * BOX_H], raw[BOX_W * BOX_H];
+} rt;
+
+static void rt_run(rt *t, const char *file, const char *sched)
+{
+    memset(t, 0, sizeof *t);
+    char *text = read_file(file);
+    emu_opts o = sched_opts(sched);
+    load_text(&t->r, text, &o);
+    free(text);
+    emu_ctx *c = t->r.c;
+    pt_err e = {0};
+    float in[IN_W * IN_H];
+    for (int y = 0; y < IN_H; y++)
+        for (int x = 0; x < IN_W; x++)
+            in[y * IN_W + x] = in_at(x, y);
+    t->din = emu_alloc(c, sizeof in, "in");
+    t->dout = emu_alloc(c, sizeof t->out, "out");
+    t->draw = emu_alloc(c, sizeof t->raw, "raw");
+    cr_assert_eq(emu_write(c, t->din, in, sizeof in, &e), PT_OK);
+    emu_tmap_desc a = {.dtype = EMU_TMAP_F32, .rank = 2, .gaddr = t->din,
+                       .dims = {IN_W, IN_H}, .strides = {IN_W * 4}, .box = {BOX_W, BOX_H},
+                       .estrides = {1, 1}, .swizzle = EMU_TMAP_SWIZZLE_128B};
+    cr_assert_eq(emu_tmap_encode(&a, t->tin, &e), PT_OK, "%s", e.msg);
+    emu_tmap_desc b = a;
+    b.gaddr = t->dout;
+    b.dims[0] = BOX_W;
+    b.dims[1] = BOX_H;
+    b.strides[0] = BOX_W * 4;
+    cr_assert_eq(emu_tmap_encode(&b, t->tout, &e), PT_OK, "%s", e.msg);
+    const void *args[] = {t->tin, t->tout, &t->draw};
+    emu_launch l = {{1, 1, 1}, {64, 1, 1}, 0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    t->rc = emu_run(c, t->r.k, &l, args, NULL, &e);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    t->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    if (t->rc == PT_OK) {
+        cr_assert_eq(emu_read(c, t->dout, t->out, sizeof t->out, &e), PT_OK);
+        cr_assert_eq(emu_read(c, t->draw, t->raw, sizeof t->raw, &e), PT_OK);
+    }
+}
+
+Test(emu_async, tma_round_trip_every_schedule)
+{
+    float first[BOX_W * BOX_H], firstraw[BOX_W * BOX_H];
+    for (size_t s = 0; s < sizeof scheds / sizeof scheds[0]; s++) {
+        rt t;
+        rt_run(&t, "tma_fixed.ptx", scheds[s]);
+        if (t.rc)
+            dump(&t.r);
+        cr_assert_eq(t.rc, PT_OK, "schedule %s", scheds[s]);
+        /* raw: shared word at byte p holds box element sw128(p) / 4 (the
+         * tile is 1024-aligned, so the swizzle of its offsets is that of
+         * the absolute addresses) */
+        for (uint32_t p = 0; p < 1024; p += 4) {
+            uint32_t li = sw128(p) / 4;
+            float want = box_at((int)(li % BOX_W), (int)(li / BOX_W));
+            cr_assert_eq(t.raw[p / 4], want, "%s: raw word %u: %g, expected %g", scheds[s], p / 4,
+                         (double)t.raw[p / 4], (double)want);
+        }
+        /* out: the store un-swizzles: out[b1][b0] = 2 * box element */
+        for (int i = 0; i < BOX_W * BOX_H; i++)
+            cr_assert_eq(t.out[i], 2 * box_at(i % BOX_W, i / BOX_W), "%s: out %d", scheds[s], i);
+        if (s == 0) {
+            memcpy(first, t.out, sizeof first);
+            memcpy(firstraw, t.raw, sizeof firstraw);
+        } else {
+            cr_assert(!memcmp(first, t.out, sizeof first), "%s differs from lazy", scheds[s]);
+            cr_assert(!memcmp(firstraw, t.raw, sizeof firstraw), "%s differs from lazy", scheds[s]);
+        }
+        run_free(&t.r);
+    }
+}
+
+/* Each planted bug fires its detector (under the lazy schedule, and under
+ * eager where the bug does not depend on when the copy lands). */
+static void planted(const char *file, emu_report_kind kind, const char *needle, bool eager_too)
+{
+    for (int s = 0; s < (eager_too ? 2 : 1); s++) {
+        rt t;
+        rt_run(&t, file, scheds[s]);
+        cr_assert_eq(t.rc, PT_EEMU, "%s under %s ran clean", file, scheds[s]);
+        if (!has_kind(&t.r, kind, needle))
+            dump(&t.r);
+        cr_assert(has_kind(&t.r, kind, needle), "%s under %s: no %s report with '%s'", file,
+                  scheds[s], emu_report_kind_name(kind), needle ? needle : "");
+        if (getenv("ASYNC_DUMP"))
+            dump(&t.r);
+        const char *line = emu_report(t.r.c, 0);
+        cr_assert(strstr(line, "kernel k line "), "%s", line);
+        cr_assert(t.seconds < 1.0, "%s took %g s", file, t.seconds);
+        run_free(&t.r);
+    }
+}
+
+Test(emu_async, planted_async_race_read_before_wait)
+{
+    planted("async_race_bug.ptx", EMU_R_ASYNC_RACE, "(ld)", false);
+}
+Test(emu_async, planted_missing_proxy_fence)
+{
+    planted("proxy_bug.ptx", EMU_R_PROXY_FENCE, "cp.async.bulk.tensor", true);
+}
+Test(emu_async, planted_expect_tx_negative)
+{
+    planted("expect_tx_bug.ptx", EMU_R_EXPECT_TX, "went negative", true);
+}
+Test(emu_async, planted_deadlock_never_completes)
+{
+    planted("deadlock_bug.ptx", EMU_R_DEADLOCK, "mbarrier 'bar'+0 for parity 0", true);
+}
+Test(emu_async, planted_store_source_overwritten)
+{
+    planted("store_src_bug.ptx", EMU_R_ASYNC_RACE, "(st)", false);
+}
