@@ -580,6 +580,8 @@ static void load_dst(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t 
                     "async copy destination overlaps shared memory another async copy in flight "
                     "writes or reads");
     emu__shadow_probe(c, in, w, l, op->smem, op->bytes);
+    if (c->wg)
+        emu__wg_async_write(c, in, tid, op->smem, op->bytes);
     mark(c, op->smem, op->bytes, EMU_PEND_DST, true);
     a->marked++;
     if (op->mb >= 0)

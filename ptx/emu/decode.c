@@ -835,6 +835,98 @@ static int dec_mma(dec *d, const ptx_ins *in, emu_ins *o)
     return vec(d, &in->opd[3], false, ct == PTX_T_F16 ? PTX_T_B32 : ct, &o->c);
 }
 
+/* ---- Hopper warp and warpgroup ops: EMU_H_WG, executed by wgmma.c ---- */
+
+static int dec_wg_sync(dec *d, const ptx_ins *in, emu_ins *o)
+{
+    (void)d;
+    o->h = EMU_H_WG;
+    o->flags |= EMU_IF_ALIGNED;
+    o->sub = in->op == PTX_OP_WGMMA_FENCE ? EMU_WG_FENCE : in->op == PTX_OP_WGMMA_COMMIT ? EMU_WG_COMMIT
+                                                                                      : EMU_WG_WAIT;
+    if (o->sub == EMU_WG_WAIT)
+        o->aux = (uint64_t)in->opd[0].u.imm;
+    return PT_OK;
+}
+
+/* wgmma.mma_async (shape, types and immediates: ptx_check_ins). d: the D
+ * registers (n of them), a: descA's slot (SS) or the 4 A registers (RS), b:
+ * descB's slot, c: scale-d (cneg: !%p); off: N, sz: K, aux: the B type;
+ * sub2: EMU_WGMMA_* bits. */
+static int dec_wgmma(dec *d, const ptx_ins *in, emu_ins *o)
+{
+    if (in->types[1] == PTX_T_B1)
+        return dec_err(d, "single-bit wgmma (.and.popc) is not emulated");
+    bool rs = in->op == PTX_OP_WGMMA_RS;
+    o->h = EMU_H_WG;
+    o->sub = EMU_WG_MMA;
+    o->flags |= EMU_IF_ALIGNED;
+    if (has(in, PTX_M_SATFINITE))
+        o->flags |= EMU_IF_SATFINITE;
+    o->aux = (uint64_t)in->types[2];
+    o->off = (int64_t)in->shape.n;
+    o->sz = (uint8_t)in->shape.k;
+    uint8_t s2 = rs ? EMU_WGMMA_RS : 0;
+    int n = in->nopd;
+    if (n > 4 && in->opd[4].u.imm < 0)
+        s2 |= EMU_WGMMA_NEG_A;
+    if (n > 5 && in->opd[5].u.imm < 0)
+        s2 |= EMU_WGMMA_NEG_B;
+    if (!rs && n > 6 && in->opd[6].u.imm)
+        s2 |= EMU_WGMMA_TRANS_A;
+    if (n > (rs ? 6 : 7) && in->opd[rs ? 6 : 7].u.imm)
+        s2 |= EMU_WGMMA_TRANS_B;
+    o->sub2 = s2;
+    o->n = (uint8_t)in->opd[0].u.vec.n; /* N/2 or N/4 registers: ptx_check_ins */
+    int rc = vec(d, &in->opd[0], true, 0, &o->d);
+    if (rc || (rc = rs ? vec(d, &in->opd[1], false, PTX_T_B32, &o->a) : src(d, &in->opd[1], PTX_T_B64, &o->a)))
+        return rc;
+    if ((rc = src(d, &in->opd[2], PTX_T_B64, &o->b)))
+        return rc;
+    o->cneg = in->opd[3].neg;
+    return src(d, &in->opd[3], PTX_T_PRED, &o->c);
+}
+
+static int dec_stmatrix(dec *d, const ptx_ins *in, emu_ins *o)
+{
+    o->h = EMU_H_WG;
+    o->sub = EMU_WG_STMATRIX;
+    o->flags |= EMU_IF_ALIGNED;
+    o->n = has(in, PTX_M_X4) ? 4 : has(in, PTX_M_X2) ? 2 : 1;
+    if (has(in, PTX_M_TRANS))
+        o->flags |= EMU_IF_TRANS;
+    o->sub2 = (uint8_t)space_of(in);
+    o->sz = 16;
+    int rc = addr(d, &in->opd[0], o->sub2, &o->a, &o->off);
+    return rc ? rc : vec(d, &in->opd[1], false, PTX_T_B32, &o->b); /* o->n registers: ptx_check_ins */
+}
+
+/* elect.sync d|p, membermask: d (or the sink) in d, p in c, the mask in a */
+static int dec_elect(dec *d, const ptx_ins *in, emu_ins *o)
+{
+    o->h = EMU_H_WG;
+    o->sub = EMU_WG_ELECT;
+    const ptx_opd *pr = &in->opd[0];
+    int rc = PT_OK;
+    o->d = EMU_SLOT_SINK;
+    if (pr->u.pair.d.id && (rc = reg_slot(d, pr->u.pair.d, &o->d)))
+        return rc;
+    if ((rc = reg_slot(d, pr->u.pair.p, &o->c)))
+        return rc;
+    return src(d, &in->opd[1], PTX_T_U32, &o->a);
+}
+
+static int dec_setmaxnreg(dec *d, const ptx_ins *in, emu_ins *o)
+{
+    (void)d;
+    o->h = EMU_H_WG;
+    o->sub = EMU_WG_SETMAXNREG;
+    o->flags |= EMU_IF_ALIGNED;
+    o->sub2 = has(in, PTX_M_INC) ? 1 : 0;
+    o->aux = (uint64_t)in->opd[0].u.imm; /* a multiple of 8 in [24, 256]: ptx_check_ins */
+    return PT_OK;
+}
+
 /* ---- Hopper's asynchronous part (mbarrier.c, async.c) ---- */
 
 /* The state space an mbarrier or async-copy address names: shared (window
@@ -1145,6 +1237,14 @@ static const dec_fn dec_tab[PTX_NOPS] = {
     [PTX_OP_FENCE_MBAR_INIT] = dec_async,
     [PTX_OP_MAPA] = dec_async,
     [PTX_OP_GETCTARANK] = dec_async,
+    [PTX_OP_WGMMA_FENCE] = dec_wg_sync,
+    [PTX_OP_WGMMA_COMMIT] = dec_wg_sync,
+    [PTX_OP_WGMMA_WAIT] = dec_wg_sync,
+    [PTX_OP_WGMMA_SS] = dec_wgmma,
+    [PTX_OP_WGMMA_RS] = dec_wgmma,
+    [PTX_OP_STMATRIX] = dec_stmatrix,
+    [PTX_OP_ELECT] = dec_elect,
+    [PTX_OP_SETMAXNREG] = dec_setmaxnreg,
 };
 
 static uint32_t align_up(uint32_t v, uint32_t a) { return a > 1 ? (v + a - 1) / a * a : v; }
@@ -1286,5 +1386,7 @@ int emu__decode(emu_kernel *k, ptx_module *m, ptx_fn *f, pt_err *e)
     k->nvpool = (uint32_t)d.nvpool;
     free(d.bank_base);
     free(d.label_pc);
+    if (!rc) /* wgmma.c: register marks and warpgroup bookkeeping */
+        rc = emu__wg_prepare(k, f, e);
     return rc;
 }

@@ -282,6 +282,7 @@ void emu_kernel_free(emu_kernel *k)
     free(k->param_off);
     free(k->param_size);
     free(k->shvars);
+    emu__wg_kernel_free(k);
     free(k);
 }
 

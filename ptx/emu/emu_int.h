@@ -58,7 +58,7 @@ enum { EMU_SLOT_ZERO = 0, EMU_SLOT_SINK = 1, EMU_SLOT_SREG = 2 };
     X(FUNARY) X(AND) X(OR) X(XOR) X(NOT) X(SHL) X(SHR) X(LOP3) X(PRMT) X(BFE) X(BFI)       \
     X(POPC) X(CLZ) X(BREV) X(SETP) X(SELP) X(BRA) X(EXIT) X(TRAP) X(BAR) X(BAR_WARP)     \
     X(SHFL) X(VOTE) X(ACTIVEMASK) X(REDUX) X(ATOM) X(CP_ASYNC) X(CP_COMMIT) X(CP_WAIT)    \
-    X(LDMATRIX) X(MMA) X(MBAR) X(ASYNC)
+    X(LDMATRIX) X(MMA) X(WG) X(MBAR) X(ASYNC)
 
 enum emu_h {
 #define X(id) EMU_H_##id,
@@ -109,6 +109,14 @@ enum {
 enum { EMU_CVTA_ID, EMU_CVTA_TO_GENERIC, EMU_CVTA_FROM_GENERIC };
 /* mma shapes */
 enum { EMU_MMA_K8, EMU_MMA_K16, EMU_MMA_K32 };
+/* EMU_H_WG operations (sub): the Hopper warp and warpgroup instructions of
+ * ptx/emu/wgmma.c */
+enum {
+    EMU_WG_FENCE, EMU_WG_COMMIT, EMU_WG_WAIT, EMU_WG_MMA, EMU_WG_STMATRIX, EMU_WG_ELECT,
+    EMU_WG_SETMAXNREG,
+};
+/* wgmma.mma_async's sub2 bits */
+enum { EMU_WGMMA_RS = 1, EMU_WGMMA_NEG_A = 2, EMU_WGMMA_NEG_B = 4, EMU_WGMMA_TRANS_A = 8, EMU_WGMMA_TRANS_B = 16 };
 
 /* EMU_H_MBAR operations (sub; mbarrier.c) and their mode bits (aux) */
 enum {
@@ -147,7 +155,8 @@ typedef struct emu_ins {
     uint8_t dbits;  /* destination register width */
     uint8_t gneg;   /* guard is negated */
     uint8_t cneg;   /* predicate source is negated */
-    uint8_t pad[3];
+    uint8_t wg;     /* 1: an operand is a wgmma D or A register (wgmma.c checks it) */
+    uint8_t pad[2];
     uint32_t guard; /* guard predicate slot, 0 when unguarded */
     uint32_t d, a, b, c, e;
     uint32_t target; /* branch target pc */
@@ -187,6 +196,7 @@ struct emu_kernel {
     uint32_t local_bytes; /* per-thread .local (none declared by the IR yet) */
     bool async;           /* uses mbarriers, TMA, bulk copies or proxy fences (emu_asc) */
     int maxntid[3], reqntid[3];
+    struct emu_wgk *wg; /* wgmma.c: the kernel's warpgroup bookkeeping, NULL: none */
 };
 
 typedef struct emu_allocrec {
@@ -299,6 +309,7 @@ typedef struct emu_cta {
     uint64_t *seen; /* report dedupe bitmap: kind x pc */
     bool shadow_sh; /* any shared-memory detector on */
     struct emu_asc *as; /* Hopper async state (NULL: the kernel uses none) */
+    struct emu_wgc *wg; /* wgmma.c: wgmma groups, footprint locks, setmaxnreg (NULL: none) */
     bool dead;      /* CTA (or run) aborted */
 } emu_cta;
 
@@ -501,6 +512,29 @@ uint64_t emu__farith(const emu_ins *in, uint64_t a, uint64_t b, uint64_t c);
 uint64_t emu__fminmax(const emu_ins *in, uint64_t a, uint64_t b);
 bool emu__setp_f(const emu_ins *in, uint64_t a, uint64_t b);
 
+/* wgmma.c: wgmma.fence/mma_async/commit_group/wait_group, stmatrix,
+ * elect.sync, setmaxnreg and fence.proxy.async (EMU_H_WG). prepare runs
+ * after decode (marks the instructions whose operands are wgmma registers,
+ * in->wg); the CTA functions are no-ops for kernels without these ops.
+ * emu__wg_exec returns true when it blocked the warp's lanes (setmaxnreg.inc
+ * waiting for registers; the scheduler then picks other lanes). */
+int emu__wg_prepare(emu_kernel *k, const ptx_fn *f, pt_err *e);
+void emu__wg_kernel_free(emu_kernel *k);
+int emu__wg_cta_init(emu_cta *c);
+void emu__wg_cta_start(emu_cta *c);
+void emu__wg_cta_free(emu_cta *c);
+bool emu__wg_exec(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t pc);
+void emu__wg_touch(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t pc);
+void emu__wg_exit(emu_cta *c, emu_warp *w, uint32_t m); /* before the lanes of m leave */
+bool emu__wg_deadlock(emu_cta *c);                       /* reports a setmaxnreg wait */
+/* Shared-memory writes [off, off+n) (window offsets) into the footprint of
+ * an in-flight wgmma are an async-race: emu__mem calls the first for every
+ * shared write when c->wg is set; the async engine calls the second for
+ * what it writes (TMA, bulk copies) at issue. (The missing-proxy-fence
+ * check of wgmma operands uses async.c's emu__proxy_unfenced.) */
+void emu__wg_smem_write(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
+                        uint64_t off, uint32_t n);
+void emu__wg_async_write(emu_cta *c, const emu_ins *in, int tid, uint64_t off, uint64_t n);
 /* exec.c: picks the warp's next running group (after lanes block or wake) */
 void emu__resched(emu_warp *w);
 

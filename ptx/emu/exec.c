@@ -308,6 +308,8 @@ static void warp_run(emu_cta *c, emu_warp *w, uint32_t budget)
         const unsigned fl = in->flags;
         if (!m && in->h != EMU_H_BRA)
             goto next;
+        if (in->wg) /* an operand is a wgmma D/A register: retire its group first */
+            emu__wg_touch(c, w, in, pc);
         switch ((enum emu_h)in->h) {
         case EMU_H_NOP: break;
         case EMU_H_MOV: EMU_FOR_LANES(m, l) D[l] = A[l] & M; break;
@@ -522,6 +524,8 @@ static void warp_run(emu_cta *c, emu_warp *w, uint32_t budget)
             goto next;
         }
         case EMU_H_EXIT: {
+            if (c->wg)
+                emu__wg_exit(c, w, m);
             emu__cp_wait(c, w, m, -1);
             w->live &= ~m;
             c->live_threads -= (uint32_t)__builtin_popcount(m);
@@ -603,6 +607,10 @@ static void warp_run(emu_cta *c, emu_warp *w, uint32_t budget)
         case EMU_H_ASYNC:
             if (emu__async(c, w, in, m, pc))
                 return;
+            break;
+        case EMU_H_WG:
+            if (emu__wg_exec(c, w, in, m, pc))
+                continue; /* the lanes blocked (setmaxnreg.inc) */
             break;
         case EMU_NH: break;
         }
@@ -707,7 +715,7 @@ int emu__cta_init(emu_cta *c, emu_runst *rs)
     c->shadow_sh = c->o->detect_race || c->o->detect_uninit || c->o->detect_cp_async;
     if (!c->warps || !c->regs || !c->smem || !c->sh.wep || !c->sh.rep || !c->sh.wtid ||
         !c->sh.rtid || !c->pend || !c->local || !c->local_w || !c->seen || !c->bank_pc ||
-        emu__async_cta_init(c))
+        emu__wg_cta_init(c) || emu__async_cta_init(c))
         return PT_ENOMEM;
     for (uint32_t i = 0; i < c->nwarps; i++)
         c->warps[i].R = c->regs + (size_t)i * c->k->nslots * EMU_LANES;
@@ -731,6 +739,7 @@ void emu__cta_free(emu_cta *c)
     free(c->local_w);
     free(c->seen);
     free(c->bank_pc);
+    emu__wg_cta_free(c);
     emu__async_cta_free(c);
 }
 
@@ -741,6 +750,11 @@ static void deadlock(emu_cta *c)
     if (!c->o->detect_deadlock) {
         c->dead = true;
         __atomic_store_n(&c->rs->abort, 3, __ATOMIC_RELAXED);
+        return;
+    }
+    if (c->wg && emu__wg_deadlock(c)) { /* a setmaxnreg.inc that can never be granted */
+        c->dead = true;
+        __atomic_store_n(&c->rs->abort, 1, __ATOMIC_RELAXED);
         return;
     }
     if (c->as && emu__mbar_deadlock(c)) { /* a parity that can never complete */
@@ -845,6 +859,8 @@ void emu__cta_run(emu_cta *c, uint64_t linear)
     c->charge += rs->cta_cost; /* launch and retirement count for the guard */
     for (uint32_t i = 0; i < c->nwarps; i++)
         warp_setup(c, &c->warps[i], i);
+    if (c->wg)
+        emu__wg_cta_start(c);
     emu_asc *as = c->as;
     if (as)
         emu__async_cta_start(c, linear);

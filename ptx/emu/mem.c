@@ -293,6 +293,8 @@ uint8_t *emu__mem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lan
             shared_shadow(c, in, w, lane, addr, n, acc);
         if (c->as) /* in-flight async copies, proxy marks */
             emu__async_smem(c, in, w, lane, addr, n, acc);
+        if (c->wg && (acc & EMU_ACC_WRITE)) /* wgmma footprints, proxy marks */
+            emu__wg_smem_write(c, in, w, lane, addr, n);
         return c->smem + addr;
     case EMU_SP_PARAM:
         if (addr + n > c->rs->k->param_bytes || addr + n < addr || (acc & EMU_ACC_WRITE)) {
