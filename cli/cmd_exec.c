@@ -8,20 +8,35 @@
 
 #include "cli/cli.h"
 #include "ptx/emu/emu.h"
+#include "ptx/emu/tmap.h"
 #include "ptx/parse.h"
 #include "tuner/exec.h"
 #include "tuner/npy.h"
 
 static const char exec_usage[] =
     "usage: ptxtune exec FILE.ptx [--entry NAME] --grid X[,Y[,Z]] --block X[,Y[,Z]]\n"
-    "                    [--smem BYTES] [--threads N] [--no-detect KINDS] [--arch sm_XX]\n"
-    "                    [--smem-shift BYTES] [--timeout SECONDS] --arg SPEC...\n"
+    "                    [--cluster X[,Y[,Z]]] [--smem BYTES] [--arch sm_XX]\n"
+    "                    [--schedule lazy|eager|random:SEED] [--threads N]\n"
+    "                    [--no-detect KINDS] [--smem-shift BYTES] [--timeout SECONDS]\n"
+    "                    [--backend emu|cuda] --arg SPEC...\n"
     "Runs a PTX kernel on the CPU emulator. One --arg per kernel parameter, in order:\n"
     "  FILE.npy                input buffer from a .npy file; its device pointer is passed\n"
     "  out:FILE.npy:DTYPE:N    output buffer of N elements, poisoned before the run, saved\n"
     "  DTYPE:VALUE             scalar, e.g. u32:1024, s32:-1, u64:7, f32:0.5, f64:1e-3\n"
-    "DTYPE: f64 f32 f16 bf16 s8 u8 s16 u16 s32 u32 s64 u64 e4m3 e5m2; in .npy files\n"
-    "bf16 is stored as uint16 bits and fp8 as uint8 bits.\n"
+    "  tmap:SOURCE:DTYPE:SHAPE:BOX[:SWIZZLE[:OOB]]\n"
+    "                          a CUtensorMap by value (.param .align 64 .b8 NAME[128]) over\n"
+    "                          SOURCE: a .npy file (uploaded as a new buffer, converted to\n"
+    "                          DTYPE) or @N, the buffer of argument N (0-based; e.g. an out:\n"
+    "                          argument, for TMA stores). SHAPE and BOX outermost first like\n"
+    "                          numpy (128x256, 64x64), rank 1-5, packed strides; SWIZZLE\n"
+    "                          none|32|64|128 (default none); OOB zero|nan (default zero)\n"
+    "DTYPE: f64 f32 f16 bf16 s8 u8 s16 u16 s32 u32 s64 u64 e4m3 e5m2 (tf32 too in a\n"
+    "tmap); in .npy files bf16 is stored as uint16 bits and fp8 as uint8 bits.\n"
+    "--smem: dynamic shared memory, up to what a CTA may use on the arch (227 KB on\n"
+    "sm_90). --arch sm_90a (or sm_90 ...): the shared layout and limits of that arch\n"
+    "(default: the file's .target). --cluster: CTAs per cluster (the grid a multiple,\n"
+    "at most 8 CTAs). --schedule (emulator only): when TMA and bulk copies complete:\n"
+    "lazy (default: when no warp can run), eager (at issue) or random:SEED.\n"
     "Detectors (all on; --no-detect takes a comma list): oob uninit race divergence\n"
     "cp_async misaligned deadlock.\n"
     "Shared memory is laid out as on the hardware of --arch (default: the file's\n"
@@ -45,7 +60,8 @@ static const struct option exec_opts[] = {
     {"arg", required_argument, 0, 'a'},     {"threads", required_argument, 0, 't'},
     {"no-detect", required_argument, 0, 'n'}, {"backend", required_argument, 0, 'B'},
     {"arch", required_argument, 0, 'A'},    {"smem-shift", required_argument, 0, 'S'},
-    {"timeout", required_argument, 0, 'T'},
+    {"timeout", required_argument, 0, 'T'}, {"cluster", required_argument, 0, 'c'},
+    {"schedule", required_argument, 0, 'C'},
     {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
 };
 
@@ -75,21 +91,30 @@ typedef struct out_spec {
     void *host; /* the bytes read back */
 } out_spec;
 
-typedef enum { ARG_IN, ARG_OUT, ARG_SCALAR } arg_kind;
+typedef enum { ARG_IN, ARG_OUT, ARG_SCALAR, ARG_TMAP } arg_kind;
 typedef struct exec_arg {
     arg_kind kind;
-    void *data;        /* IN: the .npy payload */
-    const char *name;  /* IN: the file, for reports */
+    void *data;        /* IN, TMAP over a .npy: the payload */
+    const char *name;  /* IN, TMAP: the file, for reports */
     size_t bytes;
     out_spec *out;     /* OUT */
     unsigned char scalar[16];
-    uint64_t dptr;     /* emu: the device address of an OUT */
+    uint64_t dptr;     /* emu: the device address of an OUT (and of every buffer) */
+    int of;            /* TMAP: the argument whose buffer it maps; -1: its own */
+    emu_tmap_desc tmap; /* TMAP: gaddr 0 (the buffer's start) */
+    const char *spec;  /* the --arg text, for messages */
 } exec_arg;
 
-static int run_emu(const emu_opts *eo, ptx_module *m, const char *entry, const unsigned grid[3],
-                   const unsigned block[3], size_t smem, int nargs, exec_arg *xa);
-static int run_cuda(const char *entry, const char *text, size_t len, const unsigned grid[3],
-                    const unsigned block[3], size_t smem, int nargs, exec_arg *xa);
+/* The launch geometry both backends take. */
+typedef struct exec_geom {
+    unsigned grid[3], block[3], cluster[3];
+    size_t smem;
+} exec_geom;
+
+static int run_emu(const emu_opts *eo, ptx_module *m, const char *entry, const exec_geom *g,
+                   int nargs, exec_arg *xa);
+static int run_cuda(const char *entry, const char *text, size_t len, const exec_geom *g,
+                    int nargs, exec_arg *xa);
 
 /* A scalar DTYPE:VALUE into bytes (size of the dtype). */
 static size_t parse_scalar(const char *spec, const char *colon, unsigned char *bytes, int param)
@@ -127,11 +152,158 @@ static size_t parse_scalar(const char *spec, const char *colon, unsigned char *b
     return size;
 }
 
+/* One positive integer per 'x'-separated field of s (outermost first), at
+ * most max; the count, or 0 on a malformed list. */
+static int parse_dims(const char *s, uint64_t *out, int max, uint64_t limit)
+{
+    int n = 0;
+    const char *p = s;
+    for (;;) {
+        char *end;
+        errno = 0;
+        if (*p < '0' || *p > '9' || n == max)
+            return 0;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (errno || v < 1 || v > limit)
+            return 0;
+        out[n++] = v;
+        if (*end == '\0')
+            return n;
+        if (*end != 'x')
+            return 0;
+        p = end + 1;
+    }
+}
+
+/* The CUtensorMapDataType a dtype is copied as (8-bit floats and ints as
+ * UINT8, as CUTLASS does; 16-bit ints as UINT16). */
+static int tmap_dtype(pt_dtype dt)
+{
+    switch (dt) {
+    case PT_F64: return EMU_TMAP_F64;
+    case PT_F32: return EMU_TMAP_F32;
+    case PT_TF32: return EMU_TMAP_TF32;
+    case PT_F16: return EMU_TMAP_F16;
+    case PT_BF16: return EMU_TMAP_BF16;
+    case PT_S32: return EMU_TMAP_S32;
+    case PT_U32: return EMU_TMAP_U32;
+    case PT_S64: return EMU_TMAP_S64;
+    case PT_U64: return EMU_TMAP_U64;
+    case PT_S16:
+    case PT_U16: return EMU_TMAP_U16;
+    default: return EMU_TMAP_U8; /* e4m3 e5m2 s8 u8 */
+    }
+}
+
+/* tmap:SOURCE:DTYPE:SHAPE:BOX[:SWIZZLE[:OOB]] into a (the map's gaddr is 0:
+ * the start of its buffer, placed at run time). Every bad field: one line
+ * naming it, exit 2. */
+static void parse_tmap(const char *spec, int param, int nargs, exec_arg *a)
+{
+    char *copy = strdup(spec + 5);
+    if (!copy)
+        cli_die(1, "out of memory");
+    char *f[7];
+    int nf = 0;
+    for (char *p = copy, *c; nf < 7; p = c + 1) {
+        f[nf++] = p;
+        if (!(c = strchr(p, ':')))
+            break;
+        *c = '\0';
+    }
+    if (nf < 4 || nf > 6)
+        cli_die(2, "bad --arg '%s' (tmap:SOURCE:DTYPE:SHAPE:BOX[:SWIZZLE[:OOB]])", spec);
+    pt_dtype dt;
+    pt_err e = {0};
+    if (pt_dtype_parse(f[1], &dt, &e))
+        cli_die(2, "--arg '%s': %s", spec, e.msg);
+    emu_tmap_desc *d = &a->tmap;
+    memset(d, 0, sizeof *d);
+    d->dtype = tmap_dtype(dt);
+    uint64_t shape[EMU_TMAP_MAX_RANK], box[EMU_TMAP_MAX_RANK];
+    int rank = parse_dims(f[2], shape, EMU_TMAP_MAX_RANK, 1ull << 32);
+    if (!rank)
+        cli_die(2, "bad tmap shape '%s' in --arg '%s' (1 to 5 sizes, outermost first: 128x256)",
+                f[2], spec);
+    int nbox = parse_dims(f[3], box, EMU_TMAP_MAX_RANK, 256);
+    if (!nbox)
+        cli_die(2, "bad tmap box '%s' in --arg '%s' (sizes 1..256, outermost first: 64x64)", f[3],
+                spec);
+    if (nbox != rank)
+        cli_die(2, "tmap box '%s' has %d sizes but shape '%s' has %d in --arg '%s'", f[3], nbox, f[2],
+                rank, spec);
+    d->rank = rank;
+    uint64_t es = (uint64_t)emu_tmap_elem_bytes(d->dtype), stride = es, elems = 1;
+    for (int i = 0; i < rank; i++) { /* dim 0 innermost: numpy's last */
+        d->dims[i] = shape[rank - 1 - i];
+        d->box[i] = (uint32_t)box[rank - 1 - i];
+        d->estrides[i] = 1;
+        if (i)
+            d->strides[i - 1] = stride;
+        stride *= d->dims[i];
+        elems *= d->dims[i];
+    }
+    d->swizzle = EMU_TMAP_SWIZZLE_NONE;
+    if (nf > 4) {
+        static const char *const sw[] = {"none", "32", "64", "128"};
+        int k = 0;
+        while (k < 4 && strcmp(f[4], sw[k]) != 0)
+            k++;
+        if (k == 4)
+            cli_die(2, "bad tmap swizzle '%s' in --arg '%s' (none, 32, 64, 128)", f[4], spec);
+        d->swizzle = k;
+    }
+    d->oobfill = EMU_TMAP_OOB_ZERO;
+    if (nf > 5) {
+        if (strcmp(f[5], "nan") == 0)
+            d->oobfill = EMU_TMAP_OOB_NAN;
+        else if (strcmp(f[5], "zero") != 0)
+            cli_die(2, "bad tmap OOB fill '%s' in --arg '%s' (zero, nan)", f[5], spec);
+    }
+    /* the driver's constraints now, on an aligned stand-in address */
+    d->gaddr = 1ull << 40;
+    if (emu_tmap_validate(d, &e))
+        cli_die(2, "--arg '%s': %s", spec, e.msg);
+    d->gaddr = 0;
+    a->kind = ARG_TMAP;
+    a->spec = spec;
+    a->bytes = (size_t)(elems * es);
+    if (f[0][0] == '@') {
+        char *end;
+        errno = 0;
+        long n = strtol(f[0] + 1, &end, 10);
+        if (end == f[0] + 1 || *end || errno || n < 0 || n >= nargs || n == param)
+            cli_die(2, "bad tmap source '%s' in --arg '%s' (@N: another argument, 0..%d)", f[0],
+                    spec, nargs - 1);
+        a->of = (int)n;
+    } else {
+        size_t l = strlen(f[0]);
+        if (l < 5 || strcmp(f[0] + l - 4, ".npy") != 0)
+            cli_die(2, "bad tmap source '%s' in --arg '%s' (a .npy file or @N)", f[0], spec);
+        tuner_npy n;
+        if (tuner_npy_read(f[0], &n, &e))
+            cli_die(2, "%s", e.msg);
+        if ((uint64_t)n.numel != elems)
+            cli_die(2, "tmap shape '%s' has %llu elements but %s has %lld in --arg '%s'", f[2],
+                    (unsigned long long)elems, f[0], (long long)n.numel, spec);
+        a->of = -1;
+        a->data = malloc(a->bytes ? a->bytes : 1);
+        if (!a->data)
+            cli_die(1, "out of memory for --arg '%s'", spec);
+        if (tuner_npy_to_dtype(&n, dt, a->data, &e))
+            cli_die(2, "--arg '%s': %s", spec, e.msg);
+        tuner_npy_free(&n);
+        a->name = strdup(f[0]);
+    }
+    free(copy);
+}
+
 int cmd_exec(int argc, char **argv)
 {
     const char *entry = NULL;
-    unsigned grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+    unsigned grid[3] = {0, 0, 0}, block[3] = {0, 0, 0}, cluster[3] = {0, 0, 0};
     long smem = 0;
+    const char *smem_arg = NULL, *schedule = NULL, *cluster_arg = NULL;
     const char *args[64];
     int nargs = 0;
     emu_opts eo = emu_default_opts();
@@ -148,9 +320,22 @@ int cmd_exec(int argc, char **argv)
         case 'b': parse_dim3(optarg, "block", block); break;
         case 's': {
             char *end;
+            errno = 0;
             smem = strtol(optarg, &end, 10);
-            if (*end || smem < 0 || smem > (1L << 20))
-                cli_die(2, "bad --smem '%s' (bytes, 0..1048576)", optarg);
+            if (end == optarg || *end || errno || smem < 0 || smem > (1L << 30))
+                cli_die(2, "bad --smem '%s' (bytes, up to the arch's limit)", optarg);
+            smem_arg = optarg;
+            break;
+        }
+        case 'c':
+            parse_dim3(optarg, "cluster", cluster);
+            cluster_arg = optarg;
+            break;
+        case 'C': {
+            pt_err se = {0};
+            if (emu_schedule_parse(optarg, &eo, &se))
+                cli_die(2, "%s", se.msg);
+            schedule = optarg;
             break;
         }
         case 't': {
@@ -229,6 +414,16 @@ int cmd_exec(int argc, char **argv)
         cli_die(2, "missing --block");
     if ((uint64_t)block[0] * block[1] * block[2] > 1024)
         cli_die(2, "block %u,%u,%u has more than 1024 threads", block[0], block[1], block[2]);
+    if (schedule && strcmp(backend, "cuda") == 0)
+        cli_die(2, "--schedule '%s' is an emulator option: not with --backend cuda", schedule);
+    if (cluster_arg) {
+        if ((uint64_t)cluster[0] * cluster[1] * cluster[2] > 8)
+            cli_die(2, "bad --cluster '%s' (at most 8 CTAs, the portable cluster size)", cluster_arg);
+        for (int i = 0; i < 3; i++)
+            if (grid[i] % cluster[i])
+                cli_die(2, "grid %u,%u,%u is not a multiple of --cluster '%s'", grid[0], grid[1],
+                        grid[2], cluster_arg);
+    }
     const char *path = argv[optind];
     size_t len;
     char *text = cli_read_file(path, &len);
@@ -236,6 +431,11 @@ int cmd_exec(int argc, char **argv)
     pt_err e = {0};
     if (ptx_parse(text, len, path, 0, &m, &e))
         cli_die(2, "%s", e.msg);
+    /* dynamic shared memory up to the arch's limit (ptx/target.h's rows) */
+    int sm = eo.arch ? eo.arch : m->target.sm;
+    if (smem_arg && (uint64_t)smem > pt_target_smem_limit(sm))
+        cli_die(2, "bad --smem '%s': more than the %u bytes a CTA may use on sm_%d", smem_arg,
+                pt_target_smem_limit(sm), sm);
     ptx_fn *f = NULL;
     for (size_t i = 0; i < m->nfns; i++)
         if (!entry || strcmp(m->fns[i]->name, entry) == 0) {
@@ -256,7 +456,13 @@ int cmd_exec(int argc, char **argv)
         const char *s = args[i];
         const ptx_param *p = &f->params[i];
         int psize = p->array ? p->array : ptx_type_bits(p->type) / 8;
-        if (strncmp(s, "out:", 4) == 0) {
+        if (strncmp(s, "tmap:", 5) == 0) {
+            if (p->array != EMU_TMAP_BYTES || p->align < 64)
+                cli_die(2, "parameter %d '%s' is not a tensor map (.param .align 64 .b8 %s[128]) "
+                           "for --arg '%s'",
+                        i + 1, p->name, p->name, s);
+            parse_tmap(s, i, nargs, &xa[i]);
+        } else if (strncmp(s, "out:", 4) == 0) {
             /* out:FILE.npy:DTYPE:N */
             char *copy = strdup(s + 4);
             if (!copy)
@@ -306,9 +512,27 @@ int cmd_exec(int argc, char **argv)
             xa[i].bytes = size;
         }
     }
-    int rc = strcmp(backend, "cuda") == 0
-                 ? run_cuda(f->name, text, len, grid, block, (size_t)smem, nargs, xa)
-                 : run_emu(&eo, m, f->name, grid, block, (size_t)smem, nargs, xa);
+    /* a map over another argument: a buffer holding the whole packed tensor */
+    for (int i = 0; i < nargs; i++) {
+        if (xa[i].kind != ARG_TMAP || xa[i].of < 0)
+            continue;
+        const exec_arg *src = &xa[xa[i].of];
+        if (src->kind != ARG_IN && src->kind != ARG_OUT)
+            cli_die(2, "--arg '%s': argument %d is not a buffer (FILE.npy or out:)", xa[i].spec,
+                    xa[i].of);
+        if (src->bytes < xa[i].bytes)
+            cli_die(2, "--arg '%s': the map covers %zu bytes but argument %d has %zu", xa[i].spec,
+                    xa[i].bytes, xa[i].of, src->bytes);
+    }
+    exec_geom geom;
+    memset(&geom, 0, sizeof geom);
+    memcpy(geom.grid, grid, sizeof grid);
+    memcpy(geom.block, block, sizeof block);
+    if (cluster_arg)
+        memcpy(geom.cluster, cluster, sizeof cluster);
+    geom.smem = (size_t)smem;
+    int rc = strcmp(backend, "cuda") == 0 ? run_cuda(f->name, text, len, &geom, nargs, xa)
+                                          : run_emu(&eo, m, f->name, &geom, nargs, xa);
     for (int i = 0; i < nouts; i++) {
         pt_err we = {0};
         /* a run that timed out or never launched has no outputs to save */
@@ -320,22 +544,31 @@ int cmd_exec(int argc, char **argv)
         free((void *)outs[i].path);
     }
     for (int i = 0; i < nargs; i++)
-        if (xa[i].kind == ARG_IN)
+        if (xa[i].kind == ARG_IN || xa[i].kind == ARG_TMAP) {
             free(xa[i].data);
+            if (xa[i].kind == ARG_TMAP)
+                free((void *)xa[i].name);
+        }
     ptx_module_free(m);
     free(text);
     return rc;
 }
 
 /* The emulator: detector reports one per line, then a summary. */
-static int run_emu(const emu_opts *eo, ptx_module *m, const char *entry, const unsigned grid[3],
-                   const unsigned block[3], size_t smem, int nargs, exec_arg *xa)
+static int run_emu(const emu_opts *eo, ptx_module *m, const char *entry, const exec_geom *g,
+                   int nargs, exec_arg *xa)
 {
+    const unsigned *grid = g->grid, *block = g->block;
+    size_t smem = g->smem;
+    if ((uint64_t)(g->cluster[0] ? g->cluster[0] : 1) * (g->cluster[1] ? g->cluster[1] : 1) *
+            (g->cluster[2] ? g->cluster[2] : 1) > 1)
+        cli_die(2, "the emulator does not run clusters yet (--cluster %u,%u,%u)", g->cluster[0],
+                g->cluster[1], g->cluster[2]);
     pt_err e = {0};
     emu_ctx *ctx = emu_new(eo);
     if (!ctx)
         cli_die(1, "emulator: out of memory");
-    unsigned char vals[64][16];
+    _Alignas(128) unsigned char vals[64][EMU_TMAP_BYTES];
     const void *argp[64];
     for (int i = 0; i < nargs; i++) {
         memset(vals[i], 0, sizeof vals[i]);
@@ -353,10 +586,28 @@ static int run_emu(const emu_opts *eo, ptx_module *m, const char *entry, const u
             d = emu_alloc(ctx, xa[i].bytes ? xa[i].bytes : 1, xa[i].name);
             if (emu_write(ctx, d, xa[i].data, xa[i].bytes, &e))
                 cli_die(1, "%s", e.msg);
+            xa[i].dptr = d;
             memcpy(vals[i], &d, 8);
             break;
         case ARG_SCALAR: memcpy(vals[i], xa[i].scalar, xa[i].bytes); break;
+        case ARG_TMAP:
+            if (xa[i].of >= 0)
+                break;
+            d = emu_alloc(ctx, xa[i].bytes, xa[i].name);
+            if (emu_write(ctx, d, xa[i].data, xa[i].bytes, &e))
+                cli_die(1, "%s", e.msg);
+            xa[i].dptr = d;
+            break;
         }
+    }
+    /* the maps, once every buffer has its address */
+    for (int i = 0; i < nargs; i++) {
+        if (xa[i].kind != ARG_TMAP)
+            continue;
+        emu_tmap_desc d = xa[i].tmap;
+        d.gaddr = xa[i].of < 0 ? xa[i].dptr : xa[xa[i].of].dptr;
+        if (emu_tmap_encode(&d, vals[i], &e))
+            cli_die(2, "--arg '%s': %s", xa[i].spec, e.msg);
     }
     emu_kernel *k;
     if (emu_load(ctx, m, entry, &k, &e))
@@ -420,9 +671,10 @@ static int run_emu(const emu_opts *eo, ptx_module *m, const char *entry, const u
 }
 
 /* A GPU through the driver (no driver: exit 4 with the plain message). */
-static int run_cuda(const char *entry, const char *text, size_t len, const unsigned grid[3],
-                    const unsigned block[3], size_t smem, int nargs, exec_arg *xa)
+static int run_cuda(const char *entry, const char *text, size_t len, const exec_geom *g,
+                    int nargs, exec_arg *xa)
 {
+    const unsigned *grid = g->grid, *block = g->block;
     pt_err e = {0};
     tuner_dev *d;
     int rc = tuner_dev_open("cuda", NULL, &d, &e);
@@ -431,15 +683,25 @@ static int run_cuda(const char *entry, const char *text, size_t len, const unsig
     if (rc)
         cli_die(1, "%s", e.msg);
     tuner_exec_arg ta[64];
+    memset(ta, 0, sizeof ta);
     for (int i = 0; i < nargs; i++) {
         ta[i].kind = xa[i].kind == ARG_IN    ? TUNER_EXEC_IN
                    : xa[i].kind == ARG_OUT   ? TUNER_EXEC_OUT
+                   : xa[i].kind == ARG_TMAP  ? TUNER_EXEC_TMAP
                                              : TUNER_EXEC_SCALAR;
         ta[i].data = xa[i].kind == ARG_SCALAR ? (const void *)xa[i].scalar : xa[i].data;
         ta[i].bytes = xa[i].bytes;
         ta[i].result = xa[i].kind == ARG_OUT ? xa[i].out->host : NULL;
+        ta[i].of = xa[i].of;
+        ta[i].tmap = xa[i].tmap;
     }
-    rc = tuner_exec(d, text, len, entry, grid, block, smem, nargs, ta, &e);
+    pt_launch l;
+    memset(&l, 0, sizeof l);
+    memcpy(l.grid, g->grid, sizeof l.grid);
+    memcpy(l.block, g->block, sizeof l.block);
+    memcpy(l.cluster, g->cluster, sizeof l.cluster);
+    l.smem = g->smem;
+    rc = tuner_exec_launch(d, text, len, entry, &l, nargs, ta, &e);
     if (rc)
         fprintf(stderr, "ptxtune: %s (%s)\n", e.msg, tuner_outcome_name(tuner_dev_failure(d)));
     else

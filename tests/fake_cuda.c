@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "ptx/emu/emu.h"
+#include "ptx/emu/tmap.h"
 #include "ptx/parse.h"
 
 typedef struct fake_fn {
@@ -126,6 +127,8 @@ static CUresult f_error_name(CUresult r, const char **s)
     case CUDA_ERROR_MISALIGNED_ADDRESS: *s = "CUDA_ERROR_MISALIGNED_ADDRESS"; break;
     case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
     case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: *s = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"; break;
+    case CUDA_ERROR_INVALID_CLUSTER_SIZE: *s = "CUDA_ERROR_INVALID_CLUSTER_SIZE"; break;
+    case CUDA_ERROR_NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; break;
     default: return CUDA_ERROR_INVALID_VALUE;
     }
     return CUDA_SUCCESS;
@@ -425,6 +428,19 @@ static CUresult f_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params
         return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
     if (c->sharedMemBytes > (unsigned)fn->max_dyn)
         return CUDA_ERROR_INVALID_VALUE;
+    unsigned cl[3] = {1, 1, 1};
+    for (unsigned i = 0; i < c->numAttrs; i++) {
+        if (c->attrs[i].id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+            return CUDA_ERROR_NOT_SUPPORTED;
+        cl[0] = c->attrs[i].value.clusterDim.x;
+        cl[1] = c->attrs[i].value.clusterDim.y;
+        cl[2] = c->attrs[i].value.clusterDim.z;
+    }
+    if (!cl[0] || !cl[1] || !cl[2] || c->gridDimX % cl[0] || c->gridDimY % cl[1] ||
+        c->gridDimZ % cl[2] || cl[0] * cl[1] * cl[2] > 8)
+        return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    if (cl[0] * cl[1] * cl[2] > 1)
+        return CUDA_ERROR_NOT_SUPPORTED; /* until the emulator runs clusters */
     emu_launch l = {{c->gridDimX, c->gridDimY, c->gridDimZ},
                     {c->blockDimX, c->blockDimY, c->blockDimZ},
                     c->sharedMemBytes};
@@ -548,6 +564,36 @@ static CUresult f_graph_destroy(CUgraph g)
     return CUDA_SUCCESS;
 }
 
+/* The driver's checks are the emulator's (every constraint of cuda.h's
+ * comment, tmap.c); the blob is the emulator's, which its TMA decodes. */
+static CUresult f_tmap_encode(CUtensorMap *map, CUtensorMapDataType dt, cuuint32_t rank,
+                              void *gaddr, const cuuint64_t *dims, const cuuint64_t *strides,
+                              const cuuint32_t *box, const cuuint32_t *estrides,
+                              CUtensorMapInterleave il, CUtensorMapSwizzle sw,
+                              CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob)
+{
+    if (!map || ((uintptr_t)map & 63) || rank < 1 || rank > EMU_TMAP_MAX_RANK)
+        return CUDA_ERROR_INVALID_VALUE;
+    emu_tmap_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = (int)dt;
+    d.rank = (int)rank;
+    d.gaddr = (uint64_t)(uintptr_t)gaddr;
+    for (cuuint32_t i = 0; i < rank; i++) {
+        d.dims[i] = dims[i];
+        d.box[i] = box[i];
+        d.estrides[i] = estrides[i];
+        if (i + 1 < rank)
+            d.strides[i] = strides[i];
+    }
+    d.interleave = (int)il;
+    d.swizzle = (int)sw;
+    d.l2promo = (int)l2;
+    d.oobfill = (int)oob;
+    pt_err e = {0};
+    return emu_tmap_encode(&d, (uint8_t *)map, &e) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
 typedef void (*any_fn)(void);
 static const struct {
     const char *name;
@@ -573,6 +619,7 @@ static const struct {
     E("cuStreamBeginCapture", f_begin_capture), E("cuStreamEndCapture", f_end_capture),
     E("cuGraphInstantiateWithFlags", f_instantiate), E("cuGraphLaunch", f_graph_launch),
     E("cuGraphExecDestroy", f_exec_destroy), E("cuGraphDestroy", f_graph_destroy),
+    E("cuTensorMapEncodeTiled", f_tmap_encode),
 #undef E
 };
 
@@ -622,3 +669,4 @@ SAME(cuStreamEndCapture, f_end_capture);
 SAME(cuGraphInstantiateWithFlags, f_instantiate);
 SAME(cuGraphLaunch, f_graph_launch);
 SAME(cuFuncSetAttribute, f_func_set);
+SAME(cuTensorMapEncodeTiled, f_tmap_encode);

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ptx/emu/tmap.h"
+
 static char dir[64];
 
 static const char kernel[] =
@@ -335,7 +337,7 @@ Test(exec, threads_and_launch_errors)
         {"small.ptx --grid 1 --block 32 --threads 100000", "bad --threads '100000'"},
         {"small.ptx --grid 1 --block 32 --threads 2x", "bad --threads '2x'"},
         {"small.ptx --grid 1 --block 64", "exceeds .maxntid"},
-        {"small.ptx --grid 1 --block 32 --smem 1000000", "exceed the 166912 a CTA may use on sm_80"},
+        {"small.ptx --grid 1 --block 32 --smem 1000000", "bad --smem '1000000': more than the 166912 bytes a CTA may use on sm_80"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char err[4096];
@@ -370,4 +372,274 @@ Test(exec, bank_conflicts_in_the_summary)
              "--arg out:o.npy:u32:128 --arg t.npy", tests);
     cr_assert_eq(run(args, err, sizeof err), 0, "%s", err);
     cr_expect(strstr(err, "ldmatrix 0 of 4, cp.async 0 of 4"), "%s", err);
+}
+
+/* ---- issue 12 item 5: Hopper launches (tensor maps, clusters, --smem up to
+ * the arch's limit, --arch sm_90a, --schedule) ---- */
+
+/* A .npy of nbytes raw bytes with the given shape text ("20, 72"). */
+static void write_npy_shape(const char *name, const char *descr, const char *shape,
+                            const void *v, size_t nbytes)
+{
+    char hdr[160];
+    int len = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
+                       descr, shape);
+    int total = 10 + len + 1;
+    int pad = (64 - total % 64) % 64;
+    static unsigned char buf[1 << 17];
+    size_t off = (size_t)(10 + len + pad + 1);
+    cr_assert_lt(off + nbytes, sizeof buf);
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    uint16_t hl = (uint16_t)(len + pad + 1);
+    memcpy(buf + 8, &hl, 2);
+    memcpy(buf + 10, hdr, (size_t)len);
+    memset(buf + 10 + len, ' ', (size_t)pad);
+    buf[10 + len + pad] = '\n';
+    memcpy(buf + off, v, nbytes);
+    write_file(name, buf, off + nbytes);
+}
+
+/* The payload of a .npy the run wrote (n bytes expected). */
+static void read_npy_payload(const char *name, void *out, size_t n)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "no %s", name);
+    static unsigned char buf[1 << 17];
+    size_t got = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    uint16_t hl;
+    memcpy(&hl, buf + 8, 2);
+    cr_assert_eq(got, 10u + hl + n, "%s: %zu bytes", name, got);
+    memcpy(out, buf + 10 + hl, n);
+}
+
+static void tma_setup(void)
+{
+    setup();
+    const char *tests = getenv("PTXTUNE_TESTS_DIR");
+    cr_assert(tests, "PTXTUNE_TESTS_DIR not set (meson sets it)");
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cp %s/ptx/sm90/tma_load_sm90.ptx %s/tma.ptx", tests, dir);
+    cr_assert_eq(system(cmd), 0);
+    static uint16_t a[20 * 72];
+    for (int i = 0; i < 20 * 72; i++)
+        a[i] = (uint16_t)(i + 1); /* never 0: a zero in the output is a fill */
+    write_npy_shape("a.npy", "<u2", "20, 72", a, sizeof a);
+}
+
+TestSuite(exec_hopper, .init = tma_setup, .fini = teardown);
+
+static int run_fake(const char *args, char *err, size_t n)
+{
+    const char *fake = getenv("PTXTUNE_FAKE_CUDA");
+    if (!fake)
+        return -2;
+    char libdir[512];
+    snprintf(libdir, sizeof libdir, "%s", fake);
+    *strrchr(libdir, '/') = '\0';
+    setenv("LD_LIBRARY_PATH", libdir, 1);
+    int rc = run(args, err, n);
+    unsetenv("LD_LIBRARY_PATH");
+    return rc;
+}
+
+Test(exec_hopper, bad_specs_exit_2)
+{
+    static const struct {
+        const char *map, *extra, *msg;
+    } bad[] = {
+        {"tmap:a.npy:bf16:20x72", "", "bad --arg 'tmap:a.npy:bf16:20x72' (tmap:SOURCE:DTYPE:SHAPE:BOX"},
+        {"tmap:a.npy:bf16:20x72:8x64:128:zero:x", "", "(tmap:SOURCE:DTYPE:SHAPE:BOX[:SWIZZLE[:OOB]])"},
+        {"tmap:a.npy:bf17:20x72:8x64", "", "unknown dtype 'bf17'"},
+        {"tmap:a.npy:bf16:20x0x72:8x8x64", "", "bad tmap shape '20x0x72'"},
+        {"tmap:a.npy:bf16:1x1x1x1x20x72:1x1x1x1x8x64", "", "bad tmap shape '1x1x1x1x20x72'"},
+        {"tmap:a.npy:bf16:20,72:8x64", "", "bad tmap shape '20,72'"},
+        {"tmap:a.npy:bf16:20x72:8x300", "", "bad tmap box '8x300'"},
+        {"tmap:a.npy:bf16:20x72:64", "", "tmap box '64' has 1 sizes but shape '20x72' has 2"},
+        {"tmap:a.npy:bf16:20x72:8x64:96", "", "bad tmap swizzle '96'"},
+        {"tmap:a.npy:bf16:20x72:8x64:128:inf", "", "bad tmap OOB fill 'inf'"},
+        {"tmap:a.npy:bf16:20x72:8x72:128", "", "boxDim[0]*elementSize = 144 bytes exceeds the 128B swizzle span"},
+        {"tmap:a.npy:bf16:20x72:8x4", "", "boxDim[0]*elementSize = 8 bytes (4 x 2) is not a multiple of 16"},
+        {"tmap:@1:bf16:20x71:8x8", "", "globalStrides[0] = 142 bytes is not a multiple of 16"},
+        {"tmap:@1:u8:16x64:8x64:none:nan", "", "oobFill NAN_REQUEST_ZERO_FMA needs a float tensorDataType, not u8"},
+        {"tmap:@7:bf16:20x72:8x64", "", "bad tmap source '@7'"},
+        {"tmap:@0:bf16:20x72:8x64", "", "bad tmap source '@0'"},
+        {"tmap:a.bin:bf16:20x72:8x64", "", "bad tmap source 'a.bin' in --arg 'tmap:a.bin:bf16:20x72:8x64' (a .npy file or @N)"},
+        {"tmap:@2:bf16:20x72:8x64", "", "argument 2 is not a buffer"},
+        {"tmap:@1:bf16:64x64:8x64", "", "the map covers 8192 bytes but argument 1 has 4096"},
+        {"tmap:a.npy:bf16:20x64:8x64", "", "tmap shape '20x64' has 1280 elements but a.npy has 1440"},
+        {"tmap:nope.npy:bf16:20x72:8x64", "", "nope.npy"},
+        {"tmap:a.npy:bf16:20x72:8x64", "--cluster 0", "bad --cluster '0'"},
+        {"tmap:a.npy:bf16:20x72:8x64", "--grid 4 --cluster 3", "grid 4,1,1 is not a multiple of --cluster '3'"},
+        {"tmap:a.npy:bf16:20x72:8x64", "--grid 16 --cluster 16", "bad --cluster '16' (at most 8 CTAs"},
+        {"tmap:a.npy:bf16:20x72:8x64", "--schedule bogus", "bad schedule 'bogus'"},
+        {"tmap:a.npy:bf16:20x72:8x64", "--schedule random:x", "bad schedule 'random:x'"},
+        {"tmap:a.npy:bf16:20x72:8x64", "--schedule lazy --backend cuda", "--schedule 'lazy' is an emulator option: not with --backend cuda"},
+        {"tmap:a.npy:bf16:20x72:8x64", "--smem 232449", "bad --smem '232449': more than the 232448 bytes a CTA may use on sm_90"},
+        {"tmap:a.npy:bf16:20x72:8x64", "--smem 200000 --arch sm_86", "bad --smem '200000': more than the 101376 bytes a CTA may use on sm_86"},
+        {"tmap:a.npy:bf16:20x72:8x64", "--smem 12k", "bad --smem '12k'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char args[1024], err[4096];
+        snprintf(args, sizeof args, "tma.ptx --grid 1 --block 128 --smem 4096 --arg '%s' "
+                 "--arg out:o.npy:u8:4096 --arg s32:0 --arg s32:0 --arg u32:1024 %s",
+                 bad[i].map, bad[i].extra);
+        int rc = run(args, err, sizeof err);
+        cr_expect_eq(rc, 2, "'%s %s' exited %d: %s", bad[i].map, bad[i].extra, rc, err);
+        cr_expect(strstr(err, bad[i].msg), "'%s %s': '%s' lacks '%s'", bad[i].map, bad[i].extra,
+                  err, bad[i].msg);
+        cr_expect_eq(count_lines(err), 1, "'%s %s': one line: %s", bad[i].map, bad[i].extra, err);
+    }
+    /* a tensor map for a parameter that is not one, and a non-map for a map */
+    char err[4096];
+    int rc = run("tma.ptx --grid 1 --block 128 --arg tmap:a.npy:bf16:20x72:8x64 "
+                 "--arg tmap:a.npy:bf16:20x72:8x64 --arg s32:0 --arg s32:0 --arg u32:1024",
+                 err, sizeof err);
+    cr_expect_eq(rc, 2, "%s", err);
+    cr_expect(strstr(err, "parameter 2 'out' is not a tensor map (.param .align 64 .b8 out[128])"),
+              "%s", err);
+    rc = run("tma.ptx --grid 1 --block 128 --arg u64:0 --arg out:o.npy:u8:4096 --arg s32:0 "
+             "--arg s32:0 --arg u32:1024", err, sizeof err);
+    cr_expect_eq(rc, 2, "%s", err);
+    cr_expect(strstr(err, "parameter 1 'tmap' is a 128-byte array: scalars cannot fill it"), "%s", err);
+}
+
+/* A kernel that copies its tensor-map parameter's 128 bytes to out, so the
+ * map each backend encodes can be read back and decoded. */
+static void write_mapbytes_kernel(void)
+{
+    char k[4096];
+    int n = snprintf(k, sizeof k, ".version 8.0\n.target sm_90\n.address_size 64\n\n"
+                     ".visible .entry mapbytes(\n\t.param .align 64 .b8 tm[128],\n\t.param .u64 out\n)\n"
+                     "{\n\t.reg .b64 %%rd<4>;\n\tld.param.u64 %%rd0, [out];\n");
+    for (int i = 0; i < 16; i++)
+        n += snprintf(k + n, sizeof k - (size_t)n,
+                      "\tld.param.u64 %%rd1, [tm+%d];\n\tst.global.u64 [%%rd0+%d], %%rd1;\n", 8 * i, 8 * i);
+    snprintf(k + n, sizeof k - (size_t)n, "\tret;\n}\n");
+    write_file("mapbytes.ptx", k, strlen(k));
+}
+
+/* The emu backend encodes with ptx/emu/tmap.c; --backend cuda with the
+ * driver's cuTensorMapEncodeTiled, which the fake libcuda implements with the
+ * same encoder: both give a map that decodes to the spec (dims innermost
+ * first, packed strides), over a 16-byte aligned device address. */
+Test(exec_hopper, tensor_maps_reach_the_kernel_on_both_backends)
+{
+    write_mapbytes_kernel();
+    const char *specs[] = {"tmap:a.npy:bf16:20x72:8x64:128:nan", "tmap:@1:u8:4x16x64:2x8x64:64"};
+    for (int s = 0; s < 2; s++)
+        for (int b = 0; b < 2; b++) {
+            char args[512], err[4096];
+            snprintf(args, sizeof args, "mapbytes.ptx --grid 1 --block 1 --arg %s "
+                     "--arg out:m.npy:u8:4096 %s", specs[s], b ? "--backend cuda" : "");
+            int rc = b ? run_fake(args, err, sizeof err) : run(args, err, sizeof err);
+            if (rc == -2)
+                continue; /* no fake driver (built without CUDA headers) */
+            cr_assert_eq(rc, 0, "'%s': %s", args, err);
+            uint8_t m[4096];
+            read_npy_payload("m.npy", m, sizeof m);
+            emu_tmap_desc d;
+            pt_err e = {0};
+            cr_assert_eq(emu_tmap_decode(m, &d, &e), PT_OK, "'%s': %s", args, e.msg);
+            cr_expect_eq(d.gaddr % 16, 0u);
+            if (s == 0) {
+                cr_expect_eq(d.dtype, EMU_TMAP_BF16);
+                cr_expect_eq(d.rank, 2);
+                cr_expect(d.dims[0] == 72 && d.dims[1] == 20 && d.strides[0] == 144, "'%s'", args);
+                cr_expect(d.box[0] == 64 && d.box[1] == 8, "'%s'", args);
+                cr_expect_eq(d.swizzle, EMU_TMAP_SWIZZLE_128B);
+                cr_expect_eq(d.oobfill, EMU_TMAP_OOB_NAN);
+            } else {
+                cr_expect_eq(d.dtype, EMU_TMAP_U8);
+                cr_expect_eq(d.rank, 3);
+                cr_expect(d.dims[0] == 64 && d.dims[1] == 16 && d.dims[2] == 4, "'%s'", args);
+                cr_expect(d.strides[0] == 64 && d.strides[1] == 1024, "'%s'", args);
+                cr_expect(d.box[0] == 64 && d.box[1] == 8 && d.box[2] == 2, "'%s'", args);
+                cr_expect_eq(d.swizzle, EMU_TMAP_SWIZZLE_64B);
+                cr_expect_eq(d.oobfill, EMU_TMAP_OOB_ZERO);
+            }
+        }
+}
+
+/* Clusters: the fake driver sees the cluster attribute of cuLaunchKernelEx
+ * (1,1,1 runs; 2,1,1 reaches it and is refused, as its emulator runs no
+ * clusters yet); the emulator backend refuses a real cluster in one line
+ * until it runs clusters. */
+Test(exec_hopper, cluster_launches)
+{
+    write_mapbytes_kernel();
+    char err[4096];
+    int rc = run("mapbytes.ptx --grid 2 --block 1 --cluster 2 --arg tmap:a.npy:bf16:20x72:8x64 "
+                 "--arg out:m.npy:u8:4096", err, sizeof err);
+    cr_expect_eq(rc, 2, "%s", err);
+    cr_expect(strstr(err, "the emulator does not run clusters yet (--cluster 2,1,1)"), "%s", err);
+    cr_expect_eq(count_lines(err), 1, "%s", err);
+    rc = run_fake("mapbytes.ptx --grid 2 --block 1 --cluster 1,1,1 "
+                  "--arg tmap:a.npy:bf16:20x72:8x64 --arg out:m.npy:u8:4096 --backend cuda",
+                  err, sizeof err);
+    if (rc == -2)
+        cr_skip_test("PTXTUNE_FAKE_CUDA not set (built without CUDA headers)");
+    cr_expect_eq(rc, 0, "%s", err);
+    rc = run_fake("mapbytes.ptx --grid 2 --block 1 --cluster 2 --arg tmap:a.npy:bf16:20x72:8x64 "
+                  "--arg out:m.npy:u8:4096 --backend cuda", err, sizeof err);
+    cr_expect_eq(rc, 1, "%s", err);
+    cr_expect(strstr(err, "cuLaunchKernelEx: CUDA_ERROR_NOT_SUPPORTED"), "%s", err);
+}
+
+/* sm90 ref 2.3 as its table states it: the 16-byte chunk index within the
+ * span XORed with the 128-byte line modulo the span's chunks. */
+static uint32_t sw_ref(int span, uint32_t x)
+{
+    uint32_t chunks = (uint32_t)span / 16, line = x / 128, chunk = (x / 16) % 8;
+    if (chunks < 2)
+        return x;
+    return (x & ~0x7fu) | ((chunk / chunks * chunks + ((chunk % chunks) ^ (line % chunks))) << 4) |
+           (x & 15u);
+}
+
+/* The TMA-load probe (tests/ptx/sm90/tma_load_sm90.ptx, also run on the H200
+ * by scripts/gpu/hopper.sh) through exec: a bf16 box with each swizzle and
+ * both fills, OOB on the left and below, under every schedule, on the
+ * emulator and through the fake driver: the same bytes, those of sm90 ref
+ * 4.4's model (the NaN pattern is the emulator's canonical 0x7fff
+ * [unverified]; the GPU run decides). */
+Test(exec_hopper, tma_load_probe_runs_under_every_schedule)
+{
+    static const int spans[] = {0, 32, 64, 128};
+    static const char *const sched[] = {"", "--schedule eager", "--schedule random:1",
+                                        "--schedule random:99", "--backend cuda"};
+    for (int s = 0; s < 4; s++)
+        for (int oob = 0; oob < 2; oob++) {
+            int inner = spans[s] ? spans[s] / 2 : 32; /* elements per box row */
+            uint32_t nbytes = (uint32_t)inner * 2 * 8;
+            const int c0 = -8, c1 = 15;
+            static uint16_t want[512];
+            for (int r = 0; r < 8; r++)
+                for (int c = 0; c < inner; c++) {
+                    int gr = c1 + r, gc = c0 + c;
+                    uint16_t v = gr < 20 && gc >= 0 ? (uint16_t)(gr * 72 + gc + 1)
+                                                    : (uint16_t)(oob ? 0x7fff : 0);
+                    want[sw_ref(spans[s], (uint32_t)(r * inner + c) * 2) / 2] = v;
+                }
+            for (size_t k = 0; k < sizeof sched / sizeof sched[0]; k++) {
+                char args[1024], err[8192];
+                snprintf(args, sizeof args, "tma.ptx --grid 1 --block 128 --smem 4096 --arch sm_90a "
+                         "--arg tmap:a.npy:bf16:20x72:8x%d:%s:%s --arg out:o.npy:u8:%u "
+                         "--arg s32:%d --arg s32:%d --arg u32:%u %s",
+                         inner, spans[s] ? (spans[s] == 32 ? "32" : spans[s] == 64 ? "64" : "128")
+                                         : "none",
+                         oob ? "nan" : "zero", nbytes, c0, c1, nbytes, sched[k]);
+                int rc = k == 4 ? run_fake(args, err, sizeof err) : run(args, err, sizeof err);
+                if (rc == -2)
+                    continue;
+                cr_assert_eq(rc, 0, "'%s': %s", args, err);
+                static uint16_t got[512];
+                read_npy_payload("o.npy", got, nbytes);
+                for (uint32_t i = 0; i < nbytes / 2; i++)
+                    cr_assert_eq(got[i], want[i], "'%s': element %u is 0x%04x, not 0x%04x", args, i,
+                                 got[i], want[i]);
+            }
+        }
 }

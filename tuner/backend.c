@@ -113,6 +113,33 @@ int tuner_fill(tuner_dev *d, tuner_ptr dst, uint8_t byte, size_t n, pt_err *e)
     return n ? d->ops->fill(d, dst, byte, n, e) : PT_OK;
 }
 
+int tuner_tmap_encode(tuner_dev *d, const emu_tmap_desc *m, uint8_t out[EMU_TMAP_BYTES], pt_err *e)
+{
+    STICKY_GUARD(d, e);
+    int rc = emu_tmap_validate(m, e);
+    if (rc)
+        return rc;
+    return d->ops->tmap_encode ? d->ops->tmap_encode(d, m, out, e) : emu_tmap_encode(m, out, e);
+}
+
+void tuner_tmap_desc(const pt_tmap *t, tuner_ptr base, emu_tmap_desc *out)
+{
+    memset(out, 0, sizeof *out);
+    out->dtype = t->dtype;
+    out->rank = t->rank;
+    out->gaddr = base + t->offset;
+    for (int i = 0; i < EMU_TMAP_MAX_RANK; i++) {
+        out->dims[i] = t->dims[i];
+        out->box[i] = t->box[i];
+        out->estrides[i] = 1;
+    }
+    for (int i = 0; i + 1 < EMU_TMAP_MAX_RANK; i++)
+        out->strides[i] = t->strides[i];
+    out->swizzle = t->swizzle;
+    out->oobfill = t->oobfill;
+    out->l2promo = t->l2promo;
+}
+
 int tuner_load(tuner_dev *d, const tuner_image *img, tuner_kernel **k, pt_err *e)
 {
     *k = NULL;
@@ -126,9 +153,25 @@ void tuner_unload(tuner_dev *d, tuner_kernel *k)
         d->ops->unload(d, k);
 }
 
+/* A cluster shape: every dimension at least 1 and dividing the grid's. */
+static int check_cluster(const pt_launch *l, pt_err *e)
+{
+    if (!l->cluster[0] && !l->cluster[1] && !l->cluster[2])
+        return PT_OK;
+    for (int i = 0; i < 3; i++)
+        if (!l->cluster[i] || l->grid[i] % l->cluster[i])
+            return pt_errf(e, PT_EINVAL, "grid %u,%u,%u is not a multiple of cluster %u,%u,%u",
+                           l->grid[0], l->grid[1], l->grid[2], l->cluster[0], l->cluster[1],
+                           l->cluster[2]);
+    return PT_OK;
+}
+
 int tuner_launch(tuner_dev *d, tuner_kernel *k, const pt_launch *l, void *const *args, pt_err *e)
 {
     STICKY_GUARD(d, e);
+    int rc = check_cluster(l, e);
+    if (rc)
+        return tuner_dev_fail(d, rc, TUNER_LAUNCH_ERROR, false);
     return d->ops->launch(d, k, l, args, e);
 }
 

@@ -18,6 +18,7 @@
 
 #include "db/db.h"
 #include "gen/op.h"
+#include "ptx/emu/tmap.h"
 
 /* Outcome classes of a candidate: the rows of DB_OUTCOME_ROWS (db/db.h, the
  * one list, with the store's names), as X(ID, "name"). */
@@ -93,6 +94,8 @@ typedef struct tuner_dev_opts {
     int emu_arch;         /* emu: shared layout of sm_<arch> (0: the module's .target) */
     int emu_smem_shift;   /* emu: bytes before the first shared array beyond the arch's
                              reserved region (0: EMU_SMEM_SHIFT_DEFAULT; -1: none) */
+    int emu_schedule;     /* emu: async completion points (an emu_sched; 0: lazy) */
+    uint64_t emu_schedule_seed; /* emu: the seed of the random schedule */
     double mock_gbs;      /* mock: bandwidth of its timing model (0: 2000) */
     double mock_noise;    /* mock: relative timing noise (0: none; 0.01 = 1%) */
     uint64_t mock_seed;
@@ -134,9 +137,23 @@ int tuner_load(tuner_dev *d, const tuner_image *img, tuner_kernel **k, pt_err *e
 void tuner_unload(tuner_dev *d, tuner_kernel *k);
 
 /* One launch of l's geometry; args[i] points at the value of parameter i, as
- * in cuLaunchKernel. More than 48 KB of dynamic shared memory is opted in
- * first; a block the kernel cannot run gives TUNER_RESOURCE_LIMIT. */
+ * in cuLaunchKernel (a tensor map: its 128 bytes). More than 48 KB of
+ * dynamic shared memory is opted in first; a block the kernel cannot run
+ * gives TUNER_RESOURCE_LIMIT. l->cluster set (non-zero): a cluster launch
+ * (cuda: cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION); the
+ * grid must be a multiple of it. */
 int tuner_launch(tuner_dev *d, tuner_kernel *k, const pt_launch *l, void *const *args, pt_err *e);
+/* Tensor maps (PT_ARG_TENSORMAP): encodes the map d describes (gaddr a
+ * device address of this device) into the 128 bytes a kernel parameter
+ * takes by value. cuda: the driver's cuTensorMapEncodeTiled (through
+ * cuGetProcAddress_v2; its refusal names the call and CUresult, and the
+ * parameters are validated first with the same one-line messages as the
+ * emulator's); emu and mock: ptx/emu/tmap.h's own encoding, which the
+ * emulator's TMA instructions decode. */
+int tuner_tmap_encode(tuner_dev *d, const emu_tmap_desc *m, uint8_t out[EMU_TMAP_BYTES], pt_err *e);
+/* The encoder's parameters of a launch's map t over a tensor at base. */
+void tuner_tmap_desc(const pt_tmap *t, tuner_ptr base, emu_tmap_desc *out);
+
 /* Waits for the device; where an asynchronous fault shows up. */
 int tuner_sync(tuner_dev *d, pt_err *e);
 

@@ -27,6 +27,8 @@ typedef struct tuner_backend_ops {
                       double *ms, pt_err *e);
     void (*batch_free)(tuner_dev *d, tuner_batch *b);
     int (*clock)(tuner_dev *d, int *sm_mhz, int *temp_c, pt_err *e);
+    /* NULL: ptx/emu/tmap.h's encoding (emu, mock) */
+    int (*tmap_encode)(tuner_dev *d, const emu_tmap_desc *m, uint8_t *out, pt_err *e);
 } tuner_backend_ops;
 
 struct tuner_dev {

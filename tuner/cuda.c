@@ -38,11 +38,17 @@
     X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamBeginCapture)                   \
     X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)                 \
     X(cuGraphExecDestroy) X(cuGraphDestroy)
+/* Entry points a driver may lack (before compute capability 9 support):
+ * their slots stay NULL and the feature is refused when used. */
+#define CU_OPT_FNS(X) X(cuTensorMapEncodeTiled)
+
+_Static_assert(sizeof(CUtensorMap) == EMU_TMAP_BYTES, "a tensor map is 128 bytes");
 
 typedef struct cu_api {
     void *lib;
 #define X(f) __typeof__(&f) f;
     CU_FNS(X)
+    CU_OPT_FNS(X)
 #undef X
 } cu_api;
 
@@ -183,12 +189,13 @@ static int api_open(cu_api *api, pt_err *e)
     memset(api, 0, sizeof *api);
 #define NAME(f) #f,
 #define SLOT(f) (void **)&api->f,
-    static const char *const names[] = {CU_FNS(NAME)};
-    void **const slots[] = {CU_FNS(SLOT)};
+    static const char *const names[] = {CU_FNS(NAME) CU_OPT_FNS(NAME)};
+    void **const slots[] = {CU_FNS(SLOT) CU_OPT_FNS(SLOT)};
+    static const char *const req[] = {CU_FNS(NAME)};
 #undef NAME
 #undef SLOT
     int n = (int)(sizeof names / sizeof names[0]);
-    int rc = pt_driver_open(&api->lib, names, slots, n, n, e);
+    int rc = pt_driver_open(&api->lib, names, slots, n, (int)(sizeof req / sizeof req[0]), e);
     if (!rc)
         rc = CUA(api, e, cuInit, 0);
     if (rc)
@@ -506,14 +513,55 @@ static int prepare_launch(tuner_dev *d, tuner_kernel *k, const pt_launch *l, pt_
     return PT_OK;
 }
 
+/* A cluster launch passes its shape as CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+ * (sm90 ref 7.3: the safe path whether or not the PTX has
+ * .reqnctapercluster). */
 static int launch1(tuner_dev *d, tuner_kernel *k, const pt_launch *l, void *const *args, pt_err *e)
 {
+    CUlaunchAttribute at[1];
+    memset(at, 0, sizeof at);
+    bool cluster = l->cluster[0] || l->cluster[1] || l->cluster[2];
+    if (cluster) {
+        at[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        at[0].value.clusterDim.x = l->cluster[0];
+        at[0].value.clusterDim.y = l->cluster[1];
+        at[0].value.clusterDim.z = l->cluster[2];
+    }
     CUlaunchConfig cfg = {
         .gridDimX = l->grid[0], .gridDimY = l->grid[1], .gridDimZ = l->grid[2],
         .blockDimX = l->block[0], .blockDimY = l->block[1], .blockDimZ = l->block[2],
-        .sharedMemBytes = (unsigned)l->smem, .hStream = G(d)->stream, .attrs = NULL, .numAttrs = 0,
+        .sharedMemBytes = (unsigned)l->smem, .hStream = G(d)->stream,
+        .attrs = cluster ? at : NULL, .numAttrs = cluster ? 1u : 0u,
     };
     return CU(d, e, cuLaunchKernelEx, &cfg, k->fn, (void **)args, NULL);
+}
+
+/* The driver's encoder; d's parameters are already validated (backend.c),
+ * so a refusal here is the driver's own word. */
+static int cuda_tmap_encode(tuner_dev *d, const emu_tmap_desc *m, uint8_t *out, pt_err *e)
+{
+    cuda_dev *c = G(d);
+    if (!c->api.cuTensorMapEncodeTiled)
+        return tuner_dev_fail(d, pt_errf(e, PT_EUNSUPPORTED,
+                                         "the CUDA driver has no cuTensorMapEncodeTiled (tensor "
+                                         "maps need a CUDA 12 driver and compute capability 9)"),
+                              TUNER_LAUNCH_ERROR, false);
+    cuuint64_t dims[EMU_TMAP_MAX_RANK], strides[EMU_TMAP_MAX_RANK];
+    cuuint32_t box[EMU_TMAP_MAX_RANK], es[EMU_TMAP_MAX_RANK];
+    for (int i = 0; i < EMU_TMAP_MAX_RANK; i++) {
+        dims[i] = m->dims[i];
+        strides[i] = i + 1 < EMU_TMAP_MAX_RANK ? m->strides[i] : 0;
+        box[i] = m->box[i];
+        es[i] = m->estrides[i];
+    }
+    CUtensorMap map; /* alignas(128), as the driver wants (64 at least) */
+    int rc = CU(d, e, cuTensorMapEncodeTiled, &map, (CUtensorMapDataType)m->dtype,
+                (cuuint32_t)m->rank, (void *)(uintptr_t)m->gaddr, dims, strides, box, es,
+                (CUtensorMapInterleave)m->interleave, (CUtensorMapSwizzle)m->swizzle,
+                (CUtensorMapL2promotion)m->l2promo, (CUtensorMapFloatOOBfill)m->oobfill);
+    if (!rc)
+        memcpy(out, &map, EMU_TMAP_BYTES);
+    return rc;
 }
 
 static int cuda_launch(tuner_dev *d, tuner_kernel *k, const pt_launch *l, void *const *args, pt_err *e)
@@ -636,6 +684,7 @@ int tuner_cuda_list(tuner_devinfo *out, int max, int *n, pt_err *e)
 #define cuda_batch_time NULL
 #define cuda_batch_free NULL
 #define cuda_clock NULL
+#define cuda_tmap_encode NULL
 #endif
 
 const tuner_backend_ops tuner_cuda_ops = {
@@ -657,4 +706,5 @@ const tuner_backend_ops tuner_cuda_ops = {
     .batch_time = cuda_batch_time,
     .batch_free = cuda_batch_free,
     .clock = cuda_clock,
+    .tmap_encode = cuda_tmap_encode,
 };

@@ -54,6 +54,10 @@ static int emud_open(tuner_dev *d, const tuner_dev_opts *o, pt_err *e)
     /* shared memory: the arch's layout, shifted so no kernel can rely on
      * where its arrays start */
     eo.arch = o->emu_arch;
+    if (o->emu_schedule < (int)EMU_SCHED_LAZY || o->emu_schedule > (int)EMU_SCHED_RANDOM)
+        return pt_errf(e, PT_EINVAL, "emulator: bad schedule %d", o->emu_schedule);
+    eo.schedule = (emu_sched)o->emu_schedule;
+    eo.schedule_seed = o->emu_schedule_seed;
     if (o->emu_smem_shift < -1 || o->emu_smem_shift > (int)EMU_SMEM_SHIFT_MAX ||
         (o->emu_smem_shift > 0 && o->emu_smem_shift % 16))
         return pt_errf(e, PT_EINVAL, "emulator: bad shared-memory shift %d (a multiple of 16, 0..%u)",
@@ -173,7 +177,15 @@ static tuner_outcome report_class(emu_report_kind k)
 
 static int emud_launch(tuner_dev *d, tuner_kernel *k, const pt_launch *l, void *const *args, pt_err *e)
 {
+    if ((uint64_t)(l->cluster[0] ? l->cluster[0] : 1) * (l->cluster[1] ? l->cluster[1] : 1) *
+            (l->cluster[2] ? l->cluster[2] : 1) > 1)
+        return tuner_dev_fail(d, pt_errf(e, PT_EUNSUPPORTED,
+                                         "emulator: cluster launches (cluster %u,%u,%u) are not "
+                                         "emulated yet",
+                                         l->cluster[0], l->cluster[1], l->cluster[2]),
+                              TUNER_LAUNCH_ERROR, false);
     emu_launch el;
+    memset(&el, 0, sizeof el);
     memcpy(el.grid, l->grid, sizeof el.grid);
     memcpy(el.block, l->block, sizeof el.block);
     el.dyn_smem = l->smem;
