@@ -37,7 +37,9 @@ static const char export_usage[] =
     "                      [--match REGEX] [--out FILE]\n"
     "Writes the tuned table (the winner of every problem per fingerprint): problem,\n"
     "config, kernel hash, PTX, cubin where present, launch geometry, time, provenance.\n"
-    "  --gpu FP      a fingerprint key (or a prefix of 4+ hex digits) or a GPU name\n"
+    "  --gpu FP      a fingerprint key, a prefix naming one, a GPU name or its short\n"
+    "                name (H200, h100, A100); one that names none is an error (exit 2)\n"
+    "                listing the known fingerprints\n"
     "  --match RE    a PCRE2 pattern over the problem key and name\n"
     "  --out FILE    (stdout by default; required for bundle, which must not exist);\n"
     "                written to a temporary file and renamed into place, never the store\n"
@@ -99,7 +101,8 @@ int cmd_export(int argc, char **argv)
         cli_die(1, "writing stdout failed");
     pt_buf_free(&b);
     if (!n)
-        fprintf(stderr, "ptxtune: 0 kernels\n");
+        fprintf(stderr, "ptxtune: 0 kernels (winners timed on the mock device are never "
+                        "exported)\n");
     return 0;
 }
 
@@ -207,7 +210,9 @@ static const char db_usage[] =
     "       ptxtune db runs --db FILE              runs: id, uuid, fingerprint, strategy, status\n"
     "       ptxtune db fingerprints --db FILE      fingerprints with every field\n"
     "       ptxtune db lookup --db FILE --gpu FP OP KEY=VALUE...\n"
-    "              the winner for a problem under fingerprint FP; an untuned problem gets\n"
+    "              the winner for a problem under fingerprint FP (a key, a prefix naming\n"
+    "              one, a GPU name or short name of one fingerprint; never a winner timed\n"
+    "              on the mock device); an untuned problem gets\n"
     "              the config of the nearest tuned one of the same op and class (every\n"
     "              field but the dimensions equal), flagged 'nearest': distance = sum over\n"
     "              dimensions of |log2(a/b)|, ties to the larger problem. Re-emit that\n"
@@ -374,15 +379,14 @@ int cmd_db(int argc, char **argv)
         pt_buf_free(&items);
         db_store *s = open_db(dbp, false);
         db_problem p = {sp.prob.op, sp.key, sp.klass, sp.dims, sp.name, 0, 0, true};
-        /* resolve the prefix to one fingerprint before printing anything */
+        /* resolve --gpu (key, unique prefix, GPU name, short name) to one
+         * fingerprint before printing anything */
         match_ctx m = {0};
         pt_buf_init(&m.list);
-        if (db_fingerprints(s, gpu, match_fp, &m, &e))
+        if (db_gpu_resolve(s, gpu, match_fp, &m, &e))
             cli_die(exit_code(e.code), "%s", e.msg);
-        if (m.n == 0)
-            cli_die(2, "no fingerprint '%s' in %s (see 'ptxtune db fingerprints')", gpu, dbp);
         if (m.n > 1)
-            cli_die(2, "fingerprint prefix '%s' is ambiguous: %d matches: %s", gpu, m.n,
+            cli_die(2, "--gpu '%s' is ambiguous: %d fingerprints: %s (give a key)", gpu, m.n,
                     m.list.s);
         pt_buf_free(&m.list);
         lookup_ctx l = {s, &p, 0, false, &e};

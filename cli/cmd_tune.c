@@ -47,13 +47,15 @@ static const char tune_usage[] =
     "  --new            start a new run even when an unfinished one matches\n"
     "  --no-compile     emu/mock: skip the compile gate (no resource report)\n"
     "  --quiet          no progress line\n"
+    "  --mock-noise X, --mock-slow F[:TEXT]  test knobs of the mock backend: timing noise;\n"
+    "                   kernels whose config holds TEXT (all without it) F times slower\n"
     "exit: 0 done, 1 failed, 2 bad input, 4 no CUDA driver (--backend cuda), 130 interrupted;\n"
     "a store that fails its integrity check is bad input (nothing written); a full disk keeps\n"
     "the run (exit 1): the same command resumes it once there is room\n";
 
 enum {
     O_STRATEGY = 256, O_BUDGET, O_BACKEND, O_DB, O_PROBLEMS, O_ARCH, O_SEED, O_THREADS, O_PRUNE,
-    O_TOP, O_NEW, O_NOCOMPILE, O_QUIET, O_NAME, O_HELP, O_NOISE,
+    O_TOP, O_NEW, O_NOCOMPILE, O_QUIET, O_NAME, O_HELP, O_NOISE, O_SLOW,
 };
 
 static const struct option tune_opts[] = {
@@ -65,6 +67,7 @@ static const struct option tune_opts[] = {
     {"new", no_argument, 0, O_NEW},                 {"no-compile", no_argument, 0, O_NOCOMPILE},
     {"quiet", no_argument, 0, O_QUIET},             {"name", required_argument, 0, O_NAME},
     {"mock-noise", required_argument, 0, O_NOISE},  {"help", no_argument, 0, O_HELP},
+    {"mock-slow", required_argument, 0, O_SLOW},
     {0, 0, 0, 0},
 };
 
@@ -211,7 +214,8 @@ int cmd_tune(int argc, char **argv)
     const char *problems = NULL, *arch = NULL, *name = NULL;
     uint64_t seed = 1;
     int threads = 0, top = 5;
-    double prune = 0, noise = 0;
+    double prune = 0, noise = 0, slow = 0;
+    const char *slow_match = "";
     bool fresh = false, no_compile = false, quiet = false;
     pt_buf items;
     pt_buf_init(&items);
@@ -245,6 +249,17 @@ int cmd_tune(int argc, char **argv)
         case O_PRUNE: prune = cli_opt_real("--prune", optarg, 1, INFINITY); break;
         case O_TOP: top = (int)cli_opt_int("--top", optarg, 0, 1000000); break;
         case O_NOISE: noise = cli_opt_real("--mock-noise", optarg, 0, INFINITY); break;
+        case O_SLOW: {
+            /* tests: FACTOR[:SUBSTRING], kernels whose config holds SUBSTRING
+             * (every one without it) are FACTOR times slower on the mock */
+            char fac[64];
+            const char *colon = strchr(optarg, ':');
+            snprintf(fac, sizeof fac, "%.*s", colon ? (int)(colon - optarg) : (int)strlen(optarg),
+                     optarg);
+            slow = cli_opt_real("--mock-slow", fac, 0.01, 100);
+            slow_match = colon ? colon + 1 : "";
+            break;
+        }
         case O_NEW: fresh = true; break;
         case O_NOCOMPILE: no_compile = true; break;
         case O_QUIET: quiet = true; break;
@@ -347,11 +362,19 @@ int cmd_tune(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
 
     progress_ctx pc = {.tty = !quiet && isatty(2)};
+    /* TEST ONLY: PTXTUNE_TEST_VERSION stands in for this build's version (the
+     * fingerprint's generator and the run's tool version), so a test can be
+     * "two builds" tuning one store (tests/test_regress.c). Not for users:
+     * a store then claims a build that did not exist. */
+    const char *tool_version = getenv("PTXTUNE_TEST_VERSION");
+    if (!tool_version || !*tool_version)
+        tool_version = PT_VERSION;
     sweep_opts o = {
         .backend = backend, .arch = arch, .strategy = kind, .budget = nbudget,
         .budget_s = sbudget, .seed = seed, .threads = threads, .prune = prune,
-        .no_compile = no_compile, .fresh = fresh, .tool_version = PT_VERSION,
-        .git_rev = PT_GIT_REV, .mock_noise = noise, .progress = on_progress,
+        .no_compile = no_compile, .fresh = fresh, .tool_version = tool_version,
+        .git_rev = PT_GIT_REV, .mock_noise = noise, .mock_slow = slow,
+        .mock_slow_match = slow_match, .progress = on_progress,
         .progress_ctx = &pc, .stop = &stop_flag,
     };
     sweep_summary sum;

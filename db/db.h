@@ -248,9 +248,11 @@ int db_winner_get(db_store *s, const db_fingerprint *f, const char *problem_key,
 int db_lookup(db_store *s, const db_fingerprint *f, const db_problem *p, db_winner_fn fn,
               void *ctx, bool *found, pt_err *e);
 
-/* Every winner, optionally filtered: fingerprint key prefix or exact GPU
- * name (gpu NULL: all), and a PCRE2 pattern over the problem key and name
- * (NULL: all). */
+/* Every winner, optionally filtered: gpu names fingerprints as
+ * db_gpu_resolve does (NULL: all; one it does not name is PT_EINVAL listing
+ * the known ones), and a PCRE2 pattern over the problem key and name
+ * (NULL: all). Winners timed on the mock device are never listed (nor
+ * exported, nor looked up). */
 int db_winners(db_store *s, const char *gpu, const char *match, db_winner_fn fn, void *ctx,
                pt_err *e);
 /* Recomputes every winner from the measurements (after a merge). */
@@ -390,6 +392,14 @@ int db_run_classes(db_store *s, int64_t run, db_class_fn fn, void *ctx, pt_err *
 /* Fingerprints whose key starts with prefix (NULL or "": all), by key. */
 typedef int (*db_fingerprint_fn)(void *ctx, const char *key, const db_fingerprint *f);
 int db_fingerprints(db_store *s, const char *prefix, db_fingerprint_fn fn, void *ctx, pt_err *e);
+
+/* The fingerprints a --gpu value names, each passed to fn: the key; a key
+ * prefix naming one fingerprint; the exact GPU name (every fingerprint of
+ * that GPU); a short name of one GPU (without "NVIDIA ", its first word, or
+ * that word up to a '-': "H200", "h100", "A100"). Nothing named, an
+ * ambiguous prefix or short name, or an empty value: PT_EINVAL with one
+ * line listing the known or the matching fingerprints. */
+int db_gpu_resolve(db_store *s, const char *gpu, db_fingerprint_fn fn, void *ctx, pt_err *e);
 
 typedef struct db_counts {
     int64_t fingerprints, problems, kernels, cubins, runs, measurements, winners;

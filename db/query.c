@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 const char db__winner_select[] =
     "SELECT m.id"
@@ -225,18 +226,172 @@ int db_lookup(db_store *s, const db_fingerprint *f, const db_problem *p, db_winn
     return urc;
 }
 
+/* ---- naming a GPU --------------------------------------------------------- */
+
+/* "NVIDIA H100 80GB HBM3" -> "H100 80GB HBM3" (the name without the vendor). */
+static const char *short_name(const char *gpu)
+{
+    return strncmp(gpu, "NVIDIA ", 7) == 0 ? gpu + 7 : gpu;
+}
+
+/* The GPU's short names: the name without the vendor, its first word and
+ * that word up to a '-' ("H100", "A100" of "A100-SXM4-80GB"), any case. */
+static bool short_match(const char *gpu, const char *want)
+{
+    const char *s = short_name(gpu);
+    if (strcasecmp(s, want) == 0)
+        return true;
+    size_t w = strcspn(s, " "), d = strcspn(s, " -");
+    size_t n = strlen(want);
+    return n && ((n == w && strncasecmp(s, want, n) == 0) || (n == d && strncasecmp(s, want, n) == 0));
+}
+
+typedef struct fpsel {
+    char (*keys)[17];
+    char **gpus;
+    int n, cap;
+    pt_buf known; /* "key (gpu), ..." of every fingerprint */
+    int nknown;
+} fpsel;
+
+static void fpsel_free(fpsel *f)
+{
+    for (int i = 0; i < f->n; i++)
+        free(f->gpus[i]);
+    free(f->keys);
+    free(f->gpus);
+    pt_buf_free(&f->known);
+    memset(f, 0, sizeof *f);
+}
+
+static int fpsel_add(fpsel *f, const char *key, const char *gpu)
+{
+    if (f->n == f->cap) {
+        int nc = f->cap ? 2 * f->cap : 8;
+        char(*k)[17] = realloc(f->keys, (size_t)nc * sizeof *k);
+        if (k)
+            f->keys = k;
+        char **g = realloc(f->gpus, (size_t)nc * sizeof *g);
+        if (g)
+            f->gpus = g;
+        if (!k || !g)
+            return PT_ENOMEM;
+        f->cap = nc;
+    }
+    snprintf(f->keys[f->n], 17, "%s", key);
+    f->gpus[f->n] = strdup(gpu);
+    if (!f->gpus[f->n])
+        return PT_ENOMEM;
+    f->n++;
+    return PT_OK;
+}
+
+/* The fingerprints --gpu names, by the first rule that matches any: the
+ * key; a unique key prefix (several: ambiguous); the exact GPU name (every
+ * fingerprint of that GPU); a short name of one GPU ("H200", "h100",
+ * "A100"; several GPUs: ambiguous). None: PT_EINVAL listing the known
+ * fingerprints. */
+static int fpsel_resolve(db_store *s, const char *gpu, fpsel *f, pt_err *e)
+{
+    memset(f, 0, sizeof *f);
+    pt_buf_init(&f->known);
+    sqlite3_stmt *st = db__prepare(s, "SELECT key, gpu FROM fingerprints ORDER BY key", e);
+    if (!st)
+        return e->code;
+    size_t n = strlen(gpu);
+    fpsel rule[4];
+    memset(rule, 0, sizeof rule);
+    int rc, urc = PT_OK;
+    while ((rc = db__step(s, st)) == SQLITE_ROW) {
+        const char *key = db__col_text(st, 0), *name = db__col_text(st, 1);
+        if (f->nknown < 8)
+            pt_buf_printf(&f->known, "%s%s (%s)", f->nknown ? ", " : "", key, name);
+        else if (f->nknown == 8)
+            pt_buf_puts(&f->known, ", ...");
+        f->nknown++;
+        if (strcmp(key, gpu) == 0)
+            urc = urc ? urc : fpsel_add(&rule[0], key, name);
+        else if (n && strncmp(key, gpu, n) == 0)
+            urc = urc ? urc : fpsel_add(&rule[1], key, name);
+        if (strcmp(name, gpu) == 0)
+            urc = urc ? urc : fpsel_add(&rule[2], key, name);
+        else if (short_match(name, gpu))
+            urc = urc ? urc : fpsel_add(&rule[3], key, name);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        urc = db__fail(s, rc, "reading fingerprints", e);
+    else if (urc)
+        urc = pt_errf(e, PT_ENOMEM, "out of memory (fingerprints)");
+    int pick = -1;
+    for (int i = 0; !urc && i < 4 && pick < 0; i++)
+        if (rule[i].n)
+            pick = i;
+    if (!urc && pick < 0)
+        urc = pt_errf(e, PT_EINVAL, "%s: no fingerprint '%s' (known: %s)", s->path, gpu,
+                      f->nknown ? f->known.s : "none, the store is empty");
+    if (!urc && (pick == 1 || pick == 3)) {
+        /* a prefix names one fingerprint; a short name one GPU */
+        bool several = pick == 1 ? rule[1].n > 1 : false;
+        for (int i = 1; pick == 3 && i < rule[3].n; i++)
+            several = several || strcmp(rule[3].gpus[i], rule[3].gpus[0]) != 0;
+        if (several) {
+            pt_buf l;
+            pt_buf_init(&l);
+            for (int i = 0; i < rule[pick].n && i < 8; i++)
+                pt_buf_printf(&l, "%s%s (%s)", i ? ", " : "", rule[pick].keys[i], rule[pick].gpus[i]);
+            urc = pt_errf(e, PT_EINVAL, "%s: --gpu '%s' is ambiguous: %d matches: %s", s->path, gpu,
+                          rule[pick].n, l.s ? l.s : "");
+            pt_buf_free(&l);
+        }
+    }
+    if (!urc) {
+        pt_buf known = f->known;
+        int nk = f->nknown;
+        *f = rule[pick];
+        f->known = known;
+        f->nknown = nk;
+        rule[pick] = (fpsel){0};
+    }
+    for (int i = 0; i < 4; i++)
+        fpsel_free(&rule[i]);
+    return urc;
+}
+
+int db_gpu_resolve(db_store *s, const char *gpu, db_fingerprint_fn fn, void *ctx, pt_err *e)
+{
+    if (!gpu || !*gpu)
+        return pt_errf(e, PT_EINVAL, "empty --gpu: give a fingerprint key or a prefix of it, or "
+                                     "the GPU's name (see 'ptxtune db fingerprints')");
+    fpsel f;
+    int rc = fpsel_resolve(s, gpu, &f, e);
+    for (int i = 0; !rc && i < f.n; i++)
+        rc = db_fingerprints(s, f.keys[i], fn, ctx, e);
+    fpsel_free(&f);
+    return rc;
+}
+
 /* ---- filtered winner lists -------------------------------------------- */
 
 typedef struct wfilter {
     const char *gpu;
+    fpsel sel; /* the fingerprints gpu names */
     pcre2_code *re;
     pcre2_match_data *md;
 } wfilter;
 
-static int filter_open(wfilter *f, const char *gpu, const char *match, pt_err *e)
+static int filter_open(db_store *s, wfilter *f, const char *gpu, const char *match, pt_err *e)
 {
     memset(f, 0, sizeof *f);
     f->gpu = gpu && *gpu ? gpu : NULL;
+    if (gpu && !*gpu)
+        return pt_errf(e, PT_EINVAL, "empty --gpu: give a fingerprint key or a prefix of it, or "
+                                     "the GPU's name (see 'ptxtune db fingerprints')");
+    if (f->gpu) {
+        int rc = fpsel_resolve(s, f->gpu, &f->sel, e);
+        if (rc)
+            return rc;
+    }
     if (!match)
         return PT_OK;
     int err;
@@ -254,6 +409,7 @@ static int filter_open(wfilter *f, const char *gpu, const char *match, pt_err *e
 
 static void filter_close(wfilter *f)
 {
+    fpsel_free(&f->sel);
     pcre2_match_data_free(f->md);
     pcre2_code_free(f->re);
 }
@@ -266,9 +422,9 @@ static bool re_match(const wfilter *f, const char *s)
 static bool filter_pass(const wfilter *f, const db_winner *w)
 {
     if (f->gpu) {
-        size_t n = strlen(f->gpu);
-        bool hex = n >= 4 && n <= 16 && strspn(f->gpu, "0123456789abcdef") == n;
-        bool ok = strcmp(w->gpu, f->gpu) == 0 || (hex && strncmp(w->fingerprint, f->gpu, n) == 0);
+        bool ok = false;
+        for (int i = 0; !ok && i < f->sel.n; i++)
+            ok = strcmp(w->fingerprint, f->sel.keys[i]) == 0;
         if (!ok)
             return false;
     }
@@ -283,9 +439,11 @@ int db__winners_raw(db_store *s, const char *gpu, const char *match,
                     pt_err *e)
 {
     wfilter f;
-    int rc = filter_open(&f, gpu, match, e);
-    if (rc)
+    int rc = filter_open(s, &f, gpu, match, e);
+    if (rc) {
+        filter_close(&f);
         return rc;
+    }
     sqlite3_stmt *st = winner_query(s, " WHERE 1" NOT_MOCK " ORDER BY f.key, p.key", e);
     if (!st) {
         filter_close(&f);

@@ -404,8 +404,17 @@ Test(db, json_round_trip_and_names)
     int n;
     free(export_str(f.s, DB_FMT_JSON, NULL, "quoted", &n));
     cr_expect_eq(n, 1);
-    free(export_str(f.s, DB_FMT_JSON, "no such gpu", NULL, &n));
-    cr_expect_eq(n, 0);
+    {
+        /* an unknown --gpu is an error listing the known fingerprints (issue 15) */
+        pt_buf tb;
+        pt_buf_init(&tb);
+        pt_err e2 = {0};
+        cr_expect_eq(db_export_text(f.s, DB_FMT_JSON, "no such gpu", NULL, &tb, &n, &e2),
+                     PT_EINVAL);
+        cr_expect(strstr(e2.msg, "no fingerprint 'no such gpu'") && strstr(e2.msg, "known: "),
+                  "%s", e2.msg);
+        pt_buf_free(&tb);
+    }
     char key[17];
     db_fingerprint_key(&a, key);
     key[8] = '\0';
@@ -1227,4 +1236,99 @@ Test(db, a_schema_2_store_is_carried_forward)
     cr_assert_eq(db_query_int(s, "SELECT count(*) FROM measurements", &n, &e), PT_OK);
     cr_expect_eq(n, 3);
     db_close(s);
+}
+
+/* ---- issue 15 item 3: provenance and naming a GPU -------------------------- */
+
+static int fp_count(void *ctx, const char *key, const db_fingerprint *f)
+{
+    (void)key;
+    (void)f;
+    (*(int *)ctx)++;
+    return 0;
+}
+
+/* A mock row is stored and kept as the winner of its (mock) fingerprint,
+ * but no reader serves it: lookup, winner lists, every export. --gpu takes
+ * a key, a unique prefix, a GPU name or its short name; nothing else. */
+Test(db, mock_rows_are_never_served_and_gpu_names_resolve)
+{
+    fixture f;
+    db_fingerprint h = fp_h100();
+    setup_store(&f, tpath("m.db"), &h, "gemm m=16 n=4096 k=4096", "16,4096,4096", "mockrun00000");
+    pt_err e = {0};
+    db_kernel k = {"00000000000000aa", "gemm", "bm=1", "kern", ".k bm=1\n"};
+    char hash[17];
+    db_kernel_hash(k.ptx, strlen(k.ptx), hash);
+    k.hash = hash;
+    db_measurement m = {.run_id = f.run, .problem_id = f.prob, .config = "bm=1", .final = true,
+                        .status = "ok", .source = "mock", .verified = 1, .t_min = 1e-3,
+                        .t_median = 1e-3, .t_max = 1e-3, .spread = 0.01, .reps = 5,
+                        .tflops = NAN, .gbps = NAN};
+    bool ins;
+    cr_assert_eq(db_record(f.s, &k, NULL, &m, &ins, &e), PT_OK, "%s", e.msg);
+    int64_t n;
+    cr_assert_eq(db_query_int(f.s, "SELECT count(*) FROM winners", &n, &e), PT_OK);
+    cr_expect_eq(n, 1, "the winner is kept (its fingerprint's best)");
+    bool found = true;
+    cr_expect_eq(db_winner_get(f.s, &h, "gemm m=16 n=4096 k=4096", NULL, NULL, &found, &e), PT_OK);
+    cr_expect(!found, "a mock winner was served");
+    db_problem p = {"gemm", "gemm m=16 n=4096 k=4096", "gemm dtype=bf16 layout=tn",
+                    "16,4096,4096", "", 0, 0, false};
+    found = true;
+    cr_expect_eq(db_lookup(f.s, &h, &p, NULL, NULL, &found, &e), PT_OK);
+    cr_expect(!found, "a mock winner was looked up");
+    int cnt = 0;
+    cr_expect_eq(db_winners(f.s, NULL, NULL, count_cb, &cnt, &e), PT_OK);
+    cr_expect_eq(cnt, 0, "a mock winner was listed");
+    int rows = -1;
+    free(export_str(f.s, DB_FMT_JSON, NULL, NULL, &rows));
+    cr_expect_eq(rows, 0, "a mock winner was exported");
+    /* the same row measured: served */
+    m.source = "measured";
+    m.config = "bm=2";
+    k.ptx = ".k bm=2\n";
+    db_kernel_hash(k.ptx, strlen(k.ptx), hash);
+    cr_assert_eq(db_record(f.s, &k, NULL, &m, &ins, &e), PT_OK, "%s", e.msg);
+    cr_expect(ins);
+    found = false;
+    cr_expect_eq(db_winner_get(f.s, &h, "gemm m=16 n=4096 k=4096", NULL, NULL, &found, &e), PT_OK);
+    cr_expect(found);
+    /* --gpu: key, unique prefix, GPU name, short names; unknown and ambiguous refused */
+    db_fingerprint h2 = h;
+    h2.driver = "13010";
+    int64_t fp2;
+    cr_assert_eq(db_fingerprint_put(f.s, &h2, &fp2, &e), PT_OK);
+    char key[17];
+    db_fingerprint_key(&h, key);
+    static const struct {
+        const char *gpu;
+        int want; /* fingerprints named; -1 refused */
+    } cases[] = {
+        {"NVIDIA H100 80GB HBM3", 2}, {"H100", 2}, {"h100", 2}, {"H100 80GB HBM3", 2},
+        {"H200", -1}, {"NVIDIA", -1}, {"zzzz", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int c = 0;
+        memset(&e, 0, sizeof e);
+        int rc = db_gpu_resolve(f.s, cases[i].gpu, fp_count, &c, &e);
+        if (cases[i].want < 0) {
+            cr_expect_eq(rc, PT_EINVAL, "%s", cases[i].gpu);
+            cr_expect(strstr(e.msg, "known: ") && strstr(e.msg, key), "%s", e.msg);
+        } else {
+            cr_expect_eq(rc, PT_OK, "%s: %s", cases[i].gpu, e.msg);
+            cr_expect_eq(c, cases[i].want, "%s", cases[i].gpu);
+        }
+    }
+    int c = 0;
+    cr_expect_eq(db_gpu_resolve(f.s, key, fp_count, &c, &e), PT_OK);
+    cr_expect_eq(c, 1);
+    char pre[8];
+    snprintf(pre, sizeof pre, "%.6s", key);
+    c = 0;
+    cr_expect_eq(db_gpu_resolve(f.s, pre, fp_count, &c, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(c, 1);
+    c = 0;
+    cr_expect_eq(db_gpu_resolve(f.s, "", fp_count, &c, &e), PT_EINVAL);
+    db_close(f.s);
 }

@@ -227,6 +227,9 @@ static void mock_directive(void *ctx, const pt_config *cfg, const pt_launch *l, 
     double t = model_of(sc, sc->cur, cfg, l, NULL);
     uint64_t h = pt_hash64(cs, strlen(cs));
     double w = 1 + 0.2 * ((double)(h >> 11) * 0x1.0p-53 - 0.5);
+    const char *slow = sc->o->mock_slow_match ? sc->o->mock_slow_match : "";
+    if (sc->o->mock_slow > 0 && strstr(cs, slow)) /* a planted per-kernel delay */
+        w *= sc->o->mock_slow;
     pt_buf_printf(text, "// mock: time_us=%.4f\n", isfinite(t) ? t * 1e6 * w : 1e6);
 }
 
@@ -665,6 +668,9 @@ static int args_key(const sweep_opts *o, const sweep_ctx *sc, const sweep_source
     pt_buf_printf(&b, "v1|%s|%s|%s|%lld|%.17g|%llu|%.17g|%d|%s", o->measure ? "fake" : o->backend,
                   sc->arch, search_kind_name(o->strategy), (long long)o->budget, o->budget_s,
                   (unsigned long long)o->seed, o->prune, o->no_compile, fpkey);
+    if (o->mock_slow > 0) /* another device in effect: never the same sweep */
+        pt_buf_printf(&b, "|slow %.17g %s", o->mock_slow,
+                      o->mock_slow_match ? o->mock_slow_match : "");
     uint64_t h = 0xcbf29ce484222325ull;
     fnv_add(&h, b.s, b.len);
     pt_buf_free(&b);

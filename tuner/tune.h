@@ -97,6 +97,11 @@ typedef struct sweep_opts {
     int64_t emu_verify_limit; /* emulator: verify problems up to this many flops+bytes;
                                * 0: 2e7; larger ones are not verified (verified=0) */
     double mock_noise;        /* mock backend timing noise */
+    /* mock backend, tests of regression tracking: kernels whose config
+     * contains mock_slow_match ("" every kernel) take mock_slow times the
+     * model's time (0: 1, no delay): a planted slowdown */
+    double mock_slow;
+    const char *mock_slow_match;
     sweep_measure_fn measure; /* non-NULL: measure in-process with this */
     void *measure_ctx;
     const db_fingerprint *fingerprint; /* with measure: the fingerprint to store under */

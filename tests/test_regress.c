@@ -1,0 +1,154 @@
+/* Regression tracking across builds (issue 15 item 2): two builds with
+ * different version strings (PTXTUNE_TEST_VERSION, the test-only stand-in
+ * of cli/cmd_tune.c) tune one problem set on the mock device into one
+ * store; regress compares every common kernel and every winner across the
+ * two fingerprints, names the field that differs, finds a planted 10%
+ * slowdown (--mock-slow, a per-kernel delay) and nothing in noise within
+ * the stored spreads. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test_util.h"
+#include "db/db.h"
+
+static char dir[64];
+
+static void mk(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/ptxtune_regress_XXXXXX");
+    cr_assert(mkdtemp(dir));
+}
+
+static void rm(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static int cli(const char *args, char *out, size_t on, char *err, size_t en)
+{
+    return test_run_ptxtune(dir, args, out, on, err, en);
+}
+
+static int64_t query(const char *sql)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/r.db", dir);
+    db_store *s;
+    pt_err e = {0};
+    db_open_opts o = {.readonly = true};
+    cr_assert_eq(db_open(path, &o, &s, &e), PT_OK, "%s", e.msg);
+    int64_t v = -1;
+    cr_assert_eq(db_query_int(s, sql, &v, &e), PT_OK, "%s", e.msg);
+    db_close(s);
+    return v;
+}
+
+/* "N winners compared: S slower" -> N and S */
+static void counts(const char *out, const char *what, int *n, int *slower, int *same)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, " %s compared: ", what);
+    const char *p = strstr(out, pat);
+    cr_assert(p, "no summary in: %s", out);
+    while (p > out && p[-1] != '\n')
+        p--;
+    cr_assert_eq(sscanf(p, "%d", n), 1);
+    p = strstr(p, "compared: ");
+    cr_assert_eq(sscanf(p, "compared: %d slower, %*d faster, %d same", slower, same), 2, "%s", p);
+}
+
+static void tune(const char *version, const char *extra)
+{
+    setenv("PTXTUNE_TEST_VERSION", version, 1);
+    char args[512], out[1 << 14], err[4096];
+    snprintf(args, sizeof args,
+             "tune --problems set.txt --backend mock --strategy exhaustive --budget 16 "
+             "--mock-noise 0.02 --db r.db --quiet --no-compile --top 0 %s", extra);
+    int rc = cli(args, out, sizeof out, err, sizeof err);
+    unsetenv("PTXTUNE_TEST_VERSION");
+    cr_assert_eq(rc, 0, "%s: %s %s", args, out, err);
+}
+
+TestSuite(regress, .init = mk, .fini = rm);
+
+Test(regress, two_builds_one_store_planted_slowdown_found_noise_not, .timeout = 120)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/set.txt", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("elementwise expr='y = silu(g) * u' shape=g=64x256,u=64x256 dtype=bf16 name=gate\n"
+          "elementwise expr='y = softmax(x, -1)' shape=x=16x512 dtype=f16 name=softmax\n", f);
+    fclose(f);
+    tune("0.1.0", "--seed 1");                    /* run 1: the old build */
+    tune("0.1.1", "--seed 2");                    /* run 2: the new build, other noise */
+    tune("0.1.1", "--seed 3 --mock-slow 1.1");    /* run 3: every kernel 10% slower */
+    tune("0.1.1", "--seed 4 --mock-slow 1.1:vec=4"); /* run 4: the vec=4 kernels only */
+    cr_expect_eq(query("SELECT count(DISTINCT fingerprint_id) FROM runs"), 2);
+    int64_t kernels = query("SELECT count(*) FROM measurements WHERE run_id = 1 AND status = 'ok'");
+    int64_t slowed = query("SELECT count(*) FROM measurements WHERE run_id = 1 AND status = 'ok'"
+                           " AND config LIKE '%vec=4%'");
+    cr_assert_gt(kernels, 8);
+    cr_assert_gt(slowed, 0);
+    cr_assert_lt(slowed, kernels);
+    cr_expect_eq(query("SELECT count(*) FROM measurements WHERE source <> 'mock'"), 0,
+                 "the mock device's rows say mock");
+
+    char out[1 << 16], err[4096];
+    int n, slower, same;
+    /* noise only: nothing, even with no threshold (the spreads alone) */
+    int rc = cli("regress --db r.db --baseline 1 --candidate 2 --threshold 0", out, sizeof out,
+                 err, sizeof err);
+    cr_expect_eq(rc, 0, "%s %s", out, err);
+    counts(out, "winners", &n, &slower, &same);
+    cr_expect_eq(n, 2, "every winner compared: %s", out);
+    cr_expect_eq(slower, 0, "%s", out);
+    cr_expect(strstr(out, "differ in generator"), "the differing field is named: %s", out);
+    rc = cli("regress --db r.db --baseline 1 --candidate 2 --threshold 0 --kernels", out,
+             sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 0, "%s %s", out, err);
+    counts(out, "kernels", &n, &slower, &same);
+    cr_expect_eq(n, kernels, "every common kernel compared across the builds: %s", out);
+    cr_expect_eq(slower, 0, "%s", out);
+    /* the planted 10%: every winner, every kernel */
+    rc = cli("regress --db r.db --baseline 1 --candidate 3", out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 1, "%s %s", out, err);
+    counts(out, "winners", &n, &slower, &same);
+    cr_expect_eq(n, 2);
+    cr_expect_eq(slower, 2, "%s", out);
+    rc = cli("regress --db r.db --baseline 1 --candidate 3 --kernels", out, sizeof out, err,
+             sizeof err);
+    counts(out, "kernels", &n, &slower, &same);
+    cr_expect_eq(slower, kernels, "%s", out);
+    /* per kernel: exactly the slowed ones */
+    rc = cli("regress --db r.db --baseline 1 --candidate 4 --kernels --threshold 0", out,
+             sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 1, "%s %s", out, err);
+    counts(out, "kernels", &n, &slower, &same);
+    cr_expect_eq(n, kernels);
+    cr_expect_eq(slower, slowed, "%s", out);
+    cr_expect_eq(same, kernels - slowed, "%s", out);
+    /* another GPU is not comparable: refused, naming the field */
+    char sql[256];
+    snprintf(sql, sizeof sql, "%s/r.db", dir);
+    db_store *s;
+    pt_err e = {0};
+    cr_assert_eq(db_open(sql, NULL, &s, &e), PT_OK, "%s", e.msg);
+    db_fingerprint other = {"other GPU", 90, 132, "1", "c", 90, "ptxtune 0.1.1", "ptxtune-bench/1"};
+    int64_t fp;
+    cr_assert_eq(db_fingerprint_put(s, &other, &fp, &e), PT_OK);
+    db_run r = {.uuid = "otherrun0000", .fingerprint_id = fp, .strategy = "x", .budget = "1",
+                .backend = "cuda", .arch = "sm_90", .args_key = "k", .host = "h", .pid = 1};
+    int64_t run;
+    cr_assert_eq(db_run_begin(s, &r, &run, &e), PT_OK);
+    db_close(s);
+    rc = cli("regress --db r.db --baseline 1 --candidate otherrun", out, sizeof out, err,
+             sizeof err);
+    cr_expect_eq(rc, 2, "%s", err);
+    cr_expect(strstr(err, "not comparable") && strstr(err, "gpu"), "%s", err);
+}
