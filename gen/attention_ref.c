@@ -72,6 +72,7 @@ static int64_t kv_at(const pt_prepared *pp, const pt_tensor *in, const attn_seq 
 typedef struct ref_ws {
     attn_seq *seq;
     double *s, *a; /* scores; |d score| bound per key */
+    double *sq;    /* dv sums of squares (magnitudes) */
 } ref_ws;
 
 static int ws_new(const pt_prepared *pp, const pt_tensor *in, ref_ws *w, pt_err *e)
@@ -79,10 +80,12 @@ static int ws_new(const pt_prepared *pp, const pt_tensor *in, ref_ws *w, pt_err 
     w->seq = malloc((size_t)pp->B * sizeof *w->seq);
     w->s = malloc((size_t)pp->Sk * sizeof *w->s);
     w->a = malloc((size_t)pp->Sk * sizeof *w->a);
-    if (!w->seq || !w->s || !w->a) {
+    w->sq = malloc((size_t)pp->dv * sizeof *w->sq);
+    if (!w->seq || !w->s || !w->a || !w->sq) {
         free(w->seq);
         free(w->s);
         free(w->a);
+        free(w->sq);
         return pt_errf(e, PT_ENOMEM, "attention reference: out of memory");
     }
     for (int64_t b = 0; b < pp->B; b++)
@@ -95,14 +98,29 @@ static void ws_free(ref_ws *w)
     free(w->seq);
     free(w->s);
     free(w->a);
+    free(w->sq);
+}
+
+/* The error model of o (attn_magnitude). The kernels round P to the input
+ * dtype for the P.V tensor-core product, so each term p_j v_jc carries one
+ * independent rounding of relative size u(dtype): the error is about
+ * u * sqrt(sum_j (p_j v_jc)^2), the allowance of one rounding (len 1) in
+ * that dtype with mag = the terms' root sum of squares. The f32 sums (q.k
+ * over d, P.V and l over the keys) are first-order smaller; they ride along
+ * scaled to that dtype: f32_share * (sum_j p_j |v_jc| + sum_j p_j |v_jc -
+ * o_c| A_j), with A_j = |scale| sum_c |q_c k_jc| times the softcap's slope
+ * (the scores' error through the softmax, do_c/ds_j = p_j (v_jc - o_c)). */
+static double unit_roundoff(pt_dtype dt) { return dt == PT_F16 ? 0x1p-11 : 0x1p-8; }
+static int64_t f32_len(const pt_prepared *pp) { return pp->Sk > pp->d ? pp->Sk : pp->d; }
+static double f32_share(const pt_prepared *pp)
+{
+    return sqrt((double)f32_len(pp)) * 0x1p-24 / unit_roundoff(pp->dt);
 }
 
 /* One query row: o[dv] and lse, and (when mo is not NULL) the magnitudes:
- * mo[c] = sum_j p_j |v_jc| (the P.V sum) + sum_j p_j |v_jc - o_c| A_j (the
- * scores' error carried through the softmax, do_c/ds_j = p_j (v_jc - o_c)),
- * A_j = |scale| sum_c |q_c k_jc| times the softcap's slope; *mlse = 1 (the
- * row sum l, d lse / d l = 1/l) + sum_j p_j A_j. A row with no visible key:
- * o = 0, lse = -inf (magnitudes 0 and inf). */
+ * mo[c] as above; *mlse = 1 (the row sum l, d lse / d l = 1/l) + sum_j p_j
+ * A_j, in f32 (lse is computed from f32 row statistics). A row with no
+ * visible key: o = 0, lse = -inf (magnitudes 0 and inf). */
 static void row_eval(const pt_prepared *pp, const pt_tensor *in, ref_ws *w, int64_t b, int64_t h,
                      int64_t i, double *o, double *lse, double *mo, double *mlse)
 {
@@ -164,13 +182,21 @@ static void row_eval(const pt_prepared *pp, const pt_tensor *in, ref_ws *w, int6
     if (!mo)
         return;
     *mlse = 1 + ma;
+    double share = f32_share(pp);
+    for (int64_t c = 0; c < dv; c++)
+        w->sq[c] = 0;
     for (int64_t j = 0; j < s->sk; j++) {
         if (w->s[j] == -INFINITY)
             continue;
         const double *vv = V + kv_at(pp, in, s, pp->sv, b, j, hk);
-        for (int64_t c = 0; c < dv; c++)
+        for (int64_t c = 0; c < dv; c++) {
+            double t = w->s[j] * vv[c];
+            w->sq[c] += t * t;
             mo[c] += w->s[j] * (fabs(vv[c]) + fabs(vv[c] - o[c]) * w->a[j]);
+        }
     }
+    for (int64_t c = 0; c < dv; c++)
+        mo[c] = sqrt(w->sq[c]) + share * mo[c];
 }
 
 int attn_reference(const pt_prepared *pp, const pt_tensor *in, pt_tensor *out, pt_err *e)
@@ -318,9 +344,11 @@ int attn_reference_at(const pt_prepared *pp, const pt_tensor *in, int out, const
 int attn_magnitude(const pt_prepared *pp, const pt_tensor *in, int out, const int64_t *idx,
                    int64_t n, double *mag, pt_accum *acc, pt_err *e)
 {
-    /* f32 sums: q.k over d, the row sum and P.V over Sk_b keys */
-    acc->dtype = PT_F32;
-    acc->len = pp->Sk > pp->d ? pp->Sk : pp->d;
+    /* o: one rounding of each P.V term in the input dtype (the f32 sums
+     * scaled into it, row_eval); lse: f32 sums over Sk_b keys and d */
+    bool is_o = out == pp->t.o;
+    acc->dtype = is_o ? pp->dt : PT_F32;
+    acc->len = is_o ? 1 : f32_len(pp);
     return eval_at(pp, in, out, idx, n, NULL, mag, e);
 }
 

@@ -301,6 +301,11 @@ typedef struct pt_op {
      * the config has stages >= 2). */
     void (*cost)(const pt_prepared *pp, const pt_config *c, pt_cost *out);
     double (*flops)(const pt_prepared *pp);
+    /* The flop count the field's tables quote where it differs from flops()
+     * (attention: flash-attention's 4 B Hq Sq Sk d, halved when causal), named
+     * by flops_quoted_name; benchmarks print both. NULL: none. */
+    double (*flops_quoted)(const pt_prepared *pp);
+    const char *flops_quoted_name;
     double (*bytes)(const pt_prepared *pp);
     /* Representative problems, for 'ptxtune ops' and smoke tests. */
     const pt_problem *examples;

@@ -284,7 +284,9 @@ Test(attention, reference_at_equals_reference_at_every_element)
             pt_accum acc;
             cr_assert_eq(gen_attention_op.magnitude(pp, io->in, o, idx, n, mag, &acc, &e), PT_OK,
                          "%s", e.msg);
-            cr_expect_eq(acc.dtype, PT_F32);
+            /* o: one rounding of each P.V term in the input dtype; lse: f32 sums */
+            cr_expect_eq(acc.dtype, o == pp->t.o ? pp->dt : PT_F32);
+            cr_expect_eq(acc.len, o == pp->t.o ? 1 : (pp->Sk > pp->d ? pp->Sk : pp->d));
             for (int64_t j = 0; j < n; j++) {
                 cr_assert(v[j] == ref[o].data[j] || (isinf(v[j]) && v[j] == ref[o].data[j]),
                           "%s: output %d [%lld]: %.17g vs %.17g", cases[ci], o, (long long)j, v[j],
@@ -323,6 +325,7 @@ Test(attention, flops_count_the_visible_pairs)
         cr_expect_eq(gen_attention_op.flops(pp), want, "S=%d: %g, want %g", S,
                      gen_attention_op.flops(pp), want);
         cr_expect_eq(attn_flops_fa(pp), 4.0 * 3 * 8 * S * S * 128 / 2);
+        cr_expect_eq(gen_attention_op.flops_quoted(pp), attn_flops_fa(pp));
     }
     /* the closed form against counting attn_visible, over masks and shapes */
     int cases = 0;
@@ -466,6 +469,15 @@ static int ref_pad_nan(const pt_prepared *pp, const pt_tensor *in, pt_tensor *ou
     return ref_skewed(pp, in, out, 0, 0, true, e);
 }
 
+/* An off-by-one window (the oldest visible key of each row dropped). */
+static int ref_window_off_by_one(const pt_prepared *pp, const pt_tensor *in, pt_tensor *out,
+                                 pt_err *e)
+{
+    pt_prepared q = *pp;
+    q.wl = pp->wl - 1;
+    return attn_reference(&q, in, out, e);
+}
+
 /* A launch binding every tensor, in order. */
 static pt_launch all_tensors(const pt_prepared *pp)
 {
@@ -520,6 +532,12 @@ Test(attention, verifier_judges_lse_by_its_own_bound)
     e = (pt_err){0};
     cr_expect_eq(verify_with(pp, ref_o_3e2, io_random(pp, 1), &r, &e), PT_ERANGE);
     cr_expect(strstr(e.msg, "o["), "%s", e.msg);
+    /* the bf16 P.V allowance still sees one key of 65 missing */
+    pt_prepared *pw = prep_ok(a, "batch=1 heads_q=2 heads_kv=1 seqlen_q=40 seqlen_k=200 "
+                                 "head_dim=64 dtype=bf16 window_left=64");
+    cr_expect_eq(verify_with(pw, NULL, io_random(pw, 2), &r, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(verify_with(pw, ref_window_off_by_one, io_random(pw, 2), &r, &e), PT_ERANGE);
+    cr_expect(strstr(e.msg, "over tolerance 0.01; worst o["), "%s", e.msg);
     /* the metric itself: against max |w| with floor 1 */
     tuner_verify_result m = {0};
     pt_tol tol;

@@ -3,7 +3,9 @@
 # test suite on the GPU, run the small ones on the emulator too and compare
 # the outputs bit for bit (differential), benchmark a fixed suite against
 # torch eager / torch.compile (and GEMMs against torch.matmul when the gemm
-# op is registered), write CSV tables and summary.md to $OUT.
+# op is registered; attention against torch's scaled_dot_product_attention
+# with the flash and cuDNN backends when the attention op is registered),
+# write CSV tables and summary.md to $OUT.
 #
 #   scripts/gpu/check.sh [--no-gpu] [--quick] [--small] [--budget SECONDS]
 #
@@ -122,6 +124,25 @@ GEMM_CHECK=(
 )
 HAVE_GEMM=0
 $PT ops 2>/dev/null | grep -q '^gemm:' && HAVE_GEMM=1
+# name|attention problem items (issue 11's grid: head dims 64/128/256, causal,
+# window, softcap, Sq < Sk, Sq = Sk, Sq = 1, GQA 1:1 / 4:1 / MQA, odd lengths,
+# varlen, paged decode with shuffled block tables and ragged lengths, f16/bf16)
+ATTN_CHECK=(
+  "attn_causal_bf16|batch=2 heads_q=8 heads_kv=2 seqlen_q=129 seqlen_k=129 head_dim=128 causal=1 return_lse=1 dtype=bf16"
+  "attn_sq_lt_sk_f16|batch=1 heads_q=4 heads_kv=4 seqlen_q=77 seqlen_k=1000 head_dim=64 causal=1 dtype=f16"
+  "attn_window_softcap|batch=1 heads_q=8 heads_kv=1 seqlen_q=300 seqlen_k=300 head_dim=256 window_left=64 window_right=0 softcap=30 dtype=bf16"
+  "attn_varlen_f16|batch=4 heads_q=8 heads_kv=2 seqlen_q=129 seqlen_k=129 head_dim=128 varlen=1 causal=1 return_lse=1 dtype=f16"
+  "attn_bhsd_scale|batch=2 heads_q=4 heads_kv=2 seqlen_q=7 seqlen_k=333 head_dim=64 layout=bhsd softmax_scale=0.5 dtype=bf16"
+  "attn_decode_paged|batch=3 heads_q=32 heads_kv=8 seqlen_q=1 seqlen_k=1000 head_dim=128 page_size=16 seqused_k=1 dtype=bf16"
+  "attn_decode_mqa_f16|batch=2 heads_q=8 heads_kv=1 seqlen_q=4 seqlen_k=777 head_dim=64 page_size=16 return_lse=1 dtype=f16"
+)
+# the small ones also run on the emulator for the differential (name|items|outputs)
+ATTN_DIFF=(
+  "attn_causal_small|batch=1 heads_q=4 heads_kv=2 seqlen_q=33 seqlen_k=33 head_dim=64 causal=1 return_lse=1 dtype=bf16|o,lse"
+  "attn_decode_small|batch=2 heads_q=8 heads_kv=2 seqlen_q=1 seqlen_k=100 head_dim=64 page_size=16 dtype=f16|o"
+)
+HAVE_ATTN=0
+$PT ops 2>/dev/null | grep -q '^attention:' && HAVE_ATTN=1
 SAMPLE=()
 [ $QUICK = 1 ] && SAMPLE=(--sample 16)
 [ $NOGPU = 1 ] && SAMPLE=(--sample 8) # the emulator is slow: a sample is enough on a CPU
@@ -152,6 +173,15 @@ if [ $HAVE_GEMM = 1 ]; then
   done
 else
   note "gemm is not registered in this build: GEMM checks and benchmarks skipped"
+fi
+if [ $HAVE_ATTN = 1 ]; then
+  for c in "${ATTN_CHECK[@]}"; do
+    IFS='|' read -r name items <<< "$c"
+    # shellcheck disable=SC2086
+    run_check "$name" attention $items $([ $NOGPU = 1 ] && echo --arch sm_80)
+  done
+else
+  note "attention is not registered in this build: attention checks and benchmarks skipped"
 fi
 
 # ---- 4. differential: the same PTX on the GPU and on the emulator ----
@@ -189,6 +219,44 @@ with open(path, "a", newline="") as f:
 PY
   done
 done
+attn_diff() { # name, items, outputs: the default config on the emulator and on $OTHER
+  local name=$1 items=$2 outs=$3 ok=1 bk o
+  local names
+  IFS=',' read -ra names <<< "$outs"
+  for bk in emu $OTHER; do
+    local outargs=() a=(--arch sm_80)
+    for o in "${names[@]}"; do outargs+=(--out "$o=$OUT/raw/diff_${name}_${o}_$bk.npy"); done
+    [ "$bk" = cuda ] && a=()
+    # shellcheck disable=SC2086
+    timeout 150 $PT run attention $items "${a[@]}" --backend "$bk" --seed 3 "${outargs[@]}" \
+      > "$OUT/raw/diff_${name}_$bk.txt" 2>&1 || ok=0
+  done
+  if [ $ok = 0 ]; then note "diff $name: a run failed (raw/diff_${name}_*.txt)"; return; fi
+  for o in "${names[@]}"; do
+    local dt=f32
+    [ "$o" = o ] && dt=$(echo "$items" | sed -n 's/.*dtype=\([a-z0-9]*\).*/\1/p')
+    local r
+    r=$($TOOLS npydiff "$OUT/raw/diff_${name}_${o}_$OTHER.npy" "$OUT/raw/diff_${name}_${o}_emu.npy" "$dt")
+    python3 - "$OUT/diff.csv" "$name" "$o" "$r" "$OTHER" <<'PY'
+import csv, json, os, sys
+path, case, out, r, other = sys.argv[1:6]
+d = json.loads(r)
+new = not os.path.exists(path)
+with open(path, "a", newline="") as f:
+    w = csv.writer(f)
+    if new:
+        w.writerow(["case", "output", "backends", "elements", "identical", "max_err"])
+    w.writerow([case, out, f"{other}-vs-emu", d["elements"], d["identical"], d["max_err"]])
+PY
+  done
+}
+if [ $HAVE_ATTN = 1 ]; then
+  for c in "${ATTN_DIFF[@]}"; do
+    IFS='|' read -r name items outs <<< "$c"
+    if [ "$(left)" -lt 150 ]; then note "skipped diff $name: time budget"; continue; fi
+    attn_diff "$name" "$items" "$outs"
+  done
+fi
 [ -f "$OUT/diff.csv" ] && log "differential: $(($(wc -l < "$OUT/diff.csv") - 1)) outputs compared"
 
 # ---- 5. benchmarks: ours (best of a sample of verified configs) vs torch ----
@@ -230,6 +298,28 @@ if [ $NOGPU = 0 ]; then
         timeout 150 $PT run gemm "${opts[@]}" --backend cuda --bench --sweep --sample $NS \
           --budget-ms 300 --json > "$OUT/raw/bench_$name.jsonl" 2> "$OUT/raw/bench_$name.err"
       fi
+      $TOOLS csv "$OUT/raw/bench_$name.jsonl" "$name" "$OUT/bench_ours.csv" | tee -a "$OUT/log.txt" >&2
+    done
+  fi
+  if [ $HAVE_ATTN = 1 ]; then
+    # prefill: hd128 causal at 16k tokens (the issue's 330 TFLOP/s target) and a
+    # 4096-token batch; decode: one token against 8k and 32k paged KV (its GB/s
+    # against copy_f32's, the same run's copy bandwidth). Columns of the TSV for
+    # the torch side: name, "attention", the problem items, dtype.
+    ATTN_BENCH=(
+      "attn_prefill_16k|batch=1 heads_q=32 heads_kv=8 seqlen_q=16384 seqlen_k=16384 head_dim=128 causal=1 dtype=bf16"
+      "attn_prefill_4k_b8|batch=8 heads_q=32 heads_kv=8 seqlen_q=4096 seqlen_k=4096 head_dim=128 causal=1 dtype=bf16"
+      "attn_decode_8k_b64|batch=64 heads_q=32 heads_kv=8 seqlen_q=1 seqlen_k=8192 head_dim=128 page_size=16 dtype=bf16"
+      "attn_decode_32k_b16|batch=16 heads_q=32 heads_kv=8 seqlen_q=1 seqlen_k=32768 head_dim=128 page_size=16 dtype=bf16"
+    )
+    for c in "${ATTN_BENCH[@]}"; do
+      IFS='|' read -r name items <<< "$c"
+      [ $SMALL = 1 ] && items=$(echo "$items" | sed 's/=16384/=256/g; s/=4096/=128/g; s/=8192/=512/g; s/=32768/=1024/g')
+      if [ "$(left)" -lt 120 ]; then note "skipped bench $name: time budget"; continue; fi
+      printf '%s\t%s\t%s\t%s\n' "$name" attention "$items" bf16 >> "$OUT/raw/bench_cases.tsv"
+      # shellcheck disable=SC2086
+      timeout 200 $PT run attention $items --backend cuda --check --bench --sweep --sample $NS \
+        --budget-ms 300 --json > "$OUT/raw/bench_$name.jsonl" 2> "$OUT/raw/bench_$name.err"
       $TOOLS csv "$OUT/raw/bench_$name.jsonl" "$name" "$OUT/bench_ours.csv" | tee -a "$OUT/log.txt" >&2
     done
   fi

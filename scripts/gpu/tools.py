@@ -5,6 +5,7 @@
   tools.py csv JSONL CASE OUT.csv       ptxtune run --json lines -> CSV rows (appends)
   tools.py npydiff A.npy B.npy DTYPE    two outputs of one kernel: max error (our metric), identical bits
   tools.py torchbench CASES.tsv OUT.csv BUDGET_S   torch eager / torch.compile with our protocol
+                                        (attention rows: scaled_dot_product_attention, flash / cuDNN)
   tools.py summary OUTDIR               summary.md from the CSV tables
 
 The error metric is ptxtune's (tuner/verify.h): |a - b| / max(|b|, 1e-2 * max|b|),
@@ -181,6 +182,73 @@ def torch_fn(name, torch, F):
     return None
 
 
+def attn_spec(items):
+    """'batch=1 heads_q=32 ... causal=1 dtype=bf16' -> {key: value} (ints where they are)."""
+    out = {}
+    for item in items.split():
+        k, _, v = item.partition("=")
+        try:
+            out[k] = int(v)
+        except ValueError:
+            out[k] = v
+    return out
+
+
+def attn_flops(spec):
+    """(exact visible-pair flops, flash-attention convention) of an attention problem
+    (ptxtune's pt_op.flops without windows or varlen: causal bottom-right aligned)."""
+    b, hq, sq, sk = spec["batch"], spec["heads_q"], spec["seqlen_q"], spec["seqlen_k"]
+    d = spec["head_dim"]
+    dv = spec.get("head_dim_v", d)
+    if spec.get("causal", 0):
+        off = sk - sq
+        pairs = sum(max(0, min(sk, i + off + 1)) for i in range(sq))
+    else:
+        pairs = sq * sk
+    exact = 2.0 * (d + dv) * pairs * b * hq
+    fa = 2.0 * (d + dv) * b * hq * sq * sk / (2 if spec.get("causal", 0) else 1)
+    return exact, fa
+
+
+def attn_torch(torch, F, spec, dtype):
+    """Tensors and the SDPA implementations for one attention case. torch has
+    no paged KV: the KV cache is contiguous [B, Hkv, Sk, d] (the same bytes).
+    GQA through enable_gqa where this torch has it, else K/V expanded to the
+    query heads once, outside the timing (the row's impl says so)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    g = torch.Generator(device="cuda").manual_seed(1)
+
+    def rnd(*shape):
+        return (torch.rand(shape, generator=g, device="cuda") * 4 - 2).to(dtype)
+    b, hq, hkv = spec["batch"], spec["heads_q"], spec["heads_kv"]
+    sq, sk, d = spec["seqlen_q"], spec["seqlen_k"], spec["head_dim"]
+    t = {"q": rnd(b, hq, sq, d), "k": rnd(b, hkv, sk, d), "v": rnd(b, hkv, sk, spec.get("head_dim_v", d))}
+    causal = bool(spec.get("causal", 0)) and sq > 1  # Sq = Sk here: both alignments agree
+    impls = []
+    for name, be in (("torch_sdpa_flash", SDPBackend.FLASH_ATTENTION),
+                     ("torch_sdpa_cudnn", getattr(SDPBackend, "CUDNN_ATTENTION", None))):
+        if be is None:
+            continue
+
+        def gqa(tt, be=be):
+            with sdpa_kernel(be):
+                return F.scaled_dot_product_attention(tt["q"], tt["k"], tt["v"], is_causal=causal,
+                                                      enable_gqa=hq != hkv)
+
+        def expanded(tt, be=be):
+            with sdpa_kernel(be):
+                return F.scaled_dot_product_attention(tt["q"], tt["ke"], tt["ve"], is_causal=causal)
+        try:
+            gqa(t)
+            impls.append((name, gqa))
+        except Exception:  # no enable_gqa, or this backend refuses it
+            if "ke" not in t:
+                t["ke"] = t["k"].repeat_interleave(hq // hkv, 1)
+                t["ve"] = t["v"].repeat_interleave(hq // hkv, 1)
+            impls.append((name + "_kv_expanded", expanded))
+    return t, impls
+
+
 def bench_torch(torch, fn, tensors, l2_bytes, budget_s=0.5):
     flush = torch.empty(max(2 * l2_bytes, 4 << 20), dtype=torch.int8, device="cuda")
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -221,6 +289,28 @@ def cmd_torchbench(cases_path, out, budget_s):
     dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
     rows = []
     for name, expr, shapes, dtype in torch_cases(cases_path):
+        if expr == "attention":
+            try:
+                tensors, impls = attn_torch(torch, F, attn_spec(shapes), dt[dtype])
+            except Exception as ex:
+                r = {"case": name, "impl": "torch_sdpa", "error": str(ex).splitlines()[0][:200]}
+                rows.append(r)
+                print(json.dumps(r), flush=True)
+                continue
+            with torch.no_grad():
+                for impl, f in impls:
+                    try:
+                        t0 = time.time()
+                        r = bench_torch(torch, f, tensors, l2)
+                        r.update(case=name, impl=impl, warm_s=round(time.time() - t0, 2),
+                                 protocol=PROTOCOL + " (torch: events, no graphs)")
+                    except Exception as ex:
+                        r = {"case": name, "impl": impl, "error": str(ex).splitlines()[0][:200]}
+                    rows.append(r)
+                    print(json.dumps(r), flush=True)
+            del tensors
+            torch.cuda.empty_cache()
+            continue
         fn = torch_fn(name, torch, F)
         if fn is None:
             continue
@@ -267,6 +357,50 @@ def fnum(v, fmt="{:.1f}"):
         return fmt.format(float(v))
     except (TypeError, ValueError):
         return "-"
+
+
+def attn_summary(outdir, ours, torch_rows):
+    """The attention table: both flop conventions, GB/s, decode against the
+    same run's copy bandwidth (copy_f32), torch SDPA (flash, cuDNN)."""
+    cases = {}
+    path = os.path.join(outdir, "raw", "bench_cases.tsv")
+    if os.path.exists(path):
+        for row in torch_cases(path):
+            if len(row) == 4 and row[1] == "attention":
+                cases[row[0]] = attn_spec(row[2])
+    if not cases:
+        return []
+    best = {}
+    for r in ours:
+        if r["class"] == "ok" and r["median_us"] and r["case"] in cases:
+            if r["case"] not in best or float(r["median_us"]) < float(best[r["case"]]["median_us"]):
+                best[r["case"]] = r
+    copy = [float(r["gbs"]) for r in ours if r["case"].startswith("copy") and r["class"] == "ok" and r["gbs"]]
+    copy_gbs = max(copy) if copy else None
+    lines = ["", "## Attention (TFLOP/s: exact visible pairs / flash-attention convention)", "",
+             "| case | ours us | TFLOP/s exact | TFLOP/s FA | GB/s | % of copy | torch SDPA | us | TFLOP/s FA | x | config |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for case, spec in cases.items():
+        exact, fa = attn_flops(spec)
+        r = best.get(case)
+        med = float(r["median_us"]) if r else None
+        tr = [t for t in torch_rows if t["case"] == case]
+        if not tr:
+            tr = [{}]
+        for i, t in enumerate(tr):
+            tmed = float(t["median_us"]) if t.get("median_us") else None
+            ours_cols = ([fnum(med), fnum(exact / med * 1e-6, "{:.1f}"), fnum(fa / med * 1e-6, "{:.1f}"),
+                          fnum(r["gbs"]), fnum(float(r["gbs"]) / copy_gbs * 100 if copy_gbs and r["gbs"] else "",
+                                               "{:.0f}%")]
+                         if med and i == 0 else ["-"] * 5)
+            lines.append("| " + " | ".join(
+                [case] + ours_cols +
+                [t.get("impl", "-") + (f" ({t['error']})" if t.get("error") else ""), fnum(tmed),
+                 fnum(fa / tmed * 1e-6, "{:.1f}") if tmed else "-",
+                 f"{tmed / med:.2f}" if tmed and med else "-",
+                 r["config"] if r and i == 0 else ""]) + " |")
+    lines += ["", "x = torch time / our time; torch reads a contiguous KV cache (no paged SDPA)."]
+    return lines
 
 
 def cmd_summary(outdir):
@@ -332,6 +466,7 @@ def cmd_summary(outdir):
             w.writerow(["case", "ours_us", "gbs", "tflops", "roofline", "torch_eager_us", "x_eager",
                         "torch_compile_us", "x_compile", "config"])
             w.writerows(table)
+    lines += attn_summary(outdir, ours, torch_rows)
     notes = os.path.join(outdir, "notes.txt")
     if os.path.exists(notes):
         lines += ["", "## Notes", "", open(notes).read().strip()]
