@@ -865,3 +865,90 @@ Test(emu_wgmma, descriptor_refusals)
     /* a start offset inside the first row is modelled (the k advance, 4 x 32 B of a 128 B row) */
     check_wg(&(wgcfg){F32, PTX_T_E4M3, PTX_T_E5M2, 8, .swa = 128, .swb = 128, .scale_d = 1, .ksteps = 4});
 }
+
+/* ---- the same acceptance kernel through `ptxtune exec` with tmap:
+ * arguments (docs/exec.md), .npy in and out, every schedule ---- */
+
+#include <sys/wait.h>
+
+static void npy_write(const char *path, const char *descr, const char *shape, const void *v, size_t nbytes)
+{
+    char hdr[160];
+    int len = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, shape);
+    int pad = (64 - (10 + len + 1) % 64) % 64;
+    FILE *f = fopen(path, "wb");
+    cr_assert(f, "%s", path);
+    uint16_t hl = (uint16_t)(len + pad + 1);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fwrite(&hl, 2, 1, f);
+    fwrite(hdr, 1, (size_t)len, f);
+    for (int i = 0; i < pad; i++)
+        fputc(' ', f);
+    fputc('\n', f);
+    fwrite(v, 1, nbytes, f);
+    fclose(f);
+}
+
+static void npy_read(const char *path, void *out, size_t n)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "no %s", path);
+    unsigned char h[10];
+    cr_assert_eq(fread(h, 1, 10, f), 10u);
+    uint16_t hl;
+    memcpy(&hl, h + 8, 2);
+    cr_assert_eq(fseek(f, 10 + hl, SEEK_SET), 0);
+    cr_assert_eq(fread(out, 1, n, f), n, "%s: short", path);
+    fclose(f);
+}
+
+Test(emu_wgmma, acceptance_through_ptxtune_exec, .timeout = 300)
+{
+    const char *bin = getenv("PTXTUNE_BIN"), *tdir = getenv("PTXTUNE_TESTS_DIR");
+    cr_assert(bin && tdir, "PTXTUNE_BIN / PTXTUNE_TESTS_DIR not set (meson sets them)");
+    enum { M = 256, N = 512, K = 256 };
+    char dir[] = "/tmp/ptxtune-wgmma-XXXXXX", path[1200], cmd[4096];
+    cr_assert(mkdtemp(dir));
+    uint16_t *A = malloc((size_t)M * K * 2), *B = malloc((size_t)N * K * 2);
+    float *C = malloc((size_t)M * N * 4);
+    for (size_t i = 0; i < (size_t)M * K; i++)
+        A[i] = bf16_of(a_val(i));
+    for (size_t i = 0; i < (size_t)N * K; i++)
+        B[i] = bf16_of(b_val(i));
+    snprintf(path, sizeof path, "%s/a.npy", dir);
+    npy_write(path, "<u2", "256, 256", A, (size_t)M * K * 2);
+    snprintf(path, sizeof path, "%s/b.npy", dir);
+    npy_write(path, "<u2", "512, 256", B, (size_t)N * K * 2);
+    static const char *const sched[] = {"lazy", "eager", "random:3"};
+    for (int s = 0; s < 3; s++) {
+        snprintf(cmd, sizeof cmd,
+                 "cd %s && %s exec %s/ptx/sm90/gemm_ws_bf16.ptx --grid 2,2 --block 384 --smem 197696 --arch sm_90a "
+                 "--schedule %s --arg tmap:a.npy:bf16:256x256:128x64:128 --arg tmap:b.npy:bf16:512x256:256x64:128 "
+                 "--arg out:c.npy:f32:%d --arg u32:%d --arg u32:%d >out.txt 2>err.txt",
+                 dir, bin, tdir, sched[s], M * N, N, K);
+        int st = system(cmd);
+        snprintf(path, sizeof path, "%s/err.txt", dir);
+        char err[2048] = "";
+        FILE *f = fopen(path, "r");
+        if (f) {
+            err[fread(err, 1, sizeof err - 1, f)] = 0;
+            fclose(f);
+        }
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "schedule %s: exec failed: %s", sched[s], err);
+        snprintf(path, sizeof path, "%s/c.npy", dir);
+        npy_read(path, C, (size_t)M * N * 4);
+        for (unsigned i = 0; i < M; i++)
+            for (unsigned j = 0; j < N; j++) {
+                double want = 0;
+                for (unsigned kk = 0; kk < K; kk++)
+                    want += a_val((size_t)i * K + kk) * b_val((size_t)j * K + kk);
+                cr_assert_eq((double)C[(size_t)i * N + j], want, "schedule %s: C[%u][%u] = %g, want %g", sched[s],
+                             i, j, (double)C[(size_t)i * N + j], want);
+            }
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+    free(A);
+    free(B);
+    free(C);
+}
