@@ -1,36 +1,1078 @@
-/* The attention decode kernel (see gen/attention_int.h). Not written yet:
- * every entry point refuses, so the op can be registered meanwhile. */
+/* The attention decode kernel: split-KV with the fused last-arriver combine
+ * (issue 11 item 2; ../shared/design/attention_hopper.md sections 1.6, 1.9).
+ *
+ * Grid (splits, Hkv * row blocks, B). A CTA owns one KV head of one
+ * sequence and bm = 16 packed query rows (GQA packing: row r is query
+ * r / group of head hk * group + r % group, so all query heads of a KV head
+ * share one read of K and V; Sq * group > 16 takes several row blocks). Its
+ * split s of S covers the key blocks [s NB / S, (s + 1) NB / S) of bn keys,
+ * NB = ceil(len / bn) with len the sequence's run-time length (seqused_k,
+ * or the run-time seqlen_k), so ragged sequences split evenly and a split
+ * may be empty.
+ *
+ * Main loop (mma.sync m16n8k16, f32 accumulation): K and V tiles of bn keys
+ * stream through a cp.async ring of `stages` stages (16-byte pieces, the
+ * whole CTA's threads; paged KV gathers rows through the block table,
+ * gen/kit/copy.h kit_paged). The kv_warps warps split every tile's keys
+ * (kw = bn / kv_warps each) and keep their own online-softmax state and O
+ * (Q from shared memory by ldmatrix, S = Q K^T, mask, softcap, exp2 with
+ * the scale folded in, O += P V with P split into two 16-bit A fragments,
+ * hi = P rounded and lo = the rest rounded, so P keeps ~16 bits: FA's
+ * single rounding of P to bf16 costs 2^-9 of every term, which a long
+ * average with cancellation turns into errors over the verifier's bound;
+ * decode waits on memory, so the second P V mma is free); at the end the
+ * warps' states merge in warp order through shared memory.
+ *
+ * Masks: key j of packed row r (query i) is visible iff j < len, j <= i +
+ * len - Sq + wr when wr >= 0 (causal: wr = 0) and j >= i + len - Sq - wl
+ * when wl >= 0; masked scores are -inf, so a row with no visible key keeps
+ * (m, l) = (-inf, 0) and gives o = 0, lse = -inf exactly.
+ *
+ * Output: S = 1 writes o (and lse) directly. S > 1: each split writes its
+ * normalised partial O (f32) and log2-sum-exp to the scratch (PT_ARG_SCRATCH:
+ * nothing is read that this launch did not write), fences and counts itself
+ * in its row block's counter (PT_ARG_WORKSPACE, u32); the split that brings
+ * the counter to S resets it to 0 (the workspace stays all zero) and
+ * combines the S partials in split order (deterministic whatever the
+ * arrival order; no CTA waits on another): M = max lse_s, w_s = 2^(lse_s -
+ * M), O = sum w_s O_s / sum w_s. S is read from %nctaid.x, so every split
+ * count above 1 runs the same code. Sequence lengths are run-time
+ * parameters (PT_ARG_U32); heads, head dims, masks and the page size are
+ * immediates. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "gen/attention_int.h"
+#include "gen/expr.h"
+#include "gen/expr_ptx.h"
+
+enum { DEC_BM = 16, DEC_MAX_SPLITS = 128, DEC_OPAD = 8 };
+
+static const int dec_bn[] = {32, 64, 128, 256};
+static const int dec_warps[] = {1, 2, 4};
+static const int dec_stages[] = {2, 3};
+static const int dec_splits[] = {1, 2, 3, 4, 8, 16, 32, 64, 128};
+
+/* SMs of the usual part of each arch, for the split heuristic (A100 108,
+ * A10 / RTX 3090 84 / 82, L40 / RTX 4090 142 / 128, H100 / H200 132). */
+static int dec_sms(int sm)
+{
+    return sm >= 90 ? 132 : sm >= 89 ? 128 : sm >= 86 ? 84 : 108;
+}
+
+static bool pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+static int ilog2i(int64_t v)
+{
+    int r = 0;
+    while ((INT64_C(1) << r) < v)
+        r++;
+    return r;
+}
+
+/* ---- geometry ---------------------------------------------------------- */
+
+typedef struct dgeo {
+    int bm, bn, W, T, kw, stages, splits;
+    int64_t rows, nrb;        /* packed rows (Sq * group, maximum) and row blocks */
+    kit_layout qt, kt, vt;    /* shared tiles: Q [bm][d], K [bn][d], V [bn][dv] */
+    int64_t q_off, pipe_off, stage_bytes, v_off, obuf_pitch, obuf_bytes, stats_off, lse_off, flag_off;
+    int64_t smem;
+    int64_t part_bytes, scratch_bytes, ws_bytes;
+    int regs;                 /* estimated live registers of the main loop */
+} dgeo;
+
+static kit_layout row_tile(int rows, int64_t row_bytes)
+{
+    return pow2(row_bytes) ? kit_smem_tile(rows, (int)row_bytes, 0) : kit_smem_tile(rows, (int)row_bytes, 16);
+}
+
+static int64_t span(const kit_layout *l) { return (l->span + 127) / 128 * 128; }
+
+static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *c, dgeo *g, pt_err *e)
+{
+    memset(g, 0, sizeof *g);
+    int64_t impl = pt_config_get(c, "impl", ATTN_SPLIT);
+    if (impl != ATTN_SPLIT)
+        return pt_errf(e, PT_EINVAL, "impl=%lld: the decode kernel is impl=%d (split)", (long long)impl,
+                       ATTN_SPLIT);
+    g->bm = (int)pt_config_get(c, "bm", DEC_BM);
+    g->bn = (int)pt_config_get(c, "bn", 128);
+    g->W = (int)pt_config_get(c, "kv_warps", 4);
+    g->stages = (int)pt_config_get(c, "stages", 2);
+    int64_t splits = pt_config_get(c, "splits", 1);
+    if (g->bm != DEC_BM)
+        return pt_errf(e, PT_EINVAL, "bm=%d: the split kernel's row block is one m16 atom (bm=16)", g->bm);
+    if (g->bn != 32 && g->bn != 64 && g->bn != 128 && g->bn != 256)
+        return pt_errf(e, PT_EINVAL, "bn=%d: 32, 64, 128 or 256", g->bn);
+    if (g->W != 1 && g->W != 2 && g->W != 4)
+        return pt_errf(e, PT_EINVAL, "kv_warps=%d: 1, 2 or 4", g->W);
+    if (g->stages < 2 || g->stages > 3)
+        return pt_errf(e, PT_EINVAL, "stages=%d: 2 or 3", g->stages);
+    if (splits < 1 || splits > DEC_MAX_SPLITS)
+        return pt_errf(e, PT_EINVAL, "splits=%lld: 1..%d", (long long)splits, DEC_MAX_SPLITS);
+    g->splits = (int)splits;
+    g->T = 32 * g->W;
+    g->kw = g->bn / g->W;
+    if (g->kw < 16)
+        return pt_errf(e, PT_EINVAL, "bn=%d with kv_warps=%d: each warp needs at least 16 keys of a tile", g->bn,
+                       g->W);
+    if (pp->varlen)
+        return pt_errf(e, PT_EUNSUPPORTED, "impl=split does not take varlen problems (use impl=fa2)");
+    if (!pow2(pp->d) || !pow2(pp->dv) || pp->d < 64 || pp->dv < 64 || pp->d > 256 || pp->dv > 256)
+        return pt_errf(e, PT_EUNSUPPORTED, "head_dim=%lld head_dim_v=%lld: impl=split supports 64, 128, 256",
+                       (long long)pp->d, (long long)pp->dv);
+    if (pp->dt != PT_F16 && pp->dt != PT_BF16)
+        return pt_errf(e, PT_EUNSUPPORTED, "dtype %s: impl=split supports f16 and bf16", pt_dtype_get(pp->dt)->name);
+    if (!(pp->scale > 0.0f) || !isfinite(pp->scale))
+        return pt_errf(e, PT_EUNSUPPORTED, "softmax_scale=%g: impl=split needs a positive scale", (double)pp->scale);
+    if (pp->softcap < 0.0f || !isfinite(pp->softcap))
+        return pt_errf(e, PT_EUNSUPPORTED, "softcap=%g: impl=split needs softcap >= 0", (double)pp->softcap);
+    if (pp->page && !pow2(pp->page))
+        return pt_errf(e, PT_EINVAL, "page_size=%lld: must be a power of two", (long long)pp->page);
+    g->rows = pp->Sq * pp->group;
+    g->nrb = (g->rows + g->bm - 1) / g->bm;
+    if (pp->Hkv * g->nrb > 65535 || pp->B > 65535)
+        return pt_errf(e, PT_EUNSUPPORTED, "heads_kv x row blocks = %lld, batch %lld: the grid allows 65535",
+                       (long long)(pp->Hkv * g->nrb), (long long)pp->B);
+    int es = pp->es;
+    g->qt = row_tile(g->bm, pp->d * es);
+    g->kt = row_tile(g->bn, pp->d * es);
+    g->vt = row_tile(g->bn, pp->dv * es);
+    g->q_off = 0;
+    g->pipe_off = span(&g->qt);
+    g->v_off = span(&g->kt);
+    g->stage_bytes = g->v_off + span(&g->vt);
+    g->obuf_pitch = pp->dv + DEC_OPAD; /* floats: rows 8 words apart mod 32 */
+    g->obuf_bytes = (int64_t)g->W * g->bm * g->obuf_pitch * 4;
+    int64_t body = g->stages * g->stage_bytes;
+    if (g->obuf_bytes > body)
+        body = g->obuf_bytes;
+    g->stats_off = g->pipe_off + body;
+    g->lse_off = g->stats_off + (int64_t)g->W * g->bm * 8;
+    g->flag_off = g->lse_off + g->bm * 4;
+    g->smem = g->flag_off + 16;
+    int64_t blocks = pp->B * pp->Hkv * g->nrb;
+    g->part_bytes = blocks * g->splits * g->bm * pp->dv * 4;
+    g->scratch_bytes = g->splits > 1 ? g->part_bytes + blocks * g->splits * g->bm * 4 : 0;
+    g->ws_bytes = g->splits > 1 ? (blocks * 4 + 15) / 16 * 16 : 0;
+    /* O (dv / 2), S (kw / 2), P (kw / 4), fragments and addresses */
+    g->regs = (int)(pp->dv / 2 + g->kw / 2 + g->kw / 4 + 48);
+    uint32_t lim = pt_target_smem_limit(t->sm);
+    char tn[32];
+    if (g->smem > (int64_t)lim)
+        return pt_errf(e, PT_ERANGE, "bn=%d stages=%d kv_warps=%d: %lld bytes of shared memory, %s allows %u", g->bn,
+                       g->stages, g->W, (long long)g->smem, pt_target_name(t, tn, sizeof tn), lim);
+    if (pp->dv / 2 + g->kw / 2 > 160)
+        return pt_errf(e, PT_ERANGE,
+                       "bn=%d kv_warps=%d head_dim_v=%lld: %lld O + %d S f32 registers per thread, 160 at most", g->bn,
+                       g->W, (long long)pp->dv, (long long)(pp->dv / 2), g->kw / 2);
+    return PT_OK;
+}
+
+/* FA's wave-efficiency rule (hopper/heuristics.h num_splits_heuristic):
+ * no split when the CTAs already fill 80% of the SMs or there are few key
+ * blocks; otherwise the fewest splits within 85% of the best efficiency
+ * n_waves / ceil(n_waves), skipping counts that leave the blocks per split
+ * unchanged. */
+static int split_heuristic(int64_t ctas, int64_t nblocks, int sms)
+{
+    if (ctas >= (int64_t)(0.8 * sms) || nblocks <= 4)
+        return 1;
+    int64_t max_s = nblocks < sms ? nblocks : sms;
+    if (max_s > DEC_MAX_SPLITS)
+        max_s = DEC_MAX_SPLITS;
+    double eff[DEC_MAX_SPLITS + 1] = {0}, best = 0;
+    for (int64_t s = 1; s <= max_s; s++) {
+        double w = (double)(ctas * s) / sms;
+        eff[s] = w / ceil(w);
+        if (eff[s] > best)
+            best = eff[s];
+    }
+    for (int64_t s = 1; s <= max_s; s++) {
+        bool eligible = s == 1 || (nblocks + s - 1) / s != (nblocks + s - 2) / (s - 1);
+        if (eligible && eff[s] >= 0.85 * best)
+            return (int)s;
+    }
+    return 1;
+}
+
+static int default_bn(const pt_prepared *pp) { return pp->d <= 64 ? 256 : pp->d <= 128 ? 128 : 64; }
+
+static int heuristic_splits(const pt_prepared *pp, const pt_target *t, int bn)
+{
+    int64_t rows = pp->Sq * pp->group, nrb = (rows + DEC_BM - 1) / DEC_BM;
+    return split_heuristic(pp->B * pp->Hkv * nrb, (pp->Sk + bn - 1) / bn, dec_sms(t->sm));
+}
 
 int attn_decode_space(const pt_prepared *pp, const pt_target *t, pt_space *out)
 {
-    (void)pp;
-    (void)t;
-    *out = (pt_space){0};
+    memset(out, 0, sizeof *out);
+    pt_param_space *p = out->p;
+    p[0] = (pt_param_space){"impl", "kernel kind: 1 = split-KV decode", 1, {ATTN_SPLIT}};
+    p[1] = (pt_param_space){"bm", "packed query rows per CTA (one m16 atom)", 1, {DEC_BM}};
+    p[2] = (pt_param_space){"bn", "keys per K/V tile", 0, {0}};
+    for (size_t i = 0; i < sizeof dec_bn / sizeof *dec_bn; i++)
+        p[2].values[p[2].nvalues++] = dec_bn[i];
+    p[3] = (pt_param_space){"kv_warps", "warps splitting each tile's keys (merged in warp order)", 0, {0}};
+    for (size_t i = 0; i < sizeof dec_warps / sizeof *dec_warps; i++)
+        p[3].values[p[3].nvalues++] = dec_warps[i];
+    p[4] = (pt_param_space){"stages", "cp.async ring stages of K and V", 0, {0}};
+    for (size_t i = 0; i < sizeof dec_stages / sizeof *dec_stages; i++)
+        p[4].values[p[4].nvalues++] = dec_stages[i];
+    p[5] = (pt_param_space){"splits", "CTAs splitting each sequence's keys (fused last-arriver combine)", 0, {0}};
+    int h = heuristic_splits(pp, t, default_bn(pp));
+    bool have = false;
+    for (size_t i = 0; i < sizeof dec_splits / sizeof *dec_splits; i++) {
+        if (!have && h < dec_splits[i]) {
+            p[5].values[p[5].nvalues++] = h;
+            have = true;
+        }
+        if (dec_splits[i] == h)
+            have = true;
+        p[5].values[p[5].nvalues++] = dec_splits[i];
+    }
+    out->nparams = 6;
     return PT_OK;
 }
 
 void attn_decode_defaults(const pt_prepared *pp, const pt_target *t, pt_config *out)
 {
-    (void)pp;
-    (void)t;
-    *out = (pt_config){0};
+    memset(out, 0, sizeof *out);
+    int bn = default_bn(pp);
+    pt_config_set(out, "impl", ATTN_SPLIT);
+    pt_config_set(out, "bm", DEC_BM);
+    pt_config_set(out, "bn", bn);
+    pt_config_set(out, "kv_warps", 4);
+    pt_config_set(out, "stages", 2);
+    pt_config_set(out, "splits", heuristic_splits(pp, t, bn));
+    /* the largest tile that fits this arch (sm_86/89 have 99 KB) */
+    pt_err e = {0};
+    dgeo g;
+    while (geometry(pp, t, out, &g, &e) == PT_ERANGE && bn > 32) {
+        bn /= 2;
+        pt_config_set(out, "bn", bn);
+        if (bn / 4 < 16)
+            pt_config_set(out, "kv_warps", bn / 16);
+    }
 }
 
 int attn_decode_check(const pt_prepared *pp, const pt_target *t, const pt_config *c, pt_err *e)
 {
-    (void)pp;
-    (void)t;
-    (void)c;
-    return pt_errf(e, PT_EUNSUPPORTED, "attention decode kernel: not implemented yet");
+    dgeo g;
+    return geometry(pp, t, c, &g, e);
 }
 
-int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l,
-                      pt_err *e)
+/* ---- emission helpers -------------------------------------------------- */
+
+typedef struct dctx {
+    const pt_prepared *pp;
+    dgeo g;
+    ptx_fn *f;
+    const kit_atom *at;
+    ptx_reg tid, lane, warp, smem;
+    ptx_reg b, hk, rb, split, nsplit;   /* u32 CTA coordinates, S */
+    ptx_reg sq, len;                     /* s32 run-time lengths: this launch's Sq, this sequence's keys */
+    ptx_reg o, lse, q, k, v, bt, su, scr, ws;
+    float kexp;                          /* exponent scale of the softmax values */
+} dctx;
+
+static ptx_reg r32(ptx_fn *f) { return ptx_reg_new(f, PTX_T_B32); }
+static ptx_reg r64(ptx_fn *f) { return ptx_reg_new(f, PTX_T_B64); }
+static ptx_reg rf(ptx_fn *f) { return ptx_reg_new(f, PTX_T_F32); }
+
+static ptx_reg sreg(ptx_fn *f, ptx_sreg s)
 {
-    (void)pp;
-    (void)c;
-    (void)m;
-    (void)l;
-    return pt_errf(e, PT_EUNSUPPORTED, "attention decode kernel: not implemented yet");
+    ptx_reg r = r32(f);
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(r), ptx_sr(s));
+    return r;
+}
+
+static ptx_reg setp(ptx_fn *f, ptx_mod cmp, ptx_types ty, ptx_opd a, ptx_opd b)
+{
+    ptx_reg p = ptx_reg_new(f, PTX_T_PRED);
+    ptx_emit(f, PTX_OP_SETP, M1(cmp), ty, ptx_r(p), a, b);
+    return p;
+}
+
+static ptx_reg pand(ptx_fn *f, ptx_reg a, ptx_reg b)
+{
+    if (!a.id)
+        return b;
+    if (!b.id)
+        return a;
+    ptx_reg d = ptx_reg_new(f, PTX_T_PRED);
+    ptx_emit(f, PTX_OP_AND, NOM, PREDT, ptx_r(d), ptx_r(a), ptx_r(b));
+    return d;
+}
+
+static ptx_reg fop2(ptx_fn *f, ptx_op op, ptx_opd a, ptx_opd b)
+{
+    ptx_reg d = rf(f);
+    ptx_emit(f, op, NOM, F32T, ptx_r(d), a, b);
+    return d;
+}
+
+static ptx_reg s32op(ptx_fn *f, ptx_op op, ptx_opd a, ptx_opd b)
+{
+    ptx_reg d = r32(f);
+    ptx_emit(f, op, NOM, S32T, ptx_r(d), a, b);
+    return d;
+}
+
+/* p64 + a * b bytes (a: u32 operand, b >= 0). */
+static ptx_reg add64(ptx_fn *f, ptx_reg p64, ptx_opd a, int64_t b)
+{
+    if (a.kind == PTX_O_IMM) {
+        if (a.u.imm == 0 || b == 0)
+            return p64;
+        ptx_reg d = r64(f);
+        ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(d), ptx_r(p64), ptx_imm(a.u.imm * b));
+        return d;
+    }
+    ptx_reg off = r64(f);
+    if (b <= 0xffffffffll) {
+        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_WIDE), U32T, ptx_r(off), a, ptx_imm(b));
+    } else {
+        ptx_reg w = r64(f);
+        ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U64, PTX_T_U32), ptx_r(w), a);
+        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), U64T, ptx_r(off), ptx_r(w), ptx_imm(b));
+    }
+    ptx_reg d = r64(f);
+    ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(d), ptx_r(p64), ptx_r(off));
+    return d;
+}
+
+static ptx_reg param_ptr(dctx *x, pt_launch *l, const char *name, pt_arg arg)
+{
+    ptx_fn *f = x->f;
+    const char *pn = ptx_param_ptr(f, name, 16);
+    l->args[l->nargs++] = arg;
+    ptx_reg r = r64(f), d = r64(f);
+    ptx_emit(f, PTX_OP_LD, M1(PTX_M_PARAM), U64T, ptx_r(r), ptx_saddr(pn, 0));
+    ptx_emit(f, PTX_OP_CVTA, M2(PTX_M_TO, PTX_M_GLOBAL), U64T, ptx_r(d), ptx_r(r));
+    return d;
+}
+
+static ptx_reg param_u32(dctx *x, pt_launch *l, const char *name, uint64_t v)
+{
+    ptx_fn *f = x->f;
+    const char *pn = ptx_param_add(f, name, PTX_T_U32);
+    l->args[l->nargs++] = (pt_arg){PT_ARG_U32, 0, v, 0};
+    ptx_reg r = r32(f);
+    ptx_emit(f, PTX_OP_LD, M1(PTX_M_PARAM), U32T, ptx_r(r), ptx_saddr(pn, 0));
+    return r;
+}
+
+static void bar(ptx_fn *f) { ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(0)); }
+
+static void bra(ptx_fn *f, int label, ptx_reg p, bool neg)
+{
+    ptx_ins *in = ptx_emit(f, PTX_OP_BRA, M1(PTX_M_UNI), PTX_NOTYPES, ptx_lbl(label));
+    if (p.id)
+        ptx_guard(in, p, neg);
+}
+
+/* 1 / l, or 0 when l is 0 (a row without a visible key: o = 0). */
+static ptx_reg inv_or_zero(ptx_fn *f, ptx_reg l)
+{
+    ptx_reg r = rf(f);
+    ptx_emit(f, PTX_OP_RCP, M1(PTX_M_RN), F32T, ptx_r(r), ptx_r(l));
+    ptx_reg pos = setp(f, PTX_M_GT, F32T, ptx_r(l), ptx_f32(0.0f));
+    ptx_reg d = rf(f);
+    ptx_emit(f, PTX_OP_SELP, NOM, F32T, ptx_r(d), ptx_r(r), ptx_f32(0.0f), ptx_r(pos));
+    return d;
+}
+
+/* Global address of element 0 of packed row rg (u32) of this CTA's KV head
+ * in q or o (element strides s[3] = token, head, batch). */
+static ptx_reg row_addr(dctx *x, ptx_reg base, const int64_t *s, ptx_reg rg)
+{
+    ptx_fn *f = x->f;
+    const pt_prepared *pp = x->pp;
+    int es = pp->es;
+    ptx_opd i = pp->group == 1 ? ptx_r(rg) : kit_iop(x->f, PTX_OP_DIV, ptx_r(rg), ptx_imm(pp->group));
+    ptx_opd hr = pp->group == 1 ? ptx_imm(0) : kit_iop(x->f, PTX_OP_REM, ptx_r(rg), ptx_imm(pp->group));
+    ptx_opd h = kit_imad(f, ptx_r(x->hk), ptx_imm(pp->group), hr);
+    ptx_reg a = add64(f, base, ptx_r(x->b), s[2] * es);
+    a = add64(f, a, ptx_r(kit_reg(f, i)), s[0] * es);
+    return add64(f, a, ptx_r(kit_reg(f, h)), s[1] * es);
+}
+
+/* lse element (b, h, i) of packed row rg: f32 [B, Hq, Sq]. */
+static ptx_reg lse_addr(dctx *x, ptx_reg rg)
+{
+    ptx_fn *f = x->f;
+    const pt_prepared *pp = x->pp;
+    ptx_opd i = pp->group == 1 ? ptx_r(rg) : kit_iop(f, PTX_OP_DIV, ptx_r(rg), ptx_imm(pp->group));
+    ptx_opd hr = pp->group == 1 ? ptx_imm(0) : kit_iop(f, PTX_OP_REM, ptx_r(rg), ptx_imm(pp->group));
+    ptx_opd h = kit_imad(f, ptx_r(x->hk), ptx_imm(pp->group), hr);
+    ptx_opd bh = kit_imad(f, ptx_r(x->b), ptx_imm(pp->Hq), h);
+    ptx_opd idx = kit_imad(f, bh, ptx_imm(pp->Sq), i);
+    return add64(f, x->lse, ptx_r(kit_reg(f, idx)), 4);
+}
+
+/* ---- the kernel -------------------------------------------------------- */
+
+/* Per-thread output units of the epilogue: 16 rows x dv/4 chunks of 4. */
+typedef struct unit {
+    ptx_reg r;      /* u32 row in the block */
+    ptx_reg c4;     /* u32 chunk */
+    ptx_reg rg;     /* u32 packed row */
+    ptx_reg ok;     /* the unit exists and its row is a real one */
+    ptx_reg first;  /* ok and chunk 0 (writes the row's lse) */
+} unit;
+
+static void units_init(dctx *x, unit *u, int nu)
+{
+    ptx_fn *f = x->f;
+    const dgeo *g = &x->g;
+    int64_t nc = x->pp->dv / 4, total = g->bm * nc;
+    ptx_reg rows = kit_reg(f, kit_iop(f, PTX_OP_MUL, ptx_r(x->sq), ptx_imm(x->pp->group)));
+    for (int k = 0; k < nu; k++) {
+        ptx_reg id = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->tid), ptx_imm((int64_t)k * g->T)));
+        u[k].r = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(id), ptx_imm(ilog2i(nc))));
+        u[k].c4 = kit_reg(f, kit_iop(f, PTX_OP_AND, ptx_r(id), ptx_imm(nc - 1)));
+        u[k].rg = kit_reg(f, kit_imad(f, ptx_r(x->rb), ptx_imm(g->bm), ptx_r(u[k].r)));
+        ptx_reg ok = setp(f, PTX_M_LT, S32T, ptx_r(u[k].rg), ptx_r(rows));
+        if ((int64_t)(k + 1) * g->T > total)
+            ok = pand(f, ok, setp(f, PTX_M_LT, U32T, ptx_r(id), ptx_imm(total)));
+        u[k].ok = ok;
+        u[k].first = pand(f, ok, setp(f, PTX_M_EQ, U32T, ptx_r(u[k].c4), ptx_imm(0)));
+    }
+}
+
+/* Stores a unit's 4 normalised values as o's dtype and, first unit of a
+ * row, lse2 * ln 2 as lse. */
+static void store_out(dctx *x, const unit *u, const ptx_opd *v, ptx_reg lse2)
+{
+    ptx_fn *f = x->f;
+    const pt_prepared *pp = x->pp;
+    ptx_reg a = row_addr(x, x->o, pp->so, u->rg);
+    a = add64(f, a, ptx_r(u->c4), 4 * pp->es);
+    kit_io io = {.guard = u->ok};
+    kit_store(f, &io, pp->dt, a, 0, 4, v);
+    if (pp->lse) {
+        ptx_reg la = lse_addr(x, u->rg);
+        ptx_reg l = fop2(f, PTX_OP_MUL, ptx_r(lse2), ptx_f32((float)M_LN2));
+        ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_GLOBAL), F32T, ptx_addr(la, 0), ptx_r(l)), u->first, false);
+    }
+}
+
+/* Softcap (tanh, the accurate form of the expression lowering) or nothing:
+ * the value the softmax sees. */
+static ptx_opd score(dctx *x, ptx_reg s)
+{
+    if (!(x->pp->softcap > 0.0f))
+        return ptx_r(s);
+    ptx_reg t = fop2(x->f, PTX_OP_MUL, ptx_r(s), ptx_f32(x->pp->scale / x->pp->softcap));
+    ex_node n = {.kind = EX_TANH, .nargs = 1};
+    ptx_opd a = ptx_r(t);
+    return ex_ptx_node(x->f, &n, &a);
+}
+
+static void mma(ptx_fn *f, const kit_atom *at, ptx_opd d, ptx_opd a, ptx_opd b)
+{
+    ptx_types mt = PTX_TYPES(at->acc, at->ab, at->ab, at->acc);
+    ptx_mods mm = PTX_MODS(PTX_M_SYNC, PTX_M_ALIGNED, at->shape, PTX_M_ROW, PTX_M_COL);
+    ptx_emit(f, PTX_OP_MMA, mm, mt, d, a, b, d);
+}
+
+int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l, pt_err *e)
+{
+    dctx X = {.pp = pp};
+    dctx *x = &X;
+    int rc = geometry(pp, &pp->target, c, &x->g, e);
+    if (rc)
+        return rc;
+    const dgeo *g = &x->g;
+    x->at = kit_atom_get(pp->dt);
+    const kit_atom *at = x->at;
+    ptx_reg none = {0};
+    int es = pp->es;
+    int64_t d = pp->d, dv = pp->dv;
+    bool split = g->splits > 1, paged = pp->page > 0;
+
+    /* the name (and so the text) is the same for every split count above
+     * 1: the code reads S from %nctaid.x */
+    char cfg[256], sig[512], name[128];
+    pt_config cn = *c;
+    pt_config_set(&cn, "splits", split ? 2 : 1);
+    pt_config_str(&cn, cfg, sizeof cfg);
+    snprintf(sig, sizeof sig, "%lld %lld %lld %lld %lld %lld %lld %d %lld %lld %g %g %d %d %d %lld %lld|%s",
+             (long long)pp->B, (long long)pp->Hq, (long long)pp->Hkv, (long long)pp->Sq, (long long)pp->Sk,
+             (long long)d, (long long)dv, pp->causal, (long long)pp->wl, (long long)pp->wr, (double)pp->scale,
+             (double)pp->softcap, pp->bhsd, pp->seqused, pp->lse, (long long)pp->page, (long long)pp->npages, cfg);
+    snprintf(name, sizeof name, "attn_decode_%s_d%lld_%016llx", pt_dtype_get(pp->dt)->name, (long long)d,
+             (unsigned long long)pt_hash64(sig, strlen(sig)));
+    ptx_fn *f = x->f = ptx_fn_new(m, name);
+    f->maxntid[0] = g->T;
+    f->maxntid[1] = f->maxntid[2] = 1;
+    /* the CTAs an SM holds by shared memory, at most those that leave 160
+     * registers a thread: without it ptxas plans for 512 threads an SM
+     * (128 registers) and spills where shared memory allows one CTA */
+    {
+        int64_t by_smem = (int64_t)pt_target_smem_limit(pp->target.sm) / (g->smem + 1024);
+        int64_t by_regs = 65536 / ((int64_t)g->T * 160);
+        int64_t n = by_smem < by_regs ? by_smem : by_regs;
+        f->minnctapersm = (int)(n < 1 ? 1 : n);
+    }
+    ptx_module_extern_shared(m, "attn_smem", 128);
+
+    /* ---- parameters ---- */
+    l->nargs = 0;
+    x->o = param_ptr(x, l, "o", (pt_arg){PT_ARG_OUTPUT, pp->t.o, 0, 0});
+    if (pp->lse)
+        x->lse = param_ptr(x, l, "lse", (pt_arg){PT_ARG_OUTPUT, pp->t.lse, 0, 0});
+    x->q = param_ptr(x, l, "q", (pt_arg){PT_ARG_INPUT, pp->t.q, 0, 0});
+    x->k = param_ptr(x, l, "k", (pt_arg){PT_ARG_INPUT, pp->t.k, 0, 0});
+    x->v = param_ptr(x, l, "v", (pt_arg){PT_ARG_INPUT, pp->t.v, 0, 0});
+    if (paged)
+        x->bt = param_ptr(x, l, "block_table", (pt_arg){PT_ARG_INPUT, pp->t.block_table, 0, 0});
+    if (pp->seqused)
+        x->su = param_ptr(x, l, "seqused_k", (pt_arg){PT_ARG_INPUT, pp->t.seqused_k, 0, 0});
+    if (split) {
+        x->scr = param_ptr(x, l, "partials", (pt_arg){PT_ARG_SCRATCH, 0, (uint64_t)g->scratch_bytes, 0});
+        x->ws = param_ptr(x, l, "counters", (pt_arg){PT_ARG_WORKSPACE, 0, (uint64_t)g->ws_bytes, 0});
+    }
+    ptx_reg sq_u = param_u32(x, l, "seqlen_q", (uint64_t)pp->Sq);
+    ptx_reg sk_u = param_u32(x, l, "seqlen_k", (uint64_t)pp->Sk);
+
+    /* ---- coordinates ---- */
+    x->tid = sreg(f, PTX_S_TID_X);
+    x->lane = kit_reg(f, kit_iop(f, PTX_OP_AND, ptx_r(x->tid), ptx_imm(31)));
+    x->warp = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(x->tid), ptx_imm(5)));
+    x->split = sreg(f, PTX_S_CTAID_X);
+    x->nsplit = sreg(f, PTX_S_NCTAID_X);
+    ptx_reg cy = sreg(f, PTX_S_CTAID_Y);
+    x->b = sreg(f, PTX_S_CTAID_Z);
+    x->hk = g->nrb == 1 ? cy : kit_reg(f, kit_iop(f, PTX_OP_DIV, ptx_r(cy), ptx_imm(g->nrb)));
+    x->rb = g->nrb == 1 ? kit_reg(f, ptx_imm(0)) : kit_reg(f, kit_iop(f, PTX_OP_REM, ptx_r(cy), ptx_imm(g->nrb)));
+    x->smem = r32(f);
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(x->smem), ptx_sym("attn_smem"));
+    x->sq = sq_u;
+    /* this sequence's keys: seqused_k[b] (or seqlen_k), at most seqlen_k */
+    ptx_reg len = sk_u;
+    if (pp->seqused) {
+        ptx_reg a = add64(f, x->su, ptx_r(x->b), 4);
+        ptx_reg u = r32(f);
+        ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(u), ptx_addr(a, 0));
+        len = s32op(f, PTX_OP_MIN, ptx_r(u), ptx_r(sk_u));
+        len = s32op(f, PTX_OP_MAX, ptx_r(len), ptx_imm(0));
+    }
+    x->len = len;
+    /* this split's key blocks [kb0, kb1) */
+    ptx_reg nb = kit_reg(f, kit_iop(f, PTX_OP_SHR, kit_iop(f, PTX_OP_ADD, ptx_r(len), ptx_imm(g->bn - 1)),
+                                    ptx_imm(ilog2i(g->bn))));
+    ptx_reg kb0 = r32(f), kb1 = r32(f);
+    ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), U32T, ptx_r(kb0), ptx_r(nb), ptx_r(x->split));
+    ptx_emit(f, PTX_OP_DIV, NOM, U32T, ptx_r(kb0), ptx_r(kb0), ptx_r(x->nsplit));
+    ptx_reg s1 = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->split), ptx_imm(1)));
+    ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), U32T, ptx_r(kb1), ptx_r(nb), ptx_r(s1));
+    ptx_emit(f, PTX_OP_DIV, NOM, U32T, ptx_r(kb1), ptx_r(kb1), ptx_r(x->nsplit));
+    ptx_reg nblk = s32op(f, PTX_OP_SUB, ptx_r(kb1), ptx_r(kb0));
+    ptx_reg key0 = kit_reg(f, kit_iop(f, PTX_OP_SHL, ptx_r(kb0), ptx_imm(ilog2i(g->bn)))); /* first key */
+
+    /* ---- Q tile: 16 packed rows, zero past the real ones ---- */
+    ptx_reg qs = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->smem), ptx_imm(g->q_off)));
+    {
+        int64_t nch = d * es / 16, total = g->bm * nch;
+        ptx_reg rows = kit_reg(f, kit_iop(f, PTX_OP_MUL, ptx_r(x->sq), ptx_imm(pp->group)));
+        for (int64_t k = 0; k * g->T < total; k++) {
+            ptx_reg id = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->tid), ptx_imm(k * g->T)));
+            ptx_reg r = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(id), ptx_imm(ilog2i(nch))));
+            ptx_reg ch = kit_reg(f, kit_iop(f, PTX_OP_AND, ptx_r(id), ptx_imm(nch - 1)));
+            ptx_reg rg = kit_reg(f, kit_imad(f, ptx_r(x->rb), ptx_imm(g->bm), ptx_r(r)));
+            ptx_reg ok = setp(f, PTX_M_LT, S32T, ptx_r(rg), ptx_r(rows));
+            ptx_reg have = (k + 1) * g->T > total ? setp(f, PTX_M_LT, U32T, ptx_r(id), ptx_imm(total)) : none;
+            ptx_reg rgs = r32(f); /* a real row, or row 0 (read nothing: src-size 0) */
+            ptx_emit(f, PTX_OP_SELP, NOM, PTX_T1(PTX_T_B32), ptx_r(rgs), ptx_r(rg), ptx_imm(0), ptx_r(ok));
+            ptx_reg src = add64(f, row_addr(x, x->q, pp->sq, rgs), ptx_r(ch), 16);
+            ptx_opd co[2] = {ptx_r(r), kit_iop(f, PTX_OP_SHL, ptx_r(ch), ptx_imm(4))};
+            ptx_reg dst = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(qs), kit_emit(f, &g->qt, co, 0)));
+            ptx_reg sz = r32(f);
+            ptx_emit(f, PTX_OP_SELP, NOM, PTX_T1(PTX_T_B32), ptx_r(sz), ptx_imm(16), ptx_imm(0), ptx_r(ok));
+            ptx_ins *in = ptx_emit(f, PTX_OP_CP_ASYNC, M3(PTX_M_CG, PTX_M_SHARED, PTX_M_GLOBAL), PTX_NOTYPES,
+                                   ptx_addr(dst, 0), ptx_addr(src, 0), ptx_imm(16), ptx_r(sz));
+            if (have.id)
+                ptx_guard(in, have, false);
+        }
+    }
+
+    /* ---- K / V copies ---- */
+    ptx_reg ps = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->smem), ptx_imm(g->pipe_off)));
+    ptx_reg rows_left = s32op(f, PTX_OP_SUB, ptx_r(len), ptx_r(key0));
+    kit_g2s ck, cv;
+    kit_paged pk, pv;
+    {
+        int64_t kbase = pp->sk[1] * es, vbase = pp->sv[1] * es; /* this head */
+        ptx_reg kh = add64(f, x->k, ptx_r(x->hk), kbase), vh = add64(f, x->v, ptx_r(x->hk), vbase);
+        kit_view vk = {.ld_bytes = pp->sk[0] * es, .es = es, .rows = ptx_r(rows_left), .cols = ptx_imm(d),
+                       .row_edge = true};
+        kit_view vvv = {.ld_bytes = pp->sv[0] * es, .es = es, .rows = ptx_r(rows_left), .cols = ptx_imm(dv),
+                        .row_edge = true};
+        if (paged) {
+            vk.base = kh;
+            vvv.base = vh;
+        } else {
+            ptx_reg kb = add64(f, kh, ptx_r(x->b), pp->sk[2] * es), vb = add64(f, vh, ptx_r(x->b), pp->sv[2] * es);
+            vk.base = add64(f, kb, ptx_r(key0), pp->sk[0] * es);
+            vvv.base = add64(f, vb, ptx_r(key0), pp->sv[0] * es);
+        }
+        kit_g2s_init(f, &ck, &g->kt, &vk, g->T, x->tid, 16, g->bn, 0);
+        kit_g2s_init(f, &cv, &g->vt, &vvv, g->T, x->tid, 16, g->bn, 0);
+        ck.l2_128 = cv.l2_128 = true;
+        if (paged) {
+            ptx_reg tab = add64(f, x->bt, ptx_r(x->b), pp->pages_per_seq * 4);
+            pk = (kit_paged){.table = tab, .pool = kh, .page = (int)pp->page, .page_bytes = pp->sk[2] * es,
+                             .row = r32(f)};
+            pv = (kit_paged){.table = tab, .pool = vh, .page = (int)pp->page, .page_bytes = pp->sv[2] * es,
+                             .row = r32(f)};
+            ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(pk.row), ptx_r(key0));
+            ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(pv.row), ptx_r(key0));
+            kit_g2s_paged_init(&ck, &pk, x->tid);
+            kit_g2s_paged_init(&cv, &pv, x->tid);
+        }
+    }
+    kit_pipe pipe;
+    kit_pipe_init(f, &pipe, KIT_PIPE_CP_ASYNC, g->stages, g->stage_bytes, ps, false);
+    /* prologue: stages - 1 tiles (the first group carries Q too) */
+    for (int s = 0; s < g->stages - 1; s++) {
+        ptx_reg st = kit_pipe_acquire(&pipe);
+        ptx_reg p = setp(f, PTX_M_GT, S32T, ptx_r(nblk), ptx_imm(s));
+        if (paged) {
+            kit_g2s_issue_paged(&ck, &pk, st, 0, p);
+            kit_g2s_issue_paged(&cv, &pv, st, g->v_off, p);
+            kit_g2s_paged_advance(&ck, &pk);
+            kit_g2s_paged_advance(&cv, &pv);
+        } else {
+            kit_g2s_issue(&ck, st, 0, p);
+            kit_g2s_issue(&cv, st, g->v_off, p);
+            kit_g2s_advance(&ck);
+            kit_g2s_advance(&cv);
+        }
+        kit_pipe_commit(&pipe);
+    }
+
+    /* ---- fragments, masks, state ---- */
+    int nS = g->kw / 8 * 4, nO = (int)(dv / 8 * 4);
+    ptx_reg *Sr = pt_arena_alloc(m->arena, (size_t)nS * sizeof(ptx_reg));
+    ptx_reg *Pr = pt_arena_alloc(m->arena, (size_t)nS * sizeof(ptx_reg));
+    ptx_reg *Ph = pt_arena_alloc(m->arena, (size_t)nS * sizeof(ptx_reg));
+    ptx_reg *Pl = pt_arena_alloc(m->arena, (size_t)nS * sizeof(ptx_reg));
+    ptx_reg *Or = pt_arena_alloc(m->arena, (size_t)nO * sizeof(ptx_reg));
+    for (int i = 0; i < nS; i++)
+        Sr[i] = rf(f);
+    for (int i = 0; i < nO; i++) {
+        Or[i] = rf(f);
+        ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(Or[i]), ptx_f32(0.0f));
+    }
+    ptx_reg zr = kit_reg(f, ptx_imm(0));
+    kit_frag sfr = kit_frag_mma_c(f, at, 1, g->kw / 8, Sr, zr, zr, x->lane);
+    kit_frag ofr = kit_frag_mma_c(f, at, 1, (int)(dv / 8), Or, zr, zr, x->lane);
+    /* the thread's two rows (g and g + 8): visible keys [lo, hi) */
+    ptx_reg rowsr = kit_reg(f, kit_iop(f, PTX_OP_MUL, ptx_r(x->sq), ptx_imm(pp->group)));
+    ptx_reg off = s32op(f, PTX_OP_SUB, ptx_r(len), ptx_r(x->sq));
+    ptx_reg hi[2], lo[2] = {{0}, {0}};
+    for (int h = 0; h < 2; h++) {
+        ptx_reg rg = kit_reg(f, kit_imad(f, ptx_r(x->rb), ptx_imm(g->bm),
+                                         kit_iop(f, PTX_OP_ADD, ptx_r(sfr.row_base), ptx_imm(8 * h))));
+        ptx_reg i = pp->group == 1 ? rg : kit_reg(f, kit_iop(f, PTX_OP_DIV, ptx_r(rg), ptx_imm(pp->group)));
+        ptx_reg io = s32op(f, PTX_OP_ADD, ptx_r(i), ptx_r(off));
+        ptx_reg hv = len;
+        if (pp->wr >= 0) {
+            ptx_reg t = s32op(f, PTX_OP_ADD, ptx_r(io), ptx_imm(pp->wr + 1));
+            hv = s32op(f, PTX_OP_MIN, ptx_r(t), ptx_r(len));
+        }
+        ptx_reg real = setp(f, PTX_M_LT, S32T, ptx_r(rg), ptx_r(rowsr));
+        hi[h] = r32(f);
+        ptx_emit(f, PTX_OP_SELP, NOM, S32T, ptx_r(hi[h]), ptx_r(hv), ptx_imm(0), ptx_r(real));
+        if (pp->wl >= 0)
+            lo[h] = s32op(f, PTX_OP_SUB, ptx_r(io), ptx_imm(pp->wl));
+    }
+    x->kexp = pp->softcap > 0.0f ? pp->softcap : pp->scale;
+    kit_softmax sm[2] = {kit_softmax_new(f, x->kexp), kit_softmax_new(f, x->kexp)};
+    sm[0].fresh = sm[1].fresh = false; /* updates are emitted in the loop body */
+
+    /* ldmatrix addressing: Q (A, K-major), K (B, K-major), V (B, MN-major) */
+    kit_layout la = kit_ldsm_atom_lanes(at, KIT_A, true);
+    kit_layout lbk = kit_ldsm_atom_lanes(at, KIT_B, true);
+    kit_layout lbv = kit_ldsm_atom_lanes(at, KIT_B, false);
+    int nks = (int)(d / 16), nkb = g->kw / 16, nvb = (int)(dv / 16);
+    int *ra = pt_arena_alloc(m->arena, (size_t)(nks + nkb * nks + nkb * nvb) * 2 * sizeof(int));
+    int *qa_r = ra, *qa_b = ra + nks, *kr_ = qa_b + nks, *kb_ = kr_ + nkb * nks, *vr_ = kb_ + nkb * nks,
+        *vb_ = vr_ + nkb * nvb;
+    for (int s = 0; s < nks; s++) {
+        qa_r[s] = 0;
+        qa_b[s] = s * 16 * es;
+    }
+    for (int n = 0; n < nkb; n++)
+        for (int s = 0; s < nks; s++) {
+            kr_[n * nks + s] = n * 16;
+            kb_[n * nks + s] = s * 16 * es;
+        }
+    for (int kb = 0; kb < nkb; kb++)
+        for (int n = 0; n < nvb; n++) {
+            vr_[kb * nvb + n] = kb * 16;
+            vb_[kb * nvb + n] = n * 16 * es;
+        }
+    ptx_reg wrow = kit_reg(f, kit_iop(f, PTX_OP_MUL, ptx_r(x->warp), ptx_imm(g->kw)));
+    kit_ldsm lq, lk, lv;
+    kit_ldsm_init(f, &lq, &g->qt, &la, x->lane, ptx_imm(0), ptx_imm(0), nks, qa_r, qa_b);
+    kit_ldsm_init(f, &lk, &g->kt, &lbk, x->lane, ptx_r(wrow), ptx_imm(0), nkb * nks, kr_, kb_);
+    kit_ldsm_init(f, &lv, &g->vt, &lbv, x->lane, ptx_r(wrow), ptx_imm(0), nkb * nvb, vr_, vb_);
+    ptx_reg *qaddr = pt_arena_alloc(m->arena, (size_t)nks * sizeof(ptx_reg));
+    ptx_reg *kaddr = pt_arena_alloc(m->arena, (size_t)(nkb * nks) * sizeof(ptx_reg));
+    ptx_reg *vaddr = pt_arena_alloc(m->arena, (size_t)(nkb * nvb) * sizeof(ptx_reg));
+    kit_ldsm_at(f, &lq, qs, qaddr);
+    /* key of this thread's column 0 in the current tile */
+    ptx_reg kcol = kit_reg(f, kit_iop(f, PTX_OP_ADD, kit_iop(f, PTX_OP_ADD, ptx_r(key0), ptx_r(wrow)),
+                                      ptx_r(sfr.col_base)));
+
+    /* ---- main loop over this split's key blocks ---- */
+    ptx_reg it = kit_reg(f, ptx_imm(0));
+    int top = ptx_label_new(f), after = ptx_label_new(f);
+    bra(f, after, setp(f, PTX_M_LE, S32T, ptx_r(nblk), ptx_imm(0)), false);
+    ptx_label_place(f, top);
+    {
+        ptx_reg st = kit_pipe_wait(&pipe, -1);
+        /* refill: tile it + stages - 1 into the stage released last round */
+        ptx_reg nx = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(it), ptx_imm(g->stages - 1)));
+        ptx_reg p = setp(f, PTX_M_LT, S32T, ptx_r(nx), ptx_r(nblk));
+        ptx_reg wst = kit_pipe_acquire(&pipe);
+        if (paged) {
+            kit_g2s_issue_paged(&ck, &pk, wst, 0, p);
+            kit_g2s_issue_paged(&cv, &pv, wst, g->v_off, p);
+            kit_g2s_paged_advance(&ck, &pk);
+            kit_g2s_paged_advance(&cv, &pv);
+        } else {
+            kit_g2s_issue(&ck, wst, 0, p);
+            kit_g2s_issue(&cv, wst, g->v_off, p);
+            kit_g2s_advance(&ck);
+            kit_g2s_advance(&cv);
+        }
+        kit_pipe_commit(&pipe);
+
+        /* S = Q K^T over this warp's kw keys */
+        for (int i = 0; i < nS; i++)
+            ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(Sr[i]), ptx_f32(0.0f));
+        kit_ldsm_at(f, &lk, st, kaddr);
+        for (int s = 0; s < nks; s++) {
+            ptx_reg qa[4] = {r32(f), r32(f), r32(f), r32(f)};
+            kit_ldsm_emit(f, &lq, s, 4, false, ptx_vecr(f, 4, qa), qaddr, 0, none);
+            for (int n = 0; n < nkb; n++) {
+                ptx_reg kb4[4] = {r32(f), r32(f), r32(f), r32(f)};
+                kit_ldsm_emit(f, &lk, n * nks + s, 4, false, ptx_vecr(f, 4, kb4), kaddr, 0, none);
+                for (int h = 0; h < 2; h++)
+                    mma(f, at, ptx_vecr(f, 4, Sr + (2 * n + h) * 4), ptx_vecr(f, 4, qa), ptx_vecr(f, 2, kb4 + 2 * h));
+            }
+        }
+        /* mask, softcap, online softmax per row */
+        ptx_reg dh[2], dl[2] = {{0}, {0}};
+        for (int h = 0; h < 2; h++) {
+            dh[h] = s32op(f, PTX_OP_SUB, ptx_r(hi[h]), ptx_r(kcol));
+            if (lo[h].id)
+                dl[h] = s32op(f, PTX_OP_SUB, ptx_r(lo[h]), ptx_r(kcol));
+        }
+        ptx_opd vals[2][64];
+        int nv[2] = {0, 0}, idx[2][64];
+        for (int i = 0; i < nS; i++) {
+            int h = sfr.row[i] >= 8;
+            ptx_opd sv = score(x, Sr[i]);
+            ptx_reg vis = setp(f, PTX_M_GT, S32T, ptx_r(dh[h]), ptx_imm(sfr.col[i]));
+            if (dl[h].id)
+                vis = pand(f, vis, setp(f, PTX_M_LE, S32T, ptx_r(dl[h]), ptx_imm(sfr.col[i])));
+            ptx_reg mv = rf(f);
+            ptx_emit(f, PTX_OP_SELP, NOM, F32T, ptx_r(mv), sv, ptx_f32(-INFINITY), ptx_r(vis));
+            idx[h][nv[h]] = i;
+            vals[h][nv[h]++] = ptx_r(mv);
+        }
+        for (int h = 0; h < 2; h++) {
+            ptx_opd p2[64];
+            ptx_opd alpha = kit_softmax_update(f, &sm[h], vals[h], NULL, nv[h], 4, p2);
+            for (int j = 0; j < nv[h]; j++)
+                Pr[idx[h][j]] = p2[j].u.reg;
+            for (int i = 0; i < nO; i++)
+                if ((ofr.row[i] >= 8) == h)
+                    ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(Or[i]), ptx_r(Or[i]), alpha);
+        }
+        /* O += P V with P = hi + lo, both 16-bit (hi = P rounded, lo = the
+         * rest rounded): P keeps ~16 significant bits instead of 8 (bf16) or
+         * 11 (f16), so O's error is the f32 sums' and not P's rounding,
+         * which cancels badly in a long average; decode has the MMA time
+         * (it waits on memory) */
+        for (int i = 0; i < nS; i++) {
+            ptx_reg hb = kit_cvt_from_f32(f, pp->dt, ptx_r(Pr[i]));
+            Ph[i] = kit_cvt_to_f32(f, pp->dt, ptx_r(hb));
+            Pl[i] = fop2(f, PTX_OP_SUB, ptx_r(Pr[i]), ptx_r(Ph[i]));
+        }
+        kit_frag phi = sfr, plo = sfr;
+        phi.r = Ph;
+        plo.r = Pl;
+        kit_ldsm_at(f, &lv, st, vaddr);
+        for (int kb = 0; kb < nkb; kb++) {
+            ptx_reg pa[4], pl[4];
+            kit_frag_to_a(f, &phi, at, 0, kb, pa);
+            kit_frag_to_a(f, &plo, at, 0, kb, pl);
+            for (int n = 0; n < nvb; n++) {
+                ptx_reg vb4[4] = {r32(f), r32(f), r32(f), r32(f)};
+                kit_ldsm_emit(f, &lv, kb * nvb + n, 4, true, ptx_vecr(f, 4, vb4), vaddr, g->v_off, none);
+                for (int h = 0; h < 2; h++) {
+                    ptx_opd od = ptx_vecr(f, 4, Or + (2 * n + h) * 4), vb = ptx_vecr(f, 2, vb4 + 2 * h);
+                    mma(f, at, od, ptx_vecr(f, 4, pa), vb);
+                    mma(f, at, od, ptx_vecr(f, 4, pl), vb);
+                }
+            }
+        }
+        kit_pipe_release(&pipe);
+        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(kcol), ptx_r(kcol), ptx_imm(g->bn));
+        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
+        bra(f, top, setp(f, PTX_M_LT, S32T, ptx_r(it), ptx_r(nblk)), false);
+    }
+    ptx_label_place(f, after);
+    kit_pipe_drain(&pipe); /* Q's group too, when the split is empty */
+
+    /* ---- the warps' states: row (m, l), merged in warp order ---- */
+    for (int h = 0; h < 2; h++)
+        kit_softmax_reduce(f, &sm[h], 4, NULL);
+    ptx_reg fac[2], lse2[2];
+    float k2 = (float)(x->kexp * 1.44269504088896341);
+    ptx_reg t0 = setp(f, PTX_M_EQ, U32T, kit_iop(f, PTX_OP_AND, ptx_r(x->lane), ptx_imm(3)), ptx_imm(0));
+    ptx_reg stats = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->smem), ptx_imm(g->stats_off)));
+    if (g->W > 1) {
+        for (int h = 0; h < 2; h++) {
+            ptx_opd row = kit_iop(f, PTX_OP_ADD, ptx_r(sfr.row_base), ptx_imm(8 * h));
+            ptx_reg a = kit_reg(f, kit_imad(f, kit_imad(f, ptx_r(x->warp), ptx_imm(g->bm), row), ptx_imm(8),
+                                            ptx_r(stats)));
+            ptx_guard(ptx_emit(f, PTX_OP_ST, M2(PTX_M_SHARED, PTX_M_V2), F32T, ptx_addr(a, 0),
+                               ptx_vecr(f, 2, (ptx_reg[]){sm[h].m, sm[h].s})),
+                      t0, false);
+        }
+        bar(f);
+    }
+    for (int h = 0; h < 2; h++) {
+        ptx_reg M = sm[h].m, L = sm[h].s;
+        if (g->W > 1) {
+            ptx_opd row = kit_iop(f, PTX_OP_ADD, ptx_r(sfr.row_base), ptx_imm(8 * h));
+            ptx_reg a = kit_reg(f, kit_imad(f, row, ptx_imm(8), ptx_r(stats)));
+            kit_softmax all = kit_softmax_new(f, x->kexp);
+            for (int w = 0; w < g->W; w++) {
+                ptx_reg mw = rf(f), lw = rf(f);
+                ptx_emit(f, PTX_OP_LD, M2(PTX_M_SHARED, PTX_M_V2), F32T, ptx_vecr(f, 2, (ptx_reg[]){mw, lw}),
+                         ptx_addr(a, (int64_t)w * g->bm * 8));
+                if (w == 0) {
+                    ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(all.m), ptx_r(mw));
+                    ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(all.s), ptx_r(lw));
+                } else {
+                    kit_softmax_merge(f, &all, ptx_r(mw), ptx_r(lw));
+                }
+            }
+            M = all.m;
+            L = all.s;
+        }
+        /* this warp's share: exp(k (m_w - safe(M))) / L */
+        ptx_reg inv = inv_or_zero(f, L);
+        if (g->W > 1) {
+            ptx_reg ms = kit_softmax_safe_max(f, ptx_r(M));
+            ptx_reg ew = kit_softmax_exp(f, ptx_r(sm[h].m), ptx_r(ms), x->kexp);
+            fac[h] = fop2(f, PTX_OP_MUL, ptx_r(ew), ptx_r(inv));
+        } else {
+            fac[h] = inv;
+        }
+        ptx_reg lg = rf(f);
+        ptx_emit(f, PTX_OP_LG2, M1(PTX_M_APPROX), F32T, ptx_r(lg), ptx_r(L));
+        lse2[h] = rf(f);
+        ptx_emit(f, PTX_OP_FMA, M1(PTX_M_RN), F32T, ptx_r(lse2[h]), ptx_r(M), ptx_f32(k2), ptx_r(lg));
+    }
+    /* scaled O of every warp into the buffer (over the ring), row lse2 */
+    ptx_reg ob = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->smem), ptx_imm(g->pipe_off)));
+    {
+        ptx_opd wbase = kit_iop(f, PTX_OP_MUL, ptx_r(x->warp), ptx_imm((int64_t)g->bm * g->obuf_pitch * 4));
+        ptx_opd rb0 = kit_imad(f, ptx_r(ofr.row_base), ptx_imm(g->obuf_pitch * 4),
+                               kit_iop(f, PTX_OP_SHL, ptx_r(ofr.col_base), ptx_imm(2)));
+        ptx_reg a = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(ob), kit_iop(f, PTX_OP_ADD, wbase, rb0)));
+        for (int i = 0; i < nO; i += 2) {
+            int h = ofr.row[i] >= 8;
+            ptx_reg v0 = fop2(f, PTX_OP_MUL, ptx_r(Or[i]), ptx_r(fac[h]));
+            ptx_reg v1 = fop2(f, PTX_OP_MUL, ptx_r(Or[i + 1]), ptx_r(fac[h]));
+            ptx_emit(f, PTX_OP_ST, M2(PTX_M_SHARED, PTX_M_V2), F32T,
+                     ptx_addr(a, ((int64_t)ofr.row[i] * g->obuf_pitch + ofr.col[i]) * 4),
+                     ptx_vecr(f, 2, (ptx_reg[]){v0, v1}));
+        }
+        ptx_reg w0 = pand(f, t0, setp(f, PTX_M_EQ, U32T, ptx_r(x->warp), ptx_imm(0)));
+        for (int h = 0; h < 2; h++) {
+            ptx_opd row = kit_iop(f, PTX_OP_ADD, ptx_r(sfr.row_base), ptx_imm(8 * h));
+            ptx_reg la2 = kit_reg(f, kit_imad(f, row, ptx_imm(4), ptx_imm(g->lse_off)));
+            la2 = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(la2), ptx_r(x->smem)));
+            ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_SHARED), F32T, ptx_addr(la2, 0), ptx_r(lse2[h])), w0, false);
+        }
+    }
+    bar(f);
+
+    /* ---- the CTA's normalised O: sum of the warps, in warp order ---- */
+    int64_t total = g->bm * dv / 4;
+    int nu = (int)((total + g->T - 1) / g->T);
+    unit *u = pt_arena_alloc(m->arena, (size_t)nu * sizeof(unit));
+    units_init(x, u, nu);
+    ptx_reg (*val)[4] = pt_arena_alloc(m->arena, (size_t)nu * sizeof *val);
+    ptx_reg *ul = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
+    for (int k = 0; k < nu; k++) {
+        ptx_reg a = kit_reg(f, kit_imad(f, ptx_r(u[k].r), ptx_imm(g->obuf_pitch * 4),
+                                        kit_iop(f, PTX_OP_SHL, ptx_r(u[k].c4), ptx_imm(4))));
+        a = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(a), ptx_r(ob)));
+        for (int w = 0; w < g->W; w++) {
+            ptx_reg t4[4] = {rf(f), rf(f), rf(f), rf(f)};
+            ptx_ins *in = ptx_emit(f, PTX_OP_LD, M2(PTX_M_SHARED, PTX_M_V4), F32T, ptx_vecr(f, 4, t4),
+                                   ptx_addr(a, (int64_t)w * g->bm * g->obuf_pitch * 4));
+            (void)in;
+            for (int j = 0; j < 4; j++)
+                val[k][j] = w == 0 ? t4[j] : fop2(f, PTX_OP_ADD, ptx_r(val[k][j]), ptx_r(t4[j]));
+        }
+        ptx_reg la2 = kit_reg(f, kit_imad(f, ptx_r(u[k].r), ptx_imm(4), ptx_imm(g->lse_off)));
+        la2 = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(la2), ptx_r(x->smem)));
+        ul[k] = rf(f);
+        ptx_emit(f, PTX_OP_LD, M1(PTX_M_SHARED), F32T, ptx_r(ul[k]), ptx_addr(la2, 0));
+    }
+    if (!split) {
+        for (int k = 0; k < nu; k++) {
+            ptx_opd v4[4] = {ptx_r(val[k][0]), ptx_r(val[k][1]), ptx_r(val[k][2]), ptx_r(val[k][3])};
+            store_out(x, &u[k], v4, ul[k]);
+        }
+        ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
+        goto finish;
+    }
+
+    /* ---- split: publish the partial, count, the last arriver combines ---- */
+    {
+        /* block (b, hk, rb) of the grid's row blocks; partial (blk * S + s) */
+        ptx_opd blk = kit_imad(f, kit_imad(f, ptx_r(x->b), ptx_imm(pp->Hkv), ptx_r(x->hk)), ptx_imm(g->nrb),
+                               ptx_r(x->rb));
+        ptx_reg blkr = kit_reg(f, blk);
+        ptx_reg bs = r32(f);
+        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), U32T, ptx_r(bs), ptx_r(blkr), ptx_r(x->nsplit)); /* blk * S */
+        ptx_reg ps0 = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(bs), ptx_r(x->split)));
+        /* the lse partials follow the S O partials: an offset in S, so the
+         * text does not depend on the split count */
+        ptx_reg lse_base = add64(f, x->scr, ptx_r(x->nsplit), g->part_bytes / g->splits);
+        for (int k = 0; k < nu; k++) {
+            ptx_reg pr = kit_reg(f, kit_imad(f, ptx_r(ps0), ptx_imm(g->bm), ptx_r(u[k].r)));
+            ptx_reg a = add64(f, x->scr, ptx_r(pr), dv * 4);
+            a = add64(f, a, ptx_r(u[k].c4), 16);
+            kit_io io = {.guard = u[k].ok};
+            ptx_opd v4[4] = {ptx_r(val[k][0]), ptx_r(val[k][1]), ptx_r(val[k][2]), ptx_r(val[k][3])};
+            kit_store(f, &io, PT_F32, a, 0, 4, v4);
+            ptx_reg la2 = add64(f, lse_base, ptx_r(pr), 4);
+            ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_GLOBAL), F32T, ptx_addr(la2, 0), ptx_r(ul[k])), u[k].first,
+                      false);
+        }
+        int done = ptx_label_new(f);
+        ptx_emit0(f, PTX_OP_FENCE, M2(PTX_M_ACQ_REL, PTX_M_GPU), PTX_NOTYPES);
+        bar(f);
+        ptx_reg cnt = add64(f, x->ws, ptx_r(blkr), 4);
+        ptx_reg tz = setp(f, PTX_M_EQ, U32T, ptx_r(x->tid), ptx_imm(0));
+        ptx_reg old = r32(f);
+        ptx_reg flag = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->smem), ptx_imm(g->flag_off)));
+        ptx_guard(ptx_emit(f, PTX_OP_ATOM, M2(PTX_M_GLOBAL, PTX_M_ADD), U32T, ptx_r(old), ptx_addr(cnt, 0),
+                           ptx_imm(1)),
+                  tz, false);
+        ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_SHARED), U32T, ptx_addr(flag, 0), ptx_r(old)), tz, false);
+        bar(f);
+        ptx_reg seen = r32(f);
+        ptx_emit(f, PTX_OP_LD, M1(PTX_M_SHARED), U32T, ptx_r(seen), ptx_addr(flag, 0));
+        ptx_reg last = kit_reg(f, kit_iop(f, PTX_OP_SUB, ptx_r(x->nsplit), ptx_imm(1)));
+        bra(f, done, setp(f, PTX_M_NE, U32T, ptx_r(seen), ptx_r(last)), false);
+        ptx_reg zero = kit_reg(f, ptx_imm(0));
+        ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_GLOBAL), U32T, ptx_addr(cnt, 0), ptx_r(zero)), tz, false);
+        ptx_emit0(f, PTX_OP_FENCE, M2(PTX_M_ACQ_REL, PTX_M_GPU), PTX_NOTYPES);
+
+        /* combine splits 0..S-1 in order: pass 1 the max, pass 2 the sums */
+        ptx_reg *pp0 = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
+        ptx_reg *lp0 = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
+        ptx_reg *Mx = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
+        ptx_reg *Ls = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
+        ptx_reg (*acc)[4] = pt_arena_alloc(m->arena, (size_t)nu * sizeof *acc);
+        for (int k = 0; k < nu; k++) {
+            ptx_reg pr = kit_reg(f, kit_imad(f, ptx_r(bs), ptx_imm(g->bm), ptx_r(u[k].r)));
+            pp0[k] = add64(f, add64(f, x->scr, ptx_r(pr), dv * 4), ptx_r(u[k].c4), 16);
+            lp0[k] = add64(f, lse_base, ptx_r(pr), 4);
+            Mx[k] = kit_red_init(f, KIT_RED_MAX);
+            Ls[k] = kit_red_init(f, KIT_RED_SUM);
+            for (int j = 0; j < 4; j++) {
+                acc[k][j] = rf(f);
+                ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(acc[k][j]), ptx_f32(0.0f));
+            }
+        }
+        for (int pass = 0; pass < 2; pass++) {
+            ptx_reg sidx = kit_reg(f, ptx_imm(0));
+            ptx_reg *pcur = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
+            ptx_reg *lcur = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
+            ptx_reg *msafe = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
+            for (int k = 0; k < nu; k++) {
+                pcur[k] = r64(f);
+                lcur[k] = r64(f);
+                ptx_emit(f, PTX_OP_MOV, NOM, B64T, ptx_r(pcur[k]), ptx_r(pp0[k]));
+                ptx_emit(f, PTX_OP_MOV, NOM, B64T, ptx_r(lcur[k]), ptx_r(lp0[k]));
+                if (pass == 1)
+                    msafe[k] = kit_softmax_safe_max(f, ptx_r(Mx[k]));
+            }
+            int lt = ptx_label_new(f);
+            ptx_label_place(f, lt);
+            for (int k = 0; k < nu; k++) {
+                ptx_reg ls = rf(f);
+                ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(ls), ptx_f32(-INFINITY));
+                ptx_guard(ptx_emit(f, PTX_OP_LD, M1(PTX_M_GLOBAL), F32T, ptx_r(ls), ptx_addr(lcur[k], 0)), u[k].ok,
+                          false);
+                if (pass == 0) {
+                    ptx_emit(f, PTX_OP_MAX, NOM, F32T, ptx_r(Mx[k]), ptx_r(Mx[k]), ptx_r(ls));
+                } else {
+                    ptx_reg dd = fop2(f, PTX_OP_SUB, ptx_r(ls), ptx_r(msafe[k]));
+                    ptx_reg w = rf(f);
+                    ptx_emit(f, PTX_OP_EX2, M2(PTX_M_APPROX, PTX_M_FTZ), F32T, ptx_r(w), ptx_r(dd));
+                    ptx_emit(f, PTX_OP_ADD, NOM, F32T, ptx_r(Ls[k]), ptx_r(Ls[k]), ptx_r(w));
+                    ptx_reg t4[4] = {rf(f), rf(f), rf(f), rf(f)};
+                    for (int j = 0; j < 4; j++)
+                        ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(t4[j]), ptx_f32(0.0f));
+                    ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_V4), F32T, ptx_vecr(f, 4, t4),
+                                       ptx_addr(pcur[k], 0)),
+                              u[k].ok, false);
+                    for (int j = 0; j < 4; j++)
+                        ptx_emit(f, PTX_OP_FMA, M1(PTX_M_RN), F32T, ptx_r(acc[k][j]), ptx_r(w), ptx_r(t4[j]),
+                                 ptx_r(acc[k][j]));
+                }
+                ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(lcur[k]), ptx_r(lcur[k]), ptx_imm(g->bm * 4));
+                if (pass == 1)
+                    ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(pcur[k]), ptx_r(pcur[k]), ptx_imm(g->bm * dv * 4));
+            }
+            ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(sidx), ptx_r(sidx), ptx_imm(1));
+            bra(f, lt, setp(f, PTX_M_LT, U32T, ptx_r(sidx), ptx_r(x->nsplit)), false);
+        }
+        for (int k = 0; k < nu; k++) {
+            ptx_reg inv = inv_or_zero(f, Ls[k]);
+            ptx_opd v4[4];
+            for (int j = 0; j < 4; j++)
+                v4[j] = ptx_r(fop2(f, PTX_OP_MUL, ptx_r(acc[k][j]), ptx_r(inv)));
+            ptx_reg lg = rf(f);
+            ptx_emit(f, PTX_OP_LG2, M1(PTX_M_APPROX), F32T, ptx_r(lg), ptx_r(Ls[k]));
+            ptx_reg l2 = fop2(f, PTX_OP_ADD, ptx_r(Mx[k]), ptx_r(lg));
+            store_out(x, &u[k], v4, l2);
+        }
+        ptx_label_place(f, done);
+        ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
+    }
+
+finish:
+    l->grid[0] = (unsigned)g->splits;
+    l->grid[1] = (unsigned)(pp->Hkv * g->nrb);
+    l->grid[2] = (unsigned)pp->B;
+    l->block[0] = (unsigned)g->T;
+    l->block[1] = l->block[2] = 1;
+    l->smem = (size_t)g->smem;
+    l->smem_optin = g->smem > 48 * 1024;
+    l->align = 16;
+    l->entry = f->name;
+    if (m->err.code) {
+        pt_errf(e, m->err.code, "%s", m->err.msg);
+        return m->err.code;
+    }
+    return PT_OK;
 }
