@@ -22,9 +22,12 @@
  * (opts.threads): each CTA's shared memory is private, global memory is
  * shared, atomics are atomic; races between CTAs are not detected.
  *
+ * Hopper: wgmma, stmatrix, elect.sync and setmaxnreg run in wgmma.c,
+ * mbarriers in mbarrier.c, TMA and bulk copies in async.c.
+ *
  * Not emulated yet (a load-time PT_EUNSUPPORTED, never a wrong answer):
- * .b128 registers, .local variables (the IR declares none), Hopper's wgmma,
- * TMA, mbarrier and clusters (decode.c says where they plug in). */
+ * .b128 registers, .local variables (the IR declares none), single-bit
+ * wgmma (.and.popc). */
 #ifndef PTX_EMU_H
 #define PTX_EMU_H
 
