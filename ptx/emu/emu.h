@@ -27,7 +27,7 @@
  *
  * Not emulated yet (a load-time PT_EUNSUPPORTED, never a wrong answer):
  * .b128 registers, .local variables (the IR declares none), single-bit
- * wgmma (.and.popc). */
+ * wgmma (.and.popc); clusters of more than one CTA are refused at launch. */
 #ifndef PTX_EMU_H
 #define PTX_EMU_H
 
