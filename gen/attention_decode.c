@@ -7,8 +7,10 @@
  * share one read of K and V; Sq * group > 16 takes several row blocks). Its
  * split s of S covers the key blocks [s NB / S, (s + 1) NB / S) of bn keys,
  * NB = ceil(len / bn) with len the sequence's run-time length (seqused_k,
- * or the run-time seqlen_k), so ragged sequences split evenly and a split
- * may be empty.
+ * the varlen cu_seqlens_k difference, or the run-time seqlen_k), so ragged
+ * sequences split evenly and a split may be empty. Varlen: the sequence's
+ * rows of the packed q and o (and k, v unless paged) start at its
+ * cu_seqlens offsets and its query count is run-time too.
  *
  * Main loop (mma.sync m16n8k16, f32 accumulation): K and V tiles of bn keys
  * stream through a cp.async ring of `stages` stages (16-byte pieces, the
@@ -117,8 +119,6 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if (g->kw < 16)
         return pt_errf(e, PT_EINVAL, "bn=%d with kv_warps=%d: each warp needs at least 16 keys of a tile", g->bn,
                        g->W);
-    if (pp->varlen)
-        return pt_errf(e, PT_EUNSUPPORTED, "impl=split does not take varlen problems (use impl=fa2)");
     if (!pow2(pp->d) || !pow2(pp->dv) || pp->d < 64 || pp->dv < 64 || pp->d > 256 || pp->dv > 256)
         return pt_errf(e, PT_EUNSUPPORTED, "head_dim=%lld head_dim_v=%lld: impl=split supports 64, 128, 256",
                        (long long)pp->d, (long long)pp->dv);
@@ -273,7 +273,7 @@ typedef struct dctx {
     ptx_reg tid, lane, warp, smem;
     ptx_reg b, hk, rb, split, nsplit;   /* u32 CTA coordinates, S */
     ptx_reg sq, len;                     /* s32 run-time lengths: this launch's Sq, this sequence's keys */
-    ptx_reg o, lse, q, k, v, bt, su, scr, ws;
+    ptx_reg o, lse, q, k, v, bt, su, cq, ck, scr, ws;
     float kexp;                          /* exponent scale of the softmax values */
 } dctx;
 
@@ -323,6 +323,8 @@ static ptx_reg s32op(ptx_fn *f, ptx_op op, ptx_opd a, ptx_opd b)
 /* p64 + a * b bytes (a: u32 operand, b >= 0). */
 static ptx_reg add64(ptx_fn *f, ptx_reg p64, ptx_opd a, int64_t b)
 {
+    if (b == 0)
+        return p64;
     if (a.kind == PTX_O_IMM) {
         if (a.u.imm == 0 || b == 0)
             return p64;
@@ -529,6 +531,10 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
     x->v = param_ptr(x, l, "v", (pt_arg){PT_ARG_INPUT, pp->t.v, 0, 0});
     if (paged)
         x->bt = param_ptr(x, l, "block_table", (pt_arg){PT_ARG_INPUT, pp->t.block_table, 0, 0});
+    if (pp->varlen) {
+        x->cq = param_ptr(x, l, "cu_seqlens_q", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_q, 0, 0});
+        x->ck = param_ptr(x, l, "cu_seqlens_k", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_k, 0, 0});
+    }
     if (pp->seqused)
         x->su = param_ptr(x, l, "seqused_k", (pt_arg){PT_ARG_INPUT, pp->t.seqused_k, 0, 0});
     if (split) {
@@ -551,15 +557,37 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
     x->smem = r32(f);
     ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(x->smem), ptx_sym("attn_smem"));
     x->sq = sq_u;
-    /* this sequence's keys: seqused_k[b] (or seqlen_k), at most seqlen_k */
+    /* this sequence's keys: seqused_k[b] (or seqlen_k, or its varlen
+     * length), at most seqlen_k; varlen: its rows of the packed q, o (and
+     * k, v when not paged) start at the cu_seqlens offsets */
     ptx_reg len = sk_u;
+    if (pp->varlen) {
+        ptx_reg aq = add64(f, x->cq, ptx_r(x->b), 4), ak = add64(f, x->ck, ptx_r(x->b), 4);
+        ptx_reg q0 = r32(f), q1 = r32(f), k0 = r32(f), k1 = r32(f);
+        ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(q0), ptx_addr(aq, 0));
+        ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(q1), ptx_addr(aq, 4));
+        ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(k0), ptx_addr(ak, 0));
+        ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(k1), ptx_addr(ak, 4));
+        ptx_reg sqb = s32op(f, PTX_OP_SUB, ptx_r(q1), ptx_r(q0));
+        sqb = s32op(f, PTX_OP_MIN, ptx_r(sqb), ptx_r(sq_u));
+        x->sq = s32op(f, PTX_OP_MAX, ptx_r(sqb), ptx_imm(0));
+        ptx_reg skb = s32op(f, PTX_OP_SUB, ptx_r(k1), ptx_r(k0));
+        len = s32op(f, PTX_OP_MIN, ptx_r(skb), ptx_r(sk_u));
+        x->q = add64(f, x->q, ptx_r(q0), pp->sq[0] * pp->es);
+        x->o = add64(f, x->o, ptx_r(q0), pp->so[0] * pp->es);
+        if (!paged) {
+            x->k = add64(f, x->k, ptx_r(k0), pp->sk[0] * pp->es);
+            x->v = add64(f, x->v, ptx_r(k0), pp->sv[0] * pp->es);
+        }
+    }
     if (pp->seqused) {
         ptx_reg a = add64(f, x->su, ptx_r(x->b), 4);
         ptx_reg u = r32(f);
         ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(u), ptx_addr(a, 0));
-        len = s32op(f, PTX_OP_MIN, ptx_r(u), ptx_r(sk_u));
-        len = s32op(f, PTX_OP_MAX, ptx_r(len), ptx_imm(0));
+        len = s32op(f, PTX_OP_MIN, ptx_r(u), ptx_r(len));
     }
+    if (pp->seqused || pp->varlen)
+        len = s32op(f, PTX_OP_MAX, ptx_r(len), ptx_imm(0));
     x->len = len;
     /* this split's key blocks [kb0, kb1) */
     ptx_reg nb = kit_reg(f, kit_iop(f, PTX_OP_SHR, kit_iop(f, PTX_OP_ADD, ptx_r(len), ptx_imm(g->bn - 1)),

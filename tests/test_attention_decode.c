@@ -41,6 +41,7 @@ typedef struct dcase {
     double softcap;
     const char *config;
     const char *arch;
+    bool varlen; /* packed q/o (and k/v) with cu_seqlens; lengths from the op's inputs */
 } dcase;
 
 static pt_problem problem_of(const dcase *c)
@@ -60,6 +61,7 @@ static pt_problem problem_of(const dcase *c)
     p.seqused_k = c->seqused;
     p.return_lse = c->lse;
     p.softcap = c->softcap;
+    p.varlen = c->varlen;
     if (c->wl >= 0) {
         p.window_left = c->wl;
         p.window_left_given = true;
@@ -72,7 +74,7 @@ static void describe(const dcase *c, char *buf, size_t n)
     snprintf(buf, n, "%s %s B%lld Hq%lld Hkv%lld Sq%lld Sk%lld d%lld%s%s page%lld%s%s softcap%g wl%lld [%s]",
              c->arch ? c->arch : "sm_80", pt_dtype_get(c->dt)->name, (long long)c->B, (long long)c->Hq,
              (long long)c->Hkv, (long long)c->Sq, (long long)c->Sk, (long long)c->d, c->causal ? " causal" : "",
-             c->seqused ? " seqused" : "", (long long)c->page, c->lse ? " lse" : "", "", c->softcap,
+             c->seqused ? " seqused" : "", (long long)c->page, c->lse ? " lse" : "", c->varlen ? " varlen" : "", c->softcap,
              (long long)c->wl, c->config);
 }
 
@@ -135,34 +137,39 @@ static void check_case(tally *t, const dcase *c)
 /* B Hq Hkv Sq Sk d dt causal page wl seqused lse softcap config [arch] */
 static const dcase grid[] = {
     /* head dims, GQA ratios, odd lengths, tile widths, warps, splits */
-    {2, 2, 2, 1, 1, 64, BF16, false, 0, -1, false, true, 0, "bn=32,kv_warps=1,splits=1", NULL},
-    {1, 8, 2, 1, 7, 64, F16, false, 0, -1, false, true, 0, "bn=64,kv_warps=2,splits=3", NULL},
-    {1, 8, 2, 1, 77, 128, BF16, false, 0, -1, false, false, 0, "bn=64,kv_warps=4,splits=1,stages=3", NULL},
-    {2, 4, 1, 1, 129, 128, F16, false, 0, -1, false, true, 0, "bn=32,kv_warps=2,splits=3", NULL},
-    {1, 4, 1, 1, 1000, 256, BF16, false, 0, -1, false, true, 0, "bn=64,kv_warps=2,splits=16", NULL},
-    {1, 2, 2, 1, 1000, 64, F16, false, 0, -1, false, false, 0, "bn=256,kv_warps=4,splits=3", NULL},
-    {1, 2, 1, 1, 129, 256, F16, false, 0, -1, false, true, 0, "bn=32,kv_warps=1,splits=8,stages=3", NULL},
+    {2, 2, 2, 1, 1, 64, BF16, false, 0, -1, false, true, 0, "bn=32,kv_warps=1,splits=1", NULL, false},
+    {1, 8, 2, 1, 7, 64, F16, false, 0, -1, false, true, 0, "bn=64,kv_warps=2,splits=3", NULL, false},
+    {1, 8, 2, 1, 77, 128, BF16, false, 0, -1, false, false, 0, "bn=64,kv_warps=4,splits=1,stages=3", NULL, false},
+    {2, 4, 1, 1, 129, 128, F16, false, 0, -1, false, true, 0, "bn=32,kv_warps=2,splits=3", NULL, false},
+    {1, 4, 1, 1, 1000, 256, BF16, false, 0, -1, false, true, 0, "bn=64,kv_warps=2,splits=16", NULL, false},
+    {1, 2, 2, 1, 1000, 64, F16, false, 0, -1, false, false, 0, "bn=256,kv_warps=4,splits=3", NULL, false},
+    {1, 2, 1, 1, 129, 256, F16, false, 0, -1, false, true, 0, "bn=32,kv_warps=1,splits=8,stages=3", NULL, false},
     /* Sq = 4, causal bottom-right; Sq > Sk (rows with no visible key) */
-    {1, 8, 2, 4, 129, 128, F16, true, 0, -1, false, true, 0, "bn=128,kv_warps=4,splits=1", NULL},
-    {1, 8, 2, 4, 77, 64, BF16, true, 0, -1, false, true, 0, "bn=32,kv_warps=2,splits=3", NULL},
-    {1, 4, 4, 4, 1, 64, BF16, true, 0, -1, false, true, 0, "bn=32,kv_warps=1,splits=3", NULL},
+    {1, 8, 2, 4, 129, 128, F16, true, 0, -1, false, true, 0, "bn=128,kv_warps=4,splits=1", NULL, false},
+    {1, 8, 2, 4, 77, 64, BF16, true, 0, -1, false, true, 0, "bn=32,kv_warps=2,splits=3", NULL, false},
+    {1, 4, 4, 4, 1, 64, BF16, true, 0, -1, false, true, 0, "bn=32,kv_warps=1,splits=3", NULL, false},
     /* MQA with more packed rows than one block (32 heads: two row blocks) */
-    {1, 32, 1, 1, 77, 64, F16, false, 0, -1, false, true, 0, "bn=64,kv_warps=4,splits=2", NULL},
-    {1, 8, 1, 4, 129, 64, BF16, true, 0, -1, false, true, 0, "bn=64,kv_warps=2,splits=3", NULL},
+    {1, 32, 1, 1, 77, 64, F16, false, 0, -1, false, true, 0, "bn=64,kv_warps=4,splits=2", NULL, false},
+    {1, 8, 1, 4, 129, 64, BF16, true, 0, -1, false, true, 0, "bn=64,kv_warps=2,splits=3", NULL, false},
     /* paged KV: shuffled block tables, ragged seqused_k (empty splits),
      * pages smaller than, equal to and larger than a tile */
-    {3, 8, 2, 1, 77, 128, BF16, false, 16, -1, true, true, 0, "bn=64,kv_warps=4,splits=3", NULL},
-    {3, 4, 1, 4, 129, 64, F16, true, 4, -1, true, true, 0, "bn=32,kv_warps=1,splits=8", NULL},
-    {2, 8, 2, 1, 129, 128, F16, false, 64, -1, true, true, 0, "bn=32,kv_warps=2,splits=3", NULL},
-    {2, 4, 1, 1, 1000, 256, BF16, false, 16, -1, true, true, 0, "bn=64,kv_warps=4,splits=4", NULL},
-    {2, 2, 2, 1, 129, 64, BF16, false, 32, -1, false, true, 0, "bn=32,kv_warps=1,splits=64", NULL},
+    {3, 8, 2, 1, 77, 128, BF16, false, 16, -1, true, true, 0, "bn=64,kv_warps=4,splits=3", NULL, false},
+    {3, 4, 1, 4, 129, 64, F16, true, 4, -1, true, true, 0, "bn=32,kv_warps=1,splits=8", NULL, false},
+    {2, 8, 2, 1, 129, 128, F16, false, 64, -1, true, true, 0, "bn=32,kv_warps=2,splits=3", NULL, false},
+    {2, 4, 1, 1, 1000, 256, BF16, false, 16, -1, true, true, 0, "bn=64,kv_warps=4,splits=4", NULL, false},
+    {2, 2, 2, 1, 129, 64, BF16, false, 32, -1, false, true, 0, "bn=32,kv_warps=1,splits=64", NULL, false},
     /* softcap, sliding window */
-    {1, 8, 2, 1, 129, 128, BF16, false, 0, -1, false, true, 30, "bn=32,kv_warps=2,splits=3", NULL},
-    {2, 4, 1, 4, 77, 64, F16, true, 16, -1, true, true, 20, "bn=64,kv_warps=4,splits=2", NULL},
-    {1, 4, 1, 1, 129, 64, BF16, false, 0, 40, false, true, 0, "bn=32,kv_warps=2,splits=3", NULL},
+    {1, 8, 2, 1, 129, 128, BF16, false, 0, -1, false, true, 30, "bn=32,kv_warps=2,splits=3", NULL, false},
+    {2, 4, 1, 4, 77, 64, F16, true, 16, -1, true, true, 20, "bn=64,kv_warps=4,splits=2", NULL, false},
+    {1, 4, 1, 1, 129, 64, BF16, false, 0, 40, false, true, 0, "bn=32,kv_warps=2,splits=3", NULL, false},
+    /* varlen (packed q/o and k/v, lengths from cu_seqlens, one of length 1),
+     * with seqused_k and with paged KV */
+    {4, 8, 2, 4, 129, 64, BF16, true, 0, -1, false, true, 0, "bn=32,kv_warps=2,splits=3", NULL, true},
+    {3, 4, 1, 1, 77, 128, F16, false, 0, -1, true, true, 0, "bn=64,kv_warps=4,splits=2", NULL, true},
+    {3, 8, 2, 2, 129, 64, BF16, true, 16, -1, false, true, 0, "bn=64,kv_warps=2,splits=4", NULL, true},
     /* other archs (sm_86's 99 KB, sm_90's reserved shared window) */
-    {1, 8, 2, 1, 129, 128, BF16, false, 16, -1, true, true, 0, "bn=64,kv_warps=4,splits=3", "sm_86"},
-    {1, 8, 2, 1, 77, 128, F16, false, 0, -1, false, true, 0, "bn=128,kv_warps=4,splits=2,stages=3", "sm_90"},
+    {1, 8, 2, 1, 129, 128, BF16, false, 16, -1, true, true, 0, "bn=64,kv_warps=4,splits=3", "sm_86", false},
+    {1, 8, 2, 1, 77, 128, F16, false, 0, -1, false, true, 0, "bn=128,kv_warps=4,splits=2,stages=3", "sm_90", false},
 };
 
 Test(attention_decode, grid_against_float64_reference, .timeout = 600)
@@ -236,8 +243,8 @@ static void run_bits(const dcase *c, int threads, unsigned char **bits, size_t *
 Test(attention_decode, combine_is_deterministic)
 {
     static const dcase cases[] = {
-        {3, 8, 2, 1, 1000, 128, BF16, false, 16, -1, true, true, 0, "bn=64,kv_warps=2,splits=8", NULL},
-        {2, 4, 1, 4, 129, 64, F16, true, 0, -1, false, true, 0, "bn=64,kv_warps=4,splits=5", NULL},
+        {3, 8, 2, 1, 1000, 128, BF16, false, 16, -1, true, true, 0, "bn=64,kv_warps=2,splits=8", NULL, false},
+        {2, 4, 1, 4, 129, 64, F16, true, 0, -1, false, true, 0, "bn=64,kv_warps=4,splits=5", NULL, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         unsigned char *x, *y, *z;
@@ -309,7 +316,7 @@ Test(attention_decode, llama3_8b_decode_space_assembles, .timeout = 900)
         cr_skip_test("no CUDA toolkit: %s", e.msg);
     }
     static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
-    dcase lc = {16, 32, 8, 1, 8192, 128, BF16, false, 16, -1, false, false, 0, "", NULL};
+    dcase lc = {16, 32, 8, 1, 8192, 128, BF16, false, 16, -1, false, false, 0, "", NULL, false};
     pt_problem p = problem_of(&lc);
     int configs = 0, refused = 0, bad = 0;
     char first[1024] = "";
