@@ -415,6 +415,28 @@ static bool first_entry(const char *ptx, size_t len, char *out, size_t n)
     return false;
 }
 
+/* NN of an arch-specific ".target sm_NNa" in the PTX text (0: none): the
+ * JIT is then told CU_TARGET_COMPUTE_NNA explicitly, since its default
+ * target (the context's compute_NN) need not accept sm_90a-only code (sm90
+ * ref 7.1). */
+static int arch_specific_target(const char *ptx, size_t len)
+{
+    for (size_t i = 0; ptx && i + 11 < len; i++) {
+        if (memcmp(ptx + i, ".target", 7) != 0)
+            continue;
+        size_t j = i + 7;
+        while (j < len && (ptx[j] == ' ' || ptx[j] == '\t'))
+            j++;
+        if (j + 3 >= len || memcmp(ptx + j, "sm_", 3) != 0)
+            return 0;
+        int nn = 0;
+        for (j += 3; j < len && ptx[j] >= '0' && ptx[j] <= '9'; j++)
+            nn = nn * 10 + (ptx[j] - '0');
+        return j < len && ptx[j] == 'a' && nn < 1000 ? nn : 0;
+    }
+    return 0;
+}
+
 /* The cubin when there is one (compiled by the compile gate for this very
  * device); the PTX through the driver JIT otherwise, or when the cubin is
  * for another architecture. The JIT's error log becomes the message. */
@@ -446,12 +468,14 @@ static int cuda_load(tuner_dev *d, const tuner_image *img, tuner_kernel **out, p
         }
         memcpy(text, img->ptx, img->ptx_len);
         text[img->ptx_len] = '\0';
+        int nn = arch_specific_target(img->ptx, img->ptx_len);
         CUjit_option opt[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
                               CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                              CU_JIT_LOG_VERBOSE};
+                              CU_JIT_LOG_VERBOSE, CU_JIT_TARGET};
         void *val[] = {info, (void *)(uintptr_t)sizeof info, errlog,
-                       (void *)(uintptr_t)sizeof errlog, (void *)(uintptr_t)1};
-        r = c->api.cuModuleLoadDataEx(&k->mod, text, 5, opt, val);
+                       (void *)(uintptr_t)sizeof errlog, (void *)(uintptr_t)1,
+                       (void *)(uintptr_t)(CU_COMPUTE_ACCELERATED_TARGET_BASE + nn)};
+        r = c->api.cuModuleLoadDataEx(&k->mod, text, nn ? 6u : 5u, opt, val);
         call = "cuModuleLoadDataEx (PTX JIT)";
         free(text);
     }
