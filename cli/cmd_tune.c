@@ -44,7 +44,10 @@ static const char tune_usage[] =
     "  --threads N      compile threads (default: CPUs, at most 8)\n"
     "  --prune F        drop configs the cost model puts above F x the best estimate\n"
     "  --top N          rows per problem in the final table (default 5)\n"
-    "  --new            start a new run even when an unfinished one matches\n"
+    "  --new            a new run measuring every candidate: never resume an unfinished\n"
+    "                   run, never take a candidate from a finished one (by default a\n"
+    "                   kernel a finished run of this fingerprint measured for the problem\n"
+    "                   is taken from it, not measured again)\n"
     "  --no-compile     emu/mock: skip the compile gate (no resource report)\n"
     "  --quiet          no progress line\n"
     "  --mock-noise X, --mock-slow F[:TEXT]  test knobs of the mock backend: timing noise;\n"
@@ -160,7 +163,7 @@ static int print_top(void *ctx, const db_top_row *r)
     }
     char tm[32], sp[16];
     fmt_time(r->t_median, tm, sizeof tm);
-    if (strcmp(r->source, "measured") == 0 && isfinite(r->spread))
+    if (strcmp(r->source, "model") != 0 && isfinite(r->spread))
         snprintf(sp, sizeof sp, "%.2f%%", r->spread * 100);
     else
         snprintf(sp, sizeof sp, "-");
@@ -396,8 +399,10 @@ int cmd_tune(int argc, char **argv)
     printf("run %lld (%.12s) on %s [%s], fingerprint %s%s\n", (long long)sum.run_id,
            sum.run_uuid, sum.device, sum.protocol, sum.fingerprint,
            sum.resumed ? ", resumed" : "");
-    printf("%lld measured, %lld replayed from the store, %lld duplicates; classes: ",
-           (long long)sum.measured, (long long)sum.reused, (long long)sum.duplicates);
+    printf("%lld measured, %lld replayed from the store, %lld taken from finished runs, %lld "
+           "duplicates; classes: ",
+           (long long)sum.measured, (long long)sum.reused, (long long)sum.carried,
+           (long long)sum.duplicates);
     int first = 1;
     db_run_classes(db, sum.run_id, print_class, &first, &e);
     printf("; %.1f s\n", sum.wall_s);

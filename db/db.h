@@ -207,6 +207,22 @@ int db_run_uuid(db_store *s, int64_t run, char uuid[33], pt_err *e);
 /* A run named by its id ("12") or a unique prefix of 6+ digits of its uuid. */
 int db_run_resolve(db_store *s, const char *name, int64_t *id, pt_err *e);
 
+/* A candidate measured by a finished run: what an incremental sweep reuses
+ * instead of measuring it again. */
+typedef struct db_reuse {
+    char status[16], source[16];
+    char error[1024];
+    int verified, reps;
+    double t_min, t_median, t_max, spread;
+    char sample[33]; /* the uuid of the run that took the timing */
+} db_reuse;
+/* The latest row of kernel kernel_hash at rung for problem_id in a 'done'
+ * run (other than exclude_run) under fingerprint_id (same device, versions
+ * and benchmark protocol): *found false when there is none. Duplicates are
+ * never reused (their original is). */
+int db_reuse_find(db_store *s, int64_t fingerprint_id, int64_t problem_id, const char *kernel_hash,
+                  int rung, int64_t exclude_run, db_reuse *out, bool *found, pt_err *e);
+
 /* The candidates already stored for (run, problem): the replay of a resumed
  * sweep. score is t_median for ok rows, INFINITY otherwise. */
 typedef int (*db_result_fn)(void *ctx, const char *config, int rung, const char *status,

@@ -35,6 +35,13 @@
       " launch, created, sample) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"  \
       "?16,?17,?18,?19,?20) ON CONFLICT DO NOTHING")                                         \
     X(RUN_FP, "SELECT fingerprint_id FROM runs WHERE id = ?1")                                 \
+    X(REUSE,                                                                                   \
+      "SELECT m.status, m.source, m.error, m.verified, m.reps, m.t_min, m.t_median, m.t_max,"  \
+      " m.spread, coalesce(m.sample, r.uuid) FROM measurements m"                              \
+      " JOIN runs r ON r.id = m.run_id JOIN kernels k ON k.id = m.kernel_id"                   \
+      " WHERE m.problem_id = ?1 AND k.hash = ?2 AND m.rung = ?3 AND r.fingerprint_id = ?4"     \
+      " AND r.status = 'done' AND r.id <> ?5 AND m.status <> 'duplicate'"                      \
+      " ORDER BY m.id DESC LIMIT 1")                                                           \
     X(WINNER_UPDATE,                                                                           \
       "INSERT OR REPLACE INTO winners(fingerprint_id, problem_id, measurement_id)"             \
       " SELECT r.fingerprint_id, m.problem_id, m.id FROM measurements m"                      \

@@ -1260,6 +1260,38 @@ int db_run_resolve(db_store *s, const char *name, int64_t *id, pt_err *e)
     return PT_OK;
 }
 
+int db_reuse_find(db_store *s, int64_t fingerprint_id, int64_t problem_id, const char *kernel_hash,
+                  int rung, int64_t exclude_run, db_reuse *out, bool *found, pt_err *e)
+{
+    memset(out, 0, sizeof *out);
+    *found = false;
+    sqlite3_stmt *st = db__stmt(s, DB_ST_REUSE, e);
+    if (!st)
+        return e->code;
+    sqlite3_bind_int64(st, 1, problem_id);
+    db__bind_text(st, 2, kernel_hash);
+    sqlite3_bind_int(st, 3, rung);
+    sqlite3_bind_int64(st, 4, fingerprint_id);
+    sqlite3_bind_int64(st, 5, exclude_run);
+    int rc = db__step(s, st);
+    if (rc == SQLITE_ROW) {
+        *found = true;
+        snprintf(out->status, sizeof out->status, "%s", db__col_text(st, 0));
+        snprintf(out->source, sizeof out->source, "%s", db__col_text(st, 1));
+        snprintf(out->error, sizeof out->error, "%s", db__col_text(st, 2));
+        out->verified = sqlite3_column_int(st, 3);
+        out->reps = sqlite3_column_int(st, 4);
+        out->t_min = db__col_double(st, 5);
+        out->t_median = db__col_double(st, 6);
+        out->t_max = db__col_double(st, 7);
+        out->spread = db__col_double(st, 8);
+        snprintf(out->sample, sizeof out->sample, "%s", db__col_text(st, 9));
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? PT_OK
+                                                 : db__fail(s, rc, "looking for a stored candidate", e);
+}
+
 int db_run_results(db_store *s, int64_t run, int64_t problem, db_result_fn fn, void *ctx,
                    pt_err *e)
 {

@@ -87,8 +87,10 @@ Test(regress, two_builds_one_store_planted_slowdown_found_noise_not, .timeout = 
     fclose(f);
     tune("0.1.0", "--seed 1");                    /* run 1: the old build */
     tune("0.1.1", "--seed 2");                    /* run 2: the new build, other noise */
-    tune("0.1.1", "--seed 3 --mock-slow 1.1");    /* run 3: every kernel 10% slower */
-    tune("0.1.1", "--seed 4 --mock-slow 1.1:vec=4"); /* run 4: the vec=4 kernels only */
+    /* run 3: every kernel 10% slower; run 4: the vec=4 kernels only (--new:
+     * measured again, not taken from run 2 of the same fingerprint) */
+    tune("0.1.1", "--seed 3 --mock-slow 1.1 --new");
+    tune("0.1.1", "--seed 4 --mock-slow 1.1:vec=4 --new");
     cr_expect_eq(query("SELECT count(DISTINCT fingerprint_id) FROM runs"), 2);
     int64_t kernels = query("SELECT count(*) FROM measurements WHERE run_id = 1 AND status = 'ok'");
     int64_t slowed = query("SELECT count(*) FROM measurements WHERE run_id = 1 AND status = 'ok'"
@@ -101,6 +103,18 @@ Test(regress, two_builds_one_store_planted_slowdown_found_noise_not, .timeout = 
 
     char out[1 << 16], err[4096];
     int n, slower, same;
+    /* run 5: the new build again without --new: every row taken from the
+     * latest finished run of its fingerprint (run 4: one timing), so nothing
+     * to judge against run 4 */
+    tune("0.1.1", "--seed 5");
+    cr_expect_eq(query("SELECT count(*) FROM measurements WHERE run_id = 5 AND sample IS NULL"), 0,
+                 "run 5 measured again what run 2 measured");
+    int rc0 = cli("regress --db r.db --baseline 4 --candidate 5 --kernels", out, sizeof out, err,
+                  sizeof err);
+    cr_expect_eq(rc0, 0, "%s %s", out, err);
+    char want[64];
+    snprintf(want, sizeof want, "%lld sampled once", (long long)kernels);
+    cr_expect(strstr(out, "\n0 kernels compared") && strstr(out, want), "%s", out);
     /* noise only: nothing, even with no threshold (the spreads alone) */
     int rc = cli("regress --db r.db --baseline 1 --candidate 2 --threshold 0", out, sizeof out,
                  err, sizeof err);

@@ -1063,3 +1063,70 @@ Test(tune, spelling_variants_share_one_problem_key)
     cr_expect_str_eq(bad.prob.expr, "y = silu(g");
     pt_arena_free(a);
 }
+
+/* ---- issue 15 item 4: incremental sweeps, seeds per problem key ------------ */
+
+static void sweep_items(const char *db, const char *const *items, int n, search_kind k, fake *f,
+                        bool fresh, sweep_summary *sum)
+{
+    pt_arena *a = pt_arena_new();
+    search_problem *p = pt_arena_alloc(a, (size_t)n * sizeof *p);
+    pt_err e = {0};
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(search_problem_parse(a, "elementwise", items[i], &p[i], &e), PT_OK, "%s",
+                     e.msg);
+    db_store *s;
+    cr_assert_eq(db_open(db, NULL, &s, &e), PT_OK, "%s", e.msg);
+    sweep_opts o = {.strategy = k, .budget = 12, .seed = 3, .threads = 2, .no_compile = true,
+                    .fresh = fresh, .tool_version = "test", .git_rev = "test",
+                    .measure = fake_measure, .measure_ctx = f, .fingerprint = &fake_fp,
+                    .stop = &f->stop};
+    cr_assert_eq(sweep_run(s, p, n, &o, sum, &e), PT_OK, "%s", e.msg);
+    db_close(s);
+    pt_arena_free(a);
+}
+
+/* Adding a problem to a set measures only the new one (the others' rows
+ * are taken from the finished run, with its sample); --new measures all;
+ * a reordered set proposes the same candidates for each problem. */
+Test(tune, incremental_sweeps_reuse_finished_runs_and_seeds_follow_the_key)
+{
+    static const char *const one = "expr='y = softmax(x, -1)' shape=x=8x256 dtype=f16 name=one";
+    static const char *const two = "expr='y = x * rsqrt(mean(x*x, -1) + 1e-6) * g' "
+                                   "shape=x=8x512,g=512 dtype=bf16 name=two";
+    static const char *const three = "expr='y = silu(g) * u' shape=g=8x256,u=8x256 name=three";
+    const char *set1[] = {one, two}, *set2[] = {one, two, three}, *set3[] = {three},
+               *set4[] = {two, one};
+    fake f1 = {0}, f2 = {0}, f3 = {0}, f4 = {0}, f5 = {0};
+    sweep_summary s1, s2, s3, s4, s5;
+    sweep_items(P("inc.db"), set1, 2, SEARCH_RANDOM, &f1, false, &s1);
+    sweep_items(P("three.db"), set3, 1, SEARCH_RANDOM, &f3, false, &s3);
+    cr_assert_gt(f1.calls, 0);
+    cr_assert_gt(f3.calls, 0);
+    /* run 2: one problem more; only its candidates are measured */
+    sweep_items(P("inc.db"), set2, 3, SEARCH_RANDOM, &f2, false, &s2);
+    cr_expect_eq(f2.calls, f3.calls, "measured %d, the new problem alone needs %d", f2.calls,
+                 f3.calls);
+    cr_expect_eq(s2.carried, f1.calls);
+    cr_expect_eq(query(P("inc.db"), "SELECT count(*) FROM measurements m JOIN runs r ON r.id ="
+                                    " m.run_id WHERE r.id = 2 AND m.sample = (SELECT uuid FROM"
+                                    " runs WHERE id = 1)"),
+                 query(P("inc.db"), "SELECT count(*) FROM measurements WHERE run_id = 1"),
+                 "every reused row names the run that measured it");
+    char *w = winners_of(P("inc.db"));
+    cr_expect(strstr(w, "silu"), "%s", w);
+    free(w);
+    /* run 3: the set reordered, measured afresh (--new): the same candidates */
+    sweep_items(P("inc.db"), set4, 2, SEARCH_RANDOM, &f4, true, &s4);
+    cr_expect_eq(f4.calls, f1.calls, "--new measures everything");
+    cr_expect_eq(s4.carried, 0);
+    cr_expect_eq(query(P("inc.db"), "SELECT count(*) FROM measurements a WHERE a.run_id = 3 AND"
+                                    " NOT EXISTS (SELECT 1 FROM measurements b WHERE b.run_id = 1"
+                                    " AND b.problem_id = a.problem_id AND b.config = a.config)"),
+                 0, "a reordered set proposed other candidates");
+    /* a shard (one problem alone) proposes its candidates of the whole set */
+    sweep_items(P("shard.db"), set1 + 1, 1, SEARCH_RANDOM, &f5, false, &s5);
+    cr_expect_eq(f5.calls, (int)query(P("inc.db"), "SELECT count(*) FROM measurements m JOIN"
+                                                   " problems p ON p.id = m.problem_id WHERE"
+                                                   " m.run_id = 1 AND p.name = 'two'"));
+}

@@ -142,6 +142,7 @@ typedef struct sweep_ctx {
     search_device dev;
     bool timed_backend;
     bool mock;          /* the mock backend: rows say source=mock */
+    int64_t fp_id;      /* the run's fingerprint (incremental reuse) */
     /* build pool */
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_done;
@@ -601,6 +602,7 @@ static int record(db_store *db, int64_t run, prob_state *ps, const sweep_ctx *sc
         /* the mock device's timings are stored and compared, never served */
         .source = !timed ? "model" : sc->mock ? "mock" : "measured",
         .verified = m && m->verified,
+        .sample = m && m->sample[0] ? m->sample : NULL,
         .t_min = tm,
         .t_median = isok ? t : NAN,
         .t_max = tM,
@@ -665,7 +667,8 @@ static int args_key(const sweep_opts *o, const sweep_ctx *sc, const sweep_source
 {
     pt_buf b;
     pt_buf_init(&b);
-    pt_buf_printf(&b, "v1|%s|%s|%s|%lld|%.17g|%llu|%.17g|%d|%s", o->measure ? "fake" : o->backend,
+    /* v2: per-key seeds (a v1 run replays other proposals: never resumed) */
+    pt_buf_printf(&b, "v2|%s|%s|%s|%lld|%.17g|%llu|%.17g|%d|%s", o->measure ? "fake" : o->backend,
                   sc->arch, search_kind_name(o->strategy), (long long)o->budget, o->budget_s,
                   (unsigned long long)o->seed, o->prune, o->no_compile, fpkey);
     if (o->mock_slow > 0) /* another device in effect: never the same sweep */
@@ -726,12 +729,44 @@ static void free_build(build *b)
 
 /* ---- one problem ---------------------------------------------------------- */
 
+/* Candidate b as a finished run of this fingerprint stored it, stored again
+ * in this run with that run's sample (no measurement); *found false when
+ * no finished run has it. */
+static int reuse_stored(db_store *db, sweep_ctx *sc, int64_t run, const build *b, double model_s,
+                        double *score, bool *found, sweep_summary *sum, pt_err *e)
+{
+    prob_state *ps = sc->cur;
+    db_reuse ru;
+    int rc = db_reuse_find(db, sc->fp_id, ps->db_id, b->hash, b->cand.rung, run, &ru, found, e);
+    if (rc || !*found)
+        return rc;
+    tuner_outcome cls = tuner_outcome_parse(ru.status);
+    if (cls == TUNER_NOUTCOMES)
+        return pt_errf(e, PT_EINVAL, "a stored candidate has class '%s'", ru.status);
+    sweep_meas m = {.verified = ru.verified, .timed = strcmp(ru.source, "model") != 0,
+                    .t_min = ru.t_min, .t_median = ru.t_median, .t_max = ru.t_max,
+                    .spread = ru.spread, .reps = ru.reps};
+    snprintf(m.cls, sizeof m.cls, "%s", ru.status);
+    snprintf(m.msg, sizeof m.msg, "%s", ru.error);
+    snprintf(m.sample, sizeof m.sample, "%s", ru.sample);
+    rc = record(db, run, ps, sc, b, (db_class)cls, m.msg, &m,
+                m.timed || !isfinite(ru.t_median) ? model_s : ru.t_median, score, e);
+    if (!rc) {
+        sum->carried++;
+        sum->failed += cls != TUNER_OK;
+    }
+    return rc;
+}
+
 static int sweep_prepared(db_store *db, sweep_ctx *sc, int pi, int64_t run, sweep_summary *sum,
                           pt_err *e)
 {
     const sweep_opts *o = sc->o;
     prob_state *ps = sc->cur;
-    search_opts so = {.kind = o->strategy, .seed = o->seed ^ (uint64_t)pi * 0x9e3779b97f4a7c15ull,
+    /* the seed follows the problem's key, not its place in the set: a shard
+     * or a reordered set proposes the same candidates */
+    uint64_t pseed = o->seed ^ pt_hash64(ps->sp->key, strlen(ps->sp->key)) * 0x9e3779b97f4a7c15ull;
+    search_opts so = {.kind = o->strategy, .seed = pseed,
                       .budget = o->budget, .prior = prior_cfg, .prior_ctx = sc,
                       .prune = o->prune};
     search *s;
@@ -818,7 +853,14 @@ static int sweep_prepared(db_store *db, sweep_ctx *sc, int pi, int64_t run, swee
                     double model_s = model_of(sc, ps, &b->cfg, &t_b->launch,
                                               t_b->compiled ? &t_b->res : NULL);
                     sweep_meas m = {0};
-                    if (!isfinite(model_s)) {
+                    /* incremental: a finished run of this fingerprint (device,
+                     * versions, protocol) measured this kernel already */
+                    bool again = false;
+                    if (!o->fresh && !(o->mock_slow > 0) && t_b->ptx) /* a planted delay is measured */
+                        rc = reuse_stored(db, sc, run, b, model_s, &score, &again, sum, e);
+                    if (rc || again) {
+                        pr.reused += again;
+                    } else if (!isfinite(model_s)) {
                         snprintf(m.cls, sizeof m.cls, "%s",
                                  tuner_outcome_name(TUNER_RESOURCE_LIMIT));
                         snprintf(m.msg, sizeof m.msg, "cannot launch (cost model: %s)",
@@ -840,10 +882,10 @@ static int sweep_prepared(db_store *db, sweep_ctx *sc, int pi, int64_t run, swee
                         break;
                     }
                     tuner_outcome mc = m.cls[0] ? tuner_outcome_parse(m.cls) : TUNER_LAUNCH_ERROR;
-                    if (!rc && mc == TUNER_NOUTCOMES)
+                    if (!rc && !again && mc == TUNER_NOUTCOMES)
                         rc = pt_errf(e, PT_EINVAL, "the measure step gave an unknown class '%s'",
                                      m.cls);
-                    if (!rc) {
+                    if (!rc && !again) {
                         rc = record(db, run, ps, sc, b, (db_class)mc, m.msg, &m, model_s, &score,
                                     e);
                         if (mc != TUNER_OK)
@@ -1142,6 +1184,7 @@ int sweep_run_source(db_store *db, const sweep_source *src, const sweep_opts *o,
     rc = args_key(o, &sc, src, sum->fingerprint, key, e);
     if (!rc)
         rc = db_fingerprint_put(db, &fp, &fp_id, e);
+    sc.fp_id = fp_id;
     gethostname(host, sizeof host - 1);
     if (o->budget > 0 && o->budget_s > 0)
         snprintf(budget, sizeof budget, "%lld,%gs", (long long)o->budget, o->budget_s);

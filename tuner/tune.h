@@ -65,6 +65,7 @@ typedef struct sweep_meas {
     bool timed;
     double t_min, t_median, t_max, spread;
     int reps;
+    char sample[33];          /* reused from a finished run: its uuid; "" measured here */
 } sweep_meas;
 
 /* A measurement step in the caller's process (tests: a fake device).
@@ -91,7 +92,7 @@ typedef struct sweep_opts {
     int threads;              /* compile threads; 0: online CPUs (at most 8) */
     double prune;             /* see search_opts.prune; 0: only what cannot launch */
     bool no_compile;          /* emu/mock: skip the compile gate (no resource report) */
-    bool fresh;               /* never resume: always a new run */
+    bool fresh;               /* never resume, never reuse: a new run measuring everything */
     const char *tool_version, *git_rev;
     double deadline_s;        /* per worker phase; 0: 10 s (60 s on the emulator) */
     int64_t emu_verify_limit; /* emulator: verify problems up to this many flops+bytes;
@@ -115,6 +116,7 @@ typedef struct sweep_summary {
     char run_uuid[33];
     bool resumed;
     int64_t measured, reused, failed, duplicates, unverified, pruned;
+    int64_t carried;          /* candidates taken from finished runs, not measured again */
     double wall_s;
     bool stopped;             /* by opts.stop or the time budget */
     bool resumable;           /* failed on a full disk or an I/O error of the store: the
