@@ -240,6 +240,8 @@ static void parse_tmap(const char *spec, int param, int nargs, exec_arg *a)
         d->estrides[i] = 1;
         if (i)
             d->strides[i - 1] = stride;
+        if (d->dims[i] > (1ull << 48) / stride)
+            cli_die(2, "tmap shape '%s' in --arg '%s' is more than 2^48 bytes", f[2], spec);
         stride *= d->dims[i];
         elems *= d->dims[i];
     }

@@ -471,6 +471,7 @@ Test(exec_hopper, bad_specs_exit_2)
         {"tmap:@1:bf16:64x64:8x64", "", "the map covers 8192 bytes but argument 1 has 4096"},
         {"tmap:a.npy:bf16:20x64:8x64", "", "tmap shape '20x64' has 1280 elements but a.npy has 1440"},
         {"tmap:nope.npy:bf16:20x72:8x64", "", "nope.npy"},
+        {"tmap:@1:u8:4294967296x4294967296x64:1x1x64", "", "tmap shape '4294967296x4294967296x64' in --arg"},
         {"tmap:a.npy:bf16:20x72:8x64", "--cluster 0", "bad --cluster '0'"},
         {"tmap:a.npy:bf16:20x72:8x64", "--grid 4 --cluster 3", "grid 4,1,1 is not a multiple of --cluster '3'"},
         {"tmap:a.npy:bf16:20x72:8x64", "--grid 16 --cluster 16", "bad --cluster '16' (at most 8 CTAs"},
