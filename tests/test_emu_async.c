@@ -301,3 +301,190 @@ Test(emu_async, planted_store_source_overwritten)
 {
     planted("store_src_bug.ptx", EMU_R_ASYNC_RACE, "(st)", false);
 }
+
+/* ---- bulk copies, bulk groups, cp.async.mbarrier.arrive ---- */
+
+static int run_text(run *r, const char *text, const char *sched, unsigned threads,
+                    const void *const *args)
+{
+    emu_opts o = sched_opts(sched);
+    load_text(r, text, &o);
+    pt_err e = {0};
+    emu_launch l = {{1, 1, 1}, {threads, 1, 1}, 0};
+    return emu_run(r->c, r->k, &l, args, NULL, &e);
+}
+
+#define HDR ".version 8.0\n.target sm_90\n.address_size 64\n"
+#define REGS "\t.reg .pred %p<4>;\n\t.reg .b32 %r<16>;\n\t.reg .b64 %rd<8>;\n\t.reg .f32 %f<8>;\n"
+#define REGSF "\t.reg .pred %%p<4>;\n\t.reg .b32 %%r<16>;\n\t.reg .b64 %%rd<8>;\n\t.reg .f32 %%f<8>;\n"
+
+/* in (256 bytes) -> shared by a bulk copy on an mbarrier, +1 per word by
+ * 64 threads, fence, shared -> out by a bulk store in a bulk group. BYTES
+ * is what arrive.expect_tx announces; COPIES the number of 128-byte halves
+ * copied (2: the whole buffer). */
+static char *bulk_text(int bytes, bool two_calls)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof buf,
+             HDR ".visible .entry k(.param .u64 in, .param .u64 out)\n{\n" REGSF
+             "\t.shared .align 128 .b8 buf[256];\n\t.shared .align 8 .b64 bar;\n"
+             "\tld.param.u64 %%rd1, [in];\n\tld.param.u64 %%rd2, [out];\n"
+             "\tmov.u32 %%r1, %%tid.x;\n\tmov.u32 %%r2, buf;\n\tmov.u32 %%r3, bar;\n"
+             "\tsetp.eq.u32 %%p1, %%r1, 0;\n"
+             "\t@%%p1 mbarrier.init.shared::cta.b64 [%%r3], 1;\n\tbar.sync 0;\n"
+             "\t@%%p1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%%r3], %d;\n"
+             "%s"
+             "$W:\n\tmbarrier.try_wait.parity.shared::cta.b64 %%p2, [%%r3], 0;\n\t@!%%p2 bra $W;\n"
+             "\tshl.b32 %%r4, %%r1, 2;\n\tadd.u32 %%r5, %%r2, %%r4;\n"
+             "\tld.shared.f32 %%f1, [%%r5];\n\tadd.f32 %%f1, %%f1, 0f3F800000;\n"
+             "\tst.shared.f32 [%%r5], %%f1;\n\tfence.proxy.async.shared::cta;\n\tbar.sync 0;\n"
+             "\t@%%p1 cp.async.bulk.global.shared::cta.bulk_group [%%rd2], [%%r2], 256;\n"
+             "\t@%%p1 cp.async.bulk.commit_group;\n\t@%%p1 cp.async.bulk.wait_group 0;\n"
+             "\tret;\n}\n",
+             bytes,
+             two_calls
+                 ? "\t@%p1 cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r2], [%rd1], 128, [%r3];\n"
+                   "\tadd.u32 %r6, %r2, 128;\n\tadd.s64 %rd3, %rd1, 128;\n"
+                   "\t@%p1 cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r6], [%rd3], 128, [%r3];\n"
+                 : "\t@%p1 cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r2], [%rd1], 256, [%r3];\n");
+    return buf;
+}
+
+static int bulk_run(run *r, const char *text, const char *sched, float *out)
+{
+    emu_opts o = sched_opts(sched);
+    load_text(r, text, &o);
+    pt_err e = {0};
+    float in[64];
+    for (int i = 0; i < 64; i++)
+        in[i] = (float)i * 0.25f;
+    uint64_t din = emu_alloc(r->c, sizeof in, "in"), dout = emu_alloc(r->c, sizeof in, "out");
+    cr_assert_eq(emu_write(r->c, din, in, sizeof in, &e), PT_OK);
+    const void *args[] = {&din, &dout};
+    emu_launch l = {{1, 1, 1}, {64, 1, 1}, 0};
+    int rc = emu_run(r->c, r->k, &l, args, NULL, &e);
+    if (rc == PT_OK)
+        cr_assert_eq(emu_read(r->c, dout, out, 64 * sizeof *out, &e), PT_OK);
+    return rc;
+}
+
+Test(emu_async, bulk_copy_round_trip_every_schedule)
+{
+    for (int two = 0; two < 2; two++)
+        for (size_t s = 0; s < sizeof scheds / sizeof scheds[0]; s++) {
+            run r = {0};
+            float out[64];
+            int rc = bulk_run(&r, bulk_text(256, two), scheds[s], out);
+            if (rc)
+                dump(&r);
+            cr_assert_eq(rc, PT_OK, "%s", scheds[s]);
+            for (int i = 0; i < 64; i++)
+                cr_assert_eq(out[i], (float)i * 0.25f + 1.0f, "%s: out[%d] = %g", scheds[s], i,
+                             (double)out[i]);
+            run_free(&r);
+        }
+}
+
+/* expect_tx announces 128 of the 256 bytes of two copies: under the lazy
+ * schedule phase 0 completes while the second copy is in flight. */
+Test(emu_async, expect_tx_too_small_phase_completes_in_flight)
+{
+    run r = {0};
+    float out[64];
+    cr_assert_eq(bulk_run(&r, bulk_text(128, true), "lazy", out), PT_EEMU);
+    if (!has_kind(&r, EMU_R_EXPECT_TX, "still in flight"))
+        dump(&r);
+    cr_assert(has_kind(&r, EMU_R_EXPECT_TX, "still in flight: expect_tx too small"));
+    run_free(&r);
+}
+
+/* 32 threads cp.async 16 bytes each, then cp.async.mbarrier.arrive (.noinc:
+ * the arrival counts; without it the thread arrives as well); each reads
+ * its neighbour's bytes after the wait. */
+static void cp_arrive(bool noinc, const char *sched)
+{
+    char text[4096];
+    snprintf(text, sizeof text,
+             HDR ".visible .entry k(.param .u64 in, .param .u64 out)\n{\n" REGSF
+             "\t.shared .align 128 .b8 buf[512];\n\t.shared .align 8 .b64 bar;\n"
+             "\tld.param.u64 %%rd1, [in];\n\tld.param.u64 %%rd2, [out];\n"
+             "\tmov.u32 %%r1, %%tid.x;\n\tmov.u32 %%r2, buf;\n\tmov.u32 %%r3, bar;\n"
+             "\tsetp.eq.u32 %%p1, %%r1, 0;\n"
+             "\t@%%p1 mbarrier.init.shared::cta.b64 [%%r3], 32;\n\tbar.sync 0;\n"
+             "\tshl.b32 %%r4, %%r1, 4;\n\tadd.u32 %%r5, %%r2, %%r4;\n"
+             "\tcvt.u64.u32 %%rd3, %%r4;\n\tadd.s64 %%rd4, %%rd1, %%rd3;\n"
+             "\tcp.async.cg.shared.global [%%r5], [%%rd4], 16;\n"
+             "\tcp.async.mbarrier.arrive%s.shared.b64 [%%r3];\n%s"
+             "$W:\n\tmbarrier.try_wait.parity.shared::cta.b64 %%p2, [%%r3], 0;\n\t@!%%p2 bra $W;\n"
+             "\txor.b32 %%r6, %%r4, 16;\n\tadd.u32 %%r7, %%r2, %%r6;\n"
+             "\tld.shared.f32 %%f1, [%%r7];\n"
+             "\tmul.wide.u32 %%rd5, %%r1, 4;\n\tadd.s64 %%rd6, %%rd2, %%rd5;\n"
+             "\tst.global.f32 [%%rd6], %%f1;\n\tret;\n}\n",
+             noinc ? ".noinc" : "", noinc ? "" : "\tmbarrier.arrive.shared::cta.b64 _, [%r3];\n");
+    run r = {0};
+    emu_opts o = sched_opts(sched);
+    load_text(&r, text, &o);
+    pt_err e = {0};
+    float in[128], out[32];
+    for (int i = 0; i < 128; i++)
+        in[i] = (float)i;
+    uint64_t din = emu_alloc(r.c, sizeof in, "in"), dout = emu_alloc(r.c, sizeof out, "out");
+    cr_assert_eq(emu_write(r.c, din, in, sizeof in, &e), PT_OK);
+    const void *args[] = {&din, &dout};
+    emu_launch l = {{1, 1, 1}, {32, 1, 1}, 0};
+    int rc = emu_run(r.c, r.k, &l, args, NULL, &e);
+    if (rc)
+        dump(&r);
+    cr_assert_eq(rc, PT_OK, "%s %s", noinc ? "noinc" : "inc", sched);
+    cr_assert_eq(emu_read(r.c, dout, out, sizeof out, &e), PT_OK);
+    for (int t = 0; t < 32; t++)
+        cr_assert_eq(out[t], (float)((t ^ 1) * 4), "thread %d: %g", t, (double)out[t]);
+    run_free(&r);
+}
+
+Test(emu_async, cp_async_mbarrier_arrive)
+{
+    for (size_t s = 0; s < sizeof scheds / sizeof scheds[0]; s++) {
+        cp_arrive(true, scheds[s]);
+        cp_arrive(false, scheds[s]);
+    }
+}
+
+/* A test_wait poll loop that nothing completes: the spinning warp is a
+ * deadlock report, at once, not a hang. */
+Test(emu_async, test_wait_spin_deadlock)
+{
+    static const char text[] =
+        HDR ".visible .entry k()\n{\n" REGS "\t.shared .align 8 .b64 bar;\n"
+        "\tmov.u32 %r3, bar;\n\tmbarrier.init.shared::cta.b64 [%r3], 2;\n"
+        "\tmbarrier.arrive.shared::cta.b64 _, [%r3];\n"
+        "$W:\n\tmbarrier.test_wait.parity.shared::cta.b64 %p2, [%r3], 0;\n\t@!%p2 bra $W;\n"
+        "\tret;\n}\n";
+    run r = {0};
+    cr_assert_eq(run_text(&r, text, "lazy", 1, NULL), PT_EEMU);
+    if (!has_kind(&r, EMU_R_DEADLOCK, "needs 1 more of 2 arrivals"))
+        dump(&r);
+    cr_assert(has_kind(&r, EMU_R_DEADLOCK, "needs 1 more of 2 arrivals"));
+    run_free(&r);
+}
+
+/* Misuse: waiting on a barrier nobody initialised; arrivals beyond the count. */
+Test(emu_async, mbarrier_misuse)
+{
+    static const char uninit[] =
+        HDR ".visible .entry k()\n{\n" REGS "\t.shared .align 8 .b64 bar;\n"
+        "\tmov.u32 %r3, bar;\n"
+        "\tmbarrier.try_wait.parity.shared::cta.b64 %p2, [%r3], 0;\n\tret;\n}\n";
+    run r = {0};
+    cr_assert_eq(run_text(&r, uninit, "lazy", 32, NULL), PT_EEMU);
+    cr_assert(has_kind(&r, EMU_R_MBARRIER, "never initialised"));
+    run_free(&r);
+    static const char extra[] =
+        HDR ".visible .entry k()\n{\n" REGS "\t.shared .align 8 .b64 bar;\n"
+        "\tmov.u32 %r3, bar;\n\tmov.u32 %r1, %tid.x;\n\tsetp.eq.u32 %p1, %r1, 0;\n"
+        "\t@%p1 mbarrier.init.shared::cta.b64 [%r3], 1;\n\tbar.sync 0;\n"
+        "\tmbarrier.arrive.shared::cta.b64 _, [%r3], 2;\n\tret;\n}\n";
+    cr_assert_eq(run_text(&r, extra, "lazy", 1, NULL), PT_EEMU);
+    cr_assert(has_kind(&r, EMU_R_MBARRIER, "beyond the expected count"));
+    run_free(&r);
+}

@@ -375,7 +375,9 @@ bool emu__mbar_deadlock(emu_cta *c)
         return false;
     const emu_mbar *b = &a->mb[bi - 1];
     uint64_t arg = a->wait_arg[tid];
-    char where[96], waits[64];
+    char where[96], waits[64], last[48] = "no arrival yet";
+    if (b->last_line)
+        snprintf(last, sizeof last, "last arrival at line %d", b->last_line);
     mb_name(c, b->off, where, sizeof where);
     if (in->aux & EMU_MBF_PARITY)
         snprintf(waits, sizeof waits, "parity %u", (unsigned)(arg & 1));
@@ -383,10 +385,10 @@ bool emu__mbar_deadlock(emu_cta *c)
         snprintf(waits, sizeof waits, "the phase after %llu (token)", (unsigned long long)(arg >> 32));
     emu__report(c, EMU_R_DEADLOCK, in, tid, -1, 0, 0,
                 "waits on mbarrier %s for %s, which can never complete: its current phase %llu "
-                "(parity %u) needs %u more of %u arrivals and has tx count %lld (last arrival at "
-                "line %d); no async copy is in flight; %u threads parked on mbarriers, %u "
+                "(parity %u) needs %u more of %u arrivals and has tx count %lld (%s); no async "
+                "copy is in flight; %u threads parked on mbarriers, %u "
                 "warps spinning on test_wait, %u threads at barriers, %u exited",
                 where, waits, (unsigned long long)b->phase, (unsigned)(b->phase & 1), b->pending,
-                b->expected, (long long)b->tx, b->last_line, parked, spinning, atbar, exited);
+                b->expected, (long long)b->tx, last, parked, spinning, atbar, exited);
     return true;
 }
