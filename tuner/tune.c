@@ -186,12 +186,6 @@ static double model_of(const sweep_ctx *sc, const prob_state *ps, const pt_confi
         k.tile_n = (double)pt_config_get(cfg, "bn", 0);
         k.elem_bytes = pt_dtype_get(p->dtype)->bytes;
     }
-    if (ps->op->cost) { /* the op's view of this config (attention: split-KV partials) */
-        pt_cost pc = {0, false};
-        ps->op->cost(ps->pp, cfg, &pc);
-        k.op_traffic = pc.traffic;
-        k.pipelined = k.pipelined || pc.pipelined;
-    }
     search_estimate est;
     search_estimate_kernel(&sc->dev, &k, &est);
     return est.seconds;
