@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "search/problem.h"
 #include "tuner/npy.h"
 #include "tuner/sweep.h"
 
@@ -238,7 +239,8 @@ static void print_result(const tuner_result *r, const tuner_devinfo *di, bool js
         const tuner_verify_result *v = &r->verify;
         printf("check    %s: %lld %selements, %lld over tolerance %g, max error %.3g%s%s (%.1f ms)\n",
                v->cls == TUNER_OK ? "ok" : tuner_outcome_name(v->cls), (long long)v->checked,
-               v->sampled ? "sampled " : "", (long long)v->bad, v->tol, v->max_err,
+               v->sampled ? "sampled " : "", (long long)v->bad,
+               v->worst_tol > 0 ? v->worst_tol : v->tol, v->max_err,
                v->worst[0] ? " at " : "", v->worst, v->seconds * 1e3);
     }
     if (r->benched) {
@@ -430,7 +432,15 @@ int cmd_run(int argc, char **argv)
         tuner_candidate c = {cp.op, pp, cfg, NULL, NULL};
         tuner_result r;
         tuner_eval(ev, &c, &r, NULL, NULL);
-        if (!cp.json) {
+        if (!cp.json && !cp.prob.expr && !cp.prob.shapes) {
+            /* an op without an expression and shapes (gemm, attention): its
+             * canonical problem key says what runs */
+            char tn[16];
+            search_problem sp = {.prob = cp.prob};
+            search_problem_canon(a, &sp);
+            printf("kernel   %s on %s %s (%s), config %s\n", sp.key, backend, di.name,
+                   pt_target_name(&t, tn, sizeof tn), r.config);
+        } else if (!cp.json) {
             char tn[16];
             printf("kernel   %s '%s' [%s] %s on %s %s (%s), config %s\n", cp.op->name,
                    cp.prob.expr ? cp.prob.expr : "", cp.prob.shapes ? cp.prob.shapes : "",
@@ -438,6 +448,11 @@ int cmd_run(int argc, char **argv)
                    pt_target_name(&t, tn, sizeof tn), r.config);
         }
         print_result(&r, &di, cp.json);
+        if (!cp.json && r.benched && cp.op->flops_quoted && r.bench.st.median > 0)
+            printf("         %.3f TFLOP/s by the %s convention (%.6g flops a launch)\n",
+                   cp.op->flops_quoted(pp) / r.bench.st.median * 1e-12,
+                   cp.op->flops_quoted_name ? cp.op->flops_quoted_name : "op's quoted",
+                   cp.op->flops_quoted(pp));
         if (r.cls == TUNER_OK)
             write_outputs(&ro, tuner_evaluator_io(ev, pp));
         code = r.cls == TUNER_OK ? 0 : 1;
