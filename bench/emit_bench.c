@@ -1,12 +1,13 @@
 /* Emission and compile speed per expression and per GEMM variant: median
  * microseconds to emit one kernel (IR build + print) and median
  * milliseconds to compile it; then the whole 4096^3 bf16 TN GEMM space.
- * Usage: emit_bench [--arch sm_80] [--reps N] [--case I] [--no-space] */
+ * Usage: emit_bench [--arch sm_80] [--reps N] [--case I] [--no-space] [--attention] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "gen/attention.h"
 #include "gen/gemm.h"
 #include "gen/op.h"
 #include "ptx/compile.h"
@@ -134,6 +135,67 @@ static int gemm_rows(const pt_target *t, const pt_compiler *comp, int reps, int 
     return 0;
 }
 
+/* Attention prefill (impl=fa2, gen/attention_prefill.c): the Llama-3-8B
+ * shape (Hq 32, Hkv 8, d 128, causal, bf16) and head dims 64 / 256, the
+ * op's default config unless given. */
+static int attention_rows(const pt_target *t, const pt_compiler *comp, int reps, int creps)
+{
+    static const struct {
+        int64_t sq, d;
+        bool causal;
+        const char *config;
+    } rows[] = {
+        {4096, 128, true, ""},
+        {4096, 128, false, ""},
+        {4096, 128, true, "bm=64,bn=128,warps=4,q_in_regs=1"},
+        {4096, 64, true, ""},
+        {4096, 256, true, ""},
+    };
+    printf("\n| attention prefill problem | config | PTX lines | emit median (us) | compile median (ms) |\n");
+    printf("|---|---|---|---|---|\n");
+    double *v = malloc((size_t)reps * sizeof *v);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        pt_problem p;
+        pt_schema_defaults(&gen_attention_op, &p);
+        p.op = "attention";
+        p.dtype = PT_BF16;
+        p.batch = 1;
+        p.heads_q = 32;
+        p.heads_kv = 8;
+        p.seqlen_q = p.seqlen_k = rows[i].sq;
+        p.head_dim = p.head_dim_v = rows[i].d;
+        p.causal = rows[i].causal;
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        pt_err e = {0};
+        if (gen_attention_op.prepare(a, &p, t, &pp, &e)) {
+            fprintf(stderr, "emit_bench: %s\n", e.msg);
+            return 1;
+        }
+        pt_space s;
+        pt_config c;
+        gen_attention_op.space(pp, t, &s);
+        gen_attention_op.defaults(pp, t, &c);
+        if (pt_config_parse(&s, rows[i].config, &c, &e)) {
+            fprintf(stderr, "emit_bench: %s\n", e.msg);
+            return 1;
+        }
+        double us;
+        char *text;
+        if (emit_time(&gen_attention_op, pp, t, &c, reps, v, &us, &text))
+            return 1;
+        double ms = compile_ms(comp, text, t, creps);
+        char cs[256];
+        printf("| Sq=Sk=%lld Hq 32 Hkv 8 d %lld%s bf16 | %s | %d | %.1f | %.2f |\n", (long long)rows[i].sq,
+               (long long)rows[i].d, rows[i].causal ? " causal" : "", pt_config_str(&c, cs, sizeof cs),
+               count_lines(text), us, ms);
+        free(text);
+        pt_arena_free(a);
+    }
+    free(v);
+    return 0;
+}
+
 /* Every config of the 4096^3 bf16 TN space: emit (median of 20) and compile once. */
 static int gemm_space(const pt_target *t, const pt_compiler *comp)
 {
@@ -191,10 +253,13 @@ int main(int argc, char **argv)
 {
     const char *arch = "sm_80";
     int reps = 200, creps = 5, only = -1;
-    bool space = true;
+    bool space = true, attn_only = false;
     for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--no-space") == 0) {
-            space = false;
+        if (strcmp(argv[i], "--no-space") == 0 || strcmp(argv[i], "--attention") == 0) {
+            if (argv[i][2] == 'a')
+                attn_only = true;
+            else
+                space = false;
             memmove(&argv[i], &argv[i + 1], (size_t)(argc - i - 1) * sizeof *argv);
             argc--;
             i--;
@@ -224,6 +289,11 @@ int main(int argc, char **argv)
     pt_compiler *comp = NULL;
     if (pt_compiler_open(&comp, &e))
         fprintf(stderr, "emit_bench: %s (compile column skipped)\n", e.msg);
+    if (attn_only) { /* --attention: the attention rows alone */
+        int rc = attention_rows(&t, comp, reps, creps);
+        pt_compiler_close(comp);
+        return rc;
+    }
     printf("| expression | dtype | config | PTX lines | emit median (us) | compile median (ms) |\n");
     printf("|---|---|---|---|---|---|\n");
     double *v = malloc((size_t)reps * sizeof *v);
@@ -281,6 +351,8 @@ int main(int argc, char **argv)
         printf("\narch %s, compiler %s, %d emit reps, %d compile reps\n", arch,
                pt_compiler_describe(comp), reps, creps);
     int rc = gemm_rows(&t, comp, reps, creps);
+    if (!rc)
+        rc = attention_rows(&t, comp, reps, creps);
     if (!rc && space)
         rc = gemm_space(&t, comp);
     pt_compiler_close(comp);

@@ -100,33 +100,33 @@ static void describe(const acase *c, char *buf, size_t n)
 static const acase grid[] = {
     /* non-causal, hd64, every bm / warps, Sq < Sk, Sq = Sk, Sq > Sk */
     {BF, 2, 4, 4, 77, 129, 64, false, -1, -1, 0, 1.0, false, false, true, false, "sm_80", ""},
-    {F16, 1, 4, 1, 129, 129, 64, false, -1, -1, 0, 0, false, false, true, false, "sm_86", "bm=64,bn=32"},
+    {F16, 1, 4, 1, 129, 129, 64, false, -1, -1, 0, 0, false, false, true, false, "sm_86", "bm=64,warps=4,bn=32"},
     {BF, 1, 8, 2, 129, 77, 64, false, -1, -1, 0, 1.0, false, false, false, false, "sm_89", "bm=128,bn=64,warps=8"},
-    {F16, 2, 2, 2, 7, 129, 64, false, -1, -1, 0, 0, false, false, true, true, "sm_90", "bm=64,bn=48,kv_stages=2"},
+    {F16, 2, 2, 2, 7, 129, 64, false, -1, -1, 0, 0, false, false, true, true, "sm_90", "bm=64,warps=4,bn=48,kv_stages=2"},
     /* causal (bottom-right), rows without a visible key when Sq > Sk */
-    {BF, 1, 4, 1, 77, 129, 64, true, -1, -1, 0, 1.0, false, false, true, false, "sm_80", "bm=64,bn=64"},
+    {BF, 1, 4, 1, 77, 129, 64, true, -1, -1, 0, 1.0, false, false, true, false, "sm_80", "bm=64,warps=4,bn=64"},
     {F16, 2, 4, 4, 129, 129, 64, true, -1, -1, 0, 0, false, false, true, false, "sm_80", "bn=32,kv_stages=2,raster=1"},
-    {BF, 1, 4, 1, 129, 7, 64, true, -1, -1, 0, 1.0, false, false, true, false, "sm_86", "bm=64,bn=112"},
-    {F16, 1, 8, 2, 1, 77, 64, true, -1, -1, 0, 0, false, false, true, false, "sm_89", "bm=64,bn=96"},
+    {BF, 1, 4, 1, 129, 7, 64, true, -1, -1, 0, 1.0, false, false, true, false, "sm_86", "bm=64,warps=4,bn=112"},
+    {F16, 1, 8, 2, 1, 77, 64, true, -1, -1, 0, 0, false, false, true, false, "sm_89", "bm=64,warps=4,bn=96"},
     /* hd128 */
-    {BF, 1, 4, 1, 129, 129, 128, true, -1, -1, 0, 1.0, false, false, true, false, "sm_80", "bm=64,bn=64,q_in_regs=1"},
+    {BF, 1, 4, 1, 129, 129, 128, true, -1, -1, 0, 1.0, false, false, true, false, "sm_80", "bm=64,warps=4,bn=64,q_in_regs=1"},
     {F16, 1, 8, 2, 77, 129, 128, false, -1, -1, 0, 0, false, false, false, false, "sm_90", "bm=128,bn=32,warps=8,q_in_regs=1"},
-    {BF, 2, 4, 4, 77, 77, 128, false, 16, 3, 0, 1.0, false, false, true, false, "sm_86", "bm=64,bn=32,kv_stages=2"},
-    {F16, 1, 4, 1, 129, 129, 128, false, -1, -1, 30, 0, false, false, true, true, "sm_89", "bm=64,bn=64"},
+    {BF, 2, 4, 4, 77, 77, 128, false, 16, 3, 0, 1.0, false, false, true, false, "sm_86", "bm=64,warps=4,bn=32,kv_stages=2"},
+    {F16, 1, 4, 1, 129, 129, 128, false, -1, -1, 30, 0, false, false, true, true, "sm_89", "bm=64,warps=4,bn=64"},
     /* hd256 */
     {BF, 1, 2, 1, 77, 129, 256, true, -1, -1, 0, 1.0, false, false, true, false, "sm_80", "bm=128,bn=32,warps=8"},
     {F16, 1, 4, 4, 129, 77, 256, false, -1, -1, 0, 0, false, false, false, false, "sm_90", "bm=64,bn=64,warps=4"},
     /* sliding windows: left only, both, with causal */
-    {BF, 1, 4, 2, 129, 129, 64, false, 31, -1, 0, 1.0, false, false, true, false, "sm_80", "bm=64,bn=32"},
-    {F16, 1, 4, 1, 77, 129, 64, true, 40, -1, 0, 0, false, false, true, false, "sm_86", "bm=64,bn=16"},
+    {BF, 1, 4, 2, 129, 129, 64, false, 31, -1, 0, 1.0, false, false, true, false, "sm_80", "bm=64,warps=4,bn=32"},
+    {F16, 1, 4, 1, 77, 129, 64, true, 40, -1, 0, 0, false, false, true, false, "sm_86", "bm=64,warps=4,bn=16"},
     {BF, 1, 4, 4, 129, 77, 64, false, 5, 9, 0, 1.0, false, false, true, false, "sm_89", "bm=128,bn=48"},
     /* softcap with causal and window */
-    {BF, 1, 4, 1, 77, 129, 64, true, -1, -1, 50, 0, false, false, true, false, "sm_90", "bm=64,bn=32"},
-    {F16, 1, 4, 2, 129, 129, 128, false, 20, 20, 15, 1.0, false, false, true, false, "sm_80", "bm=64,bn=32"},
+    {BF, 1, 4, 1, 77, 129, 64, true, -1, -1, 50, 0, false, false, true, false, "sm_90", "bm=64,warps=4,bn=32"},
+    {F16, 1, 4, 2, 129, 129, 128, false, 20, 20, 15, 1.0, false, false, true, false, "sm_80", "bm=64,warps=4,bn=32"},
     /* varlen (a length-1 sequence is among the lengths the op draws), seqused_k */
-    {BF, 3, 4, 1, 77, 129, 64, false, -1, -1, 0, 0, true, false, true, false, "sm_80", "bm=64,bn=32"},
-    {F16, 4, 4, 4, 129, 77, 64, true, -1, -1, 0, 1.0, true, false, true, false, "sm_86", "bm=64,bn=64"},
-    {BF, 3, 8, 2, 77, 129, 128, true, -1, -1, 0, 0, false, true, true, false, "sm_89", "bm=64,bn=32"},
+    {BF, 3, 4, 1, 77, 129, 64, false, -1, -1, 0, 0, true, false, true, false, "sm_80", "bm=64,warps=4,bn=32"},
+    {F16, 4, 4, 4, 129, 77, 64, true, -1, -1, 0, 1.0, true, false, true, false, "sm_86", "bm=64,warps=4,bn=64"},
+    {BF, 3, 8, 2, 77, 129, 128, true, -1, -1, 0, 0, false, true, true, false, "sm_89", "bm=64,warps=4,bn=32"},
     {F16, 3, 4, 1, 129, 129, 64, false, 20, -1, 0, 1.0, true, true, true, false, "sm_90", "bm=128,bn=32,kv_stages=2"},
 };
 
