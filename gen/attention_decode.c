@@ -173,8 +173,8 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
 /* FA's wave-efficiency rule (hopper/heuristics.h num_splits_heuristic):
  * no split when the CTAs already fill 80% of the SMs or there are few key
  * blocks; otherwise the fewest splits within 85% of the best efficiency
- * n_waves / ceil(n_waves), skipping counts that leave the blocks per split
- * unchanged. */
+ * n_waves / ceil(n_waves), both over the counts that change the blocks per
+ * split. */
 static int split_heuristic(int64_t ctas, int64_t nblocks, int sms)
 {
     if (ctas >= (int64_t)(0.8 * sms) || nblocks <= 4)
@@ -183,17 +183,16 @@ static int split_heuristic(int64_t ctas, int64_t nblocks, int sms)
     if (max_s > DEC_MAX_SPLITS)
         max_s = DEC_MAX_SPLITS;
     double eff[DEC_MAX_SPLITS + 1] = {0}, best = 0;
-    for (int64_t s = 1; s <= max_s; s++) {
+    for (int64_t s = 1; s <= max_s; s++) { /* eligible counts only, as FA */
+        bool eligible = s == 1 || (nblocks + s - 1) / s != (nblocks + s - 2) / (s - 1);
         double w = (double)(ctas * s) / sms;
-        eff[s] = w / ceil(w);
+        eff[s] = eligible ? w / ceil(w) : 0;
         if (eff[s] > best)
             best = eff[s];
     }
-    for (int64_t s = 1; s <= max_s; s++) {
-        bool eligible = s == 1 || (nblocks + s - 1) / s != (nblocks + s - 2) / (s - 1);
-        if (eligible && eff[s] >= 0.85 * best)
+    for (int64_t s = 1; s <= max_s; s++)
+        if (eff[s] > 0 && eff[s] >= 0.85 * best)
             return (int)s;
-    }
     return 1;
 }
 
@@ -202,7 +201,9 @@ static int default_bn(const pt_prepared *pp) { return pp->d <= 64 ? 256 : pp->d 
 static int heuristic_splits(const pt_prepared *pp, const pt_target *t, int bn)
 {
     int64_t rows = pp->Sq * pp->group, nrb = (rows + DEC_BM - 1) / DEC_BM;
-    return split_heuristic(pp->B * pp->Hkv * nrb, (pp->Sk + bn - 1) / bn, dec_sms(t->sm));
+    /* two CTAs an SM, as FA2 counts (flash_api.cpp: multiProcessorCount * 2)
+     * and the defaults' tiles allow */
+    return split_heuristic(pp->B * pp->Hkv * nrb, (pp->Sk + bn - 1) / bn, 2 * dec_sms(t->sm));
 }
 
 int attn_decode_space(const pt_prepared *pp, const pt_target *t, pt_space *out)
@@ -221,7 +222,9 @@ int attn_decode_space(const pt_prepared *pp, const pt_target *t, pt_space *out)
     for (size_t i = 0; i < sizeof dec_stages / sizeof *dec_stages; i++)
         p[4].values[p[4].nvalues++] = dec_stages[i];
     p[5] = (pt_param_space){"splits", "CTAs splitting each sequence's keys (fused last-arriver combine)", 0, {0}};
-    int h = heuristic_splits(pp, t, default_bn(pp));
+    pt_config dc;
+    attn_decode_defaults(pp, t, &dc);
+    int h = (int)pt_config_get(&dc, "splits", 1);
     bool have = false;
     for (size_t i = 0; i < sizeof dec_splits / sizeof *dec_splits; i++) {
         if (!have && h < dec_splits[i]) {
@@ -246,15 +249,25 @@ void attn_decode_defaults(const pt_prepared *pp, const pt_target *t, pt_config *
     pt_config_set(out, "kv_warps", 4);
     pt_config_set(out, "stages", 2);
     pt_config_set(out, "splits", heuristic_splits(pp, t, bn));
-    /* the largest tile that fits this arch (sm_86/89 have 99 KB) */
+    /* the largest tile up to FA's that leaves room for two CTAs an SM
+     * (decode hides memory latency with bytes in flight: FA2's split kernel
+     * holds one K and one V tile, the ring two of each, so two CTAs of a
+     * half-width tile keep as much in flight as one of FA's), or at least
+     * fits (sm_86/89 have 99 KB) */
     pt_err e = {0};
     dgeo g;
-    while (geometry(pp, t, out, &g, &e) == PT_ERANGE && bn > 32) {
+    uint32_t lim = pt_target_smem_limit(t->sm);
+    for (;;) {
+        int rc = geometry(pp, t, out, &g, &e);
+        bool fits2 = rc == PT_OK && 2 * (g.smem + 1024) <= (int64_t)lim;
+        if (fits2 || bn <= 32 || (rc != PT_OK && rc != PT_ERANGE))
+            break;
         bn /= 2;
         pt_config_set(out, "bn", bn);
         if (bn / 4 < 16)
             pt_config_set(out, "kv_warps", bn / 16);
     }
+    pt_config_set(out, "splits", heuristic_splits(pp, t, bn)); /* key blocks of the tile chosen */
 }
 
 int attn_decode_check(const pt_prepared *pp, const pt_target *t, const pt_config *c, pt_err *e)

@@ -408,3 +408,41 @@ Test(attention_decode, llama3_8b_decode_space_assembles, .timeout = 900)
     cr_assert(configs >= 100, "only %d configs", configs);
     cr_assert_eq(bad, 0, "%d failures; first: %s", bad, first);
 }
+
+/* The defaults (FA's tile widths, halved until two CTAs fit an SM's shared
+ * memory; FA's wave-efficiency split count) pass check() on every arch for
+ * Llama-3-8B decode shapes, and the split heuristic splits a lone sequence
+ * and leaves a full grid alone. */
+Test(attention_decode, defaults_fit_every_arch)
+{
+    static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
+    static const int64_t batches[] = {1, 16, 64};
+    static const int64_t dims[] = {64, 128, 256};
+    for (size_t ai = 0; ai < 4; ai++)
+        for (size_t bi = 0; bi < 3; bi++)
+            for (size_t di = 0; di < 3; di++) {
+                dcase lc = {batches[bi], 32, 8, 1, 8192, dims[di], BF16, false, 16, -1, false, false, 0, "", NULL,
+                            false};
+                pt_problem p = problem_of(&lc);
+                pt_target tg;
+                pt_err e = {0};
+                cr_assert_eq(pt_target_parse(archs[ai], &tg, &e), 0, "%s", e.msg);
+                pt_arena *a = pt_arena_new();
+                pt_prepared *pp;
+                cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), 0, "%s", e.msg);
+                pt_config c;
+                gen_attention_op.defaults(pp, &tg, &c);
+                char cs[256];
+                pt_config_str(&c, cs, sizeof cs);
+                cr_assert_eq(gen_attention_op.check(pp, &tg, &c, &e), 0, "%s B%lld d%lld [%s]: %s", archs[ai],
+                             (long long)batches[bi], (long long)dims[di], cs, e.msg);
+                int64_t splits = pt_config_get(&c, "splits", 0);
+                if (batches[bi] == 1)
+                    cr_assert_gt(splits, 4, "%s B1 [%s]: 8 CTAs should split", archs[ai], cs);
+                if (batches[bi] == 64)
+                    cr_assert_eq(splits, 1, "%s B64 [%s]: 512 CTAs fill the GPU", archs[ai], cs);
+                if (di == 1 && bi == 0)
+                    printf("attention decode defaults %s B1 d128: %s\n", archs[ai], cs);
+                pt_arena_free(a);
+            }
+}
