@@ -406,7 +406,7 @@ static void read_npy_payload(const char *name, void *out, size_t n)
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "rb");
     cr_assert(f, "no %s", name);
-    static unsigned char buf[1 << 17];
+    static unsigned char buf[1 << 18];
     size_t got = fread(buf, 1, sizeof buf, f);
     fclose(f);
     uint16_t hl;
@@ -643,4 +643,56 @@ Test(exec_hopper, tma_load_probe_runs_under_every_schedule)
                                  got[i], want[i]);
             }
         }
+}
+
+/* Issue 12's acceptance kernel (tests/ptx/sm90/gemm_ws_bf16.ptx: TMA
+ * producer warpgroup with setmaxnreg.dec, two wgmma m64n256k16 consumer
+ * warpgroups, a 4-stage full/empty mbarrier ring) driven by hand through
+ * exec with two tensor maps and 193 KB of dynamic shared memory, under every
+ * schedule and through the fake driver: C = A B^T exactly (small integers). */
+Test(exec_hopper, warp_specialised_gemm_through_exec)
+{
+    enum { M = 128, N = 256, K = 128 };
+    static uint16_t a[M * K], b[N * K];
+    static float want[M * N], got[M * N];
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++) {
+            float v = (float)((i * 3 + k * 5) % 5 - 2);
+            uint32_t u;
+            memcpy(&u, &v, 4);
+            a[i * K + k] = (uint16_t)(u >> 16); /* exact in bf16 */
+        }
+    for (int j = 0; j < N; j++)
+        for (int k = 0; k < K; k++) {
+            float v = (float)((j * 7 + k * 3) % 5 - 2);
+            uint32_t u;
+            memcpy(&u, &v, 4);
+            b[j * K + k] = (uint16_t)(u >> 16);
+        }
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            int s = 0;
+            for (int k = 0; k < K; k++)
+                s += ((i * 3 + k * 5) % 5 - 2) * ((j * 7 + k * 3) % 5 - 2);
+            want[i * N + j] = (float)s;
+        }
+    write_npy_shape("A.npy", "<u2", "128, 128", a, sizeof a);
+    write_npy_shape("B.npy", "<u2", "256, 128", b, sizeof b);
+    const char *tests = getenv("PTXTUNE_TESTS_DIR");
+    static const char *const sched[] = {"", "--schedule eager", "--schedule random:3", "--backend cuda"};
+    for (size_t s = 0; s < sizeof sched / sizeof sched[0]; s++) {
+        char args[1024], err[8192];
+        snprintf(args, sizeof args, "%s/ptx/sm90/gemm_ws_bf16.ptx --grid 1 --block 384 --smem 197696 "
+                 "--arch sm_90a --arg tmap:A.npy:bf16:128x128:128x64:128 "
+                 "--arg tmap:B.npy:bf16:256x128:256x64:128 --arg out:C.npy:f32:32768 "
+                 "--arg u32:256 --arg u32:128 %s", tests, sched[s]);
+        int rc = s == 3 ? run_fake(args, err, sizeof err) : run(args, err, sizeof err);
+        if (rc == -2)
+            continue;
+        cr_assert_eq(rc, 0, "'%s': %s", sched[s], err);
+        read_npy_payload("C.npy", got, sizeof got);
+        for (int i = 0; i < M * N; i++)
+            cr_assert_eq(got[i], want[i], "'%s': C[%d][%d] = %g, want %g", sched[s], i / N, i % N,
+                         (double)got[i], (double)want[i]);
+    }
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Hopper probe check (issue 12): the layout / TMA / mbarrier probe
-# kernels of tests/ptx/sm90/ (and the fixed twins of the emulator tests'
-# wgmma kernels, tests/ptx/sm90/emu/) run through `ptxtune exec` on the
-# emulator under three schedules and on the GPU, and every output is
+# kernels of tests/ptx/sm90/, the fixed twins of the emulator tests' wgmma
+# kernels (tests/ptx/sm90/emu/) and the warp-specialised GEMM
+# (gemm_ws_bf16.ptx) run through `ptxtune exec` on the emulator under
+# three schedules and on the GPU, and every output is
 # compared bit for bit: the emulator's schedules with each other (a correct
 # kernel gives the same bytes under lazy, eager and random:SEED) and the GPU
 # with the emulator. Integer-valued inputs, so every comparison is exact.
@@ -107,6 +108,10 @@ def save(name, descr, shape, fmt, vals):
 save('a16.npy', '<u2', (20, 72), 'H', [i + 1 for i in range(20 * 72)])
 save('a32.npy', '<f4', (20, 72), 'f', [float(i + 1) for i in range(20 * 72)])
 save('a8.npy', '|u1', (20, 80), 'B', [(i * 7 + 1) % 251 + 1 for i in range(20 * 80)])
+# the warp-specialised GEMM's A (128 x 128) and B (256 x 128): small integers in bf16
+bf = lambda x: struct.unpack('<I', struct.pack('<f', float(x)))[0] >> 16
+save('gA.npy', '<u2', (128, 128), 'H', [bf((i * 3 + k * 5) % 5 - 2) for i in range(128) for k in range(128)])
+save('gB.npy', '<u2', (256, 128), 'H', [bf((j * 7 + k * 3) % 5 - 2) for j in range(256) for k in range(128)])
 PY
 
 # ---- the cases: name | file | grid | block | smem | arguments ----
@@ -130,6 +135,8 @@ CASES=$WORK/cases.txt
   # mbarrier parity / token truth table
   echo "mbarrier_truth|tests/ptx/sm90/mbarrier_probe_sm90.ptx|1|32|0|--arg out:OUT:u32:16"
   # wgmma (sm_90a): the emulator tests' fixed twins, D = ones x ones
+  # issue 12's acceptance GEMM: TMA producer, two wgmma consumer warpgroups, 4-stage ring
+  echo "gemm_ws_bf16|tests/ptx/sm90/gemm_ws_bf16.ptx|1|384|197696|--arg tmap:gA.npy:bf16:128x128:128x64:128 --arg tmap:gB.npy:bf16:256x128:256x64:128 --arg out:OUT:f32:32768 --arg u32:256 --arg u32:128"
   for k in acc_early desc_mismatch no_fence proxy smem_write; do
     echo "wgmma_${k}_fixed|tests/ptx/sm90/emu/wgmma_${k}_fixed.ptx|1|128|0|--arg out:OUT:f32:512"
   done
