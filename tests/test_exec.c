@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ptx/emu/tmap.h"
+#include "tuner/exec.h"
 
 static char dir[64];
 
@@ -695,4 +696,63 @@ Test(exec_hopper, warp_specialised_gemm_through_exec)
             cr_assert_eq(got[i], want[i], "'%s': C[%d][%d] = %g, want %g", sched[s], i / N, i % N,
                          (double)got[i], (double)want[i]);
     }
+}
+
+/* The library side of the same contract: tuner_launch checks a cluster
+ * against the grid, tuner_tmap_encode validates on every backend (the
+ * emulator's messages) before encoding, and tuner_exec_launch refuses a map
+ * over an argument that is not a buffer. */
+Test(exec_hopper, library_launch_checks)
+{
+    static const char *const backends[] = {"emu", "mock"};
+    for (size_t b = 0; b < 2; b++) {
+        tuner_dev *d;
+        pt_err e = {0};
+        cr_assert_eq(tuner_dev_open(backends[b], NULL, &d, &e), PT_OK, "%s", e.msg);
+        emu_tmap_desc m = {.dtype = EMU_TMAP_BF16, .rank = 2, .gaddr = 1ull << 40,
+                           .dims = {72, 20}, .strides = {144}, .box = {72, 8}, .estrides = {1, 1},
+                           .swizzle = EMU_TMAP_SWIZZLE_128B};
+        uint8_t blob[EMU_TMAP_BYTES];
+        cr_expect_eq(tuner_tmap_encode(d, &m, blob, &e), PT_EINVAL, "%s", backends[b]);
+        cr_expect(strstr(e.msg, "boxDim[0]*elementSize = 144 bytes exceeds the 128B swizzle span"),
+                  "%s: %s", backends[b], e.msg);
+        m.box[0] = 64;
+        pt_err_clear(&e);
+        cr_expect_eq(tuner_tmap_encode(d, &m, blob, &e), PT_OK, "%s: %s", backends[b], e.msg);
+        emu_tmap_desc back;
+        cr_expect_eq(emu_tmap_decode(blob, &back, &e), PT_OK, "%s: %s", backends[b], e.msg);
+        tuner_dev_close(d);
+    }
+    tuner_dev *d;
+    pt_err e = {0};
+    cr_assert_eq(tuner_dev_open("emu", NULL, &d, &e), PT_OK, "%s", e.msg);
+    write_mapbytes_kernel();
+    char path[128];
+    snprintf(path, sizeof path, "%s/mapbytes.ptx", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert(f);
+    static char text[8192];
+    size_t len = fread(text, 1, sizeof text, f);
+    fclose(f);
+    uint8_t out[4096];
+    uint32_t v = 7;
+    tuner_exec_arg args[2] = {
+        {.kind = TUNER_EXEC_TMAP, .of = 1,
+         .tmap = {.dtype = EMU_TMAP_U8, .rank = 1, .dims = {64}, .box = {16}, .estrides = {1}}},
+        {.kind = TUNER_EXEC_SCALAR, .data = &v, .bytes = 8},
+    };
+    pt_launch l = {.grid = {3, 1, 1}, .block = {1, 1, 1}, .cluster = {2, 1, 1}};
+    cr_expect_eq(tuner_exec_launch(d, text, len, "mapbytes", &l, 2, args, &e), PT_EINVAL);
+    cr_expect(strstr(e.msg, "a tensor map over argument 2, which is not a buffer"), "%s", e.msg);
+    args[1] = (tuner_exec_arg){.kind = TUNER_EXEC_OUT, .bytes = sizeof out, .result = out};
+    pt_err_clear(&e);
+    cr_expect_eq(tuner_exec_launch(d, text, len, "mapbytes", &l, 2, args, &e), PT_EINVAL);
+    cr_expect(strstr(e.msg, "grid 3,1,1 is not a multiple of cluster 2,1,1"), "%s", e.msg);
+    memset(l.cluster, 0, sizeof l.cluster); /* all zero: no cluster */
+    pt_err_clear(&e);
+    cr_expect_eq(tuner_exec_launch(d, text, len, "mapbytes", &l, 2, args, &e), PT_OK, "%s", e.msg);
+    emu_tmap_desc back;
+    cr_expect_eq(emu_tmap_decode(out, &back, &e), PT_OK, "%s", e.msg);
+    cr_expect(back.gaddr != 0 && back.dims[0] == 64 && back.box[0] == 16);
+    tuner_dev_close(d);
 }
