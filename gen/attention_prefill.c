@@ -29,7 +29,9 @@
  * row + off - wl) / bn); a CTA with none writes o = 0, lse = -inf. Sequence
  * lengths are run-time parameters (PT_ARG_U32) or come from cu_seqlens /
  * seqused_k; head counts, head dims, masks, scale and softcap are
- * immediates. Softcap: x = tanh(s scale / c) and the softmax exponent scale
+ * immediates. Paged K/V (block_table): the K and V tiles are gathered from
+ * the pools through the kit's paged copy (kit_g2s_paged_*, shared with the
+ * decode kernel); bn is a power of two then. Softcap: x = tanh(s scale / c) and the softmax exponent scale
  * is c (c tanh(...) - c m = c (x - m)). */
 #include <math.h>
 #include <stdio.h>
@@ -103,9 +105,8 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if (!(pp->scale > 0) || (pp->softcap != 0 && !(pp->softcap > 0)))
         return pt_errf(e, PT_EUNSUPPORTED, "attention prefill: softmax_scale %g softcap %g (positive)",
                        (double)pp->scale, (double)pp->softcap);
-    if (pp->page)
-        return pt_errf(e, PT_EUNSUPPORTED, "attention prefill: paged K/V (page_size=%lld) is not supported by impl=fa2 yet",
-                       (long long)pp->page);
+    if (pp->page && !pow2(g->bn))
+        return pt_errf(e, PT_EINVAL, "bn=%d with paged K/V: a power of two (the tile's rows come from pages)", g->bn);
     g->threads = 32 * g->warps;
     g->es = g->at->es;
     g->MI = g->bm / g->warps / 16;
@@ -369,6 +370,23 @@ static void g2s_init(fa2 *g, kit_g2s *c, const kit_layout *t, ptx_reg p64, int64
     kit_g2s_init(g->f, c, t, &v, g->threads, g->tid, 16, drow, 0);
 }
 
+/* K / V copies, through the pages when pg is set. */
+static void kv_issue(kit_g2s *c, const kit_paged *pg, ptx_reg dst, ptx_reg p)
+{
+    if (pg)
+        kit_g2s_issue_paged(c, pg, dst, 0, p);
+    else
+        kit_g2s_issue(c, dst, 0, p);
+}
+
+static void kv_advance(kit_g2s *c, kit_paged *pg)
+{
+    if (pg)
+        kit_g2s_paged_advance(c, pg);
+    else
+        kit_g2s_advance(c);
+}
+
 /* ---- the kernel ---- */
 
 /* Per-thread rows: r < 2 MI, r = 2 a + h: atom a's rows g (h 0) and g + 8 (h 1). */
@@ -410,6 +428,8 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
     ptx_reg pq = param_ptr(g, l, "q", (pt_arg){PT_ARG_INPUT, pp->t.q, 0, 0});
     ptx_reg pk = param_ptr(g, l, "k", (pt_arg){PT_ARG_INPUT, pp->t.k, 0, 0});
     ptx_reg pv = param_ptr(g, l, "v", (pt_arg){PT_ARG_INPUT, pp->t.v, 0, 0});
+    bool paged = pp->page > 0;
+    ptx_reg pbt = paged ? param_ptr(g, l, "block_table", (pt_arg){PT_ARG_INPUT, pp->t.block_table, 0, 0}) : none;
     ptx_reg pcq = none, pck = none, psu = none;
     if (pp->varlen) {
         pcq = param_ptr(g, l, "cu_seqlens_q", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_q, 0, 0});
@@ -492,13 +512,14 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
     ptx_reg n0 = r32(g); /* first key of the current block */
     ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), U32T, ptx_r(n0), ptx_r(iop(g, PTX_OP_SUB, ptx_r(n_hi), ptx_imm(1))),
              ptx_imm(g->bn));
-    ptx_reg krow = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(g->tk0), ptx_r(n0)) : n0;
-    ptx_reg kb = addr(g, pk, ptx_r(krow), pp->sk[0] * es);
-    kb = addr(g, kb, ptx_r(g->hk), pp->sk[1] * es);
-    kb = pp->varlen ? kb : addr(g, kb, ptx_r(g->b), pp->sk[2] * es);
-    ptx_reg vb = addr(g, pv, ptx_r(krow), pp->sv[0] * es);
-    vb = addr(g, vb, ptx_r(g->hk), pp->sv[1] * es);
-    vb = pp->varlen ? vb : addr(g, vb, ptx_r(g->b), pp->sv[2] * es);
+    ptx_reg kb = addr(g, pk, ptx_r(g->hk), pp->sk[1] * es), vb = addr(g, pv, ptx_r(g->hk), pp->sv[1] * es);
+    if (!paged) { /* paged: the pool of this head; rows come through the block table */
+        ptx_reg krow = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(g->tk0), ptx_r(n0)) : n0;
+        kb = addr(g, kb, ptx_r(krow), pp->sk[0] * es);
+        kb = pp->varlen ? kb : addr(g, kb, ptx_r(g->b), pp->sk[2] * es);
+        vb = addr(g, vb, ptx_r(krow), pp->sv[0] * es);
+        vb = pp->varlen ? vb : addr(g, vb, ptx_r(g->b), pp->sv[2] * es);
+    }
     ptx_reg qleft = iop(g, PTX_OP_SUB, ptx_r(g->sq), ptx_r(g->m0));
     ptx_reg kleft = iop(g, PTX_OP_SUB, ptx_r(g->sk), ptx_r(n0));
 
@@ -522,6 +543,18 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
     g2s_init(g, &cq, &g->tq, qb, pp->sq[0], pp->d, qleft, 0);
     g2s_init(g, &ck, &g->tk, kb, pp->sk[0], pp->d, kleft, -g->bn);
     g2s_init(g, &cv, &g->tv, vb, pp->sv[0], pp->dv, kleft, -g->bn);
+    kit_paged gk, gv, *pgk = NULL, *pgv = NULL;
+    if (paged) { /* the kit's paged gather (gen/kit/copy.h), shared with decode */
+        ptx_reg tab = addr(g, pbt, ptx_r(g->b), pp->pages_per_seq * 4);
+        gk = (kit_paged){.table = tab, .pool = kb, .page = (int)pp->page, .page_bytes = pp->sk[2] * es, .row = r32(g)};
+        gv = (kit_paged){.table = tab, .pool = vb, .page = (int)pp->page, .page_bytes = pp->sv[2] * es, .row = r32(g)};
+        ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(gk.row), ptx_r(n0));
+        ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(gv.row), ptx_r(n0));
+        kit_g2s_paged_init(&ck, &gk, g->tid);
+        kit_g2s_paged_init(&cv, &gv, g->tid);
+        pgk = &gk;
+        pgv = &gv;
+    }
     ptx_reg kbase = iop(g, PTX_OP_ADD, ptx_r(g->smem_base), ptx_imm(g->qbytes));
     ptx_reg vbase = iop(g, PTX_OP_ADD, ptx_r(kbase), ptx_imm(S * g->kbytes));
     kit_pipe pk_, pv_;
@@ -536,16 +569,16 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
 
     /* prologue: Q with K_0, then V_i, K_{i+1} */
     kit_g2s_issue(&cq, g->smem_base, 0, none);
-    kit_g2s_issue(&ck, kit_pipe_acquire(&pk_), 0, none);
-    kit_g2s_advance(&ck);
+    kv_issue(&ck, pgk, kit_pipe_acquire(&pk_), none);
+    kv_advance(&ck, pgk);
     kit_pipe_commit(&pk_);
     for (int i = 0; i + 1 < S; i++) {
         ptx_reg more = setp(g, PTX_M_GT, ptx_r(nblk), ptx_imm(i + 1));
-        kit_g2s_issue(&cv, kit_pipe_acquire(&pv_), 0, none);
-        kit_g2s_advance(&cv);
+        kv_issue(&cv, pgv, kit_pipe_acquire(&pv_), none);
+        kv_advance(&cv, pgv);
         kit_pipe_commit(&pv_);
-        kit_g2s_issue(&ck, kit_pipe_acquire(&pk_), 0, more);
-        kit_g2s_advance(&ck);
+        kv_issue(&ck, pgk, kit_pipe_acquire(&pk_), more);
+        kv_advance(&ck, pgk);
         kit_pipe_commit(&pk_);
     }
     /* Q fragments in registers: loaded once */
@@ -587,9 +620,9 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
         ptx_reg more = setp(g, PTX_M_LT, ptx_r(iop(g, PTX_OP_ADD, ptx_r(j), ptx_imm(S - 1))), ptx_r(nblk));
         int skip = ptx_label_new(f);
         bra(g, skip, more, true);
-        kit_g2s_issue(&cv, kit_pipe_acquire(&pv_), 0, none);
+        kv_issue(&cv, pgv, kit_pipe_acquire(&pv_), none);
         ptx_label_place(f, skip);
-        kit_g2s_advance(&cv);
+        kv_advance(&cv, pgv);
         kit_pipe_commit(&pv_);
     }
     /* S = Q K^T */
@@ -691,9 +724,9 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
         ptx_reg more = setp(g, PTX_M_LT, ptx_r(iop(g, PTX_OP_ADD, ptx_r(j), ptx_imm(S))), ptx_r(nblk));
         int skip = ptx_label_new(f);
         bra(g, skip, more, true);
-        kit_g2s_issue(&ck, kit_pipe_acquire(&pk_), 0, none);
+        kv_issue(&ck, pgk, kit_pipe_acquire(&pk_), none);
         ptx_label_place(f, skip);
-        kit_g2s_advance(&ck);
+        kv_advance(&ck, pgk);
         kit_pipe_commit(&pk_);
     }
     /* O += P V */

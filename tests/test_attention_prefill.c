@@ -22,6 +22,7 @@
 
 #include "gen/attention_int.h"
 #include "ptx/compile.h"
+#include "test_space.h"
 #include "test_util.h"
 #include "tuner/emu_check.h"
 
@@ -40,6 +41,7 @@ typedef struct acase {
     double softcap, scale;
     bool varlen, seqused, lse, bhsd;
     const char *arch, *config;
+    int64_t page; /* paged K/V: page_size (num_pages: the op's default) */
 } acase;
 
 static pt_problem problem(const acase *c)
@@ -65,6 +67,7 @@ static pt_problem problem(const acase *c)
     p.seqused_k = c->seqused;
     p.return_lse = c->lse;
     p.layout = c->bhsd ? "bhsd" : "bshd";
+    p.page_size = c->page;
     return p;
 }
 
@@ -87,8 +90,8 @@ static int prepare(pt_arena *a, const acase *ac, pt_target *tg, const pt_prepare
 
 static void describe(const acase *c, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s %s B%lld Hq%lld Hkv%lld Sq%lld Sk%lld d%lld%s wl%lld wr%lld softcap %g scale %g%s%s%s%s [%s]",
-             c->arch, pt_dtype_get(c->dt)->name, (long long)c->b, (long long)c->hq, (long long)c->hkv,
+    snprintf(buf, n, "%s%s %s B%lld Hq%lld Hkv%lld Sq%lld Sk%lld d%lld%s wl%lld wr%lld softcap %g scale %g%s%s%s%s [%s]",
+             c->page ? "paged " : "", c->arch, pt_dtype_get(c->dt)->name, (long long)c->b, (long long)c->hq, (long long)c->hkv,
              (long long)c->sq, (long long)c->sk, (long long)c->d, c->causal ? " causal" : "", (long long)c->wl,
              (long long)c->wr, c->softcap, c->scale, c->varlen ? " varlen" : "", c->seqused ? " seqused_k" : "",
              c->lse ? " lse" : "", c->bhsd ? " bhsd" : "", c->config);
@@ -99,35 +102,42 @@ static void describe(const acase *c, char *buf, size_t n)
 /* dt b hq hkv sq sk d causal wl wr softcap scale varlen seqused lse bhsd arch config */
 static const acase grid[] = {
     /* non-causal, hd64, every bm / warps, Sq < Sk, Sq = Sk, Sq > Sk */
-    {BF, 2, 4, 4, 77, 129, 64, false, -1, -1, 0, 1.0, false, false, true, false, "sm_80", ""},
-    {F16, 1, 4, 1, 129, 129, 64, false, -1, -1, 0, 0, false, false, true, false, "sm_86", "bm=64,warps=4,bn=32"},
-    {BF, 1, 8, 2, 129, 77, 64, false, -1, -1, 0, 1.0, false, false, false, false, "sm_89", "bm=128,bn=64,warps=8"},
-    {F16, 2, 2, 2, 7, 129, 64, false, -1, -1, 0, 0, false, false, true, true, "sm_90", "bm=64,warps=4,bn=48,kv_stages=2"},
+    {BF, 2, 4, 4, 77, 129, 64, false, -1, -1, 0, 1.0, false, false, true, false, "sm_80", "", 0},
+    {F16, 1, 4, 1, 129, 129, 64, false, -1, -1, 0, 0, false, false, true, false, "sm_86", "bm=64,warps=4,bn=32", 0},
+    {BF, 1, 8, 2, 129, 77, 64, false, -1, -1, 0, 1.0, false, false, false, false, "sm_89", "bm=128,bn=64,warps=8", 0},
+    {F16, 2, 2, 2, 7, 129, 64, false, -1, -1, 0, 0, false, false, true, true, "sm_90", "bm=64,warps=4,bn=48,kv_stages=2", 0},
     /* causal (bottom-right), rows without a visible key when Sq > Sk */
-    {BF, 1, 4, 1, 77, 129, 64, true, -1, -1, 0, 1.0, false, false, true, false, "sm_80", "bm=64,warps=4,bn=64"},
-    {F16, 2, 4, 4, 129, 129, 64, true, -1, -1, 0, 0, false, false, true, false, "sm_80", "bn=32,kv_stages=2,raster=1"},
-    {BF, 1, 4, 1, 129, 7, 64, true, -1, -1, 0, 1.0, false, false, true, false, "sm_86", "bm=64,warps=4,bn=112"},
-    {F16, 1, 8, 2, 1, 77, 64, true, -1, -1, 0, 0, false, false, true, false, "sm_89", "bm=64,warps=4,bn=96"},
+    {BF, 1, 4, 1, 77, 129, 64, true, -1, -1, 0, 1.0, false, false, true, false, "sm_80", "bm=64,warps=4,bn=64", 0},
+    {F16, 2, 4, 4, 129, 129, 64, true, -1, -1, 0, 0, false, false, true, false, "sm_80", "bn=32,kv_stages=2,raster=1", 0},
+    {BF, 1, 4, 1, 129, 7, 64, true, -1, -1, 0, 1.0, false, false, true, false, "sm_86", "bm=64,warps=4,bn=112", 0},
+    {F16, 1, 8, 2, 1, 77, 64, true, -1, -1, 0, 0, false, false, true, false, "sm_89", "bm=64,warps=4,bn=96", 0},
     /* hd128 */
-    {BF, 1, 4, 1, 129, 129, 128, true, -1, -1, 0, 1.0, false, false, true, false, "sm_80", "bm=64,warps=4,bn=64,q_in_regs=1"},
-    {F16, 1, 8, 2, 77, 129, 128, false, -1, -1, 0, 0, false, false, false, false, "sm_90", "bm=128,bn=32,warps=8,q_in_regs=1"},
-    {BF, 2, 4, 4, 77, 77, 128, false, 16, 3, 0, 1.0, false, false, true, false, "sm_86", "bm=64,warps=4,bn=32,kv_stages=2"},
-    {F16, 1, 4, 1, 129, 129, 128, false, -1, -1, 30, 0, false, false, true, true, "sm_89", "bm=64,warps=4,bn=64"},
+    {BF, 1, 4, 1, 129, 129, 128, true, -1, -1, 0, 1.0, false, false, true, false, "sm_80", "bm=64,warps=4,bn=64,q_in_regs=1", 0},
+    {F16, 1, 8, 2, 77, 129, 128, false, -1, -1, 0, 0, false, false, false, false, "sm_90", "bm=128,bn=32,warps=8,q_in_regs=1", 0},
+    {BF, 2, 4, 4, 77, 77, 128, false, 16, 3, 0, 1.0, false, false, true, false, "sm_86", "bm=64,warps=4,bn=32,kv_stages=2", 0},
+    {F16, 1, 4, 1, 129, 129, 128, false, -1, -1, 30, 0, false, false, true, true, "sm_89", "bm=64,warps=4,bn=64", 0},
     /* hd256 */
-    {BF, 1, 2, 1, 77, 129, 256, true, -1, -1, 0, 1.0, false, false, true, false, "sm_80", "bm=128,bn=32,warps=8"},
-    {F16, 1, 4, 4, 129, 77, 256, false, -1, -1, 0, 0, false, false, false, false, "sm_90", "bm=64,bn=64,warps=4"},
+    {BF, 1, 2, 1, 77, 129, 256, true, -1, -1, 0, 1.0, false, false, true, false, "sm_80", "bm=128,bn=32,warps=8", 0},
+    {F16, 1, 4, 4, 129, 77, 256, false, -1, -1, 0, 0, false, false, false, false, "sm_90", "bm=64,bn=64,warps=4", 0},
     /* sliding windows: left only, both, with causal */
-    {BF, 1, 4, 2, 129, 129, 64, false, 31, -1, 0, 1.0, false, false, true, false, "sm_80", "bm=64,warps=4,bn=32"},
-    {F16, 1, 4, 1, 77, 129, 64, true, 40, -1, 0, 0, false, false, true, false, "sm_86", "bm=64,warps=4,bn=16"},
-    {BF, 1, 4, 4, 129, 77, 64, false, 5, 9, 0, 1.0, false, false, true, false, "sm_89", "bm=128,bn=48"},
+    {BF, 1, 4, 2, 129, 129, 64, false, 31, -1, 0, 1.0, false, false, true, false, "sm_80", "bm=64,warps=4,bn=32", 0},
+    {F16, 1, 4, 1, 77, 129, 64, true, 40, -1, 0, 0, false, false, true, false, "sm_86", "bm=64,warps=4,bn=16", 0},
+    {BF, 1, 4, 4, 129, 77, 64, false, 5, 9, 0, 1.0, false, false, true, false, "sm_89", "bm=128,bn=48", 0},
     /* softcap with causal and window */
-    {BF, 1, 4, 1, 77, 129, 64, true, -1, -1, 50, 0, false, false, true, false, "sm_90", "bm=64,warps=4,bn=32"},
-    {F16, 1, 4, 2, 129, 129, 128, false, 20, 20, 15, 1.0, false, false, true, false, "sm_80", "bm=64,warps=4,bn=32"},
+    {BF, 1, 4, 1, 77, 129, 64, true, -1, -1, 50, 0, false, false, true, false, "sm_90", "bm=64,warps=4,bn=32", 0},
+    {F16, 1, 4, 2, 129, 129, 128, false, 20, 20, 15, 1.0, false, false, true, false, "sm_80", "bm=64,warps=4,bn=32", 0},
     /* varlen (a length-1 sequence is among the lengths the op draws), seqused_k */
-    {BF, 3, 4, 1, 77, 129, 64, false, -1, -1, 0, 0, true, false, true, false, "sm_80", "bm=64,warps=4,bn=32"},
-    {F16, 4, 4, 4, 129, 77, 64, true, -1, -1, 0, 1.0, true, false, true, false, "sm_86", "bm=64,warps=4,bn=64"},
-    {BF, 3, 8, 2, 77, 129, 128, true, -1, -1, 0, 0, false, true, true, false, "sm_89", "bm=64,warps=4,bn=32"},
-    {F16, 3, 4, 1, 129, 129, 64, false, 20, -1, 0, 1.0, true, true, true, false, "sm_90", "bm=128,bn=32,kv_stages=2"},
+    {BF, 3, 4, 1, 77, 129, 64, false, -1, -1, 0, 0, true, false, true, false, "sm_80", "bm=64,warps=4,bn=32", 0},
+    {F16, 4, 4, 4, 129, 77, 64, true, -1, -1, 0, 1.0, true, false, true, false, "sm_86", "bm=64,warps=4,bn=64", 0},
+    {BF, 3, 8, 2, 77, 129, 128, true, -1, -1, 0, 0, false, true, true, false, "sm_89", "bm=64,warps=4,bn=32", 0},
+    {F16, 3, 4, 1, 129, 129, 64, false, 20, -1, 0, 1.0, true, true, true, false, "sm_90", "bm=128,bn=32,kv_stages=2", 0},
+    /* paged K/V (block tables: shuffled distinct pages), pages smaller than,
+     * equal to and larger than a K/V tile, one-row pages, with varlen and
+     * seqused_k (impl=fa2 named: paged problems default to the decode kernel) */
+    {BF, 2, 4, 1, 77, 129, 64, true, -1, -1, 0, 1.0, false, false, true, false, "sm_80", "impl=0,bm=64,warps=4,bn=64", 16},
+    {F16, 3, 8, 2, 129, 77, 128, false, -1, -1, 0, 0, false, true, true, false, "sm_86", "impl=0,bm=64,warps=4,bn=32", 64},
+    {BF, 3, 4, 4, 77, 129, 64, false, 30, 2, 0, 1.0, true, false, true, false, "sm_89", "impl=0,bm=128,warps=8,bn=32", 32},
+    {F16, 2, 4, 2, 33, 40, 64, true, -1, -1, 0, 1.0, true, true, true, false, "sm_90", "impl=0,bm=64,warps=4,bn=16", 1},
 };
 
 /* Inputs uniform in [LO, HI), positive. Not the verifier's zero-mean
@@ -187,4 +197,139 @@ static void run_grid(const acase *cases, int n)
 Test(attention_prefill, emulator_grid, .timeout = 600)
 {
     run_grid(grid, (int)(sizeof grid / sizeof grid[0]));
+}
+
+/* ---- assembly, structure, check() ---- */
+
+static const char *const prefill_archs[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
+
+static pt_problem llama(bool causal)
+{
+    acase c = {BF, 1, 32, 8, 4096, 4096, 128, causal, -1, -1, 0, 0, false, false, false, false, "sm_80", "", 0};
+    return problem(&c);
+}
+
+Test(attention_prefill, every_config_of_the_llama3_8b_space_assembles, .timeout = 1800)
+{
+    pt_compiler *comp = NULL;
+    pt_err e = {0};
+    if (pt_compiler_open(&comp, &e)) {
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_skip_test("no CUDA toolkit: %s", e.msg);
+    }
+    pt_problem p = llama(true);
+    double t0 = now();
+    test_space_tally t = test_assemble_space(&gen_attention_op, &p, 1, prefill_archs, 4, comp);
+    printf("attention prefill: %d configs of the Llama-3-8B space (Sq=Sk=4096, Hq 32, Hkv 8, d 128, causal, "
+           "bf16) assembled for sm_80 sm_86 sm_89 sm_90 with %s in %.0f s: %d failures, %d with spills, %d with "
+           "C7xxx warnings, %d with local memory\n",
+           t.variants, pt_compiler_describe(comp), now() - t0, t.failures, t.spills, t.warned, t.local);
+    pt_compiler_close(comp);
+    cr_assert(t.variants >= 300, "only %d configs", t.variants);
+    cr_assert(t.failures + t.spills + t.warned + t.local == 0, "first: %s", t.first);
+}
+
+static int count(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *s = strstr(text, what); s; s = strstr(s + 1, what))
+        n++;
+    return n;
+}
+
+/* The default Llama kernel: what the loop is made of. */
+Test(attention_prefill, structure_of_the_default_kernel)
+{
+    pt_problem p = llama(true);
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse("sm_80", &tg, &e), 0);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), 0, "%s", e.msg);
+    pt_config c;
+    gen_attention_op.defaults(pp, &tg, &c);
+    char cs[256];
+    pt_config_str(&c, cs, sizeof cs);
+    cr_expect_str_eq(cs, "impl=0,bm=128,bn=64,warps=8,q_in_regs=0,kv_stages=1,raster=0");
+    ptx_module *m;
+    pt_launch l;
+    cr_assert_eq(pt_op_build(&gen_attention_op, pp, &tg, 90, &c, &m, &l, &e), 0, "%s", e.msg);
+    char *text = ptx_print(m);
+    ptx_module_free(m);
+    /* one block: QK^T d/16 x n8 atoms, PV bn/16 x dv/8, one m atom per warp */
+    cr_expect_eq(count(text, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), 8 * 8 + 4 * 16);
+    cr_expect_eq(count(text, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), 4 * 8, "V: bn/16 x dv/16");
+    cr_expect_eq(count(text, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 8 + 8 * 4, "Q and K");
+    cr_expect_eq(count(text, "cvt.rn.bf16x2.f32"), 16 + 64 / 2, "P (bn/2 per row pair) and o");
+    cr_expect_eq(count(text, "ld.local") + count(text, "st.local"), 0);
+    cr_expect_eq(count(text, ".param .u32"), 2, "seqlen_q and seqlen_k are run-time parameters");
+    /* the mask: one selp to -inf per S value of the thread (2 rows x 16),
+     * once, behind the block's uniform branch */
+    cr_expect_eq(count(text, ", 0fFF800000, %p"), 32);
+    const char *sel = strstr(text, ", 0fFF800000, %p");
+    cr_assert(sel);
+    const char *br = NULL, *last = sel;
+    for (const char *q = strstr(text, "bra.uni "); q && q < sel; q = strstr(q + 1, "bra.uni "))
+        br = q;
+    for (const char *q = sel; q; q = strstr(q + 1, ", 0fFF800000, %p"))
+        last = q;
+    cr_assert(br, "a branch before the mask");
+    char lbl[64];
+    size_t n = strcspn(br + 8, ";");
+    cr_assert(n < sizeof lbl - 3);
+    snprintf(lbl, sizeof lbl, "\n%.*s:", (int)n, br + 8);
+    const char *at = strstr(text, lbl);
+    cr_expect(at && at > last, "the branch before the mask (to %s) jumps over all of it", lbl + 1);
+    cr_expect_eq(l.grid[0], 32u);
+    cr_expect_eq(l.grid[1], 32u);
+    cr_expect_eq(l.block[0], 256u);
+    cr_expect(l.smem_optin);
+    free(text);
+    pt_arena_free(a);
+}
+
+static void expect_check(const char *arch, pt_problem p, const char *config, bool ok, const char *msg)
+{
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse(arch, &tg, &e), 0);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), 0, "%s", e.msg);
+    pt_space s;
+    pt_config c;
+    attn_prefill_space(pp, &tg, &s);
+    attn_prefill_defaults(pp, &tg, &c);
+    cr_assert_eq(pt_config_parse(&s, config, &c, &e), 0, "%s", e.msg);
+    pt_err ce = {0};
+    int rc = gen_attention_op.check(pp, &tg, &c, &ce);
+    cr_expect_eq(rc == 0, ok, "%s [%s]: %s", arch, config, ce.msg);
+    if (!ok && msg)
+        cr_expect(strstr(ce.msg, msg), "%s [%s]: '%s' lacks '%s'", arch, config, ce.msg, msg);
+    pt_arena_free(a);
+}
+
+Test(attention_prefill, check_by_arch)
+{
+    pt_problem p = llama(false);
+    /* shared memory: Q 32 KB + 2 x (K 32 KB + V 32 KB) = 160 KB */
+    expect_check("sm_80", p, "bm=128,bn=128,warps=8,kv_stages=2", true, NULL);
+    expect_check("sm_90", p, "bm=128,bn=128,warps=8,kv_stages=2", true, NULL);
+    expect_check("sm_86", p, "bm=128,bn=128,warps=8,kv_stages=2", false, "over sm_86's");
+    expect_check("sm_89", p, "bm=128,bn=128,warps=8,kv_stages=2", false, "shared memory");
+    /* registers: two m atoms of S 64 + O 128 */
+    expect_check("sm_80", p, "bm=128,bn=64,warps=4", false, "spill");
+    expect_check("sm_80", p, "bm=64,bn=128,warps=4,q_in_regs=1", true, NULL);
+    expect_check("sm_80", p, "bm=64,bn=64,warps=8", false, "8 rows per warp");
+    expect_check("sm_80", p, "impl=1", false, NULL);
+    /* head dim 256: one m atom, bn <= 64 */
+    acase c = {BF, 1, 8, 8, 4096, 4096, 256, true, -1, -1, 0, 0, false, false, false, false, "sm_80", "", 0};
+    expect_check("sm_80", problem(&c), "bm=128,bn=64,warps=8", true, NULL);
+    expect_check("sm_80", problem(&c), "bm=128,bn=96,warps=8", false, "spill");
+    /* paged K/V: bn a power of two (tiles start on page-aligned rows) */
+    pt_problem pg = llama(true);
+    pg.page_size = 16;
+    expect_check("sm_80", pg, "impl=0,bm=128,bn=64,warps=8", true, NULL);
+    expect_check("sm_80", pg, "impl=0,bm=128,bn=48,warps=8", false, "power of two");
 }
