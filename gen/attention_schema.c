@@ -60,7 +60,10 @@ static const pt_key keys[] = {
     {"page_size", PT_KEY_INT, 0, M(page_size), 0, "0", NULL, 0, NULL,
      "paged KV: k and v are pools [num_pages, page_size, Hkv, d], block_table input; "
      "a power of two <= 1024, 0 not paged"},
-    {"num_pages", PT_KEY_INT, PT_KEY_SHAPE, M(num_pages), 0, NULL, NULL, 1, num_pages_default,
+    /* not a size of the class's dims: its default depends on others (an
+     * unset one would be a 0 there, which the store's nearest-bucket distance
+     * cannot take); a pool other than the default is part of the class */
+    {"num_pages", PT_KEY_INT, 0, M(num_pages), 0, NULL, NULL, 1, num_pages_default,
      "pages of the pools; default batch * ceil(seqlen_k / page_size)"},
     {"seqused_k", PT_KEY_BOOL, 0, M(seqused_k), 0, "0", NULL, 0, NULL,
      "seqused_k [B] s32 input: each sequence's used keys (<= seqlen_k)"},

@@ -679,6 +679,9 @@ Test(attention, llama3_8b_problem_set_is_valid)
         pt_arena_free(a);
         for (int j = 0; j < k; j++)
             cr_expect_str_neq(set.v[j].key, set.v[k].key);
+        /* the store's nearest bucket compares dims by log2 ratios: none is 0 */
+        const char *d = set.v[k].dims;
+        cr_expect(d[0] != '0' && !strstr(d, ",0"), "line %d: dims %s", set.v[k].line, d);
     }
     cr_expect_eq(decode, 9);
     search_problems_free(&set);
