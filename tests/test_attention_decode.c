@@ -82,6 +82,9 @@ typedef struct tally {
     int ran, failed;
     double worst[2]; /* f16, bf16 */
     char first[2048];
+    uint64_t conflicts[EMU_NBANK], wavefronts[EMU_NBANK]; /* shared-memory bank model, summed */
+    char worst_bank[EMU_NBANK][160];
+    uint64_t worst_c[EMU_NBANK];
 } tally;
 
 static int run_case(const dcase *c, uint64_t seed, pt_check_result *r, pt_err *e)
@@ -123,6 +126,14 @@ static void check_case(tally *t, const dcase *c)
     int k = c->dt == PT_BF16;
     if (!rc && r.max_err > t->worst[k])
         t->worst[k] = r.max_err;
+    for (int b = 0; b < EMU_NBANK && !rc; b++) {
+        t->conflicts[b] += r.bank[b].conflicts;
+        t->wavefronts[b] += r.bank[b].wavefronts;
+        if (r.bank[b].worst_conflicts > t->worst_c[b]) {
+            t->worst_c[b] = r.bank[b].worst_conflicts;
+            snprintf(t->worst_bank[b], sizeof t->worst_bank[b], "line %d of %.120s", r.bank[b].worst_line, what);
+        }
+    }
     if (rc) {
         if (!t->failed)
             snprintf(t->first, sizeof t->first, "%s: %s", what, e.msg);
@@ -181,7 +192,14 @@ Test(attention_decode, grid_against_float64_reference, .timeout = 600)
     printf("attention decode (impl=split): %d cases on the emulator, %d failed; worst error f16 %.3g, bf16 %.3g "
            "(tolerance 1e-2 for o, 1e-4 for lse); %.1f s\n",
            t.ran, t.failed, t.worst[0], t.worst[1], now() - t0);
+    static const char *const cls[] = {"ld.shared", "st.shared", "ldmatrix", "cp.async"};
+    for (int b = 0; b < EMU_NBANK; b++)
+        printf("  bank conflicts %s: %llu of %llu wavefronts%s%s\n", cls[b], (unsigned long long)t.conflicts[b],
+               (unsigned long long)t.wavefronts[b], t.worst_c[b] ? "; worst " : "", t.worst_bank[b]);
     cr_assert_eq(t.failed, 0, "%d of %d failed; first: %s", t.failed, t.ran, t.first);
+    for (int b = 0; b < EMU_NBANK; b++) /* swizzled K/V/Q tiles, padded O buffer */
+        cr_assert_eq(t.conflicts[b], 0, "%s: %llu bank conflicts, worst at %s", cls[b],
+                     (unsigned long long)t.conflicts[b], t.worst_bank[b]);
 }
 
 /* ---- determinism ---------------------------------------------------------- */
