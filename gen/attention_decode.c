@@ -486,6 +486,22 @@ static ptx_opd score(dctx *x, ptx_reg s)
     return ex_ptx_node(x->f, &n, &a);
 }
 
+/* One K and one V tile through the pages; with equal row bytes the two
+ * copies have the same cut, so V reuses K's table lookups. */
+static void issue_kv_paged(ptx_fn *f, kit_g2s *ck, const kit_paged *pk, kit_g2s *cv, const kit_paged *pv,
+                           ptx_reg st, int64_t v_off, ptx_reg pred, bool share)
+{
+    if (!share) {
+        kit_g2s_issue_paged(ck, pk, st, 0, pred);
+        kit_g2s_issue_paged(cv, pv, st, v_off, pred);
+        return;
+    }
+    ptx_reg *pages = pt_arena_alloc(f->mod->arena, (size_t)ck->n * sizeof(ptx_reg));
+    memset(pages, 0, (size_t)ck->n * sizeof(ptx_reg));
+    kit_g2s_issue_paged_shared(ck, pk, st, 0, pred, pages, ck->n);
+    kit_g2s_issue_paged_shared(cv, pv, st, v_off, pred, pages, ck->n);
+}
+
 static void mma(ptx_fn *f, const kit_atom *at, ptx_opd d, ptx_opd a, ptx_opd b)
 {
     ptx_types mt = PTX_TYPES(at->acc, at->ab, at->ab, at->acc);
@@ -682,8 +698,7 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
         ptx_reg st = kit_pipe_acquire(&pipe);
         ptx_reg p = setp(f, PTX_M_GT, S32T, ptx_r(nblk), ptx_imm(s));
         if (paged) {
-            kit_g2s_issue_paged(&ck, &pk, st, 0, p);
-            kit_g2s_issue_paged(&cv, &pv, st, g->v_off, p);
+            issue_kv_paged(f, &ck, &pk, &cv, &pv, st, g->v_off, p, d == dv);
             kit_g2s_paged_advance(&ck, &pk);
             kit_g2s_paged_advance(&cv, &pv);
         } else {
@@ -782,8 +797,7 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
         ptx_reg p = setp(f, PTX_M_LT, S32T, ptx_r(nx), ptx_r(nblk));
         ptx_reg wst = kit_pipe_acquire(&pipe);
         if (paged) {
-            kit_g2s_issue_paged(&ck, &pk, wst, 0, p);
-            kit_g2s_issue_paged(&cv, &pv, wst, g->v_off, p);
+            issue_kv_paged(f, &ck, &pk, &cv, &pv, wst, g->v_off, p, d == dv);
             kit_g2s_paged_advance(&ck, &pk);
             kit_g2s_paged_advance(&cv, &pv);
         } else {

@@ -13,7 +13,21 @@
 
 enum { TR = 32, RB = 64, NTILE = 3, LDE = RB / 2 }; /* tile rows, row bytes, tiles, u16 per row */
 
-static void gather_case(int P, int T, int rows)
+/* ld.global.nc instructions emitted so far (the table lookups). */
+static int nc_loads(const ptx_fn *f)
+{
+    int n = 0;
+    for (size_t i = 0; i < f->nbody; i++)
+        for (int k = 0; k < f->body[i].nmods; k++)
+            n += f->body[i].op == PTX_OP_LD && f->body[i].mods[k] == PTX_M_NC;
+    return n;
+}
+
+/* share: a second copy of the same rows from a second pool (the first's
+ * values + 0x4000) into tiles after the first three, sharing the first
+ * copy's table lookups (kit_g2s_issue_paged_shared): it must read the
+ * same pages. */
+static void gather_case(int P, int T, int rows, bool share)
 {
     int nent = (rows + P - 1) / P;               /* table entries in bounds */
     int npages = nent + 3;                        /* spare pages no entry names */
@@ -21,8 +35,13 @@ static void gather_case(int P, int T, int rows)
     uint16_t *pool = malloc((size_t)pool_n * 2);
     uint32_t *table = malloc((size_t)nent * 4);
     cr_assert(pool && table);
-    for (int64_t i = 0; i < pool_n; i++)
+    uint16_t *pool2 = malloc((size_t)pool_n * 2);
+    cr_assert(pool2);
+    for (int64_t i = 0; i < pool_n; i++) {
         pool[i] = (uint16_t)(i * 7 + 1);
+        pool2[i] = (uint16_t)(pool[i] + 0x4000);
+    }
+    int ncopy = share ? 2 : 1;
     /* distinct pages, reversed and pairwise swapped (none where it would be
      * in order) */
     for (int i = 0; i < nent; i++)
@@ -36,26 +55,42 @@ static void gather_case(int P, int T, int rows)
     kit_layout tile = kit_smem_tile(TR, RB, 0);
     tk t = tk_new("sm_80", "k");
     ptx_reg po = tk_ptr(&t, "o"), ppool = tk_ptr(&t, "pool"), ptab = tk_ptr(&t, "table");
+    ptx_reg ppool2 = tk_ptr(&t, "pool2");
     ptx_reg nr = tk_u32(&t, "rows");
     ptx_reg tid = tk_sreg(&t, PTX_S_TID_X);
     ptx_module_extern_shared(t.m, "sm", 128);
     ptx_reg sm = R32(&t);
     E(MOV, NOM, T1(U32), ptx_r(sm), ptx_sym("sm"));
     kit_view v = {ppool, RB, 2, ptx_r(nr), ptx_imm(LDE), true, false};
-    kit_g2s c;
+    kit_view v2 = {ppool2, RB, 2, ptx_r(nr), ptx_imm(LDE), true, false};
+    kit_g2s c, c2;
     kit_g2s_init(t.f, &c, &tile, &v, T, tid, 16, TR, 0);
-    ptx_reg row = R32(&t);
+    kit_g2s_init(t.f, &c2, &tile, &v2, T, tid, 16, TR, 0);
+    ptx_reg row = R32(&t), row2 = R32(&t);
     E(MOV, NOM, T1(U32), ptx_r(row), ptx_imm(0));
+    E(MOV, NOM, T1(U32), ptx_r(row2), ptx_imm(0));
     kit_paged pg = {.table = ptab, .pool = ppool, .page = P, .page_bytes = (int64_t)P * RB, .row = row};
+    kit_paged pg2 = {.table = ptab, .pool = ppool2, .page = P, .page_bytes = (int64_t)P * RB, .row = row2};
     kit_g2s_paged_init(&c, &pg, tid);
+    kit_g2s_paged_init(&c2, &pg2, tid);
     for (int k = 0; k < NTILE; k++) {
-        kit_g2s_issue_paged(&c, &pg, sm, k * tile.span, (ptx_reg){0});
+        if (share) {
+            ptx_reg pages[64] = {{0}};
+            kit_g2s_issue_paged_shared(&c, &pg, sm, k * tile.span, (ptx_reg){0}, pages, c.n);
+            int before = nc_loads(t.f);
+            cr_assert_gt(before, 0);
+            kit_g2s_issue_paged_shared(&c2, &pg2, sm, (NTILE + k) * tile.span, (ptx_reg){0}, pages, c.n);
+            cr_assert_eq(nc_loads(t.f), before, "P=%d: the second copy looked pages up again", P);
+            kit_g2s_paged_advance(&c2, &pg2);
+        } else {
+            kit_g2s_issue_paged(&c, &pg, sm, k * tile.span, (ptx_reg){0});
+        }
         kit_g2s_paged_advance(&c, &pg);
     }
     E0(CP_ASYNC_WAIT_ALL, NOM, PTX_NOTYPES);
     E(BAR, MODS(MD(SYNC)), PTX_NOTYPES, ptx_imm(0));
     /* thread t stores 16-byte chunks t, t + T, ... of the three tiles */
-    int64_t total = NTILE * tile.span / 16;
+    int64_t total = ncopy * NTILE * tile.span / 16;
     ptx_reg v4[4] = {R32(&t), R32(&t), R32(&t), R32(&t)};
     for (int64_t q = 0; q * T < total; q++) {
         ptx_reg so = R32(&t);
@@ -67,30 +102,33 @@ static void gather_case(int P, int T, int rows)
     tk_ret(&t);
     cr_assert_eq(ptx_module_error(t.m), 0, "%s", ptx_module_errmsg(t.m));
     tk_load(&t);
-    size_t obytes = (size_t)(NTILE * tile.span);
+    size_t obytes = (size_t)(ncopy * NTILE * tile.span);
     uint16_t *out = malloc(obytes);
     cr_assert(out);
     uint64_t d = tk_buf(&t, NULL, obytes, "o"), x = tk_buf(&t, pool, (size_t)pool_n * 2, "pool");
     uint64_t tb = tk_buf(&t, table, (size_t)nent * 4, "table");
+    uint64_t x2 = tk_buf(&t, pool2, (size_t)pool_n * 2, "pool2");
     uint32_t ur = (uint32_t)rows;
-    const void *args[] = {&d, &x, &tb, &ur};
+    const void *args[] = {&d, &x, &tb, &x2, &ur};
     pt_err e = {0};
     cr_assert_eq(tk_run_dims(&t, 1, (unsigned)T, obytes, args, &e, NULL), 0, "P=%d T=%d: %s", P, T, e.msg);
     tk_get(&t, d, out, obytes);
-    for (int k = 0; k < NTILE; k++)
-        for (int r = 0; r < TR; r++) {
-            int vr = k * TR + r;
-            for (int el = 0; el < LDE; el++) {
-                uint16_t want = 0;
-                if (vr < rows)
-                    want = pool[((int64_t)table[vr / P] * P + vr % P) * LDE + el];
-                int64_t o = k * tile.span + kit_at(&tile, r, 2 * el);
-                cr_assert_eq(out[o / 2], want, "P=%d T=%d tile %d row %d el %d: got %u want %u", P, T, k, r, el,
-                             out[o / 2], want);
+    for (int q = 0; q < ncopy; q++)
+        for (int k = 0; k < NTILE; k++)
+            for (int r = 0; r < TR; r++) {
+                int vr = k * TR + r;
+                for (int el = 0; el < LDE; el++) {
+                    uint16_t want = 0;
+                    if (vr < rows)
+                        want = (q ? pool2 : pool)[((int64_t)table[vr / P] * P + vr % P) * LDE + el];
+                    int64_t o = (q * NTILE + k) * tile.span + kit_at(&tile, r, 2 * el);
+                    cr_assert_eq(out[o / 2], want, "P=%d T=%d copy %d tile %d row %d el %d: got %u want %u", P, T,
+                                 q, k, r, el, out[o / 2], want);
+                }
             }
-        }
     free(out);
     free(pool);
+    free(pool2);
     free(table);
     tk_free(&t);
 }
@@ -101,9 +139,17 @@ Test(kit_paged, gather_through_a_block_table)
     static const int threads[] = {32, 64, 128};
     for (size_t i = 0; i < sizeof pages / sizeof *pages; i++)
         for (size_t j = 0; j < sizeof threads / sizeof *threads; j++)
-            gather_case(pages[i], threads[j], 75); /* tile 2 ends at row 96: 75..95 zero */
-    gather_case(16, 64, 96);                      /* bound on a tile edge */
-    gather_case(8, 32, 1);                        /* one row */
+            gather_case(pages[i], threads[j], 75, false); /* tile 2 ends at row 96: 75..95 zero */
+    gather_case(16, 64, 96, false);                      /* bound on a tile edge */
+    gather_case(8, 32, 1, false);                        /* one row */
+}
+
+/* A second copy (V after K) takes the first one's page numbers. */
+Test(kit_paged, second_copy_shares_the_lookups)
+{
+    static const int pages[] = {1, 8, 16, 64};
+    for (size_t i = 0; i < sizeof pages / sizeof *pages; i++)
+        gather_case(pages[i], 64, 75, true);
 }
 
 /* Setup errors are the module's sticky error, not wrong code: a page that

@@ -420,7 +420,22 @@ void kit_g2s_paged_init(kit_g2s *c, kit_paged *pg, ptx_reg tid)
     pg->cbyte = kit_reg(f, kit_iop(f, PTX_OP_MUL, pc0, ptx_imm(c->cw)));
 }
 
+static void issue_paged(kit_g2s *c, const kit_paged *pg, ptx_reg dst, int64_t dimm, ptx_reg pred, ptx_reg *pages,
+                        int npages);
+
 void kit_g2s_issue_paged(kit_g2s *c, const kit_paged *pg, ptx_reg dst, int64_t dimm, ptx_reg pred)
+{
+    issue_paged(c, pg, dst, dimm, pred, NULL, 0);
+}
+
+void kit_g2s_issue_paged_shared(kit_g2s *c, const kit_paged *pg, ptx_reg dst, int64_t dimm, ptx_reg pred,
+                                ptx_reg *pages, int npages)
+{
+    issue_paged(c, pg, dst, dimm, pred, pages, npages);
+}
+
+static void issue_paged(kit_g2s *c, const kit_paged *pg, ptx_reg dst, int64_t dimm, ptx_reg pred, ptx_reg *pages,
+                        int npages)
 {
     ptx_fn *f = c->f;
     int cw = c->cw, TR = kit_tile_rows(c->tile), P = pg->page, lp = ilog2(P);
@@ -444,7 +459,7 @@ void kit_g2s_issue_paged(kit_g2s *c, const kit_paged *pg, ptx_reg dst, int64_t d
     }
     ptx_reg dst_of[64] = {{0}}, dst_key[64] = {{0}};
     int ndst = 0;
-    int cur_e = -1;
+    int cur_e = -1, grp = -1;
     ptx_reg pbase = {0};
     for (int j = 0; j < c->n; j++) {
         int ej = P >= TR ? 0 : c->rowimm[j] / P, rj = P >= TR ? c->rowimm[j] : c->rowimm[j] % P;
@@ -452,15 +467,21 @@ void kit_g2s_issue_paged(kit_g2s *c, const kit_paged *pg, ptx_reg dst, int64_t d
         if (c->v.row_edge)
             rok = c->radv ? setp_s(f, PTX_M_GT, ptx_r(c->rrem), ptx_imm(c->rowimm[j])) : c->rowok[j];
         ptx_reg g = pand(f, c->guard[j], pred);
-        if (ej != cur_e) { /* a new page: look its entry up */
+        if (ej != cur_e) { /* a new page: look its entry up (or take the shared one) */
             cur_e = ej;
-            ptx_reg lg = pand(f, rok, g);
-            ptx_reg page = ptx_reg_new(f, PTX_T_B32);
-            ptx_emit(f, PTX_OP_MOV, PTX_NOMODS, PTX_T1(PTX_T_U32), ptx_r(page), ptx_imm(0));
-            ptx_ins *in = ptx_emit(f, PTX_OP_LD, PTX_MODS(PTX_M_GLOBAL, PTX_M_NC), PTX_T1(PTX_T_U32), ptx_r(page),
-                                   ptx_addr(eptr, (int64_t)ej * 4));
-            if (lg.id)
-                ptx_guard(in, lg, false);
+            grp++;
+            ptx_reg page = grp < npages ? pages[grp] : (ptx_reg){0};
+            if (!page.id) {
+                ptx_reg lg = pand(f, rok, g);
+                page = ptx_reg_new(f, PTX_T_B32);
+                ptx_emit(f, PTX_OP_MOV, PTX_NOMODS, PTX_T1(PTX_T_U32), ptx_r(page), ptx_imm(0));
+                ptx_ins *in = ptx_emit(f, PTX_OP_LD, PTX_MODS(PTX_M_GLOBAL, PTX_M_NC), PTX_T1(PTX_T_U32),
+                                       ptx_r(page), ptx_addr(eptr, (int64_t)ej * 4));
+                if (lg.id)
+                    ptx_guard(in, lg, false);
+                if (grp < npages)
+                    pages[grp] = page;
+            }
             pbase = addr64(f, pg->pool, ptx_r(page), pg->page_bytes);
             ptx_reg pb2 = ptx_reg_new(f, PTX_T_B64);
             ptx_emit(f, PTX_OP_ADD, PTX_NOMODS, PTX_T1(PTX_T_S64), ptx_r(pb2), ptx_r(pbase), ptx_r(toff));

@@ -137,6 +137,14 @@ void kit_g2s_paged_init(kit_g2s *c, kit_paged *pg, ptx_reg tid);
 /* kit_g2s_issue through the pages: this thread's pieces of the current
  * tile into shared memory at dst + dimm; pred (id 0: none) as there. */
 void kit_g2s_issue_paged(kit_g2s *c, const kit_paged *pg, ptx_reg dst, int64_t dimm, ptx_reg pred);
+/* The same, sharing the table lookups with another copy over the same
+ * rows, table and cut (V after K, both rows of the same bytes): pages[i]
+ * is this thread's i-th distinct page of the tile (npages entries, at most
+ * one per piece); an entry with id 0 is looked up and filled in, any other
+ * is used as it is. Clear the entries (id 0) before each tile's first copy;
+ * the entries are only valid for the tile they were filled in. */
+void kit_g2s_issue_paged_shared(kit_g2s *c, const kit_paged *pg, ptx_reg dst, int64_t dimm, ptx_reg pred,
+                                ptx_reg *pages, int npages);
 /* Moves to the next tile (drow rows): the row bound and pg->row. */
 void kit_g2s_paged_advance(kit_g2s *c, kit_paged *pg);
 
