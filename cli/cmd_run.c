@@ -407,6 +407,22 @@ int cmd_run(int argc, char **argv)
         cli_die(2, "%s", e.msg);
     void *bits[TUNER_MAX_TENSORS] = {0};
     load_inputs(&ro, &cp, pp, bits);
+    if (ro.nin && cp.op->check_inputs) {
+        /* given inputs an op refuses (a block-table entry outside the pool)
+         * are bad input, one line, before anything runs: the inputs as the
+         * verifier will hold them (the seed's values, the files over them) */
+        tuner_io *io;
+        if (tuner_io_new(cp.op, pp, &io, &e))
+            cli_die(1, "%s", e.msg);
+        tuner_io_random(io, ro.seed, 0, 0);
+        for (int i = 0; i < io->nin; i++)
+            if (bits[i])
+                tuner_io_set_input(io, i, bits[i]);
+        int rc = tuner_io_check_inputs(io, &e);
+        tuner_io_free(NULL, io);
+        if (rc)
+            cli_die(2, "%s", e.msg);
+    }
     tuner_eval_opts eo = {
         .target = t,
         .check = ro.check,

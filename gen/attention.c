@@ -193,7 +193,7 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
     return PT_OK;
 }
 
-bool attn_decode_kind(const pt_prepared *pp) { return pp->Sq <= ATTN_DECODE_MAX_SQ || pp->page > 0; }
+bool attn_decode_kind(const pt_prepared *pp) { return pp->Sq <= ATTN_DECODE_MAX_SQ; }
 
 bool attn_visible(const pt_prepared *pp, int64_t i, int64_t j, int64_t sq, int64_t sk)
 {

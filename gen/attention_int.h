@@ -79,8 +79,8 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
 bool attn_visible(const pt_prepared *pp, int64_t i, int64_t j, int64_t sq, int64_t sk);
 
 /* The kernel kind of a problem (space and defaults; check and emit follow
- * the config's impl): decode (impl split) when seqlen_q <= ATTN_DECODE_MAX_SQ
- * or the KV cache is paged, else prefill (impl fa2). */
+ * the config's impl): decode (impl split) when seqlen_q <= ATTN_DECODE_MAX_SQ,
+ * else prefill (impl fa2), paged or not (both kernels read paged KV). */
 enum { ATTN_DECODE_MAX_SQ = 16 };
 bool attn_decode_kind(const pt_prepared *pp);
 /* Visible (row, key) pairs of one (sequence, head) with lengths sq, sk

@@ -120,7 +120,10 @@ Test(attention, prepare_fills_strides_and_tensor_indices)
     cr_expect_eq(in[1].numel, 4 * 4 * 2 * 64, "k is the pool");
     cr_expect_str_eq(in[6].name, "seqused_k");
     cr_expect_str_eq(out[0].name, "o");
-    cr_expect(attn_decode_kind(pp), "paged: the decode kind");
+    cr_expect(attn_decode_kind(pp), "seqlen_q 5: the decode kind");
+    cr_expect(!attn_decode_kind(prep_ok(a, "batch=1 heads_q=4 heads_kv=4 seqlen_q=512 seqlen_k=512 "
+                                           "head_dim=64 dtype=f16 page_size=16")),
+              "a paged prefill is the prefill kernel's");
     cr_expect(attn_decode_kind(prep_ok(a, BASE)), "seqlen_q 5 <= 16: decode");
     cr_expect(!attn_decode_kind(prep_ok(
         a, "batch=1 heads_q=4 heads_kv=4 seqlen_q=512 seqlen_k=512 head_dim=64 dtype=f16")));
@@ -720,4 +723,50 @@ Test(attention, cost_model_kinds)
     cr_expect_str_eq(est.limiter, "memory", "decode: %s", est.limiter);
     cr_expect_eq(est.traffic, pc.traffic);
     pt_arena_free(a);
+}
+
+/* A .npy file of s32 values (format 1.0, little-endian, C order). */
+static void write_npy_s32(const char *path, const int32_t *v, int n0, int n1)
+{
+    char hdr[128];
+    int len = snprintf(hdr, sizeof hdr, "{'descr': '<i4', 'fortran_order': False, 'shape': (%d, %d), }",
+                       n0, n1);
+    int total = 10 + len + 1, pad = (64 - total % 64) % 64;
+    FILE *f = fopen(path, "wb");
+    cr_assert(f, "%s", path);
+    uint16_t hl = (uint16_t)(len + pad + 1);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fputc(hl & 0xff, f);
+    fputc(hl >> 8, f);
+    fwrite(hdr, 1, (size_t)len, f);
+    for (int i = 0; i < pad; i++)
+        fputc(' ', f);
+    fputc('\n', f);
+    fwrite(v, sizeof *v, (size_t)(n0 * n1), f);
+    fclose(f);
+}
+
+/* 'run --in' with a block table outside the pool: bad input, exit 2, one
+ * line naming the entry, before anything is launched. */
+Test(attention, cli_refuses_given_inputs_out_of_range)
+{
+    char dir[] = "/tmp/ptxtune_attn_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/bt.npy", dir);
+    const int32_t bad[8] = {0, 1, 2, 3, 4, 5, 6, 99}, good[8] = {7, 1, 2, 3, 4, 5, 6, 0};
+    write_npy_s32(path, bad, 2, 4);
+    static char out[1 << 14];
+    char err[4096];
+    const char *args = "run attention batch=2 heads_q=4 heads_kv=1 seqlen_q=1 seqlen_k=64 "
+                       "head_dim=64 page_size=16 dtype=bf16 --backend mock --check "
+                       "--in block_table=bt.npy";
+    int rc = test_run_ptxtune(dir, args, out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 2, "exit %d: %s%s", rc, out, err);
+    cr_expect_str_eq(err, "ptxtune: block_table[1][3] = 99: outside the pool (num_pages=8)\n");
+    write_npy_s32(path, good, 2, 4);
+    rc = test_run_ptxtune(dir, args, out, sizeof out, err, sizeof err);
+    cr_expect(rc != 2 && !strstr(err, "outside the pool"), "exit %d: %s", rc, err);
+    remove(path);
+    rmdir(dir);
 }
