@@ -44,6 +44,11 @@ static const char tune_usage[] =
     "  --threads N      compile threads (default: CPUs, at most 8)\n"
     "  --prune F        drop configs the cost model puts above F x the best estimate\n"
     "  --top N          rows per problem in the final table (default 5)\n"
+    "  --shard I/N      only slice I of N of the problems: ranked by the hash of their\n"
+    "                   canonical key, every N-th from I (deterministic, balanced, the\n"
+    "                   same whatever the order of the file; docs/slurm.md)\n"
+    "  --any-host       the store is this task's own copy (a Slurm task's node-local\n"
+    "                   store): resume an unfinished run whatever host started it\n"
     "  --new            a new run measuring every candidate: never resume an unfinished\n"
     "                   run, never take a candidate from a finished one (by default a\n"
     "                   kernel a finished run of this fingerprint measured for the problem\n"
@@ -58,7 +63,7 @@ static const char tune_usage[] =
 
 enum {
     O_STRATEGY = 256, O_BUDGET, O_BACKEND, O_DB, O_PROBLEMS, O_ARCH, O_SEED, O_THREADS, O_PRUNE,
-    O_TOP, O_NEW, O_NOCOMPILE, O_QUIET, O_NAME, O_HELP, O_NOISE, O_SLOW,
+    O_TOP, O_NEW, O_NOCOMPILE, O_QUIET, O_NAME, O_HELP, O_NOISE, O_SLOW, O_SHARD, O_ANYHOST,
 };
 
 static const struct option tune_opts[] = {
@@ -70,7 +75,8 @@ static const struct option tune_opts[] = {
     {"new", no_argument, 0, O_NEW},                 {"no-compile", no_argument, 0, O_NOCOMPILE},
     {"quiet", no_argument, 0, O_QUIET},             {"name", required_argument, 0, O_NAME},
     {"mock-noise", required_argument, 0, O_NOISE},  {"help", no_argument, 0, O_HELP},
-    {"mock-slow", required_argument, 0, O_SLOW},
+    {"mock-slow", required_argument, 0, O_SLOW},    {"shard", required_argument, 0, O_SHARD},
+    {"any-host", no_argument, 0, O_ANYHOST},
     {0, 0, 0, 0},
 };
 
@@ -219,7 +225,8 @@ int cmd_tune(int argc, char **argv)
     int threads = 0, top = 5;
     double prune = 0, noise = 0, slow = 0;
     const char *slow_match = "";
-    bool fresh = false, no_compile = false, quiet = false;
+    bool fresh = false, no_compile = false, quiet = false, any_host = false;
+    int shard_i = 0, shard_n = 0;
     pt_buf items;
     pt_buf_init(&items);
     optind = 1;
@@ -264,6 +271,17 @@ int cmd_tune(int argc, char **argv)
             break;
         }
         case O_NEW: fresh = true; break;
+        case O_ANYHOST: any_host = true; break;
+        case O_SHARD: {
+            long long si = 0, sn = 0;
+            char tail = 0;
+            if (sscanf(optarg, "%lld/%lld%c", &si, &sn, &tail) != 2 || sn < 1 || sn > 100000 ||
+                si < 1 || si > sn)
+                cli_die(2, "bad --shard '%s' (I/N with 1 <= I <= N, e.g. 2/4)", optarg);
+            shard_i = (int)si;
+            shard_n = (int)sn;
+            break;
+        }
         case O_NOCOMPILE: no_compile = true; break;
         case O_QUIET: quiet = true; break;
         case O_NAME: name = optarg; break;
@@ -377,7 +395,8 @@ int cmd_tune(int argc, char **argv)
         .budget_s = sbudget, .seed = seed, .threads = threads, .prune = prune,
         .no_compile = no_compile, .fresh = fresh, .tool_version = tool_version,
         .git_rev = PT_GIT_REV, .mock_noise = noise, .mock_slow = slow,
-        .mock_slow_match = slow_match, .progress = on_progress,
+        .mock_slow_match = slow_match, .shard_index = shard_i, .shard_count = shard_n,
+        .any_host = any_host, .progress = on_progress,
         .progress_ctx = &pc, .stop = &stop_flag,
     };
     sweep_summary sum;
@@ -395,6 +414,13 @@ int cmd_tune(int argc, char **argv)
             cli_die(1, "%s; run %lld is kept: the same command resumes it", e.msg,
                     (long long)sum.run_id);
         cli_die(exit_code(rc), "%s", e.msg);
+    }
+    if (sum.empty_shard) {
+        printf("shard %d/%d: no problem of the set falls in this slice; nothing to do\n",
+               shard_i, shard_n);
+        db_close(db);
+        search_problems_free(&set);
+        return 0;
     }
     printf("run %lld (%.12s) on %s [%s], fingerprint %s%s\n", (long long)sum.run_id,
            sum.run_uuid, sum.device, sum.protocol, sum.fingerprint,

@@ -197,10 +197,15 @@ int db_record(db_store *s, const db_kernel *k, const db_cubin *c, const db_measu
 /* Starts a run (status running) and returns its id. */
 int db_run_begin(db_store *s, const db_run *r, int64_t *id, pt_err *e);
 /* Finds an unfinished run of the same args_key and fingerprint whose process
- * is gone (same host, pid not alive) and takes it over (pid := ours).
+ * is gone (same host, pid not alive) and takes it over (host, pid := ours).
  * *id 0 when none. */
 int db_run_claim(db_store *s, const char *args_key, int64_t fingerprint_id, const char *host,
                  int64_t pid, int64_t *id, pt_err *e);
+/* The same for a store that is the caller's own copy (a Slurm task's
+ * node-local store, copied out after a killed task and in on another
+ * node): an unfinished run of any host is taken over. */
+int db_run_claim_any(db_store *s, const char *args_key, int64_t fingerprint_id, const char *host,
+                     int64_t pid, int64_t *id, pt_err *e);
 int db_run_end(db_store *s, int64_t run, const char *status, pt_err *e);
 /* The uuid of run id. */
 int db_run_uuid(db_store *s, int64_t run, char uuid[33], pt_err *e);

@@ -1139,7 +1139,7 @@ static bool pid_alive(int64_t pid)
 }
 
 static int claim_nolock(db_store *s, const char *args_key, int64_t fp, const char *host,
-                        int64_t pid, int64_t *id, pt_err *e)
+                        bool any, int64_t pid, int64_t *id, pt_err *e)
 {
     *id = 0;
     sqlite3_stmt *st = db__stmt(s, DB_ST_RUN_CANDIDATES, e);
@@ -1152,7 +1152,8 @@ static int claim_nolock(db_store *s, const char *args_key, int64_t fp, const cha
         const char *rhost = db__col_text(st, 1);
         int64_t rpid = sqlite3_column_int64(st, 2);
         bool interrupted = strcmp(db__col_text(st, 3), "interrupted") == 0;
-        if (interrupted || (strcmp(rhost, host) == 0 && !pid_alive(rpid))) {
+        /* any: the store is the caller's own copy, nobody else runs it */
+        if (interrupted || any || (strcmp(rhost, host) == 0 && !pid_alive(rpid))) {
             *id = sqlite3_column_int64(st, 0);
             break;
         }
@@ -1175,7 +1176,13 @@ static int claim_nolock(db_store *s, const char *args_key, int64_t fp, const cha
 int db_run_claim(db_store *s, const char *args_key, int64_t fingerprint_id, const char *host,
                  int64_t pid, int64_t *id, pt_err *e)
 {
-    DB_TXN(s, e, claim_nolock(s, args_key, fingerprint_id, host, pid, id, e));
+    DB_TXN(s, e, claim_nolock(s, args_key, fingerprint_id, host, false, pid, id, e));
+}
+
+int db_run_claim_any(db_store *s, const char *args_key, int64_t fingerprint_id, const char *host,
+                     int64_t pid, int64_t *id, pt_err *e)
+{
+    DB_TXN(s, e, claim_nolock(s, args_key, fingerprint_id, host, true, pid, id, e));
 }
 
 static int run_end_nolock(db_store *s, int64_t run, const char *status, pt_err *e)

@@ -1130,3 +1130,65 @@ Test(tune, incremental_sweeps_reuse_finished_runs_and_seeds_follow_the_key)
                                                    " problems p ON p.id = m.problem_id WHERE"
                                                    " m.run_id = 1 AND p.name = 'two'"));
 }
+
+/* ---- issue 15 item 5: --shard I/N ---------------------------------------- */
+
+/* Three shards of five problems: disjoint, together the set, and the same
+ * slices for the set reordered. */
+Test(tune, shards_partition_a_set_by_key_whatever_its_order)
+{
+    static const char *const items[] = {
+        "expr='y = softmax(x, -1)' shape=x=8x256 dtype=f16 name=p0",
+        "expr='y = relu(x)' shape=x=8x256 name=p1",
+        "expr='y = x * 2' shape=x=8x256 name=p2",
+        "expr='y = exp(x)' shape=x=8x256 name=p3",
+        "expr='y = tanh(x)' shape=x=8x256 name=p4",
+    };
+    const char *fwd[5], *rev[5];
+    for (int i = 0; i < 5; i++) {
+        fwd[i] = items[i];
+        rev[i] = items[4 - i];
+    }
+    int64_t total = 0;
+    for (int order = 0; order < 2; order++)
+        for (int sh = 1; sh <= 3; sh++) {
+            pt_arena *a = pt_arena_new();
+            search_problem p[5];
+            pt_err e = {0};
+            for (int i = 0; i < 5; i++)
+                cr_assert_eq(search_problem_parse(a, "elementwise", (order ? rev : fwd)[i], &p[i],
+                                                  &e), PT_OK);
+            db_store *s;
+            cr_assert_eq(db_open(P(order ? "rev.db" : "fwd.db"), NULL, &s, &e), PT_OK, "%s", e.msg);
+            fake f = {0};
+            sweep_opts o = {.strategy = SEARCH_RANDOM, .budget = 2, .seed = 3, .threads = 1,
+                            .no_compile = true, .tool_version = "test", .git_rev = "test",
+                            .measure = fake_measure, .measure_ctx = &f, .fingerprint = &fake_fp,
+                            .stop = &f.stop, .shard_index = sh, .shard_count = 3};
+            sweep_summary sum;
+            cr_assert_eq(sweep_run(s, p, 5, &o, &sum, &e), PT_OK, "%s", e.msg);
+            cr_expect(!sum.empty_shard);
+            db_close(s);
+            pt_arena_free(a);
+            if (!order)
+                total += f.calls;
+        }
+    /* every problem once over the shards, and each shard the same problems */
+    cr_expect_eq(query(P("fwd.db"), "SELECT count(*) FROM problems"), 5);
+    cr_expect_eq(query(P("fwd.db"), "SELECT count(DISTINCT run_id || ':' || problem_id) FROM"
+                                    " measurements"), 5, "a problem in two shards");
+    cr_expect_eq(query(P("fwd.db"), "SELECT max(n) - min(n) FROM (SELECT run_id, count(DISTINCT"
+                                    " problem_id) AS n FROM measurements GROUP BY run_id)"),
+                 1, "shards of 5 into 3: 2, 2, 1");
+    cr_expect_eq(total, 10);
+    for (int r = 1; r <= 3; r++) {
+        /* the shard's problems as one number: p0..p4 -> bits */
+        char q[512];
+        snprintf(q, sizeof q,
+                 "SELECT sum(1 << CAST(substr(p.name, 2) AS INTEGER)) FROM (SELECT DISTINCT"
+                 " problem_id FROM measurements WHERE run_id = %d) x JOIN problems p ON p.id ="
+                 " x.problem_id", r);
+        cr_expect_eq(query(P("fwd.db"), q), query(P("rev.db"), q), "shard %d differs when the set"
+                     " is reversed", r);
+    }
+}

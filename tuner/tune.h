@@ -97,6 +97,13 @@ typedef struct sweep_opts {
     double deadline_s;        /* per worker phase; 0: 10 s (60 s on the emulator) */
     int64_t emu_verify_limit; /* emulator: verify problems up to this many flops+bytes;
                                * 0: 2e7; larger ones are not verified (verified=0) */
+    int shard_index, shard_count; /* shard_count > 0: only slice shard_index (1-based) of
+                               * shard_count: the problems whose key hashes, sorted,
+                               * sit at ranks = shard_index - 1 modulo shard_count
+                               * (deterministic, balanced, independent of order) */
+    bool any_host;            /* the store is this process's own copy (a Slurm task's
+                               * node-local store): resume an unfinished run whatever
+                               * host it names */
     double mock_noise;        /* mock backend timing noise */
     /* mock backend, tests of regression tracking: kernels whose config
      * contains mock_slow_match ("" every kernel) take mock_slow times the
@@ -121,6 +128,7 @@ typedef struct sweep_summary {
     bool stopped;             /* by opts.stop or the time budget */
     bool resumable;           /* failed on a full disk or an I/O error of the store: the
                                * run is kept ('interrupted') and the same sweep resumes it */
+    bool empty_shard;         /* the shard holds no problem: nothing was done */
     char fingerprint[17];
     char device[128];
     char protocol[32];
