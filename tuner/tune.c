@@ -186,6 +186,12 @@ static double model_of(const sweep_ctx *sc, const prob_state *ps, const pt_confi
         k.tile_n = (double)pt_config_get(cfg, "bn", 0);
         k.elem_bytes = pt_dtype_get(p->dtype)->bytes;
     }
+    if (ps->op->cost) { /* the op's view of this config (attention: split-KV partials) */
+        pt_cost pc = {0, false};
+        ps->op->cost(ps->pp, cfg, &pc);
+        k.op_traffic = pc.traffic;
+        k.pipelined = k.pipelined || pc.pipelined;
+    }
     search_estimate est;
     search_estimate_kernel(&sc->dev, &k, &est);
     return est.seconds;
@@ -1077,8 +1083,116 @@ int sweep_run(db_store *db, const search_problem *problems, int nproblems, const
     return sweep_run_source(db, &src, o, sum, e);
 }
 
+/* ---- a shard of a problem set ------------------------------------------------ */
+
+typedef struct shard_src {
+    const sweep_source *in;
+    uint64_t *sel; /* the key hashes of this shard, sorted */
+    size_t nsel;
+} shard_src;
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t key_hash(const search_problem *p)
+{
+    return pt_hash64(p->key, strlen(p->key));
+}
+
+static int shard_open(void *ctx, pt_err *e)
+{
+    shard_src *s = ctx;
+    return s->in->open(s->in->ctx, e);
+}
+
+static int shard_next(void *ctx, search_problem *out, bool *got, pt_err *e)
+{
+    shard_src *s = ctx;
+    for (;;) {
+        int rc = s->in->next(s->in->ctx, out, got, e);
+        if (rc || !*got)
+            return rc;
+        uint64_t h = key_hash(out);
+        if (bsearch(&h, s->sel, s->nsel, sizeof h, cmp_u64))
+            return PT_OK;
+    }
+}
+
+/* Reads every key once (8 bytes a problem), ranks the distinct key hashes and
+ * keeps every shard_count-th from shard_index - 1. */
+static int shard_build(shard_src *s, const sweep_source *in, int index, int count, pt_err *e)
+{
+    memset(s, 0, sizeof *s);
+    s->in = in;
+    size_t n = 0, cap = 0;
+    uint64_t *v = NULL;
+    int rc = in->open(in->ctx, e);
+    for (bool got = true; !rc;) {
+        search_problem p;
+        rc = in->next(in->ctx, &p, &got, e);
+        if (rc || !got)
+            break;
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 1024;
+            uint64_t *nv = realloc(v, nc * sizeof *nv);
+            if (!nv) {
+                rc = pt_errf(e, PT_ENOMEM, "out of memory (the shard's keys)");
+                break;
+            }
+            v = nv;
+            cap = nc;
+        }
+        v[n++] = key_hash(&p);
+    }
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    qsort(v, n, sizeof *v, cmp_u64);
+    size_t m = 0, rank = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i && v[i] == v[i - 1])
+            continue; /* one problem twice: one rank */
+        if (rank++ % (size_t)count == (size_t)(index - 1))
+            v[m++] = v[i];
+    }
+    s->sel = v;
+    s->nsel = m;
+    return PT_OK;
+}
+
+static int sweep_run_all(db_store *db, const sweep_source *src, const sweep_opts *o,
+                         sweep_summary *sum, pt_err *e);
+
 int sweep_run_source(db_store *db, const sweep_source *src, const sweep_opts *o,
                      sweep_summary *sum, pt_err *e)
+{
+    if (o->shard_count <= 0)
+        return sweep_run_all(db, src, o, sum, e);
+    memset(sum, 0, sizeof *sum);
+    if (o->shard_index < 1 || o->shard_index > o->shard_count)
+        return pt_errf(e, PT_EINVAL, "bad shard %d/%d (1 <= I <= N)", o->shard_index,
+                       o->shard_count);
+    shard_src ss;
+    int rc = shard_build(&ss, src, o->shard_index, o->shard_count, e);
+    if (rc)
+        return rc;
+    if (ss.nsel == 0) {
+        free(ss.sel);
+        sum->empty_shard = true;
+        return PT_OK;
+    }
+    sweep_source sub = {shard_open, shard_next, &ss};
+    rc = sweep_run_all(db, &sub, o, sum, e);
+    free(ss.sel);
+    return rc;
+}
+
+static int sweep_run_all(db_store *db, const sweep_source *src, const sweep_opts *o,
+                         sweep_summary *sum, pt_err *e)
 {
     memset(sum, 0, sizeof *sum);
     double t_start = mono();
@@ -1195,7 +1309,8 @@ int sweep_run_source(db_store *db, const sweep_source *src, const sweep_opts *o,
     else
         snprintf(budget, sizeof budget, "all");
     if (!rc && !o->fresh)
-        rc = db_run_claim(db, key, fp_id, host, getpid(), &run, e);
+        rc = (o->any_host ? db_run_claim_any : db_run_claim)(db, key, fp_id, host, getpid(), &run,
+                                                             e);
     sum->resumed = run != 0;
     if (!rc && !run) {
         db_run r = {.fingerprint_id = fp_id, .tool_version = o->tool_version,
