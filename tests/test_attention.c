@@ -770,3 +770,51 @@ Test(attention, cli_refuses_given_inputs_out_of_range)
     remove(path);
     rmdir(dir);
 }
+
+/* tune on the emulator stores verified attention winners; export carries
+ * them with their launch; db lookup finds a tuned problem and, for an
+ * untuned one of the same class, the nearest (issue 11 item 4). */
+Test(attention, tune_export_lookup)
+{
+    char dir[] = "/tmp/ptxtune_attn_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/p.txt", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("attention batch=1 heads_q=2 heads_kv=1 seqlen_q=17 seqlen_k=40 head_dim=64 causal=1 "
+          "dtype=bf16 name=tiny\n", f);
+    fclose(f);
+    static char out[1 << 16];
+    char err[4096];
+    int rc = test_run_ptxtune(dir, "tune --problems p.txt --backend emu --budget 2 --db t.db --quiet",
+                              out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "tune exit %d: %s", rc, err);
+    rc = test_run_ptxtune(dir, "export --db t.db --format csv", out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "export exit %d: %s", rc, err);
+    cr_expect(strstr(out, "attention batch=1 heads_q=2 heads_kv=1 seqlen_q=17 seqlen_k=40") &&
+                  strstr(out, ",tiny,attention,"),
+              "%s", out);
+    char fp[32] = "";
+    const char *nl = strchr(out, '\n');
+    cr_assert(nl && sscanf(nl + 1, "%16[0-9a-f]", fp) == 1, "%s", out);
+    char args[512];
+    snprintf(args, sizeof args,
+             "db lookup --db t.db --gpu %s attention batch=1 heads_q=2 heads_kv=1 seqlen_q=17 "
+             "seqlen_k=40 head_dim=64 causal=1 dtype=bf16", fp);
+    rc = test_run_ptxtune(dir, args, out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 0, "lookup exit %d: %s", rc, err);
+    cr_expect(strstr(out, "tuned: attention"), "%s", out);
+    snprintf(args, sizeof args,
+             "db lookup --db t.db --gpu %s attention batch=4 heads_q=2 heads_kv=1 seqlen_q=300 "
+             "seqlen_k=300 head_dim=64 causal=1 dtype=bf16", fp);
+    rc = test_run_ptxtune(dir, args, out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 0, "nearest lookup exit %d: %s", rc, err);
+    cr_expect(strstr(out, "nearest tuned problem: attention"), "%s%s", out, err);
+    const char *files[] = {"p.txt", "t.db", "t.db-wal", "t.db-shm"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        remove(path);
+    }
+    rmdir(dir);
+}
