@@ -780,12 +780,15 @@ static uint16_t bf16_of(double v) { return (uint16_t)(bitsof((float)v) >> 16); }
 static double a_val(size_t i) { return ((int)(i * 7 % 61) - 30) / 64.0; }
 static double b_val(size_t i) { return ((int)(i * 5 % 53) - 26) / 64.0; }
 
-static void gemm_ws_case(emu_sched sched, uint64_t seed, unsigned M, unsigned N, unsigned K)
+/* file: under tests/ptx/sm90/; expect: EMU_NREPORT_KINDS for a clean,
+ * exact run, else the report the run must fail with */
+static void gemm_ws_file(const char *file, emu_report_kind expect, emu_sched sched, uint64_t seed, unsigned M,
+                         unsigned N, unsigned K)
 {
     const char *dir = getenv("PTXTUNE_TESTS_DIR");
     cr_assert(dir, "PTXTUNE_TESTS_DIR not set (meson sets it)");
     char path[1024];
-    snprintf(path, sizeof path, "%s/ptx/sm90/gemm_ws_bf16.ptx", dir);
+    snprintf(path, sizeof path, "%s/ptx/sm90/%s", dir, file);
     FILE *fp = fopen(path, "rb");
     cr_assert(fp, "%s", path);
     static char text[1 << 16];
@@ -825,6 +828,11 @@ static void gemm_ws_case(emu_sched sched, uint64_t seed, unsigned M, unsigned N,
     int rc = emu_run(c, k, &l, args, &st, &e);
     for (int i = 0; i < emu_nreports(c); i++)
         fprintf(stderr, "  gemm_ws: %s\n", emu_report(c, i));
+    if (expect != EMU_NREPORT_KINDS) {
+        cr_assert_eq(rc, PT_EEMU, "%s: no report", file);
+        cr_assert_eq(emu_report_kind_of(c, 0), expect, "%s: %s", file, e.msg);
+        goto done;
+    }
     cr_assert_eq(rc, PT_OK, "schedule %d: %s", (int)sched, e.msg);
     cr_assert_eq(emu_read(c, dC, C, (size_t)M * N * 4, &e), PT_OK);
     for (unsigned i = 0; i < M; i++)
@@ -835,12 +843,28 @@ static void gemm_ws_case(emu_sched sched, uint64_t seed, unsigned M, unsigned N,
             cr_assert_eq((double)C[(size_t)i * N + j], want, "schedule %d: C[%u][%u] = %g, want %g", (int)sched, i,
                          j, (double)C[(size_t)i * N + j], want);
         }
+done:
     emu_kernel_free(k);
     emu_free(c);
     ptx_module_free(m);
     free(A);
     free(B);
     free(C);
+}
+
+static void gemm_ws_case(emu_sched sched, uint64_t seed, unsigned M, unsigned N, unsigned K)
+{
+    gemm_ws_file("gemm_ws_bf16.ptx", EMU_NREPORT_KINDS, sched, seed, M, N, K);
+}
+
+/* planted bug: the consumers release a stage before wgmma.wait_group; the
+ * producer's refill is caught at its TMA issue (async-race), every schedule */
+Test(emu_wgmma, detect_stage_released_before_its_wgmma_retired, .timeout = 120)
+{
+    gemm_ws_file("emu/wgmma_early_release.ptx", EMU_R_ASYNC_RACE, EMU_SCHED_LAZY, 0, 128, 256, 512);
+    gemm_ws_file("emu/wgmma_early_release.ptx", EMU_R_ASYNC_RACE, EMU_SCHED_EAGER, 0, 128, 256, 512);
+    gemm_ws_file("emu/wgmma_early_release.ptx", EMU_R_ASYNC_RACE, EMU_SCHED_RANDOM, 5, 128, 256, 512);
+    gemm_ws_file("gemm_ws_bf16.ptx", EMU_NREPORT_KINDS, EMU_SCHED_LAZY, 0, 128, 256, 512);
 }
 
 Test(emu_wgmma, acceptance_warp_specialised_gemm_every_schedule, .timeout = 120)

@@ -527,6 +527,7 @@ bool emu__wg_exec(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32
 void emu__wg_touch(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t pc);
 void emu__wg_exit(emu_cta *c, emu_warp *w, uint32_t m); /* before the lanes of m leave */
 bool emu__wg_deadlock(emu_cta *c);                       /* reports a setmaxnreg wait */
+void emu__wg_round(emu_cta *c); /* a scheduling round starts: warps that yielded resume */
 /* Shared-memory writes [off, off+n) (window offsets) into the footprint of
  * an in-flight wgmma are an async-race: emu__mem calls the first for every
  * shared write when c->wg is set; the async engine calls the second for

@@ -867,6 +867,8 @@ void emu__cta_run(emu_cta *c, uint64_t linear)
     bool rnd = as && c->o->schedule == EMU_SCHED_RANDOM;
     for (;;) {
         bool ran = false, alive = false, spun = false;
+        if (c->wg) /* warps that yielded at a wgmma.wait_group run again (wgmma.c) */
+            emu__wg_round(c);
         for (uint32_t i = 0; i < c->nwarps && !c->dead; i++) {
             emu_warp *w = &c->warps[i];
             if (w->group) {

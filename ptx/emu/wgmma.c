@@ -83,6 +83,8 @@ typedef struct wg_warp {
     uint32_t nreg, nset;         /* setmaxnreg: registers per thread, executions */
     uint32_t reg_lanes;          /* lanes blocked in setmaxnreg.inc */
     uint32_t reg_pc;
+    uint32_t yield_lanes;        /* lanes yielding at a wait_group until the next round */
+    uint32_t yielded_at;         /* pc + 1 of the wait_group that yielded, 0 none */
 } wg_warp;
 
 typedef struct wg_ring {
@@ -347,6 +349,7 @@ void emu__wg_cta_start(emu_cta *c)
         ww->nreg = gk->entry_regs;
         ww->nset = 0;
         ww->reg_lanes = 0;
+        ww->yield_lanes = ww->yielded_at = 0;
         memset(ww->own, 0, ns * sizeof *ww->own);
         memset(ww->tgen, 0, ns * sizeof *ww->tgen);
     }
@@ -1076,6 +1079,17 @@ static bool wg_setmaxnreg(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m
     return false;
 }
 
+void emu__wg_round(emu_cta *c)
+{
+    emu_wgc *g = c->wg;
+    for (uint32_t i = 0; i < c->nwarps; i++)
+        if (g->w[i].yield_lanes) {
+            c->warps[i].blocked &= ~g->w[i].yield_lanes;
+            g->w[i].yield_lanes = 0;
+            emu__resched(&c->warps[i]);
+        }
+}
+
 bool emu__wg_deadlock(emu_cta *c)
 {
     emu_wgc *g = c->wg;
@@ -1144,12 +1158,29 @@ bool emu__wg_exec(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32
             diverged(c, w, in, m);
         ww->committed++;
         return false;
-    case EMU_WG_WAIT:
+    case EMU_WG_WAIT: {
         if (m != w->live)
             diverged(c, w, in, m);
-        if ((uint64_t)ww->committed > in->aux)
-            retire(c, w, ww->committed - (uint32_t)in->aux);
+        if ((uint64_t)ww->committed <= in->aux)
+            return false;
+        uint32_t upto = ww->committed - (uint32_t)in->aux;
+        if (ww->head < ww->nq && ww->q[ww->head].group <= upto && ww->yielded_at != pc + 1 &&
+            c->nwarps > 1) {
+            /* the latest legal point: every other warp runs first (a stage
+             * released before this wait is refilled while the wgmma still
+             * reads it: the async copy's issue reports it) */
+            ww->yielded_at = pc + 1;
+            EMU_FOR_LANES(w->group, l) w->lane_pc[l] = (m >> l) & 1 ? pc : pc + 1;
+            w->group = 0;
+            w->blocked |= m;
+            ww->yield_lanes = m;
+            emu__resched(w);
+            return true;
+        }
+        ww->yielded_at = 0;
+        retire(c, w, upto);
         return false;
+    }
     case EMU_WG_MMA: wg_mma(c, w, in, m, pc); return false;
     case EMU_WG_STMATRIX: wg_stmatrix(c, w, in, m); return false;
     case EMU_WG_ELECT: wg_elect(c, w, in, m); return false;
