@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,37 @@
 #include "search/problem.h"
 
 static int exit_code(int rc) { return rc == PT_EINVAL || rc == PT_EPARSE ? 2 : 1; }
+
+/* ---- --json: one envelope for every table (docs/json.md) ---------------------- */
+
+static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static json_t *jenv(const char *what)
+{
+    char fmt[64];
+    snprintf(fmt, sizeof fmt, "ptxtune-%s", what);
+    json_t *o = json_pack("{s:s, s:i, s:[]}", "format", fmt, "version", 1, "rows");
+    if (!o)
+        cli_die(1, "out of memory");
+    return o;
+}
+
+static void jrow(json_t *env, json_t *row)
+{
+    if (!row || json_array_append_new(json_object_get(env, "rows"), row))
+        cli_die(1, "out of memory");
+}
+
+static void jprint(json_t *env)
+{
+    char *t = json_dumps(env, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!t)
+        cli_die(1, "out of memory");
+    if (fputs(t, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) != 0)
+        cli_die(1, "writing stdout failed");
+    free(t);
+    json_decref(env);
+}
 
 static db_store *open_db(const char *path, bool write)
 {
@@ -207,8 +239,8 @@ static const char db_usage[] =
     "       ptxtune db check --db FILE             integrity check, keys and hashes, row counts;\n"
     "              exit 0 intact, 2 not a store or damaged (the first problem named),\n"
     "              1 unreadable\n"
-    "       ptxtune db runs --db FILE              runs: id, uuid, fingerprint, strategy, status\n"
-    "       ptxtune db fingerprints --db FILE      fingerprints with every field\n"
+    "       ptxtune db runs --db FILE [--json]     runs: id, uuid, fingerprint, strategy, status\n"
+    "       ptxtune db fingerprints --db FILE [--json]  fingerprints with every field\n"
     "       ptxtune db lookup --db FILE --gpu FP OP KEY=VALUE...\n"
     "              the winner for a problem under fingerprint FP (a key, a prefix naming\n"
     "              one, a GPU name or short name of one fingerprint; never a winner timed\n"
@@ -217,6 +249,27 @@ static const char db_usage[] =
     "              field but the dimensions equal), flagged 'nearest': distance = sum over\n"
     "              dimensions of |log2(a/b)|, ties to the larger problem. Re-emit that\n"
     "              config for the new problem.\n";
+
+static int json_run(void *ctx, const db_run_info *r)
+{
+    jrow(ctx, json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:I, s:I}",
+                        "id", (json_int_t)r->id, "uuid", r->uuid, "fingerprint", r->fingerprint,
+                        "gpu", r->gpu, "strategy", r->strategy, "budget", r->budget,
+                        "backend", r->backend, "status", r->status, "git_rev", r->git_rev,
+                        "seed", (json_int_t)r->seed, "started", jnum(r->started), "ended",
+                        jnum(r->ended), "ok", (json_int_t)r->measured, "failed",
+                        (json_int_t)r->failed));
+    return 0;
+}
+
+static int json_fp(void *ctx, const char *key, const db_fingerprint *f)
+{
+    jrow(ctx, json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:i, s:s, s:s}", "key", key, "gpu",
+                        f->gpu, "cc", f->cc, "sm_count", f->sm_count, "driver", f->driver,
+                        "compiler", f->compiler, "ptx_version", f->ptx_version, "generator",
+                        f->generator, "protocol", f->protocol));
+    return 0;
+}
 
 static int print_run(void *ctx, const db_run_info *r)
 {
@@ -291,8 +344,10 @@ int cmd_db(int argc, char **argv)
 {
     static const struct option opts[] = {{"db", required_argument, 0, 'd'},
                                          {"gpu", required_argument, 0, 'g'},
+                                         {"json", no_argument, 0, 'j'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
+    bool json = false;
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(db_usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
@@ -306,6 +361,8 @@ int cmd_db(int argc, char **argv)
             dbp = optarg;
         else if (c == 'g')
             gpu = optarg;
+        else if (c == 'j')
+            json = true;
         else if (c == 'h') {
             fputs(db_usage, stdout);
             return 0;
@@ -345,11 +402,14 @@ int cmd_db(int argc, char **argv)
     }
     if (strcmp(sub, "runs") == 0 || strcmp(sub, "fingerprints") == 0) {
         db_store *s = open_db(dbp, false);
-        int rc = sub[0] == 'r' ? db_runs(s, print_run, NULL, &e)
-                               : db_fingerprints(s, gpu, print_fp, NULL, &e);
+        json_t *env = json ? jenv(sub[0] == 'r' ? "runs" : "fingerprints") : NULL;
+        int rc = sub[0] == 'r' ? db_runs(s, json ? json_run : print_run, env, &e)
+                               : db_fingerprints(s, gpu, json ? json_fp : print_fp, env, &e);
         if (rc)
             cli_die(exit_code(rc), "%s", e.msg);
         db_close(s);
+        if (env)
+            jprint(env);
         return 0;
     }
     if (strcmp(sub, "lookup") == 0) {
@@ -407,7 +467,7 @@ int cmd_db(int argc, char **argv)
 
 static const char regress_usage[] =
     "usage: ptxtune regress --db FILE --baseline RUN --candidate RUN [--threshold 3%]\n"
-    "                       [--winners | --kernels] [--csv]\n"
+    "                       [--winners | --kernels] [--csv | --json]\n"
     "Compares two runs on every problem: --winners (the default) each problem's best\n"
     "time in each run, --kernels kernel by kernel (a kernel is its PTX body: builds\n"
     "that differ only in version print the same kernels). Measured rows, or the mock\n"
@@ -423,7 +483,22 @@ static const char regress_usage[] =
 typedef struct regress_ctx {
     bool csv, winners;
     int n;
+    json_t *env; /* --json */
 } regress_ctx;
+
+static int json_regress(void *ctx, const db_regress_row *r)
+{
+    regress_ctx *x = ctx;
+    jrow(x->env,
+         json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s?, s:o, s:o, s:o, s:o, s:o, s:o, s:s}",
+                   "problem", r->problem_key, "name", r->problem_name, "config", r->config,
+                   "kernel", r->kernel_hash, "base_config", r->base_config, "base_kernel",
+                   r->base_kernel, "base_s", jnum(r->base_s), "cand_s", jnum(r->cand_s),
+                   "base_spread", jnum(r->base_spread), "cand_spread", jnum(r->cand_spread),
+                   "change", jnum(r->change), "noise", jnum(r->noise), "verdict",
+                   db_verdict_name(r->verdict)));
+    return 0;
+}
 
 static void csv_cell(const char *s, char end)
 {
@@ -486,7 +561,8 @@ int cmd_regress(int argc, char **argv)
         {"candidate", required_argument, 0, 'c'}, {"threshold", required_argument, 0, 't'},
         {"csv", no_argument, 0, 'v'},             {"winners", no_argument, 0, 'w'},
         {"kernels", no_argument, 0, 'k'},         {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"json", no_argument, 0, 'j'},            {0, 0, 0, 0}};
+    bool json = false;
     const char *dbp = NULL, *base = NULL, *cand = NULL;
     double thr = 0.03;
     bool csv = false;
@@ -512,6 +588,7 @@ int cmd_regress(int argc, char **argv)
         case 'v': csv = true; break;
         case 'w': level = DB_REGRESS_WINNERS; break;
         case 'k': level = DB_REGRESS_KERNELS; break;
+        case 'j': json = true; break;
         case 'h': fputs(regress_usage, stdout); return 0;
         default: cli_opt_error(c, argv);
         }
@@ -521,12 +598,30 @@ int cmd_regress(int argc, char **argv)
     if (!base || !cand)
         cli_die(2, "missing --baseline RUN or --candidate RUN (see 'ptxtune db runs')");
     db_store *s = open_db(dbp, false);
-    regress_ctx x = {csv, level == DB_REGRESS_WINNERS, 0};
+    if (json && csv)
+        cli_die(2, "give --json or --csv, not both");
+    regress_ctx x = {csv, level == DB_REGRESS_WINNERS, 0, json ? jenv("regress") : NULL};
     db_regress_summary sum;
     pt_err e = {0};
-    if (db_regress_at(s, base, cand, thr, level, print_regress, &x, &sum, &e))
+    if (db_regress_at(s, base, cand, thr, level, json ? json_regress : print_regress, &x, &sum,
+                      &e))
         cli_die(exit_code(e.code), "%s", e.msg);
     db_close(s);
+    if (json) {
+        json_t *sm = json_pack("{s:s, s:s, s:s, s:f, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, "
+                               "s:i}",
+                               "level", level == DB_REGRESS_WINNERS ? "winners" : "kernels",
+                               "baseline", base, "candidate", cand, "threshold", thr,
+                               "baseline_fingerprint", sum.base_fp, "candidate_fingerprint",
+                               sum.cand_fp, "fields_differ", sum.fields, "compared", sum.rows,
+                               "slower", sum.slower, "faster", sum.faster, "same", sum.same,
+                               "only_baseline", sum.only_base, "only_candidate", sum.only_cand,
+                               "shared", sum.shared);
+        if (!sm || json_object_set_new(x.env, "summary", sm))
+            cli_die(1, "out of memory");
+        jprint(x.env);
+        return sum.slower ? 1 : 0;
+    }
     FILE *f = csv ? stderr : stdout;
     fprintf(f, "%s%d %s compared: %d slower, %d faster, %d same within noise; %d only in the "
                "baseline, %d only in the candidate, %d sampled once (shared by both runs, not "

@@ -2,6 +2,7 @@
  * progress line on a terminal and the top results at the end. */
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -55,6 +56,7 @@ static const char tune_usage[] =
     "                   is taken from it, not measured again)\n"
     "  --no-compile     emu/mock: skip the compile gate (no resource report)\n"
     "  --quiet          no progress line\n"
+    "  --json           the summary and the top rows as JSON (docs/json.md)\n"
     "  --mock-noise X, --mock-slow F[:TEXT]  test knobs of the mock backend: timing noise;\n"
     "                   kernels whose config holds TEXT (all without it) F times slower\n"
     "exit: 0 done, 1 failed, 2 bad input, 4 no CUDA driver (--backend cuda), 130 interrupted;\n"
@@ -64,6 +66,7 @@ static const char tune_usage[] =
 enum {
     O_STRATEGY = 256, O_BUDGET, O_BACKEND, O_DB, O_PROBLEMS, O_ARCH, O_SEED, O_THREADS, O_PRUNE,
     O_TOP, O_NEW, O_NOCOMPILE, O_QUIET, O_NAME, O_HELP, O_NOISE, O_SLOW, O_SHARD, O_ANYHOST,
+    O_JSON,
 };
 
 static const struct option tune_opts[] = {
@@ -76,7 +79,7 @@ static const struct option tune_opts[] = {
     {"quiet", no_argument, 0, O_QUIET},             {"name", required_argument, 0, O_NAME},
     {"mock-noise", required_argument, 0, O_NOISE},  {"help", no_argument, 0, O_HELP},
     {"mock-slow", required_argument, 0, O_SLOW},    {"shard", required_argument, 0, O_SHARD},
-    {"any-host", no_argument, 0, O_ANYHOST},
+    {"any-host", no_argument, 0, O_ANYHOST},       {"json", no_argument, 0, O_JSON},
     {0, 0, 0, 0},
 };
 
@@ -179,6 +182,29 @@ static int print_top(void *ctx, const db_top_row *r)
     return 0;
 }
 
+static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+/* --json: the summary and the top rows as one object (docs/json.md) */
+static int json_top(void *ctx, const db_top_row *r)
+{
+    json_t *row = json_pack("{s:s, s:s, s:i, s:o, s:o, s:o, s:o, s:s, s:b, s:s, s:s}", "problem",
+                            r->problem_key, "name", r->problem_name, "rank", r->rank, "time_s",
+                            jnum(r->t_median), "spread", jnum(r->spread), "tflops",
+                            jnum(r->tflops), "gbps", jnum(r->gbps), "source", r->source,
+                            "verified", r->verified != 0, "kernel", r->kernel_hash, "config",
+                            r->config);
+    if (!row || json_array_append_new(json_object_get(ctx, "rows"), row))
+        cli_die(1, "out of memory");
+    return 0;
+}
+
+static int json_class(void *ctx, const char *status, int64_t n)
+{
+    if (json_object_set_new(ctx, status, json_integer((json_int_t)n)))
+        cli_die(1, "out of memory");
+    return 0;
+}
+
 static int print_class(void *ctx, const char *status, int64_t n)
 {
     int *first = ctx;
@@ -225,7 +251,7 @@ int cmd_tune(int argc, char **argv)
     int threads = 0, top = 5;
     double prune = 0, noise = 0, slow = 0;
     const char *slow_match = "";
-    bool fresh = false, no_compile = false, quiet = false, any_host = false;
+    bool fresh = false, no_compile = false, quiet = false, any_host = false, json = false;
     int shard_i = 0, shard_n = 0;
     pt_buf items;
     pt_buf_init(&items);
@@ -272,6 +298,7 @@ int cmd_tune(int argc, char **argv)
         }
         case O_NEW: fresh = true; break;
         case O_ANYHOST: any_host = true; break;
+        case O_JSON: json = true; break;
         case O_SHARD: {
             long long si = 0, sn = 0;
             char tail = 0;
@@ -421,6 +448,33 @@ int cmd_tune(int argc, char **argv)
         db_close(db);
         search_problems_free(&set);
         return 0;
+    }
+    if (json) {
+        json_t *classes = json_object();
+        if (!classes || db_run_classes(db, sum.run_id, json_class, classes, &e))
+            cli_die(1, "%s", classes ? e.msg : "out of memory");
+        json_t *env = json_pack(
+            "{s:s, s:i, s:[], s:{s:I, s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:f, s:o, "
+            "s:b}}",
+            "format", "ptxtune-tune", "version", 1, "rows", "summary", "run",
+            (json_int_t)sum.run_id, "uuid", sum.run_uuid, "device", sum.device, "protocol",
+            sum.protocol, "fingerprint", sum.fingerprint, "resumed", sum.resumed, "measured",
+            (json_int_t)sum.measured, "replayed", (json_int_t)sum.reused, "carried",
+            (json_int_t)sum.carried, "duplicates", (json_int_t)sum.duplicates, "unverified",
+            (json_int_t)sum.unverified, "wall_s", sum.wall_s, "classes", classes, "stopped",
+            sum.stopped);
+        if (!env)
+            cli_die(1, "out of memory");
+        if (top > 0)
+            db_run_top(db, sum.run_id, top, json_top, env, &e);
+        char *t = json_dumps(env, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (!t || puts(t) == EOF || fflush(stdout) != 0)
+            cli_die(1, "writing stdout failed");
+        free(t);
+        json_decref(env);
+        db_close(db);
+        search_problems_free(&set);
+        return sum.stopped ? 130 : 0;
     }
     printf("run %lld (%.12s) on %s [%s], fingerprint %s%s\n", (long long)sum.run_id,
            sum.run_uuid, sum.device, sum.protocol, sum.fingerprint,

@@ -6,6 +6,7 @@
  * slowdown (--mock-slow, a per-kernel delay) and nothing in noise within
  * the stored spreads. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,20 @@ Test(regress, two_builds_one_store_planted_slowdown_found_noise_not, .timeout = 
     counts(out, "kernels", &n, &slower, &same);
     cr_expect_eq(n, kernels, "every common kernel compared across the builds: %s", out);
     cr_expect_eq(slower, 0, "%s", out);
+    /* --json: the same table in the one schema (docs/json.md) */
+    rc = cli("regress --db r.db --baseline 1 --candidate 2 --kernels --json", out, sizeof out,
+             err, sizeof err);
+    cr_expect_eq(rc, 0, "%s", err);
+    json_error_t je;
+    json_t *j = json_loads(out, 0, &je);
+    cr_assert(j, "not JSON: %s", je.text);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "format")), "ptxtune-regress");
+    cr_expect_eq(json_integer_value(json_object_get(j, "version")), 1);
+    json_t *sm = json_object_get(j, "summary");
+    cr_expect_eq(json_integer_value(json_object_get(sm, "compared")), kernels);
+    cr_expect_eq(json_array_size(json_object_get(j, "rows")), (size_t)kernels);
+    cr_expect_str_eq(json_string_value(json_object_get(sm, "fields_differ")), "generator");
+    json_decref(j);
     /* the planted 10%: every winner, every kernel */
     rc = cli("regress --db r.db --baseline 1 --candidate 3", out, sizeof out, err, sizeof err);
     cr_expect_eq(rc, 1, "%s %s", out, err);
