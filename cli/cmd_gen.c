@@ -24,9 +24,15 @@ int cmd_emit(int argc, char **argv)
     pt_err e = {0};
     if (pt_target_parse(cp.arch, &t, &e))
         cli_die(2, "%s", e.msg);
-    pt_compiler *comp = cli_open_compiler(NULL, false);
-    int max_ptx = pt_toolchain_max_ptx(comp ? pt_compiler_max_ptx(comp) : 0);
-    pt_compiler_close(comp);
+    /* emit compiles nothing: the version cap from the library's name when it
+     * tells, so start-up neither loads nvJitLink nor forks ptxas (issue 14) */
+    int cmax = pt_compiler_probe_max_ptx();
+    if (!cmax) {
+        pt_compiler *comp = cli_open_compiler(NULL, false);
+        cmax = comp ? pt_compiler_max_ptx(comp) : 0;
+        pt_compiler_close(comp);
+    }
+    int max_ptx = pt_toolchain_max_ptx(cmax);
     pt_arena *a = pt_arena_new();
     pt_prepared *pp;
     if (cp.op->prepare(a, &cp.prob, &t, &pp, &e))
@@ -38,6 +44,8 @@ int cmd_emit(int argc, char **argv)
     if (pt_op_build(cp.op, pp, &t, max_ptx, &cfg, &m, &l, &e))
         cli_die(2, "%s", e.msg);
     char *text = ptx_print(m);
+    if (!text)
+        cli_die(1, "out of memory printing the kernel");
     fputs(text, stdout);
     char cs[256];
     fprintf(stderr, "config %s grid %u,%u,%u block %u,%u,%u smem %zu align %d\n",
@@ -162,6 +170,8 @@ int cmd_variants(int argc, char **argv)
             double t0 = cli_now();
             int rc = pt_op_build(cp.op, pp, &t, max_ptx, &cfg, &m, &l, &ce);
             char *text = rc ? NULL : ptx_print(m);
+            if (!rc && !text)
+                rc = pt_errf(&ce, PT_ENOMEM, "out of memory printing the kernel");
             double emit_us = (cli_now() - t0) * 1e6;
             char cs[256];
             pt_config_str(&cfg, cs, sizeof cs);

@@ -51,6 +51,13 @@ int pt_compiler_set_backend(pt_compiler *c, pt_backend b, pt_err *e);
 pt_backend pt_compiler_backend(const pt_compiler *c); /* the one in use, never AUTO */
 /* Highest PTX .version the backend in use accepts (90 for CUDA 13.0). */
 int pt_compiler_max_ptx(const pt_compiler *c);
+/* The same cap without opening the gate, for commands that compile nothing
+ * (emit): the first call opens the gate once (dlopen of nvJitLink, tens of
+ * ms, and a `ptxas --version` child) and caches the answer, keyed by
+ * nvJitLink's file (path, size, mtime, inode), in $PTXTUNE_CACHE_DIR
+ * (default $XDG_CACHE_HOME/ptxtune or ~/.cache/ptxtune); later calls read
+ * one line. 0 without nvJitLink (then open the compiler). */
+int pt_compiler_probe_max_ptx(void);
 /* "nvJitLink 13.0" or "ptxas 13.0". */
 const char *pt_compiler_describe(const pt_compiler *c);
 
