@@ -24,8 +24,8 @@ int cmd_emit(int argc, char **argv)
     pt_err e = {0};
     if (pt_target_parse(cp.arch, &t, &e))
         cli_die(2, "%s", e.msg);
-    /* emit compiles nothing: the version cap from the library's name when it
-     * tells, so start-up neither loads nvJitLink nor forks ptxas (issue 14) */
+    /* emit compiles nothing: the version cap from the probe's cache, so
+     * start-up neither loads nvJitLink nor forks ptxas (issue 14) */
     int cmax = pt_compiler_probe_max_ptx();
     if (!cmax) {
         pt_compiler *comp = cli_open_compiler(NULL, false);

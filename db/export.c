@@ -178,6 +178,117 @@ static const char csv_header[] =
     "time_us,min_us,max_us,spread,reps,tflops,gbps,source,verified,run,tool_version,git_rev,"
     "strategy\n";
 
+/* The items of a problem key ("gemm m=16 n=64 dtype=bf16"; values may be
+ * double-quoted with \" and \\ escapes, search/problem.c) and of a config
+ * ("bm=128,bn=64"), appended to pairs as [name, value]. */
+static void key_items(const char *key, json_t *pairs)
+{
+    const char *p = strchr(key, ' ');
+    while (p && *p) {
+        while (*p == ' ')
+            p++;
+        const char *eq = strchr(p, '=');
+        if (!*p || !eq)
+            break;
+        pt_buf name, val;
+        pt_buf_init(&name);
+        pt_buf_init(&val);
+        pt_buf_putn(&name, p, (size_t)(eq - p));
+        p = eq + 1;
+        if (*p == '"') {
+            for (p++; *p && *p != '"'; p++) {
+                if (*p == '\\' && p[1])
+                    p++;
+                pt_buf_putc(&val, *p);
+            }
+            if (*p)
+                p++;
+        } else
+            while (*p && *p != ' ')
+                pt_buf_putc(&val, *p++);
+        json_array_append_new(pairs, json_pack("[s,s]", name.s ? name.s : "", val.s ? val.s : ""));
+        pt_buf_free(&name);
+        pt_buf_free(&val);
+    }
+}
+
+static void config_items(const char *cfg, json_t *pairs)
+{
+    for (const char *p = cfg; p && *p;) {
+        const char *end = strchr(p, ','), *eq = strchr(p, '=');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (eq && (size_t)(eq - p) < n) {
+            char name[96], val[96];
+            snprintf(name, sizeof name, "cfg_%.*s", (int)(eq - p) < 80 ? (int)(eq - p) : 80, p);
+            snprintf(val, sizeof val, "%.*s", (int)(n - (size_t)(eq - p) - 1) < 90
+                                                  ? (int)(n - (size_t)(eq - p) - 1) : 90, eq + 1);
+            json_array_append_new(pairs, json_pack("[s,s]", name, val));
+        }
+        p = end ? end + 1 : p + n;
+    }
+}
+
+/* The launch contract's columns (tuner/contract.h): workspace, opt-in,
+ * alignment, cluster, the sizes taken at run time with their ranges, the
+ * grid rule. Empty when the row has no contract. */
+static void contract_items(const char *launch, json_t *pairs)
+{
+    json_t *v = launch && *launch ? json_loads(launch, 0, NULL) : NULL;
+    json_t *c = json_object_get(v, "contract");
+    char buf[1024];
+    const char *ws = "", *optin = "", *align = "", *cluster = "", *dims = "", *grid = "";
+    char wsb[32], alb[16], clb[48], dmb[512], grb[256];
+    if (json_is_object(c)) {
+        snprintf(wsb, sizeof wsb, "%lld",
+                 (long long)json_integer_value(json_object_get(json_object_get(c, "workspace"), "bytes")));
+        ws = wsb;
+        optin = json_is_true(json_object_get(c, "smem_optin")) ? "1" : "0";
+        snprintf(alb, sizeof alb, "%lld", (long long)json_integer_value(json_object_get(c, "align")));
+        align = alb;
+        json_t *cl = json_object_get(c, "cluster");
+        snprintf(clb, sizeof clb, "%lldx%lldx%lld", (long long)json_integer_value(json_array_get(cl, 0)),
+                 (long long)json_integer_value(json_array_get(cl, 1)),
+                 (long long)json_integer_value(json_array_get(cl, 2)));
+        cluster = clb;
+        size_t o = 0;
+        dmb[0] = '\0';
+        json_t *d = json_object_get(c, "dims");
+        for (size_t i = 0; i < json_array_size(d) && o < sizeof dmb - 64; i++) {
+            json_t *x = json_array_get(d, i);
+            json_int_t lo = json_integer_value(json_object_get(x, "min")),
+                       hi = json_integer_value(json_object_get(x, "max"));
+            if (lo == hi)
+                continue;
+            o += (size_t)snprintf(dmb + o, sizeof dmb - o, "%s%s=%lld..%lld", o ? " " : "",
+                                  json_string_value(json_object_get(x, "name")), (long long)lo,
+                                  (long long)hi);
+        }
+        dims = dmb;
+        o = 0;
+        json_t *g = json_object_get(c, "grid");
+        for (size_t i = 0; i < 3 && o < sizeof grb - 64; i++) {
+            json_t *r = json_array_get(g, i);
+            if (json_object_get(r, "dim"))
+                o += (size_t)snprintf(grb + o, sizeof grb - o, "%sceil(d%lld*%lld/%lld)",
+                                      i ? "x" : "",
+                                      (long long)json_integer_value(json_object_get(r, "dim")),
+                                      (long long)json_integer_value(json_object_get(r, "mul")),
+                                      (long long)json_integer_value(json_object_get(r, "div")));
+            else
+                o += (size_t)snprintf(grb + o, sizeof grb - o, "%s%lld", i ? "x" : "",
+                                      (long long)json_integer_value(json_object_get(r, "const")));
+        }
+        grid = grb;
+    }
+    (void)buf;
+    const char *names[] = {"workspace_bytes", "smem_optin", "align", "cluster", "runtime_dims",
+                           "grid_rule"};
+    const char *vals[] = {ws, optin, align, cluster, dims, grid};
+    for (size_t i = 0; i < 6; i++)
+        json_array_append_new(pairs, json_pack("[s,s]", names[i], vals[i]));
+    json_decref(v);
+}
+
 static void row_csv(sqlite3_stmt *st, pt_buf *b)
 {
     unsigned g[3], bl[3], smem;
@@ -233,6 +344,17 @@ static void c_string(pt_buf *b, const char *s, const char *indent)
     pt_buf_putc(b, '"');
 }
 
+/* static const char NAME[] = {bytes..., 0}; */
+static void c_bytes(pt_buf *b, const char *name, const char *p, size_t n)
+{
+    pt_buf_printf(b, "static const char %s[%zu] = {", name, n + 1);
+    for (size_t i = 0; i <= n; i++) {
+        unsigned v = i < n ? (unsigned char)p[i] : 0;
+        pt_buf_printf(b, v < 0x80 ? "%s%u," : "%s(char)%u,", i % 24 ? "" : "\n    ", v);
+    }
+    pt_buf_puts(b, "\n};\n");
+}
+
 static const char cheader_top[] =
     "#ifndef PTXTUNE_TABLE_H\n"
     "#define PTXTUNE_TABLE_H\n"
@@ -259,6 +381,15 @@ static const char cheader_top[] =
     "    double time_s, spread;           /* median and its relative spread */\n"
     "    int measured;                    /* 0: a cost-model estimate, never timed */\n"
     "    const char *run;                 /* provenance: run uuid */\n"
+    "    /* the launch contract (docs/runtime.md): workspace bytes (zero-filled once,\n"
+    "     * left zero by every launch), smem > 48 KB needs the opt-in attribute,\n"
+    "     * every tensor pointer aligned to align, the cluster shape; the whole\n"
+    "     * contract (arguments, run-time size ranges, grid rule) as JSON, NULL\n"
+    "     * when the row has none */\n"
+    "    unsigned long long workspace_bytes;\n"
+    "    int smem_optin, align;\n"
+    "    unsigned cluster[3];\n"
+    "    const char *contract;\n"
     "} ptxtune_kernel;\n"
     "\n"
     "extern const ptxtune_kernel ptxtune_table[];\n"
@@ -271,6 +402,8 @@ typedef struct export_ctx {
     pt_buf *out;
     json_t *rows;
     pt_buf cubins, table; /* c-header: the arrays, then the table */
+    json_t *csv_rows;     /* csv: [fixed text, [[column, value]...]] per row */
+    json_t *csv_cols;     /* csv: the extra columns, in first-seen order */
     int n;
     const char *path;
     pt_err *e;
@@ -310,8 +443,31 @@ static int export_row(void *ctx, sqlite3_stmt *st, const db_winner *w)
         /* jansson answers NULL when it runs out of memory: never a row left out */
         if (json_array_append_new(x->rows, row_json(st)) != 0)
             return pt_errf(x->e, PT_ENOMEM, "out of memory (building the JSON table)");
-    } else if (x->fmt == DB_FMT_CSV)
-        row_csv(st, x->out);
+    } else if (x->fmt == DB_FMT_CSV) {
+        /* one column per problem key and config parameter (the union over
+         * the rows, as the CUTLASS profiler writes them), then the contract */
+        pt_buf fixed;
+        pt_buf_init(&fixed);
+        row_csv(st, &fixed);
+        json_t *pairs = json_array();
+        key_items(T(P_KEY), pairs);
+        config_items(T(M_CONFIG), pairs);
+        contract_items(T(M_LAUNCH), pairs);
+        for (size_t i = 0; i < json_array_size(pairs); i++) {
+            const char *col = json_string_value(json_array_get(json_array_get(pairs, i), 0));
+            bool have = false;
+            for (size_t j = 0; j < json_array_size(x->csv_cols) && !have; j++)
+                have = strcmp(json_string_value(json_array_get(x->csv_cols, j)), col) == 0;
+            if (!have)
+                json_array_append_new(x->csv_cols, json_string(col));
+        }
+        if (fixed.len)
+            fixed.s[--fixed.len] = '\0'; /* the newline: extras follow */
+        int bad = json_array_append_new(x->csv_rows, json_pack("[s,o]", fixed.s ? fixed.s : "", pairs));
+        pt_buf_free(&fixed);
+        if (bad)
+            return pt_errf(x->e, PT_ENOMEM, "out of memory (building the CSV table)");
+    }
     else {
         pt_buf *t = &x->table;
         char cub[64] = "NULL";
@@ -324,48 +480,83 @@ static int export_row(void *ctx, sqlite3_stmt *st, const db_winner *w)
                 pt_buf_printf(&x->cubins, "%s0x%02x,", i % 16 ? "" : "\n    ", p[i]);
             pt_buf_puts(&x->cubins, "\n};\n");
         }
+        /* the PTX (and the contract below) as NUL-terminated char arrays: a
+         * string literal past 4095 characters fails -Wpedantic's
+         * -Woverlength-strings */
+        char ptxname[64];
+        snprintf(ptxname, sizeof ptxname, "ptxtune_ptx_%d", x->n);
+        c_bytes(&x->cubins, ptxname, w->ptx, strlen(w->ptx));
         unsigned g[3], bl[3], smem;
         launch_geom(w->launch, g, bl, &smem);
         const char *ind = "        ";
-        pt_buf_puts(t, "    {\n        .fingerprint = ");
+        /* positional, with the field names in comments: C++17 has no
+         * designated initializers, and the header compiles in both */
+        pt_buf_puts(t, "    {\n        /* fingerprint */ ");
         c_string(t, w->fingerprint, ind);
-        pt_buf_puts(t, ",\n        .gpu = ");
+        pt_buf_puts(t, ",\n        /* gpu */ ");
         c_string(t, w->gpu, ind);
-        pt_buf_printf(t, ",\n        .cc = %d, .sm_count = %d,\n        .driver = ",
+        pt_buf_printf(t, ",\n        /* cc, sm_count */ %d, %d,\n        /* driver */ ",
                       (int)I(FP_CC), (int)I(FP_SMS));
         c_string(t, T(FP_DRIVER), ind);
-        pt_buf_puts(t, ",\n        .compiler = ");
+        pt_buf_puts(t, ",\n        /* compiler */ ");
         c_string(t, T(FP_COMPILER), ind);
-        pt_buf_printf(t, ",\n        .ptx_version = %d,\n        .generator = ", (int)I(FP_PTX));
+        pt_buf_printf(t, ",\n        /* ptx_version */ %d,\n        /* generator */ ", (int)I(FP_PTX));
         c_string(t, T(FP_GENERATOR), ind);
-        pt_buf_puts(t, ",\n        .protocol = ");
+        pt_buf_puts(t, ",\n        /* protocol */ ");
         c_string(t, T(FP_PROTOCOL), ind);
-        pt_buf_puts(t, ",\n        .problem = ");
+        pt_buf_puts(t, ",\n        /* problem */ ");
         c_string(t, w->problem_key, ind);
-        pt_buf_puts(t, ",\n        .name = ");
+        pt_buf_puts(t, ",\n        /* name */ ");
         c_string(t, w->problem_name, ind);
-        pt_buf_puts(t, ",\n        .op = ");
+        pt_buf_puts(t, ",\n        /* op */ ");
         c_string(t, w->op, ind);
-        pt_buf_puts(t, ",\n        .config = ");
+        pt_buf_puts(t, ",\n        /* config */ ");
         c_string(t, w->config, ind);
-        pt_buf_puts(t, ",\n        .hash = ");
+        pt_buf_puts(t, ",\n        /* hash */ ");
         c_string(t, w->kernel_hash, ind);
-        pt_buf_puts(t, ",\n        .entry = ");
+        pt_buf_puts(t, ",\n        /* entry */ ");
         c_string(t, w->entry, ind);
-        pt_buf_puts(t, ",\n        .arch = ");
+        pt_buf_puts(t, ",\n        /* arch */ ");
         c_string(t, w->arch, ind);
-        pt_buf_puts(t, ",\n        .ptx =\n        ");
-        c_string(t, w->ptx, ind);
-        pt_buf_printf(t, ",\n        .cubin = %s, .cubin_size = %zu,\n", cub,
+        pt_buf_printf(t, ",\n        /* ptx */ %s", ptxname);
+        pt_buf_printf(t, ",\n        /* cubin, cubin_size */ %s, %zu,\n", cub,
                       w->cubin ? w->cubin_size : (size_t)0);
         pt_buf_printf(t,
-                      "        .grid = {%u, %u, %u}, .block = {%u, %u, %u}, .smem = %u,\n"
-                      "        .time_s = %.17g, .spread = %.17g, .measured = %d,\n"
-                      "        .run = ",
+                      "        /* grid, block, smem */ {%u, %u, %u}, {%u, %u, %u}, %u,\n"
+                      "        /* time_s, spread, measured */ %.17g, %.17g, %d,\n"
+                      "        /* run */ ",
                       g[0], g[1], g[2], bl[0], bl[1], bl[2], smem,
                       isfinite(w->t_median) ? w->t_median : 0.0,
                       isfinite(w->spread) ? w->spread : 0.0, strcmp(w->source, "measured") == 0);
         c_string(t, w->run_uuid, ind);
+        /* the launch contract: its main facts as fields, all of it as JSON */
+        unsigned long long wsb = 0;
+        int optin = 0, align = 0;
+        unsigned cl[3] = {1, 1, 1};
+        json_t *lv = w->launch && *w->launch ? json_loads(w->launch, 0, NULL) : NULL;
+        json_t *ct = json_object_get(lv, "contract");
+        char *ctext = ct ? json_dumps(ct, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        if (ct) {
+            wsb = (unsigned long long)json_integer_value(
+                json_object_get(json_object_get(ct, "workspace"), "bytes"));
+            optin = json_is_true(json_object_get(ct, "smem_optin"));
+            align = (int)json_integer_value(json_object_get(ct, "align"));
+            for (size_t k = 0; k < 3; k++)
+                cl[k] = (unsigned)json_integer_value(json_array_get(json_object_get(ct, "cluster"), k));
+        }
+        pt_buf_printf(t,
+                      ",\n        /* workspace_bytes, smem_optin, align */ %llu, %d, %d,\n"
+                      "        /* cluster */ {%u, %u, %u},\n        /* contract */ ",
+                      wsb, optin, align, cl[0], cl[1], cl[2]);
+        if (ctext) {
+            char cname[64];
+            snprintf(cname, sizeof cname, "ptxtune_contract_%d", x->n);
+            c_bytes(&x->cubins, cname, ctext, strlen(ctext));
+            pt_buf_puts(t, cname);
+        } else
+            pt_buf_puts(t, "NULL");
+        free(ctext);
+        json_decref(lv);
         pt_buf_puts(t, ",\n    },\n");
     }
     x->n++;
@@ -431,8 +622,10 @@ int db_export_text(db_store *s, db_format f, const char *gpu, const char *match,
     pt_buf_init(&x.table);
     if (f == DB_FMT_JSON)
         x.rows = json_array();
-    if (f == DB_FMT_CSV)
-        pt_buf_puts(out, csv_header);
+    if (f == DB_FMT_CSV) {
+        x.csv_rows = json_array();
+        x.csv_cols = json_array();
+    }
     rc = db__winners_raw(s, gpu, match, export_row, &x, e);
     if (!rc && f == DB_FMT_JSON) {
         json_t *root = json_pack("{s:s,s:i,s:o}", "format", "ptxtune-table", "version", 1,
@@ -456,12 +649,39 @@ int db_export_text(db_store *s, db_format f, const char *gpu, const char *match,
         if (x.table.len)
             pt_buf_putn(out, x.table.s, x.table.len);
         else
-            pt_buf_puts(out, "    {0}\n");
+            pt_buf_puts(out, "#ifdef __cplusplus\n    {}\n#else\n    {0}\n#endif\n");
         pt_buf_printf(out,
                       "};\nconst size_t ptxtune_table_size = %d;\n"
                       "#endif /* PTXTUNE_TABLE_IMPLEMENTATION */\n\n#endif\n",
                       x.n);
     }
+    if (!rc && f == DB_FMT_CSV) {
+        pt_buf_putn(out, csv_header, strlen(csv_header) - 1);
+        for (size_t j = 0; j < json_array_size(x.csv_cols); j++) {
+            pt_buf_putc(out, ',');
+            csv_field(out, json_string_value(json_array_get(x.csv_cols, j)), true);
+            out->s[--out->len] = '\0';
+        }
+        pt_buf_putc(out, '\n');
+        for (size_t i = 0; i < json_array_size(x.csv_rows); i++) {
+            json_t *r = json_array_get(x.csv_rows, i), *pairs = json_array_get(r, 1);
+            pt_buf_puts(out, json_string_value(json_array_get(r, 0)));
+            for (size_t j = 0; j < json_array_size(x.csv_cols); j++) {
+                const char *col = json_string_value(json_array_get(x.csv_cols, j)), *val = "";
+                for (size_t k = 0; k < json_array_size(pairs); k++) {
+                    json_t *pr = json_array_get(pairs, k);
+                    if (strcmp(json_string_value(json_array_get(pr, 0)), col) == 0)
+                        val = json_string_value(json_array_get(pr, 1));
+                }
+                pt_buf_putc(out, ',');
+                csv_field(out, val, true);
+                out->s[--out->len] = '\0';
+            }
+            pt_buf_putc(out, '\n');
+        }
+    }
+    json_decref(x.csv_rows);
+    json_decref(x.csv_cols);
     json_decref(x.rows);
     pt_buf_free(&x.cubins);
     pt_buf_free(&x.table);

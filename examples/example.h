@@ -199,7 +199,8 @@ static int run_gemm(ptxtune_runtime *rt, const drv *d, const char *klass, int64_
     return rc;
 }
 
-static int example_main(int argc, char **argv)
+int example_main(int argc, char **argv);
+int example_main(int argc, char **argv)
 {
     if (argc != 4) {
         fprintf(stderr, "usage: %s BUNDLE SOFTMAX_CLASS GEMM_CLASS\n", argv[0]);

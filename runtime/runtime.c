@@ -573,7 +573,7 @@ static int read_json(const char *path, const char *text, size_t len, rows *out,
                       path, i + 1, key);
             break;
         }
-        snprintf(want, sizeof want, "%016llx", (unsigned long long)pt_hash64(ptx, strlen(ptx)));
+        db_kernel_hash(ptx, strlen(ptx), want);
         if (strcmp(want, hash) != 0) {
             rc = fail(e, PTXTUNE_EINVAL, "%s: row %zu: kernel %s does not match its PTX", path,
                       i + 1, hash);

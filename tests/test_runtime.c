@@ -1,0 +1,514 @@
+/* The engine runtime (include/ptxtune/runtime.h) end to end on the fake
+ * driver (tests/fake_cuda.c): a store tuned in-process under the fake
+ * device's fingerprint (softmax at 16 and 64 rows, where the configs that
+ * take the rows at run time are timed fastest, and an f32 GEMM at m = 16
+ * and 64), exported by `ptxtune export --format bundle` and `--format json`,
+ * then opened, selected for sizes that were not tuned, launched and checked
+ * against a CPU reference. Also: the default and padded rules, fingerprint
+ * and JIT refusals, eager loads, concurrent lookups, the installed library
+ * (only ptxtune_* exported, no generator code), the public headers in C and
+ * C++ with -Wpedantic -Werror, and `meson install` + pkg-config building the
+ * C and C++ examples, which run on the bundle. */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "examples/example.h"
+#include "ptxtune/ptxtune.h"
+#include "search/problem.h"
+#include "test_util.h"
+#include "tuner/tune.h"
+
+static char dir[256];            /* the shared store, bundle and table */
+static char softmax_class[512];
+static char gemm_class[512];
+
+static const db_fingerprint fake_fp = {"Fake GPU (ptxtune emulator)", 90, 4, "13000",
+                                       "none", 90, "ptxtune 0.1.0", "test-bench/1"};
+
+/* Configs that take the rows at run time are the fastest; the rest by hash. */
+static int measure(void *ctx, const sweep_cand *c, sweep_meas *m, pt_err *e)
+{
+    (void)ctx;
+    (void)e;
+    uint64_t h = pt_hash64(c->config_str, strlen(c->config_str));
+    double t = 1e-5 * (1 + (double)(h % 1000) / 1000.0);
+    if (pt_config_get(c->config, "shape_imm", 1) == 0)
+        t /= 100;
+    snprintf(m->cls, sizeof m->cls, "ok");
+    m->verified = m->timed = true;
+    m->t_min = t * 0.99;
+    m->t_median = t;
+    m->t_max = t * 1.01;
+    m->spread = 0.001;
+    m->reps = 10;
+    return PT_OK;
+}
+
+static int build_store(void)
+{
+    pt_arena *a = pt_arena_new();
+    pt_err e = {0};
+    search_problem p[4];
+    static const char *const ops[] = {"elementwise", "elementwise", "gemm", "gemm"};
+    static const char *const items[] = {
+        "expr=\"y = softmax(x, -1)\" shape=x=16x256", "expr=\"y = softmax(x, -1)\" shape=x=64x256",
+        "m=16 n=64 k=32", "m=64 n=64 k=32"};
+    for (int i = 0; i < 4; i++)
+        if (search_problem_parse(a, ops[i], items[i], &p[i], &e)) {
+            fprintf(stderr, "%s\n", e.msg);
+            return 1;
+        }
+    snprintf(softmax_class, sizeof softmax_class, "%s", p[0].klass);
+    snprintf(gemm_class, sizeof gemm_class, "%s", p[2].klass);
+    char path[512];
+    snprintf(path, sizeof path, "%s/t.db", dir);
+    db_store *s;
+    if (db_open(path, NULL, &s, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return 1;
+    }
+    sweep_opts o = {.arch = "sm_90", .strategy = SEARCH_RANDOM, .budget = 12, .seed = 1,
+                    .no_compile = true, .tool_version = "test", .git_rev = "test",
+                    .measure = measure, .fingerprint = &fake_fp};
+    sweep_summary sum;
+    int rc = sweep_run(s, p, 4, &o, &sum, &e);
+    if (rc)
+        fprintf(stderr, "sweep: %s\n", e.msg);
+    db_close(s);
+    pt_arena_free(a);
+    char out[4096], err[4096];
+    if (!rc)
+        rc = test_run_ptxtune(dir, "export --db t.db --format bundle --out b.db", out, sizeof out,
+                              err, sizeof err);
+    if (!rc)
+        rc = test_run_ptxtune(dir, "export --db t.db --format json --out t.json", out,
+                              sizeof out, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "export: %s\n", err);
+    return rc;
+}
+
+/* The shared table: built once per run of this program by the first test
+ * that needs it (under a lock; Criterion runs every test in its own
+ * process), in a folder named by the runner's pid, removed at the end. */
+static void shared_dir(char *out, size_t n, pid_t runner)
+{
+    snprintf(out, n, "/tmp/ptxtune_rt_%ld", (long)runner);
+}
+
+static void need_store(void)
+{
+    if (!getenv("PTXTUNE_FAKE_CUDA"))
+        cr_skip_test("PTXTUNE_FAKE_CUDA not set (built without CUDA headers)");
+    if (dir[0])
+        return;
+    char d[256], lock[300], done[300];
+    shared_dir(d, sizeof d, getppid());
+    mkdir(d, 0700);
+    snprintf(lock, sizeof lock, "%s/lock", d);
+    snprintf(done, sizeof done, "%s/done", d);
+    int fd = open(lock, O_CREAT | O_RDWR, 0600);
+    cr_assert(fd >= 0);
+    cr_assert_eq(flock(fd, LOCK_EX), 0);
+    snprintf(dir, sizeof dir, "%s", d);
+    if (access(done, F_OK) != 0) {
+        cr_assert_eq(build_store(), 0, "building the store failed");
+        FILE *f = fopen(done, "w");
+        cr_assert(f);
+        fprintf(f, "%s\n%s\n", softmax_class, gemm_class);
+        fclose(f);
+    } else {
+        char buf[2048];
+        test_slurp(done, buf, sizeof buf);
+        char *nl = strchr(buf, '\n');
+        cr_assert(nl);
+        *nl = '\0';
+        snprintf(softmax_class, sizeof softmax_class, "%s", buf);
+        char *nl2 = strchr(nl + 1, '\n');
+        if (nl2)
+            *nl2 = '\0';
+        snprintf(gemm_class, sizeof gemm_class, "%s", nl + 1);
+    }
+    flock(fd, LOCK_UN);
+    close(fd);
+}
+
+ReportHook(POST_ALL)(struct criterion_global_stats *st)
+{
+    (void)st;
+    char d[256], cmd[512];
+    shared_dir(d, sizeof d, getpid());
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+    if (system(cmd))
+        fprintf(stderr, "cannot remove %s\n", d);
+}
+
+static void load_fake(void)
+{
+    need_store();
+    const char *p = getenv("PTXTUNE_FAKE_CUDA");
+    if (!p)
+        cr_skip_test("PTXTUNE_FAKE_CUDA not set (built without CUDA headers)");
+    cr_assert(dlopen(p, RTLD_NOW | RTLD_GLOBAL), "%s", dlerror());
+}
+
+static char *P(const char *name)
+{
+    static char buf[4][512];
+    static int i;
+    i = (i + 1) % 4;
+    snprintf(buf[i], sizeof buf[i], "%s/%s", dir, name);
+    return buf[i];
+}
+
+static ptxtune_runtime *open_rt(const char *file, unsigned flags)
+{
+    load_fake();
+    ptxtune_options o = {.flags = flags};
+    ptxtune_runtime *rt;
+    ptxtune_error e;
+    cr_assert_eq(ptxtune_open(P(file), &o, &rt, &e), PTXTUNE_OK, "%s", e.msg);
+    return rt;
+}
+
+static const unsigned ALL = PTXTUNE_ALLOW_PTX_JIT | PTXTUNE_ALLOW_PAD;
+
+Test(runtime, softmax_at_untuned_rows_takes_the_next_bucket)
+{
+    ptxtune_runtime *rt = open_rt("b.db", ALL);
+    cr_expect_eq(ptxtune_entry_count(rt), 4);
+    ptxtune_selection sel;
+    ptxtune_error e;
+    int64_t dims[2] = {40, 256};
+    cr_assert_eq(ptxtune_select(rt, softmax_class, dims, 2, &sel, &e), PTXTUNE_OK, "%s", e.msg);
+    ptxtune_entry_info info;
+    ptxtune_entry_info_get(sel.entry, &info);
+    cr_expect_eq(sel.match, PTXTUNE_MATCH_BUCKET);
+    cr_expect_eq(info.tuned[0], 64, "%s", info.problem);
+    cr_expect(strstr(info.config, "shape_imm=0"), "%s", info.config);
+    cr_expect(!sel.padded);
+    cr_expect_eq(sel.dims[0], 40);
+    cr_expect_eq(info.loaded, 0, "lazy: nothing loaded before the first launch");
+    drv d;
+    cr_assert_eq(drv_open(&d), 0);
+    cr_expect_eq(run_softmax(rt, &d, softmax_class, 40, 256), 0);
+    ptxtune_entry_info_get(sel.entry, &info);
+    cr_expect_eq(info.loaded, 1);
+    /* exactly tuned */
+    dims[0] = 16;
+    cr_assert_eq(ptxtune_select(rt, softmax_class, dims, 2, &sel, &e), PTXTUNE_OK, "%s", e.msg);
+    cr_expect_eq(sel.match, PTXTUNE_MATCH_EXACT);
+    cr_expect_eq(run_softmax(rt, &d, softmax_class, 16, 256), 0);
+    ptxtune_close(rt);
+}
+
+Test(runtime, above_every_bucket_is_the_flagged_default)
+{
+    ptxtune_runtime *rt = open_rt("b.db", ALL);
+    ptxtune_selection sel;
+    ptxtune_error e;
+    int64_t dims[2] = {100, 256};
+    cr_assert_eq(ptxtune_select(rt, softmax_class, dims, 2, &sel, &e), PTXTUNE_OK, "%s", e.msg);
+    cr_expect_eq(sel.match, PTXTUNE_MATCH_DEFAULT);
+    ptxtune_entry_info info;
+    ptxtune_entry_info_get(sel.entry, &info);
+    cr_expect_eq(info.tuned[0], 64);
+    cr_expect_eq(sel.grid[0] * sel.block[0] >= 100 * 32 || sel.grid[0] >= 100 / 8, 1);
+    drv d;
+    cr_assert_eq(drv_open(&d), 0);
+    cr_expect_eq(run_softmax(rt, &d, softmax_class, 100, 256), 0);
+    /* more rows than any kernel takes */
+    dims[0] = (int64_t)1 << 40;
+    cr_expect_eq(ptxtune_select(rt, softmax_class, dims, 2, &sel, &e), PTXTUNE_ENOTFOUND);
+    cr_expect(strstr(e.msg, "none of its 2 entries serves"), "%s", e.msg);
+    ptxtune_close(rt);
+}
+
+Test(runtime, gemm_at_untuned_m_runs_padded_in_the_bucket)
+{
+    ptxtune_runtime *rt = open_rt("b.db", ALL);
+    ptxtune_selection sel;
+    ptxtune_error e;
+    int64_t dims[4] = {40, 64, 32, 1};
+    cr_assert_eq(ptxtune_select(rt, gemm_class, dims, 4, &sel, &e), PTXTUNE_OK, "%s", e.msg);
+    cr_expect_eq(sel.match, PTXTUNE_MATCH_BUCKET);
+    cr_expect(sel.padded);
+    cr_expect_eq(sel.dims[0], 64);
+    drv d;
+    cr_assert_eq(drv_open(&d), 0);
+    cr_expect_eq(run_gemm(rt, &d, gemm_class, 40, 64, 32), 0);
+    cr_expect_eq(run_gemm(rt, &d, gemm_class, 16, 64, 32), 0);
+    dims[0] = 16;
+    cr_assert_eq(ptxtune_select(rt, gemm_class, dims, 4, &sel, &e), PTXTUNE_OK, "%s", e.msg);
+    cr_expect_eq(sel.match, PTXTUNE_MATCH_EXACT);
+    cr_expect(!sel.padded);
+    ptxtune_close(rt);
+    /* without padding a baked-in m serves only itself */
+    rt = open_rt("b.db", PTXTUNE_ALLOW_PTX_JIT);
+    dims[0] = 40;
+    cr_expect_eq(ptxtune_select(rt, gemm_class, dims, 4, &sel, &e), PTXTUNE_ENOTFOUND);
+    cr_expect(strstr(e.msg, "PTXTUNE_ALLOW_PAD"), "%s", e.msg);
+    cr_expect_eq(ptxtune_select(rt, "gemm dtype=bf16", dims, 4, &sel, &e), PTXTUNE_ENOTFOUND);
+    cr_expect(strstr(e.msg, "no entry of this class"), "%s", e.msg);
+    ptxtune_close(rt);
+}
+
+Test(runtime, the_json_table_serves_the_same)
+{
+    ptxtune_runtime *rt = open_rt("t.json", ALL | PTXTUNE_LOAD_EAGER);
+    cr_expect_eq(ptxtune_entry_count(rt), 4);
+    for (int i = 0; i < ptxtune_entry_count(rt); i++) {
+        ptxtune_entry_info info;
+        ptxtune_entry_info_get(ptxtune_entry_get(rt, i), &info);
+        cr_expect_eq(info.loaded, 1, "eager: %s loaded at open", info.problem);
+    }
+    drv d;
+    cr_assert_eq(drv_open(&d), 0);
+    cr_expect_eq(run_softmax(rt, &d, softmax_class, 33, 256), 0);
+    cr_expect_eq(run_gemm(rt, &d, gemm_class, 64, 64, 32), 0);
+    ptxtune_close(rt);
+}
+
+Test(runtime, another_device_or_no_jit_is_refused_in_one_line)
+{
+    load_fake();
+    ptxtune_runtime *rt;
+    ptxtune_error e;
+    setenv("FAKE_CUDA_CC", "80", 1);
+    cr_expect_eq(ptxtune_open(P("b.db"), NULL, &rt, &e), PTXTUNE_ENOTFOUND);
+    cr_expect(strstr(e.msg, "no entry tuned on this device"), "%s", e.msg);
+    /* a named fingerprint is served as is */
+    ptxtune_options o = {.flags = ALL};
+    char key[17];
+    db_fingerprint_key(&fake_fp, key);
+    o.fingerprint = key;
+    cr_assert_eq(ptxtune_open(P("b.db"), &o, &rt, &e), PTXTUNE_OK, "%s", e.msg);
+    cr_expect_str_eq(ptxtune_fingerprint(rt), key);
+    ptxtune_close(rt);
+    unsetenv("FAKE_CUDA_CC");
+    o.fingerprint = "ffff";
+    cr_expect_eq(ptxtune_open(P("b.db"), &o, &rt, &e), PTXTUNE_ENOTFOUND);
+    /* no cubin (not compiled) and no JIT allowed */
+    rt = open_rt("b.db", 0);
+    ptxtune_selection sel;
+    int64_t dims[2] = {16, 256};
+    cr_assert_eq(ptxtune_select(rt, softmax_class, dims, 2, &sel, &e), PTXTUNE_OK, "%s", e.msg);
+    cr_expect_eq(ptxtune_load(rt, sel.entry, &e), PTXTUNE_ENOTFOUND);
+    cr_expect(strstr(e.msg, "PTXTUNE_ALLOW_PTX_JIT"), "%s", e.msg);
+    ptxtune_close(rt);
+    /* not a table */
+    cr_expect_eq(ptxtune_open(P("t.db-nope"), NULL, &rt, &e), PTXTUNE_EIO);
+    FILE *f = fopen(P("bad.json"), "w");
+    fputs("{\"format\": \"other\"}", f);
+    fclose(f);
+    cr_expect_eq(ptxtune_open(P("bad.json"), NULL, &rt, &e), PTXTUNE_EINVAL);
+    cr_expect(strstr(e.msg, "not a ptxtune table"), "%s", e.msg);
+}
+
+typedef struct th {
+    ptxtune_runtime *rt;
+    int bad;
+} th;
+
+static void *lookups(void *arg)
+{
+    th *t = arg;
+    ptxtune_error e;
+    for (int i = 0; i < 2000; i++) {
+        ptxtune_selection sel;
+        int64_t dims[2] = {1 + i % 64, 256};
+        if (ptxtune_select(t->rt, softmax_class, dims, 2, &sel, &e) ||
+            ptxtune_load(t->rt, sel.entry, &e))
+            t->bad++;
+    }
+    return NULL;
+}
+
+Test(runtime, concurrent_lookups_and_first_loads)
+{
+    ptxtune_runtime *rt = open_rt("b.db", ALL);
+    pthread_t t[4];
+    th a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (th){rt, 0};
+        pthread_create(&t[i], NULL, lookups, &a[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        cr_expect_eq(a[i].bad, 0);
+    }
+    ptxtune_close(rt);
+}
+
+/* The build tree: PTXTUNE_BIN is BUILD/cli/ptxtune. */
+static void build_root(char *out, size_t n)
+{
+    const char *bin = getenv("PTXTUNE_BIN");
+    cr_assert(bin);
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", bin);
+    snprintf(out, n, "%s", dirname(dirname(tmp)));
+}
+
+static int sh(const char *cmd, char *out, size_t n)
+{
+    char tmp[] = "/tmp/ptxtune_rt_sh_XXXXXX", full[16384];
+    int fd = mkstemp(tmp);
+    cr_assert(fd >= 0);
+    close(fd);
+    snprintf(full, sizeof full, "(%s) >'%s' 2>&1", cmd, tmp);
+    int st = system(full);
+    test_slurp(tmp, out, n);
+    remove(tmp);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(runtime, the_library_exports_the_api_and_links_no_generator)
+{
+    char root[1024], cmd[4096], out[65536];
+    build_root(root, sizeof root);
+    snprintf(cmd, sizeof cmd, "nm -D --defined-only '%s/runtime/lib/libptxtune.so' | awk '{print $3}'",
+             root);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "ptxtune_open"), "%s", out);
+    for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
+        cr_expect(strncmp(l, "ptxtune_", 8) == 0 || strncmp(l, "PTXTUNE_", 8) == 0,
+                  "exported: %s", l);
+    /* no object of gen/ (the generator, the kit), the emulator, the parser,
+     * the printer, the compile gate or the op registry */
+    snprintf(cmd, sizeof cmd,
+             "nm -A '%s/runtime/lib/libptxtune.a' | grep -E ' [TtDdBbRr] "
+             "(gen_|kit_|emu_|ex_|pt_op_|ptx_parse|ptx_print|pt_compile|tuner_dev|search_)' ; "
+             "nm -A '%s/runtime/lib/libptxtune.a' | grep -oE '^[^:]*:[^:]*' | sort -u",
+             root, root);
+    sh(cmd, out, sizeof out);
+    cr_expect(!strstr(out, " T "), "generator code in the runtime library:\n%s", out);
+    cr_expect(!strstr(out, "gen_") && !strstr(out, "emu") && !strstr(out, "compile.c"),
+              "objects:\n%s", out);
+    cr_expect(strstr(out, "runtime.c.o"), "%s", out);
+}
+
+Test(runtime, the_headers_compile_in_c_and_cpp_with_pedantic_errors)
+{
+    const char *t = getenv("PTXTUNE_TESTS_DIR");
+    cr_assert(t);
+    char cmd[4096], out[16384];
+    static const char *const std[] = {"cc -std=c99", "cc -std=c11", "cc -std=c17",
+                                      "c++ -std=c++17 -x c++"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "%s -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I'%s/../include' '%s/../examples/example.%s'",
+                 std[i], t, t, i == 3 ? "cpp" : "c");
+        cr_expect_eq(sh(cmd, out, sizeof out), 0, "%s: %s", std[i], out);
+    }
+}
+
+Test(runtime, meson_install_and_pkg_config_build_the_examples, .timeout = 600)
+{
+    load_fake();
+    const char *t = getenv("PTXTUNE_TESTS_DIR");
+    char root[1024], cmd[8192], out[65536], fake[1024];
+    build_root(root, sizeof root);
+    snprintf(fake, sizeof fake, "%s", getenv("PTXTUNE_FAKE_CUDA"));
+    char *fakedir = dirname(fake);
+    snprintf(cmd, sizeof cmd,
+             "set -e; D='%s/destdir'; meson install --no-rebuild -C '%s' --destdir \"$D\" >/dev/null; "
+             "pc=$(find \"$D\" -name ptxtune.pc | head -1); test -n \"$pc\"; "
+             /* the .pc names the install prefix; point it into D */
+             "mkdir -p \"$D/pc\"; sed \"s|^prefix=|prefix=$D|\" \"$pc\" > \"$D/pc/ptxtune.pc\"; "
+             "export PKG_CONFIG_PATH=\"$D/pc\"; "
+             "flags=$(pkg-config --cflags --libs ptxtune); echo \"flags: $flags\"; "
+             "libdir=$(pkg-config --variable=libdir ptxtune); "
+             "test -e \"$libdir/libptxtune.so.0\"; test -e \"$libdir/libptxtune.a\"; "
+             "test -e \"$(pkg-config --variable=includedir ptxtune)/ptxtune/runtime.h\"; "
+             "cc -std=c11 -Wall -Wextra -Wpedantic -Werror '%s/../examples/example.c' -o '%s/ex_c' $flags -ldl -lm; "
+             "c++ -std=c++17 -Wall -Wextra -Wpedantic -Werror '%s/../examples/example.cpp' -o '%s/ex_cpp' $flags -ldl; "
+             "export LD_LIBRARY_PATH=\"$libdir:%s\"; "
+             "'%s/ex_c' '%s/b.db' '%s' '%s'; '%s/ex_cpp' '%s/b.db' '%s' '%s'",
+             dir, root, t, dir, t, dir, fakedir, dir, dir, softmax_class, gemm_class, dir, dir,
+             softmax_class, gemm_class);
+    /* the classes hold double quotes: pass them through single quotes */
+    cr_assert(!strchr(softmax_class, '\'') && !strchr(gemm_class, '\''));
+    int rc = sh(cmd, out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "softmax 40x256: bucket match"), "%s", out);
+    cr_expect(strstr(out, "gemm m=40 n=64 k=32: bucket match (padded)"), "%s", out);
+    char *first = strstr(out, "\nok\n");
+    cr_expect(first && strstr(first + 1, "\nok\n"), "both examples end ok:\n%s", out);
+}
+
+Test(runtime, c_header_and_csv_exports_carry_the_contract)
+{
+    need_store();
+    char out[65536], err[4096];
+    cr_assert_eq(test_run_ptxtune(dir, "export --db t.db --format c-header --out t.h", out,
+                                  sizeof out, err, sizeof err),
+                 0, "%s", err);
+    FILE *f = fopen(P("eng.c"), "w");
+    cr_assert(f);
+    fputs("#define PTXTUNE_TABLE_IMPLEMENTATION\n#include \"t.h\"\n#include <stdio.h>\n"
+          "#include <string.h>\n"
+          "int main(void) {\n  int ok = ptxtune_table_size == 4;\n"
+          "  for (size_t i = 0; i < ptxtune_table_size; i++)\n"
+          "    ok = ok && ptxtune_table[i].contract && strstr(ptxtune_table[i].contract, \"\\\"dims\\\"\")\n"
+          "         && ptxtune_table[i].align > 0 && ptxtune_table[i].cluster[0] == 1\n"
+          "         && strstr(ptxtune_table[i].ptx, \".entry\");\n"
+          "  return ok ? 0 : 1;\n}\n",
+          f);
+    fclose(f);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && cp eng.c eng.cpp && cc -std=c11 -Wall -Wextra -Wpedantic -Werror eng.c -o eng_c && "
+             "./eng_c && c++ -std=c++17 -Wall -Wextra -Wpedantic -Werror eng.cpp -o eng_cpp && ./eng_cpp",
+             dir);
+    cr_expect_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    /* CSV: one column per problem key and config parameter, then the contract */
+    cr_assert_eq(test_run_ptxtune(dir, "export --db t.db --format csv", out, sizeof out, err,
+                                  sizeof err),
+                 0, "%s", err);
+    char *nl = strchr(out, '\n');
+    cr_assert(nl);
+    *nl = '\0';
+    static const char *const cols[] = {",expr,", ",shape,", ",dtype", ",m,", ",n,", ",k,",
+                                       ",cfg_tpb,", ",cfg_shape_imm,", ",cfg_bm,",
+                                       ",workspace_bytes,", ",runtime_dims,", ",grid_rule"};
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+        cr_expect(strstr(out, cols[i]), "no column %s in %s", cols[i], out);
+    cr_expect(strstr(nl + 1, "x[0]=1.."), "the run-time rows of a softmax row:\n%s", nl + 1);
+}
+
+/* ptxtune emit compiles nothing: once the toolchain's version cap is cached,
+ * it neither loads nvJitLink nor forks ptxas (issue 14 item 6). */
+Test(runtime, emit_starts_without_loading_the_compiler)
+{
+    const char *bin = getenv("PTXTUNE_BIN");
+    cr_assert(bin);
+    if (access("/usr/local/cuda/lib64/libnvJitLink.so.13", F_OK) != 0)
+        cr_skip_test("no nvJitLink under /usr/local/cuda");
+    char d[] = "/tmp/ptxtune_rt_emit_XXXXXX", cmd[4096], out[65536];
+    cr_assert(mkdtemp(d));
+    snprintf(cmd, sizeof cmd,
+             "export PTXTUNE_CACHE_DIR='%s/cache'; "
+             "'%s' emit elementwise 'expr=y = relu(x)' shape=x=64x64 > '%s/a.ptx' 2>/dev/null && "
+             "LD_DEBUG=libs '%s' emit elementwise 'expr=y = relu(x)' shape=x=64x64 2>&1 >'%s/b.ptx' "
+             "| grep -c -e nvJitLink -e ptxas; cmp '%s/a.ptx' '%s/b.ptx' && echo same",
+             d, bin, d, bin, d, d, d);
+    sh(cmd, out, sizeof out);
+    cr_expect_eq(strncmp(out, "0\n", 2), 0, "the second emit loaded the compiler: %s", out);
+    cr_expect(strstr(out, "same"), "the cached cap changed the PTX: %s", out);
+    snprintf(cmd, sizeof cmd, "cat '%s/cache/toolchain-v1'", d);
+    sh(cmd, out, sizeof out);
+    cr_expect(strstr(out, "libnvJitLink.so.13"), "%s", out);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+    sh(cmd, out, sizeof out);
+}
