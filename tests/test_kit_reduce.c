@@ -298,6 +298,76 @@ Test(kit_reduce, online_softmax_minus_inf_and_nan_rows)
     tk_free(&t);
 }
 
+/* kit_softmax_update_fma (one fma + ex2 per exponential, flash-attention's
+ * form): the same kernel shape and float64 check on random rows for two
+ * scales, then the -inf rows (all masked: (-inf, 0), o = 0; first block
+ * masked; one value; masked lanes). */
+static void softmax_kernel_fma(tk *t, float k)
+{
+    ptx_reg y = tk_ptr(t, "y"), x = tk_ptr(t, "x"), tid = tk_sreg(t, PTX_S_TID_X);
+    ptx_reg v[SM_NV];
+    load_vals(t, x, tid, SM_NV, v);
+    kit_softmax st = kit_softmax_new(t->f, k);
+    ptx_reg o = kit_red_init(t->f, KIT_RED_SUM);
+    for (int b = 0; b < SM_NV / SM_BLK; b++) {
+        ptx_opd vo[SM_BLK], p[SM_BLK];
+        for (int j = 0; j < SM_BLK; j++)
+            vo[j] = ptx_r(v[b * SM_BLK + j]);
+        ptx_opd alpha = kit_softmax_update_fma(t->f, &st, vo, SM_BLK, 4, p);
+        ptx_reg no = RF(t);
+        EP(MUL, NOM, T1(F32), ptx_r(no), ptx_r(o), alpha);
+        for (int j = 0; j < SM_BLK; j++)
+            EP(FMA, MODS(MD(RN)), T1(F32), ptx_r(no), p[j], ptx_f32((float)(b * SM_BLK + j + 1)),
+              ptx_r(no));
+        EP(MOV, NOM, T1(F32), ptx_r(o), ptx_r(no));
+    }
+    kit_softmax_reduce(t->f, &st, 4, NULL);
+    kit_redop sum = KIT_RED_SUM;
+    kit_red_lanes(t->f, &sum, &o, 1, 4);
+    ptx_reg out[3] = {st.m, st.s, o};
+    store_vals(t, y, tid, 3, out);
+    tk_ret(t);
+}
+
+Test(kit_reduce, online_softmax_fma_matches_float64_and_keeps_minus_inf_exact)
+{
+    for (int ki = 0; ki < 2; ki++) {
+        float k = ki ? 0.125f : 1.0f;
+        tk t = tk_new("sm_80", "smaxf");
+        softmax_kernel_fma(&t, k);
+        fill(23 + (uint64_t)ki, NT * SM_NV);
+        float got[NT * 3];
+        run_xy(&t, vals_in, NT * SM_NV, got, NT * 3);
+        check_softmax(vals_in, got, k);
+        tk_free(&t);
+    }
+    tk t = tk_new("sm_80", "smaskf");
+    softmax_kernel_fma(&t, 1.0f);
+    fill(29, NT * SM_NV);
+    float *x = vals_in;
+    enum { R = 4 * SM_NV };
+    for (int i = 0; i < R; i++)
+        x[0 * R + i] = -INFINITY;
+    for (int q = 0; q < 4; q++)
+        for (int j = 0; j < SM_BLK; j++)
+            x[1 * R + q * SM_NV + j] = -INFINITY;
+    for (int i = 0; i < R; i++)
+        x[2 * R + i] = i == 29 ? 3.5f : -INFINITY;
+    for (int i = 0; i < SM_NV; i++)
+        x[3 * R + 2 * SM_NV + i] = -INFINITY;
+    float got[NT * 3];
+    run_xy(&t, x, NT * SM_NV, got, NT * 3);
+    for (int l = 0; l < 4; l++) {
+        cr_assert_eq(got[l * 3], -INFINITY, "all-masked row: m %g", got[l * 3]);
+        cr_assert_eq(bitsof(got[l * 3 + 1]), 0, "all-masked row: s %g", got[l * 3 + 1]);
+        cr_assert_eq(bitsof(got[l * 3 + 2]), 0, "all-masked row: o %g", got[l * 3 + 2]);
+    }
+    for (int l = 8; l < 12; l++)
+        cr_assert_eq(got[l * 3], 3.5f);
+    check_softmax(x, got, 1.0f);
+    tk_free(&t);
+}
+
 /* Guarded update: invalid values (here NaN and +inf garbage) take no part;
  * merge of two states equals the state of both halves. Each thread holds
  * one row of 8 values (width 1); values 5..7 are invalid in odd lanes. */

@@ -207,6 +207,46 @@ ptx_opd kit_softmax_update(ptx_fn *f, kit_softmax *st, const ptx_opd *v, const p
     return alpha;
 }
 
+/* ex2(x kl - nmk) with nmk = ms kl precomputed: one fma, one ex2. */
+static ptx_reg exp_fma(ptx_fn *f, ptx_opd x, float kl, ptx_reg nmk)
+{
+    ptx_reg t = freg(f), e = freg(f);
+    ptx_emit(f, PTX_OP_FMA, M1(PTX_M_RN), F32T, ptx_r(t), x, ptx_f32(kl), ptx_r(nmk));
+    ptx_emit(f, PTX_OP_EX2, M2(PTX_M_APPROX, PTX_M_FTZ), F32T, ptx_r(e), ptx_r(t));
+    return e;
+}
+
+ptx_opd kit_softmax_update_fma(ptx_fn *f, kit_softmax *st, const ptx_opd *v, int n, int width,
+                               ptx_opd *p)
+{
+    ptx_reg m = freg(f);
+    ptx_reg vm = kit_red_vals(f, KIT_RED_MAX, v, n);
+    ptx_emit(f, PTX_OP_MAX, NOM, F32T, ptx_r(m), ptx_r(st->m), ptx_r(vm));
+    kit_redop mx = KIT_RED_MAX;
+    kit_red_lanes(f, &mx, &m, 1, width);
+    ptx_reg ms = kit_softmax_safe_max(f, ptx_r(m));
+    float kl = (float)(st->k * 1.44269504088896341);
+    ptx_reg nmk = op2(f, PTX_OP_MUL, ptx_r(ms), ptx_f32(-kl)); /* -ms k log2 e */
+    ptx_opd alpha = ptx_f32(0.0f);
+    ptx_reg s = freg(f);
+    if (st->fresh)
+        ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(s), ptx_f32(0.0f));
+    else {
+        alpha = ptx_r(exp_fma(f, ptx_r(st->m), kl, nmk)); /* old m = -inf: 0 */
+        ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(s), ptx_r(st->s), alpha);
+    }
+    for (int j = 0; j < n; j++) {
+        ptx_reg e = exp_fma(f, v[j], kl, nmk);
+        if (p)
+            p[j] = ptx_r(e);
+        kit_red_step(f, KIT_RED_SUM, s, ptx_r(e), (ptx_reg){0});
+    }
+    ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(st->s), ptx_r(s));
+    ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(st->m), ptx_r(m));
+    st->fresh = false;
+    return alpha;
+}
+
 void kit_softmax_merge(ptx_fn *f, kit_softmax *st, ptx_opd bm, ptx_opd bs)
 {
     ptx_reg m = op2(f, PTX_OP_MAX, ptx_r(st->m), bm);

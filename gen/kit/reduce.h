@@ -108,6 +108,15 @@ kit_softmax kit_softmax_new(ptx_fn *f, float k);
  * st.fresh before emitting one there. */
 ptx_opd kit_softmax_update(ptx_fn *f, kit_softmax *st, const ptx_opd *v, const ptx_reg *guard,
                            int n, int width, ptx_opd *p);
+/* kit_softmax_update without guards, each exponential one FMA and one
+ * ex2 as flash-attention computes it: p_j = ex2.approx.ftz(v_j k log2 e -
+ * ms k log2 e) (the products are not formed apart, so the exponent carries
+ * an absolute error of about |ms k log2 e| 2^-24 on top of
+ * kit_softmax_exp's; fine for attention scores, which are bounded). Same
+ * state, -inf rules (v_j = -inf gives 0; ms = safe(m') is finite) and
+ * result (alpha) as kit_softmax_update. */
+ptx_opd kit_softmax_update_fma(ptx_fn *f, kit_softmax *st, const ptx_opd *v, int n, int width,
+                               ptx_opd *p);
 /* Merges another state (bm, bs) (same k) into st: m = max(m, bm),
  * s = s exp(k (m_a - ms)) + bs exp(k (bm - ms)), ms = safe(m); (-inf, 0)
  * pairs stay (-inf, 0). */
