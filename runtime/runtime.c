@@ -87,8 +87,10 @@ typedef struct rt_grid {
 struct ptxtune_entry {
     char *op, *klass, *problem, *config, *entry, *arch;
     uint64_t klass_hash;
+    int klass_id; /* index of its class among the runtime's distinct classes */
     int ndims;
     int64_t tuned[PTXTUNE_MAX_DIMS], lo[PTXTUNE_MAX_DIMS], hi[PTXTUNE_MAX_DIMS];
+    double lg[PTXTUNE_MAX_DIMS], lg_sum; /* log2 of the tuned sizes, their sum */
     int group[PTXTUNE_MAX_DIMS];
     rt_grid grid[3];
     unsigned block[3];
@@ -119,6 +121,15 @@ struct ptxtune_runtime {
     int n, cap;
     pthread_mutex_t mu;
 };
+
+/* The class id of klass (hash, then one strcmp), -1 when none has it. */
+static int class_id(const ptxtune_runtime *rt, const char *klass, uint64_t h)
+{
+    for (int j = 0; j < rt->n; j++)
+        if (rt->v[j].klass_hash == h && rt->v[j].klass_id == j && strcmp(rt->v[j].klass, klass) == 0)
+            return j;
+    return -1;
+}
 
 static int fail(ptxtune_error *e, int code, const char *fmt, ...) PT_PRINTF(3, 4);
 static int fail(ptxtune_error *e, int code, const char *fmt, ...)
@@ -276,6 +287,11 @@ static int read_contract(ptxtune_entry *k, const char *launch, const char *dims,
         k->hi[i] = hi;
         k->group[i] = (int)g;
     }
+    k->lg_sum = 0;
+    for (int i = 0; i < k->ndims; i++) {
+        k->lg[i] = log2((double)k->tuned[i]);
+        k->lg_sum += k->lg[i];
+    }
     for (int i = 0; i < 3; i++)
         if (k->grid[i].dim >= k->ndims) {
             rc = fail(e, PTXTUNE_EINVAL, "%s: grid rule names dim %d of %d", k->problem,
@@ -383,6 +399,13 @@ static int add_entry(ptxtune_runtime *rt, const row_view *r, ptxtune_error *e)
         memcpy(k->cubin, r->cubin, r->cubin_size);
     k->cubin_size = r->cubin_size;
     k->klass_hash = hash_str(k->klass);
+    k->klass_id = rt->n;
+    for (int j = 0; j < rt->n; j++)
+        if (rt->v[j].klass_hash == k->klass_hash && rt->v[j].klass_id == j &&
+            strcmp(rt->v[j].klass, k->klass) == 0) {
+            k->klass_id = j; /* the first entry of the class names it */
+            break;
+        }
     k->time_s = r->t_median;
     int rc = read_contract(k, r->launch, r->dims, e);
     if (rc) {
@@ -839,12 +862,11 @@ static bool serves(const ptxtune_entry *k, const int64_t *r, bool pad, int64_t *
     return true;
 }
 
-static double dist_up(const ptxtune_entry *k, const int64_t *r)
+/* sum of log2(tuned / request): the request's log2 sum is the same for
+ * every entry, so the tuned sum orders them */
+static double dist_up(const ptxtune_entry *k, double req_lg)
 {
-    double d = 0;
-    for (int i = 0; i < k->ndims; i++)
-        d += log2((double)k->tuned[i] / (double)r[i]);
-    return d;
+    return k->lg_sum - req_lg;
 }
 
 static int fill_selection(const ptxtune_entry *k, const int64_t *r, int n, const int64_t *at,
@@ -887,6 +909,7 @@ PTXTUNE_EXPORT int ptxtune_select(const ptxtune_runtime *rt, const char *klass,
             return fail(e, PTXTUNE_EINVAL, "size %d is %lld: sizes are at least 1", i,
                         (long long)dims[i]);
     uint64_t h = hash_str(klass);
+    int cid = class_id(rt, klass, h);
     bool pad = rt->flags & PTXTUNE_ALLOW_PAD;
     int64_t bucket[PTXTUNE_MAX_DIMS];
     for (int i = 0; i < ndims; i++)
@@ -896,8 +919,8 @@ PTXTUNE_EXPORT int ptxtune_select(const ptxtune_runtime *rt, const char *klass,
             int64_t best = 0;
             for (int j = 0; j < rt->n; j++) {
                 const ptxtune_entry *k = &rt->v[j];
-                if (k->klass_hash == h && k->ndims == ndims && !strcmp(k->klass, klass) &&
-                    k->tuned[i] >= dims[i] && (!best || k->tuned[i] < best))
+                if (k->klass_id == cid && k->ndims == ndims && k->tuned[i] >= dims[i] &&
+                    (!best || k->tuned[i] < best))
                     best = k->tuned[i];
             }
             bucket[i] = best ? best : dims[i];
@@ -910,7 +933,7 @@ PTXTUNE_EXPORT int ptxtune_select(const ptxtune_runtime *rt, const char *klass,
     int nclass = 0;
     for (int j = 0; j < rt->n; j++) {
         const ptxtune_entry *k = &rt->v[j];
-        if (k->klass_hash != h || k->ndims != ndims || strcmp(k->klass, klass) != 0)
+        if (k->klass_id != cid || k->ndims != ndims)
             continue;
         nclass++;
         if (!serves(k, dims, pad, at, &pd))
@@ -931,14 +954,12 @@ PTXTUNE_EXPORT int ptxtune_select(const ptxtune_runtime *rt, const char *klass,
             TAKE(exact, at_ex, pd_ex);
         if (is_b && (!inb || strcmp(k->problem, inb->problem) < 0))
             TAKE(inb, at_b, pd_b);
-        double d = up ? dist_up(k, dims) : 0;
+        double d = up ? dist_up(k, 0) : 0;
         if (up && (!above || d < above_d || (d == above_d && strcmp(k->problem, above->problem) < 0))) {
             TAKE(above, at_a, pd_a);
             above_d = d;
         }
-        double size = 0;
-        for (int i = 0; i < ndims; i++)
-            size += log2((double)k->tuned[i]);
+        double size = k->lg_sum;
         if (!dflt || size > dflt_d || (size == dflt_d && strcmp(k->problem, dflt->problem) < 0)) {
             TAKE(dflt, at_d, pd_d);
             dflt_d = size;
