@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,32 @@ void pt_space_config(const pt_space *s, int64_t idx, pt_config *c)
         pt_config_set(c, s->p[i].name, vals[i]);
 }
 
+/* The emission proper, with the module arena's recovery point here (see
+ * pt_arena_catch): only the parameters are read after a jump. */
+static int emit_guarded(const pt_op *op, const pt_prepared *pp, const pt_config *c, ptx_module *m,
+                        pt_launch *l, pt_err *e)
+{
+    jmp_buf jb;
+    if (setjmp(jb)) {
+        pt_arena_catch(m->arena, NULL);
+        return pt_errf(e, PT_ENOMEM, "%s: out of memory while emitting (%zu bytes held)", op->name,
+                       pt_arena_size(m->arena));
+    }
+    pt_arena_catch(m->arena, &jb);
+    int rc = op->emit(pp, c, m, l, e);
+    if (!rc)
+        rc = ptx_module_finish(m);
+    pt_arena_catch(m->arena, NULL);
+    return rc;
+}
+
+int pt_op_emit(const pt_op *op, const pt_prepared *pp, const pt_config *c, ptx_module *m,
+               pt_launch *l, pt_err *e)
+{
+    memset(l, 0, sizeof *l);
+    return emit_guarded(op, pp, c, m, l, e);
+}
+
 int pt_op_build(const pt_op *op, const pt_prepared *pp, const pt_target *t, int max_ptx,
                 const pt_config *c, ptx_module **mout, pt_launch *l, pt_err *e)
 {
@@ -146,10 +173,9 @@ int pt_op_build(const pt_op *op, const pt_prepared *pp, const pt_target *t, int 
     if (rc)
         return rc;
     ptx_module *m = ptx_module_new(t, max_ptx);
-    memset(l, 0, sizeof *l);
-    rc = op->emit(pp, c, m, l, e);
-    if (!rc)
-        rc = ptx_module_finish(m);
+    if (!m)
+        return pt_errf(e, PT_ENOMEM, "%s: out of memory", op->name);
+    rc = pt_op_emit(op, pp, c, m, l, e);
     if (rc) {
         if (m->err.code)
             pt_errf(e, m->err.code, "%s", m->err.msg);

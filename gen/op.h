@@ -359,7 +359,12 @@ bool pt_problem_tensor_math(const pt_problem *p);
 const pt_op *pt_op_find(const char *name);
 int pt_op_list(const pt_op *const **out);
 
-/* Convenience: prepare + check + emit + finish for one config. */
+/* emit + ptx_module_finish into m, with m's arena recovery point set: an
+ * emission that runs out of memory (or past pt_arena_limit) returns
+ * PT_ENOMEM, m still to be freed by the caller. */
+int pt_op_emit(const pt_op *op, const pt_prepared *pp, const pt_config *c, ptx_module *m,
+               pt_launch *l, pt_err *e);
+/* Convenience: check + ptx_module_new + pt_op_emit for one config. */
 int pt_op_build(const pt_op *op, const pt_prepared *pp, const pt_target *t, int max_ptx,
                 const pt_config *c, ptx_module **m, pt_launch *l, pt_err *e);
 

@@ -57,6 +57,8 @@ typedef struct pt_block {
 
 struct pt_arena {
     pt_block *head;
+    size_t size, limit; /* bytes handed out; cap (0: none) */
+    jmp_buf *oom;       /* recovery point, NULL: abort */
 };
 
 enum { ARENA_BLOCK = 1024 * 1024 };
@@ -64,10 +66,21 @@ enum { ARENA_BLOCK = 1024 * 1024 };
 pt_arena *pt_arena_new(void)
 {
     pt_arena *a = calloc(1, sizeof *a);
-    if (!a)
+    if (!a) /* the header only: blocks come at the first allocation */
         abort();
     return a;
 }
+
+jmp_buf *pt_arena_catch(pt_arena *a, jmp_buf *jb)
+{
+    jmp_buf *old = a->oom;
+    a->oom = jb;
+    return old;
+}
+
+void pt_arena_limit(pt_arena *a, size_t bytes) { a->limit = bytes; }
+
+size_t pt_arena_size(const pt_arena *a) { return a->size; }
 
 void pt_arena_free(pt_arena *a)
 {
@@ -81,6 +94,7 @@ void pt_arena_free(pt_arena *a)
 }
 
 static void *arena_raw(pt_arena *a, size_t n);
+_Noreturn static void arena_fail(pt_arena *a);
 
 void *pt_arena_alloc(pt_arena *a, size_t n)
 {
@@ -89,15 +103,25 @@ void *pt_arena_alloc(pt_arena *a, size_t n)
     return p;
 }
 
+_Noreturn static void arena_fail(pt_arena *a)
+{
+    if (a->oom)
+        longjmp(*a->oom, 1);
+    abort();
+}
+
 static void *arena_raw(pt_arena *a, size_t n)
 {
     n = (n + 15) & ~(size_t)15;
+    if (a->limit && a->size + n > a->limit)
+        arena_fail(a);
+    a->size += n;
     pt_block *b = a->head;
     if (!b || b->size - b->used < n) {
         size_t size = n > ARENA_BLOCK ? n : ARENA_BLOCK;
         pt_block *nb = malloc(sizeof *nb + size);
         if (!nb)
-            abort();
+            arena_fail(a);
         nb->used = 0;
         nb->size = size;
         /* a big one-off block goes behind the head so the head keeps its room */
@@ -166,6 +190,7 @@ void pt_buf_init(pt_buf *b)
 {
     b->s = NULL;
     b->len = b->cap = 0;
+    b->failed = false;
 }
 
 void pt_buf_free(pt_buf *b)
@@ -174,23 +199,34 @@ void pt_buf_free(pt_buf *b)
     pt_buf_init(b);
 }
 
-static void buf_reserve(pt_buf *b, size_t extra)
+bool pt_buf_room(pt_buf *b, size_t extra)
 {
+    if (b->failed)
+        return false;
     if (b->len + extra + 1 <= b->cap)
-        return;
+        return true;
     size_t nc = b->cap ? b->cap : 256;
-    while (nc < b->len + extra + 1)
-        nc *= 2;
-    char *s = realloc(b->s, nc);
-    if (!s)
-        abort();
+    if (extra > SIZE_MAX / 4 - b->len) /* no doubling reaches it */
+        nc = 0;
+    else
+        while (nc < b->len + extra + 1)
+            nc *= 2;
+    char *s = nc ? realloc(b->s, nc) : NULL;
+    if (!s) {
+        free(b->s);
+        pt_buf_init(b);
+        b->failed = true;
+        return false;
+    }
     b->s = s;
     b->cap = nc;
+    return true;
 }
 
 void pt_buf_putn(pt_buf *b, const char *s, size_t n)
 {
-    buf_reserve(b, n);
+    if (!pt_buf_room(b, n))
+        return;
     memcpy(b->s + b->len, s, n);
     b->len += n;
     b->s[b->len] = '\0';
@@ -202,7 +238,8 @@ void pt_buf_putc(pt_buf *b, char c) { pt_buf_putn(b, &c, 1); }
 
 void pt_buf_printf(pt_buf *b, const char *fmt, ...)
 {
-    buf_reserve(b, 128);
+    if (!pt_buf_room(b, 128))
+        return;
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
@@ -210,7 +247,8 @@ void pt_buf_printf(pt_buf *b, const char *fmt, ...)
     if (n <= 0)
         return;
     if ((size_t)n >= b->cap - b->len) {
-        buf_reserve(b, (size_t)n);
+        if (!pt_buf_room(b, (size_t)n))
+            return;
         va_start(ap, fmt);
         vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
         va_end(ap);
@@ -221,12 +259,8 @@ void pt_buf_printf(pt_buf *b, const char *fmt, ...)
 char *pt_buf_take(pt_buf *b)
 {
     char *s = b->s;
-    if (!s) {
-        s = malloc(1);
-        if (!s)
-            abort();
+    if (!s && !b->failed && (s = malloc(1)))
         s[0] = '\0';
-    }
     pt_buf_init(b);
     return s;
 }

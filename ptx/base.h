@@ -4,6 +4,7 @@
 #ifndef PT_BASE_H
 #define PT_BASE_H
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -44,11 +45,30 @@ int pt_errf(pt_err *e, int code, const char *fmt, ...) PT_PRINTF(3, 4);
 int pt_verrf(pt_err *e, int code, const char *fmt, va_list ap);
 void pt_err_clear(pt_err *e);
 
-/* Arena: bump allocator, one per emission, freed at once. Allocation failure
- * aborts (an invariant, not bad input): emission sizes are bounded. */
+/* Arena: bump allocator, one per emission, freed at once.
+ *
+ * Out of memory, the one policy: a function that returns a status returns
+ * PT_ENOMEM when an allocation fails (every malloc is checked). Arena
+ * allocations cannot return NULL to their callers (the builders have no
+ * error return), so an arena that runs out (malloc fails, or its limit is
+ * reached) jumps to the recovery point its owner set with pt_arena_catch,
+ * and that owner returns PT_ENOMEM (pt_op_emit does so for every emission;
+ * nothing outside the arena is allocated there, so nothing leaks); a text
+ * buffer (pt_buf, below) fails for good and hands back NULL. Only
+ * an arena without a recovery point aborts (and pt_arena_new, when its
+ * few header bytes cannot be had). */
 typedef struct pt_arena pt_arena;
 pt_arena *pt_arena_new(void);
 void pt_arena_free(pt_arena *a);
+/* The recovery point of a's allocations: jb (set by the caller's setjmp,
+ * in a frame that outlives every allocation until pt_arena_catch(a, NULL)),
+ * or NULL to remove it. Returns the previous one, for nesting. */
+jmp_buf *pt_arena_catch(pt_arena *a, jmp_buf *jb);
+/* Caps the bytes a hands out in all (0: no cap): failure injection for
+ * tests, and a bound for callers that want one. */
+void pt_arena_limit(pt_arena *a, size_t bytes);
+/* Bytes a has handed out (rounded up to 16 each). */
+size_t pt_arena_size(const pt_arena *a);
 void *pt_arena_alloc(pt_arena *a, size_t n); /* zeroed, 16-byte aligned */
 char *pt_arena_strdup(pt_arena *a, const char *s);
 char *pt_arena_strndup(pt_arena *a, const char *s, size_t n);
@@ -56,18 +76,24 @@ char *pt_arena_printf(pt_arena *a, const char *fmt, ...) PT_PRINTF(2, 3);
 /* Growable array in an arena: doubles capacity, copies old contents. */
 void *pt_arena_grow(pt_arena *a, void *old, size_t elem, size_t *cap, size_t need);
 
-/* Growable heap text buffer. */
+/* Growable heap text buffer. Out of memory it fails for good: its text is
+ * freed, every later write is dropped, `failed` is set and pt_buf_take
+ * returns NULL (so a caller checks once, at the end). */
 typedef struct pt_buf {
     char *s;
     size_t len, cap;
+    bool failed;
 } pt_buf;
+/* Room for extra more bytes (and the NUL); false when out of memory. */
+bool pt_buf_room(pt_buf *b, size_t extra);
 void pt_buf_init(pt_buf *b);
 void pt_buf_free(pt_buf *b);
 void pt_buf_putc(pt_buf *b, char c);
 void pt_buf_puts(pt_buf *b, const char *s);
 void pt_buf_putn(pt_buf *b, const char *s, size_t n);
 void pt_buf_printf(pt_buf *b, const char *fmt, ...) PT_PRINTF(2, 3);
-/* Returns the string and resets the buffer; the caller frees. */
+/* Returns the string and resets the buffer; the caller frees. NULL when
+ * the buffer failed (out of memory). */
 char *pt_buf_take(pt_buf *b);
 
 /* Files written whole or not at all: the data goes to a temporary file in

@@ -430,7 +430,14 @@ int ptx_sreg_lookup(const char *name, size_t n)
 ptx_module *ptx_module_new(const pt_target *t, int max_ptx)
 {
     pt_arena *a = pt_arena_new();
+    jmp_buf jb;
+    if (setjmp(jb)) { /* the first block */
+        pt_arena_free(a);
+        return NULL;
+    }
+    pt_arena_catch(a, &jb);
     ptx_module *m = pt_arena_alloc(a, sizeof *m);
+    pt_arena_catch(a, NULL);
     m->arena = a;
     m->target = *t;
     m->max_ptx = max_ptx;

@@ -208,7 +208,8 @@ struct ptx_module {
 };
 
 /* Module lifetime. max_ptx is the highest .version the toolchain accepts
- * (90 for CUDA 13.0); 0 means no ceiling known. */
+ * (90 for CUDA 13.0); 0 means no ceiling known. NULL when out of memory;
+ * the builders allocate in m->arena (see pt_arena_catch, ptx/base.h). */
 ptx_module *ptx_module_new(const pt_target *t, int max_ptx);
 void ptx_module_free(ptx_module *m);
 /* Sets .version to the lowest the target and every instruction need, and
@@ -361,7 +362,7 @@ void ptx_sreg_need(ptx_sreg s, int *sm, int *ver);
 void ptx_ins_opname(const ptx_ins *ins, pt_buf *out);
 
 /* Printer: the only writer of PTX text. Sets each instruction's line. */
-char *ptx_print(ptx_module *m); /* malloc'd text */
+char *ptx_print(ptx_module *m); /* malloc'd text; NULL when out of memory */
 void ptx_print_buf(ptx_module *m, pt_buf *out);
 void ptx_print_ins(const ptx_fn *f, const ptx_ins *ins, pt_buf *out);
 const char *ptx_reg_name(const ptx_fn *f, ptx_reg r, char *buf, size_t n);

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <setjmp.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,7 @@ typedef struct label_info {
 } label_info;
 
 typedef struct parser {
+    jmp_buf *oom; /* the module arena's recovery point (parse_guarded) */
     const char *cur, *end, *line_start;
     int line;
     const char *file;
@@ -1591,6 +1593,9 @@ static int parse_header(parser *p, int max_ptx)
                         (long long)bits);
     }
     p->m = ptx_module_new(&target, max_ptx);
+    if (!p->m)
+        return pt_errf(p->e, PT_ENOMEM, "%s: out of memory", p->file);
+    pt_arena_catch(p->m->arena, p->oom);
     p->m->version = ver;
     p->a = p->m->arena;
     return PT_OK;
@@ -1634,6 +1639,21 @@ static int parse_module(parser *p, int max_ptx)
     return rc;
 }
 
+/* parse_module with the module arena's recovery point here: out of
+ * memory, the arena jumps back and the parse fails with PT_ENOMEM (*p, a
+ * caller's object, keeps the module to free). */
+static int parse_guarded(parser *p, int max_ptx)
+{
+    jmp_buf jb;
+    if (setjmp(jb))
+        return pt_errf(p->e, PT_ENOMEM, "%s: out of memory", p->file);
+    p->oom = &jb;
+    int rc = parse_module(p, max_ptx);
+    if (p->m)
+        pt_arena_catch(p->m->arena, NULL);
+    return rc;
+}
+
 int ptx_parse(const char *text, size_t len, const char *filename, int max_ptx,
               ptx_module **out, pt_err *e)
 {
@@ -1649,7 +1669,7 @@ int ptx_parse(const char *text, size_t len, const char *filename, int max_ptx,
     p.cur = p.line_start = text ? text : "";
     p.end = p.cur + len;
     p.line = 1;
-    int rc = parse_module(&p, max_ptx);
+    int rc = parse_guarded(&p, max_ptx);
     if (rc) {
         if (e && !e->code) /* every path records a message; keep the contract anyway */
             pt_errf(e, rc, "%s: parse error", p.file);

@@ -180,16 +180,8 @@ void ptx_print_ins(const ptx_fn *f, const ptx_ins *ins, pt_buf *out)
         room += opd_room(f, &ins->opd[i]);
     if (ins->op == PTX_OP_LABEL)
         room += strlen(f->labels[ins->opd[0].u.label]);
-    if (out->len + room + 1 > out->cap) {
-        size_t cap = out->cap ? out->cap : 256;
-        while (cap < out->len + room + 1)
-            cap *= 2;
-        char *s = realloc(out->s, cap);
-        if (!s)
-            abort();
-        out->s = s;
-        out->cap = cap;
-    }
+    if (!pt_buf_room(out, room))
+        return;
     char *d = out->s + out->len;
     if (ins->op == PTX_OP_LABEL) {
         d = cp(d, f->labels[ins->opd[0].u.label]);

@@ -28,10 +28,13 @@ int pt_check_emu(const pt_op *op, const pt_prepared *pp, const pt_target *t, con
     /* the text is what gets compiled, hashed and stored: it must parse back
      * to itself, and it is what the emulator runs */
     char *text = ptx_print(built);
-    rc = ptx_parse(text, strlen(text), "<emitted>", 0, &parsed, e);
+    rc = text ? ptx_parse(text, strlen(text), "<emitted>", 0, &parsed, e)
+              : pt_errf(e, PT_ENOMEM, "out of memory printing the kernel");
     if (!rc) {
         char *again = ptx_print(parsed);
-        if (strcmp(again, text) != 0)
+        if (!again)
+            rc = pt_errf(e, PT_ENOMEM, "out of memory printing the kernel");
+        else if (strcmp(again, text) != 0)
             rc = pt_errf(e, PT_EINTERNAL, "parse(print(kernel)) does not print back identically");
         free(again);
     }
@@ -39,7 +42,7 @@ int pt_check_emu(const pt_op *op, const pt_prepared *pp, const pt_target *t, con
                             .emu_smem_shift = o ? o->smem_shift : 0};
     if (!rc)
         rc = tuner_dev_open("emu", &dopts, &d, e);
-    tuner_image img = {text, strlen(text), NULL, 0, l.entry, op, pp};
+    tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, l.entry, op, pp};
     if (!rc)
         rc = tuner_load(d, &img, &k, e);
     if (!rc)

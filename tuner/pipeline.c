@@ -57,6 +57,8 @@ int tuner_build(const pt_op *op, const pt_prepared *pp, const pt_config *cfg,
         o->annotate(o->annotate_ctx, cfg, &b->launch, &text);
     b->ptx_len = text.len;
     b->ptx = pt_buf_take(&text);
+    if (!b->ptx)
+        return pt_errf(e, PT_ENOMEM, "out of memory printing the kernel");
     b->hash = pt_hash64(b->ptx, b->ptx_len);
     b->emit_ms = (now_s() - t0) * 1e3;
     b->cls = TUNER_OK;
