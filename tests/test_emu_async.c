@@ -488,3 +488,86 @@ Test(emu_async, mbarrier_misuse)
     cr_assert(has_kind(&r, EMU_R_MBARRIER, "beyond the expected count"));
     run_free(&r);
 }
+
+/* ---- the race detector understands mbarrier phases ---- */
+
+/* Warp 0 writes x; warp 1 reads it with no order between them, although
+ * an unrelated mbarrier phase (warp 1's own) completes in between: a race. */
+Test(emu_async, race_not_hidden_by_an_unrelated_phase)
+{
+    static const char text[] =
+        HDR ".visible .entry k()\n{\n" REGS
+        "\t.shared .align 8 .b64 bar;\n\t.shared .align 4 .b32 x;\n"
+        "\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, x;\n\tmov.u32 %r3, bar;\n"
+        "\tsetp.eq.u32 %p1, %r1, 0;\n\tsetp.eq.u32 %p2, %r1, 32;\n"
+        "\t@%p1 st.shared.u32 [%r2], 7;\n"
+        "\t@%p2 mbarrier.init.shared::cta.b64 [%r3], 1;\n"
+        "\t@%p2 mbarrier.arrive.shared::cta.b64 _, [%r3];\n"
+        "\t@%p2 ld.shared.u32 %r4, [%r2];\n\tret;\n}\n";
+    run r = {0};
+    cr_assert_eq(run_text(&r, text, "lazy", 64, NULL), PT_EEMU);
+    if (!has_kind(&r, EMU_R_RACE, "read after a write"))
+        dump(&r);
+    cr_assert(has_kind(&r, EMU_R_RACE, "read after a write"));
+    run_free(&r);
+}
+
+/* Orders through mbarrier phases and named barriers are transitive: warp 0
+ * writes x and arrives on b1; warp 1 waits on b1 and arrives on b2; warp 2
+ * waits on b2 and reads x, then warps 2 and 3 meet at bar.sync 1, 64 and
+ * warp 3 overwrites x: no race. */
+static const char chain_text[] =
+    HDR ".visible .entry k(.param .u64 out)\n{\n" REGS
+    "\t.shared .align 8 .b64 b1;\n\t.shared .align 8 .b64 b2;\n\t.shared .align 4 .b32 x;\n"
+    "\tld.param.u64 %rd1, [out];\n"
+    "\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, x;\n\tmov.u32 %r3, b1;\n\tmov.u32 %r4, b2;\n"
+    "\tshr.u32 %r5, %r1, 5;\n\tand.b32 %r6, %r1, 31;\n\tsetp.eq.u32 %p3, %r6, 0;\n"
+    "\tsetp.eq.u32 %p1, %r1, 0;\n"
+    "\t@%p1 mbarrier.init.shared::cta.b64 [%r3], 1;\n"
+    "\t@%p1 mbarrier.init.shared::cta.b64 [%r4], 1;\n\tbar.sync 0;\n"
+    "\tsetp.eq.u32 %p2, %r5, 0;\n\t@%p2 bra $W0;\n"
+    "\tsetp.eq.u32 %p2, %r5, 1;\n\t@%p2 bra $W1;\n"
+    "\tsetp.eq.u32 %p2, %r5, 2;\n\t@%p2 bra $W2;\n"
+    "\tbra $W3;\n"
+    "$W0:\n\t@%p3 st.shared.u32 [%r2], 7;\n"
+    "\t@%p3 mbarrier.arrive.shared::cta.b64 _, [%r3];\n\tret;\n"
+    "$W1:\n\tmbarrier.try_wait.parity.shared::cta.b64 %p2, [%r3], 0;\n\t@!%p2 bra $W1;\n"
+    "\t@%p3 mbarrier.arrive.shared::cta.b64 _, [%r4];\n\tret;\n"
+    "$W2:\n\tmbarrier.try_wait.parity.shared::cta.b64 %p2, [%r4], 0;\n\t@!%p2 bra $W2;\n"
+    "\tld.shared.u32 %r7, [%r2];\n\tst.global.u32 [%rd1], %r7;\n"
+    "\tbar.sync 1, 64;\n\tret;\n"
+    "$W3:\n\tbar.sync 1, 64;\n\t@%p3 st.shared.u32 [%r2], 9;\n\tret;\n}\n";
+
+Test(emu_async, transitive_order_through_phases_is_no_race)
+{
+    for (size_t s = 0; s < sizeof scheds / sizeof scheds[0]; s++) {
+        run r = {0};
+        pt_err e = {0};
+        emu_opts o = sched_opts(scheds[s]);
+        load_text(&r, chain_text, &o);
+        uint64_t d = emu_alloc(r.c, 4, "out");
+        const void *args[] = {&d};
+        emu_launch l = {{1, 1, 1}, {128, 1, 1}, 0};
+        int rc = emu_run(r.c, r.k, &l, args, NULL, &e);
+        if (rc)
+            dump(&r);
+        cr_assert_eq(rc, PT_OK, "%s: %s", scheds[s], e.msg);
+        uint32_t v;
+        cr_assert_eq(emu_read(r.c, d, &v, 4, &e), PT_OK);
+        cr_assert_eq(v, 7);
+        run_free(&r);
+    }
+}
+
+/* Reading TMA data without the wait is a race even when the copy already
+ * landed (eager): the data is ordered only by the phase's completion. */
+Test(emu_async, read_before_wait_is_a_race_under_eager)
+{
+    rt t;
+    rt_run(&t, "async_race_bug.ptx", "eager");
+    cr_assert_eq(t.rc, PT_EEMU);
+    if (!has_kind(&t.r, EMU_R_RACE, "read after a write"))
+        dump(&t.r);
+    cr_assert(has_kind(&t.r, EMU_R_RACE, "read after a write"));
+    run_free(&t.r);
+}

@@ -30,6 +30,8 @@ struct emu_aop {
     emu_tmap_desc map;
     int32_t coord[EMU_TMAP_MAX_RANK];
     uint8_t *data; /* loads: the bytes that land at smem */
+    uint32_t *vc;  /* the issuer's vector clock at issue (vcm), and its own entry */
+    uint32_t clk;
 };
 
 static int tid_of(const emu_warp *w, uint32_t lane) { return (int)(w->index * 32 + lane); }
@@ -63,12 +65,22 @@ int emu__async_cta_init(emu_cta *c)
     if (!a->mbix || !a->wait_mb || !a->wait_arg || !a->bgroup || !a->fcnt || !a->wfence || !a->wft)
         return PT_ENOMEM;
     c->shadow_sh = c->shadow_sh || c->o->detect_async;
+    if (c->o->detect_race) {
+        uint32_t nw = c->nwarps + 1; /* the warps and the async proxy */
+        a->vcm = true;
+        a->nw = nw;
+        a->vc = calloc((size_t)c->nwarps * nw, sizeof *a->vc);
+        a->barvc = calloc((size_t)EMU_NBAR * nw, sizeof *a->barvc);
+        if (!a->vc || !a->barvc)
+            return PT_ENOMEM;
+    }
     return PT_OK;
 }
 
 static void aop_free(emu_aop *op)
 {
     if (op) {
+        free(op->vc);
         free(op->data);
         free(op);
     }
@@ -90,6 +102,11 @@ void emu__async_cta_free(emu_cta *c)
     free(a->fcnt);
     free(a->wfence);
     free(a->wft);
+    free(a->vc);
+    free(a->barvc);
+    free(a->mbvc);
+    free(a->rpool);
+    free(a->rfree);
     free(a);
     c->as = NULL;
 }
@@ -119,6 +136,91 @@ void emu__async_cta_start(emu_cta *c, uint64_t linear)
         c->warps[i].mb_wait = 0;
         c->warps[i].spin = false;
     }
+    if (a->vcm) { /* clocks go on from the last CTA's: older stamps are below vbase */
+        uint32_t nw = a->nw, mx = a->xclk > a->vbase ? a->xclk : a->vbase;
+        for (uint32_t w = 0; w + 1 < nw; w++)
+            mx = a->vc[w * nw + w] > mx ? a->vc[w * nw + w] : mx;
+        if (mx > 0xf0000000u) { /* about to wrap: start over with a clean shadow */
+            memset(c->sh.wep, 0, ((size_t)c->smem_size + 16) * sizeof *c->sh.wep);
+            mx = 0;
+        }
+        a->vbase = mx + 1;
+        a->xclk = a->vbase;
+        for (uint32_t w = 0; w + 1 < nw; w++)
+            for (uint32_t q = 0; q < nw; q++)
+                a->vc[w * nw + q] = a->vbase + (q == w);
+        memset(a->barvc, 0, (size_t)EMU_NBAR * nw * sizeof *a->barvc);
+        memset(c->sh.rep, 0, ((size_t)c->smem_size + 16) * sizeof *c->sh.rep);
+        a->nrp = 1;
+        a->nfree = 0;
+        a->acc_vc = NULL;
+    }
+}
+
+/* ---- vector clocks ---- */
+
+static void vjoin(uint32_t *d, const uint32_t *s, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        d[i] = s[i] > d[i] ? s[i] : d[i];
+}
+
+void emu__vc_arrive(emu_cta *c, uint32_t warp, uint32_t *dst)
+{
+    emu_asc *a = c->as;
+    if (!a || !a->vcm)
+        return;
+    uint32_t *v = &a->vc[warp * a->nw];
+    vjoin(dst, v, a->nw);
+    v[warp]++;
+}
+
+void emu__vc_acquire(emu_cta *c, uint32_t warp, const uint32_t *src)
+{
+    emu_asc *a = c->as;
+    if (a && a->vcm)
+        vjoin(&a->vc[warp * a->nw], src, a->nw);
+}
+
+void emu__vc_bar_arrive(emu_cta *c, uint32_t warp, uint32_t id)
+{
+    emu_asc *a = c->as;
+    if (a && a->vcm)
+        emu__vc_arrive(c, warp, &a->barvc[id * a->nw]);
+}
+
+void emu__vc_bar_release(emu_cta *c, uint32_t id)
+{
+    emu_asc *a = c->as;
+    if (!a || !a->vcm)
+        return;
+    uint32_t *j = &a->barvc[id * a->nw];
+    for (uint32_t i = 0; i < c->nwarps; i++)
+        if (c->warps[i].bar_wait[id])
+            vjoin(&a->vc[i * a->nw], j, a->nw);
+    memset(j, 0, a->nw * sizeof *j);
+}
+
+/* An async operation takes its issuer's clock, which then ticks (the
+ * operation is a release of everything the issuer did before it). What a
+ * copy writes is stamped by the async proxy (agent nw - 1, a clock of its
+ * own per copy), so that even the issuing warp must wait for the phase
+ * before it reads; cp.async copies landing for cp.async.mbarrier.arrive
+ * are the issuer's own writes. */
+static void op_clock(emu_cta *c, emu_aop *op, bool proxy)
+{
+    emu_asc *a = c->as;
+    if (!a->vcm)
+        return;
+    op->vc = malloc(a->nw * sizeof *op->vc);
+    if (!op->vc)
+        abort(); /* allocation failure is an invariant violation (base.h) */
+    uint32_t *v = &a->vc[op->warp * a->nw];
+    memcpy(op->vc, v, a->nw * sizeof *v);
+    op->clk = v[op->warp];
+    v[op->warp]++;
+    if (proxy)
+        op->clk = op->vc[a->nw - 1] = ++a->xclk;
 }
 
 void emu__wake(emu_warp *w, uint32_t lanes)
@@ -449,10 +551,11 @@ static void complete(emu_cta *c, emu_aop *op)
         mark(c, op->smem, op->bytes, EMU_PEND_DST, false);
         a->marked--;
         memcpy(c->smem + op->smem, op->data, op->bytes);
-        emu__shadow_async_write(c, op->smem, op->bytes, tid);
+        emu__shadow_async_write(c, op->smem, op->bytes,
+                                a->vcm ? (int)((a->nw - 1) * 32) : tid, op->clk);
         memset(a->wfence + op->smem, 0, op->bytes * sizeof *a->wfence);
         if (op->mb >= 0 && (uint32_t)op->mb < a->nmb)
-            emu__mbar_complete_tx(c, &a->mb[op->mb], op->bytes, op->phase, in, tid);
+            emu__mbar_complete_tx(c, &a->mb[op->mb], op->bytes, op->phase, in, tid, op->vc);
         break;
     }
     case EMU_AS_TMA_ST:
@@ -486,14 +589,17 @@ static void complete(emu_cta *c, emu_aop *op)
     }
     case EMU_AS_CP_ARRIVE: {
         emu_warp *w = &c->warps[op->warp];
+        a->acc_vc = op->vc; /* the copies land as of the arrive's issue */
+        a->acc_clk = op->clk;
         emu__cp_wait(c, w, 1u << op->lane, -1); /* the thread's prior cp.async land first */
+        a->acc_vc = NULL;
         if (op->mb >= 0 && (uint32_t)op->mb < a->nmb) {
             emu_mbar *b = &a->mb[op->mb];
             if (b->pending)
                 b->pending--;
             b->last_line = in->line;
             b->last_tid = tid;
-            emu__mbar_complete_tx(c, b, 0, op->phase, in, tid); /* the phase check */
+            emu__mbar_complete_tx(c, b, 0, op->phase, in, tid, op->vc); /* the phase check */
         }
         break;
     }
@@ -580,6 +686,7 @@ static void load_dst(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t 
                     "async copy destination overlaps shared memory another async copy in flight "
                     "writes or reads");
     emu__shadow_probe(c, in, w, l, op->smem, op->bytes);
+    op_clock(c, op, true);
     if (c->wg)
         emu__wg_async_write(c, in, tid, op->smem, op->bytes);
     mark(c, op->smem, op->bytes, EMU_PEND_DST, true);
@@ -608,6 +715,9 @@ static void store_src(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t
                         (unsigned)wt / (bd[0] * bd[1]));
         }
     }
+    /* the async proxy's read, checked and recorded as the issuer's */
+    emu__mem(c, in, w, l, EMU_SP_SHARED, op->smem, op->bytes, EMU_ACC_READ | EMU_ACC_NOALIGN);
+    op_clock(c, op, false);
     mark(c, op->smem, op->bytes, EMU_PEND_SRC, true);
     a->marked++;
 }
@@ -848,6 +958,7 @@ void emu__async_cp_arrive(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l
     op->mb = (int32_t)(b - c->as->mb);
     op->phase = b->phase;
     op->noinc = (in->aux & EMU_MBF_NOINC) != 0;
+    op_clock(c, op, false);
     if (!op->noinc)
         b->pending++; /* without .noinc the pending count is raised first */
     issue(c, op);

@@ -417,7 +417,33 @@ typedef struct emu_asc {
     uint64_t marked;    /* operations whose shared bytes are marked in pend */
     uint64_t rng;       /* random schedule state */
     uint32_t spin_rounds;
+    /* The race detector's order for these kernels (detect_race): vector
+     * clocks over the CTA's warps (mem.c shadow_vc). A warp's clock ticks at
+     * each release (an mbarrier arrive, a barrier arrival, an async copy's
+     * issue); an arrival joins the warp's clock into the barrier's phase, an
+     * async copy's landing joins its issuer's clock at issue; a successful
+     * wait joins the completed phase into the waiter; a bar.sync release joins
+     * every arrival into the waiters. Shadow: the last write (clock, thread)
+     * and the last read, or a read vector when several warps read unordered. */
+    bool vcm;
+    uint32_t nw;        /* agents: the CTA's warps, then the async proxy */
+    uint32_t xclk;      /* the async proxy's clock */
+    uint32_t vbase;     /* clocks below it are earlier CTAs' (ordered, and unwritten) */
+    uint32_t *vc;       /* warps x nw: warp w's view of agent q's clock */
+    uint32_t *barvc;    /* EMU_NBAR x nw: arrivals joined per named barrier */
+    uint32_t *mbvc;     /* per barrier 3 x nw: current phase, last completed of parity 0, 1 */
+    uint32_t *rpool;    /* read vectors (nw each; entry 0 unused) */
+    uint32_t *rfree;    /* free read vectors */
+    uint32_t nrp, cap_rp, nfree;
+    const uint32_t *acc_vc; /* accessor override while an async completion writes */
+    uint32_t acc_clk;
 } emu_asc;
+
+/* async.c: vector-clock edges (no-ops unless c->as->vcm) */
+void emu__vc_arrive(emu_cta *c, uint32_t warp, uint32_t *dst); /* dst |= vc[warp]; tick */
+void emu__vc_acquire(emu_cta *c, uint32_t warp, const uint32_t *src); /* vc[warp] |= src */
+void emu__vc_bar_arrive(emu_cta *c, uint32_t warp, uint32_t id);
+void emu__vc_bar_release(emu_cta *c, uint32_t id); /* before the waiters are released */
 
 /* mbarrier.c: EMU_H_MBAR. Returns true when it parked lanes or ended the
  * warp's slice (the interpreter then re-reads the warp's group). */
@@ -427,7 +453,7 @@ emu_mbar *emu__mbar_at(emu_cta *c, uint32_t off);
 /* complete_tx of `bytes` on barrier b by the async engine (op issued in
  * phase `phase`); `in` the issuing instruction, for reports. */
 void emu__mbar_complete_tx(emu_cta *c, emu_mbar *b, uint64_t bytes, uint64_t phase,
-                           const emu_ins *in, int tid);
+                           const emu_ins *in, int tid, const uint32_t *vc);
 /* The deadlock report for parked mbarrier waiters; false when none waits. */
 bool emu__mbar_deadlock(emu_cta *c);
 
@@ -452,7 +478,7 @@ void emu__async_cp_arrive(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l
 /* mem.c: the shadow of what the async proxy writes into shared memory when
  * a copy lands (written, by thread tid, in the current epoch), and the race
  * probe of a copy's destination at issue (as for cp.async). */
-void emu__shadow_async_write(emu_cta *c, uint32_t off, uint32_t n, int tid);
+void emu__shadow_async_write(emu_cta *c, uint32_t off, uint32_t n, int tid, uint32_t clk);
 void emu__shadow_probe(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
                        uint64_t off, uint32_t n);
 /* Wakes lanes of w (their lane_pc already set) without disturbing its

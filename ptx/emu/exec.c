@@ -45,6 +45,8 @@ void emu__resched(emu_warp *w) { resched(w); }
 
 static void bar_release(emu_cta *c, uint32_t id)
 {
+    if (c->as) /* vector clocks: the waiters acquire every arrival */
+        emu__vc_bar_release(c, id);
     for (uint32_t i = 0; i < c->nwarps; i++) {
         emu_warp *w = &c->warps[i];
         w->bar_arrived[id] = 0;
@@ -81,6 +83,8 @@ static void bar_arrive(emu_cta *c, emu_warp *w, uint32_t id, uint32_t m, uint32_
     c->bar_cnt[id] += n;
     if (count)
         c->bar_need[id] = count;
+    if (c->as)
+        emu__vc_bar_arrive(c, w->index, id);
     if (wait) {
         w->blocked |= m;
         w->bar_wait[id] |= m;

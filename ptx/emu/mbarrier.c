@@ -14,10 +14,9 @@
  * large an expect_tx leaves the phase incomplete: the deadlock report shows
  * the missing bytes.
  *
- * The race detector (mem.c) orders accesses by barrier epochs; a phase
- * completion starts a new epoch like a completed bar.sync (coarse: it orders
- * every warp, not only the waiters; reads of async data before the wait are
- * caught by the in-flight marks under the lazy schedule instead). */
+ * The race detector (mem.c) orders these kernels' accesses by vector clocks
+ * (emu_int.h): an arrival, or an async copy landing, happens before the
+ * waits that observe the phase it completes. */
 #include "ptx/emu/emu_int.h"
 
 #include <stdio.h>
@@ -52,6 +51,13 @@ static emu_mbar *mb_new(emu_cta *c, uint32_t off)
             abort(); /* allocation failure is an invariant violation (base.h) */
         a->mb = q;
         a->cap_mb = nc;
+    }
+    if (a->vcm) { /* the phase clocks: 3 x nw per barrier, grown with the table */
+        uint32_t *q = realloc(a->mbvc, (size_t)a->cap_mb * 3 * a->nw * sizeof *q);
+        if (!q)
+            abort(); /* allocation failure is an invariant violation (base.h) */
+        a->mbvc = q;
+        memset(&a->mbvc[(size_t)a->nmb * 3 * a->nw], 0, 3 * a->nw * sizeof *q);
     }
     emu_mbar *b = &a->mb[a->nmb++];
     memset(b, 0, sizeof *b);
@@ -115,6 +121,16 @@ static emu_mbar *mb_live(emu_cta *c, const emu_warp *w, const emu_ins *in, uint3
     return b;
 }
 
+/* The barrier's phase clocks: k 0 the current phase, 1 + p the last
+ * completed phase of parity p (NULL without vector clocks). */
+static uint32_t *mb_vc(emu_cta *c, const emu_mbar *b, int k)
+{
+    emu_asc *a = c->as;
+    if (!a->vcm)
+        return NULL;
+    return &a->mbvc[((size_t)(b - a->mb) * 3 + (size_t)k) * a->nw];
+}
+
 static void wake_waiters(emu_cta *c, uint32_t idx)
 {
     emu_asc *a = c->as;
@@ -140,12 +156,18 @@ static void phase_done(emu_cta *c, emu_mbar *b, const emu_ins *in, int tid)
                     "phase %llu of the mbarrier completed with %llu bytes of async copies issued "
                     "in it still in flight: expect_tx too small",
                     (unsigned long long)b->phase, (unsigned long long)b->inflight);
+    uint32_t *cur = mb_vc(c, b, 0);
+    if (cur) { /* publish the phase's clock for its waiters */
+        uint32_t *pub = mb_vc(c, b, 1 + (int)(b->phase & 1));
+        memcpy(pub, cur, c->as->nw * sizeof *cur);
+        memset(cur, 0, c->as->nw * sizeof *cur);
+    } else
+        c->epoch++; /* no vector clocks: nothing to order */
     b->phase++;
     b->pending = b->expected;
     b->tx = 0;
     b->inflight = 0;
     b->neg_reported = false;
-    c->epoch++; /* the race detector's coarse order (see the top of the file) */
     wake_waiters(c, (uint32_t)(b - c->as->mb) + 1);
 }
 
@@ -167,7 +189,7 @@ static void mb_check(emu_cta *c, emu_mbar *b, const emu_ins *in, int tid)
 }
 
 void emu__mbar_complete_tx(emu_cta *c, emu_mbar *b, uint64_t bytes, uint64_t phase,
-                           const emu_ins *in, int tid)
+                           const emu_ins *in, int tid, const uint32_t *vc)
 {
     if (b->state != EMU_MBS_LIVE) {
         emu__report(c, EMU_R_MBARRIER, in, tid, EMU_SP_SHARED, b->off, 8,
@@ -176,6 +198,10 @@ void emu__mbar_complete_tx(emu_cta *c, emu_mbar *b, uint64_t bytes, uint64_t pha
     }
     if (phase == b->phase && b->inflight >= bytes)
         b->inflight -= bytes;
+    uint32_t *cur = mb_vc(c, b, 0);
+    if (cur && vc) /* the copy's issue happens before the phase's completion */
+        for (uint32_t i = 0; i < c->as->nw; i++)
+            cur[i] = vc[i] > cur[i] ? vc[i] : cur[i];
     b->tx -= (int64_t)bytes;
     mb_check(c, b, in, tid);
 }
@@ -195,6 +221,9 @@ static uint64_t arrive(emu_cta *c, emu_mbar *b, const emu_ins *in, int tid, uint
         cnt = b->pending;
     }
     uint64_t token = b->phase << 32;
+    uint32_t *cur = mb_vc(c, b, 0);
+    if (cur)
+        emu__vc_arrive(c, (uint32_t)tid >> 5, cur);
     b->pending -= (uint32_t)cnt;
     if (drop)
         b->expected -= (uint32_t)cnt < b->expected ? (uint32_t)cnt : b->expected;
@@ -249,6 +278,8 @@ bool emu__mbar(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t 
                 fatal(c);
                 return true;
             }
+            if (a->vcm)
+                memset(mb_vc(c, b, 0), 0, 3 * a->nw * sizeof(uint32_t));
             b->state = EMU_MBS_LIVE;
             b->expected = b->pending = (uint32_t)n;
             b->tx = 0;
@@ -293,6 +324,8 @@ bool emu__mbar(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t 
             bool ok = wait_ok(b, in, B[l]);
             if (ok || in->sub == EMU_MB_TEST_WAIT)
                 D[l] = ok;
+            if (ok && a->vcm) /* the waiter acquires the last completed phase */
+                emu__vc_acquire(c, w->index, mb_vc(c, b, 1 + (int)((b->phase - 1) & 1)));
             if (!ok) {
                 a->wait_mb[tid] = (int16_t)(b - a->mb + 1);
                 a->wait_arg[tid] = B[l];

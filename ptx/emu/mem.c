@@ -159,6 +159,146 @@ static void shadow_report(emu_cta *c, const emu_ins *in, const emu_warp *w, uint
     }
 }
 
+/* ---- vector clocks (kernels with mbarriers or async copies; emu_int.h) ---- */
+
+static uint32_t rv_alloc(emu_asc *a)
+{
+    uint32_t e;
+    if (a->nfree)
+        e = a->rfree[--a->nfree];
+    else {
+        if (a->nrp == a->cap_rp) {
+            uint32_t nc = a->cap_rp ? a->cap_rp * 2 : 256;
+            uint32_t *q = realloc(a->rpool, (size_t)nc * a->nw * sizeof *q);
+            uint32_t *f = realloc(a->rfree, (size_t)nc * sizeof *f);
+            if (!q || !f)
+                abort(); /* allocation failure is an invariant violation (base.h) */
+            a->rpool = q;
+            a->rfree = f;
+            a->cap_rp = nc;
+        }
+        e = a->nrp++;
+    }
+    memset(&a->rpool[(size_t)e * a->nw], 0, a->nw * sizeof *a->rpool);
+    return e;
+}
+
+static void vc_race(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane, uint64_t off,
+                    uint32_t n, uint32_t i, const char *kind, int other)
+{
+    if (emu__seen(c, EMU_R_RACE, in))
+        return;
+    const unsigned *bd = c->rs->l.block;
+    if (other >= (int)(c->nwarps * 32))
+        emu__report(c, EMU_R_RACE, in, tid_of(w, lane), EMU_SP_SHARED, off, n,
+                    "%s by the async proxy (a TMA or bulk copy) to byte +%u with no mbarrier "
+                    "wait on its phase ordering them",
+                    kind, i);
+    else if (other >= 0)
+        emu__report(c, EMU_R_RACE, in, tid_of(w, lane), EMU_SP_SHARED, off, n,
+                    "%s by thread (%u,%u,%u) to byte +%u with no barrier or mbarrier phase "
+                    "ordering them",
+                    kind, (unsigned)other % bd[0], (unsigned)other / bd[0] % bd[1],
+                    (unsigned)other / (bd[0] * bd[1]), i);
+    else
+        emu__report(c, EMU_R_RACE, in, tid_of(w, lane), EMU_SP_SHARED, off, n,
+                    "%s by several warps to byte +%u with no barrier or mbarrier phase ordering "
+                    "them",
+                    kind, i);
+}
+
+/* The vector-clock shadow of a shared access (record false: check only, as
+ * for an async copy's destination at issue). */
+static void shadow_vc(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
+                      uint64_t off, uint32_t n, int acc, bool record)
+{
+    emu_asc *a = c->as;
+    const uint32_t nw = a->nw, me = w->index, base = a->vbase;
+    const uint32_t *V = a->acc_vc ? a->acc_vc : &a->vc[me * nw];
+    const uint32_t clk = a->acc_vc ? a->acc_clk : V[me];
+    const uint16_t tid = (uint16_t)tid_of(w, lane);
+    uint32_t *wep = c->sh.wep + off, *rep = c->sh.rep + off;
+    uint16_t *wtid = c->sh.wtid + off, *rtid = c->sh.rtid + off;
+    const bool race_on = c->o->detect_race && !emu__seen(c, EMU_R_RACE, in);
+    if (acc & EMU_ACC_ATOMIC) { /* written, never racy */
+        bool un = false;
+        for (uint32_t i = 0; i < n; i++) {
+            un |= wep[i] < base;
+            if (wep[i] < base) {
+                wep[i] = base;
+                wtid[i] = tid;
+            }
+        }
+        if (un && (acc & EMU_ACC_READ))
+            shadow_report(c, in, w, lane, off, n, acc, false, true, false);
+        return;
+    }
+    if (acc & EMU_ACC_READ) {
+        bool cp = pending(c, off, n), un = false;
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t wc = wep[i], wr = (uint32_t)wtid[i] >> 5;
+            un |= wc < base;
+            if (race_on && wc >= base && wr != me && wc > V[wr]) {
+                vc_race(c, in, w, lane, off, n, i, "read after a write", wtid[i]);
+                break;
+            }
+        }
+        if (cp || un)
+            shadow_report(c, in, w, lane, off, n, acc, cp, un, false);
+        if (!record)
+            return;
+        for (uint32_t i = 0; i < n; i++) {
+            if (!rep[i] || (rtid[i] != EMU_MANY && ((uint32_t)rtid[i] >> 5) == me)) {
+                rep[i] = clk;
+                rtid[i] = tid;
+            } else if (rtid[i] != EMU_MANY) {
+                uint32_t q = (uint32_t)rtid[i] >> 5;
+                if (rep[i] <= V[q]) { /* the earlier read happens before this one */
+                    rep[i] = clk;
+                    rtid[i] = tid;
+                } else {
+                    uint32_t e = rv_alloc(a);
+                    a->rpool[(size_t)e * nw + q] = rep[i];
+                    a->rpool[(size_t)e * nw + me] = clk;
+                    rep[i] = e;
+                    rtid[i] = EMU_MANY;
+                }
+            } else
+                a->rpool[(size_t)rep[i] * nw + me] = clk;
+        }
+        return;
+    }
+    bool raced = !race_on;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t wc = wep[i], wr = (uint32_t)wtid[i] >> 5;
+        if (!raced && wc >= base && wr != me && wc > V[wr]) {
+            vc_race(c, in, w, lane, off, n, i, "write after a write", wtid[i]);
+            raced = true;
+        }
+        if (rep[i] && rtid[i] != EMU_MANY) {
+            uint32_t q = (uint32_t)rtid[i] >> 5;
+            if (!raced && q != me && rep[i] > V[q]) {
+                vc_race(c, in, w, lane, off, n, i, "write after a read", rtid[i]);
+                raced = true;
+            }
+        } else if (rep[i]) {
+            const uint32_t *E = &a->rpool[(size_t)rep[i] * nw];
+            for (uint32_t q = 0; q < nw && !raced; q++)
+                if (q != me && E[q] > V[q]) {
+                    vc_race(c, in, w, lane, off, n, i, "write after a read", -1);
+                    raced = true;
+                }
+        }
+        if (!record)
+            continue;
+        if (rep[i] && rtid[i] == EMU_MANY)
+            a->rfree[a->nfree++] = rep[i];
+        rep[i] = 0;
+        wep[i] = clk;
+        wtid[i] = tid;
+    }
+}
+
 /* The shadow of a shared access: checks (cp.async pending, unwritten,
  * race with another warp in this barrier interval), then records it.
  * Inlined with a constant n for the usual sizes so the loops vectorise. */
@@ -231,24 +371,40 @@ static void cp_issue_probe(emu_cta *c, const emu_ins *in, const emu_warp *w, uin
 void emu__shadow_probe(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
                        uint64_t off, uint32_t n)
 {
-    if (c->o->detect_race && c->shadow_sh)
+    if (!c->o->detect_race || !c->shadow_sh)
+        return;
+    if (c->as && c->as->vcm)
+        shadow_vc(c, in, w, lane, off, n, EMU_ACC_WRITE, false);
+    else
         cp_issue_probe(c, in, w, lane, off, n);
 }
 
-void emu__shadow_async_write(emu_cta *c, uint32_t off, uint32_t n, int tid)
+void emu__shadow_async_write(emu_cta *c, uint32_t off, uint32_t n, int tid, uint32_t clk)
 {
     if (!c->shadow_sh)
         return;
-    const uint32_t E = c->epoch;
+    emu_asc *a = c->as;
+    bool vc = a && a->vcm;
+    const uint32_t E = vc ? clk : c->epoch;
     for (uint32_t i = 0; i < n; i++) {
-        c->sh.wep[off + i] = E;
-        c->sh.wtid[off + i] = (uint16_t)tid;
+        uint32_t b = off + i;
+        if (vc) {
+            if (c->sh.rep[b] && c->sh.rtid[b] == EMU_MANY)
+                a->rfree[a->nfree++] = c->sh.rep[b];
+            c->sh.rep[b] = 0;
+        }
+        c->sh.wep[b] = E;
+        c->sh.wtid[b] = (uint16_t)tid;
     }
 }
 
 static void shared_shadow(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
                           uint64_t off, uint32_t n, int acc)
 {
+    if (c->as && c->as->vcm) {
+        shadow_vc(c, in, w, lane, off, n, acc, true);
+        return;
+    }
     switch (n) {
     case 16: shadow_n(c, in, w, lane, off, 16, acc); break;
     case 8: shadow_n(c, in, w, lane, off, 8, acc); break;
@@ -656,7 +812,7 @@ void emu__cp_async(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint3
         if (c->o->detect_cp_async)
             fill_small(c->pend + dst, 1, in->sz);
         if (c->o->detect_race)
-            cp_issue_probe(c, in, w, l, dst, in->sz);
+            emu__shadow_probe(c, in, w, l, dst, in->sz);
         c->npend++;
     }
 }
