@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ptx/target.h"
 #include "search/problem.h"
 #include "test_util.h"
 
@@ -399,4 +400,48 @@ Test(cli, every_schema_key_is_a_flag_of_every_problem_command)
               "%s", o1);
     cr_assert_eq(run("tune --help", e1, sizeof e1, o1, sizeof o1), 0);
     cr_expect(strstr(o1, "--d-colmajor[=0|1]") && strstr(o1, "--expr EXPR"), "%s", o1);
+}
+
+/* The README's architecture line names the targets of ptx/target.h's one
+ * table: the runnable ones in its first group, the assemble-only ones in
+ * the parenthesis, nothing else. */
+#define RUN_NAME(A, name, sm, a, asm_only, ptx, smem) RUN_##asm_only(name)
+#define RUN_0(n) " " n
+#define RUN_1(n)
+#define ASM_NAME(A, name, sm, a, asm_only, ptx, smem) ASM_##asm_only(name)
+#define ASM_0(n)
+#define ASM_1(n) n "\0"
+Test(cli, readme_architectures_are_the_target_table)
+{
+    static char readme[1 << 18];
+    const char *tdir = getenv("PTXTUNE_TESTS_DIR");
+    cr_assert(tdir, "PTXTUNE_TESTS_DIR not set (meson sets it)");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/../README.md", tdir);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s", path);
+    size_t n = fread(readme, 1, sizeof readme - 1, f);
+    readme[n] = '\0';
+    fclose(f);
+    const char *b = strstr(readme, "Architectures: `");
+    cr_assert(b, "README.md has no 'Architectures: `...`' line");
+    b += strlen("Architectures: `");
+    const char *e = strchr(b, '`'), *end = strstr(b, "assemble-only");
+    cr_assert(e && end && e < end, "the architecture line ends in '... assemble-only)'");
+    static const char runnable[] = PT_TARGET_ROWS(RUN_NAME, 0);
+    cr_expect(strlen(runnable + 1) == (size_t)(e - b) && strncmp(b, runnable + 1, (size_t)(e - b)) == 0,
+              "README.md lists '%.*s' as the runnable targets; ptx/target.h has '%s'", (int)(e - b),
+              b, runnable + 1);
+    int named = 0, want = 0;
+    for (const char *p = e + 1; (p = strstr(p, "`sm_")) && p < end; p++)
+        named++;
+    static const char asm_only[] = PT_TARGET_ROWS(ASM_NAME, 0);
+    for (const char *a = asm_only; *a; a += strlen(a) + 1, want++) {
+        char tick[32];
+        snprintf(tick, sizeof tick, "`%s`", a);
+        const char *hit = strstr(e, tick);
+        cr_expect(hit && hit < end, "README.md's architecture line lacks the assemble-only %s", a);
+    }
+    cr_expect_eq(named, want, "README.md names %d assemble-only targets; ptx/target.h has %d", named,
+                 want);
 }

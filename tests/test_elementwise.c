@@ -26,7 +26,11 @@ static const pt_problem cases[] = {
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
-static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
+/* every target the op claims: ptx/target.h's "all" (runnable, not
+ * arch-specific) */
+#define ARCH_NAME(n) n,
+static const char *const archs[] = {PT_TARGET_ALL_MAP(ARCH_NAME)};
+enum { NARCHS = sizeof archs / sizeof archs[0] };
 
 Test(elementwise, every_variant_assembles_without_spills, .timeout = 900)
 {
@@ -36,10 +40,10 @@ Test(elementwise, every_variant_assembles_without_spills, .timeout = 900)
         cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
         cr_skip_test("no CUDA toolkit: %s", e.msg);
     }
-    test_space_tally t = test_assemble_space(&gen_elementwise_op, cases, NCASES, archs, 4, comp);
+    test_space_tally t = test_assemble_space(&gen_elementwise_op, cases, NCASES, archs, NARCHS, comp);
     /* local memory counts as a failure here */
-    printf("elementwise: %d variants of %d expressions assembled for sm_80 sm_86 sm_89 sm_90 "
-           "with %s: %d failures, %d with spills\n",
+    printf("elementwise: %d variants of %d expressions assembled for" PT_TARGET_ALL_NAMES
+           " with %s: %d failures, %d with spills\n",
            t.variants, NCASES, pt_compiler_describe(comp), t.failures + t.local, t.spills);
     pt_compiler_close(comp);
     cr_assert(t.variants > 500, "only %d variants", t.variants);

@@ -20,7 +20,11 @@
 #include "tuner/emu_check.h"
 #include "test_util.h"
 
-static const char *const archs[] = {"sm_80", "sm_86", "sm_89", "sm_90"};
+/* every target the op claims: ptx/target.h's "all" (runnable, not
+ * arch-specific) */
+#define ARCH_NAME(n) n,
+static const char *const archs[] = {PT_TARGET_ALL_MAP(ARCH_NAME)};
+enum { NARCHS = sizeof archs / sizeof archs[0] };
 
 static const pt_problem big = PT_GEMM(4096, 4096, 4096, "tn", PT_BF16, PT_BF16);
 
@@ -32,9 +36,9 @@ Test(gemm, every_variant_of_4096_bf16_tn_assembles, .timeout = 1800)
         cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
         cr_skip_test("no CUDA toolkit: %s", e.msg);
     }
-    test_space_tally t = test_assemble_space(&gen_gemm_op, &big, 1, archs, 4, comp);
-    printf("gemm: %d variants of the 4096^3 bf16 tn space assembled for sm_80 sm_86 sm_89 sm_90 "
-           "with %s: %d failures, %d with spills, %d with C7xxx warnings, %d with local memory\n",
+    test_space_tally t = test_assemble_space(&gen_gemm_op, &big, 1, archs, NARCHS, comp);
+    printf("gemm: %d variants of the 4096^3 bf16 tn space assembled for" PT_TARGET_ALL_NAMES
+           " with %s: %d failures, %d with spills, %d with C7xxx warnings, %d with local memory\n",
            t.variants, pt_compiler_describe(comp), t.failures, t.spills, t.warned, t.local);
     pt_compiler_close(comp);
     cr_assert(t.variants > 400, "only %d variants", t.variants);
