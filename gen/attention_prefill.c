@@ -13,12 +13,16 @@
  *     wait K_j, bar.sync             K_j landed; every warp is done with V_{j-1}
  *     cp.async V_{j+s-1}; commit
  *     S = Q K_j^T                    ldmatrix (Q, K non-trans), mma.sync m16n8k16
+ *                                    (k step 0 from a zero accumulator)
  *     mask S (-inf) only when the block meets the causal / window diagonal
  *       or the end of the keys (a uniform branch around it otherwise)
+ *     online softmax of S's rows (kit_softmax_update_fma: quad max, each
+ *       exponential one fma with the scale times log2 e folded in plus one
+ *       ex2, the -inf rules), O *= alpha
  *     wait V_j, bar.sync             V_j landed; every warp is done with K_j
- *     cp.async K_{j+s}; commit
- *     online softmax of S's rows (kit_softmax: quad max, exp2 with the scale
- *       times log2 e folded into one constant, the -inf rules), O *= alpha
+ *                                    (after the softmax: V's fragments are
+ *                                    not hoisted into it, fewer live registers)
+ *     cp.async K_{j+s}; commit       (overlaps P V and the next block's S)
  *     P = S repacked C -> A (kit_frag_to_a, no shuffles)
  *     O += P V_j                     ldmatrix.trans on V
  *   epilogue  l quad-summed; O *= 1/l (0 when l = 0: a row without a visible
@@ -31,8 +35,11 @@
  * seqused_k; head counts, head dims, masks, scale and softcap are
  * immediates. Paged K/V (block_table): the K and V tiles are gathered from
  * the pools through the kit's paged copy (kit_g2s_paged_*, shared with the
- * decode kernel); bn is a power of two then. Softcap: x = tanh(s scale / c) and the softmax exponent scale
- * is c (c tanh(...) - c m = c (x - m)). */
+ * decode kernel); bn is a power of two then. Softcap: x = tanh(s scale /
+ * c) and the softmax exponent scale is c (c tanh(...) - c m = c (x - m)).
+ * Not done: packing the query heads of one KV head into a tile when Sq is
+ * small (pack_gqa), an O staging pass for 16-byte stores (o is stored 4
+ * bytes per lane and row). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -343,13 +350,17 @@ static void ldsm_x4(fa2 *g, const kit_ldsm *s, int i, const ptx_reg *at, bool tr
     kit_ldsm_emit(g->f, s, i, 4, trans, ptx_vecr(g->f, 4, out), at, 0, (ptx_reg){0});
 }
 
-static void mma(fa2 *g, ptx_reg *c, const ptx_reg *a, const ptx_reg *b)
+/* d = a b + c, c = d unless zero (a register holding 0: the first k step
+ * of S starts from zero without a mov per accumulator). */
+static void mma(fa2 *g, ptx_reg *c, const ptx_reg *a, const ptx_reg *b, ptx_reg zero)
 {
     const kit_atom *at = g->at;
-    ptx_opd cv = ptx_vecr(g->f, 4, c);
+    ptx_opd dv = ptx_vecr(g->f, 4, c);
+    ptx_reg z4[4] = {zero, zero, zero, zero};
+    ptx_opd cv = zero.id ? ptx_vecr(g->f, 4, z4) : dv;
     ptx_reg av[4] = {a[0], a[1], a[2], a[3]}, bv[2] = {b[0], b[1]};
     ptx_emit(g->f, PTX_OP_MMA, PTX_MODS(PTX_M_SYNC, PTX_M_ALIGNED, at->shape, PTX_M_ROW, PTX_M_COL),
-             PTX_TYPES(at->acc, at->ab, at->ab, at->acc), cv, ptx_vecr(g->f, 4, av), ptx_vecr(g->f, 2, bv), cv);
+             PTX_TYPES(at->acc, at->ab, at->ab, at->acc), dv, ptx_vecr(g->f, 4, av), ptx_vecr(g->f, 2, bv), cv);
 }
 
 /* A tile copy of rows [row, row + tile rows) of a (token, d) view: base
@@ -535,6 +546,7 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
     ptx_reg sacc[512];
     for (int i = 0; i < ns; i++)
         sacc[i] = ptx_reg_new(f, PTX_T_F32);
+    ptx_reg fzero = fmov(g, ptx_f32(0.0f));
     int epi = ptx_label_new(f);
     bra(g, epi, setp(g, PTX_M_LE, ptx_r(nblk), ptx_imm(0)), false);
 
@@ -625,9 +637,7 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
         kv_advance(&cv, pgv);
         kit_pipe_commit(&pv_);
     }
-    /* S = Q K^T */
-    for (int i = 0; i < ns; i++)
-        ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(sacc[i]), ptx_f32(0.0f));
+    /* S = Q K^T (k step 0 from a zero accumulator) */
     ptx_reg kat[512];
     memset(kat, 0, sizeof kat);
     kit_ldsm_at(f, &lk, kst, kat);
@@ -644,7 +654,7 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
         for (int a = 0; a < MI; a++)
             for (int bi = 0; bi < NI; bi++) {
                 int b = (a & 1) ? NI - 1 - bi : bi;
-                mma(g, &sacc[(a * NI + b) * 4], qa[a], &kf[b / 2][(b % 2) * 2]);
+                mma(g, &sacc[(a * NI + b) * 4], qa[a], &kf[b / 2][(b % 2) * 2], ks ? none : fzero);
             }
     }
     kit_pipe_release(&pk_);
@@ -706,7 +716,7 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
         for (int b = 0; b < NI; b++)
             for (int q = 0; q < 2; q++)
                 v[2 * b + q] = ptx_r(sacc[creg(NI, r, b, q)]);
-        ptx_opd alpha = kit_softmax_update(f, &st[r], v, NULL, 2 * NI, 4, p);
+        ptx_opd alpha = kit_softmax_update_fma(f, &st[r], v, 2 * NI, 4, p);
         for (int b = 0; b < NI; b++)
             for (int q = 0; q < 2; q++)
                 preg[creg(NI, r, b, q)] = p[2 * b + q].u.reg;
@@ -744,7 +754,7 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
         for (int a = 0; a < MI; a++)
             for (int bi = 0; bi < NO; bi++) {
                 int b = (a & 1) ? NO - 1 - bi : bi;
-                mma(g, &oacc[(a * NO + b) * 4], pa[a], &vf[b / 2][(b % 2) * 2]);
+                mma(g, &oacc[(a * NO + b) * 4], pa[a], &vf[b / 2][(b % 2) * 2], none);
             }
     }
     kit_pipe_release(&pv_);
