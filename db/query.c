@@ -246,8 +246,10 @@ static bool short_match(const char *gpu, const char *want)
     return n && ((n == w && strncasecmp(s, want, n) == 0) || (n == d && strncasecmp(s, want, n) == 0));
 }
 
+typedef char fpkey[17];
+
 typedef struct fpsel {
-    char (*keys)[17];
+    fpkey *keys;
     char **gpus;
     int n, cap;
     pt_buf known; /* "key (gpu), ..." of every fingerprint */
@@ -268,14 +270,14 @@ static int fpsel_add(fpsel *f, const char *key, const char *gpu)
 {
     if (f->n == f->cap) {
         int nc = f->cap ? 2 * f->cap : 8;
-        char(*k)[17] = realloc(f->keys, (size_t)nc * sizeof *k);
-        if (k)
-            f->keys = k;
-        char **g = realloc(f->gpus, (size_t)nc * sizeof *g);
-        if (g)
-            f->gpus = g;
-        if (!k || !g)
+        fpkey *k = realloc(f->keys, (size_t)nc * sizeof *k);
+        if (!k)
             return PT_ENOMEM;
+        f->keys = k;
+        char **g = realloc(f->gpus, (size_t)nc * sizeof *g);
+        if (!g)
+            return PT_ENOMEM;
+        f->gpus = g;
         f->cap = nc;
     }
     snprintf(f->keys[f->n], 17, "%s", key);

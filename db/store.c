@@ -548,12 +548,13 @@ static int rekey_nolock(db_store *s, db_rekey_fn fn, void *ctx, int64_t *changed
             v = nv;
             cap = nc;
         }
-        v[n].id = sqlite3_column_int64(st, 0);
-        v[n].key = strdup(db__col_text(st, 1));
-        if (!v[n++].key) {
+        char *key = strdup(db__col_text(st, 1));
+        if (!key) {
             oom = true;
             break;
         }
+        v[n].id = sqlite3_column_int64(st, 0);
+        v[n++].key = key;
     }
     rc = oom ? pt_errf(e, PT_ENOMEM, "out of memory (rekeying problems)")
          : rc == SQLITE_DONE ? PT_OK
