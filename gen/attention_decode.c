@@ -49,7 +49,7 @@
 #include "gen/expr.h"
 #include "gen/expr_ptx.h"
 
-enum { DEC_BM = 16, DEC_MAX_SPLITS = 128, DEC_OPAD = 8 };
+enum { DEC_BM = 16, DEC_MAX_SPLITS = 128, DEC_OPAD = 8, DEC_CUNITS = 4 };
 
 static const int dec_bn[] = {32, 64, 128, 256};
 static const int dec_warps[] = {1, 2, 4};
@@ -163,10 +163,12 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if (g->smem > (int64_t)lim)
         return pt_errf(e, PT_ERANGE, "bn=%d stages=%d kv_warps=%d: %lld bytes of shared memory, %s allows %u", g->bn,
                        g->stages, g->W, (long long)g->smem, pt_target_name(t, tn, sizeof tn), lim);
-    if (pp->dv / 2 + g->kw / 2 > 160)
+    /* live f32 registers of the main loop: O (dv / 2), S (kw / 2) and P's
+     * hi and lo (kw / 2); above 160 ptxas took all 255 and compiled slowly */
+    if (pp->dv / 2 + g->kw > 160)
         return pt_errf(e, PT_ERANGE,
-                       "bn=%d kv_warps=%d head_dim_v=%lld: %lld O + %d S f32 registers per thread, 160 at most", g->bn,
-                       g->W, (long long)pp->dv, (long long)(pp->dv / 2), g->kw / 2);
+                       "bn=%d kv_warps=%d head_dim_v=%lld: %lld O + %d S and P f32 registers per thread, 160 at most",
+                       g->bn, g->W, (long long)pp->dv, (long long)(pp->dv / 2), g->kw);
     return PT_OK;
 }
 
@@ -1040,76 +1042,81 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
         ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_GLOBAL), U32T, ptx_addr(cnt, 0), ptx_r(zero)), tz, false);
         ptx_emit0(f, PTX_OP_FENCE, M2(PTX_M_ACQ_REL, PTX_M_GPU), PTX_NOTYPES);
 
-        /* combine splits 0..S-1 in order: pass 1 the max, pass 2 the sums */
-        ptx_reg *pp0 = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
-        ptx_reg *lp0 = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
-        ptx_reg *Mx = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
-        ptx_reg *Ls = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
-        ptx_reg (*acc)[4] = pt_arena_alloc(m->arena, (size_t)nu * sizeof *acc);
-        for (int k = 0; k < nu; k++) {
-            ptx_reg pr = kit_reg(f, kit_imad(f, ptx_r(bs), ptx_imm(g->bm), ptx_r(u[k].r)));
-            pp0[k] = add64(f, add64(f, x->scr, ptx_r(pr), dv * 4), ptx_r(u[k].c4), 16);
-            lp0[k] = add64(f, lse_base, ptx_r(pr), 4);
-            Mx[k] = kit_red_init(f, KIT_RED_MAX);
-            Ls[k] = kit_red_init(f, KIT_RED_SUM);
-            for (int j = 0; j < 4; j++) {
-                acc[k][j] = rf(f);
-                ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(acc[k][j]), ptx_f32(0.0f));
-            }
-        }
-        for (int pass = 0; pass < 2; pass++) {
-            ptx_reg sidx = kit_reg(f, ptx_imm(0));
-            ptx_reg *pcur = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
-            ptx_reg *lcur = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
-            ptx_reg *msafe = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
-            for (int k = 0; k < nu; k++) {
-                pcur[k] = r64(f);
-                lcur[k] = r64(f);
-                ptx_emit(f, PTX_OP_MOV, NOM, B64T, ptx_r(pcur[k]), ptx_r(pp0[k]));
-                ptx_emit(f, PTX_OP_MOV, NOM, B64T, ptx_r(lcur[k]), ptx_r(lp0[k]));
-                if (pass == 1)
-                    msafe[k] = kit_softmax_safe_max(f, ptx_r(Mx[k]));
-            }
-            int lt = ptx_label_new(f);
-            ptx_label_place(f, lt);
-            for (int k = 0; k < nu; k++) {
-                ptx_reg ls = rf(f);
-                ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(ls), ptx_f32(-INFINITY));
-                ptx_guard(ptx_emit(f, PTX_OP_LD, M1(PTX_M_GLOBAL), F32T, ptx_r(ls), ptx_addr(lcur[k], 0)), u[k].ok,
-                          false);
-                if (pass == 0) {
-                    ptx_emit(f, PTX_OP_MAX, NOM, F32T, ptx_r(Mx[k]), ptx_r(Mx[k]), ptx_r(ls));
-                } else {
-                    ptx_reg dd = fop2(f, PTX_OP_SUB, ptx_r(ls), ptx_r(msafe[k]));
-                    ptx_reg w = rf(f);
-                    ptx_emit(f, PTX_OP_EX2, M2(PTX_M_APPROX, PTX_M_FTZ), F32T, ptx_r(w), ptx_r(dd));
-                    ptx_emit(f, PTX_OP_ADD, NOM, F32T, ptx_r(Ls[k]), ptx_r(Ls[k]), ptx_r(w));
-                    ptx_reg t4[4] = {rf(f), rf(f), rf(f), rf(f)};
-                    for (int j = 0; j < 4; j++)
-                        ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(t4[j]), ptx_f32(0.0f));
-                    ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_V4), F32T, ptx_vecr(f, 4, t4),
-                                       ptx_addr(pcur[k], 0)),
-                              u[k].ok, false);
-                    for (int j = 0; j < 4; j++)
-                        ptx_emit(f, PTX_OP_FMA, M1(PTX_M_RN), F32T, ptx_r(acc[k][j]), ptx_r(w), ptx_r(t4[j]),
-                                 ptx_r(acc[k][j]));
+        /* combine splits 0..S-1 in order: pass 1 the max, pass 2 the sums;
+         * DEC_CUNITS units at a time (a one-warp CTA has 16 and would keep
+         * them all live) */
+        for (int k0 = 0; k0 < nu; k0 += DEC_CUNITS) {
+            int k1 = k0 + DEC_CUNITS < nu ? k0 + DEC_CUNITS : nu;
+            ptx_reg *pp0 = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
+            ptx_reg *lp0 = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
+            ptx_reg *Mx = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
+            ptx_reg *Ls = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
+            ptx_reg (*acc)[4] = pt_arena_alloc(m->arena, (size_t)nu * sizeof *acc);
+            for (int k = k0; k < k1; k++) {
+                ptx_reg pr = kit_reg(f, kit_imad(f, ptx_r(bs), ptx_imm(g->bm), ptx_r(u[k].r)));
+                pp0[k] = add64(f, add64(f, x->scr, ptx_r(pr), dv * 4), ptx_r(u[k].c4), 16);
+                lp0[k] = add64(f, lse_base, ptx_r(pr), 4);
+                Mx[k] = kit_red_init(f, KIT_RED_MAX);
+                Ls[k] = kit_red_init(f, KIT_RED_SUM);
+                for (int j = 0; j < 4; j++) {
+                    acc[k][j] = rf(f);
+                    ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(acc[k][j]), ptx_f32(0.0f));
                 }
-                ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(lcur[k]), ptx_r(lcur[k]), ptx_imm(g->bm * 4));
-                if (pass == 1)
-                    ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(pcur[k]), ptx_r(pcur[k]), ptx_imm(g->bm * dv * 4));
             }
-            ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(sidx), ptx_r(sidx), ptx_imm(1));
-            bra(f, lt, setp(f, PTX_M_LT, U32T, ptx_r(sidx), ptx_r(x->nsplit)), false);
-        }
-        for (int k = 0; k < nu; k++) {
-            ptx_reg inv = inv_or_zero(f, Ls[k]);
-            ptx_opd v4[4];
-            for (int j = 0; j < 4; j++)
-                v4[j] = ptx_r(fop2(f, PTX_OP_MUL, ptx_r(acc[k][j]), ptx_r(inv)));
-            ptx_reg lg = rf(f);
-            ptx_emit(f, PTX_OP_LG2, M1(PTX_M_APPROX), F32T, ptx_r(lg), ptx_r(Ls[k]));
-            ptx_reg l2 = fop2(f, PTX_OP_ADD, ptx_r(Mx[k]), ptx_r(lg));
-            store_out(x, &u[k], v4, l2);
+            for (int pass = 0; pass < 2; pass++) {
+                ptx_reg sidx = kit_reg(f, ptx_imm(0));
+                ptx_reg *pcur = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
+                ptx_reg *lcur = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
+                ptx_reg *msafe = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
+                for (int k = k0; k < k1; k++) {
+                    pcur[k] = r64(f);
+                    lcur[k] = r64(f);
+                    ptx_emit(f, PTX_OP_MOV, NOM, B64T, ptx_r(pcur[k]), ptx_r(pp0[k]));
+                    ptx_emit(f, PTX_OP_MOV, NOM, B64T, ptx_r(lcur[k]), ptx_r(lp0[k]));
+                    if (pass == 1)
+                        msafe[k] = kit_softmax_safe_max(f, ptx_r(Mx[k]));
+                }
+                int lt = ptx_label_new(f);
+                ptx_label_place(f, lt);
+                for (int k = k0; k < k1; k++) {
+                    ptx_reg ls = rf(f);
+                    ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(ls), ptx_f32(-INFINITY));
+                    ptx_guard(ptx_emit(f, PTX_OP_LD, M1(PTX_M_GLOBAL), F32T, ptx_r(ls), ptx_addr(lcur[k], 0)), u[k].ok,
+                              false);
+                    if (pass == 0) {
+                        ptx_emit(f, PTX_OP_MAX, NOM, F32T, ptx_r(Mx[k]), ptx_r(Mx[k]), ptx_r(ls));
+                    } else {
+                        ptx_reg dd = fop2(f, PTX_OP_SUB, ptx_r(ls), ptx_r(msafe[k]));
+                        ptx_reg w = rf(f);
+                        ptx_emit(f, PTX_OP_EX2, M2(PTX_M_APPROX, PTX_M_FTZ), F32T, ptx_r(w), ptx_r(dd));
+                        ptx_emit(f, PTX_OP_ADD, NOM, F32T, ptx_r(Ls[k]), ptx_r(Ls[k]), ptx_r(w));
+                        ptx_reg t4[4] = {rf(f), rf(f), rf(f), rf(f)};
+                        for (int j = 0; j < 4; j++)
+                            ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(t4[j]), ptx_f32(0.0f));
+                        ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_V4), F32T, ptx_vecr(f, 4, t4),
+                                           ptx_addr(pcur[k], 0)),
+                                  u[k].ok, false);
+                        for (int j = 0; j < 4; j++)
+                            ptx_emit(f, PTX_OP_FMA, M1(PTX_M_RN), F32T, ptx_r(acc[k][j]), ptx_r(w), ptx_r(t4[j]),
+                                     ptx_r(acc[k][j]));
+                    }
+                    ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(lcur[k]), ptx_r(lcur[k]), ptx_imm(g->bm * 4));
+                    if (pass == 1)
+                        ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(pcur[k]), ptx_r(pcur[k]), ptx_imm(g->bm * dv * 4));
+                }
+                ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(sidx), ptx_r(sidx), ptx_imm(1));
+                bra(f, lt, setp(f, PTX_M_LT, U32T, ptx_r(sidx), ptx_r(x->nsplit)), false);
+            }
+            for (int k = k0; k < k1; k++) {
+                ptx_reg inv = inv_or_zero(f, Ls[k]);
+                ptx_opd v4[4];
+                for (int j = 0; j < 4; j++)
+                    v4[j] = ptx_r(fop2(f, PTX_OP_MUL, ptx_r(acc[k][j]), ptx_r(inv)));
+                ptx_reg lg = rf(f);
+                ptx_emit(f, PTX_OP_LG2, M1(PTX_M_APPROX), F32T, ptx_r(lg), ptx_r(Ls[k]));
+                ptx_reg l2 = fop2(f, PTX_OP_ADD, ptx_r(Mx[k]), ptx_r(lg));
+                store_out(x, &u[k], v4, l2);
+            }
         }
         ptx_label_place(f, done);
         ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);

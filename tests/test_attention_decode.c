@@ -181,6 +181,7 @@ static const dcase grid[] = {
     /* other archs (sm_86's 99 KB, sm_90's reserved shared window) */
     {1, 8, 2, 1, 129, 128, BF16, false, 16, -1, true, true, 0, "bn=64,kv_warps=4,splits=3", "sm_86", false},
     {1, 8, 2, 1, 77, 128, F16, false, 0, -1, false, true, 0, "bn=128,kv_warps=4,splits=2,stages=3", "sm_90", false},
+    {2, 4, 1, 1, 129, 64, BF16, false, 16, -1, true, true, 0, "bn=64,kv_warps=2,splits=3", "sm_89", false},
 };
 
 Test(attention_decode, grid_against_float64_reference, .timeout = 600)
