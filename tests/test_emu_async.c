@@ -571,3 +571,40 @@ Test(emu_async, read_before_wait_is_a_race_under_eager)
     cr_assert(has_kind(&t.r, EMU_R_RACE, "read after a write"));
     run_free(&t.r);
 }
+
+/* barrier.cluster.arrive / wait in a cluster of one CTA: a CTA-wide
+ * split barrier (every non-exited thread arrives before any wait returns),
+ * which orders the shared accesses around it. */
+Test(emu_async, cluster_barrier_of_one_cta)
+{
+    static const char text[] =
+        HDR ".visible .entry k(.param .u64 out)\n{\n" REGS
+        "\t.shared .align 4 .b8 x[256];\n"
+        "\tld.param.u64 %rd1, [out];\n"
+        "\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, x;\n\tshl.b32 %r3, %r1, 2;\n"
+        "\tadd.u32 %r4, %r2, %r3;\n\tst.shared.u32 [%r4], %r1;\n"
+        "\tbarrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;\n"
+        "\txor.b32 %r5, %r3, 128;\n\tadd.u32 %r6, %r2, %r5;\n\tld.shared.u32 %r7, [%r6];\n"
+        "\tmov.u32 %r8, %cluster_ctarank;\n\tadd.u32 %r7, %r7, %r8;\n"
+        "\tmov.u32 %r8, %cluster_nctarank;\n\tmad.lo.u32 %r7, %r8, 1000, %r7;\n"
+        "\tmul.wide.u32 %rd2, %r1, 4;\n\tadd.s64 %rd3, %rd1, %rd2;\n\tst.global.u32 [%rd3], %r7;\n"
+        "\tret;\n}\n";
+    for (size_t s = 0; s < sizeof scheds / sizeof scheds[0]; s++) {
+        run r = {0};
+        pt_err e = {0};
+        emu_opts o = sched_opts(scheds[s]);
+        load_text(&r, text, &o);
+        uint64_t d = emu_alloc(r.c, 256, "out");
+        const void *args[] = {&d};
+        emu_launch l = {{2, 1, 1}, {64, 1, 1}, 0};
+        int rc = emu_run(r.c, r.k, &l, args, NULL, &e);
+        if (rc)
+            dump(&r);
+        cr_assert_eq(rc, PT_OK, "%s: %s", scheds[s], e.msg);
+        uint32_t v[64];
+        cr_assert_eq(emu_read(r.c, d, v, sizeof v, &e), PT_OK);
+        for (uint32_t t = 0; t < 64; t++)
+            cr_assert_eq(v[t], 1000 + (t ^ 32), "thread %u: %u", t, v[t]);
+        run_free(&r);
+    }
+}

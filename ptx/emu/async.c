@@ -62,7 +62,10 @@ int emu__async_cta_init(emu_cta *c)
     a->fcnt = calloc(nt, sizeof *a->fcnt);
     a->wfence = calloc(sm, sizeof *a->wfence);
     a->wft = calloc(sm, sizeof *a->wft);
-    if (!a->mbix || !a->wait_mb || !a->wait_arg || !a->bgroup || !a->fcnt || !a->wfence || !a->wft)
+    a->cb_arr = calloc(nt, sizeof *a->cb_arr);
+    a->cbw = calloc(c->nwarps, sizeof *a->cbw);
+    if (!a->mbix || !a->wait_mb || !a->wait_arg || !a->bgroup || !a->fcnt || !a->wfence || !a->wft ||
+        !a->cb_arr || !a->cbw)
         return PT_ENOMEM;
     c->shadow_sh = c->shadow_sh || c->o->detect_async;
     if (c->o->detect_race) {
@@ -71,7 +74,9 @@ int emu__async_cta_init(emu_cta *c)
         a->nw = nw;
         a->vc = calloc((size_t)c->nwarps * nw, sizeof *a->vc);
         a->barvc = calloc((size_t)EMU_NBAR * nw, sizeof *a->barvc);
-        if (!a->vc || !a->barvc)
+        a->cbvc = calloc(nw, sizeof *a->cbvc);
+        a->cbpub = calloc(nw, sizeof *a->cbpub);
+        if (!a->vc || !a->barvc || !a->cbvc || !a->cbpub)
             return PT_ENOMEM;
     }
     return PT_OK;
@@ -104,6 +109,10 @@ void emu__async_cta_free(emu_cta *c)
     free(a->wft);
     free(a->vc);
     free(a->barvc);
+    free(a->cb_arr);
+    free(a->cbw);
+    free(a->cbvc);
+    free(a->cbpub);
     free(a->mbvc);
     free(a->rpool);
     free(a->rfree);
@@ -129,6 +138,13 @@ void emu__async_cta_start(emu_cta *c, uint64_t linear)
     memset(a->fcnt, 0, nt * sizeof *a->fcnt);
     memset(a->wait_mb, 0, nt * sizeof *a->wait_mb);
     memset(a->wfence, 0, (size_t)c->smem_size * sizeof *a->wfence);
+    memset(a->cb_arr, 0, nt * sizeof *a->cb_arr);
+    memset(a->cbw, 0, c->nwarps * sizeof *a->cbw);
+    a->cb_phase = a->cb_count = 0;
+    if (a->vcm) {
+        memset(a->cbvc, 0, a->nw * sizeof *a->cbvc);
+        memset(a->cbpub, 0, a->nw * sizeof *a->cbpub);
+    }
     a->rng = (c->o->schedule_seed + 1) * 0x9e3779b97f4a7c15ull ^ (linear + 1) * 0xbf58476d1ce4e5b9ull;
     if (!a->rng)
         a->rng = 1;
@@ -904,9 +920,100 @@ static void bulk_wait(emu_cta *c, const emu_warp *w, uint32_t m, uint64_t keep)
     }
 }
 
+/* ---- barrier.cluster in a cluster of one CTA ---- */
+
+static void cluster_check(emu_cta *c)
+{
+    emu_asc *a = c->as;
+    if (!a->cb_count || a->cb_count < c->live_threads)
+        return;
+    a->cb_phase++;
+    a->cb_count = 0;
+    if (a->vcm) {
+        memcpy(a->cbpub, a->cbvc, a->nw * sizeof *a->cbvc);
+        memset(a->cbvc, 0, a->nw * sizeof *a->cbvc);
+    }
+    for (uint32_t i = 0; i < c->nwarps; i++)
+        if (a->cbw[i]) {
+            uint32_t lanes = a->cbw[i];
+            a->cbw[i] = 0;
+            emu__wake(&c->warps[i], lanes);
+        }
+}
+
+void emu__async_exit(emu_cta *c) { cluster_check(c); }
+
+static bool cluster_bar(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t pc)
+{
+    emu_asc *a = c->as;
+    if (!(in->aux & 1)) { /* arrive */
+        EMU_FOR_LANES(m, l)
+        {
+            int tid = tid_of(w, l);
+            if (a->cb_arr[tid] == a->cb_phase + 1) {
+                emu__report(c, EMU_R_INVALID, in, tid, -1, 0, 0,
+                            "barrier.cluster.arrive twice in one phase (no wait between)");
+                fatal(c);
+                return true;
+            }
+            a->cb_arr[tid] = a->cb_phase + 1;
+            a->cb_count++;
+        }
+        if (a->vcm && !(in->aux & 2)) /* .relaxed orders nothing */
+            emu__vc_arrive(c, w->index, a->cbvc);
+        cluster_check(c);
+        return false;
+    }
+    uint32_t park = 0;
+    EMU_FOR_LANES(m, l)
+    {
+        int tid = tid_of(w, l);
+        uint32_t g = a->cb_arr[tid];
+        if (!g) {
+            emu__report(c, EMU_R_INVALID, in, tid, -1, 0, 0,
+                        "barrier.cluster.wait without a barrier.cluster.arrive before it");
+            fatal(c);
+            return true;
+        }
+        if (g <= a->cb_phase) { /* its phase completed */
+            a->cb_arr[tid] = 0;
+            if (a->vcm)
+                emu__vc_acquire(c, w->index, a->cbpub);
+        } else
+            park |= 1u << l;
+    }
+    if (!park)
+        return false;
+    EMU_FOR_LANES(w->group, l) w->lane_pc[l] = (park >> l) & 1 ? pc : pc + 1;
+    w->group = 0;
+    w->blocked |= park;
+    a->cbw[w->index] |= park;
+    emu__resched(w);
+    return true;
+}
+
+bool emu__cluster_deadlock(emu_cta *c)
+{
+    emu_asc *a = c->as;
+    if (!a)
+        return false;
+    for (uint32_t i = 0; i < c->nwarps; i++)
+        if (a->cbw[i]) {
+            const emu_warp *w = &c->warps[i];
+            uint32_t l = (uint32_t)__builtin_ctz(a->cbw[i]);
+            emu__report(c, EMU_R_DEADLOCK, &c->k->code[w->lane_pc[l]], tid_of(w, l), -1, 0, 0,
+                        "barrier.cluster.wait can never complete: %u of %u live threads arrived",
+                        a->cb_count, c->live_threads);
+            return true;
+        }
+    return false;
+}
+
 bool emu__async(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t pc)
 {
     emu_asc *a = c->as;
+    if (in->sub == EMU_AS_BAR_CLUSTER)
+        return cluster_bar(c, w, in, m, pc);
     EMU_FOR_LANES(m, l)
     {
         if (c->dead)

@@ -1132,6 +1132,11 @@ static int dec_async(dec *d, const ptx_ins *in, emu_ins *o)
     case PTX_OP_FENCE_MBAR_INIT:
     case PTX_OP_TMA_PREFETCH:
     case PTX_OP_BULK_PREFETCH: o->sub = EMU_AS_NOP; return PT_OK;
+    case PTX_OP_BAR_CLUSTER_ARRIVE:
+    case PTX_OP_BAR_CLUSTER_WAIT:
+        o->sub = EMU_AS_BAR_CLUSTER;
+        o->aux = (in->op == PTX_OP_BAR_CLUSTER_WAIT ? 1u : 0u) | (has(in, PTX_M_RELAXED) ? 2u : 0u);
+        return PT_OK;
     case PTX_OP_MAPA:
         o->sub = EMU_AS_MAPA;
         if ((rc = dst(d, &in->opd[0], &o->d)) || (rc = src(d, &in->opd[1], o->ty, &o->a)))
@@ -1237,6 +1242,8 @@ static const dec_fn dec_tab[PTX_NOPS] = {
     [PTX_OP_FENCE_MBAR_INIT] = dec_async,
     [PTX_OP_MAPA] = dec_async,
     [PTX_OP_GETCTARANK] = dec_async,
+    [PTX_OP_BAR_CLUSTER_ARRIVE] = dec_async,
+    [PTX_OP_BAR_CLUSTER_WAIT] = dec_async,
     [PTX_OP_WGMMA_FENCE] = dec_wg_sync,
     [PTX_OP_WGMMA_COMMIT] = dec_wg_sync,
     [PTX_OP_WGMMA_WAIT] = dec_wg_sync,

@@ -437,6 +437,11 @@ typedef struct emu_asc {
     uint32_t nrp, cap_rp, nfree;
     const uint32_t *acc_vc; /* accessor override while an async completion writes */
     uint32_t acc_clk;
+    /* barrier.cluster (a cluster of one CTA): per thread the phase + 1 it
+     * arrived in (0: none), arrivals of the current phase, parked lanes per
+     * warp, the arrivals' clocks and the last completed phase's */
+    uint32_t *cb_arr, *cbw, *cbvc, *cbpub;
+    uint32_t cb_phase, cb_count;
 } emu_asc;
 
 /* async.c: vector-clock edges (no-ops unless c->as->vcm) */
@@ -467,6 +472,8 @@ bool emu__async(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t
  * at a random point; returns true when something completed. */
 bool emu__async_step(emu_cta *c, bool stuck);
 void emu__async_drain(emu_cta *c); /* completes everything (CTA end) */
+void emu__async_exit(emu_cta *c);  /* threads exited: a cluster barrier may complete */
+bool emu__cluster_deadlock(emu_cta *c); /* the report for parked barrier.cluster.wait lanes */
 /* A generic-proxy access of shared [off, off+n) by a thread: the checks
  * against in-flight copies and, for writes, the proxy marks. */
 void emu__async_smem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,

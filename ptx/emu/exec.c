@@ -538,6 +538,8 @@ static void warp_run(emu_cta *c, emu_warp *w, uint32_t budget)
             resched(w);
             ws_check(w);
             all_bar_check(c);
+            if (c->as)
+                emu__async_exit(c);
             continue;
         }
         case EMU_H_TRAP:
@@ -761,7 +763,7 @@ static void deadlock(emu_cta *c)
         __atomic_store_n(&c->rs->abort, 1, __ATOMIC_RELAXED);
         return;
     }
-    if (c->as && emu__mbar_deadlock(c)) { /* a parity that can never complete */
+    if (c->as && (emu__mbar_deadlock(c) || emu__cluster_deadlock(c))) {
         c->dead = true;
         __atomic_store_n(&c->rs->abort, 1, __ATOMIC_RELAXED);
         return;
