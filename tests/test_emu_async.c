@@ -188,10 +188,27 @@ typedef struct rt {
     float out[BOX_W * BOX_H], raw[BOX_W * BOX_H];
 } rt;
 
-static void rt_run(rt *t, const char *file, const char *sched)
+/* With red, the store is a reduce-add into out filled with 1.5. */
+static void rt_run_red(rt *t, const char *file, const char *sched, bool red);
+static void rt_run(rt *t, const char *file, const char *sched) { rt_run_red(t, file, sched, false); }
+
+static void rt_run_red(rt *t, const char *file, const char *sched, bool red)
 {
     memset(t, 0, sizeof *t);
     char *text = read_file(file);
+    if (red) {
+        const char *st = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group";
+        char *at = strstr(text, st);
+        cr_assert(at);
+        size_t n = strlen(text), pre = (size_t)(at - text);
+        const char *rs = "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.bulk_group";
+        char *t2 = malloc(n + strlen(rs) + 1);
+        memcpy(t2, text, pre);
+        strcpy(t2 + pre, rs);
+        strcat(t2, at + strlen(st));
+        free(text);
+        text = t2;
+    }
     emu_opts o = sched_opts(sched);
     load_text(&t->r, text, &o);
     free(text);
@@ -205,6 +222,12 @@ static void rt_run(rt *t, const char *file, const char *sched)
     t->dout = emu_alloc(c, sizeof t->out, "out");
     t->draw = emu_alloc(c, sizeof t->raw, "raw");
     cr_assert_eq(emu_write(c, t->din, in, sizeof in, &e), PT_OK);
+    if (red) {
+        float one[BOX_W * BOX_H];
+        for (int i = 0; i < BOX_W * BOX_H; i++)
+            one[i] = 1.5f;
+        cr_assert_eq(emu_write(c, t->dout, one, sizeof one, &e), PT_OK);
+    }
     emu_tmap_desc a = {.dtype = EMU_TMAP_F32, .rank = 2, .gaddr = t->din,
                        .dims = {IN_W, IN_H}, .strides = {IN_W * 4}, .box = {BOX_W, BOX_H},
                        .estrides = {1, 1}, .swizzle = EMU_TMAP_SWIZZLE_128B};
@@ -606,5 +629,20 @@ Test(emu_async, cluster_barrier_of_one_cta)
         for (uint32_t t = 0; t < 64; t++)
             cr_assert_eq(v[t], 1000 + (t ^ 32), "thread %u: %u", t, v[t]);
         run_free(&r);
+    }
+}
+
+/* cp.reduce.async.bulk.tensor .add: out (1.5 everywhere) += 2 * box. */
+Test(emu_async, tma_reduce_add_every_schedule)
+{
+    for (size_t s = 0; s < sizeof scheds / sizeof scheds[0]; s++) {
+        rt t;
+        rt_run_red(&t, "tma_fixed.ptx", scheds[s], true);
+        if (t.rc)
+            dump(&t.r);
+        cr_assert_eq(t.rc, PT_OK, "schedule %s", scheds[s]);
+        for (int i = 0; i < BOX_W * BOX_H; i++)
+            cr_assert_eq(t.out[i], 1.5f + 2 * box_at(i % BOX_W, i / BOX_W), "%s: out %d", scheds[s], i);
+        run_free(&t.r);
     }
 }
