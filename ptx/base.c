@@ -259,8 +259,11 @@ void pt_buf_printf(pt_buf *b, const char *fmt, ...)
 char *pt_buf_take(pt_buf *b)
 {
     char *s = b->s;
-    if (!s && !b->failed && (s = malloc(1)))
-        s[0] = '\0';
+    if (!s && !b->failed) {
+        s = malloc(1);
+        if (s)
+            s[0] = '\0';
+    }
     pt_buf_init(b);
     return s;
 }
