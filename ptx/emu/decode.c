@@ -6,12 +6,11 @@
  *
  * The dispatch table dec_tab[] is indexed by the ISA table's opcode enum;
  * an opcode without a row is "not emulated" (a load-time error, never a
- * silent wrong answer). Hopper rows (wgmma, cp.async.bulk/TMA, mbarrier,
- * cluster special registers) go there when isa.def grows them: wgmma and
- * TMA would decode into micro-ops that post work to an async proxy queue,
- * completed by mbarrier waits exactly like cp.async groups complete at
- * wait_group (see mem.c), and clusters would add a CTA-group level above
- * emu_cta with distributed shared memory as a window per CTA. */
+ * silent wrong answer). Hopper rows: wgmma and its warp ops decode to
+ * EMU_H_WG (wgmma.c), mbarriers to EMU_H_MBAR (mbarrier.c), TMA, bulk
+ * copies, proxy fences and the cluster ops of a one-CTA cluster to
+ * EMU_H_ASYNC (async.c; address operands as (base, offset) slot pairs in
+ * vpool). A kernel with .reqnctapercluster over one CTA is refused. */
 #include "ptx/emu/emu_int.h"
 
 #include <stdio.h>
