@@ -296,6 +296,8 @@ static void parse_tmap(const char *spec, int param, int nargs, exec_arg *a)
             cli_die(2, "--arg '%s': %s", spec, e.msg);
         tuner_npy_free(&n);
         a->name = strdup(f[0]);
+        if (!a->name)
+            cli_die(1, "out of memory for --arg '%s'", spec);
     }
     free(copy);
 }
