@@ -58,6 +58,8 @@ char *cli_read_file(const char *path, size_t *len)
     const char *nul = b.len ? memchr(b.s, '\0', b.len) : NULL;
     if (nul)
         cli_die(2, "%s: NUL byte at offset %zu (not a text file)", path, (size_t)(nul - b.s));
+    if (b.failed)
+        cli_die(1, "out of memory reading '%s'", path);
     if (len)
         *len = b.len;
     return pt_buf_take(&b);

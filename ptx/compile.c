@@ -486,7 +486,7 @@ static int run_capture(char *const argv[], char **out, int *status, pt_err *e)
             return pt_errf(e, PT_EIO, "waitpid %s: %s", argv[0], strerror(errno));
         }
     *out = pt_buf_take(&b);
-    return PT_OK;
+    return *out ? PT_OK : pt_errf(e, PT_ENOMEM, "out of memory reading %s's output", argv[0]);
 }
 
 /* Finds ptxas and reads its release; leaves c->ptxas "" and a reason in why
@@ -544,7 +544,7 @@ static int read_file(const char *path, void **data, size_t *size, pt_err *e)
     }
     *size = b.len;
     *data = pt_buf_take(&b);
-    return PT_OK;
+    return *data ? PT_OK : pt_errf(e, PT_ENOMEM, "out of memory reading %s", path);
 }
 
 /* Writes the PTX into a fresh temp directory, runs ptxas -v on it and reads
