@@ -719,10 +719,6 @@ int db__attach_ro(db_store *s, const char *path, pt_err *e)
     if (!st)
         return e->code;
     char *uri = ro_uri(path);
-    if (!uri) {
-        sqlite3_finalize(st);
-        return pt_errf(e, PT_ENOMEM, "out of memory attaching %s", path);
-    }
     db__bind_text(st, 1, uri);
     free(uri);
     int rc = db__step(s, st);
@@ -768,10 +764,10 @@ static const char *const merge_sql[] = {
     " WHERE m.id IN" SEL ") ORDER BY r.id ON CONFLICT DO NOTHING",
     "INSERT INTO main.measurements(run_id, problem_id, kernel_id, config, rung, final,"
     " status, error, source, verified, t_min, t_median, t_max, spread, reps, tflops, gbps,"
-    " launch, created)"
+    " launch, created, sample)"
     " SELECT mr.id, mp.id, mk.id, m.config, m.rung, m.final, m.status, m.error, m.source,"
     " m.verified, m.t_min, m.t_median, m.t_max, m.spread, m.reps, m.tflops, m.gbps, m.launch,"
-    " m.created FROM src.measurements m JOIN src.runs sr ON sr.id = m.run_id"
+    " m.created, m.sample FROM src.measurements m JOIN src.runs sr ON sr.id = m.run_id"
     " JOIN main.runs mr ON mr.uuid = sr.uuid JOIN src.problems sp ON sp.id = m.problem_id"
     " JOIN main.problems mp ON mp.key = sp.key LEFT JOIN src.kernels sk ON sk.id = m.kernel_id"
     " LEFT JOIN main.kernels mk ON mk.hash = sk.hash WHERE ?1 = 0 OR m.id IN" SEL

@@ -1332,3 +1332,48 @@ Test(db, mock_rows_are_never_served_and_gpu_names_resolve)
     cr_expect_eq(db_gpu_resolve(f.s, "", fp_count, &c, &e), PT_EINVAL);
     db_close(f.s);
 }
+
+/* db merge keeps where a timing came from: a row an incremental sweep reused
+ * names the run that took it (sample), in the merged store too, and a second
+ * merge adds nothing. */
+Test(db, merge_keeps_the_sample_of_reused_rows)
+{
+    fixture f;
+    db_fingerprint a = fp_a();
+    setup_store(&f, tpath("s.db"), &a, "gemm m=16 n=4096 k=4096", "16,4096,4096", "cccc3333");
+    pt_err e = {0};
+    db_kernel k = {NULL, "gemm", "bm=1", "kern", ".k bm=1\n"};
+    char hash[17];
+    db_kernel_hash(k.ptx, strlen(k.ptx), hash);
+    k.hash = hash;
+    db_measurement m = {.run_id = f.run, .problem_id = f.prob, .config = "bm=1", .final = true,
+                        .status = "ok", .source = "measured", .sample = "eeee5555",
+                        .verified = 1, .t_min = 1e-3, .t_median = 1e-3, .t_max = 1e-3,
+                        .spread = 0.01, .reps = 5, .tflops = NAN, .gbps = NAN};
+    bool ins;
+    cr_assert_eq(db_record(f.s, &k, NULL, &m, &ins, &e), PT_OK, "%s", e.msg);
+    m.config = "bm=2";
+    m.sample = NULL; /* measured by this run */
+    k.ptx = ".k bm=2\n";
+    db_kernel_hash(k.ptx, strlen(k.ptx), hash);
+    cr_assert_eq(db_record(f.s, &k, NULL, &m, &ins, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(db_run_end(f.s, f.run, "done", &e), PT_OK, "%s", e.msg);
+    db_close(f.s);
+
+    db_store *d = open_ok(tpath("d.db"));
+    db_merge_stats st;
+    for (int pass = 0; pass < 2; pass++) {
+        cr_assert_eq(db_merge(d, tpath("s.db"), &st, &e), PT_OK, "%s", e.msg);
+        cr_expect_eq(st.measurements, pass ? 0 : 2, "pass %d", pass);
+        int64_t n;
+        cr_assert_eq(db_query_int(d, "SELECT count(*) FROM measurements", &n, &e), PT_OK);
+        cr_expect_eq(n, 2, "pass %d", pass);
+        cr_assert_eq(db_query_int(d, "SELECT count(*) FROM measurements WHERE config = 'bm=1'"
+                                     " AND sample = 'eeee5555'", &n, &e), PT_OK);
+        cr_expect_eq(n, 1, "pass %d: the reused row lost its sample", pass);
+        cr_assert_eq(db_query_int(d, "SELECT count(*) FROM measurements WHERE config = 'bm=2'"
+                                     " AND sample IS NULL", &n, &e), PT_OK);
+        cr_expect_eq(n, 1, "pass %d: a row of its own run gained a sample", pass);
+    }
+    db_close(d);
+}
