@@ -719,6 +719,10 @@ int db__attach_ro(db_store *s, const char *path, pt_err *e)
     if (!st)
         return e->code;
     char *uri = ro_uri(path);
+    if (!uri) {
+        sqlite3_finalize(st);
+        return pt_errf(e, PT_ENOMEM, "out of memory attaching %s", path);
+    }
     db__bind_text(st, 1, uri);
     free(uri);
     int rc = db__step(s, st);
