@@ -87,7 +87,10 @@ void kit_g2s_init(ptx_fn *f, kit_g2s *c, const kit_layout *tile, const kit_view 
     c->dcol = dcol;
     int R = kit_tile_rows(tile), P = kit_tile_row_bytes(tile), es = v->es;
     int np = P / cw, pt = R * np, epc = cw / es;
-    int n = c->n = (pt + T - 1) / T;
+    /* np <= T and not a power of two (e.g. 192-byte rows of 16-byte pieces):
+     * T / np rows a pass, threads t >= (T / np) np idle */
+    bool npow2 = (np & (np - 1)) == 0, ragged = np <= T && !npow2;
+    int n = c->n = ragged ? (R + T / np - 1) / (T / np) : (pt + T - 1) / T;
     c->rowimm = pt_arena_alloc(ar, (size_t)n * sizeof(int));
     c->pcimm = pt_arena_alloc(ar, (size_t)n * sizeof(int));
     c->soff = pt_arena_alloc(ar, (size_t)n * sizeof(ptx_reg));
@@ -97,13 +100,19 @@ void kit_g2s_init(ptx_fn *f, kit_g2s *c, const kit_layout *tile, const kit_view 
     c->csize = pt_arena_alloc(ar, (size_t)n * sizeof(ptx_reg));
     ptx_opd row0, pc0;
     if (np <= T) {
-        pc0 = np == 1 ? ptx_imm(0) : kit_iop(f, PTX_OP_AND, ptx_r(tid), ptx_imm(np - 1));
-        row0 = kit_iop(f, PTX_OP_SHR, ptx_r(tid), ptx_imm(ilog2(np)));
+        if (ragged) {
+            pc0 = kit_iop(f, PTX_OP_REM, ptx_r(tid), ptx_imm(np));
+            row0 = kit_iop(f, PTX_OP_DIV, ptx_r(tid), ptx_imm(np));
+        } else {
+            pc0 = np == 1 ? ptx_imm(0) : kit_iop(f, PTX_OP_AND, ptx_r(tid), ptx_imm(np - 1));
+            row0 = kit_iop(f, PTX_OP_SHR, ptx_r(tid), ptx_imm(ilog2(np)));
+        }
         for (int j = 0; j < n; j++) {
             c->rowimm[j] = j * (T / np);
             c->pcimm[j] = 0;
-            if (c->rowimm[j] + T / np > R) /* only part of the threads have this piece */
-                c->guard[j] = setp_s(f, PTX_M_LT, row0, ptx_imm(R - c->rowimm[j]));
+            int rows = R - c->rowimm[j] < T / np ? R - c->rowimm[j] : T / np;
+            if (rows < T / np || (ragged && T % np)) /* only part of the threads have this piece */
+                c->guard[j] = setp_s(f, PTX_M_LT, row0, ptx_imm(rows));
         }
     } else {
         pc0 = ptx_r(tid);
