@@ -114,6 +114,10 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
                        (double)pp->scale, (double)pp->softcap);
     if (pp->page && !pow2(g->bn))
         return pt_errf(e, PT_EINVAL, "bn=%d with paged K/V: a power of two (the tile's rows come from pages)", g->bn);
+    if (pp->page && (!pow2(pp->d) || !pow2(pp->dv)))
+        return pt_errf(e, PT_EUNSUPPORTED,
+                       "attention prefill: head_dim=%lld head_dim_v=%lld with paged K/V (powers of two: the paged "
+                       "gather cuts power-of-two rows)", (long long)pp->d, (long long)pp->dv);
     g->threads = 32 * g->warps;
     g->es = g->at->es;
     g->MI = g->bm / g->warps / 16;

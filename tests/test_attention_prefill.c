@@ -116,6 +116,10 @@ static const acase grid[] = {
     {F16, 1, 8, 2, 77, 129, 128, false, -1, -1, 0, 0, false, false, false, false, "sm_90", "bm=128,bn=32,warps=8,q_in_regs=1", 0},
     {BF, 2, 4, 4, 77, 77, 128, false, 16, 3, 0, 1.0, false, false, true, false, "sm_86", "bm=64,warps=4,bn=32,kv_stages=2", 0},
     {F16, 1, 4, 1, 129, 129, 128, false, -1, -1, 30, 0, false, false, true, true, "sm_89", "bm=64,warps=4,bn=64", 0},
+    /* hd96 (192-byte rows: 12 16-byte pieces a row, not a power of two), with a
+     * window and seqused_k = 1 (the case that read shared memory nobody wrote) */
+    {BF, 2, 2, 1, 33, 77, 96, false, 7, 3, 0, 0, false, true, true, false, "sm_80", "", 0},
+    {F16, 1, 4, 2, 77, 129, 96, true, -1, -1, 0, 1.0, false, false, true, false, "sm_86", "bm=128,bn=32,warps=8", 0},
     /* hd256 */
     {BF, 1, 2, 1, 77, 129, 256, true, -1, -1, 0, 1.0, false, false, true, false, "sm_80", "bm=128,bn=32,warps=8", 0},
     {F16, 1, 4, 4, 129, 77, 256, false, -1, -1, 0, 0, false, false, false, false, "sm_90", "bm=64,bn=64,warps=4", 0},
@@ -332,4 +336,7 @@ Test(attention_prefill, check_by_arch)
     pg.page_size = 16;
     expect_check("sm_80", pg, "impl=0,bm=128,bn=64,warps=8", true, NULL);
     expect_check("sm_80", pg, "impl=0,bm=128,bn=48,warps=8", false, "power of two");
+    /* paged hd96: 12 pieces a row, which the paged gather does not cut (one line, not an emit error) */
+    pg.head_dim = pg.head_dim_v = 96;
+    expect_check("sm_80", pg, "impl=0,bm=128,bn=64,warps=8", false, "head_dim=96");
 }
