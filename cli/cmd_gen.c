@@ -1,5 +1,7 @@
 /* Generator commands: emit, compile, variants, ops. */
 #include <getopt.h>
+#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,37 @@
 #include "tuner/driver.h"
 
 static int ops_table(void);
+
+/* ---- --json: the envelope of docs/json.md (as cli/cmd_db.c writes it) ---- */
+
+static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static json_t *jenv(const char *what)
+{
+    char fmt[64];
+    snprintf(fmt, sizeof fmt, "ptxtune-%s", what);
+    json_t *o = json_pack("{s:s, s:i, s:[]}", "format", fmt, "version", 1, "rows");
+    if (!o)
+        cli_die(1, "out of memory");
+    return o;
+}
+
+static void jrow(json_t *env, json_t *row)
+{
+    if (!row || json_array_append_new(json_object_get(env, "rows"), row))
+        cli_die(1, "out of memory");
+}
+
+static void jprint(json_t *env)
+{
+    char *t = json_dumps(env, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!t)
+        cli_die(1, "out of memory");
+    if (fputs(t, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) != 0)
+        cli_die(1, "writing stdout failed");
+    free(t);
+    json_decref(env);
+}
 
 static const char emit_usage[] =
     "usage: ptxtune emit OP [KEY=VALUE ...] [--KEY VALUE ...] [--arch sm_80] [--config k=v,...]\n"
@@ -59,13 +92,15 @@ int cmd_emit(int argc, char **argv)
 }
 
 static const char compile_usage[] =
-    "usage: ptxtune compile FILE.ptx|- --arch sm_XX [--json] [--backend nvjitlink|ptxas]\n"
+    "usage: ptxtune compile FILE.ptx|- --arch sm_XX [--json] [--compiler nvjitlink|ptxas]\n"
     "Assembles PTX and prints the resource report (registers, spills, stack, shared,\n"
-    "constant, barriers, compile time, ptxas codes).\n";
+    "constant, barriers, compile time, ptxas codes). (--backend nvjitlink|ptxas, the\n"
+    "old spelling of --compiler, is still read; --backend names a device elsewhere.)\n";
 
 static const struct option compile_opts[] = {
     {"arch", required_argument, 0, 'a'}, {"json", no_argument, 0, 'j'},
-    {"backend", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+    {"backend", required_argument, 0, 'b'}, {"compiler", required_argument, 0, 'c'},
+    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
 };
 
 int cmd_compile(int argc, char **argv)
@@ -79,7 +114,12 @@ int cmd_compile(int argc, char **argv)
         switch (c) {
         case 'a': arch = optarg; break;
         case 'j': json = true; break;
-        case 'b': backend = optarg; break;
+        case 'b':
+        case 'c':
+            if (backend && strcmp(backend, optarg) != 0)
+                cli_die(2, "give the compiler once (--compiler, or its old spelling --backend)");
+            backend = optarg;
+            break;
         case 'h': fputs(compile_usage, stdout); return 0;
         default: cli_opt_error(c, argv);
         }
@@ -122,15 +162,33 @@ int cmd_compile(int argc, char **argv)
 
 static const char variants_usage[] =
     "usage: ptxtune variants OP [KEY=VALUE ...] [--KEY VALUE ...] [--arch sm_XX|all] [--limit N]\n"
-    "                           [--backend nvjitlink|ptxas]\n"
+    "                           [--compiler nvjitlink|ptxas] [--json]\n"
     "Emits and compiles every config of the op's parameter space for each\n"
     "architecture (all =" PT_TARGET_ALL_NAMES ") and prints one row per variant:\n"
-    "registers, spills, shared memory, emit time and compile time.\n";
+    "registers, spills, shared memory, emit time and compile time.\n"
+    "--json prints them as one object (docs/json.md, format ptxtune-variants).\n"
+    "(--backend nvjitlink|ptxas, the old spelling of --compiler, is still read.)\n";
+
+enum { VO_COMPILER = CLI_OPT_OWN };
+
+static void variants_opt(void *ctx, int id, const char *arg)
+{
+    if (id == VO_COMPILER)
+        *(const char **)ctx = arg;
+}
 
 int cmd_variants(int argc, char **argv)
 {
+    static const struct option own[] = {{"compiler", required_argument, 0, VO_COMPILER},
+                                        {0, 0, 0, 0}};
+    const char *compiler = NULL;
+    cli_extra x = {own, variants_opt, &compiler, variants_usage};
     cli_problem cp;
-    cli_parse_problem(argc, argv, &cp, variants_usage, NULL);
+    cli_parse_problem(argc, argv, &cp, variants_usage, &x);
+    if (compiler && cp.backend && strcmp(compiler, cp.backend) != 0)
+        cli_die(2, "give the compiler once (--compiler, or its old spelling --backend)");
+    if (compiler)
+        cp.backend = compiler;
     pt_err e = {0};
     static const char *const archs_all[] = {
 #define ARCH(name) name,
@@ -146,8 +204,10 @@ int cmd_variants(int argc, char **argv)
     pt_compiler *comp = cli_open_compiler(cp.backend, true);
     int max_ptx = pt_toolchain_max_ptx(pt_compiler_max_ptx(comp));
     int total = 0, failed = 0, spilled = 0;
-    printf("%-7s %-52s %5s %7s %6s %9s %10s\n", "arch", "config", "regs", "spill", "smem",
-           "emit_us", "compile_ms");
+    json_t *env = cp.json ? jenv("variants") : NULL;
+    if (!env)
+        printf("%-7s %-52s %5s %7s %6s %9s %10s\n", "arch", "config", "regs", "spill", "smem",
+               "emit_us", "compile_ms");
     for (int ai = 0; ai < narchs; ai++) {
         pt_target t;
         if (pt_target_parse(archs[ai], &t, &e))
@@ -179,14 +239,26 @@ int cmd_variants(int argc, char **argv)
             pt_resource r;
             if (!rc)
                 rc = pt_compile(comp, text, &t, NULL, NULL, &r, &ce);
-            if (rc) {
+            if (rc)
                 failed++;
-                printf("%-7s %-52s FAILED: %s\n", archs[ai], cs, ce.msg);
-            } else {
+            else
                 spilled += r.spill_stores + r.spill_loads > 0;
+            if (env && rc)
+                jrow(env, json_pack("{s:s, s:s, s:n, s:n, s:n, s:n, s:o, s:n, s:s}", "arch",
+                                    archs[ai], "config", cs, "registers", "spill_stores",
+                                    "spill_loads", "shared_bytes", "emit_s", jnum(emit_us * 1e-6),
+                                    "compile_s", "error", ce.msg));
+            else if (env)
+                jrow(env, json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:o, s:o, s:n}", "arch",
+                                    archs[ai], "config", cs, "registers", r.registers,
+                                    "spill_stores", r.spill_stores, "spill_loads", r.spill_loads,
+                                    "shared_bytes", r.shared_bytes, "emit_s", jnum(emit_us * 1e-6),
+                                    "compile_s", jnum(r.compile_ms * 1e-3), "error"));
+            else if (rc)
+                printf("%-7s %-52s FAILED: %s\n", archs[ai], cs, ce.msg);
+            else
                 printf("%-7s %-52s %5d %3d/%-3d %6d %9.1f %10.2f\n", archs[ai], cs, r.registers,
                        r.spill_stores, r.spill_loads, r.shared_bytes, emit_us, r.compile_ms);
-            }
             free(text);
             if (m && !rc)
                 ptx_module_free(m);
@@ -194,7 +266,15 @@ int cmd_variants(int argc, char **argv)
         pt_arena_free(a);
     }
     pt_compiler_close(comp);
-    printf("%d variants, %d failed, %d with spills\n", total, failed, spilled);
+    if (env) {
+        if (json_object_set_new(env, "summary",
+                                json_pack("{s:i, s:i, s:i}", "variants", total, "failed", failed,
+                                          "spilled", spilled)))
+            cli_die(1, "out of memory");
+        jprint(env);
+    } else {
+        printf("%d variants, %d failed, %d with spills\n", total, failed, spilled);
+    }
     cli_problem_free(&cp);
     return failed || spilled ? 1 : 0;
 }
@@ -203,7 +283,8 @@ static const char ops_usage[] =
     "usage: ptxtune ops [--markdown | --json]\n"
     "Lists every op: its problem keys (KEY=VALUE in problem files and on the command line,\n"
     "--KEY as flags; type, default, meaning) and its parameter space for example problems.\n"
-    "--markdown prints the keys as the README's table; --json as one object per op.\n";
+    "--markdown prints the keys as the README's table; --json as one object\n"
+    "(docs/json.md, format ptxtune-ops), one row per op with its keys.\n";
 
 /* A key's type as ops shows it: "enum nn|nt|tn|tt", "int >= 1", "real". */
 static void key_type(const pt_key *k, char *buf, size_t n)
@@ -257,54 +338,43 @@ static void ops_json(void)
 {
     const pt_op *const *ops;
     int n = pt_op_list(&ops);
-    pt_buf b;
-    pt_buf_init(&b);
-    pt_buf_puts(&b, "{\"ops\":[");
+    json_t *env = jenv("ops");
     for (int i = 0; i < n; i++) {
-        pt_buf_puts(&b, i ? ",{\"name\":" : "{\"name\":");
-        tuner_json_str(&b, ops[i]->name);
-        pt_buf_puts(&b, ",\"summary\":");
-        tuner_json_str(&b, ops[i]->summary);
-        pt_buf_puts(&b, ",\"keys\":[");
-        for (int k = 0; ops[i]->schema && k < ops[i]->schema->nkeys; k++) {
+        json_t *keys = json_array();
+        for (int k = 0; keys && ops[i]->schema && k < ops[i]->schema->nkeys; k++) {
             const pt_key *key = &ops[i]->schema->keys[k];
-            pt_buf_puts(&b, k ? ",{\"key\":" : "{\"key\":");
-            tuner_json_str(&b, key->name);
-            pt_buf_puts(&b, ",\"type\":");
-            tuner_json_str(&b, pt_key_type_name(key->type));
-            if (key->type == PT_KEY_ENUM) {
-                pt_buf_puts(&b, ",\"values\":[");
-                for (const char *s = key->values; *s;) {
-                    size_t w = strcspn(s, " ");
-                    char v[64];
-                    snprintf(v, sizeof v, "%.*s", (int)w, s);
-                    pt_buf_puts(&b, s == key->values ? "" : ",");
-                    tuner_json_str(&b, v);
-                    s += w;
-                    s += strspn(s, " ");
+            json_t *o = json_pack("{s:s, s:s}", "key", key->name, "type",
+                                  pt_key_type_name(key->type));
+            if (o && key->type == PT_KEY_ENUM) {
+                json_t *vals = json_array();
+                for (const char *v = key->values; vals && *v;) {
+                    size_t w = strcspn(v, " ");
+                    if (json_array_append_new(vals, json_stringn(v, w)))
+                        cli_die(1, "out of memory");
+                    v += w;
+                    v += strspn(v, " ");
                 }
-                pt_buf_putc(&b, ']');
+                if (json_object_set_new(o, "values", vals))
+                    cli_die(1, "out of memory");
             }
-            if (key->type == PT_KEY_INT || (key->flags & PT_KEY_MIN)) {
-                pt_buf_puts(&b, ",\"min\":");
-                tuner_json_num(&b, key->min);
-            }
-            pt_buf_printf(&b, ",\"required\":%s", key->flags & PT_KEY_REQUIRED ? "true" : "false");
-            pt_buf_puts(&b, ",\"default\":");
-            if (key->def)
-                tuner_json_str(&b, key->def);
-            else
-                pt_buf_puts(&b, "null");
-            pt_buf_printf(&b, ",\"size\":%s", key->flags & PT_KEY_SHAPE ? "true" : "false");
-            pt_buf_puts(&b, ",\"doc\":");
-            tuner_json_str(&b, key->doc);
-            pt_buf_putc(&b, '}');
+            if (o && (key->type == PT_KEY_INT || (key->flags & PT_KEY_MIN)) &&
+                json_object_set_new(o, "min", key->type == PT_KEY_INT
+                                                    ? json_integer((json_int_t)key->min)
+                                                    : jnum(key->min)))
+                cli_die(1, "out of memory");
+            if (!o || json_object_set_new(o, "required",
+                                          json_boolean(key->flags & PT_KEY_REQUIRED)) ||
+                json_object_set_new(o, "default", key->def ? json_string(key->def) : json_null()) ||
+                json_object_set_new(o, "size", json_boolean(key->flags & PT_KEY_SHAPE)) ||
+                json_object_set_new(o, "doc", json_string(key->doc)) ||
+                json_array_append_new(keys, o))
+                cli_die(1, "out of memory");
         }
-        pt_buf_puts(&b, "]}");
+        jrow(env, keys ? json_pack("{s:s, s:s, s:o}", "op", ops[i]->name, "summary",
+                                   ops[i]->summary, "keys", keys)
+                       : NULL);
     }
-    pt_buf_puts(&b, "]}");
-    puts(b.s);
-    pt_buf_free(&b);
+    jprint(env);
 }
 
 static const struct option ops_opts[] = {

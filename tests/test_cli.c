@@ -1,6 +1,7 @@
 /* The ptxtune command: bad input gives one line naming the value and exit
  * code 2, never a crash; good input prints PTX. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,10 +313,9 @@ Test(cli, ops_lists_every_schema_key)
         }
     }
     cr_expect_gt(nkeys, 20);
+    /* ops --json: docs/json.md's envelope (see ops_and_variants_json_is_the_envelope) */
     cr_assert_eq(run("ops --json", err, sizeof err, out, sizeof out), 0, "%s", err);
-    cr_expect(strstr(out, "{\"key\":\"layout\",\"type\":\"enum\",\"values\":[\"nn\",\"nt\",\"tn\",\"tt\"]"),
-              "%s", out);
-    cr_expect(strstr(out, "{\"key\":\"m\",\"type\":\"int\",\"min\":1,\"required\":true"), "%s", out);
+    cr_expect(strstr(out, "\"format\": \"ptxtune-ops\""), "%s", out);
     cr_expect_eq(run("ops --frob", err, sizeof err, out, sizeof out), 2);
     cr_expect(strstr(err, "unknown option '--frob'"), "%s", err);
 }
@@ -444,4 +444,103 @@ Test(cli, readme_architectures_are_the_target_table)
     }
     cr_expect_eq(named, want, "README.md names %d assemble-only targets; ptx/target.h has %d", named,
                  want);
+}
+
+/* --json on ops and variants is the one envelope of docs/json.md:
+ * {"format": "ptxtune-<command>", "version": 1, "rows": [...], "summary"}. */
+static json_t *envelope(const char *args, const char *format, int want_rc)
+{
+    static char out[1 << 18];
+    char err[4096];
+    int rc = run(args, err, sizeof err, out, sizeof out);
+    if (rc == 3)
+        return NULL; /* no toolkit */
+    cr_assert_eq(rc, want_rc, "'%s' exited %d: %s", args, rc, err);
+    json_error_t je;
+    json_t *o = json_loads(out, 0, &je);
+    cr_assert(o, "'%s' is not JSON (%s): %.300s", args, je.text, out);
+    cr_expect_str_eq(json_string_value(json_object_get(o, "format")), format);
+    cr_expect_eq(json_integer_value(json_object_get(o, "version")), 1);
+    cr_assert(json_is_array(json_object_get(o, "rows")), "%s: no rows", args);
+    return o;
+}
+
+Test(cli, ops_and_variants_json_is_the_envelope)
+{
+    json_t *o = envelope("ops --json", "ptxtune-ops", 0);
+    cr_assert(o);
+    const pt_op *const *ops;
+    int n = pt_op_list(&ops);
+    json_t *rows = json_object_get(o, "rows");
+    cr_assert_eq((int)json_array_size(rows), n);
+    bool layout = false, m = false;
+    for (int i = 0; i < n; i++) {
+        json_t *r = json_array_get(rows, (size_t)i);
+        cr_expect_str_eq(json_string_value(json_object_get(r, "op")), ops[i]->name);
+        cr_expect_str_eq(json_string_value(json_object_get(r, "summary")), ops[i]->summary);
+        json_t *keys = json_object_get(r, "keys");
+        cr_expect_eq((int)json_array_size(keys), ops[i]->schema ? ops[i]->schema->nkeys : 0);
+        size_t k;
+        json_t *key;
+        json_array_foreach(keys, k, key) {
+            const char *name = json_string_value(json_object_get(key, "key"));
+            if (strcmp(ops[i]->name, "gemm") == 0 && strcmp(name, "layout") == 0) {
+                json_t *v = json_object_get(key, "values");
+                layout = json_array_size(v) == 4 &&
+                         strcmp(json_string_value(json_array_get(v, 2)), "tn") == 0;
+            }
+            if (strcmp(ops[i]->name, "gemm") == 0 && strcmp(name, "m") == 0)
+                m = json_integer_value(json_object_get(key, "min")) == 1 &&
+                    json_is_true(json_object_get(key, "required"));
+        }
+    }
+    cr_expect(layout, "gemm's layout key lacks its 4 values");
+    cr_expect(m, "gemm's m key is not int >= 1, required");
+    json_decref(o);
+
+    o = envelope("variants elementwise --expr 'y = x' --shape x=64 --limit 2 --arch sm_80 --json",
+                 "ptxtune-variants", 0);
+    if (!o)
+        cr_skip_test("no CUDA toolkit");
+    rows = json_object_get(o, "rows");
+    cr_assert_eq(json_array_size(rows), 2);
+    json_t *r = json_array_get(rows, 0);
+    cr_expect_str_eq(json_string_value(json_object_get(r, "arch")), "sm_80");
+    cr_expect(json_is_string(json_object_get(r, "config")));
+    cr_expect_gt(json_integer_value(json_object_get(r, "registers")), 0);
+    cr_expect(json_is_real(json_object_get(r, "compile_s")));
+    cr_expect(json_is_null(json_object_get(r, "error")));
+    json_t *sum = json_object_get(o, "summary");
+    cr_expect_eq(json_integer_value(json_object_get(sum, "variants")), 2);
+    cr_expect_eq(json_integer_value(json_object_get(sum, "failed")), 0);
+    json_decref(o);
+}
+
+/* --compiler names the compiler on compile and variants (--backend names
+ * the device on run, tune and exec; here it is read as the old spelling). */
+Test(cli, compiler_is_spelled_compiler)
+{
+    static char out[1 << 16];
+    char err[4096];
+    const char *v = "variants elementwise --expr 'y = x' --shape x=64 --limit 1 --arch sm_80";
+    char args[512];
+    snprintf(args, sizeof args, "%s --compiler frob", v);
+    int rc = run(args, err, sizeof err, out, sizeof out);
+    if (rc == 3)
+        cr_skip_test("no CUDA toolkit: %s", err);
+    cr_expect_eq(rc, 2, "%s", err);
+    cr_expect(strstr(err, "'frob'"), "%s", err);
+    snprintf(args, sizeof args, "%s --compiler ptxas --backend nvjitlink", v);
+    cr_expect_eq(run(args, err, sizeof err, out, sizeof out), 2);
+    cr_expect(strstr(err, "give the compiler once"), "%s", err);
+    cr_expect_eq(run("compile --compiler ptxas --backend nvjitlink x.ptx --arch sm_80", err,
+                     sizeof err, out, sizeof out), 2);
+    cr_expect(strstr(err, "give the compiler once"), "%s", err);
+    snprintf(args, sizeof args, "%s --compiler ptxas", v);
+    rc = run(args, err, sizeof err, out, sizeof out);
+    cr_expect(rc == 0 || rc == 3, "%s", err); /* 3: this toolkit lacks ptxas */
+    cr_assert_eq(run("variants --help", err, sizeof err, out, sizeof out), 0);
+    cr_expect(strstr(out, "[--compiler nvjitlink|ptxas]"), "%s", out);
+    cr_assert_eq(run("compile --help", err, sizeof err, out, sizeof out), 0);
+    cr_expect(strstr(out, "[--compiler nvjitlink|ptxas]"), "%s", out);
 }
