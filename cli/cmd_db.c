@@ -467,7 +467,7 @@ int cmd_db(int argc, char **argv)
 
 static const char regress_usage[] =
     "usage: ptxtune regress --db FILE --baseline RUN --candidate RUN [--threshold 3%]\n"
-    "                       [--winners | --kernels] [--csv | --json]\n"
+    "                       [--winners | --kernels] [--csv | --json | --markdown [--plots DIR]]\n"
     "Compares two runs on every problem: --winners (the default) each problem's best\n"
     "time in each run, --kernels kernel by kernel (a kernel is its PTX body: builds\n"
     "that differ only in version print the same kernels). Measured rows, or the mock\n"
@@ -478,13 +478,186 @@ static const char regress_usage[] =
     "when it exceeds both the threshold and the noise, 2 x sqrt(spread_base^2 +\n"
     "spread_cand^2) from the stored relative spreads of the two medians. Rows in one\n"
     "run only (new, gone) and rows both runs share one timing of (shared: reused, not\n"
-    "measured again) are counted, never judged. Exits 1 when anything is SLOWER.\n";
+    "measured again) are counted, never judged. Exits 1 when anything is SLOWER.\n"
+    "--markdown prints the verdict and the table as Markdown (a CI artifact); with\n"
+    "--plots DIR each problem's row links DIR/<name>.png and the report DIR/regress.png,\n"
+    "the plots 'scripts/plot_history.py --regress FILE.csv --out DIR/regress.png\n"
+    "--per-problem DIR' writes from the --kernels --csv table.\n";
+
+/* A row kept for --markdown (printed after the summary). */
+typedef struct md_row {
+    char *problem, *name, *config, *kernel, *base_config;
+    double base_s, cand_s, change, noise;
+    db_verdict verdict;
+} md_row;
 
 typedef struct regress_ctx {
     bool csv, winners;
     int n;
     json_t *env; /* --json */
+    md_row *md;  /* --markdown */
+    size_t nmd, capmd;
 } regress_ctx;
+
+static char *xstrdup(const char *s)
+{
+    char *d = strdup(s ? s : "");
+    if (!d)
+        cli_die(1, "out of memory");
+    return d;
+}
+
+static int keep_regress(void *ctx, const db_regress_row *r)
+{
+    regress_ctx *x = ctx;
+    if (x->nmd == x->capmd) {
+        size_t cap = x->capmd ? 2 * x->capmd : 64;
+        md_row *v = realloc(x->md, cap * sizeof *v);
+        if (!v)
+            cli_die(1, "out of memory");
+        x->md = v;
+        x->capmd = cap;
+    }
+    x->md[x->nmd++] = (md_row){xstrdup(r->problem_key), xstrdup(r->problem_name),
+                               xstrdup(r->config),      xstrdup(r->kernel_hash),
+                               xstrdup(r->base_config), r->base_s, r->cand_s, r->change,
+                               r->noise, r->verdict};
+    return 0;
+}
+
+/* A table cell: '|' escaped, line breaks as blanks. */
+static void md_cell(const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|')
+            fputs("\\|", stdout);
+        else
+            putchar(*s == '\n' || *s == '\r' ? ' ' : *s);
+    }
+}
+
+/* plot_history.py --per-problem's file name: the name with every run of
+ * characters outside [A-Za-z0-9_.-] one '_'. */
+static void md_plot_name(const char *name, char *out, size_t n)
+{
+    size_t o = 0;
+    bool run = false;
+    for (const char *c = name; *c && o + 1 < n; c++) {
+        bool ok = isalnum((unsigned char)*c) && !(*c & 0x80);
+        ok = ok || *c == '_' || *c == '.' || *c == '-';
+        if (ok)
+            out[o++] = *c;
+        else if (!run)
+            out[o++] = '_';
+        run = !ok;
+    }
+    out[o] = 0;
+}
+
+static int md_key_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The report: verdict, summary, fingerprints, the table (SLOWER first), and
+ * the plots' links when given plots. */
+static void print_markdown(regress_ctx *x, const db_regress_summary *sum, const char *base,
+                           const char *cand, double thr, const char *plots)
+{
+    const char *level = sum->level == DB_REGRESS_WINNERS ? "winners" : "kernels";
+    printf("## ptxtune regress: run %s vs run %s (%s)\n\n", base, cand, level);
+    printf("**%s**: %d %s compared: %d slower, %d faster, %d same within noise; %d only in the "
+           "baseline, %d only in the candidate, %d sampled once (not judged); threshold "
+           "%.1f%%.\n\n",
+           sum->slower ? "REGRESSION" : "no regression", sum->rows, level, sum->slower,
+           sum->faster, sum->same, sum->only_base, sum->only_cand, sum->shared, thr * 100);
+    if (sum->same_fingerprint)
+        printf("Fingerprint `%s`.\n\n", sum->cand_fp);
+    else
+        printf("Fingerprints `%s` (baseline) and `%s` (candidate) differ in %s.\n\n",
+               sum->base_fp, sum->cand_fp, sum->fields);
+    if (plots)
+        printf("![changes](%s/regress.png)\n\n", plots);
+    /* the problems plot_history.py plots, in its order: those with a change */
+    char **keys = calloc(x->nmd + 1, sizeof *keys);
+    if (!keys)
+        cli_die(1, "out of memory");
+    size_t nk = 0;
+    for (size_t i = 0; i < x->nmd; i++)
+        if (isfinite(x->md[i].change))
+            keys[nk++] = x->md[i].problem;
+    qsort(keys, nk, sizeof *keys, md_key_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < nk; i++)
+        if (!u || strcmp(keys[u - 1], keys[i]) != 0)
+            keys[u++] = keys[i];
+    printf("| verdict | problem | config | kernel | baseline (us) | candidate (us) | change | "
+           "noise |%s\n",
+           plots ? " plot |" : "");
+    printf("|---|---|---|---|---:|---:|---:|---:|%s\n", plots ? "---|" : "");
+    static const db_verdict order[] = {DB_SLOWER, DB_FASTER, DB_SAME,
+                                       DB_NEW,    DB_GONE,   DB_SHARED};
+    for (size_t o = 0; o < sizeof order / sizeof order[0]; o++)
+        for (size_t i = 0; i < x->nmd; i++) {
+            const md_row *r = &x->md[i];
+            if (r->verdict != order[o])
+                continue;
+            const char *v = db_verdict_name(r->verdict);
+            printf(r->verdict == DB_SLOWER ? "| **%s** | " : "| %s | ", v);
+            if (r->name[0]) {
+                md_cell(r->name);
+                fputs(": ", stdout);
+            }
+            md_cell(r->problem);
+            fputs(" | `", stdout);
+            md_cell(r->config);
+            if (x->winners && r->base_config[0] && strcmp(r->base_config, r->config) != 0) {
+                fputs("` (baseline: `", stdout);
+                md_cell(r->base_config);
+                fputs("`)", stdout);
+            } else {
+                putchar('`');
+            }
+            printf(" | `%s` | ", r->kernel);
+            if (isfinite(r->base_s))
+                printf("%.3f", r->base_s * 1e6);
+            fputs(" | ", stdout);
+            if (isfinite(r->cand_s))
+                printf("%.3f", r->cand_s * 1e6);
+            fputs(" | ", stdout);
+            if (isfinite(r->change))
+                printf("%+.2f%%", r->change * 100);
+            fputs(" | ", stdout);
+            if (isfinite(r->noise))
+                printf("%.2f%%", r->noise * 100);
+            fputs(" |", stdout);
+            if (plots) {
+                char **k = isfinite(r->change)
+                               ? bsearch(&r->problem, keys, u, sizeof *keys, md_key_cmp)
+                               : NULL;
+                if (k) {
+                    char file[300], label[64];
+                    snprintf(label, sizeof label, "problem-%zu", (size_t)(k - keys));
+                    md_plot_name(r->name[0] ? r->name : label, file, sizeof file);
+                    printf(" [png](%s/%s.png) |", plots, file);
+                } else {
+                    fputs(" |", stdout);
+                }
+            }
+            putchar('\n');
+        }
+    free(keys);
+    for (size_t i = 0; i < x->nmd; i++) {
+        free(x->md[i].problem);
+        free(x->md[i].name);
+        free(x->md[i].config);
+        free(x->md[i].kernel);
+        free(x->md[i].base_config);
+    }
+    free(x->md);
+    if (fflush(stdout) != 0 || ferror(stdout))
+        cli_die(1, "writing stdout failed");
+}
 
 static int json_regress(void *ctx, const db_regress_row *r)
 {
@@ -561,8 +734,10 @@ int cmd_regress(int argc, char **argv)
         {"candidate", required_argument, 0, 'c'}, {"threshold", required_argument, 0, 't'},
         {"csv", no_argument, 0, 'v'},             {"winners", no_argument, 0, 'w'},
         {"kernels", no_argument, 0, 'k'},         {"help", no_argument, 0, 'h'},
-        {"json", no_argument, 0, 'j'},            {0, 0, 0, 0}};
-    bool json = false;
+        {"json", no_argument, 0, 'j'},            {"markdown", no_argument, 0, 'm'},
+        {"plots", required_argument, 0, 'p'},     {0, 0, 0, 0}};
+    bool json = false, md = false;
+    const char *plots = NULL;
     const char *dbp = NULL, *base = NULL, *cand = NULL;
     double thr = 0.03;
     bool csv = false;
@@ -589,6 +764,12 @@ int cmd_regress(int argc, char **argv)
         case 'w': level = DB_REGRESS_WINNERS; break;
         case 'k': level = DB_REGRESS_KERNELS; break;
         case 'j': json = true; break;
+        case 'm': md = true; break;
+        case 'p':
+            if (!*optarg)
+                cli_die(2, "bad --plots '' (a directory)");
+            plots = optarg;
+            break;
         case 'h': fputs(regress_usage, stdout); return 0;
         default: cli_opt_error(c, argv);
         }
@@ -597,16 +778,24 @@ int cmd_regress(int argc, char **argv)
         cli_die(2, "unexpected argument '%s'", argv[optind]);
     if (!base || !cand)
         cli_die(2, "missing --baseline RUN or --candidate RUN (see 'ptxtune db runs')");
+    if (json + csv + md > 1)
+        cli_die(2, "give one of --json, --csv and --markdown");
+    if (plots && !md)
+        cli_die(2, "--plots DIR goes with --markdown");
     db_store *s = open_db(dbp, false);
-    if (json && csv)
-        cli_die(2, "give --json or --csv, not both");
-    regress_ctx x = {csv, level == DB_REGRESS_WINNERS, 0, json ? jenv("regress") : NULL};
+    regress_ctx x = {csv, level == DB_REGRESS_WINNERS, 0, json ? jenv("regress") : NULL,
+                     NULL, 0, 0};
     db_regress_summary sum;
     pt_err e = {0};
-    if (db_regress_at(s, base, cand, thr, level, json ? json_regress : print_regress, &x, &sum,
-                      &e))
+    if (db_regress_at(s, base, cand, thr, level,
+                      json ? json_regress : md ? keep_regress : print_regress, &x, &sum, &e))
         cli_die(exit_code(e.code), "%s", e.msg);
     db_close(s);
+    if (md) {
+        sum.level = level;
+        print_markdown(&x, &sum, base, cand, thr, plots);
+        return sum.slower ? 1 : 0;
+    }
     if (json) {
         json_t *sm = json_pack("{s:s, s:s, s:s, s:f, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, "
                                "s:i}",

@@ -181,3 +181,46 @@ Test(regress, two_builds_one_store_planted_slowdown_found_noise_not, .timeout = 
     cr_expect_eq(rc, 2, "%s", err);
     cr_expect(strstr(err, "not comparable") && strstr(err, "gpu"), "%s", err);
 }
+
+/* regress --markdown (issue 15 item 6): the verdict, the table's header and
+ * a planted regression's row, and with --plots DIR the links to the PNGs
+ * plot_history.py --per-problem writes (DIR/<name>.png, DIR/regress.png). */
+Test(regress, markdown_report_names_the_planted_regression, .timeout = 120)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/set.txt", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("elementwise expr='y = silu(g) * u' shape=g=64x256,u=64x256 dtype=bf16 name=gate|x\n",
+          f);
+    fclose(f);
+    tune("0.1.0", "--seed 1");
+    tune("0.1.0", "--seed 3 --mock-slow 1.1 --new");
+    char out[1 << 16], err[4096];
+    int rc = cli("regress --db r.db --baseline 1 --candidate 2 --markdown --plots plots", out,
+                 sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 1, "a regression exits 1: %s %s", out, err);
+    cr_expect(strstr(out, "## ptxtune regress: run 1 vs run 2 (winners)\n"), "%s", out);
+    cr_expect(strstr(out, "**REGRESSION**: 1 winners compared: 1 slower"), "%s", out);
+    cr_expect(strstr(out, "\n| verdict | problem | config | kernel | baseline (us) | "
+                          "candidate (us) | change | noise | plot |\n|---|"), "%s", out);
+    cr_expect(strstr(out, "![changes](plots/regress.png)"), "%s", out);
+    const char *row = strstr(out, "\n| **SLOWER** | gate\\|x: elementwise ");
+    cr_assert(row, "no SLOWER row for gate|x: %s", out);
+    const char *eol = strchr(row + 1, '\n');
+    cr_assert(eol);
+    char line[1024];
+    snprintf(line, sizeof line, "%.*s", (int)(eol - row), row);
+    cr_expect(strstr(line, " | +") && strstr(line, "% | [png](plots/gate_x.png) |"), "%s", line);
+    cr_expect(!strstr(line, "(baseline: ") || strstr(line, "`) | `"), "unclosed: %s", line);
+    /* without --plots: no plot column; noise alone: no regression */
+    tune("0.1.0", "--seed 4 --new");
+    rc = cli("regress --db r.db --baseline 1 --candidate 3 --markdown", out, sizeof out, err,
+             sizeof err);
+    cr_expect_eq(rc, 0, "%s %s", out, err);
+    cr_expect(strstr(out, "**no regression**: 1 winners compared: 0 slower"), "%s", out);
+    cr_expect(strstr(out, "| noise |\n|---|") && !strstr(out, "png"), "%s", out);
+    cr_expect_eq(cli("regress --db r.db --baseline 1 --candidate 3 --plots p", out, sizeof out,
+                     err, sizeof err), 2);
+    cr_expect(strstr(err, "--plots DIR goes with --markdown"), "%s", err);
+}
