@@ -387,7 +387,7 @@ pt_compiler *cli_open_compiler(const char *backend, bool required)
         else if (strcmp(backend, "ptxas") == 0)
             b = PT_BACKEND_PTXAS;
         else
-            cli_die(2, "unknown compile backend '%s' (nvjitlink, ptxas)", backend);
+            cli_die(2, "unknown compiler '%s' (nvjitlink, ptxas)", backend);
         if (pt_compiler_set_backend(c, b, &e))
             cli_die(3, "%s", e.msg);
     }
