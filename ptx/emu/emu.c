@@ -419,9 +419,9 @@ void emu__report(emu_cta *c, emu_report_kind kind, const emu_ins *in, int tid, i
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     pt_buf_printf(&b, ": %s", msg);
-    char *line = pt_buf_take(&b);
+    char *line = pt_buf_take(&b); /* NULL out of memory: counted, not kept */
     pthread_mutex_lock(&x->lock);
-    if (x->nreports < x->o.max_reports) {
+    if (line && x->nreports < x->o.max_reports) {
         x->report_kinds[x->nreports] = (uint8_t)kind;
         x->reports[x->nreports++] = line;
         line = NULL;
