@@ -94,8 +94,8 @@ int cmd_emit(int argc, char **argv)
 static const char compile_usage[] =
     "usage: ptxtune compile FILE.ptx|- --arch sm_XX [--json] [--compiler nvjitlink|ptxas]\n"
     "Assembles PTX and prints the resource report (registers, spills, stack, shared,\n"
-    "constant, barriers, compile time, ptxas codes). (--backend nvjitlink|ptxas, the\n"
-    "old spelling of --compiler, is still read; --backend names a device elsewhere.)\n";
+    "constant, barriers, compile time, ptxas codes). --backend names a device (run,\n"
+    "tune, exec), never the compiler.\n";
 
 static const struct option compile_opts[] = {
     {"arch", required_argument, 0, 'a'}, {"json", no_argument, 0, 'j'},
@@ -115,11 +115,10 @@ int cmd_compile(int argc, char **argv)
         case 'a': arch = optarg; break;
         case 'j': json = true; break;
         case 'b':
-        case 'c':
-            if (backend && strcmp(backend, optarg) != 0)
-                cli_die(2, "give the compiler once (--compiler, or its old spelling --backend)");
-            backend = optarg;
-            break;
+            cli_die(2, "--backend %s: --backend names a device (run, tune, exec); the compiler "
+                       "is --compiler",
+                    optarg);
+        case 'c': backend = optarg; break;
         case 'h': fputs(compile_usage, stdout); return 0;
         default: cli_opt_error(c, argv);
         }
@@ -185,10 +184,11 @@ int cmd_variants(int argc, char **argv)
     cli_extra x = {own, variants_opt, &compiler, variants_usage};
     cli_problem cp;
     cli_parse_problem(argc, argv, &cp, variants_usage, &x);
-    if (compiler && cp.backend && strcmp(compiler, cp.backend) != 0)
-        cli_die(2, "give the compiler once (--compiler, or its old spelling --backend)");
-    if (compiler)
-        cp.backend = compiler;
+    if (cp.backend)
+        cli_die(2, "--backend %s: --backend names a device (run, tune, exec); the compiler is "
+                   "--compiler",
+                cp.backend);
+    cp.backend = compiler;
     pt_err e = {0};
     static const char *const archs_all[] = {
 #define ARCH(name) name,
