@@ -3,6 +3,7 @@
 #define PT_CLI_H
 
 #include <getopt.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -92,6 +93,15 @@ int cmd_export(int argc, char **argv);  /* cli/cmd_db.c: export import db regres
 int cmd_import(int argc, char **argv);
 int cmd_db(int argc, char **argv);
 int cmd_regress(int argc, char **argv);
+/* --json: the one envelope of docs/json.md ({"format": "ptxtune-WHAT",
+ * "version": 1, "rows": [...]}); cli_jrow appends a row (and takes it),
+ * cli_jprint writes the envelope to stdout and frees it; cli_jnum is a
+ * number, null when not finite. Out of memory: exit 1. */
+json_t *cli_jenv(const char *what);
+void cli_jrow(json_t *env, json_t *row);
+void cli_jprint(json_t *env);
+json_t *cli_jnum(double v);
+
 /* Exit code of device commands when libcuda.so.1 is missing. */
 enum { CLI_EXIT_NODRIVER = 4 };
 

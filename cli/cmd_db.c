@@ -17,36 +17,6 @@
 
 static int exit_code(int rc) { return rc == PT_EINVAL || rc == PT_EPARSE ? 2 : 1; }
 
-/* ---- --json: one envelope for every table (docs/json.md) ---------------------- */
-
-static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-
-static json_t *jenv(const char *what)
-{
-    char fmt[64];
-    snprintf(fmt, sizeof fmt, "ptxtune-%s", what);
-    json_t *o = json_pack("{s:s, s:i, s:[]}", "format", fmt, "version", 1, "rows");
-    if (!o)
-        cli_die(1, "out of memory");
-    return o;
-}
-
-static void jrow(json_t *env, json_t *row)
-{
-    if (!row || json_array_append_new(json_object_get(env, "rows"), row))
-        cli_die(1, "out of memory");
-}
-
-static void jprint(json_t *env)
-{
-    char *t = json_dumps(env, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (!t)
-        cli_die(1, "out of memory");
-    if (fputs(t, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) != 0)
-        cli_die(1, "writing stdout failed");
-    free(t);
-    json_decref(env);
-}
 
 static db_store *open_db(const char *path, bool write)
 {
@@ -252,19 +222,19 @@ static const char db_usage[] =
 
 static int json_run(void *ctx, const db_run_info *r)
 {
-    jrow(ctx, json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:I, s:I}",
+    cli_jrow(ctx, json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:I, s:I}",
                         "id", (json_int_t)r->id, "uuid", r->uuid, "fingerprint", r->fingerprint,
                         "gpu", r->gpu, "strategy", r->strategy, "budget", r->budget,
                         "backend", r->backend, "status", r->status, "git_rev", r->git_rev,
-                        "seed", (json_int_t)r->seed, "started", jnum(r->started), "ended",
-                        jnum(r->ended), "ok", (json_int_t)r->measured, "failed",
+                        "seed", (json_int_t)r->seed, "started", cli_jnum(r->started), "ended",
+                        cli_jnum(r->ended), "ok", (json_int_t)r->measured, "failed",
                         (json_int_t)r->failed));
     return 0;
 }
 
 static int json_fp(void *ctx, const char *key, const db_fingerprint *f)
 {
-    jrow(ctx, json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:i, s:s, s:s}", "key", key, "gpu",
+    cli_jrow(ctx, json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:i, s:s, s:s}", "key", key, "gpu",
                         f->gpu, "cc", f->cc, "sm_count", f->sm_count, "driver", f->driver,
                         "compiler", f->compiler, "ptx_version", f->ptx_version, "generator",
                         f->generator, "protocol", f->protocol));
@@ -402,14 +372,14 @@ int cmd_db(int argc, char **argv)
     }
     if (strcmp(sub, "runs") == 0 || strcmp(sub, "fingerprints") == 0) {
         db_store *s = open_db(dbp, false);
-        json_t *env = json ? jenv(sub[0] == 'r' ? "runs" : "fingerprints") : NULL;
+        json_t *env = json ? cli_jenv(sub[0] == 'r' ? "runs" : "fingerprints") : NULL;
         int rc = sub[0] == 'r' ? db_runs(s, json ? json_run : print_run, env, &e)
                                : db_fingerprints(s, gpu, json ? json_fp : print_fp, env, &e);
         if (rc)
             cli_die(exit_code(rc), "%s", e.msg);
         db_close(s);
         if (env)
-            jprint(env);
+            cli_jprint(env);
         return 0;
     }
     if (strcmp(sub, "lookup") == 0) {
@@ -662,13 +632,13 @@ static void print_markdown(regress_ctx *x, const db_regress_summary *sum, const 
 static int json_regress(void *ctx, const db_regress_row *r)
 {
     regress_ctx *x = ctx;
-    jrow(x->env,
+    cli_jrow(x->env,
          json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s?, s:o, s:o, s:o, s:o, s:o, s:o, s:s}",
                    "problem", r->problem_key, "name", r->problem_name, "config", r->config,
                    "kernel", r->kernel_hash, "base_config", r->base_config, "base_kernel",
-                   r->base_kernel, "base_s", jnum(r->base_s), "cand_s", jnum(r->cand_s),
-                   "base_spread", jnum(r->base_spread), "cand_spread", jnum(r->cand_spread),
-                   "change", jnum(r->change), "noise", jnum(r->noise), "verdict",
+                   r->base_kernel, "base_s", cli_jnum(r->base_s), "cand_s", cli_jnum(r->cand_s),
+                   "base_spread", cli_jnum(r->base_spread), "cand_spread", cli_jnum(r->cand_spread),
+                   "change", cli_jnum(r->change), "noise", cli_jnum(r->noise), "verdict",
                    db_verdict_name(r->verdict)));
     return 0;
 }
@@ -783,7 +753,7 @@ int cmd_regress(int argc, char **argv)
     if (plots && !md)
         cli_die(2, "--plots DIR goes with --markdown");
     db_store *s = open_db(dbp, false);
-    regress_ctx x = {csv, level == DB_REGRESS_WINNERS, 0, json ? jenv("regress") : NULL,
+    regress_ctx x = {csv, level == DB_REGRESS_WINNERS, 0, json ? cli_jenv("regress") : NULL,
                      NULL, 0, 0};
     db_regress_summary sum;
     pt_err e = {0};
@@ -808,7 +778,7 @@ int cmd_regress(int argc, char **argv)
                                "shared", sum.shared);
         if (!sm || json_object_set_new(x.env, "summary", sm))
             cli_die(1, "out of memory");
-        jprint(x.env);
+        cli_jprint(x.env);
         return sum.slower ? 1 : 0;
     }
     FILE *f = csv ? stderr : stdout;

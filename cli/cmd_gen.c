@@ -13,36 +13,6 @@
 
 static int ops_table(void);
 
-/* ---- --json: the envelope of docs/json.md (as cli/cmd_db.c writes it) ---- */
-
-static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-
-static json_t *jenv(const char *what)
-{
-    char fmt[64];
-    snprintf(fmt, sizeof fmt, "ptxtune-%s", what);
-    json_t *o = json_pack("{s:s, s:i, s:[]}", "format", fmt, "version", 1, "rows");
-    if (!o)
-        cli_die(1, "out of memory");
-    return o;
-}
-
-static void jrow(json_t *env, json_t *row)
-{
-    if (!row || json_array_append_new(json_object_get(env, "rows"), row))
-        cli_die(1, "out of memory");
-}
-
-static void jprint(json_t *env)
-{
-    char *t = json_dumps(env, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (!t)
-        cli_die(1, "out of memory");
-    if (fputs(t, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) != 0)
-        cli_die(1, "writing stdout failed");
-    free(t);
-    json_decref(env);
-}
 
 static const char emit_usage[] =
     "usage: ptxtune emit OP [KEY=VALUE ...] [--KEY VALUE ...] [--arch sm_80] [--config k=v,...]\n"
@@ -204,7 +174,7 @@ int cmd_variants(int argc, char **argv)
     pt_compiler *comp = cli_open_compiler(cp.backend, true);
     int max_ptx = pt_toolchain_max_ptx(pt_compiler_max_ptx(comp));
     int total = 0, failed = 0, spilled = 0;
-    json_t *env = cp.json ? jenv("variants") : NULL;
+    json_t *env = cp.json ? cli_jenv("variants") : NULL;
     if (!env)
         printf("%-7s %-52s %5s %7s %6s %9s %10s\n", "arch", "config", "regs", "spill", "smem",
                "emit_us", "compile_ms");
@@ -244,16 +214,16 @@ int cmd_variants(int argc, char **argv)
             else
                 spilled += r.spill_stores + r.spill_loads > 0;
             if (env && rc)
-                jrow(env, json_pack("{s:s, s:s, s:n, s:n, s:n, s:n, s:o, s:n, s:s}", "arch",
+                cli_jrow(env, json_pack("{s:s, s:s, s:n, s:n, s:n, s:n, s:o, s:n, s:s}", "arch",
                                     archs[ai], "config", cs, "registers", "spill_stores",
-                                    "spill_loads", "shared_bytes", "emit_s", jnum(emit_us * 1e-6),
+                                    "spill_loads", "shared_bytes", "emit_s", cli_jnum(emit_us * 1e-6),
                                     "compile_s", "error", ce.msg));
             else if (env)
-                jrow(env, json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:o, s:o, s:n}", "arch",
+                cli_jrow(env, json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:o, s:o, s:n}", "arch",
                                     archs[ai], "config", cs, "registers", r.registers,
                                     "spill_stores", r.spill_stores, "spill_loads", r.spill_loads,
-                                    "shared_bytes", r.shared_bytes, "emit_s", jnum(emit_us * 1e-6),
-                                    "compile_s", jnum(r.compile_ms * 1e-3), "error"));
+                                    "shared_bytes", r.shared_bytes, "emit_s", cli_jnum(emit_us * 1e-6),
+                                    "compile_s", cli_jnum(r.compile_ms * 1e-3), "error"));
             else if (rc)
                 printf("%-7s %-52s FAILED: %s\n", archs[ai], cs, ce.msg);
             else
@@ -271,7 +241,7 @@ int cmd_variants(int argc, char **argv)
                                 json_pack("{s:i, s:i, s:i}", "variants", total, "failed", failed,
                                           "spilled", spilled)))
             cli_die(1, "out of memory");
-        jprint(env);
+        cli_jprint(env);
     } else {
         printf("%d variants, %d failed, %d with spills\n", total, failed, spilled);
     }
@@ -338,7 +308,7 @@ static void ops_json(void)
 {
     const pt_op *const *ops;
     int n = pt_op_list(&ops);
-    json_t *env = jenv("ops");
+    json_t *env = cli_jenv("ops");
     for (int i = 0; i < n; i++) {
         json_t *keys = json_array();
         for (int k = 0; keys && ops[i]->schema && k < ops[i]->schema->nkeys; k++) {
@@ -360,7 +330,7 @@ static void ops_json(void)
             if (o && (key->type == PT_KEY_INT || (key->flags & PT_KEY_MIN)) &&
                 json_object_set_new(o, "min", key->type == PT_KEY_INT
                                                     ? json_integer((json_int_t)key->min)
-                                                    : jnum(key->min)))
+                                                    : cli_jnum(key->min)))
                 cli_die(1, "out of memory");
             if (!o || json_object_set_new(o, "required",
                                           json_boolean(key->flags & PT_KEY_REQUIRED)) ||
@@ -370,11 +340,11 @@ static void ops_json(void)
                 json_array_append_new(keys, o))
                 cli_die(1, "out of memory");
         }
-        jrow(env, keys ? json_pack("{s:s, s:s, s:o}", "op", ops[i]->name, "summary",
+        cli_jrow(env, keys ? json_pack("{s:s, s:s, s:o}", "op", ops[i]->name, "summary",
                                    ops[i]->summary, "keys", keys)
                        : NULL);
     }
-    jprint(env);
+    cli_jprint(env);
 }
 
 static const struct option ops_opts[] = {

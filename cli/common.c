@@ -407,3 +407,33 @@ void cli_make_config(const cli_problem *cp, const pt_prepared *pp, const pt_targ
         cli_die(2, "%s", e.msg);
 }
 
+/* ---- --json: the one envelope of docs/json.md ---- */
+
+json_t *cli_jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+json_t *cli_jenv(const char *what)
+{
+    char fmt[64];
+    snprintf(fmt, sizeof fmt, "ptxtune-%s", what);
+    json_t *o = json_pack("{s:s, s:i, s:[]}", "format", fmt, "version", 1, "rows");
+    if (!o)
+        cli_die(1, "out of memory");
+    return o;
+}
+
+void cli_jrow(json_t *env, json_t *row)
+{
+    if (!row || json_array_append_new(json_object_get(env, "rows"), row))
+        cli_die(1, "out of memory");
+}
+
+void cli_jprint(json_t *env)
+{
+    char *t = json_dumps(env, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!t)
+        cli_die(1, "out of memory");
+    if (fputs(t, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) != 0)
+        cli_die(1, "writing stdout failed");
+    free(t);
+    json_decref(env);
+}
