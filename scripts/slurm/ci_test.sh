@@ -115,9 +115,15 @@ grep -q " [1-9][0-9]* measurements added" "$w/merge2.txt" && fail "merging twice
 cmp -s "$w/sharded.csv" "$w/one.csv" || fail "sharded winners differ: $(diff "$w/sharded.csv" "$w/one.csv")"
 echo "slurm: 4-task array merged, winners equal the unsharded run's; second merge added nothing"
 
-# kill -9 one task's sweep mid-run, rerun the task: it resumes, measuring only the rest
+# kill -9 one task's sweep mid-run, rerun the task: it resumes, measuring only the rest.
+# Four times the first set's problems, each with 16 to 32 times its rows, so the
+# sweep outlasts the 1.5 s before the kill on an idle machine too (the first set's
+# shard finished in 0.8 s in CI, and 16x rows alone were 158 of 168 done by then).
+for sh in 32x1024 64x1024 16x2048 32x2048; do
+  sed "s/8x[0-9]*/$sh/g; s/name=\([a-z]*\)/name=\1_$sh/" "$w/set.txt"
+done > "$w/set2.txt"
 rm -rf "$w/out2"
-job=$("$here/tune_array.sh" --problems "$w/set.txt" --tasks 2 --out "$w/out2" --ptxtune "$bin" \
+job=$("$here/tune_array.sh" --problems "$w/set2.txt" --tasks 2 --out "$w/out2" --ptxtune "$bin" \
       --array 1 -- --backend emu --strategy exhaustive --budget 60 --no-compile --threads 1) \
   || fail "submitting the task to kill"
 killed=0
@@ -135,7 +141,7 @@ wait_job "$job" 60
 count() { "$bin" db check --db "$1" | sed -n 's/.* \([0-9][0-9]*\) measurements.*/\1/p'; }
 stored=$(count "$w/out2/shard-1.db")
 [ -n "$stored" ] && [ "$stored" -gt 0 ] || fail "the killed task had stored nothing"
-job=$("$here/tune_array.sh" --problems "$w/set.txt" --tasks 2 --out "$w/out2" --ptxtune "$bin" \
+job=$("$here/tune_array.sh" --problems "$w/set2.txt" --tasks 2 --out "$w/out2" --ptxtune "$bin" \
       --array 1 -- --backend emu --strategy exhaustive --budget 60 --no-compile --threads 1) \
   || fail "resubmitting the killed task"
 wait_job "$job" 90
