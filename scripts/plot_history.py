@@ -171,7 +171,11 @@ def history(args):
     ax.yaxis.set_minor_locator(LogLocator(subs="all"))
     ax.set_ylabel("best achieved TFLOP/s per run" if tflops else "best kernel time per run (us)")
     ax.set_xlabel("run start (local time)")
-    ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d\n%H:%M"))
+    # dates at the resolution the runs need (days apart: dates; minutes
+    # apart, as in a CI job: times), never a row of identical labels
+    loc = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(loc)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc))
     label = args.set or os.path.splitext(os.path.basename(args.db))[0]
     ax.set_title("%s (sm_%d, %d SMs, %s): problem set '%s', %d problems, %d runs" % (
         gpu, cc, sms, protocol, label, len(series), len({r[2] for r in rows})), fontsize=10)
@@ -215,10 +219,10 @@ def regress_plot(plt, rows, title, out):
                        Patch(color=colours["same"], label="same within noise"),
                        Line2D([], [], color="black", alpha=0.5,
                               label="noise: 2 sqrt(s_b^2 + s_c^2)")], fontsize=7,
-              loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=4)
+              loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=4)
     ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    fig.savefig(out, dpi=120, bbox_inches="tight")  # the legend sits below the x label
     plt.close(fig)
 
 
