@@ -10,7 +10,7 @@ static const struct {
     const char *name, *summary;
     int (*fn)(int argc, char **argv);
 } commands[] = {
-    {"emit", "print the PTX of one variant (OP: elementwise)", cmd_emit},
+    {"emit", "print the PTX of one variant of an op (ptxtune ops lists them)", cmd_emit},
     {"compile", "assemble PTX and print the resource report", cmd_compile},
     {"variants", "emit and compile every variant per arch, one row each", cmd_variants},
     {"ops", "list the ops and their parameter spaces", cmd_ops},
@@ -21,7 +21,7 @@ static const struct {
     {"export", "tuned table as json, csv, c-header or bundle", cmd_export},
     {"import", "add stores, bundles or JSON tables to a store", cmd_import},
     {"db", "store tools: merge, check, runs, fingerprints, lookup", cmd_db},
-    {"regress", "compare two runs kernel by kernel; exit 1 on a regression", cmd_regress},
+    {"regress", "compare two runs, winners (default) or kernels; exit 1 on a regression", cmd_regress},
 };
 
 static void usage(FILE *f)
