@@ -612,9 +612,9 @@ int db_rekey(db_store *s, db_rekey_fn fn, void *ctx, int64_t *changed, pt_err *e
     *changed = 0;
     if (!fn)
         return PT_OK;
-    int64_t todo = 0; /* nothing to do: no transaction, nothing written */
-    int rc = query_int(s, "SELECT EXISTS(SELECT 1 FROM problems WHERE canon = 0)", &todo, e);
-    if (rc || !todo)
+    int64_t stale = 0; /* none of the old keys: no transaction, nothing written */
+    int rc = query_int(s, "SELECT EXISTS(SELECT 1 FROM problems WHERE canon = 0)", &stale, e);
+    if (rc || !stale)
         return rc;
     rc = db__begin(s, e);
     if (rc)

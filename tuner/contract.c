@@ -339,6 +339,31 @@ static void json_str(pt_buf *b, const char *s)
     pt_buf_putc(b, '"');
 }
 
+/* Emits p with group g's dims at v and compares it with base (tuned at T):
+ * *same when it is the same kernel; kept (then point *n, appended to P, G
+ * and pr, owns the emission) while there is room for it. */
+static int probe_at(const cctx *x, pt_arena *a, const pt_problem *p, int g, const emission *base,
+                    int64_t T, int64_t v, int64_t *P, int64_t (*G)[C_MAX_PTS], emission *pr,
+                    int *n, bool *same, bool *kept, pt_err *e)
+{
+    *same = *kept = false;
+    pt_problem q = with_group(x, a, p, g, v);
+    emission m;
+    int rc = emit_at(x, &q, &m, e);
+    if (rc)
+        return rc;
+    *same = same_kernel(base, &m, T, v);
+    *kept = *same && *n < C_MAX_PTS;
+    if (*kept) {
+        P[*n] = v;
+        for (int j = 0; j < 3; j++)
+            G[j][*n] = m.l.grid[j];
+        pr[(*n)++] = m;
+    } else
+        emission_free(&m);
+    return PT_OK;
+}
+
 int tuner_contract_json(const pt_op *op, const pt_problem *p, const pt_target *t, int max_ptx,
                         const pt_config *c, const pt_launch *l, pt_buf *out, pt_err *e)
 {
@@ -385,36 +410,20 @@ int tuner_contract_json(const pt_op *op, const pt_problem *p, const pt_target *t
             int64_t v = down[k];
             if (v < 1 || v >= lo)
                 continue;
-            pt_problem q = with_group(&x, a, p, g, v);
-            emission m;
-            if ((rc = emit_at(&x, &q, &m, e)))
+            bool same, kept;
+            if ((rc = probe_at(&x, a, p, g, &base, T, v, P, G, pr, &n, &same, &kept, e)))
                 break;
-            bool same = same_kernel(&base, &m, T, v);
-            if (same && n < C_MAX_PTS) {
-                P[n] = v;
-                for (int j = 0; j < 3; j++)
-                    G[j][n] = m.l.grid[j];
-                pr[n++] = m;
+            if (kept)
                 lo = v;
-            } else
-                emission_free(&m);
             if (!same)
                 break;
         }
         for (int64_t v = T + 1, step = 0; !rc && step < 8 && v <= INT32_MAX; step++) {
-            pt_problem q = with_group(&x, a, p, g, v);
-            emission m;
-            if ((rc = emit_at(&x, &q, &m, e)))
+            bool same, kept;
+            if ((rc = probe_at(&x, a, p, g, &base, T, v, P, G, pr, &n, &same, &kept, e)))
                 break;
-            bool same = same_kernel(&base, &m, T, v);
-            if (same && n < C_MAX_PTS) {
-                P[n] = v;
-                for (int j = 0; j < 3; j++)
-                    G[j][n] = m.l.grid[j];
-                pr[n++] = m;
+            if (kept)
                 hi = v;
-            } else
-                emission_free(&m);
             if (!same)
                 break;
             v = step == 0 ? 2 * T : v * (step < 3 ? 2 : 16);
