@@ -22,6 +22,7 @@ typedef struct pt_problem {
     const char *epilogue;       /* expression over acc, e.g. "gelu(acc * alpha + bias[n])"; NULL: none */
     double alpha, beta;         /* beta 0: no C operand */
     int64_t lda, ldb, ldc, ldd; /* leading dimensions; 0: packed */
+    const char *dyn;            /* sizes read at run time: "m"; NULL or "none": all baked in */
     /* fp8 / int8 per-tensor scales: acc = scale_a * scale_b * A * B. With
      * has_scale_a (has_scale_b) the value is used as given, 0 included; without
      * it 0 means "not given" (1.0), so a zeroed problem needs no scales. */
