@@ -121,16 +121,19 @@ int db_winner_get(db_store *s, const db_fingerprint *f, const char *problem_key,
     return urc;
 }
 
-/* "4096,14336" -> dims; returns the count (0 on a malformed list). */
+/* "4096,14336" -> dims; returns the count (0 on a malformed list). A size
+ * of 0 (an elementwise shape x=0x4096 is a valid key) counts as 1, the
+ * smallest bucket, so log2 ratios stay finite; sizes are integers, so every
+ * other one is unchanged. Negative or non-finite: malformed. */
 static int parse_dims(const char *s, double *d, int max)
 {
     int n = 0;
     while (*s && n < max) {
         char *end;
         double v = strtod(s, &end);
-        if (end == s || v <= 0)
+        if (end == s || !(v >= 0) || !isfinite(v))
             return 0;
-        d[n++] = v;
+        d[n++] = v < 1 ? 1 : v;
         s = end;
         if (*s == ',')
             s++;

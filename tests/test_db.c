@@ -676,6 +676,50 @@ Test(db, nearest_bucket_lookup)
     db_close(f.s);
 }
 
+/* issue 14: a problem with a 0 size (an elementwise shape x=0x4096 is a
+ * valid key) still gets the nearest tuned config: a 0 counts as 1, the
+ * smallest bucket; a stored problem with a 0 is a candidate too. */
+Test(db, nearest_bucket_lookup_with_a_zero_size)
+{
+    fixture f;
+    db_fingerprint a = fp_a();
+    setup_store(&f, tpath("z.db"), &a, "gemm m=1", "1,4096,4096", NULL);
+    pt_err e = {0};
+    const char *klass = "elementwise expr=\"y = x * 2\" shape=x=#x#";
+    db_problem r16 = {"elementwise", "elementwise expr=\"y = x * 2\" shape=x=16x4096", klass,
+                      "16,4096", "", 0, 0, false};
+    db_problem r0 = {"elementwise", "elementwise expr=\"y = x * 2\" shape=x=0x64", klass, "0,64",
+                     "", 0, 0, false};
+    int64_t p16, p0;
+    cr_assert_eq(db_problem_put(f.s, &r16, &p16, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(db_problem_put(f.s, &r0, &p0, &e), PT_OK, "%s", e.msg);
+    put(&f, f.run, p16, "tpb=256", 1e-5, 0.01, "ok", true, NULL);
+    put(&f, f.run, p0, "tpb=128", 1e-6, 0.01, "ok", true, NULL);
+    got g = {0};
+    bool found = false;
+    /* 0 rows of 4096: |log2 1/16| = 4 from x=16x4096, 4 + 6 = 10 from x=0x64 */
+    db_problem want = {"elementwise", "elementwise expr=\"y = x * 2\" shape=x=0x4096", klass,
+                       "0,4096", "", 0, 0, false};
+    cr_assert_eq(db_lookup(f.s, &a, &want, got_cb, &g, &found, &e), PT_OK, "%s", e.msg);
+    cr_assert(found, "a problem with a 0 size got no nearest config");
+    cr_expect(g.nearest);
+    cr_expect_str_eq(g.config, "tpb=256");
+    cr_expect_float_eq(g.distance, 4.0, 1e-9);
+    /* 0 rows of 64: the stored 0-row problem is at distance 0 */
+    db_problem want0 = {"elementwise", "elementwise expr=\"y = x * 2\" shape=x=0x65", klass,
+                        "0,64", "", 0, 0, false};
+    cr_assert_eq(db_lookup(f.s, &a, &want0, got_cb, &g, &found, &e), PT_OK, "%s", e.msg);
+    cr_assert(found);
+    cr_expect_str_eq(g.config, "tpb=128");
+    cr_expect_float_eq(g.distance, 0.0, 1e-9);
+    /* a negative size is still malformed: no nearest */
+    db_problem bad = {"elementwise", "elementwise bad", klass, "-1,64", "", 0, 0, false};
+    found = true;
+    cr_assert_eq(db_lookup(f.s, &a, &bad, got_cb, &g, &found, &e), PT_OK, "%s", e.msg);
+    cr_expect(!found);
+    db_close(f.s);
+}
+
 Test(db, concurrent_writers)
 {
     const char *path = tpath("c.db");
