@@ -2,6 +2,9 @@
  * of the same config at other sizes prove about run-time dimensions. */
 #include "tuner/contract.h"
 
+#include "ptx/target.h"
+#include "search/problem.h"
+
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -588,4 +591,52 @@ int tuner_contract_json(const pt_op *op, const pt_problem *p, const pt_target *t
     pt_buf_puts(out, "]}");
     emission_free(&base);
     return PT_OK;
+}
+
+int tuner_contract_cfg(const pt_op *op, const pt_prepared *pp, const pt_problem *p,
+                       const pt_target *t, int max_ptx, const char *cfg, pt_buf *out, pt_err *e)
+{
+    pt_space sp;
+    memset(&sp, 0, sizeof sp);
+    op->space(pp, t, &sp);
+    pt_config c;
+    memset(&c, 0, sizeof c);
+    int rc = pt_config_parse(&sp, cfg, &c, e);
+    if (rc)
+        return rc;
+    ptx_module *m = NULL;
+    pt_launch l;
+    memset(&l, 0, sizeof l);
+    rc = pt_op_build(op, pp, t, max_ptx, &c, &m, &l, e);
+    if (!rc)
+        rc = tuner_contract_json(op, p, t, max_ptx, &c, &l, out, e);
+    ptx_module_free(m); /* l.entry lived in it */
+    return rc;
+}
+
+int tuner_contract_row(const char *op, const char *problem_key, const char *arch, int max_ptx,
+                       const char *cfg, pt_buf *out, pt_err *e)
+{
+    const pt_op *o = op ? pt_op_find(op) : NULL;
+    if (!o)
+        return pt_errf(e, PT_EINVAL, "unknown op '%s'", op ? op : "");
+    pt_target t;
+    int rc = pt_target_parse(arch, &t, e);
+    if (rc)
+        return rc;
+    size_t n = strlen(op);
+    if (strncmp(problem_key, op, n) != 0 || (problem_key[n] && problem_key[n] != ' '))
+        return pt_errf(e, PT_EINVAL, "problem '%s' is not of op %s", problem_key, op);
+    pt_arena *a = pt_arena_new();
+    if (!a)
+        return pt_errf(e, PT_ENOMEM, "out of memory");
+    search_problem sp;
+    pt_prepared *pp = NULL;
+    rc = search_problem_parse(a, op, problem_key + n, &sp, e);
+    if (!rc)
+        rc = o->prepare(a, &sp.prob, &t, &pp, e);
+    if (!rc)
+        rc = tuner_contract_cfg(o, pp, &sp.prob, &t, max_ptx, cfg, out, e);
+    pt_arena_free(a);
+    return rc;
 }

@@ -34,4 +34,20 @@
 int tuner_contract_json(const pt_op *op, const pt_problem *p, const pt_target *t, int max_ptx,
                         const pt_config *c, const pt_launch *l, pt_buf *out, pt_err *e);
 
+/* The same for config text cfg (canonical "k=v,..." as stored) of prepared
+ * problem pp (p, as prepared): the config parsed in the op's space, built
+ * (check, emit) and its contract computed. What a sweep computes for a row
+ * that became a winner and an export for a row that has none: the text is
+ * the one tuner_contract_json gives at tune time. PT_EINVAL (or the op's
+ * code) when the config does not parse or build; PT_ENOMEM. */
+int tuner_contract_cfg(const pt_op *op, const pt_prepared *pp, const pt_problem *p,
+                       const pt_target *t, int max_ptx, const char *cfg, pt_buf *out, pt_err *e);
+
+/* The same from a stored row alone: op and problem key as the store writes
+ * them ("gemm m=16 n=64 k=32"), the run's arch ("sm_80"), the fingerprint's
+ * PTX version (the sweep's max_ptx) and the config text. The problem is
+ * parsed and prepared here. */
+int tuner_contract_row(const char *op, const char *problem_key, const char *arch, int max_ptx,
+                       const char *cfg, pt_buf *out, pt_err *e);
+
 #endif
