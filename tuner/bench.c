@@ -176,7 +176,7 @@ static int make_sets(tuner_dev *d, const pt_launch *l, tuner_io *io, int n, sets
         s->n = k + 1;
         if (!rc)
             rc = k == 0 ? tuner_io_bind(d, io, l, &s->args[k], e)
-                        : tuner_args_bind(&s->args[k], l, s->in[k], s->out[k], io->ws, e);
+                        : tuner_args_bind(d, &s->args[k], l, s->in[k], s->out[k], io->ws, e);
         s->argv[k] = s->args[k].p;
     }
     return rc;

@@ -218,13 +218,14 @@ int tuner_io_download(tuner_dev *d, tuner_io *io, pt_err *e)
     return PT_OK;
 }
 
-int tuner_args_bind(tuner_args *a, const pt_launch *l, const tuner_ptr *in, const tuner_ptr *out,
-                    const tuner_ptr *ws, pt_err *e)
+int tuner_args_bind(tuner_dev *d, tuner_args *a, const pt_launch *l, const tuner_ptr *in,
+                    const tuner_ptr *out, const tuner_ptr *ws, pt_err *e)
 {
     if (l->nargs > TUNER_MAX_ARGS)
         return pt_errf(e, PT_EINVAL, "%d kernel parameters: at most %d", l->nargs, TUNER_MAX_ARGS);
     for (int i = 0; i < l->nargs; i++) {
         const pt_arg *g = &l->args[i];
+        a->p[i] = &a->v[i];
         switch (g->kind) {
         case PT_ARG_INPUT: a->v[i].u64 = in[g->index]; break;
         case PT_ARG_OUTPUT: a->v[i].u64 = out[g->index]; break;
@@ -233,12 +234,23 @@ int tuner_args_bind(tuner_args *a, const pt_launch *l, const tuner_ptr *in, cons
         case PT_ARG_F32: a->v[i].f32 = g->f; break;
         case PT_ARG_WORKSPACE:
         case PT_ARG_SCRATCH: a->v[i].u64 = ws ? ws[i] : 0; break;
-        case PT_ARG_TENSORMAP: /* 128 bytes by value, encoded by the backend */
-            return pt_errf(e, PT_EUNSUPPORTED,
-                           "parameter %d is a tensor map: the verifier does not bind tensor maps yet "
-                           "(ptxtune exec does)", i + 1);
+        case PT_ARG_TENSORMAP: { /* 128 bytes by value, encoded by the backend */
+            if (g->index < 0 || g->index >= l->ntmaps || l->ntmaps > PT_MAX_TMAPS)
+                return pt_errf(e, PT_EINVAL, "parameter %d: tensor map %d of %d", i + 1, g->index,
+                               l->ntmaps);
+            const pt_tmap *t = &l->tmaps[g->index];
+            bool isin = t->of == PT_ARG_INPUT;
+            if ((!isin && t->of != PT_ARG_OUTPUT) || t->index < 0 || t->index >= TUNER_MAX_TENSORS)
+                return pt_errf(e, PT_EINVAL, "parameter %d: a tensor map over no tensor", i + 1);
+            emu_tmap_desc m;
+            tuner_tmap_desc(t, isin ? in[t->index] : out[t->index], &m);
+            int rc = tuner_tmap_encode(d, &m, a->tmap[g->index], e);
+            if (rc)
+                return rc;
+            a->p[i] = a->tmap[g->index];
+            break;
         }
-        a->p[i] = &a->v[i];
+        }
     }
     return PT_OK;
 }
@@ -279,7 +291,7 @@ int tuner_io_bind(tuner_dev *d, tuner_io *io, const pt_launch *l, tuner_args *a,
             io->ws_zero[i] = false;
         }
     }
-    return tuner_args_bind(a, l, io->in_dev, io->out_dev, io->ws, e);
+    return tuner_args_bind(d, a, l, io->in_dev, io->out_dev, io->ws, e);
 }
 
 /* ---- comparison ---- */

@@ -102,19 +102,24 @@ int tuner_io_upload(tuner_dev *d, tuner_io *io, pt_err *e);
 /* Outputs read back into out_bits and out[].data. */
 int tuner_io_download(tuner_dev *d, tuner_io *io, pt_err *e);
 
-/* Kernel arguments as cuLaunchKernel wants them: p[i] points at v[i]. */
+/* Kernel arguments as cuLaunchKernel wants them: p[i] points at v[i], or
+ * for a tensor map (PT_ARG_TENSORMAP) at tmap[its launch index]: the
+ * 128-byte value, 64-byte aligned as cuTensorMapEncodeTiled requires. */
 typedef struct tuner_args {
     union {
         uint64_t u64;
         uint32_t u32;
         float f32;
     } v[TUNER_MAX_ARGS];
+    _Alignas(64) uint8_t tmap[PT_MAX_TMAPS][EMU_TMAP_BYTES];
     void *p[TUNER_MAX_ARGS];
 } tuner_args;
 /* Binds l's parameters: tensors from in/out device pointers, workspaces
- * from ws (by parameter index), scalars from l. */
-int tuner_args_bind(tuner_args *a, const pt_launch *l, const tuner_ptr *in, const tuner_ptr *out,
-                    const tuner_ptr *ws, pt_err *e);
+ * from ws (by parameter index), scalars from l; tensor maps encoded by d's
+ * encoder (tuner_tmap_encode) over the tensor's device pointer, so a map
+ * always bakes in the buffers this binding names. */
+int tuner_args_bind(tuner_dev *d, tuner_args *a, const pt_launch *l, const tuner_ptr *in,
+                    const tuner_ptr *out, const tuner_ptr *ws, pt_err *e);
 /* The same on io's buffers; workspaces are allocated (and zero-filled) here
  * when l needs more than io has; scratch buffers (PT_ARG_SCRATCH) likewise,
  * and filled with 0xFF before every launch. */
