@@ -28,6 +28,7 @@
 
 typedef struct fake_fn {
     emu_kernel *k;
+    CUcontext ctx; /* its module's */
     ptx_fn *f;
     int max_dyn;
     int static_smem;
@@ -35,6 +36,7 @@ typedef struct fake_fn {
 
 typedef struct fake_module {
     ptx_module *m;
+    CUcontext ctx; /* current when it was loaded: its functions launch only there */
     fake_fn *fns[64];
     int nfns;
 } fake_module;
@@ -61,7 +63,26 @@ static struct {
     bool capturing;
     fake_graph *cap;
     int stream_tag, event_tag, ctx_tag;
+    int primary_retains; /* retained and not released (fake_cuda_primary_retains) */
+    int primary_retain_calls;
 } G;
+
+/* Contexts (issue 14): each thread has a stack of current contexts, as the
+ * driver keeps; the primary context is &G.ctx_tag, cuCtxCreate makes others.
+ * Modules load in the current context and their functions launch only there
+ * (CUDA_ERROR_INVALID_CONTEXT with none current, or another one). */
+enum { FAKE_CTX_DEPTH = 16 };
+static _Thread_local CUcontext ctx_stack[FAKE_CTX_DEPTH];
+static _Thread_local int ctx_depth;
+
+static CUcontext ctx_current(void) { return ctx_depth ? ctx_stack[ctx_depth - 1] : NULL; }
+
+/* For tests (dlsym): how many primary-context retains are outstanding, and
+ * how many were made since the library was loaded. */
+int fake_cuda_primary_retains(void);
+int fake_cuda_primary_retains(void) { return G.primary_retains; }
+int fake_cuda_primary_retain_calls(void);
+int fake_cuda_primary_retain_calls(void) { return G.primary_retain_calls; }
 
 static int env_int(const char *name, int def)
 {
@@ -129,6 +150,7 @@ static CUresult f_error_name(CUresult r, const char **s)
     case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: *s = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"; break;
     case CUDA_ERROR_INVALID_CLUSTER_SIZE: *s = "CUDA_ERROR_INVALID_CLUSTER_SIZE"; break;
     case CUDA_ERROR_NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; break;
+    case CUDA_ERROR_INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
     default: return CUDA_ERROR_INVALID_VALUE;
     }
     return CUDA_SUCCESS;
@@ -208,19 +230,95 @@ static CUresult f_ctx_retain(CUcontext *c, CUdevice d)
 {
     (void)d;
     *c = (CUcontext)&G.ctx_tag;
+    G.primary_retains++;
+    G.primary_retain_calls++;
     return CUDA_SUCCESS;
 }
 
 static CUresult f_ctx_release(CUdevice d)
 {
     (void)d;
+    if (G.primary_retains > 0)
+        G.primary_retains--;
     return CUDA_SUCCESS;
 }
 
 static CUresult f_ctx_set(CUcontext c)
 {
-    (void)c;
-    return G.sticky;
+    if (G.sticky)
+        return G.sticky;
+    if (!c) {
+        if (ctx_depth)
+            ctx_depth--;
+        return CUDA_SUCCESS;
+    }
+    if (!ctx_depth)
+        ctx_depth = 1;
+    ctx_stack[ctx_depth - 1] = c;
+    return CUDA_SUCCESS;
+}
+
+static CUresult f_ctx_get(CUcontext *c)
+{
+    *c = ctx_current();
+    return CUDA_SUCCESS;
+}
+
+static CUresult f_ctx_push(CUcontext c)
+{
+    if (!c || ctx_depth == FAKE_CTX_DEPTH)
+        return CUDA_ERROR_INVALID_VALUE;
+    ctx_stack[ctx_depth++] = c;
+    return CUDA_SUCCESS;
+}
+
+static CUresult f_ctx_pop(CUcontext *c)
+{
+    if (!ctx_depth)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    CUcontext top = ctx_stack[--ctx_depth];
+    if (c)
+        *c = top;
+    return CUDA_SUCCESS;
+}
+
+static CUresult f_ctx_device(CUdevice *d)
+{
+    if (!ctx_current())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *d = 0;
+    return CUDA_SUCCESS;
+}
+
+/* A context of the caller's own (not the primary one), made current. */
+static CUresult f_ctx_create(CUcontext *c, CUctxCreateParams *params, unsigned int flags,
+                             CUdevice d)
+{
+    (void)params;
+    (void)flags;
+    if (d != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *c = (CUcontext)calloc(1, 16);
+    if (!*c)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = f_ctx_push(*c);
+    if (r)
+        free(*c);
+    return r;
+}
+
+static CUresult f_ctx_destroy(CUcontext c)
+{
+    if (!c || c == (CUcontext)&G.ctx_tag)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    for (int i = 0; i < ctx_depth; i++)
+        if (ctx_stack[i] == c) { /* the driver pops it from this thread's stack */
+            memmove(&ctx_stack[i], &ctx_stack[i + 1], (size_t)(ctx_depth - i - 1) * sizeof c);
+            ctx_depth--;
+            break;
+        }
+    free(c);
+    return CUDA_SUCCESS;
 }
 
 static CUresult f_ctx_sync(void) { return wait_device(); }
@@ -319,6 +417,8 @@ static CUresult f_module_load(CUmodule *out, const void *image, unsigned n, CUji
 {
     if (G.sticky)
         return G.sticky;
+    if (!ctx_current())
+        return CUDA_ERROR_INVALID_CONTEXT;
     const char *text = image;
     if (memcmp(text, "\177ELF", 4) == 0)
         return CUDA_ERROR_NO_BINARY_FOR_GPU;
@@ -339,6 +439,7 @@ static CUresult f_module_load(CUmodule *out, const void *image, unsigned n, CUji
         strncpy(ilog, "fake JIT: parsed", isz - 1);
         ilog[isz - 1] = '\0';
     }
+    fm->ctx = ctx_current();
     *out = (CUmodule)fm;
     return CUDA_SUCCESS;
 }
@@ -371,6 +472,7 @@ static CUresult f_get_function(CUfunction *out, CUmodule m, const char *name)
         return CUDA_ERROR_INVALID_PTX;
     }
     fn->f = f;
+    fn->ctx = fm->ctx;
     fn->max_dyn = 48 << 10;
     for (size_t i = 0; i < f->nshared; i++)
         fn->static_smem += (int)f->shared[i].bytes;
@@ -423,6 +525,8 @@ static CUresult f_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params
     if (G.sticky)
         return G.sticky;
     fake_fn *fn = (fake_fn *)f;
+    if (!ctx_current() || ctx_current() != fn->ctx)
+        return CUDA_ERROR_INVALID_CONTEXT; /* a function of another context's module */
     uint64_t threads = (uint64_t)c->blockDimX * c->blockDimY * c->blockDimZ;
     if (threads > (uint64_t)env_int("FAKE_CUDA_MAX_THREADS", 1024))
         return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
@@ -607,6 +711,9 @@ static const struct {
     E("cuDeviceTotalMem", f_total_mem), E("cuDeviceGetUuid", f_uuid),
     E("cuDevicePrimaryCtxRetain", f_ctx_retain), E("cuDevicePrimaryCtxRelease", f_ctx_release),
     E("cuCtxSetCurrent", f_ctx_set), E("cuCtxSynchronize", f_ctx_sync),
+    E("cuCtxGetCurrent", f_ctx_get), E("cuCtxPushCurrent", f_ctx_push),
+    E("cuCtxPopCurrent", f_ctx_pop), E("cuCtxGetDevice", f_ctx_device),
+    E("cuCtxCreate", f_ctx_create), E("cuCtxDestroy", f_ctx_destroy),
     E("cuStreamCreate", f_stream_create), E("cuStreamDestroy", f_stream_destroy),
     E("cuStreamSynchronize", f_stream_sync), E("cuMemAlloc", f_alloc), E("cuMemFree", f_free),
     E("cuMemcpyHtoD", f_htod), E("cuMemcpyDtoH", f_dtoh), E("cuMemsetD8", f_memset8),
@@ -652,6 +759,12 @@ SAME(cuDeviceGetAttribute, f_device_attr);
 SAME(cuDeviceTotalMem, f_total_mem);
 SAME(cuDeviceGetUuid, f_uuid);
 SAME(cuDevicePrimaryCtxRelease, f_ctx_release);
+SAME(cuCtxGetCurrent, f_ctx_get);
+SAME(cuCtxPushCurrent, f_ctx_push);
+SAME(cuCtxPopCurrent, f_ctx_pop);
+SAME(cuCtxGetDevice, f_ctx_device);
+SAME(cuCtxCreate, f_ctx_create);
+SAME(cuCtxDestroy, f_ctx_destroy);
 SAME(cuStreamDestroy, f_stream_destroy);
 SAME(cuMemAlloc, f_alloc);
 SAME(cuMemFree, f_free);
