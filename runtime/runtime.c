@@ -44,7 +44,7 @@ typedef struct CUstream_st *CUstream;
     X(cuDriverGetVersion) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)          \
     X(cuCtxSetCurrent) X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)       \
     X(cuFuncSetAttribute) X(cuLaunchKernelEx)
-#define RT_FNS_OPT(X) X(cuCtxGetCurrent) X(cuCtxGetDevice)
+#define RT_FNS_OPT(X) X(cuCtxGetCurrent) X(cuCtxGetDevice) X(cuCtxPushCurrent) X(cuCtxPopCurrent)
 #define RT_FNS(X) RT_FNS_REQ(X) RT_FNS_OPT(X)
 
 typedef struct rt_api {
@@ -115,6 +115,7 @@ struct ptxtune_runtime {
     rt_api api;
     CUdevice dev;
     CUcontext primary; /* retained by us (no context was current) */
+    CUcontext ctx;     /* the context every module is loaded in: the caller's, or primary */
     int cc;
     char fp_key[17];
     ptxtune_entry *v;
@@ -170,6 +171,35 @@ static int cu_fail(const ptxtune_runtime *rt, ptxtune_error *e, CUresult r, cons
     return fail(e, r == CUDA_ERROR_OUT_OF_MEMORY ? PTXTUNE_ENOMEM : PTXTUNE_EDRIVER,
                 "%s%s%s: %s (CUresult %d)", what ? what : "", what ? ": " : "", call,
                 name ? name : "unknown error", (int)r);
+}
+#endif
+
+#ifdef PT_HAVE_CUDA_HEADERS
+/* Makes rt's context current for one call when the calling thread has
+ * another or none (a worker thread of the caller's); *pushed says whether
+ * ctx_leave pops it. Modules live in rt->ctx, so loads, launches and unloads
+ * happen there whatever thread calls. */
+static CUresult ctx_enter(const ptxtune_runtime *rt, bool *pushed)
+{
+    *pushed = false;
+    const rt_api *a = &rt->api;
+    CUcontext cur = NULL;
+    if (!rt->ctx || !a->cuCtxGetCurrent || a->cuCtxGetCurrent(&cur) != CUDA_SUCCESS ||
+        cur == rt->ctx)
+        return CUDA_SUCCESS;
+    if (a->cuCtxPushCurrent && a->cuCtxPopCurrent) {
+        CUresult r = a->cuCtxPushCurrent(rt->ctx);
+        *pushed = r == CUDA_SUCCESS;
+        return r;
+    }
+    return cur ? CUDA_SUCCESS : a->cuCtxSetCurrent(rt->ctx); /* no stack: only a thread with none */
+}
+
+static void ctx_leave(const ptxtune_runtime *rt, bool pushed)
+{
+    CUcontext c;
+    if (pushed)
+        rt->api.cuCtxPopCurrent(&c);
 }
 #endif
 
@@ -653,7 +683,7 @@ static int device_open(ptxtune_runtime *rt, int ordinal, char *name, size_t nnam
     CUcontext cur = NULL;
     if (a->cuCtxGetCurrent && a->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur &&
         a->cuCtxGetDevice && a->cuCtxGetDevice(&rt->dev) == CUDA_SUCCESS) {
-        /* the caller's context */
+        rt->ctx = cur; /* the caller's context: used, never changed */
     } else {
         if ((r = a->cuDeviceGet(&rt->dev, ordinal)) != CUDA_SUCCESS)
             return cu_fail(rt, e, r, "cuDeviceGet", NULL);
@@ -661,6 +691,7 @@ static int device_open(ptxtune_runtime *rt, int ordinal, char *name, size_t nnam
             return cu_fail(rt, e, r, "cuDevicePrimaryCtxRetain", NULL);
         if ((r = a->cuCtxSetCurrent(rt->primary)) != CUDA_SUCCESS)
             return cu_fail(rt, e, r, "cuCtxSetCurrent", NULL);
+        rt->ctx = rt->primary;
     }
     int maj = 0, min = 0;
     if ((r = a->cuDeviceGetName(name, (int)nname, rt->dev)) != CUDA_SUCCESS ||
@@ -689,6 +720,11 @@ PTXTUNE_EXPORT void ptxtune_close(ptxtune_runtime *rt)
 {
     if (!rt)
         return;
+#ifdef PT_HAVE_CUDA_HEADERS
+    bool pushed = false;
+    if (rt->ctx)
+        ctx_enter(rt, &pushed);
+#endif
     for (int i = 0; i < rt->n; i++) {
 #ifdef PT_HAVE_CUDA_HEADERS
         if (atomic_load(&rt->v[i].loaded) && rt->api.cuModuleUnload)
@@ -696,6 +732,10 @@ PTXTUNE_EXPORT void ptxtune_close(ptxtune_runtime *rt)
 #endif
         entry_free(&rt->v[i]);
     }
+#ifdef PT_HAVE_CUDA_HEADERS
+    if (rt->ctx)
+        ctx_leave(rt, pushed);
+#endif
     free(rt->v);
 #ifdef PT_HAVE_CUDA_HEADERS
     if (rt->primary && rt->api.cuDevicePrimaryCtxRelease)
@@ -1022,13 +1062,19 @@ PTXTUNE_EXPORT int ptxtune_load(ptxtune_runtime *rt, const ptxtune_entry *ck, pt
     if (atomic_load_explicit(&k->loaded, memory_order_relaxed))
         goto out;
     const rt_api *a = &rt->api;
+    bool pushed;
+    CUresult r = ctx_enter(rt, &pushed);
+    if (r != CUDA_SUCCESS) {
+        rc = cu_fail(rt, e, r, "cuCtxPushCurrent", k->problem);
+        goto out;
+    }
     char want[16];
     snprintf(want, sizeof want, "sm_%d", rt->cc);
     /* sm_90a runs on sm_90 only; the cubin's arch is the run's target */
     bool arch_ok = k->cubin && (strcmp(k->arch, want) == 0 ||
                                 (strncmp(k->arch, want, strlen(want)) == 0 &&
                                  strcmp(k->arch + strlen(want), "a") == 0));
-    CUresult r = CUDA_ERROR_NO_BINARY_FOR_GPU;
+    r = CUDA_ERROR_NO_BINARY_FOR_GPU;
     if (arch_ok)
         r = a->cuModuleLoadDataEx(&k->mod, k->cubin, 0, NULL, NULL);
     if (r != CUDA_SUCCESS && (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_IMAGE)) {
@@ -1072,6 +1118,7 @@ PTXTUNE_EXPORT int ptxtune_load(ptxtune_runtime *rt, const ptxtune_entry *ck, pt
     }
     atomic_store_explicit(&k->loaded, 1, memory_order_release);
 out:
+    ctx_leave(rt, pushed);
     pthread_mutex_unlock(&rt->mu);
     return rc;
 #else
@@ -1139,7 +1186,12 @@ PTXTUNE_EXPORT int ptxtune_launch(ptxtune_runtime *rt, const ptxtune_selection *
         .sharedMemBytes = (unsigned)sel->smem, .hStream = (CUstream)a->stream,
         .attrs = NULL, .numAttrs = 0,
     };
-    CUresult r = rt->api.cuLaunchKernelEx(&cfg, k->fn, params, NULL);
+    bool pushed;
+    CUresult r = ctx_enter(rt, &pushed);
+    if (r != CUDA_SUCCESS)
+        return cu_fail(rt, e, r, "cuCtxPushCurrent", k->problem);
+    r = rt->api.cuLaunchKernelEx(&cfg, k->fn, params, NULL);
+    ctx_leave(rt, pushed);
     return r == CUDA_SUCCESS ? PTXTUNE_OK : cu_fail(rt, e, r, "cuLaunchKernelEx", k->problem);
 #else
     (void)params;

@@ -350,6 +350,108 @@ Test(runtime, concurrent_lookups_and_first_loads)
     ptxtune_close(rt);
 }
 
+/* The driver's own entry points, for a caller that manages contexts. */
+typedef int (*gpa_t)(const char *, void **, int, unsigned long long, int *);
+static void *fake_fn(const char *name)
+{
+    void *lib = dlopen(getenv("PTXTUNE_FAKE_CUDA"), RTLD_NOW | RTLD_GLOBAL);
+    cr_assert(lib);
+    gpa_t gpa;
+    *(void **)&gpa = dlsym(lib, "cuGetProcAddress_v2");
+    cr_assert(gpa);
+    void *f = NULL;
+    int st = 0;
+    cr_assert_eq(gpa(name, &f, 13000, 0, &st), 0, "the driver has no %s", name);
+    return f;
+}
+
+static int fake_counter(const char *name)
+{
+    int (*f)(void);
+    *(void **)&f = dlsym(dlopen(getenv("PTXTUNE_FAKE_CUDA"), RTLD_NOW), name);
+    cr_assert(f, "%s", name);
+    return f();
+}
+
+/* issue 14: a context the caller made (torch makes its device's primary one
+ * current; an engine may have its own) is the one the runtime loads and
+ * launches in: it retains no primary context of its own and leaves the
+ * caller's current. */
+Test(runtime, the_callers_context_is_used_and_kept)
+{
+    load_fake();
+    typedef int (*create_t)(void **, void *, unsigned, int);
+    typedef int (*get_t)(void **);
+    typedef int (*destroy_t)(void *);
+    create_t create;
+    get_t get;
+    destroy_t destroy;
+    *(void **)&create = fake_fn("cuCtxCreate");
+    *(void **)&get = fake_fn("cuCtxGetCurrent");
+    *(void **)&destroy = fake_fn("cuCtxDestroy");
+    int (*init)(unsigned);
+    *(void **)&init = fake_fn("cuInit");
+    cr_assert_eq(init(0), 0);
+    void *mine = NULL, *cur = NULL;
+    cr_assert_eq(create(&mine, NULL, 0, 0), 0);
+    int retains = fake_counter("fake_cuda_primary_retain_calls");
+    ptxtune_runtime *rt = open_rt("b.db", ALL);
+    cr_expect_eq(fake_counter("fake_cuda_primary_retain_calls"), retains,
+                 "the runtime retained the primary context although one was current");
+    cr_assert_eq(get(&cur), 0);
+    cr_expect_eq(cur, mine, "the runtime changed the caller's current context");
+    drv d;
+    cr_assert_eq(drv_open(&d), 0);
+    cr_expect_eq(run_softmax(rt, &d, softmax_class, 40, 256), 0);
+    cr_expect_eq(run_gemm(rt, &d, gemm_class, 40, 64, 32), 0);
+    ptxtune_close(rt);
+    cr_assert_eq(get(&cur), 0);
+    cr_expect_eq(cur, mine);
+    cr_expect_eq(destroy(mine), 0);
+    /* none current: the primary one, retained once and released at close */
+    retains = fake_counter("fake_cuda_primary_retains");
+    rt = open_rt("b.db", ALL);
+    cr_expect_eq(fake_counter("fake_cuda_primary_retains"), retains + 1);
+    cr_expect_eq(run_softmax(rt, &d, softmax_class, 16, 256), 0);
+    ptxtune_close(rt);
+    cr_expect_eq(fake_counter("fake_cuda_primary_retains"), retains);
+}
+
+typedef struct launch_job {
+    ptxtune_runtime *rt;
+    int rc;
+    char msg[512];
+} launch_job;
+
+/* a thread of the caller's with no context current (a worker thread) */
+static void *launch_on_a_new_thread(void *arg)
+{
+    launch_job *j = arg;
+    ptxtune_selection sel;
+    ptxtune_error e = {0};
+    int64_t dims[2] = {64, 256};
+    j->rc = ptxtune_select(j->rt, softmax_class, dims, 2, &sel, &e);
+    if (!j->rc)
+        j->rc = ptxtune_load(j->rt, sel.entry, &e);
+    snprintf(j->msg, sizeof j->msg, "%s", e.msg);
+    return NULL;
+}
+
+Test(runtime, a_thread_without_a_current_context_loads_in_the_runtimes)
+{
+    ptxtune_runtime *rt = open_rt("b.db", ALL);
+    launch_job j = {rt, -1, ""};
+    pthread_t t;
+    pthread_create(&t, NULL, launch_on_a_new_thread, &j);
+    pthread_join(t, NULL);
+    cr_expect_eq(j.rc, 0, "%s", j.msg);
+    /* and the module works on the opening thread */
+    drv d;
+    cr_assert_eq(drv_open(&d), 0);
+    cr_expect_eq(run_softmax(rt, &d, softmax_class, 64, 256), 0);
+    ptxtune_close(rt);
+}
+
 /* The build tree: PTXTUNE_BIN is BUILD/cli/ptxtune. */
 static void build_root(char *out, size_t n)
 {
