@@ -279,6 +279,17 @@ int db_winners(db_store *s, const char *gpu, const char *match, db_winner_fn fn,
 /* Recomputes every winner from the measurements (after a merge). */
 int db_winners_rebuild(db_store *s, pt_err *e);
 
+/* The launch contract (tuner/contract.h) is computed for rows that are
+ * served, not for every candidate: a sweep adds it to each problem's winner
+ * at the end of the problem, an export to the rows it writes that have
+ * none. The winner of (fingerprint, problem): its measurement id, config
+ * and launch JSON appended to the buffers; *found false when none. */
+int db_winner_launch(db_store *s, int64_t fingerprint_id, int64_t problem_id, int64_t *mid,
+                     pt_buf *config, pt_buf *launch, bool *found, pt_err *e);
+/* Replaces the launch JSON of a measurement (the same launch with its
+ * contract added). One transaction. */
+int db_launch_put(db_store *s, int64_t measurement_id, const char *launch, pt_err *e);
+
 /* ---- export, import, merge ------------------------------------------ */
 
 typedef enum db_format { DB_FMT_JSON, DB_FMT_CSV, DB_FMT_CHEADER, DB_FMT_BUNDLE } db_format;

@@ -1372,3 +1372,50 @@ int db_count(db_store *s, db_counts *c, pt_err *e)
     }
     return PT_OK;
 }
+
+/* ---- the launch contract (issue 14) ---------------------------------------- */
+
+int db_winner_launch(db_store *s, int64_t fingerprint_id, int64_t problem_id, int64_t *mid,
+                     pt_buf *config, pt_buf *launch, bool *found, pt_err *e)
+{
+    *found = false;
+    *mid = 0;
+    sqlite3_stmt *st = db__prepare(
+        s,
+        "SELECT m.id, m.config, m.launch FROM winners w JOIN measurements m"
+        " ON m.id = w.measurement_id WHERE w.fingerprint_id = ?1 AND w.problem_id = ?2",
+        e);
+    if (!st)
+        return e->code;
+    sqlite3_bind_int64(st, 1, fingerprint_id);
+    sqlite3_bind_int64(st, 2, problem_id);
+    int rc = db__step(s, st), urc = PT_OK;
+    if (rc == SQLITE_ROW) {
+        *found = true;
+        *mid = sqlite3_column_int64(st, 0);
+        pt_buf_puts(config, db__col_text(st, 1));
+        pt_buf_puts(launch, db__col_text(st, 2));
+    } else if (rc != SQLITE_DONE)
+        urc = db__fail(s, rc, "reading a winner", e);
+    sqlite3_finalize(st);
+    return urc;
+}
+
+static int launch_put_nolock(db_store *s, int64_t mid, const char *launch, pt_err *e)
+{
+    sqlite3_stmt *st = db__prepare(s, "UPDATE measurements SET launch = ?2 WHERE id = ?1", e);
+    if (!st)
+        return e->code;
+    sqlite3_bind_int64(st, 1, mid);
+    db__bind_text(st, 2, launch);
+    int rc = db__step(s, st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? PT_OK : db__fail(s, rc, "storing a launch contract", e);
+}
+
+int db_launch_put(db_store *s, int64_t measurement_id, const char *launch, pt_err *e)
+{
+    if (s->readonly)
+        return pt_errf(e, PT_EINVAL, "%s: opened read-only", s->path);
+    DB_TXN(s, e, launch_put_nolock(s, measurement_id, launch, e));
+}

@@ -170,3 +170,32 @@ Test(cover, exports_carry_the_tune_time_contracts)
     free(h2);
     free(jb);
 }
+
+/* The tuning loop computes no contract for a candidate that is not served:
+ * after the sweep only each problem's winner has one (36 ok rows, 3
+ * winners). Before the move every ok row had one. */
+Test(cover, the_sweep_gives_only_winners_a_contract)
+{
+    const char *db = tpath("w.db");
+    tuned_store(db);
+    db_store *s;
+    pt_err e = {0};
+    db_open_opts ro = {.readonly = true, .must_exist = true};
+    cr_assert_eq(db_open(db, &ro, &s, &e), PT_OK, "%s", e.msg);
+    int64_t ok = 0, with = 0, winners = 0, served = 0;
+    cr_assert_eq(db_query_int(s, "SELECT count(*) FROM measurements WHERE status = 'ok'", &ok, &e),
+                 PT_OK);
+    cr_assert_eq(db_query_int(s, "SELECT count(*) FROM measurements WHERE launch LIKE"
+                                 " '%\"contract\"%'", &with, &e), PT_OK);
+    cr_assert_eq(db_query_int(s, "SELECT count(*) FROM winners", &winners, &e), PT_OK);
+    cr_assert_eq(db_query_int(s, "SELECT count(*) FROM winners w JOIN measurements m ON m.id ="
+                                 " w.measurement_id WHERE m.launch LIKE '%\"contract\"%'",
+                              &served, &e), PT_OK);
+    cr_expect_eq(winners, 3);
+    cr_expect_gt(ok, 3);
+    cr_expect_eq(served, winners, "%lld of %lld winners have a contract", (long long)served,
+                 (long long)winners);
+    cr_expect_eq(with, winners, "%lld rows have a contract, %lld winners", (long long)with,
+                 (long long)winners);
+    db_close(s);
+}

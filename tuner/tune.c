@@ -564,28 +564,15 @@ static int record(db_store *db, int64_t run, prob_state *ps, const sweep_ctx *sc
         cls = DB_CLASS_RESOURCE_LIMIT;
         err = "the cost model says it cannot launch";
     }
-    /* the launch, with the contract an engine runs it by (tuner/contract.h) */
+    /* the launch; the contract an engine runs it by (tuner/contract.h) is
+     * added when the row is the problem's winner at the end of the problem
+     * (winner_contract), not for every candidate */
     pt_buf launch;
     pt_buf_init(&launch);
-    pt_buf_printf(&launch, "{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%zu",
+    pt_buf_printf(&launch, "{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%zu}",
                   t_b->launch.grid[0], t_b->launch.grid[1], t_b->launch.grid[2],
                   t_b->launch.block[0], t_b->launch.block[1], t_b->launch.block[2],
                   t_b->launch.smem);
-    if (cls == DB_CLASS_OK && t_b->ptx) {
-        size_t at = launch.len;
-        pt_buf_puts(&launch, ",\"contract\":");
-        pt_err ce = {0};
-        if (tuner_contract_json(ps->op, &ps->sp->prob, &sc->target, sc->max_ptx, &b->cfg,
-                                &t_b->launch, &launch, &ce)) {
-            if (ce.code == PT_ENOMEM) {
-                pt_buf_free(&launch);
-                return pt_errf(e, PT_ENOMEM, "out of memory (the launch contract)");
-            }
-            launch.len = at; /* no contract: engines refuse the row, nothing else changes */
-            launch.s[at] = '\0';
-        }
-    }
-    pt_buf_putc(&launch, '}');
     db_kernel k = {b->hash, ps->op->name, b->cfg_str, t_b->entry, t_b->ptx};
     pt_buf res;
     pt_buf_init(&res);
@@ -1010,8 +997,46 @@ static int check_problems(sweep_ctx *sc, const sweep_source *src, pt_err *e)
     return rc;
 }
 
-/* One problem of the last reading: prepared, put in the store, swept,
- * freed. */
+/* The launch contract of the problem's winner under the run's fingerprint,
+ * computed once the problem is swept (a winner beaten later in the sweep
+ * never needed one) and added to its stored launch: the launch JSON with
+ * ,"contract":{...} before its closing brace, the text the tuning loop
+ * wrote into every ok row before. A winner that has one (an earlier run's)
+ * is left alone; a config that no longer builds gets none (engines refuse
+ * the row; an export tries again). Only running out of memory or the store
+ * failing is an error. */
+static int winner_contract(db_store *db, const sweep_ctx *sc, const prob_state *ps, pt_err *e)
+{
+    pt_buf cfg, launch, c;
+    pt_buf_init(&cfg);
+    pt_buf_init(&launch);
+    pt_buf_init(&c);
+    int64_t mid = 0;
+    bool found = false;
+    int rc = db_winner_launch(db, sc->fp_id, ps->db_id, &mid, &cfg, &launch, &found, e);
+    if (!rc && found && launch.len > 1 && launch.s[launch.len - 1] == '}' &&
+        !strstr(launch.s, "\"contract\"")) {
+        pt_err ce = {0};
+        int crc = tuner_contract_cfg(ps->op, ps->pp, &ps->sp->prob, &sc->target, sc->max_ptx,
+                                     cfg.s ? cfg.s : "", &c, &ce);
+        if (crc == PT_ENOMEM)
+            rc = pt_errf(e, PT_ENOMEM, "out of memory (the launch contract)");
+        else if (!crc && c.len) {
+            launch.s[--launch.len] = '\0';
+            pt_buf_puts(&launch, ",\"contract\":");
+            pt_buf_putn(&launch, c.s, c.len);
+            pt_buf_putc(&launch, '}');
+            rc = db_launch_put(db, mid, launch.s, e);
+        }
+    }
+    pt_buf_free(&cfg);
+    pt_buf_free(&launch);
+    pt_buf_free(&c);
+    return rc;
+}
+
+/* One problem of the last reading: prepared, put in the store, swept, its
+ * winner given its launch contract, freed. */
 static int sweep_problem(db_store *db, sweep_ctx *sc, const search_problem *p, int pi,
                          int64_t run, sweep_summary *sum, pt_err *e)
 {
@@ -1028,6 +1053,8 @@ static int sweep_problem(db_store *db, sweep_ctx *sc, const search_problem *p, i
         sc->cur = &ps;
         rc = sweep_prepared(db, sc, pi, run, sum, e);
         sc->cur = NULL;
+        if (!rc)
+            rc = winner_contract(db, sc, &ps, e);
     }
     pt_arena_free(a);
     return rc;
