@@ -6,6 +6,8 @@
 
 #include "gen/kit/atom.h"
 
+#include "gen/kit/build.h"
+
 #define P(r, c) {r, c}
 
 /* lane (t, g): the (row, col) one step of t and of g adds */
@@ -170,4 +172,31 @@ uint64_t kit_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, int swizzle_b
     uint64_t mode = swizzle_bytes == 128 ? 1 : swizzle_bytes == 64 ? 2 : swizzle_bytes == 32 ? 3 : 0;
     return (uint64_t)((addr & 0x3ffffu) >> 4) | (uint64_t)((lbo & 0x3ffffu) >> 4) << 16 |
            (uint64_t)((sbo & 0x3ffffu) >> 4) << 32 | mode << 62;
+}
+
+ptx_reg kit_wgmma_desc_emit(ptx_fn *f, ptx_reg addr, uint32_t lbo, uint32_t sbo, int swizzle_bytes)
+{
+    uint64_t hi = kit_wgmma_desc(0, lbo, sbo, swizzle_bytes);
+    ptx_reg w = ptx_reg_new(f, PTX_T_B64), d = ptx_reg_new(f, PTX_T_B64);
+    ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U64, PTX_T_U32), ptx_r(w), ptx_r(addr));
+    ptx_emit(f, PTX_OP_SHR, NOM, U64T, ptx_r(w), ptx_r(w), ptx_imm(4));
+    ptx_emit(f, PTX_OP_AND, NOM, B64T, ptx_r(w), ptx_r(w), ptx_hex(0x3fff));
+    ptx_emit(f, PTX_OP_OR, NOM, B64T, ptx_r(d), ptx_r(w), ptx_hex((int64_t)hi));
+    return d;
+}
+
+void kit_wgmma_ss(ptx_fn *f, const kit_atom *at, ptx_opd d, ptx_reg desc_a, ptx_reg desc_b, ptx_opd scale_d,
+                  bool trans_a, bool trans_b)
+{
+    ptx_mods sa = PTX_MODS(PTX_M_SYNC, PTX_M_ALIGNED);
+    ptx_types ty = PTX_TYPES(at->acc, at->ab, at->ab);
+    bool sixteen = at->es == 2;
+    ptx_opd o[8] = {d, ptx_r(desc_a), ptx_r(desc_b), scale_d, ptx_imm(1), ptx_imm(1),
+                    ptx_imm(trans_a ? 1 : 0), ptx_imm(trans_b ? 1 : 0)};
+    int n = at->int_acc ? 4 : sixteen ? 8 : 6;
+    if (!sixteen && (trans_a || trans_b)) {
+        pt_errf(&f->mod->err, PT_EINVAL, "%s: only 16-bit operands may be MN-major", at->name);
+        return;
+    }
+    ptx_emit_shape_n(f, PTX_OP_WGMMA_SS, sa, ptx_mnk(64, at->n, at->k), ty, n, o);
 }

@@ -18,6 +18,7 @@
 
 #include "gen/dtype.h"
 #include "gen/kit/layout.h"
+#include "ptx/ir.h"
 
 typedef enum kit_atom_kind {
     KIT_ATOM_FMA,      /* one fma.rn.f32 per thread and element (SIMT) */
@@ -85,5 +86,19 @@ bool kit_wgmma_atom(ptx_type ab, ptx_type acc, int n, kit_atom *out);
  * address addr with byte offsets lbo and sbo and swizzle span
  * swizzle_bytes (0: none, 32, 64 or 128); base offset 0. */
 uint64_t kit_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, int swizzle_bytes);
+
+/* The descriptor of a tile whose shared address is the u32 register addr
+ * (run time): kit_wgmma_desc's fields with the start address taken from
+ * addr (a fresh b64 register). */
+ptx_reg kit_wgmma_desc_emit(ptx_fn *f, ptx_reg addr, uint32_t lbo, uint32_t sbo, int swizzle_bytes);
+
+/* wgmma.mma_async.sync.aligned.m64n{n}k{k} of atom `at` (kit_wgmma_atom),
+ * both operands through descriptors (SS): d the accumulator vector
+ * (at->c.regs registers), scale_d a predicate register or the immediate
+ * 0/1 (false: D = A B); trans_a/trans_b: MN-major operands (16-bit types
+ * only; tf32, 8-bit and integer operands are K-major and take no
+ * immediates, nor scales for integers). */
+void kit_wgmma_ss(ptx_fn *f, const kit_atom *at, ptx_opd d, ptx_reg desc_a, ptx_reg desc_b, ptx_opd scale_d,
+                  bool trans_a, bool trans_b);
 
 #endif

@@ -13,5 +13,6 @@
 #include "gen/kit/frag.h"
 #include "gen/kit/reduce.h"
 #include "gen/kit/io.h"
+#include "gen/kit/tma.h"
 
 #endif

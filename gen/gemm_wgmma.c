@@ -1,0 +1,601 @@
+/* GEMM main loop for sm_90a (issue 13): warp-specialised wgmma fed by TMA
+ * through a full/empty mbarrier ring (design: shared/design/
+ * attention_hopper.md section 2; facts: shared/ref/ptx-sm90.md).
+ *
+ * One CTA per BM x BN tile, 128 (1 + C) threads, C = BM / 64 consumer
+ * warpgroups (cooperative: the consumers split the tile along M, 64 rows
+ * each):
+ *   warpgroup 0, the producer: setmaxnreg.dec 40; one elected thread of its
+ *     first warp walks the k tiles: waits empty[s], arms full[s] with the
+ *     stage's bytes (arrive.expect_tx), TMA-loads the A and B boxes of the
+ *     k tile into stage s (zero-filled past M, N, K);
+ *   warpgroups 1..C, the consumers: setmaxnreg.inc 232; per k tile: wait
+ *     full[s], wgmma.fence, BK*es/32 wgmma.m64n{BN}k* (SS: both operands
+ *     through shared-memory descriptors, 128B or 64B swizzle; MN-major
+ *     16-bit operands through the transpose immediates), commit_group,
+ *     wait_group 0 (one wait per stage), then lane 0 of each consumer warp
+ *     arrives on empty[s] (count 4 C): a stage is released only after the
+ *     wgmmas reading it retired.
+ * The k loops carry .pragma "nounroll". After the loop the consumers meet
+ * on a named barrier (bar.sync 1, 128 C: the producer takes no part) and
+ * hand their accumulators to the shared epilogue (gen/gemm_epi.c) as the
+ * mma.sync fragment they are: warp w of consumer c holds rows 16 (4 c + w)
+ * .. +16 and all BN columns, register i at row l/4 + 8 ((i >> 1) & 1),
+ * column 8 (i >> 2) + 2 (l % 4) + (i & 1) (ref 1.3), i.e. m16n8 atoms
+ * 1 x BN/8 of a 16 x BN warp tile. The epilogue (bias, activations,
+ * residual, scales, fp8 out, staged through the ring, which nobody uses
+ * any more) runs on the consumer threads only.
+ *
+ * Shared memory (dynamic, rounded up to 1024 at run time, 1 KB slack):
+ * stage s at base + s (A + B bytes): A then B, every tile on its swizzle
+ * pattern; the epilogue's staging reuses the ring; then full[S], empty[S].
+ * Tensor maps: K-major operand {K, rows[, batch]} with box {BK, rows}, the
+ * k tile's row being one swizzle span (BK es = 128 or 64 bytes); MN-major
+ * (A 't', B 'n') {MN, K[, batch]} with boxes {64, BK} (128 bytes of MN,
+ * 128B swizzle) placed box-size apart (the descriptor's LBO). */
+#include <stdio.h>
+#include <string.h>
+
+#include "gen/gemm_int.h"
+#include "ptx/emu/tmap.h"
+
+enum { WG_PRODUCER_REGS = 40, WG_CONSUMER_REGS = 232, WG_ENTRY_REGS = 168, WG_REG_FILE = 65536 };
+
+static int dt_bytes(pt_dtype t) { return pt_dtype_get(t)->bytes; }
+
+static int64_t pow2ceil(int64_t v)
+{
+    int64_t p = 1;
+    while (p < v)
+        p *= 2;
+    return p;
+}
+
+/* Everything derived from a config (and the epilogue's gemm_ctx view). */
+typedef struct wg_geom {
+    gemm_ctx g;
+    kit_atom wa;     /* the wgmma atom m64n{bn}k* */
+    int consumers;   /* consumer warpgroups */
+    int kbytes;      /* bytes of k per tile row (K-major swizzle span) */
+    int a_bytes, b_bytes;
+    int region;      /* ring or epilogue staging, whichever is larger */
+    int smem_bytes;  /* dynamic: slack + region + barriers */
+} wg_geom;
+
+bool gemm_wgmma_target(const pt_target *t) { return t->sm == 90 && t->arch_specific; }
+
+/* Input dtypes this main loop serves: bf16 and f16 every layout; the
+ * 8-bit types K-major only (prepare already requires nt for them). */
+static bool dtype_ok(pt_dtype dt) { return dt == PT_BF16 || dt == PT_F16 || dt == PT_E4M3 || dt == PT_E5M2 || dt == PT_S8 || dt == PT_U8; }
+
+/* Whether TMA can describe the operands (strides multiples of 16 bytes). */
+static const char *tma_problem(const pt_prepared *pp)
+{
+    int es = pp->at->es;
+    if (pp->lda * es % 16)
+        return "lda";
+    if (pp->ldb * es % 16)
+        return "ldb";
+    if (pp->batch > 1 && (pp->sa * es % 16 || pp->sb * es % 16))
+        return "the batch stride";
+    return NULL;
+}
+
+/* Sizes read at run time (the problem's dyn key; NULL or "none": baked in). */
+static bool dynamic(const pt_prepared *pp)
+{
+    return pp->prob.dyn && *pp->prob.dyn && strcmp(pp->prob.dyn, "none") != 0;
+}
+
+bool gemm_wgmma_applies(const pt_prepared *pp, const pt_target *t)
+{
+    return gemm_wgmma_target(t) && !dynamic(pp) && dtype_ok(pp->at->dt) && !tma_problem(pp);
+}
+
+static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *c, wg_geom *w, pt_err *e)
+{
+    memset(w, 0, sizeof *w);
+    char tn[16];
+    if (!gemm_wgmma_target(t))
+        return pt_errf(e, PT_EUNSUPPORTED, "impl=1 (wgmma) needs sm_90a; target is %s",
+                       pt_target_name(t, tn, sizeof tn));
+    const kit_atom *at = pp->at;
+    if (!dtype_ok(at->dt))
+        return pt_errf(e, PT_EUNSUPPORTED, "impl=1 (wgmma): %s inputs are not supported yet (bf16 f16 e4m3 e5m2 s8 u8)",
+                       pt_dtype_get(at->dt)->name);
+    if (dynamic(pp))
+        return pt_errf(e, PT_EUNSUPPORTED, "impl=1 (wgmma): dyn=%s is not supported (the mma.sync loop has it)",
+                       pp->prob.dyn);
+    const char *bad = tma_problem(pp);
+    if (bad)
+        return pt_errf(e, PT_EINVAL, "impl=1 (wgmma): %s is not a multiple of 16 bytes (TMA strides): pad it",
+                       bad);
+    gemm_ctx *g = &w->g;
+    int es = at->es;
+    g->pp = pp;
+    g->at = at;
+    g->bm = (int)pt_config_get(c, "bm", 128);
+    g->bn = (int)pt_config_get(c, "bn", 128);
+    g->bk = (int)pt_config_get(c, "bk", 128 / es);
+    g->stages = (int)pt_config_get(c, "stages", 4);
+    g->raster = (int)pt_config_get(c, "raster", 1);
+    int64_t wgw = pt_config_get(c, "wg_wait", 0);
+    if (g->bm != 64 && g->bm != 128)
+        return pt_errf(e, PT_EINVAL, "bm=%d: 64 or 128 (64 rows per consumer warpgroup)", g->bm);
+    w->consumers = g->bm / 64;
+    bool isint = at->int_acc;
+    if (!kit_wgmma_atom(at->ab, isint ? PTX_T_S32 : PTX_T_F32, g->bn, &w->wa))
+        return pt_errf(e, PT_EINVAL, "bn=%d: not a wgmma N for %s (%s)", g->bn, pt_dtype_get(at->dt)->name,
+                       isint ? "8, 16, 24, then multiples of 16 up to 256" : "multiples of 8 up to 256");
+    w->kbytes = g->bk * es;
+    if (w->kbytes != 128 && w->kbytes != 64)
+        return pt_errf(e, PT_EINVAL, "bk=%d: the k tile is one 128B or 64B swizzle span (%d or %d %s elements)",
+                       g->bk, 128 / es, 64 / es, pt_dtype_get(at->dt)->name);
+    if (!pp->a_kmajor && es != 2)
+        return pt_errf(e, PT_EINVAL, "impl=1 (wgmma): %s operands must be K-major", pt_dtype_get(at->dt)->name);
+    if (!pp->b_kmajor && g->bn % 64)
+        return pt_errf(e, PT_EINVAL, "bn=%d: an MN-major B (layout ?n) is loaded in 64-column boxes: bn must be "
+                       "a multiple of 64", g->bn);
+    if (g->stages < 2 || g->stages > 8)
+        return pt_errf(e, PT_EINVAL, "stages=%d: must be 2..8", g->stages);
+    if (g->raster < 1 || g->raster > 64)
+        return pt_errf(e, PT_EINVAL, "raster=%d: must be 1..64", g->raster);
+    if (wgw != 0)
+        return pt_errf(e, PT_EINVAL, "wg_wait=%lld: 0 (one wgmma.wait_group 0 per stage)", (long long)wgw);
+    if (pt_config_get(c, "splitk", 1) != 1 || pt_config_get(c, "persistent", 0) != 0)
+        return pt_errf(e, PT_EINVAL, "impl=1 (wgmma): splitk and persistent are not supported yet");
+    /* registers: the setmaxnreg split must fit the register file, the
+     * accumulators (bn / 2 per consumer thread) the consumers' share */
+    int threads = 128 * (1 + w->consumers);
+    int budget = 128 * WG_PRODUCER_REGS + 128 * w->consumers * WG_CONSUMER_REGS;
+    if (budget > WG_REG_FILE || WG_ENTRY_REGS * threads > WG_REG_FILE)
+        return pt_errf(e, PT_EINVAL, "%d consumer warpgroups: setmaxnreg %d/%d needs %d registers, %d exist",
+                       w->consumers, WG_PRODUCER_REGS, WG_CONSUMER_REGS, budget, WG_REG_FILE);
+    if (w->wa.c.regs + 64 > WG_CONSUMER_REGS)
+        return pt_errf(e, PT_EINVAL, "bn=%d: %d accumulators per thread leave too few of %d registers",
+                       g->bn, w->wa.c.regs, WG_CONSUMER_REGS);
+    /* the epilogue's view: consumer threads, 16 x bn warp tiles stacked along M */
+    g->threads = 128 * w->consumers;
+    g->wm = 16;
+    g->wn = g->bn;
+    g->warps_m = g->bm / 16;
+    g->warps_n = 1;
+    g->kslice = 1;
+    g->splitk = 1;
+    g->ksteps = w->kbytes / 32;
+    g->bar_threads = g->threads;
+    w->a_bytes = g->bm * w->kbytes;
+    w->b_bytes = g->bn * w->kbytes;
+    g->stage_bytes = w->a_bytes + w->b_bytes;
+    g->kt_total = (pp->K + g->bk - 1) / g->bk;
+    int64_t tm = (pp->M + g->bm - 1) / g->bm, tnn = (pp->N + g->bn - 1) / g->bn;
+    g->tiles = tm * tnn;
+    if (g->tiles > 0x7fffffffll)
+        return pt_errf(e, PT_ERANGE, "%lld tiles: the grid is limited to 2^31-1", (long long)g->tiles);
+    int pipe = g->stages * g->stage_bytes, epi = gemm_epi_smem(g);
+    w->region = (pipe > epi ? pipe : epi + 7) / 8 * 8;
+    w->smem_bytes = 1024 + w->region + 16 * g->stages;
+    int lim = (int)pt_target_smem_limit(t->sm);
+    if (w->smem_bytes > lim)
+        return pt_errf(e, PT_EINVAL, "%d bytes of shared memory (%d stages of %d, 1 KB alignment slack, "
+                       "barriers): %s allows %d per block", w->smem_bytes, g->stages, g->stage_bytes,
+                       pt_target_name(t, tn, sizeof tn), lim);
+    return PT_OK;
+}
+
+int gemm_wgmma_check(const pt_prepared *pp, const pt_target *t, const pt_config *c, pt_err *e)
+{
+    wg_geom w;
+    return geometry(pp, t, c, &w, e);
+}
+
+int gemm_wgmma_space(const pt_prepared *pp, const pt_target *t, pt_space *s)
+{
+    (void)t;
+    memset(s, 0, sizeof *s);
+    int es = pp->at->es;
+    pt_param_space impl = {"impl", "main loop: 0 mma.sync, 1 wgmma (sm_90a: TMA + mbarrier ring, warp-specialised)",
+                           1, {1}};
+    pt_param_space bm = {"bm", "block tile rows (M): 64 per consumer warpgroup", 0, {0}};
+    if (pp->M > 64) {
+        bm.values[bm.nvalues++] = 128;
+        bm.values[bm.nvalues++] = 64;
+    } else {
+        bm.values[bm.nvalues++] = 64;
+        bm.values[bm.nvalues++] = 128;
+    }
+    pt_param_space bn = {"bn", "block tile columns (N): the wgmma N", 0, {0}};
+    int64_t top = pow2ceil(pp->N < 16 ? 16 : pp->N);
+    if (top > 256)
+        top = 256;
+    for (int v = 256; v >= 16; v /= 2)
+        if (v <= top && v >= top / 4)
+            bn.values[bn.nvalues++] = v;
+    if (top == 256)
+        bn.values[bn.nvalues++] = 192;
+    pt_param_space bk = {"bk", "k elements per stage (one 128B or 64B swizzle span)", 1, {128 / es}};
+    if (pp->K * es <= 64)
+        bk.values[bk.nvalues++] = 64 / es;
+    pt_param_space st = {"stages", "mbarrier ring depth", 4, {4, 3, 5, 6}};
+    pt_param_space ra = {"raster", "tile rows per group in the CTA order (L2 reuse)", 1, {1}};
+    if ((pp->M + 127) / 128 > 8)
+        ra.values[0] = 8;
+    s->p[s->nparams++] = impl;
+    s->p[s->nparams++] = bm;
+    s->p[s->nparams++] = bn;
+    s->p[s->nparams++] = bk;
+    s->p[s->nparams++] = st;
+    s->p[s->nparams++] = ra;
+    return PT_OK;
+}
+
+/* 128 x 256 (or the problem's size) tiles, 128-byte k tiles, 4 stages;
+ * then the first valid config of the space. */
+void gemm_wgmma_defaults(const pt_prepared *pp, const pt_target *t, pt_config *c)
+{
+    pt_space s;
+    gemm_wgmma_space(pp, t, &s);
+    c->n = 0;
+    for (int i = 0; i < s.nparams; i++)
+        pt_config_set(c, s.p[i].name, s.p[i].values[0]);
+    int64_t bn = pow2ceil(pp->N < 16 ? 16 : pp->N);
+    pt_config_set(c, "bm", pp->M > 64 ? 128 : 64);
+    pt_config_set(c, "bn", bn > 256 ? 256 : bn);
+    pt_config_set(c, "stages", 4);
+    pt_err e = {0};
+    if (gemm_wgmma_check(pp, t, c, &e) == PT_OK)
+        return;
+    for (int64_t i = 0; i < pt_space_size(&s); i++) {
+        pt_config k;
+        pt_space_config(&s, i, &k);
+        pt_err ke = {0};
+        if (gemm_wgmma_check(pp, t, &k, &ke) == PT_OK) {
+            *c = k;
+            return;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* emission                                                                */
+
+static ptx_reg sreg(gemm_ctx *g, ptx_sreg s)
+{
+    ptx_reg r = gemm_r32(g);
+    ptx_emit(g->f, PTX_OP_MOV, NOM, U32T, ptx_r(r), ptx_sr(s));
+    return r;
+}
+
+static ptx_reg param_ptr(gemm_ctx *g, pt_launch *l, const char *name, pt_arg arg)
+{
+    const char *pn = ptx_param_ptr(g->f, name, 16);
+    l->args[l->nargs++] = arg;
+    ptx_reg r = gemm_r64(g), d = gemm_r64(g);
+    ptx_emit(g->f, PTX_OP_LD, M1(PTX_M_PARAM), U64T, ptx_r(r), ptx_saddr(pn, 0));
+    ptx_emit(g->f, PTX_OP_CVTA, M2(PTX_M_TO, PTX_M_GLOBAL), U64T, ptx_r(d), ptx_r(r));
+    return d;
+}
+
+static ptx_reg param_f32(gemm_ctx *g, pt_launch *l, const char *name, float v)
+{
+    const char *pn = ptx_param_add(g->f, name, PTX_T_F32);
+    l->args[l->nargs++] = (pt_arg){PT_ARG_F32, 0, 0, v};
+    ptx_reg r = ptx_reg_new(g->f, PTX_T_F32);
+    ptx_emit(g->f, PTX_OP_LD, M1(PTX_M_PARAM), F32T, ptx_r(r), ptx_saddr(pn, 0));
+    return r;
+}
+
+/* Linear CTA index -> tile origin (m0, n0): groups of `raster` tile rows
+ * walked column by column (gen/gemm.c's order). */
+static void tile_coords(gemm_ctx *g)
+{
+    const pt_prepared *pp = g->pp;
+    int64_t tm = (pp->M + g->bm - 1) / g->bm, tn = (pp->N + g->bn - 1) / g->bn;
+    ptx_reg t = g->tile, ti, tj;
+    if (g->raster <= 1 || tm <= 1) {
+        ti = gemm_op2(g, PTX_OP_DIV, ptx_r(t), ptx_imm(tn));
+        tj = gemm_op2(g, PTX_OP_REM, ptx_r(t), ptx_imm(tn));
+    } else {
+        int64_t per = (int64_t)g->raster * tn;
+        ptx_reg grp = gemm_op2(g, PTX_OP_DIV, ptx_r(t), ptx_imm(per));
+        ptx_reg first = gemm_mul(g, ptx_r(grp), ptx_imm(g->raster));
+        ptx_reg left = gemm_op2(g, PTX_OP_SUB, ptx_imm(tm), ptx_r(first));
+        ptx_reg gs = gemm_op2(g, PTX_OP_MIN, ptx_r(left), ptx_imm(g->raster));
+        ptx_reg r = gemm_op2(g, PTX_OP_REM, ptx_r(t), ptx_imm(per));
+        ptx_reg rm = gemm_op2(g, PTX_OP_REM, ptx_r(r), ptx_r(gs));
+        ti = gemm_op2(g, PTX_OP_ADD, ptx_r(first), ptx_r(rm));
+        tj = gemm_op2(g, PTX_OP_DIV, ptx_r(r), ptx_r(gs));
+    }
+    g->m0 = gemm_mul(g, ptx_r(ti), ptx_imm(g->bm));
+    g->n0 = gemm_mul(g, ptx_r(tj), ptx_imm(g->bn));
+}
+
+/* The map of operand A (which 0) or B (1): K-major {K, rows[, batch]} with
+ * box {bk, tile rows}; MN-major {MN, K[, batch]} with box {64, bk}. */
+static pt_tmap operand_map(const wg_geom *w, int which)
+{
+    const gemm_ctx *g = &w->g;
+    const pt_prepared *pp = g->pp;
+    int es = pp->at->es;
+    bool kmaj = which == 0 ? pp->a_kmajor : pp->b_kmajor;
+    int64_t mn = which == 0 ? pp->M : pp->N, ld = which == 0 ? pp->lda : pp->ldb;
+    int64_t bs = which == 0 ? pp->sa : pp->sb;
+    int rows = which == 0 ? g->bm : g->bn;
+    pt_tmap m = {.of = PT_ARG_INPUT, .index = which, .dtype = kit_tma_dtype(pp->at->dt),
+                 .rank = pp->batch > 1 ? 3 : 2, .l2promo = EMU_TMAP_L2_256B, .oobfill = EMU_TMAP_OOB_ZERO};
+    m.dims[0] = (uint64_t)(kmaj ? pp->K : mn);
+    m.dims[1] = (uint64_t)(kmaj ? mn : pp->K);
+    m.dims[2] = (uint64_t)pp->batch;
+    m.strides[0] = (uint64_t)(ld * es);
+    m.strides[1] = (uint64_t)(bs * es);
+    m.box[0] = (uint32_t)(kmaj ? g->bk : 64);
+    m.box[1] = (uint32_t)(kmaj ? rows : g->bk);
+    m.box[2] = 1;
+    int span = kmaj ? w->kbytes : 128;
+    m.swizzle = span == 128 ? EMU_TMAP_SWIZZLE_128B : span == 64 ? EMU_TMAP_SWIZZLE_64B : EMU_TMAP_SWIZZLE_32B;
+    return m;
+}
+
+/* The producer: one elected thread of warp 0 fills the ring. */
+static void producer(wg_geom *w, kit_pipe *p, ptx_reg tma, ptx_reg tmb, int done)
+{
+    gemm_ctx *g = &w->g;
+    ptx_fn *f = g->f;
+    const pt_prepared *pp = g->pp;
+    ptx_emit(f, PTX_OP_SETMAXNREG, M3(PTX_M_DEC, PTX_M_SYNC, PTX_M_ALIGNED), U32T, ptx_imm(WG_PRODUCER_REGS));
+    ptx_reg w0 = gemm_setp(g, PTX_M_NE, ptx_r(g->warp), ptx_imm(0));
+    ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(done)), w0, false);
+    ptx_reg lead = ptx_reg_new(f, PTX_T_PRED);
+    ptx_emit(f, PTX_OP_ELECT, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_pair((ptx_reg){0}, lead), ptx_hex(0xffffffff));
+    ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(done)), lead, true);
+    kit_tma_prefetch(f, tma);
+    kit_tma_prefetch(f, tmb);
+    ptx_reg kt = gemm_r32(g), k0 = gemm_r32(g);
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(kt), ptx_imm(0));
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(k0), ptx_imm(0));
+    int top = ptx_label_new(f);
+    ptx_label_place(f, top);
+    ptx_pragma_nounroll(f);
+    ptx_reg fin = gemm_setp(g, PTX_M_GE, ptx_r(kt), ptx_imm(g->kt_total));
+    ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(done)), fin, false);
+    ptx_reg st = kit_pipe_acquire(p);
+    kit_pipe_arrive_tx(p, g->stage_bytes);
+    ptx_reg full = kit_pipe_full(p);
+    int rank = pp->batch > 1 ? 3 : 2;
+    ptx_opd bz = ptx_r(g->bidx);
+    /* A */
+    if (pp->a_kmajor) {
+        ptx_opd c[3] = {ptx_r(k0), ptx_r(g->m0), bz};
+        kit_tma_load(f, st, tma, rank, c, full);
+    } else {
+        for (int j = 0; j < g->bm / 64; j++) {
+            ptx_reg dst = gemm_op2(g, PTX_OP_ADD, ptx_r(st), ptx_imm((int64_t)j * g->bk * 128));
+            ptx_reg mj = gemm_op2(g, PTX_OP_ADD, ptx_r(g->m0), ptx_imm(64 * j));
+            ptx_opd c[3] = {ptx_r(mj), ptx_r(k0), bz};
+            kit_tma_load(f, dst, tma, rank, c, full);
+        }
+    }
+    /* B */
+    ptx_reg sb = gemm_op2(g, PTX_OP_ADD, ptx_r(st), ptx_imm(w->a_bytes));
+    if (pp->b_kmajor) {
+        ptx_opd c[3] = {ptx_r(k0), ptx_r(g->n0), bz};
+        kit_tma_load(f, sb, tmb, rank, c, full);
+    } else {
+        for (int j = 0; j < g->bn / 64; j++) {
+            ptx_reg dst = gemm_op2(g, PTX_OP_ADD, ptx_r(sb), ptx_imm((int64_t)j * g->bk * 128));
+            ptx_reg nj = gemm_op2(g, PTX_OP_ADD, ptx_r(g->n0), ptx_imm(64 * j));
+            ptx_opd c[3] = {ptx_r(nj), ptx_r(k0), bz};
+            kit_tma_load(f, dst, tmb, rank, c, full);
+        }
+    }
+    kit_pipe_commit(p);
+    gemm_inc32(g, kt, 1);
+    gemm_inc32(g, k0, g->bk);
+    ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(top));
+}
+
+/* A consumer warpgroup's k loop; returns its accumulators (bn / 2). */
+static ptx_reg *consumer(wg_geom *w, kit_pipe *p, ptx_reg cwg)
+{
+    gemm_ctx *g = &w->g;
+    ptx_fn *f = g->f;
+    const pt_prepared *pp = g->pp;
+    const kit_atom *wa = &w->wa;
+    int n = wa->c.regs;
+    ptx_type at = wa->acc == PTX_T_F32 ? PTX_T_F32 : PTX_T_B32;
+    ptx_reg *acc = pt_arena_alloc(f->mod->arena, (size_t)n * sizeof *acc);
+    for (int i = 0; i < n; i++) {
+        acc[i] = ptx_reg_new(f, at);
+        if (at == PTX_T_F32)
+            ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(acc[i]), ptx_f32(0.0f));
+        else
+            ptx_emit(f, PTX_OP_MOV, NOM, B32T, ptx_r(acc[i]), ptx_imm(0));
+    }
+    ptx_opd dv = ptx_vecr(f, n, acc);
+    /* descriptors: K-major, one swizzle span per row, 8-row groups 8 W
+     * apart, +32 bytes per k step; MN-major (128B), 8-k-row groups 1024
+     * apart, 64-wide MN blocks one box apart, +2048 bytes per k16 step */
+    int W = w->kbytes;
+    uint32_t box = (uint32_t)g->bk * 128;
+    int64_t a_off = pp->a_kmajor ? 64 * W : (int64_t)box;
+    uint32_t a_lbo = pp->a_kmajor ? 16 : box, a_sbo = pp->a_kmajor ? (uint32_t)(8 * W) : 1024;
+    uint32_t b_lbo = pp->b_kmajor ? 16 : box, b_sbo = pp->b_kmajor ? (uint32_t)(8 * W) : 1024;
+    int a_sw = pp->a_kmajor ? W : 128, b_sw = pp->b_kmajor ? W : 128;
+    int64_t a_step = pp->a_kmajor ? 2 : 128, b_step = pp->b_kmajor ? 2 : 128; /* descriptor units (16 B) */
+    ptx_reg aoff = gemm_mul(g, ptx_r(cwg), ptx_imm(a_off));
+    ptx_reg kt = gemm_r32(g);
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(kt), ptx_imm(0));
+    int top = ptx_label_new(f), end = ptx_label_new(f);
+    ptx_label_place(f, top);
+    ptx_pragma_nounroll(f);
+    ptx_reg fin = gemm_setp(g, PTX_M_GE, ptx_r(kt), ptx_imm(g->kt_total));
+    ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(end)), fin, false);
+    ptx_reg st = kit_pipe_wait(p, 0);
+    ptx_reg sa = gemm_op2(g, PTX_OP_ADD, ptx_r(st), ptx_r(aoff));
+    ptx_reg sb = gemm_op2(g, PTX_OP_ADD, ptx_r(st), ptx_imm(w->a_bytes));
+    ptx_reg da = kit_wgmma_desc_emit(f, sa, a_lbo, a_sbo, a_sw);
+    ptx_reg db = kit_wgmma_desc_emit(f, sb, b_lbo, b_sbo, b_sw);
+    ptx_emit0(f, PTX_OP_WGMMA_FENCE, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+    for (int ks = 0; ks < g->ksteps; ks++) {
+        ptx_reg a = da, b = db;
+        if (ks) {
+            a = gemm_r64(g);
+            b = gemm_r64(g);
+            ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(a), ptx_r(da), ptx_imm(a_step * ks));
+            ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(b), ptx_r(db), ptx_imm(b_step * ks));
+        }
+        kit_wgmma_ss(f, wa, dv, a, b, ptx_imm(1), !pp->a_kmajor, !pp->b_kmajor);
+    }
+    ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+    ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(0));
+    kit_pipe_release(p);
+    gemm_inc32(g, kt, 1);
+    ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(top));
+    ptx_label_place(f, end);
+    return acc;
+}
+
+int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l, pt_err *e)
+{
+    wg_geom w;
+    int rc = geometry(pp, &pp->target, c, &w, e);
+    if (rc)
+        return rc;
+    gemm_ctx *g = &w.g;
+    char cfg[256], name[96], sig[512];
+    pt_config_str(c, cfg, sizeof cfg);
+    uint64_t h = pt_hash64(cfg, strlen(cfg));
+    snprintf(sig, sizeof sig, "%lld %lld %lld %lld %lld %lld %lld %lld %d %d %s %g %g %g %g|%s",
+             (long long)pp->M, (long long)pp->N, (long long)pp->K, (long long)pp->batch,
+             (long long)pp->lda, (long long)pp->ldb, (long long)pp->ldc, (long long)pp->ldd,
+             pp->d_col, (int)pp->out_dt, pp->prob.layout, pp->prob.alpha, pp->prob.beta,
+             pp->prob.scale_a, pp->prob.scale_b, pp->prob.epilogue ? pp->prob.epilogue : "");
+    h ^= pt_hash64(sig, strlen(sig)) * 31;
+    snprintf(name, sizeof name, "gemm_wgmma_%s_%s_%016llx", pt_dtype_get(pp->at->dt)->name, pp->prob.layout,
+             (unsigned long long)h);
+    g->f = ptx_fn_new(m, name);
+    ptx_fn *f = g->f;
+    int threads = 128 * (1 + w.consumers);
+    f->maxntid[0] = threads;
+    f->maxntid[1] = f->maxntid[2] = 1;
+    /* setmaxnreg needs the entry register count fixed (ref 6.4) */
+    if (threads == 384)
+        f->minnctapersm = 1; /* 65536 / 384 -> 168 */
+    else
+        f->maxnreg = WG_ENTRY_REGS;
+    ptx_module_extern_shared(m, "gemm_smem", 128);
+
+    /* parameters, in pt_launch order */
+    l->nargs = 0;
+    l->ntmaps = 0;
+    ptx_reg d = param_ptr(g, l, "d", (pt_arg){PT_ARG_OUTPUT, 0, 0, 0});
+    pt_tmap ma = operand_map(&w, 0), mb = operand_map(&w, 1);
+    ptx_reg tma = kit_tma_param(f, l, "tma", &ma);
+    ptx_reg tmb = kit_tma_param(f, l, "tmb", &mb);
+    int next_in = 2;
+    ptx_reg cp = {0};
+    if (pp->has_c)
+        cp = param_ptr(g, l, "c", (pt_arg){PT_ARG_INPUT, next_in++, 0, 0});
+    ptx_reg aux[GEMM_MAX_AUX];
+    for (int j = 0; j < pp->naux; j++)
+        aux[j] = param_ptr(g, l, pp->aux[j].base, (pt_arg){PT_ARG_INPUT, next_in++, 0, 0});
+    if (pp->in_alpha >= 0)
+        g->alpha = param_f32(g, l, "alpha", pp->alpha);
+    if (pp->in_beta >= 0)
+        g->beta = param_f32(g, l, "beta", pp->beta);
+    if (!pp->int_exact && (pp->at->int_acc || pp->at->dt == PT_E4M3 || pp->at->dt == PT_E5M2))
+        g->scale_ab = param_f32(g, l, "scale_ab", pp->scale_ab);
+    if (pp->out_dt == PT_E4M3 || pp->out_dt == PT_E5M2)
+        g->out_scale = param_f32(g, l, "out_scale", pp->out_scale);
+
+    /* threads, shared memory, barriers */
+    ptx_reg tid = sreg(g, PTX_S_TID_X);
+    g->lane = gemm_op2(g, PTX_OP_AND, ptx_r(tid), ptx_imm(31));
+    g->warp = gemm_op2(g, PTX_OP_SHR, ptx_r(tid), ptx_imm(5));
+    ptx_reg raw = gemm_r32(g);
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(raw), ptx_sym("gemm_smem"));
+    ptx_reg up = gemm_op2(g, PTX_OP_ADD, ptx_r(raw), ptx_imm(1023));
+    g->smem = gemm_op2(g, PTX_OP_AND, ptx_r(up), ptx_imm(-1024));
+    ptx_reg bars = gemm_op2(g, PTX_OP_ADD, ptx_r(g->smem), ptx_imm(w.region));
+    kit_pipe pipe;
+    if (kit_pipe_init_mbar(f, &pipe, g->stages, g->stage_bytes, g->smem, bars, 4 * w.consumers))
+        return pt_errf(e, PT_EINTERNAL, "gemm wgmma: bad mbarrier ring");
+    ptx_reg t0 = gemm_setp(g, PTX_M_EQ, ptx_r(tid), ptx_imm(0));
+    kit_pipe_mbar_setup(&pipe, t0);
+    ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(0));
+
+    /* tile and batch */
+    g->tile = sreg(g, PTX_S_CTAID_X);
+    int es = pp->at->es;
+    (void)es;
+    if (pp->batch > 1) {
+        g->bidx = sreg(g, PTX_S_CTAID_Z);
+        g->pd = gemm_addr64(g, d, ptx_r(g->bidx), pp->sd * dt_bytes(pp->out_dt));
+        if (pp->has_c)
+            g->pc = gemm_addr64(g, cp, ptx_r(g->bidx), pp->sc * dt_bytes(pp->c_dt));
+        for (int j = 0; j < pp->naux; j++)
+            g->paux[j] = pp->aux[j].kind == GEMM_AUX_FULL
+                             ? gemm_addr64(g, aux[j], ptx_r(g->bidx), pp->saux * dt_bytes(pp->aux_dt))
+                             : aux[j];
+    } else {
+        g->bidx = gemm_r32(g);
+        ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(g->bidx), ptx_imm(0));
+        g->pd = d;
+        g->pc = cp;
+        for (int j = 0; j < pp->naux; j++)
+            g->paux[j] = aux[j];
+    }
+    tile_coords(g);
+
+    /* warpgroup 0 produces, the others consume */
+    int cons = ptx_label_new(f), done = ptx_label_new(f);
+    ptx_reg wg = gemm_op2(g, PTX_OP_SHR, ptx_r(tid), ptx_imm(7));
+    ptx_reg isc = gemm_setp(g, PTX_M_NE, ptx_r(wg), ptx_imm(0));
+    ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(cons)), isc, false);
+    producer(&w, &pipe, tma, tmb, done);
+
+    ptx_label_place(f, cons);
+    ptx_emit(f, PTX_OP_SETMAXNREG, M3(PTX_M_INC, PTX_M_SYNC, PTX_M_ALIGNED), U32T, ptx_imm(WG_CONSUMER_REGS));
+    g->tid = gemm_op2(g, PTX_OP_SUB, ptx_r(tid), ptx_imm(128));
+    g->warp = gemm_op2(g, PTX_OP_SHR, ptx_r(g->tid), ptx_imm(5));
+    ptx_reg cwg = gemm_op2(g, PTX_OP_SHR, ptx_r(g->tid), ptx_imm(7));
+    pipe.arrive_pred = gemm_setp(g, PTX_M_EQ, ptx_r(g->lane), ptx_imm(0));
+    ptx_reg *acc = consumer(&w, &pipe, cwg);
+    /* every consumer's wgmmas retired before the ring is reused as staging */
+    gemm_bar(g);
+    ptx_reg wrow = gemm_mul(g, ptx_r(g->warp), ptx_imm(16));
+    ptx_reg wcol = gemm_r32(g);
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(wcol), ptx_imm(0));
+    gemm_accs fr = kit_frag_mma_c(f, pp->at, 1, g->bn / 8, acc, wrow, wcol, g->lane);
+    gemm_epilogue(g, &fr);
+    ptx_label_place(f, done);
+    ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
+
+    l->grid[0] = (unsigned)g->tiles;
+    l->grid[1] = 1;
+    l->grid[2] = (unsigned)pp->batch;
+    l->block[0] = (unsigned)threads;
+    l->block[1] = l->block[2] = 1;
+    l->smem = (size_t)w.smem_bytes;
+    l->smem_optin = w.smem_bytes > 48 * 1024;
+    l->align = 16;
+    l->entry = f->name;
+    if (m->err.code) {
+        pt_errf(e, m->err.code, "%s", m->err.msg);
+        return m->err.code;
+    }
+    return PT_OK;
+}
+
+/* Static resources of a config (for reports): dynamic shared memory and
+ * threads. */
+int gemm_wgmma_resources(const pt_prepared *pp, const pt_config *c, int *smem, int *threads, pt_err *e)
+{
+    wg_geom w;
+    int rc = geometry(pp, &pp->target, c, &w, e);
+    if (rc)
+        return rc;
+    *smem = w.smem_bytes;
+    *threads = 128 * (1 + w.consumers);
+    return PT_OK;
+}
