@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "db/db.h"
 #include "search/problem.h"
+#include "tuner/contract.h"
 
 static int exit_code(int rc) { return rc == PT_EINVAL || rc == PT_EPARSE ? 2 : 1; }
 
@@ -37,27 +38,159 @@ static db_store *open_db(const char *path, bool write)
 static const char export_usage[] =
     "usage: ptxtune export --db FILE --format json|csv|c-header|bundle [--gpu FP]\n"
     "                      [--match REGEX] [--out FILE]\n"
+    "                      [--max-kernels N] [--max-slowdown P] [--json]\n"
     "Writes the tuned table (the winner of every problem per fingerprint): problem,\n"
-    "config, kernel hash, PTX, cubin where present, launch geometry, time, provenance.\n"
+    "config, kernel hash, PTX, cubin where present, launch geometry and contract, time,\n"
+    "provenance.\n"
     "  --gpu FP      a fingerprint key, a prefix naming one, a GPU name or its short\n"
     "                name (H200, h100, A100); one that names none is an error (exit 2)\n"
     "                listing the known fingerprints\n"
     "  --match RE    a PCRE2 pattern over the problem key and name\n"
     "  --out FILE    (stdout by default; required for bundle, which must not exist);\n"
     "                written to a temporary file and renamed into place, never the store\n"
+    "  --max-kernels N   fewer kernels: at most N kernels per fingerprint serve every\n"
+    "                problem of the table, with the least worst (then mean) slowdown\n"
+    "                against the per-problem winners\n"
+    "  --max-slowdown P  the fewest kernels that serve every problem within P of its\n"
+    "                winner (3% or 0.03); with --max-kernels both bounds hold\n"
+    "                (a kernel serves a problem where it was measured and verified on it;\n"
+    "                exact search for up to 64 candidate kernels, else greedy; the table's\n"
+    "                size, compile time and slowdowns go to stderr, or with --json to\n"
+    "                stdout as docs/json.md's envelope, which then needs --out)\n"
     "json round-trips through 'ptxtune import'; the c-header compiles with -Wall -Werror\n"
     "(define PTXTUNE_TABLE_IMPLEMENTATION in one file); a bundle is a small store.\n";
+
+enum { O_MAXK = CLI_OPT_OWN, O_MAXS, O_JSON };
 
 static const struct option export_opts[] = {
     {"db", required_argument, 0, 'd'},    {"format", required_argument, 0, 'f'},
     {"gpu", required_argument, 0, 'g'},   {"match", required_argument, 0, 'm'},
     {"out", required_argument, 0, 'o'},   {"help", no_argument, 0, 'h'},
+    {"max-kernels", required_argument, 0, O_MAXK},
+    {"max-slowdown", required_argument, 0, O_MAXS},
+    {"json", no_argument, 0, O_JSON},
     {0, 0, 0, 0},
 };
+
+/* Every exported row gets its launch contract: rows a sweep gave none (a
+ * row of a --max-kernels table, a winner a merge brought in) have it
+ * computed from their config (tuner/contract.h) and, when the store can be
+ * written, stored so the next export reads it. A config this build cannot
+ * build gets none (engines refuse the row, as before). */
+static void fill_contracts(db_store *s, const char *dbp, db_export_sel *x)
+{
+    pt_err e = {0};
+    int filled = 0;
+    for (size_t i = 0; i < db_sel_count(x); i++) {
+        const db_sel_row *r = db_sel_row_at(x, i);
+        size_t n = strlen(r->launch);
+        if (r->contract || n < 2 || r->launch[n - 1] != '}')
+            continue;
+        pt_buf c;
+        pt_buf_init(&c);
+        pt_err ce = {0};
+        int rc = tuner_contract_row(r->op, r->problem_key, r->arch, r->ptx_version, r->config,
+                                    &c, &ce);
+        if (rc == PT_ENOMEM)
+            cli_die(1, "out of memory (a launch contract)");
+        if (!rc && c.len) {
+            pt_buf l;
+            pt_buf_init(&l);
+            pt_buf_putn(&l, r->launch, n - 1);
+            pt_buf_puts(&l, ",\"contract\":");
+            pt_buf_putn(&l, c.s, c.len);
+            pt_buf_putc(&l, '}');
+            if (!l.s || db_sel_set_launch(x, i, l.s, &e))
+                cli_die(1, "out of memory (a launch contract)");
+            pt_buf_free(&l);
+            filled++;
+        }
+        pt_buf_free(&c);
+    }
+    if (!filled)
+        return;
+    (void)s;
+    db_store *w = NULL;
+    db_open_opts o = {.must_exist = true};
+    if (db_open(dbp, &o, &w, &e)) {
+        fprintf(stderr, "ptxtune: note: %d launch contracts computed for this export, not "
+                        "stored (%s)\n", filled, e.msg);
+        return;
+    }
+    for (size_t i = 0; i < db_sel_count(x); i++) {
+        const db_sel_row *r = db_sel_row_at(x, i);
+        if (r->contract && db_launch_put(w, r->id, r->launch, &e)) {
+            fprintf(stderr, "ptxtune: note: launch contracts not stored (%s)\n", e.msg);
+            break;
+        }
+    }
+    db_close(w);
+}
+
+/* --max-slowdown: "3%" or a fraction ("0.03"), finite, >= 0. */
+static double slowdown_arg(const char *v)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || isspace((unsigned char)*v) || (*end && strcmp(end, "%") != 0) ||
+        errno == ERANGE || !isfinite(x) || !(x >= 0))
+        cli_die(2, "bad --max-slowdown '%s' (a finite number >= 0: 3%% or 0.03)", v);
+    return *end == '%' ? x / 100 : x;
+}
+
+static int kernels_arg(const char *v)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || isspace((unsigned char)*v) || errno == ERANGE || x < 1 ||
+        x > 1000000)
+        cli_die(2, "bad --max-kernels '%s' (an integer >= 1)", v);
+    return (int)x;
+}
+
+static void cover_report(const db_export_sel *x, const db_cover_summary *sum, bool json)
+{
+    if (json) {
+        json_t *env = cli_jenv("export");
+        for (size_t i = 0; i < db_sel_count(x); i++) {
+            const db_sel_row *r = db_sel_row_at(x, i);
+            cli_jrow(env, json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:o}",
+                                    "fingerprint", r->fp_key, "problem", r->problem_key, "name",
+                                    r->problem_name, "kernel", r->kernel_hash, "config",
+                                    r->config, "time_s", cli_jnum(r->t_median), "winner_kernel",
+                                    r->winner_kernel, "winner_s", cli_jnum(r->winner_s),
+                                    "slowdown", cli_jnum(r->slowdown)));
+        }
+        json_t *sm = json_pack("{s:i, s:i, s:i, s:o, s:o, s:o, s:i, s:s}", "problems",
+                               sum->problems, "kernels", sum->kernels, "winner_kernels",
+                               sum->winner_kernels, "worst_slowdown", cli_jnum(sum->worst),
+                               "mean_slowdown", cli_jnum(sum->mean), "compile_s",
+                               cli_jnum(sum->compile_known ? sum->compile_s : NAN),
+                               "compile_known", sum->compile_known, "search",
+                               sum->exact ? "exact" : "greedy");
+        if (!sm || json_object_set_new(env, "summary", sm))
+            cli_die(1, "out of memory");
+        cli_jprint(env);
+        return;
+    }
+    char ct[96] = "no compile time stored";
+    if (sum->compile_known)
+        snprintf(ct, sizeof ct, "compile time %.3f s (stored for %d of %d kernels)",
+                 sum->compile_s, sum->compile_known, sum->kernels);
+    fprintf(stderr,
+            "ptxtune: %d kernels serve %d problems (the winners: %d kernels); slowdown against "
+            "the winners: worst %.2f%%, mean %.2f%%; %s; %s search\n",
+            sum->kernels, sum->problems, sum->winner_kernels, sum->worst * 100, sum->mean * 100,
+            ct, sum->exact ? "exact" : "greedy");
+}
 
 int cmd_export(int argc, char **argv)
 {
     const char *dbp = NULL, *fmt = NULL, *gpu = NULL, *match = NULL, *out = NULL;
+    db_cover_opts co = {.max_kernels = 0, .max_slowdown = -1};
+    bool json = false;
     optind = 1;
     int c;
     opterr = 0; /* cli_opt_error: one line naming the option */
@@ -68,6 +201,9 @@ int cmd_export(int argc, char **argv)
         case 'g': gpu = optarg; break;
         case 'm': match = optarg; break;
         case 'o': out = optarg; break;
+        case O_MAXK: co.max_kernels = kernels_arg(optarg); break;
+        case O_MAXS: co.max_slowdown = slowdown_arg(optarg); break;
+        case O_JSON: json = true; break;
         case 'h': fputs(export_usage, stdout); return 0;
         default: cli_opt_error(c, argv);
         }
@@ -82,19 +218,32 @@ int cmd_export(int argc, char **argv)
         cli_die(2, "%s", e.msg);
     if (f == DB_FMT_BUNDLE && !out)
         cli_die(2, "a bundle needs --out FILE");
+    bool cover = co.max_kernels > 0 || co.max_slowdown >= 0;
+    if (json && !cover)
+        cli_die(2, "--json reports a --max-kernels or --max-slowdown table");
+    if (json && !out)
+        cli_die(2, "--json prints the report on stdout: give the table --out FILE");
     db_store *s = open_db(dbp, false);
+    db_export_sel *x = NULL;
+    db_cover_summary sum;
+    if (db_export_select(s, gpu, match, cover ? &co : NULL, &x, &sum, &e))
+        cli_die(exit_code(e.code), "%s", e.msg);
+    fill_contracts(s, dbp, x);
     int n = 0;
     if (out) {
         /* temporary file + rename: a failure leaves an old --out whole */
-        if (db_export_file(s, f, gpu, match, out, &n, &e))
+        if (db_export_sel_file(s, f, x, out, &n, &e))
             cli_die(exit_code(e.code), "%s", e.msg);
         db_close(s);
+        if (cover)
+            cover_report(x, &sum, json);
+        db_export_sel_free(x);
         fprintf(stderr, "ptxtune: %d kernels into %s\n", n, out);
         return 0;
     }
     pt_buf b;
     pt_buf_init(&b);
-    if (db_export_text(s, f, gpu, match, &b, &n, &e))
+    if (db_export_sel_text(s, f, x, &b, &n, &e))
         cli_die(exit_code(e.code), "%s", e.msg);
     db_close(s);
     if (b.len && fwrite(b.s, 1, b.len, stdout) != b.len)
@@ -102,6 +251,9 @@ int cmd_export(int argc, char **argv)
     if (fflush(stdout) != 0)
         cli_die(1, "writing stdout failed");
     pt_buf_free(&b);
+    if (cover)
+        cover_report(x, &sum, false);
+    db_export_sel_free(x);
     if (!n)
         fprintf(stderr, "ptxtune: 0 kernels (winners timed on the mock device are never "
                         "exported)\n");

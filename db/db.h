@@ -334,6 +334,63 @@ typedef int (*db_export_row_fn)(void *ctx, const db_export_row *r);
 int db_export_rows(db_store *s, const char *gpu, const char *match, db_export_row_fn fn,
                    void *ctx, pt_err *e);
 
+/* ---- the exported table: the winners, or fewer kernels (issue 14) ---- */
+
+/* export --max-kernels N / --max-slowdown P: instead of each problem's
+ * winner, the smallest set of kernels that serves every problem of the
+ * table within the bound, each problem served by the fastest kernel of the
+ * set (a set cover over the stored measurements, per fingerprint; the
+ * rules are in docs/db.md). */
+typedef struct db_cover_opts {
+    int max_kernels;     /* per fingerprint; 0: no bound */
+    double max_slowdown; /* against the problem's winner, a fraction (0.03 = 3%); < 0: none */
+} db_cover_opts;
+
+typedef struct db_cover_summary {
+    int problems;        /* rows of the table */
+    int kernels;         /* distinct kernels of the table (summed over fingerprints) */
+    int winner_kernels;  /* distinct kernels of the winners' table */
+    double worst, mean;  /* slowdown against the per-problem winners (fractions) */
+    double compile_s;    /* the table's kernels' stored compile times, summed */
+    int compile_known;   /* kernels with a stored compile time */
+    bool exact;          /* every fingerprint's cover proven optimal (exhaustive
+                          * search); false: greedy for at least one */
+} db_cover_summary;
+
+/* One row of the table to export: a measurement and what the contract
+ * and the report need (strings owned by the selection). */
+typedef struct db_sel_row {
+    int64_t id; /* the measurement */
+    const char *fp_key, *op, *problem_key, *problem_name, *config, *arch, *kernel_hash;
+    const char *launch;  /* the stored launch JSON, or the one set by db_sel_set_launch */
+    bool contract;       /* launch has a "contract" */
+    int ptx_version;     /* the fingerprint's: the sweep's max_ptx */
+    double t_median;
+    const char *winner_kernel; /* the problem's winner */
+    double winner_s, slowdown; /* t_median / winner_s - 1 */
+} db_sel_row;
+
+typedef struct db_export_sel db_export_sel;
+
+/* The rows an export writes, in the table's order (fingerprint, problem):
+ * the winners filtered as db_winners, or with cover (NULL: none) the cover
+ * of those problems, *sum (may be NULL) its figures. The store passes the
+ * integrity check first (a damaged index could hide rows). A bound no set
+ * meets is PT_EINVAL naming a problem that cannot be served within it. */
+int db_export_select(db_store *s, const char *gpu, const char *match, const db_cover_opts *cover,
+                     db_export_sel **out, db_cover_summary *sum, pt_err *e);
+size_t db_sel_count(const db_export_sel *x);
+const db_sel_row *db_sel_row_at(const db_export_sel *x, size_t i);
+/* Replaces row i's launch JSON for the export (the same launch with its
+ * contract added); PT_ENOMEM. */
+int db_sel_set_launch(db_export_sel *x, size_t i, const char *launch, pt_err *e);
+void db_export_sel_free(db_export_sel *x);
+/* db_export_text and db_export_file over a selection. */
+int db_export_sel_text(db_store *s, db_format f, const db_export_sel *x, pt_buf *out, int *nrows,
+                       pt_err *e);
+int db_export_sel_file(db_store *s, db_format f, const db_export_sel *x, const char *path,
+                       int *nrows, pt_err *e);
+
 typedef struct db_merge_stats {
     int64_t fingerprints, problems, kernels, runs, measurements; /* new rows */
     int64_t skipped; /* measurements already present */

@@ -77,7 +77,7 @@ static json_t *jparsed(const char *text)
 #define D(col) db__col_double(st, DB_WC_##col)
 #define I(col) sqlite3_column_int64(st, DB_WC_##col)
 
-static json_t *row_json(sqlite3_stmt *st)
+static json_t *row_json(sqlite3_stmt *st, const char *launch)
 {
     json_t *fp = json_pack("{s:o,s:o,s:I,s:I,s:o,s:o,s:I,s:o,s:o}", "key", jstr(T(FP_KEY)), "gpu",
                            jstr(T(FP_GPU)), "cc", (json_int_t)I(FP_CC), "sm_count",
@@ -124,7 +124,7 @@ static json_t *row_json(sqlite3_stmt *st)
         "ended", jreal(D(R_ENDED)), "status", jstr(T(R_STATUS)));
     return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o}", "fingerprint", fp,
                      "problem", prob, "config", jstr(T(M_CONFIG)), "kernel", kernel, "cubin",
-                     cubin, "launch", jparsed(T(M_LAUNCH)), "time_s", time, "tflops",
+                     cubin, "launch", jparsed(launch), "time_s", time, "tflops",
                      jreal(D(M_TFLOPS)), "gbps", jreal(D(M_GBPS)), "verified",
                      (int)I(M_VERIFIED), "source", jstr(T(M_SOURCE)), "measurement",
                      json_pack("{s:o,s:o}", "detail", meas, "provenance", prov));
@@ -289,10 +289,10 @@ static void contract_items(const char *launch, json_t *pairs)
     json_decref(v);
 }
 
-static void row_csv(sqlite3_stmt *st, pt_buf *b)
+static void row_csv(sqlite3_stmt *st, const char *launch, pt_buf *b)
 {
     unsigned g[3], bl[3], smem;
-    launch_geom(T(M_LAUNCH), g, bl, &smem);
+    launch_geom(launch, g, bl, &smem);
     char gs[64], bs[64], ss[32];
     snprintf(gs, sizeof gs, "%ux%ux%u", g[0], g[1], g[2]);
     snprintf(bs, sizeof bs, "%ux%ux%u", bl[0], bl[1], bl[2]);
@@ -441,18 +441,18 @@ static int export_row(void *ctx, sqlite3_stmt *st, const db_winner *w)
         return rc;
     if (x->fmt == DB_FMT_JSON) {
         /* jansson answers NULL when it runs out of memory: never a row left out */
-        if (json_array_append_new(x->rows, row_json(st)) != 0)
+        if (json_array_append_new(x->rows, row_json(st, w->launch)) != 0)
             return pt_errf(x->e, PT_ENOMEM, "out of memory (building the JSON table)");
     } else if (x->fmt == DB_FMT_CSV) {
         /* one column per problem key and config parameter (the union over
          * the rows, as the CUTLASS profiler writes them), then the contract */
         pt_buf fixed;
         pt_buf_init(&fixed);
-        row_csv(st, &fixed);
+        row_csv(st, w->launch, &fixed);
         json_t *pairs = json_array();
         key_items(T(P_KEY), pairs);
         config_items(T(M_CONFIG), pairs);
-        contract_items(T(M_LAUNCH), pairs);
+        contract_items(w->launch, pairs);
         for (size_t i = 0; i < json_array_size(pairs); i++) {
             const char *col = json_string_value(json_array_get(json_array_get(pairs, i), 0));
             bool have = false;
@@ -606,17 +606,15 @@ int db_export_rows(db_store *s, const char *gpu, const char *match, db_export_ro
     return db__winners_raw(s, gpu, match, export_raw_row, &r, e);
 }
 
-int db_export_text(db_store *s, db_format f, const char *gpu, const char *match, pt_buf *out,
-                   int *nrows, pt_err *e)
+static int sel_rows(db_store *s, const db_export_sel *x,
+                    int (*fn)(void *ctx, sqlite3_stmt *st, const db_winner *w), void *ctx,
+                    pt_err *e);
+
+/* The table of the selected rows in a text format (the store checked). */
+static int text_of(db_store *s, db_format f, const db_export_sel *sel, pt_buf *out, int *nrows,
+                   pt_err *e)
 {
-    if (f == DB_FMT_BUNDLE)
-        return pt_errf(e, PT_EINVAL, "the bundle is a file: use db_export_bundle");
-    /* a damaged index could hide winners: a table from a damaged store would
-     * look complete and not be (the bundle checks its source the same way) */
-    char msg[256];
-    int rc = db_integrity(s, msg, sizeof msg, e);
-    if (rc)
-        return rc;
+    int rc;
     export_ctx x = {.fmt = f, .out = out, .path = s->path, .e = e};
     pt_buf_init(&x.cubins);
     pt_buf_init(&x.table);
@@ -626,7 +624,7 @@ int db_export_text(db_store *s, db_format f, const char *gpu, const char *match,
         x.csv_rows = json_array();
         x.csv_cols = json_array();
     }
-    rc = db__winners_raw(s, gpu, match, export_row, &x, e);
+    rc = sel_rows(s, sel, export_row, &x, e);
     if (!rc && f == DB_FMT_JSON) {
         json_t *root = json_pack("{s:s,s:i,s:o}", "format", "ptxtune-table", "version", 1,
                                  "rows", x.rows);
@@ -688,6 +686,28 @@ int db_export_text(db_store *s, db_format f, const char *gpu, const char *match,
     if (nrows)
         *nrows = x.n;
     return rc;
+}
+
+
+int db_export_text(db_store *s, db_format f, const char *gpu, const char *match, pt_buf *out,
+                   int *nrows, pt_err *e)
+{
+    if (f == DB_FMT_BUNDLE)
+        return pt_errf(e, PT_EINVAL, "the bundle is a file: use db_export_bundle");
+    db_export_sel *x = NULL;
+    int rc = db_export_select(s, gpu, match, NULL, &x, NULL, e);
+    if (!rc)
+        rc = text_of(s, f, x, out, nrows, e);
+    db_export_sel_free(x);
+    return rc;
+}
+
+int db_export_sel_text(db_store *s, db_format f, const db_export_sel *x, pt_buf *out, int *nrows,
+                       pt_err *e)
+{
+    if (f == DB_FMT_BUNDLE)
+        return pt_errf(e, PT_EINVAL, "the bundle is a file: use db_export_bundle");
+    return text_of(s, f, x, out, nrows, e);
 }
 
 #undef T
@@ -913,34 +933,19 @@ int db_merge(db_store *s, const char *src_path, db_merge_stats *st, pt_err *e)
     return rc;
 }
 
-typedef struct sel_ctx {
-    int64_t *ids;
-    size_t n, cap;
-} sel_ctx;
-
-static int collect_id(void *ctx, sqlite3_stmt *st, const db_winner *w)
-{
-    (void)w;
-    sel_ctx *c = ctx;
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? 2 * c->cap : 64;
-        int64_t *ids = realloc(c->ids, cap * sizeof *ids);
-        if (!ids)
-            return PT_ENOMEM;
-        c->ids = ids;
-        c->cap = cap;
-    }
-    c->ids[c->n++] = sqlite3_column_int64(st, DB_WC_M_ID);
-    return PT_OK;
-}
-
 /* The bundle is built under pt_wfile's temporary name in the target's
  * directory and renamed into place only when whole: the temporary file stays
  * open (SQLite writes it through its own descriptor), so the commit's fsync
  * covers what SQLite wrote, and it is closed only after SQLite let go of it
  * (closing any descriptor of a file drops the process's POSIX locks on it). */
-int db_export_bundle(db_store *s, const char *gpu, const char *match, const char *path,
-                     int *nrows, pt_err *e)
+/* The launches an export replaced (a contract added): the bundle's copies
+ * of those rows, matched by their natural key (run, problem, config, rung),
+ * get them. src is attached. */
+static int bundle_launches(db_store *b, const db_export_sel *x, pt_err *e);
+static bool sel_is_set(const db_export_sel *x, size_t i);
+
+static int bundle_of(db_store *s, const db_export_sel *x, const char *path, int *nrows,
+                     pt_err *e)
 {
     if (db__is_store_file(s, path))
         return pt_errf(e, PT_EINVAL, "%s: is the store being exported; give another --out",
@@ -948,19 +953,10 @@ int db_export_bundle(db_store *s, const char *gpu, const char *match, const char
     struct stat sb;
     if (stat(path, &sb) == 0)
         return pt_errf(e, PT_EINVAL, "%s: already exists; a bundle is always a new file", path);
-    sel_ctx sel = {0};
-    int rc = db__winners_raw(s, gpu, match, collect_id, &sel, e);
-    if (rc == PT_ENOMEM && !e->msg[0])
-        pt_errf(e, rc, "out of memory");
-    if (rc) {
-        free(sel.ids);
-        return rc;
-    }
+    int rc;
     pt_wfile w;
-    if ((rc = pt_wfile_open(&w, path, e))) {
-        free(sel.ids);
+    if ((rc = pt_wfile_open(&w, path, e)))
         return rc;
-    }
     char *tmp = strdup(w.tmp);
     db_store *b = NULL;
     if (!tmp)
@@ -972,19 +968,21 @@ int db_export_bundle(db_store *s, const char *gpu, const char *match, const char
     sqlite3_stmt *ins = rc ? NULL : db__prepare(b, "INSERT INTO temp.sel(id) VALUES(?1)", e);
     if (!rc && !ins)
         rc = e->code;
-    for (size_t i = 0; !rc && i < sel.n; i++) {
+    size_t nsel = db_sel_count(x);
+    for (size_t i = 0; !rc && i < nsel; i++) {
         sqlite3_reset(ins);
-        sqlite3_bind_int64(ins, 1, sel.ids[i]);
+        sqlite3_bind_int64(ins, 1, db_sel_row_at(x, i)->id);
         int src = db__step(b, ins);
         if (src != SQLITE_DONE)
             rc = db__fail(b, src, "selecting rows", e);
     }
     sqlite3_finalize(ins);
-    free(sel.ids);
     if (!rc)
         rc = db__attach_ro(b, s->path, e);
     if (!rc) {
         rc = db__merge_attached(b, true, s->path, NULL, e);
+        if (!rc)
+            rc = bundle_launches(b, x, e);
         db__detach(b);
     }
     /* a bundle is one file: fold the WAL back in */
@@ -1005,7 +1003,52 @@ int db_export_bundle(db_store *s, const char *gpu, const char *match, const char
         unlink_db(tmp); /* the sidecars; the file itself is renamed or removed */
     free(tmp);
     if (!rc && nrows)
-        *nrows = (int)sel.n;
+        *nrows = (int)nsel;
+    return rc;
+}
+
+static int bundle_launches(db_store *b, const db_export_sel *x, pt_err *e)
+{
+    sqlite3_stmt *st = db__prepare(
+        b,
+        "UPDATE main.measurements SET launch = ?2 WHERE id = (SELECT bm.id FROM"
+        " main.measurements bm JOIN main.runs br ON br.id = bm.run_id JOIN main.problems bp"
+        " ON bp.id = bm.problem_id JOIN src.measurements sm ON sm.config = bm.config"
+        " AND sm.rung = bm.rung JOIN src.runs sr ON sr.id = sm.run_id AND sr.uuid = br.uuid"
+        " JOIN src.problems sp ON sp.id = sm.problem_id AND sp.key = bp.key WHERE sm.id = ?1)",
+        e);
+    if (!st)
+        return e->code;
+    int rc = PT_OK;
+    for (size_t i = 0; !rc && i < db_sel_count(x); i++) {
+        if (!sel_is_set(x, i))
+            continue;
+        const db_sel_row *r = db_sel_row_at(x, i);
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, r->id);
+        db__bind_text(st, 2, r->launch);
+        int src = db__step(b, st);
+        if (src != SQLITE_DONE)
+            rc = db__fail(b, src, "adding launch contracts", e);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int db_export_bundle(db_store *s, const char *gpu, const char *match, const char *path,
+                     int *nrows, pt_err *e)
+{
+    if (db__is_store_file(s, path))
+        return pt_errf(e, PT_EINVAL, "%s: is the store being exported; give another --out",
+                       path);
+    struct stat sb;
+    if (stat(path, &sb) == 0)
+        return pt_errf(e, PT_EINVAL, "%s: already exists; a bundle is always a new file", path);
+    db_export_sel *x = NULL;
+    int rc = db_export_select(s, gpu, match, NULL, &x, NULL, e);
+    if (!rc)
+        rc = bundle_of(s, x, path, nrows, e);
+    db_export_sel_free(x);
     return rc;
 }
 
@@ -1021,8 +1064,9 @@ bool db__is_store_file(db_store *s, const char *path)
     return false;
 }
 
-int db_export_file(db_store *s, db_format f, const char *gpu, const char *match,
-                   const char *path, int *nrows, pt_err *e)
+/* path names a file that can be written (not the store, not a
+ * directory, in a directory that exists). */
+static int out_ok(db_store *s, const char *path, pt_err *e)
 {
     if (!path || !*path)
         return pt_errf(e, PT_EINVAL, "no output file given (--out FILE)");
@@ -1042,11 +1086,17 @@ int db_export_file(db_store *s, db_format f, const char *gpu, const char *match,
             return pt_errf(e, PT_EINVAL, "cannot write '%s': %s: No such file or directory", path,
                            dir);
     }
+    return PT_OK;
+}
+
+static int file_of(db_store *s, db_format f, const db_export_sel *x, const char *path,
+                   int *nrows, pt_err *e)
+{
     if (f == DB_FMT_BUNDLE)
-        return db_export_bundle(s, gpu, match, path, nrows, e);
+        return bundle_of(s, x, path, nrows, e);
     pt_buf b;
     pt_buf_init(&b);
-    int rc = db_export_text(s, f, gpu, match, &b, nrows, e);
+    int rc = text_of(s, f, x, &b, nrows, e); /* the caller checked the store */
     pt_wfile w;
     if (!rc)
         rc = pt_wfile_open(&w, path, e);
@@ -1059,4 +1109,929 @@ int db_export_file(db_store *s, db_format f, const char *gpu, const char *match,
     }
     pt_buf_free(&b);
     return rc;
+}
+
+int db_export_file(db_store *s, db_format f, const char *gpu, const char *match,
+                   const char *path, int *nrows, pt_err *e)
+{
+    int rc = out_ok(s, path, e);
+    if (rc)
+        return rc;
+    if (f == DB_FMT_BUNDLE)
+        return db_export_bundle(s, gpu, match, path, nrows, e);
+    db_export_sel *x = NULL;
+    rc = db_export_select(s, gpu, match, NULL, &x, NULL, e);
+    if (!rc)
+        rc = file_of(s, f, x, path, nrows, e);
+    db_export_sel_free(x);
+    return rc;
+}
+
+int db_export_sel_file(db_store *s, db_format f, const db_export_sel *x, const char *path,
+                       int *nrows, pt_err *e)
+{
+    int rc = out_ok(s, path, e);
+    return rc ? rc : file_of(s, f, x, path, nrows, e);
+}
+
+/* ---- the rows to export: the winners, or a cover (issue 14 item 7) -------- */
+
+typedef struct sel_item {
+    db_sel_row r;
+    bool set; /* launch replaced by db_sel_set_launch */
+} sel_item;
+
+struct db_export_sel {
+    sel_item *v;
+    size_t n, cap;
+};
+
+size_t db_sel_count(const db_export_sel *x) { return x ? x->n : 0; }
+const db_sel_row *db_sel_row_at(const db_export_sel *x, size_t i) { return &x->v[i].r; }
+static bool sel_is_set(const db_export_sel *x, size_t i) { return x->v[i].set; }
+
+static void row_free(db_sel_row *r)
+{
+    char *p[] = {(char *)r->fp_key,      (char *)r->op,     (char *)r->problem_key,
+                 (char *)r->problem_name, (char *)r->config, (char *)r->arch,
+                 (char *)r->kernel_hash,  (char *)r->launch, (char *)r->winner_kernel};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+        free(p[i]);
+}
+
+void db_export_sel_free(db_export_sel *x)
+{
+    if (!x)
+        return;
+    for (size_t i = 0; i < x->n; i++)
+        row_free(&x->v[i].r);
+    free(x->v);
+    free(x);
+}
+
+int db_sel_set_launch(db_export_sel *x, size_t i, const char *launch, pt_err *e)
+{
+    char *d = strdup(launch);
+    if (!d)
+        return pt_errf(e, PT_ENOMEM, "out of memory");
+    free((char *)x->v[i].r.launch);
+    x->v[i].r.launch = d;
+    x->v[i].r.contract = strstr(d, "\"contract\"") != NULL;
+    x->v[i].set = true;
+    return PT_OK;
+}
+
+/* Every column of the export for one measurement (db__winner_select's,
+ * from the measurement instead of the winners table). */
+static const char sel_select[] =
+    "SELECT m.id"
+#define X(id, expr) ", " expr
+    DB_WCOLS(X)
+#undef X
+    " FROM measurements m JOIN runs r ON r.id = m.run_id"
+    " JOIN fingerprints f ON f.id = r.fingerprint_id"
+    " JOIN problems p ON p.id = m.problem_id"
+    " LEFT JOIN kernels k ON k.id = m.kernel_id"
+    " LEFT JOIN cubins c ON c.kernel_id = m.kernel_id AND c.arch = r.arch"
+    " WHERE m.id = ?1";
+
+static int sel_rows(db_store *s, const db_export_sel *x,
+                    int (*fn)(void *ctx, sqlite3_stmt *st, const db_winner *w), void *ctx,
+                    pt_err *e)
+{
+    sqlite3_stmt *st = db__prepare(s, sel_select, e);
+    if (!st)
+        return e->code;
+    int rc = PT_OK;
+    for (size_t i = 0; !rc && i < db_sel_count(x); i++) {
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, x->v[i].r.id);
+        int src = db__step(s, st);
+        if (src != SQLITE_ROW) {
+            rc = src == SQLITE_DONE ? pt_errf(e, PT_EIO, "%s: measurement %lld vanished", s->path,
+                                              (long long)x->v[i].r.id)
+                                    : db__fail(s, src, "reading a row to export", e);
+            break;
+        }
+        db_winner w;
+        db__winner_row(st, &w);
+        w.launch = x->v[i].r.launch; /* with the contract an export added */
+        rc = fn(ctx, st, &w);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static char *xdup(const char *s, bool *oom)
+{
+    char *d = strdup(s ? s : "");
+    if (!d)
+        *oom = true;
+    return d;
+}
+
+static int sel_push(db_export_sel *x, const db_sel_row *r, pt_err *e)
+{
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 32;
+        sel_item *v = realloc(x->v, cap * sizeof *v);
+        if (!v)
+            return pt_errf(e, PT_ENOMEM, "out of memory");
+        x->v = v;
+        x->cap = cap;
+    }
+    bool oom = false;
+    sel_item it = {.r = *r};
+    it.r.fp_key = xdup(r->fp_key, &oom);
+    it.r.op = xdup(r->op, &oom);
+    it.r.problem_key = xdup(r->problem_key, &oom);
+    it.r.problem_name = xdup(r->problem_name, &oom);
+    it.r.config = xdup(r->config, &oom);
+    it.r.arch = xdup(r->arch, &oom);
+    it.r.kernel_hash = xdup(r->kernel_hash, &oom);
+    it.r.launch = xdup(r->launch, &oom);
+    it.r.winner_kernel = xdup(r->winner_kernel, &oom);
+    it.r.contract = strstr(it.r.launch ? it.r.launch : "", "\"contract\"") != NULL;
+    x->v[x->n++] = it; /* freed with the selection, whole or not */
+    return oom ? pt_errf(e, PT_ENOMEM, "out of memory") : PT_OK;
+}
+
+/* A row of the export from a statement over sel_select's columns. */
+static db_sel_row row_of(sqlite3_stmt *st)
+{
+#define T(col) db__col_text(st, DB_WC_##col)
+    db_sel_row r = {
+        .id = sqlite3_column_int64(st, DB_WC_M_ID),
+        .fp_key = T(FP_KEY),
+        .op = T(P_OP),
+        .problem_key = T(P_KEY),
+        .problem_name = T(P_NAME),
+        .config = T(M_CONFIG),
+        .arch = T(R_ARCH),
+        .kernel_hash = T(K_HASH),
+        .launch = T(M_LAUNCH),
+        .ptx_version = sqlite3_column_int(st, DB_WC_FP_PTX),
+        .t_median = db__col_double(st, DB_WC_M_TMEDIAN),
+    };
+#undef T
+    r.winner_kernel = r.kernel_hash;
+    r.winner_s = r.t_median;
+    r.slowdown = 0;
+    return r;
+}
+
+static int collect_winner(void *ctx, sqlite3_stmt *st, const db_winner *w)
+{
+    (void)w;
+    struct {
+        db_export_sel *x;
+        pt_err *e;
+    } *c = ctx;
+    db_sel_row r = row_of(st);
+    return sel_push(c->x, &r, c->e);
+}
+
+/* ---- the cover ---------------------------------------------------------- *
+ * Per fingerprint: problems p (the table's winners), kernels k (distinct
+ * kernel hashes, sorted), and e[k][p] = t(k, p) / t_winner(p) - 1, where
+ * t(k, p) is the fastest final ok verified row of kernel k on problem p of
+ * the winner's provenance (measured rows against a measured winner, cost-
+ * model estimates against an estimate; mock rows are never exported), and
+ * INFINITY where k was not measured and verified on p or is beyond the
+ * slowdown bound there. A set S serves every problem when each column has a
+ * finite entry in S; each problem takes the fastest kernel of S. The
+ * objective is (|S|, worst, mean) with a slowdown bound, (worst, mean, |S|)
+ * with only --max-kernels, subject to |S| <= max_kernels. */
+
+enum { COVER_EXACT_MAX = 64, COVER_NODES = 2000000 };
+
+typedef struct cover {
+    int np, nk;
+    double *e; /* nk x np */
+    int max_k; /* INT32_MAX: none */
+    bool by_count;
+    /* the exact search */
+    int *order;
+    double *suffix; /* (nk + 1) x np: min over order[i..] */
+    double *cur;    /* (nk + 1) x np: per depth */
+    double best[3];
+    uint64_t best_set, set;
+    bool have_best;
+    long nodes;
+    bool aborted;
+} cover;
+
+#define E(c, k, p) ((c)->e[(size_t)(k) * (size_t)(c)->np + (size_t)(p)])
+
+static void objective(const cover *c, int count, double worst, double mean, double o[3])
+{
+    if (c->by_count) {
+        o[0] = count;
+        o[1] = worst;
+        o[2] = mean;
+    } else {
+        o[0] = worst;
+        o[1] = mean;
+        o[2] = count;
+    }
+}
+
+/* a < b lexicographically, with a tolerance for sums of slowdowns */
+static int obj_cmp(const double a[3], const double b[3])
+{
+    for (int i = 0; i < 3; i++) {
+        double tol = 1e-12 * (1 + fabs(a[i]) + fabs(b[i]));
+        if (a[i] < b[i] - tol)
+            return -1;
+        if (a[i] > b[i] + tol)
+            return 1;
+    }
+    return 0;
+}
+
+/* worst and mean of the best entry per problem over the set pick; false
+ * when some problem is not served */
+static bool set_figures(const cover *c, const bool *pick, double *worst, double *mean, int *count)
+{
+    double w = 0, sum = 0;
+    *count = 0;
+    for (int k = 0; k < c->nk; k++)
+        *count += pick[k];
+    for (int p = 0; p < c->np; p++) {
+        double b = INFINITY;
+        for (int k = 0; k < c->nk; k++)
+            if (pick[k] && E(c, k, p) < b)
+                b = E(c, k, p);
+        if (!isfinite(b))
+            return false;
+        w = b > w ? b : w;
+        sum += b;
+    }
+    *worst = w;
+    *mean = c->np ? sum / c->np : 0;
+    return true;
+}
+
+/* Greedy set cover at threshold T (entries above it do not serve): the
+ * kernel serving the most problems left, then the least sum of their
+ * slowdowns, then the smaller hash. The count, or -1 when some problem has
+ * no kernel within T or the cover would exceed limit. */
+static int greedy_at(const cover *c, double T, int limit, bool *pick, bool *left)
+{
+    for (int k = 0; k < c->nk; k++)
+        pick[k] = false;
+    int nleft = c->np, count = 0;
+    for (int p = 0; p < c->np; p++)
+        left[p] = true;
+    while (nleft > 0) {
+        int bk = -1, bn = 0;
+        double bs = INFINITY;
+        for (int k = 0; k < c->nk; k++) {
+            if (pick[k])
+                continue;
+            int n = 0;
+            double sum = 0;
+            for (int p = 0; p < c->np; p++)
+                if (left[p] && E(c, k, p) <= T) {
+                    n++;
+                    sum += E(c, k, p);
+                }
+            if (n > bn || (n == bn && n > 0 && sum < bs)) {
+                bk = k;
+                bn = n;
+                bs = sum;
+            }
+        }
+        if (bk < 0 || count == limit)
+            return -1;
+        pick[bk] = true;
+        count++;
+        for (int p = 0; p < c->np; p++)
+            if (left[p] && E(c, bk, p) <= T) {
+                left[p] = false;
+                nleft--;
+            }
+    }
+    return count;
+}
+
+static int dcmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The greedy answer: with a bound, the greedy cover at it (then slots left
+ * fill as below); else the least threshold (binary search over the
+ * entries) whose greedy cover fits max_k, then up to max_k kernels added
+ * one at a time while one lowers the mean. false: none found. */
+static bool greedy(const cover *c, bool *pick, bool *left)
+{
+    int limit = c->max_k;
+    if (c->by_count)
+        return greedy_at(c, INFINITY, limit, pick, left) >= 0;
+    size_t n = 0;
+    double *t = malloc((size_t)c->nk * (size_t)c->np * sizeof *t + sizeof *t);
+    if (!t)
+        return false;
+    for (size_t i = 0; i < (size_t)c->nk * (size_t)c->np; i++)
+        if (isfinite(c->e[i]))
+            t[n++] = c->e[i];
+    qsort(t, n, sizeof *t, dcmp);
+    size_t lo = 0, hi = n; /* t[hi-1] is the largest: every entry serves */
+    if (n == 0 || greedy_at(c, t[n - 1], limit, pick, left) < 0) {
+        free(t);
+        return false;
+    }
+    hi = n - 1;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (greedy_at(c, t[mid], limit, pick, left) >= 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    greedy_at(c, t[hi], limit, pick, left);
+    free(t);
+    int count;
+    double w, m;
+    set_figures(c, pick, &w, &m, &count);
+    while (count < limit) {
+        int bk = -1;
+        double bm = m;
+        for (int k = 0; k < c->nk; k++) {
+            if (pick[k])
+                continue;
+            pick[k] = true;
+            double w2, m2;
+            int c2;
+            set_figures(c, pick, &w2, &m2, &c2);
+            pick[k] = false;
+            if (m2 < bm - 1e-12 && w2 <= w + 1e-12) {
+                bm = m2;
+                bk = k;
+            }
+        }
+        if (bk < 0)
+            break;
+        pick[bk] = true;
+        set_figures(c, pick, &w, &m, &count);
+    }
+    return true;
+}
+
+/* Branch and bound over the kernels in order: include or leave out each;
+ * a node is cut when some problem can no longer be served, when it holds
+ * max_k kernels and problems are left, or when the objective's lower bound
+ * (per problem the best of the set and of every kernel still to decide) is
+ * no better than the best set found. */
+static void search(cover *c, int i, int count)
+{
+    if (++c->nodes > COVER_NODES) {
+        c->aborted = true;
+        return;
+    }
+    const double *cur = c->cur + (size_t)i * (size_t)c->np;
+    const double *suf = c->suffix + (size_t)i * (size_t)c->np;
+    double w = 0, sum = 0, cw = 0, csum = 0;
+    bool all = true;
+    for (int p = 0; p < c->np; p++) {
+        double lb = cur[p] < suf[p] ? cur[p] : suf[p];
+        if (!isfinite(lb))
+            return;
+        w = lb > w ? lb : w;
+        sum += lb;
+        all = all && isfinite(cur[p]);
+        cw = cur[p] > cw ? cur[p] : cw;
+        csum += cur[p];
+    }
+    int clb = count + (all ? 0 : 1);
+    if (clb > c->max_k)
+        return;
+    double lbo[3];
+    objective(c, clb, w, sum / c->np, lbo);
+    if (c->have_best && obj_cmp(lbo, c->best) >= 0)
+        return;
+    if (all) {
+        double o[3];
+        objective(c, count, cw, csum / c->np, o);
+        if (!c->have_best || obj_cmp(o, c->best) < 0) {
+            memcpy(c->best, o, sizeof o);
+            c->best_set = c->set;
+            c->have_best = true;
+        }
+        if (c->by_count) /* more kernels only cost more */
+            return;
+    }
+    if (i == c->nk)
+        return;
+    int k = c->order[i];
+    double *next = c->cur + (size_t)(i + 1) * (size_t)c->np;
+    bool helps = false;
+    for (int p = 0; p < c->np; p++) {
+        next[p] = E(c, k, p) < cur[p] ? E(c, k, p) : cur[p];
+        helps = helps || E(c, k, p) < cur[p];
+    }
+    if (helps && count < c->max_k) {
+        c->set |= 1ull << i;
+        search(c, i + 1, count + 1);
+        c->set &= ~(1ull << i);
+    }
+    memcpy(next, cur, (size_t)c->np * sizeof *next);
+    search(c, i + 1, count);
+}
+
+/* The exact search for nk <= 64, seeded with the greedy set; *exact false
+ * when it ran out of nodes (the best set found is kept). */
+static int exact(cover *c, bool *pick, bool *done, pt_err *e)
+{
+    *done = false;
+    size_t np = (size_t)c->np, nk = (size_t)c->nk;
+    c->order = malloc(nk * sizeof *c->order);
+    c->suffix = malloc((nk + 1) * np * sizeof *c->suffix);
+    c->cur = malloc((nk + 1) * np * sizeof *c->cur);
+    int *served = calloc(nk, sizeof *served);
+    if (!c->order || !c->suffix || !c->cur || !served) {
+        free(served);
+        return pt_errf(e, PT_ENOMEM, "out of memory (the cover)");
+    }
+    for (size_t k = 0; k < nk; k++) {
+        c->order[k] = (int)k;
+        for (size_t p = 0; p < np; p++)
+            served[k] += isfinite(E(c, k, p));
+    }
+    /* the kernels serving the most first (a good set early), then by hash */
+    for (size_t i = 1; i < nk; i++)
+        for (size_t j = i; j > 0 && served[c->order[j]] > served[c->order[j - 1]]; j--) {
+            int t = c->order[j];
+            c->order[j] = c->order[j - 1];
+            c->order[j - 1] = t;
+        }
+    for (size_t p = 0; p < np; p++)
+        c->suffix[nk * np + p] = INFINITY;
+    for (size_t i = nk; i-- > 0;)
+        for (size_t p = 0; p < np; p++) {
+            double v = E(c, c->order[i], p), s = c->suffix[(i + 1) * np + p];
+            c->suffix[i * np + p] = v < s ? v : s;
+        }
+    for (size_t p = 0; p < np; p++)
+        c->cur[p] = INFINITY;
+    /* the incumbent: the greedy set given */
+    double w, m;
+    int count;
+    if (set_figures(c, pick, &w, &m, &count) && count <= c->max_k) {
+        objective(c, count, w, m, c->best);
+        c->have_best = true;
+        c->best_set = 0;
+        for (size_t i = 0; i < nk; i++)
+            if (pick[c->order[i]])
+                c->best_set |= 1ull << i;
+    }
+    c->set = 0;
+    search(c, 0, 0);
+    if (c->have_best)
+        for (size_t i = 0; i < nk; i++)
+            pick[c->order[i]] = c->best_set >> i & 1;
+    *done = !c->aborted;
+    free(served);
+    return PT_OK;
+}
+
+/* One fingerprint's problems: the winners x->v[from..to) become the rows of
+ * the cover. */
+typedef struct cand {
+    char hash[17];
+    int p;
+    int64_t id;
+    double t;
+} cand;
+
+static int cand_cmp(const void *a, const void *b)
+{
+    const cand *x = a, *y = b;
+    int c = strcmp(x->hash, y->hash);
+    if (c)
+        return c;
+    if (x->p != y->p)
+        return x->p - y->p;
+    return x->t < y->t ? -1 : x->t > y->t;
+}
+
+static int group_cover(db_store *s, db_export_sel *x, size_t from, size_t to,
+                       const db_cover_opts *o, db_export_sel *out, db_cover_summary *sum,
+                       pt_err *e)
+{
+    int np = (int)(to - from);
+    sqlite3_stmt *q = db__prepare(
+        s,
+        "SELECT k.hash, m.id, m.t_median FROM winners w JOIN measurements wm"
+        " ON wm.id = w.measurement_id JOIN runs r ON r.fingerprint_id = w.fingerprint_id"
+        " JOIN measurements m ON m.run_id = r.id AND m.problem_id = w.problem_id"
+        " JOIN kernels k ON k.id = m.kernel_id WHERE w.measurement_id = ?1"
+        " AND m.status = 'ok' AND m.final = 1 AND m.verified = 1 AND m.source = wm.source"
+        " AND m.source <> 'mock' AND m.t_median > 0"
+        " ORDER BY k.hash, m.t_median, m.config, m.id",
+        e);
+    if (!q)
+        return e->code;
+    cand *cs = NULL;
+    size_t nc = 0, cap = 0;
+    int rc = PT_OK;
+    for (int p = 0; !rc && p < np; p++) {
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, x->v[from + (size_t)p].r.id);
+        int src;
+        while ((src = db__step(s, q)) == SQLITE_ROW) {
+            if (nc == cap) {
+                size_t nc2 = cap ? 2 * cap : 256;
+                cand *v = realloc(cs, nc2 * sizeof *v);
+                if (!v) {
+                    rc = pt_errf(e, PT_ENOMEM, "out of memory (the cover)");
+                    break;
+                }
+                cs = v;
+                cap = nc2;
+            }
+            cand c = {.p = p, .id = sqlite3_column_int64(q, 1),
+                      .t = sqlite3_column_double(q, 2)};
+            snprintf(c.hash, sizeof c.hash, "%s", db__col_text(q, 0));
+            cs[nc++] = c;
+        }
+        if (!rc && src != SQLITE_DONE)
+            rc = db__fail(s, src, "reading the measurements", e);
+    }
+    sqlite3_finalize(q);
+    if (rc) {
+        free(cs);
+        return rc;
+    }
+    /* per (kernel, problem) the fastest row; a kernel serving one problem
+     * only and not its best is beaten by that one everywhere: left out */
+    qsort(cs, nc, sizeof *cs, cand_cmp);
+    double *bestp = malloc((size_t)np * sizeof *bestp);
+    int *nserve = NULL;
+    if (!bestp) {
+        free(cs);
+        return pt_errf(e, PT_ENOMEM, "out of memory (the cover)");
+    }
+    for (int p = 0; p < np; p++)
+        bestp[p] = INFINITY;
+    size_t m = 0;
+    for (size_t i = 0; i < nc; i++) {
+        if (m && strcmp(cs[m - 1].hash, cs[i].hash) == 0 && cs[m - 1].p == cs[i].p)
+            continue; /* a slower row of the same kernel on the same problem */
+        cs[m++] = cs[i];
+    }
+    nc = m;
+    double bound = o->max_slowdown >= 0 ? o->max_slowdown : INFINITY;
+    for (size_t i = 0; i < nc; i++) {
+        double w = x->v[from + (size_t)cs[i].p].r.t_median;
+        double sl = cs[i].t / w - 1;
+        if (sl < 0)
+            sl = 0; /* the winner is the fastest row; rounding only */
+        cs[i].t = sl; /* from here on: the slowdown */
+        if (sl < bestp[cs[i].p])
+            bestp[cs[i].p] = sl;
+    }
+    /* a problem nothing serves within the bound: the one-line refusal */
+    for (int p = 0; p < np && !rc; p++) {
+        const db_sel_row *w = &x->v[from + (size_t)p].r;
+        if (!isfinite(bestp[p]))
+            rc = pt_errf(e, PT_EINVAL,
+                         "no kernel serves '%s' (fingerprint %s): it has no verified final ok "
+                         "row (a kernel serves a problem only where it was measured and "
+                         "verified)",
+                         w->problem_key, w->fp_key);
+        else if (bestp[p] > bound * (1 + 1e-12))
+            rc = pt_errf(e, PT_EINVAL,
+                         "--max-slowdown %.4g%%: '%s' (fingerprint %s) cannot be served within "
+                         "it: its fastest verified kernel is %.2f%% slower than its winner",
+                         bound * 100, w->problem_key, w->fp_key, bestp[p] * 100);
+    }
+    /* kernels: distinct hashes with at least one entry within the bound */
+    char (*hashes)[17] = NULL;
+    int nk = 0;
+    if (!rc) {
+        hashes = malloc((nc + 1) * sizeof *hashes);
+        nserve = calloc(nc + 1, sizeof *nserve);
+        if (!hashes || !nserve)
+            rc = pt_errf(e, PT_ENOMEM, "out of memory (the cover)");
+    }
+    for (size_t i = 0; !rc && i < nc; i++) {
+        if (cs[i].t > bound * (1 + 1e-12)) {
+            cs[i].p = -1; /* does not serve within the bound */
+            continue;
+        }
+        if (!nk || strcmp(hashes[nk - 1], cs[i].hash) != 0)
+            snprintf(hashes[nk++], 17, "%s", cs[i].hash);
+        nserve[nk - 1]++;
+    }
+    cover c = {.np = np, .max_k = o->max_kernels > 0 ? o->max_kernels : INT32_MAX,
+               .by_count = o->max_slowdown >= 0};
+    int64_t *ids = NULL;
+    bool *pick = NULL, *left = NULL;
+    if (!rc) {
+        /* a kernel serving one problem that is not the best there is beaten */
+        int *keep = calloc((size_t)nk + 1, sizeof *keep);
+        ids = malloc(((size_t)nk + 1) * (size_t)np * sizeof *ids);
+        c.e = malloc(((size_t)nk + 1) * (size_t)np * sizeof *c.e);
+        if (!keep || !ids || !c.e)
+            rc = pt_errf(e, PT_ENOMEM, "out of memory (the cover)");
+        int k = -1, kk = -1;
+        for (size_t i = 0; !rc && i < nc; i++) {
+            if (cs[i].p < 0)
+                continue;
+            if (k < 0 || strcmp(hashes[k], cs[i].hash) != 0) {
+                k++;
+                bool single_beaten = nserve[k] == 1 && cs[i].t > bestp[cs[i].p];
+                keep[k] = !single_beaten;
+                if (keep[k]) {
+                    kk++;
+                    if (kk != k)
+                        memcpy(hashes[kk], hashes[k], sizeof hashes[0]);
+                    for (int p = 0; p < np; p++) {
+                        E(&c, kk, p) = INFINITY;
+                        ids[(size_t)kk * (size_t)np + (size_t)p] = 0;
+                    }
+                }
+            }
+            if (keep[k]) {
+                E(&c, kk, cs[i].p) = cs[i].t;
+                ids[(size_t)kk * (size_t)np + (size_t)cs[i].p] = cs[i].id;
+            }
+        }
+        c.nk = kk + 1;
+        free(keep);
+    }
+    /* kernels beaten everywhere by another (equal: the later hash goes) */
+    if (!rc && c.nk <= 4096) {
+        bool *gone = calloc((size_t)c.nk + 1, sizeof *gone);
+        if (!gone)
+            rc = pt_errf(e, PT_ENOMEM, "out of memory (the cover)");
+        for (int a = 0; !rc && a < c.nk; a++)
+            for (int b = 0; b < c.nk && !gone[a]; b++) {
+                if (a == b || gone[b])
+                    continue;
+                bool le = true, lt = false;
+                for (int p = 0; p < np && le; p++) {
+                    le = E(&c, b, p) <= E(&c, a, p);
+                    lt = lt || E(&c, b, p) < E(&c, a, p);
+                }
+                if (le && (lt || b < a))
+                    gone[a] = true;
+            }
+        int kk = 0;
+        for (int a = 0; !rc && a < c.nk; a++) {
+            if (gone[a])
+                continue;
+            if (kk != a) {
+                memmove(&E(&c, kk, 0), &E(&c, a, 0), (size_t)np * sizeof *c.e);
+                memmove(&ids[(size_t)kk * (size_t)np], &ids[(size_t)a * (size_t)np],
+                        (size_t)np * sizeof *ids);
+                memcpy(hashes[kk], hashes[a], sizeof hashes[0]);
+            }
+            kk++;
+        }
+        if (!rc)
+            c.nk = kk;
+        free(gone);
+    }
+    if (!rc) {
+        pick = calloc((size_t)c.nk + 1, sizeof *pick);
+        left = calloc((size_t)np + 1, sizeof *left);
+        if (!pick || !left)
+            rc = pt_errf(e, PT_ENOMEM, "out of memory (the cover)");
+    }
+    bool found = false, proven = false;
+    if (!rc) {
+        found = greedy(&c, pick, left);
+        if (c.nk <= COVER_EXACT_MAX) {
+            if (!found)
+                for (int k = 0; k < c.nk; k++)
+                    pick[k] = false;
+            rc = exact(&c, pick, &proven, e);
+            found = c.have_best;
+        }
+    }
+    if (!rc && !found) {
+        /* name a problem the kernels that serve the most leave out */
+        bool *pk = pick;
+        cover c2 = c;
+        c2.max_k = INT32_MAX;
+        int n = greedy_at(&c2, INFINITY, INT32_MAX, pk, left);
+        (void)n;
+        int kept = 0;
+        /* keep the first max_k the greedy took, in the order it took them */
+        for (int k = 0; k < c.nk; k++)
+            pk[k] = false;
+        for (int p = 0; p < np; p++)
+            left[p] = true;
+        int lp = -1;
+        for (kept = 0; kept < c.max_k; kept++) {
+            int bk = -1, bn = 0;
+            for (int k = 0; k < c.nk; k++) {
+                int cnt = 0;
+                for (int p = 0; p < np; p++)
+                    cnt += !pk[k] && left[p] && isfinite(E(&c, k, p));
+                if (cnt > bn) {
+                    bn = cnt;
+                    bk = k;
+                }
+            }
+            if (bk < 0)
+                break;
+            pk[bk] = true;
+            for (int p = 0; p < np; p++)
+                if (isfinite(E(&c, bk, p)))
+                    left[p] = false;
+        }
+        for (int p = 0; p < np && lp < 0; p++)
+            if (left[p])
+                lp = p;
+        const db_sel_row *w = &x->v[from + (size_t)(lp < 0 ? 0 : lp)].r;
+        if (bound < INFINITY)
+            rc = pt_errf(e, PT_EINVAL,
+                         "--max-kernels %d --max-slowdown %.4g%%: no %d kernels serve every "
+                         "problem of fingerprint %s within it: the %d that serve the most leave "
+                         "'%s'%s",
+                         c.max_k, bound * 100, c.max_k, w->fp_key, c.max_k, w->problem_key,
+                         proven || c.nk <= COVER_EXACT_MAX ? "" : " (greedy search)");
+        else
+            rc = pt_errf(e, PT_EINVAL,
+                         "--max-kernels %d: no %d kernels serve every problem of fingerprint "
+                         "%s: the %d that serve the most leave '%s'",
+                         c.max_k, c.max_k, w->fp_key, c.max_k, w->problem_key);
+    }
+    /* the rows: each problem's fastest kernel of the set */
+    if (!rc) {
+        sqlite3_stmt *st = db__prepare(s, sel_select, e);
+        if (!st)
+            rc = e->code;
+        sum->exact = sum->exact && (c.nk <= COVER_EXACT_MAX && proven);
+        bool *used = calloc((size_t)c.nk + 1, sizeof *used);
+        if (!used)
+            rc = pt_errf(e, PT_ENOMEM, "out of memory (the cover)");
+        for (int p = 0; !rc && p < np; p++) {
+            int bk = -1;
+            for (int k = 0; k < c.nk; k++)
+                if (pick[k] && (bk < 0 || E(&c, k, p) < E(&c, bk, p)))
+                    bk = k;
+            if (!used[bk]) {
+                used[bk] = true;
+                sum->kernels++;
+            }
+            const db_sel_row *w = &x->v[from + (size_t)p].r;
+            sqlite3_reset(st);
+            sqlite3_bind_int64(st, 1, ids[(size_t)bk * (size_t)np + (size_t)p]);
+            int src = db__step(s, st);
+            if (src != SQLITE_ROW) {
+                rc = db__fail(s, src == SQLITE_DONE ? SQLITE_CORRUPT : src, "reading a row", e);
+                break;
+            }
+            db_sel_row r = row_of(st);
+            r.winner_kernel = w->kernel_hash;
+            r.winner_s = w->t_median;
+            r.slowdown = E(&c, bk, p);
+            rc = sel_push(out, &r, e);
+        }
+        free(used);
+        sqlite3_finalize(st);
+    }
+    free(pick);
+    free(left);
+    free(ids);
+    free(c.e);
+    free(c.order);
+    free(c.suffix);
+    free(c.cur);
+    free(hashes);
+    free(nserve);
+    free(bestp);
+    free(cs);
+    return rc;
+}
+
+static int winner_kernels(const db_export_sel *x, size_t from, size_t to)
+{
+    int n = 0;
+    for (size_t i = from; i < to; i++) {
+        bool seen = false;
+        for (size_t j = from; j < i && !seen; j++)
+            seen = strcmp(x->v[j].r.kernel_hash, x->v[i].r.kernel_hash) == 0;
+        n += !seen;
+    }
+    return n;
+}
+
+/* The stored compile times (the cubin's resource report, compile_ms) of
+ * the table's distinct kernels, per fingerprint. */
+static int compile_time(db_store *s, const db_export_sel *x, db_cover_summary *sum, pt_err *e)
+{
+    sqlite3_stmt *st = db__prepare(
+        s,
+        "SELECT c.resources FROM cubins c JOIN kernels k ON k.id = c.kernel_id"
+        " WHERE k.hash = ?1 AND c.arch = ?2",
+        e);
+    if (!st)
+        return e->code;
+    int rc = PT_OK;
+    sum->compile_s = 0;
+    for (size_t i = 0; !rc && i < x->n; i++) {
+        const db_sel_row *r = &x->v[i].r;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = strcmp(x->v[j].r.kernel_hash, r->kernel_hash) == 0 &&
+                   strcmp(x->v[j].r.fp_key, r->fp_key) == 0;
+        if (seen)
+            continue;
+        sqlite3_reset(st);
+        db__bind_text(st, 1, r->kernel_hash);
+        db__bind_text(st, 2, r->arch);
+        int src = db__step(s, st);
+        if (src == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+            json_t *v = json_loads(db__col_text(st, 0), 0, NULL);
+            json_t *ms = json_object_get(v, "compile_ms");
+            if (json_is_number(ms) && json_number_value(ms) > 0) {
+                sum->compile_s += json_number_value(ms) / 1e3;
+                sum->compile_known++;
+            }
+            json_decref(v);
+        } else if (src != SQLITE_ROW && src != SQLITE_DONE)
+            rc = db__fail(s, src, "reading compile times", e);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int db_export_select(db_store *s, const char *gpu, const char *match, const db_cover_opts *cover_o,
+                     db_export_sel **out, db_cover_summary *sum, pt_err *e)
+{
+    *out = NULL;
+    db_cover_summary dummy;
+    if (!sum)
+        sum = &dummy;
+    memset(sum, 0, sizeof *sum);
+    sum->exact = true;
+    if (cover_o && cover_o->max_kernels < 0)
+        return pt_errf(e, PT_EINVAL, "bad --max-kernels %d (an integer >= 1)",
+                       cover_o->max_kernels);
+    if (cover_o && !(cover_o->max_slowdown < 0) && !(cover_o->max_slowdown >= 0 &&
+                                                     isfinite(cover_o->max_slowdown)))
+        return pt_errf(e, PT_EINVAL, "bad --max-slowdown (a finite percentage >= 0)");
+    bool cov = cover_o && (cover_o->max_kernels > 0 || cover_o->max_slowdown >= 0);
+    /* a damaged index could hide winners: a table from a damaged store would
+     * look complete and not be (the bundle checks its source the same way) */
+    char msg[256];
+    int irc = db_integrity(s, msg, sizeof msg, e);
+    if (irc)
+        return irc;
+    db_export_sel *w = calloc(1, sizeof *w);
+    if (!w)
+        return pt_errf(e, PT_ENOMEM, "out of memory");
+    struct {
+        db_export_sel *x;
+        pt_err *e;
+    } c = {w, e};
+    int rc = db__winners_raw(s, gpu, match, collect_winner, &c, e);
+    if (rc == PT_ENOMEM && !e->msg[0])
+        pt_errf(e, rc, "out of memory");
+    if (rc || !cov) {
+        if (rc)
+            db_export_sel_free(w);
+        else {
+            *out = w;
+            sum->problems = (int)w->n;
+        }
+        return rc;
+    }
+    db_export_sel *x = calloc(1, sizeof *x);
+    if (!x) {
+        db_export_sel_free(w);
+        return pt_errf(e, PT_ENOMEM, "out of memory");
+    }
+    double tot = 0;
+    for (size_t from = 0; !rc && from < w->n;) {
+        size_t to = from + 1;
+        while (to < w->n && strcmp(w->v[to].r.fp_key, w->v[from].r.fp_key) == 0)
+            to++;
+        sum->winner_kernels += winner_kernels(w, from, to);
+        rc = group_cover(s, w, from, to, cover_o, x, sum, e);
+        from = to;
+    }
+    for (size_t i = 0; !rc && i < x->n; i++) {
+        double sl = x->v[i].r.slowdown;
+        sum->worst = sl > sum->worst ? sl : sum->worst;
+        tot += sl;
+    }
+    sum->problems = (int)x->n;
+    sum->mean = x->n ? tot / (double)x->n : 0;
+    if (!rc)
+        rc = compile_time(s, x, sum, e);
+    db_export_sel_free(w);
+    if (rc) {
+        db_export_sel_free(x);
+        return rc;
+    }
+    *out = x;
+    return PT_OK;
 }

@@ -199,3 +199,322 @@ Test(cover, the_sweep_gives_only_winners_a_contract)
                  (long long)winners);
     db_close(s);
 }
+
+/* ---- fewer kernels: the cover on planted timings ------------------------- */
+
+static const db_fingerprint dev_fp = {"NVIDIA Test GPU", 90, 132, "13000", "nvJitLink 13.0", 90,
+                                      "ptxtune 0.1.0", "ptxtune-bench/1"};
+
+typedef struct planted {
+    db_store *s;
+    int64_t run, prob[8];
+} planted;
+
+static void plant_open(planted *pl, const char *path, int nprob)
+{
+    pt_err e = {0};
+    cr_assert_eq(db_open(path, NULL, &pl->s, &e), PT_OK, "%s", e.msg);
+    int64_t fp;
+    cr_assert_eq(db_fingerprint_put(pl->s, &dev_fp, &fp, &e), PT_OK, "%s", e.msg);
+    for (int i = 0; i < nprob; i++) {
+        char key[128], dims[64];
+        snprintf(key, sizeof key, "elementwise expr=\"y = softmax(x, -1)\" shape=x=%dx256",
+                 16 << i);
+        snprintf(dims, sizeof dims, "%d,256", 16 << i);
+        db_problem p = {"elementwise", key, "elementwise expr=\"y = softmax(x, -1)\" shape=x=#x#",
+                        dims, "", 1e6, 1e6, true};
+        cr_assert_eq(db_problem_put(pl->s, &p, &pl->prob[i], &e), PT_OK, "%s", e.msg);
+    }
+    db_run r = {.fingerprint_id = fp, .tool_version = "0.1.0", .git_rev = "x",
+                .strategy = "random", .budget = "10", .seed = 1, .backend = "cuda",
+                .arch = "sm_90", .args_key = "k", .host = "h", .pid = 1};
+    cr_assert_eq(db_run_begin(pl->s, &r, &pl->run, &e), PT_OK, "%s", e.msg);
+}
+
+/* Kernel NAME timed t (seconds) on problem i; compile_ms stored with it. */
+static void plant(planted *pl, const char *name, int i, double t, int verified)
+{
+    char ptx[128], hash[17], cfg[64], res[96];
+    snprintf(ptx, sizeof ptx, ".version 8.0\n.entry %s\n", name);
+    db_kernel_hash(ptx, strlen(ptx), hash);
+    snprintf(cfg, sizeof cfg, "k=%s", name);
+    snprintf(res, sizeof res, "{\"registers\":32,\"compile_ms\":%d}", 100 + (int)strlen(name));
+    db_kernel k = {hash, "elementwise", cfg, name, ptx};
+    db_cubin c = {"sm_90", "nvJitLink 13.0", "\x7f" "ELF", 4, res};
+    db_measurement m = {.run_id = pl->run, .problem_id = pl->prob[i], .config = cfg,
+                        .final = true, .status = "ok", .error = "", .source = "measured",
+                        .verified = verified, .t_min = t, .t_median = t, .t_max = t,
+                        .spread = 0.001, .reps = 10, .tflops = NAN, .gbps = NAN,
+                        .launch = "{\"grid\":[1,1,1],\"block\":[128,1,1],\"smem\":0}"};
+    pt_err e = {0};
+    cr_assert_eq(db_record(pl->s, &k, &c, &m, NULL, &e), PT_OK, "%s", e.msg);
+}
+
+/* Five problems whose winners are five distinct kernels w0..w4 (1 us each);
+ * g1 serves p0..p2 within 3% (+2, +1, +3 %) and p3 at +10%; g2 serves p3,
+ * p4 within 3% (+2.5, +0.5 %) and p0 at +8%; g3 serves all five at +4..8 %. */
+static void five_problems(const char *path)
+{
+    planted pl;
+    plant_open(&pl, path, 5);
+    const double us = 1e-6;
+    for (int i = 0; i < 5; i++) {
+        char w[8];
+        snprintf(w, sizeof w, "w%d", i);
+        plant(&pl, w, i, us, 1);
+        plant(&pl, "g3", i, us * (1.04 + 0.01 * i), 1);
+    }
+    plant(&pl, "g1", 0, us * 1.02, 1);
+    plant(&pl, "g1", 1, us * 1.01, 1);
+    plant(&pl, "g1", 2, us * 1.03, 1);
+    plant(&pl, "g1", 3, us * 1.10, 1);
+    plant(&pl, "g2", 3, us * 1.025, 1);
+    plant(&pl, "g2", 4, us * 1.005, 1);
+    plant(&pl, "g2", 0, us * 1.08, 1);
+    /* faster than g2 on p4 but not verified: serves nothing */
+    plant(&pl, "u", 4, us * 1.001, 0);
+    db_close(pl.s);
+}
+
+static const char *hash_of(const char *name)
+{
+    static char h[4][17];
+    static int k;
+    k = (k + 1) % 4;
+    char ptx[128];
+    snprintf(ptx, sizeof ptx, ".version 8.0\n.entry %s\n", name);
+    db_kernel_hash(ptx, strlen(ptx), h[k]);
+    return h[k];
+}
+
+static db_export_sel *cover_of(const char *path, int maxk, double maxs, db_cover_summary *sum,
+                               int want_rc, pt_err *e)
+{
+    db_store *s;
+    db_open_opts ro = {.readonly = true, .must_exist = true};
+    cr_assert_eq(db_open(path, &ro, &s, e), PT_OK, "%s", e->msg);
+    db_cover_opts o = {maxk, maxs};
+    db_export_sel *x = NULL;
+    int rc = db_export_select(s, NULL, NULL, &o, &x, sum, e);
+    db_close(s);
+    cr_assert_eq(rc, want_rc, "rc %d: %s", rc, e->msg);
+    return x;
+}
+
+/* the kernel serving problem i (rows are in problem key order: 128, 16,
+ * 256, 32, 64 rows sort as text) */
+static const char *served_by(const db_export_sel *x, int i)
+{
+    char want[128];
+    snprintf(want, sizeof want, "elementwise expr=\"y = softmax(x, -1)\" shape=x=%dx256", 16 << i);
+    for (size_t r = 0; r < db_sel_count(x); r++)
+        if (strcmp(db_sel_row_at(x, r)->problem_key, want) == 0)
+            return db_sel_row_at(x, r)->kernel_hash;
+    return "";
+}
+
+Test(cover, two_kernels_serve_five_problems_within_3_percent)
+{
+    const char *db = tpath("c.db");
+    five_problems(db);
+    pt_err e = {0};
+    db_cover_summary sum;
+    db_export_sel *x = cover_of(db, 0, 0.03, &sum, PT_OK, &e);
+    cr_assert_eq(db_sel_count(x), 5);
+    cr_expect_eq(sum.winner_kernels, 5);
+    cr_expect_eq(sum.kernels, 2);
+    cr_expect(sum.exact);
+    const char *g1 = hash_of("g1"), *g2 = hash_of("g2");
+    for (int i = 0; i < 3; i++)
+        cr_expect_str_eq(served_by(x, i), g1, "problem %d", i);
+    for (int i = 3; i < 5; i++)
+        cr_expect_str_eq(served_by(x, i), g2, "problem %d", i);
+    /* the bound holds row by row; the figures are the planted ratios */
+    for (size_t r = 0; r < db_sel_count(x); r++)
+        cr_expect_leq(db_sel_row_at(x, r)->slowdown, 0.03 + 1e-12);
+    cr_expect_float_eq(sum.worst, 0.03, 1e-9);
+    cr_expect_float_eq(sum.mean, (0.02 + 0.01 + 0.03 + 0.025 + 0.005) / 5, 1e-9);
+    /* compile time: the stored compile_ms of g1 and g2 (102 ms each) */
+    cr_expect_eq(sum.compile_known, 2);
+    cr_expect_float_eq(sum.compile_s, 0.204, 1e-9);
+    db_export_sel_free(x);
+
+    /* 2%: g1 keeps p0 and p1; p2 and p3 need their winners; p4 its winner
+     * (0% beats g2's 0.5% at the same count and worst): 4 kernels */
+    x = cover_of(db, 0, 0.02, &sum, PT_OK, &e);
+    cr_expect_eq(sum.kernels, 4);
+    cr_expect_float_eq(sum.worst, 0.02, 1e-9);
+    cr_expect_float_eq(sum.mean, (0.02 + 0.01) / 5, 1e-9);
+    cr_expect_str_eq(served_by(x, 4), hash_of("w4"));
+    db_export_sel_free(x);
+
+    /* 0%: the winners themselves */
+    x = cover_of(db, 0, 0, &sum, PT_OK, &e);
+    cr_expect_eq(sum.kernels, 5);
+    cr_expect_float_eq(sum.worst, 0, 1e-12);
+    db_export_sel_free(x);
+
+    /* two kernels, no slowdown bound: the least worst slowdown is g1 + g2 */
+    x = cover_of(db, 2, -1, &sum, PT_OK, &e);
+    cr_expect_eq(sum.kernels, 2);
+    cr_expect_float_eq(sum.worst, 0.03, 1e-9);
+    db_export_sel_free(x);
+}
+
+Test(cover, one_kernel_reports_the_unavoidable_slowdown)
+{
+    const char *db = tpath("c1.db");
+    five_problems(db);
+    pt_err e = {0};
+    db_cover_summary sum;
+    db_export_sel *x = cover_of(db, 1, -1, &sum, PT_OK, &e);
+    cr_expect_eq(sum.kernels, 1);
+    for (int i = 0; i < 5; i++)
+        cr_expect_str_eq(served_by(x, i), hash_of("g3"), "problem %d", i);
+    cr_expect_float_eq(sum.worst, 0.08, 1e-9);
+    cr_expect_float_eq(sum.mean, 0.06, 1e-9);
+    db_export_sel_free(x);
+    /* one kernel within 3%: none; the message names a problem left out */
+    e = (pt_err){0};
+    x = cover_of(db, 1, 0.03, &sum, PT_EINVAL, &e);
+    cr_expect_null(x);
+    cr_expect(strstr(e.msg, "no 1 kernels serve every problem") && strstr(e.msg, "shape=x="),
+              "%s", e.msg);
+    /* 0%: only the five winners meet it; four kernels cannot */
+    e = (pt_err){0};
+    x = cover_of(db, 4, 0, &sum, PT_EINVAL, &e);
+    cr_expect_null(x);
+    cr_expect(strstr(e.msg, "--max-kernels 4"), "%s", e.msg);
+}
+
+/* A problem with no verified row cannot be served; the CLI's bad values are
+ * one line and exit 2; every format carries the cover's rows. */
+Test(cover, the_cli_exports_the_cover_in_every_format_and_refuses_bad_bounds)
+{
+    five_problems(tpath("c.db"));
+    char out[1 << 16], err[4096];
+    static const char *const bad[][2] = {
+        {"--max-kernels 0", "bad --max-kernels '0'"},
+        {"--max-kernels -2", "bad --max-kernels '-2'"},
+        {"--max-kernels x3", "bad --max-kernels 'x3'"},
+        {"--max-slowdown -1%", "bad --max-slowdown '-1%'"},
+        {"--max-slowdown abc", "bad --max-slowdown 'abc'"},
+        {"--max-slowdown nan", "bad --max-slowdown 'nan'"},
+        {"--max-slowdown 3%%", "bad --max-slowdown '3%%'"},
+        {"--max-kernels 1 --max-slowdown 3%", "no 1 kernels serve every problem"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "export --db c.db --format json --out t.json %s", bad[i][0]);
+        int rc = test_run_ptxtune(tmpdir, cmd, out, sizeof out, err, sizeof err);
+        cr_expect_eq(rc, 2, "%s: rc %d", bad[i][0], rc);
+        cr_expect(strstr(err, bad[i][1]), "%s: %s", bad[i][0], err);
+        cr_expect(strchr(err, '\n') == strrchr(err, '\n'), "%s: not one line: %s", bad[i][0], err);
+    }
+    cr_expect_neq(access(tpath("t.json"), F_OK), 0, "a refused export wrote its --out");
+    /* every format: five rows of two kernels */
+    cr_assert_eq(test_run_ptxtune(tmpdir, "export --db c.db --format json --out t.json "
+                                          "--max-slowdown 3%", out, sizeof out, err, sizeof err),
+                 0, "%s", err);
+    cr_expect(strstr(err, "2 kernels serve 5 problems (the winners: 5 kernels)"), "%s", err);
+    cr_expect(strstr(err, "worst 3.00%, mean 1.80%"), "%s", err);
+    char text[1 << 16];
+    test_slurp(tpath("t.json"), text, sizeof text);
+    json_t *t = json_loads(text, 0, NULL);
+    cr_assert(t);
+    json_t *rows = json_object_get(t, "rows");
+    cr_expect_eq(json_array_size(rows), 5);
+    int g1 = 0, g2 = 0;
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        const char *h = json_string_value(
+            json_object_get(json_object_get(json_array_get(rows, i), "kernel"), "hash"));
+        g1 += strcmp(h, hash_of("g1")) == 0;
+        g2 += strcmp(h, hash_of("g2")) == 0;
+    }
+    cr_expect_eq(g1, 3);
+    cr_expect_eq(g2, 2);
+    json_decref(t);
+    cr_assert_eq(test_run_ptxtune(tmpdir, "export --db c.db --format csv --out t.csv "
+                                          "--max-slowdown 3%", out, sizeof out, err, sizeof err),
+                 0, "%s", err);
+    test_slurp(tpath("t.csv"), text, sizeof text);
+    int lines = 0, n1 = 0;
+    for (char *p = text; (p = strchr(p, '\n')); p++)
+        lines++;
+    for (char *p = text; (p = strstr(p, hash_of("g1"))); p++)
+        n1++;
+    cr_expect_eq(lines, 6, "%s", text);
+    cr_expect_eq(n1, 3);
+    cr_assert_eq(test_run_ptxtune(tmpdir, "export --db c.db --format c-header --out t.h "
+                                          "--max-kernels 1", out, sizeof out, err, sizeof err),
+                 0, "%s", err);
+    cr_expect(strstr(err, "1 kernels serve 5 problems") && strstr(err, "worst 8.00%, mean 6.00%"),
+              "%s", err);
+    test_slurp(tpath("t.h"), text, sizeof text);
+    cr_expect(strstr(text, "ptxtune_table_size = 5;"), "%.300s", text);
+    cr_assert_eq(test_run_ptxtune(tmpdir, "export --db c.db --format bundle --out b.db "
+                                          "--max-slowdown 3% --json", out, sizeof out, err,
+                                  sizeof err),
+                 0, "%s", err);
+    json_t *rep = json_loads(out, 0, NULL);
+    cr_assert(rep, "%s", out);
+    cr_expect_str_eq(json_string_value(json_object_get(rep, "format")), "ptxtune-export");
+    json_t *sm = json_object_get(rep, "summary");
+    cr_expect_eq(json_integer_value(json_object_get(sm, "kernels")), 2);
+    cr_expect_eq(json_integer_value(json_object_get(sm, "winner_kernels")), 5);
+    cr_expect_float_eq(json_real_value(json_object_get(sm, "worst_slowdown")), 0.03, 1e-9);
+    cr_expect_eq(json_array_size(json_object_get(rep, "rows")), 5);
+    json_decref(rep);
+    db_store *b;
+    pt_err e = {0};
+    db_open_opts ro = {.readonly = true, .must_exist = true};
+    cr_assert_eq(db_open(tpath("b.db"), &ro, &b, &e), PT_OK, "%s", e.msg);
+    int64_t nk = 0, nw = 0;
+    cr_assert_eq(db_query_int(b, "SELECT count(*) FROM kernels", &nk, &e), PT_OK);
+    cr_assert_eq(db_query_int(b, "SELECT count(*) FROM winners", &nw, &e), PT_OK);
+    cr_expect_eq(nk, 2);
+    cr_expect_eq(nw, 5);
+    db_close(b);
+    /* a problem with only an unverified row: named */
+    planted pl;
+    plant_open(&pl, tpath("u.db"), 2);
+    plant(&pl, "w0", 0, 1e-6, 1);
+    plant(&pl, "w1", 1, 1e-6, 0);
+    db_close(pl.s);
+    int rc = test_run_ptxtune(tmpdir, "export --db u.db --format json --max-kernels 3", out,
+                              sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 2);
+    cr_expect(strstr(err, "no kernel serves 'elementwise expr=\"y = softmax(x, -1)\" shape=x=32x256'"),
+              "%s", err);
+}
+
+/* Where greedy set cover is not optimal the exact search is: a covers
+ * p0..p3, b covers p0, p1, p4 and c covers p2, p3, p5 (all +1%); greedy
+ * takes a first and needs three kernels, {b, c} is two. */
+Test(cover, the_exact_search_beats_greedy_on_a_small_table)
+{
+    planted pl;
+    plant_open(&pl, tpath("g.db"), 6);
+    for (int i = 0; i < 6; i++) {
+        char w[8];
+        snprintf(w, sizeof w, "w%d", i);
+        plant(&pl, w, i, 1e-6, 1);
+    }
+    static const int a[] = {0, 1, 2, 3}, b[] = {0, 1, 4}, c[] = {2, 3, 5};
+    for (int i = 0; i < 4; i++)
+        plant(&pl, "a", a[i], 1.01e-6, 1);
+    for (int i = 0; i < 3; i++) {
+        plant(&pl, "b", b[i], 1.01e-6, 1);
+        plant(&pl, "c", c[i], 1.01e-6, 1);
+    }
+    db_close(pl.s);
+    pt_err e = {0};
+    db_cover_summary sum;
+    db_export_sel *x = cover_of(tpath("g.db"), 0, 0.03, &sum, PT_OK, &e);
+    cr_expect_eq(sum.kernels, 2);
+    cr_expect(sum.exact);
+    for (int i = 0; i < 6; i++)
+        cr_expect_str_eq(served_by(x, i), hash_of(i == 0 || i == 1 || i == 4 ? "b" : "c"),
+                         "problem %d", i);
+    db_export_sel_free(x);
+}
