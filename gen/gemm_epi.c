@@ -111,6 +111,7 @@ typedef struct epi_geom {
     int E;                   /* elements per unit */
     int upr, nu;             /* units per staging row, units per thread per band */
     int64_t srows_lim, scols_lim;
+    bool row_dyn;            /* dyn=m: the staging rows end at the run-time M */
     int qround;              /* k slices: register quads per reduction round */
     int red_bytes;           /* k slices: bytes of one round */
     int red_off;             /* k slices: buffer offset (past the staging when both fit) */
@@ -184,6 +185,7 @@ static epi_geom geom(const pt_prepared *pp, const epi_desc *d)
     e.srows = dc ? d->bn : d->bm;
     e.scols = dc ? d->bm : d->bn;
     e.srows_lim = dc ? pp->N : pp->M;
+    e.row_dyn = pp->dyn_m && !dc;
     e.scols_lim = dc ? pp->M : pp->N;
     if (e.direct) { /* only D's alignment matters */
         e.E = 16 / e.ses;
@@ -366,6 +368,7 @@ typedef struct unit_pass {
     ptx_reg d, c, aux[GEMM_MAX_AUX], ws;
     ptx_reg zero;              /* b32 0, to clear consumed partials */
     ptx_reg colok;             /* scol0 in range (id 0: always) */
+    ptx_reg rowleft;           /* row_dyn: s32 M - srow0 (staging rows left in D) */
 } unit_pass;
 
 static ptx_reg ptr2d(gemm_ctx *g, ptx_reg base, ptx_reg row, int64_t ld, ptx_reg col, int es)
@@ -509,6 +512,9 @@ static void frag_aux(gemm_ctx *g, const kit_frag *fr, const gemm_aux *x, ptx_reg
     ptx_reg org = byn ? g->n0 : g->m0;
     int64_t lim = byn ? pp->N : pp->M;
     ptx_reg at = gemm_op2(g, PTX_OP_ADD, ptx_r(org), ptx_r(base));
+    ptx_reg left = {0}; /* dyn=m rows: M - at */
+    if (edge && !byn && pp->dyn_m)
+        left = gemm_op2(g, PTX_OP_SUB, gemm_m(g), ptx_r(at));
     int es = dt_bytes(pp->aux_dt);
     ptx_reg p = gemm_addr64(g, pa, ptx_r(at), es);
     for (int i = 0; i < fr->n; i++) {
@@ -520,7 +526,9 @@ static void frag_aux(gemm_ctx *g, const kit_frag *fr, const gemm_aux *x, ptx_reg
             continue;
         }
         ptx_reg ok = {0};
-        if (edge)
+        if (edge && left.id)
+            ok = gemm_setp_s(g, PTX_M_GT, ptx_r(left), ptx_imm(pos[i]));
+        else if (edge)
             ok = gemm_setp_s(g, PTX_M_LT, ptx_r(at), ptx_imm(lim - pos[i]));
         load_vals(g, p, (int64_t)pos[i] * es, pp->aux_dt, 1, &v[i], ok, false);
     }
@@ -538,7 +546,7 @@ static void stage_direct(gemm_ctx *g, const epi_geom *e, const kit_frag *fr, ptx
     int64_t tm = dc ? e->scols : e->srows, tn = dc ? e->srows : e->scols;
     for (int j = 0; j < pp->naux; j++) {
         bool byn = pp->aux[j].kind == GEMM_AUX_N;
-        bool edge = byn ? pp->N % tn != 0 : pp->M % tm != 0;
+        bool edge = byn ? pp->N % tn != 0 : pp->dyn_m || pp->M % tm != 0;
         frag_aux(g, fr, &pp->aux[j], g->paux[j], edge, &auxv[j * fr->n]);
     }
     ptx_opd *val = pp->epi ? pt_arena_alloc(ar, (size_t)pp->epi->nnodes * sizeof(ptx_opd)) : NULL;
@@ -562,7 +570,9 @@ static void stage_direct(gemm_ctx *g, const epi_geom *e, const kit_frag *fr, ptx
 static ptx_reg unit_ok(gemm_ctx *g, const epi_geom *e, const unit_map *u, const unit_pass *up, int i)
 {
     ptx_reg ok = u->guard[i];
-    if (e->srows_lim % e->srows)
+    if (e->row_dyn)
+        ok = gemm_pand(g, ok, gemm_setp_s(g, PTX_M_GT, ptx_r(up->rowleft), ptx_imm(u->urimm[i])));
+    else if (e->srows_lim % e->srows)
         ok = gemm_pand(g, ok, gemm_setp_s(g, PTX_M_LT, ptx_r(up->srow0),
                                           ptx_imm(e->srows_lim - u->urimm[i])));
     if (e->scols_lim % e->scols) {
@@ -754,9 +764,10 @@ static void emit_all_units(gemm_ctx *g, const epi_geom *e, const unit_map *u, co
     u1.guard = &guard1;
     unit_pass up1 = *up;
     /* loop copies of everything that advances */
-    ptx_reg *adv32[2] = {&u1.sbuf, &up1.srow0};
-    int64_t step32[2] = {(int64_t)rs * e->pitch, rs};
-    for (int k = 0; k < 2; k++) {
+    ptx_reg *adv32[3] = {&u1.sbuf, &up1.srow0, &up1.rowleft};
+    int64_t step32[3] = {(int64_t)rs * e->pitch, rs, -(int64_t)rs};
+    int n32 = e->row_dyn && src != SRC_WS_WRITE ? 3 : 2;
+    for (int k = 0; k < n32; k++) {
         ptx_reg r = gemm_r32(g);
         ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(r), ptx_r(*adv32[k]));
         *adv32[k] = r;
@@ -801,7 +812,7 @@ static void emit_all_units(gemm_ctx *g, const epi_geom *e, const unit_map *u, co
     if (ur.id)
         guard1 = gemm_setp(g, PTX_M_LT, ptx_r(ur), ptx_imm(e->br));
     emit_units(g, &e1, &u1, &up1, src);
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < n32; k++)
         gemm_inc32(g, *adv32[k], step32[k]);
     for (int k = 0; k < n64; k++)
         gemm_inc64(g, *adv64[k], step64[k]);
@@ -825,6 +836,9 @@ static void pass_pointers(gemm_ctx *g, const epi_geom *e, const unit_map *u, ptx
     up->srow0 = r;
     up->scol0 = gemm_mad(g, ptx_r(u->uc0), ptx_imm(e->E), ptx_r(sc0));
     up->colok = (ptx_reg){0};
+    up->rowleft = (ptx_reg){0};
+    if (e->row_dyn && need_out)
+        up->rowleft = gemm_op2(g, PTX_OP_SUB, gemm_m(g), ptx_r(r));
     if (e->scols_lim % e->scols)
         up->colok = gemm_setp_s(g, PTX_M_LT, ptx_r(up->scol0), ptx_imm(e->scols_lim));
     if (need_ws) {

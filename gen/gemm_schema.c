@@ -25,6 +25,9 @@ static const pt_key keys[] = {
      "the reduction dimension"},
     {"batch", PT_KEY_INT, PT_KEY_SHAPE | PT_KEY_ROLE_BATCH, M(batch), 0, "1", NULL, 1, NULL,
      "problems packed one after another (grid z, at most 65535)"},
+    {"dyn", PT_KEY_ENUM, 0, M(dyn), 0, "none", "none m", 0, NULL,
+     "sizes read at run time: m (M is a u32 kernel parameter: rows predicated, grid x ceil(M/bm); "
+     "docs/runtime.md)"},
     {"layout", PT_KEY_ENUM, 0, M(layout), 0, "nn", "nn nt tn tt", 0, NULL,
      "A then B, row-major: n as written (A MxK, B KxN), t stored transposed"},
     {"dtype", PT_KEY_DTYPE, PT_KEY_ALWAYS, M(dtype), 0, "f32", NULL, 0, NULL,

@@ -363,3 +363,146 @@ Test(gemm_emu, random_problems_and_configs, .timeout = 1800)
     cr_expect_eq(t.ran, 200);
     cr_expect_eq(t.failed, 0, "first failure: %s", t.first);
 }
+
+/* ---- dyn=m: one kernel, M at run time (issue 14 item 4) ----
+ * The kernel of the problem at M = base (the bucket) is built once; each
+ * M of the list runs that PTX text on the emulator with the parameter m
+ * set to M and the grid by the rule (x: ceil(M / bm); persistent: the
+ * constant), against the float64 reference of the problem at M (the
+ * verifier: outputs poisoned, every element compared, workspace back to
+ * zero). Where the problem re-emitted at M is the same kernel (no split-K,
+ * or M in the bucket (base/2, base]) its PTX must equal the base's. */
+#include "tuner/backend.h"
+#include "tuner/verify.h"
+
+static void dyn_run(tally *t, pt_problem p, int64_t base, const int64_t *ms, int nm, const char *arch,
+                    const char *config)
+{
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse(arch, &tg, &e), 0, "%s", e.msg);
+    p.dyn = "m";
+    p.m = base;
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pb;
+    cr_assert_eq(gen_gemm_op.prepare(a, &p, &tg, &pb, &e), 0, "%s", e.msg);
+    pt_space s;
+    pt_config c;
+    gen_gemm_op.space(pb, &tg, &s);
+    gen_gemm_op.defaults(pb, &tg, &c);
+    cr_assert_eq(pt_config_parse(&s, config, &c, &e), 0, "%s", e.msg);
+    ptx_module *m = NULL;
+    pt_launch lb;
+    cr_assert_eq(pt_op_build(&gen_gemm_op, pb, &tg, 0, &c, &m, &lb, &e), 0, "%s [%s]: %s", arch, config, e.msg);
+    char *text = ptx_print(m);
+    char entry[128];
+    snprintf(entry, sizeof entry, "%s", lb.entry);
+    ptx_module_free(m);
+    int marg = -1;
+    for (int i = 0; i < lb.nargs; i++)
+        if (lb.args[i].kind == PT_ARG_U32)
+            marg = i;
+    cr_assert_geq(marg, 0, "no u32 parameter m in the dyn=m kernel");
+    cr_assert_eq(lb.args[marg].u, (uint64_t)base);
+    int64_t bm = pt_config_get(&c, "bm", 64), pers = pt_config_get(&c, "persistent", 0);
+    int64_t splitk = pt_config_get(&c, "splitk", 1);
+    tuner_dev_opts dopts = {.emu_threads = 2, .emu_arch = tg.sm};
+    tuner_dev *d = NULL;
+    cr_assert_eq(tuner_dev_open("emu", &dopts, &d, &e), 0, "%s", e.msg);
+    for (int i = 0; i < nm; i++) {
+        char what[600];
+        snprintf(what, sizeof what, "dyn=m %s %lldx%lldx%lld (kernel of m=%lld) %s batch %lld [%s]%s%s", arch,
+                 (long long)ms[i], (long long)p.n, (long long)p.k, (long long)base, p.layout,
+                 (long long)p.batch, config, p.epilogue ? " epilogue " : "", p.epilogue ? p.epilogue : "");
+        pt_problem q = p;
+        q.m = ms[i];
+        pt_prepared *pq;
+        int rc = gen_gemm_op.prepare(a, &q, &tg, &pq, &e);
+        pt_launch lq = lb;
+        if (!rc) {
+            /* the same kernel where the contract would say so */
+            ptx_module *mq = NULL;
+            pt_launch lr;
+            rc = pt_op_build(&gen_gemm_op, pq, &tg, 0, &c, &mq, &lr, &e);
+            if (!rc) {
+                char *tq = ptx_print(mq);
+                bool same = strcmp(tq, text) == 0;
+                bool want = splitk == 1 || ms[i] > base / 2;
+                if (same != want)
+                    rc = pt_errf(&e, PT_EINTERNAL, "re-emitted at m=%lld: PTX %s the base's", (long long)ms[i],
+                                 same ? "equals" : "differs from");
+                if (!rc && lr.grid[0] != (unsigned)(pers ? pers : (ms[i] + bm - 1) / bm))
+                    rc = pt_errf(&e, PT_EINTERNAL, "grid x %u at m=%lld: not the rule", lr.grid[0],
+                                 (long long)ms[i]);
+                free(tq);
+            }
+            ptx_module_free(mq);
+            lq.grid[0] = (unsigned)(pers ? pers : (ms[i] + bm - 1) / bm);
+            lq.args[marg].u = (uint64_t)ms[i];
+        }
+        tuner_kernel *k = NULL;
+        tuner_io *io = NULL;
+        tuner_image img = {text, strlen(text), NULL, 0, entry, &gen_gemm_op, rc ? pb : pq};
+        if (!rc)
+            rc = tuner_load(d, &img, &k, &e);
+        if (!rc)
+            rc = tuner_io_new(&gen_gemm_op, pq, &io, &e);
+        if (!rc) {
+            tuner_io_random(io, (uint64_t)(ms[i] * 131 + p.n), 0, 0);
+            rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), &e);
+        }
+        if (!rc) {
+            tuner_verify_opts vo = {.full_limit = INT64_MAX};
+            tuner_verify_result vr;
+            rc = tuner_verify(d, k, &lq, io, &vo, &vr, &e);
+        }
+        if (io)
+            tuner_io_free(d, io);
+        if (k)
+            tuner_unload(d, k);
+        t->ran++;
+        if (rc) {
+            if (!t->failed)
+                snprintf(t->first, sizeof t->first, "%s: %s", what, e.msg);
+            t->failed++;
+        }
+    }
+    tuner_dev_close(d);
+    free(text);
+    pt_arena_free(a);
+}
+
+static const int64_t dyn_ms[] = {1, 7, 64, 65, 100, 128};
+
+Test(gemm_emu, dyn_m_one_kernel_many_m, .timeout = 1800)
+{
+    static const struct {
+        const char *layout;
+        pt_dtype dt, odt;
+        int64_t n, k, batch, lda;
+        double alpha, beta;
+        const char *epi, *arch, *config;
+    } cases[] = {
+        {"nt", PT_BF16, PT_BF16, 72, 96, 1, 0, 1, 0, NULL, "sm_80", "bm=64,bn=32,wm=32,wn=16,bk=32"},
+        {"nn", PT_F16, PT_F32, 40, 70, 1, 0, 1.5, 0.25, NULL, "sm_86", "bm=32,bn=32,wm=16,wn=16,splitk=2"},
+        {"tn", PT_BF16, PT_F16, 48, 64, 2, 136, 1, 0, "gelu(acc + bias[n]) * s[m]", "sm_80", "bm=64,bn=16,wm=32,wn=16,raster=2"},
+        {"tt", PT_F16, PT_F16, 24, 40, 1, 130, 0.5, 0.5, "alpha * acc + beta * c + r", "sm_86", "bm=16,bn=32,wm=16,wn=16,kslice=2"},
+        {"nt", PT_BF16, PT_BF16, 64, 160, 3, 0, 1, 0.5, NULL, "sm_80", "bm=32,bn=32,wm=16,wn=16,splitk=3,raster=3"},
+        {"nt", PT_S8, PT_S32, 40, 64, 1, 0, 1, 0, NULL, "sm_80", "bm=32,bn=32,wm=16,wn=16,persistent=3"},
+        {"nn", PT_F32, PT_F32, 40, 33, 2, 0, 1, 0, "relu(acc) + bias[n]", "sm_80", "bm=32,bn=32,tm=4,tn=4,persistent=2,splitk=2"},
+    };
+    tally t = {0};
+    double t0 = now();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pt_problem p = PT_GEMM(128, cases[i].n, cases[i].k, cases[i].layout, cases[i].dt, cases[i].odt);
+        p.batch = cases[i].batch;
+        p.lda = cases[i].lda;
+        p.alpha = cases[i].alpha;
+        p.beta = cases[i].beta;
+        p.epilogue = cases[i].epi;
+        dyn_run(&t, p, 128, dyn_ms, 6, cases[i].arch, cases[i].config);
+    }
+    report("dyn=m: one kernel, m = 1 7 64 65 100 128", &t, now() - t0);
+    cr_expect_eq(t.ran, 6 * (int)(sizeof cases / sizeof cases[0]));
+    cr_expect_eq(t.failed, 0, "first failure: %s", t.first);
+}
