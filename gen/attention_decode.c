@@ -64,12 +64,29 @@ static int dec_sms(int sm)
 }
 
 static bool pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+/* head dims of the op's schema (64 96 128 256): rows of 96 are 12 or 24
+ * pieces, cut with a division (idx_div) and, paged, on a power-of-two row
+ * count a pass (copy_threads) */
+static bool dec_dim_ok(int64_t d) { return d == 64 || d == 96 || d == 128 || d == 256; }
 static int ilog2i(int64_t v)
 {
     int r = 0;
     while ((INT64_C(1) << r) < v)
         r++;
     return r;
+}
+
+/* id / n and id % n (u32 registers): a shift and a mask for a power of
+ * two, else a division (hd96: 12 or 24 pieces a row). */
+static void idx_div(ptx_fn *f, ptx_reg id, int64_t n, ptx_reg *q, ptx_reg *r)
+{
+    if (pow2(n)) {
+        *q = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(id), ptx_imm(ilog2i(n))));
+        *r = kit_reg(f, kit_iop(f, PTX_OP_AND, ptx_r(id), ptx_imm(n - 1)));
+    } else {
+        *q = kit_reg(f, kit_iop(f, PTX_OP_DIV, ptx_r(id), ptx_imm(n)));
+        *r = kit_reg(f, kit_iop(f, PTX_OP_REM, ptx_r(id), ptx_imm(n)));
+    }
 }
 
 /* ---- geometry ---------------------------------------------------------- */
@@ -119,8 +136,8 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if (g->kw < 16)
         return pt_errf(e, PT_EINVAL, "bn=%d with kv_warps=%d: each warp needs at least 16 keys of a tile", g->bn,
                        g->W);
-    if (!pow2(pp->d) || !pow2(pp->dv) || pp->d < 64 || pp->dv < 64 || pp->d > 256 || pp->dv > 256)
-        return pt_errf(e, PT_EUNSUPPORTED, "head_dim=%lld head_dim_v=%lld: impl=split supports 64, 128, 256",
+    if (!dec_dim_ok(pp->d) || !dec_dim_ok(pp->dv))
+        return pt_errf(e, PT_EUNSUPPORTED, "head_dim=%lld head_dim_v=%lld: impl=split supports 64, 96, 128, 256",
                        (long long)pp->d, (long long)pp->dv);
     if (pp->dt != PT_F16 && pp->dt != PT_BF16)
         return pt_errf(e, PT_EUNSUPPORTED, "dtype %s: impl=split supports f16 and bf16", pt_dtype_get(pp->dt)->name);
@@ -448,8 +465,7 @@ static void units_init(dctx *x, unit *u, int nu)
     ptx_reg rows = kit_reg(f, kit_iop(f, PTX_OP_MUL, ptx_r(x->sq), ptx_imm(x->pp->group)));
     for (int k = 0; k < nu; k++) {
         ptx_reg id = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->tid), ptx_imm((int64_t)k * g->T)));
-        u[k].r = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(id), ptx_imm(ilog2i(nc))));
-        u[k].c4 = kit_reg(f, kit_iop(f, PTX_OP_AND, ptx_r(id), ptx_imm(nc - 1)));
+        idx_div(f, id, nc, &u[k].r, &u[k].c4);
         u[k].rg = kit_reg(f, kit_imad(f, ptx_r(x->rb), ptx_imm(g->bm), ptx_r(u[k].r)));
         ptx_reg ok = setp(f, PTX_M_LT, S32T, ptx_r(u[k].rg), ptx_r(rows));
         if ((int64_t)(k + 1) * g->T > total)
@@ -491,17 +507,30 @@ static ptx_opd score(dctx *x, ptx_reg s)
 /* One K and one V tile through the pages; with equal row bytes the two
  * copies have the same cut, so V reuses K's table lookups. */
 static void issue_kv_paged(ptx_fn *f, kit_g2s *ck, const kit_paged *pk, kit_g2s *cv, const kit_paged *pv,
-                           ptx_reg st, int64_t v_off, ptx_reg pred, bool share)
+                           ptx_reg st, int64_t v_off, ptx_reg kpred, ptx_reg vpred, bool share)
 {
     if (!share) {
-        kit_g2s_issue_paged(ck, pk, st, 0, pred);
-        kit_g2s_issue_paged(cv, pv, st, v_off, pred);
+        kit_g2s_issue_paged(ck, pk, st, 0, kpred);
+        kit_g2s_issue_paged(cv, pv, st, v_off, vpred);
         return;
     }
     ptx_reg *pages = pt_arena_alloc(f->mod->arena, (size_t)ck->n * sizeof(ptx_reg));
     memset(pages, 0, (size_t)ck->n * sizeof(ptx_reg));
-    kit_g2s_issue_paged_shared(ck, pk, st, 0, pred, pages, ck->n);
-    kit_g2s_issue_paged_shared(cv, pv, st, v_off, pred, pages, ck->n);
+    kit_g2s_issue_paged_shared(ck, pk, st, 0, kpred, pages, ck->n);
+    kit_g2s_issue_paged_shared(cv, pv, st, v_off, vpred, pages, ck->n);
+}
+
+/* Threads of a paged tile copy of np pieces a row: all T when np is a
+ * power of two, else np times the largest power of two <= T / np (the
+ * gather needs a power-of-two rows a pass; gen/kit/copy.h). */
+static int copy_threads(int T, int64_t np)
+{
+    if (pow2(np) || np > T)
+        return T;
+    int rp = 1;
+    while (2 * rp * np <= T)
+        rp *= 2;
+    return (int)(rp * np);
 }
 
 static void mma(ptx_fn *f, const kit_atom *at, ptx_opd d, ptx_opd a, ptx_opd b)
@@ -639,8 +668,8 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
         ptx_reg rows = kit_reg(f, kit_iop(f, PTX_OP_MUL, ptx_r(x->sq), ptx_imm(pp->group)));
         for (int64_t k = 0; k * g->T < total; k++) {
             ptx_reg id = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->tid), ptx_imm(k * g->T)));
-            ptx_reg r = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(id), ptx_imm(ilog2i(nch))));
-            ptx_reg ch = kit_reg(f, kit_iop(f, PTX_OP_AND, ptx_r(id), ptx_imm(nch - 1)));
+            ptx_reg r, ch;
+            idx_div(f, id, nch, &r, &ch);
             ptx_reg rg = kit_reg(f, kit_imad(f, ptx_r(x->rb), ptx_imm(g->bm), ptx_r(r)));
             ptx_reg ok = setp(f, PTX_M_LT, S32T, ptx_r(rg), ptx_r(rows));
             ptx_reg have = (k + 1) * g->T > total ? setp(f, PTX_M_LT, U32T, ptx_r(id), ptx_imm(total)) : none;
@@ -663,6 +692,7 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
     ptx_reg rows_left = s32op(f, PTX_OP_SUB, ptx_r(len), ptx_r(key0));
     kit_g2s ck, cv;
     kit_paged pk, pv;
+    ptx_reg kin = none, vin = none;
     {
         int64_t kbase = pp->sk[1] * es, vbase = pp->sv[1] * es; /* this head */
         ptx_reg kh = add64(f, x->k, ptx_r(x->hk), kbase), vh = add64(f, x->v, ptx_r(x->hk), vbase);
@@ -678,8 +708,15 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
             vk.base = add64(f, kb, ptx_r(key0), pp->sk[0] * es);
             vvv.base = add64(f, vb, ptx_r(key0), pp->sv[0] * es);
         }
-        kit_g2s_init(f, &ck, &g->kt, &vk, g->T, x->tid, 16, g->bn, 0);
-        kit_g2s_init(f, &cv, &g->vt, &vvv, g->T, x->tid, 16, g->bn, 0);
+        int tk = paged ? copy_threads(g->T, d * es / 16) : g->T, tv = paged ? copy_threads(g->T, dv * es / 16) : g->T;
+        kit_g2s_init(f, &ck, &g->kt, &vk, tk, x->tid, 16, g->bn, 0);
+        kit_g2s_init(f, &cv, &g->vt, &vvv, tv, x->tid, 16, g->bn, 0);
+        /* hd96 paged: threads past the cut's (a power of two rows a pass)
+         * issue nothing */
+        if (tk < g->T)
+            kin = setp(f, PTX_M_LT, U32T, ptx_r(x->tid), ptx_imm(tk));
+        if (tv < g->T)
+            vin = setp(f, PTX_M_LT, U32T, ptx_r(x->tid), ptx_imm(tv));
         ck.l2_128 = cv.l2_128 = true;
         if (paged) {
             ptx_reg tab = add64(f, x->bt, ptx_r(x->b), pp->pages_per_seq * 4);
@@ -700,7 +737,7 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
         ptx_reg st = kit_pipe_acquire(&pipe);
         ptx_reg p = setp(f, PTX_M_GT, S32T, ptx_r(nblk), ptx_imm(s));
         if (paged) {
-            issue_kv_paged(f, &ck, &pk, &cv, &pv, st, g->v_off, p, d == dv);
+            issue_kv_paged(f, &ck, &pk, &cv, &pv, st, g->v_off, pand(f, p, kin), pand(f, p, vin), d == dv);
             kit_g2s_paged_advance(&ck, &pk);
             kit_g2s_paged_advance(&cv, &pv);
         } else {
@@ -799,7 +836,7 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
         ptx_reg p = setp(f, PTX_M_LT, S32T, ptx_r(nx), ptx_r(nblk));
         ptx_reg wst = kit_pipe_acquire(&pipe);
         if (paged) {
-            issue_kv_paged(f, &ck, &pk, &cv, &pv, wst, g->v_off, p, d == dv);
+            issue_kv_paged(f, &ck, &pk, &cv, &pv, wst, g->v_off, pand(f, p, kin), pand(f, p, vin), d == dv);
             kit_g2s_paged_advance(&ck, &pk);
             kit_g2s_paged_advance(&cv, &pv);
         } else {

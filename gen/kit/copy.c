@@ -409,16 +409,24 @@ void kit_g2s_paged_init(kit_g2s *c, kit_paged *pg, ptx_reg tid)
 {
     ptx_fn *f = c->f;
     int TR = kit_tile_rows(c->tile), np = kit_tile_row_bytes(c->tile) / c->cw, P = pg->page;
-    if ((np & (np - 1)) || (P & (P - 1)) || (TR & (TR - 1)) || P < 1 || c->v.col_edge ||
+    int rp = c->n > 1 ? c->rowimm[1] : 1; /* rows a pass */
+    if ((rp & (rp - 1)) || (P & (P - 1)) || (TR & (TR - 1)) || P < 1 || c->v.col_edge ||
         (c->n > 1 && c->pcimm[1] != 0)) {
         pt_errf(&f->mod->err, PT_EINTERNAL,
-                "kit_g2s_paged_init: needs power-of-two page (%d), tile rows (%d) and pieces per row (%d), "
-                "no column bound, pieces per row <= threads",
-                P, TR, np);
+                "kit_g2s_paged_init: needs power-of-two page (%d), tile rows (%d) and rows a pass (%d; pieces "
+                "per row %d), no column bound, pieces per row <= threads",
+                P, TR, rp, np);
         return;
     }
-    ptx_opd trow = kit_iop(f, PTX_OP_SHR, ptx_r(tid), ptx_imm(ilog2(np)));
-    ptx_opd pc0 = np == 1 ? ptx_imm(0) : kit_iop(f, PTX_OP_AND, ptx_r(tid), ptx_imm(np - 1));
+    /* np not a power of two (192-byte rows: 12 pieces): kit_g2s_init's
+     * ragged cut, tid / np and tid % np; the caller chose T so that T / np
+     * is a power of two and keeps threads past (T / np) np from issuing */
+    bool npow2 = (np & (np - 1)) == 0;
+    ptx_opd trow = npow2 ? kit_iop(f, PTX_OP_SHR, ptx_r(tid), ptx_imm(ilog2(np)))
+                         : kit_iop(f, PTX_OP_DIV, ptx_r(tid), ptx_imm(np));
+    ptx_opd pc0 = np == 1  ? ptx_imm(0)
+                  : npow2 ? kit_iop(f, PTX_OP_AND, ptx_r(tid), ptx_imm(np - 1))
+                          : kit_iop(f, PTX_OP_REM, ptx_r(tid), ptx_imm(np));
     if (P < TR) {
         pg->erow = kit_reg(f, kit_iop(f, PTX_OP_SHR, trow, ptx_imm(ilog2(P))));
         pg->prow = kit_reg(f, kit_iop(f, PTX_OP_AND, trow, ptx_imm(P - 1)));

@@ -116,7 +116,10 @@ void kit_ldsm_emit(ptx_fn *f, const kit_ldsm *s, int i, int num, bool trans, ptx
  * zero-filled pieces then point into page 0, never past the pool), then
  * one 64-bit multiply-add; pieces on one page share it plus immediates.
  * page and the tile's rows are powers of two; tiles start at multiples of
- * the tile's rows; no column bound; pieces per row <= threads. */
+ * the tile's rows; no column bound; pieces per row <= threads. Pieces per
+ * row np need not be a power of two (192-byte rows: 12) when the rows a
+ * pass, T / np of kit_g2s_init's T, are: cut with T = np 2^k <= the CTA's
+ * threads and keep threads >= T from issuing (pred). */
 typedef struct kit_paged {
     ptx_reg table;      /* u64 address of the table's entry 0 (u32 page numbers) */
     ptx_reg pool;       /* u64 address of row 0 of page 0 (any per-head offset included) */
