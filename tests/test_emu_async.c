@@ -646,3 +646,132 @@ Test(emu_async, tma_reduce_add_every_schedule)
         run_free(&t.r);
     }
 }
+
+/* ---- clusters of more than one CTA (issue 12 item 1) ---- */
+
+static char *read_sm90(const char *name)
+{
+    const char *dir = getenv("PTXTUNE_TESTS_DIR");
+    cr_assert(dir, "PTXTUNE_TESTS_DIR not set (meson sets it)");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/ptx/sm90/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* Runs text (or a tests/ptx/sm90 file when text starts with '@', one under
+ * emu/ with "@emu/") as a cluster launch with one output buffer of `words`
+ * u32; returns emu_run's code, the output in out (NULL: not read). */
+static int run_cl(run *r, const char *text, const char *sched, const unsigned grid[3],
+                  unsigned block, const unsigned cl[3], size_t words, uint32_t *out)
+{
+    char *t = text[0] == '@' ? read_sm90(text + 1) : NULL;
+    emu_opts o = sched_opts(sched);
+    load_text(r, t ? t : text, &o);
+    free(t);
+    pt_err e = {0};
+    uint64_t d = emu_alloc(r->c, words * 4, "out");
+    const void *args[] = {&d};
+    emu_launch l = {{grid[0], grid[1], grid[2]}, {block, 1, 1}, 0};
+    int rc = emu_run_cluster(r->c, r->k, &l, cl, false, args, NULL, &e);
+    if (rc == PT_OK && out)
+        cr_assert_eq(emu_read(r->c, d, out, words * 4, &e), PT_OK);
+    return rc;
+}
+
+/* The DSMEM probe (tests/ptx/sm90/cluster_dsmem_sm90.ptx) in clusters of 2
+ * along x and of 2 x 2, two clusters each, under every schedule: each
+ * thread sees its next rank's value, getctarank names that rank, the
+ * cluster registers have their values and rank 0's counters got every
+ * atom and red of the cluster. */
+Test(emu_async, cluster_dsmem_exchange_every_schedule)
+{
+    static const unsigned shapes[][2][3] = {{{4, 1, 1}, {2, 1, 1}}, {{2, 4, 1}, {2, 2, 1}},
+                                            {{8, 1, 1}, {8, 1, 1}}};
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+        for (size_t s = 0; s < sizeof scheds / sizeof scheds[0]; s++) {
+            const unsigned *g = shapes[sh][0], *d = shapes[sh][1];
+            unsigned nct = g[0] * g[1], n = d[0] * d[1];
+            uint32_t *out = calloc((size_t)nct * 144, 4);
+            run r = {0};
+            int rc = run_cl(&r, "@cluster_dsmem_sm90.ptx", scheds[s], g, 64, d, (size_t)nct * 144, out);
+            if (rc)
+                dump(&r);
+            cr_assert_eq(rc, PT_OK, "cluster %u,%u %s", d[0], d[1], scheds[s]);
+            for (unsigned y = 0; y < g[1]; y++)
+                for (unsigned x = 0; x < g[0]; x++) {
+                    unsigned L = x + g[0] * y, cx = x % d[0], cy = y % d[1];
+                    unsigned rank = cx + d[0] * cy, next = (rank + 1) % n;
+                    unsigned px = x - cx + next % d[0], py = y - cy + next / d[0];
+                    const uint32_t *o = out + (size_t)L * 144;
+                    for (unsigned t = 0; t < 64; t++) {
+                        cr_assert_eq(o[2 * t], (px + g[0] * py) * 1000 + t,
+                                     "cta %u,%u thread %u: %u (%s)", x, y, t, o[2 * t], scheds[s]);
+                        cr_assert_eq(o[2 * t + 1], next);
+                    }
+                    const uint32_t want[10] = {x / d[0], y / d[1], cx, cy, d[0], d[1], rank, n,
+                                               rank ? 0 : 64 * n, rank ? 0 : 128 * n};
+                    for (int i = 0; i < 10; i++)
+                        cr_assert_eq(o[128 + i], want[i], "cta %u,%u word %d: %u, expected %u (%s)",
+                                     x, y, 128 + i, o[128 + i], want[i], scheds[s]);
+                }
+            free(out);
+            run_free(&r);
+        }
+}
+
+/* A launch names a cluster the grid is not a multiple of, too large a
+ * cluster, or one that differs from .reqnctapercluster: one line each. */
+Test(emu_async, cluster_launch_checks)
+{
+    run r = {0};
+    emu_opts o = emu_default_opts();
+    char *t = read_sm90("cluster_dsmem_sm90.ptx");
+    load_text(&r, t, &o);
+    pt_err e = {0};
+    uint64_t d = emu_alloc(r.c, 18 * 144 * 4, "out");
+    const void *args[] = {&d};
+    emu_launch l = {{6, 1, 1}, {64, 1, 1}, 0};
+    unsigned c4[3] = {4, 1, 1}, c16[3] = {16, 1, 1}, c9[3] = {9, 1, 1};
+    cr_assert_eq(emu_run_cluster(r.c, r.k, &l, c4, false, args, NULL, &e), PT_EINVAL);
+    cr_assert(strstr(e.msg, "bad cluster 4,1,1 for grid 6,1,1"), "%s", e.msg);
+    l.grid[0] = 16;
+    pt_err_clear(&e);
+    cr_assert_eq(emu_run_cluster(r.c, r.k, &l, c16, false, args, NULL, &e), PT_EINVAL);
+    cr_assert(strstr(e.msg, "at most 8 CTAs"), "%s", e.msg);
+    l.grid[0] = 18;
+    cr_assert_eq(emu_run_cluster(r.c, r.k, &l, c9, true, args, NULL, &e), PT_OK, "%s", e.msg);
+    l.grid[0] = 16;
+    cr_assert_eq(emu_run_cluster(r.c, r.k, &l, c16, true, args, NULL, &e), PT_OK, "%s", e.msg);
+    run_free(&r);
+    /* .reqnctapercluster 2: a launch without a cluster gets it, another one is refused */
+    char *q = strstr(t, ".visible .entry k(");
+    cr_assert(q);
+    char *t2 = malloc(strlen(t) + 64);
+    char *brace = strstr(q, ")\n{");
+    size_t pre = (size_t)(brace - t) + 1;
+    memcpy(t2, t, pre);
+    strcpy(t2 + pre, " .reqnctapercluster 2, 1, 1");
+    strcat(t2, brace + 1);
+    load_text(&r, t2, &o);
+    d = emu_alloc(r.c, 4 * 144 * 4, "out");
+    l.grid[0] = 4;
+    cr_assert_eq(emu_run_cluster(r.c, r.k, &l, NULL, false, args, NULL, &e), PT_OK, "%s", e.msg);
+    uint32_t w;
+    cr_assert_eq(emu_read(r.c, d + 135 * 4, &w, 4, &e), PT_OK);
+    cr_assert_eq(w, 2, "cluster_nctarank %u", w);
+    pt_err_clear(&e);
+    cr_assert_eq(emu_run_cluster(r.c, r.k, &l, c4, false, args, NULL, &e), PT_EINVAL);
+    cr_assert(strstr(e.msg, "reqnctapercluster"), "%s", e.msg);
+    run_free(&r);
+    free(t2);
+    free(t);
+}

@@ -24,8 +24,11 @@ struct emu_aop {
     uint8_t lane;
     uint32_t warp, pc, group;
     uint32_t smem, bytes; /* the marked shared range: destination (loads), source (stores) */
-    int32_t mb;           /* barrier index, -1 none */
+    int32_t mb;           /* barrier index, -1 none (the own CTA's; loads: dmb) */
     uint64_t phase;       /* its phase at issue */
+    uint32_t dmask;       /* loads: the destination CTAs (ranks), each at smem */
+    int32_t dmb[EMU_CLUSTER_MAX];   /* loads: the barrier index in each destination */
+    uint64_t dph[EMU_CLUSTER_MAX];  /* and its phase at issue */
     uint64_t gaddr;       /* bulk: the global address */
     emu_tmap_desc map;
     int32_t coord[EMU_TMAP_MAX_RANK];
@@ -64,19 +67,19 @@ int emu__async_cta_init(emu_cta *c)
     a->wft = calloc(sm, sizeof *a->wft);
     a->cb_arr = calloc(nt, sizeof *a->cb_arr);
     a->cbw = calloc(c->nwarps, sizeof *a->cbw);
+    a->me0 = 0;
     if (!a->mbix || !a->wait_mb || !a->wait_arg || !a->bgroup || !a->fcnt || !a->wfence || !a->wft ||
         !a->cb_arr || !a->cbw)
         return PT_ENOMEM;
     c->shadow_sh = c->shadow_sh || c->o->detect_async;
     if (c->o->detect_race) {
-        uint32_t nw = c->nwarps + 1; /* the warps and the async proxy */
+        /* each CTA of the cluster: its warps and its async proxy */
+        uint32_t nw = c->rs->csize * (c->nwarps + 1);
         a->vcm = true;
         a->nw = nw;
         a->vc = calloc((size_t)c->nwarps * nw, sizeof *a->vc);
         a->barvc = calloc((size_t)EMU_NBAR * nw, sizeof *a->barvc);
-        a->cbvc = calloc(nw, sizeof *a->cbvc);
-        a->cbpub = calloc(nw, sizeof *a->cbpub);
-        if (!a->vc || !a->barvc || !a->cbvc || !a->cbpub)
+        if (!a->vc || !a->barvc)
             return PT_ENOMEM;
     }
     return PT_OK;
@@ -111,8 +114,6 @@ void emu__async_cta_free(emu_cta *c)
     free(a->barvc);
     free(a->cb_arr);
     free(a->cbw);
-    free(a->cbvc);
-    free(a->cbpub);
     free(a->mbvc);
     free(a->rpool);
     free(a->rfree);
@@ -140,11 +141,7 @@ void emu__async_cta_start(emu_cta *c, uint64_t linear)
     memset(a->wfence, 0, (size_t)c->smem_size * sizeof *a->wfence);
     memset(a->cb_arr, 0, nt * sizeof *a->cb_arr);
     memset(a->cbw, 0, c->nwarps * sizeof *a->cbw);
-    a->cb_phase = a->cb_count = 0;
-    if (a->vcm) {
-        memset(a->cbvc, 0, a->nw * sizeof *a->cbvc);
-        memset(a->cbpub, 0, a->nw * sizeof *a->cbpub);
-    }
+    a->me0 = c->rank * (c->nwarps + 1);
     a->rng = (c->o->schedule_seed + 1) * 0x9e3779b97f4a7c15ull ^ (linear + 1) * 0xbf58476d1ce4e5b9ull;
     if (!a->rng)
         a->rng = 1;
@@ -152,19 +149,54 @@ void emu__async_cta_start(emu_cta *c, uint64_t linear)
         c->warps[i].mb_wait = 0;
         c->warps[i].spin = false;
     }
-    if (a->vcm) { /* clocks go on from the last CTA's: older stamps are below vbase */
-        uint32_t nw = a->nw, mx = a->xclk > a->vbase ? a->xclk : a->vbase;
-        for (uint32_t w = 0; w + 1 < nw; w++)
-            mx = a->vc[w * nw + w] > mx ? a->vc[w * nw + w] : mx;
-        if (mx > 0xf0000000u) { /* about to wrap: start over with a clean shadow */
-            memset(c->sh.wep, 0, ((size_t)c->smem_size + 16) * sizeof *c->sh.wep);
-            mx = 0;
-        }
-        a->vbase = mx + 1;
-        a->xclk = a->vbase;
-        for (uint32_t w = 0; w + 1 < nw; w++)
+}
+
+int emu__cluster_init(emu_cluster *cl, uint32_t nw)
+{
+    cl->cbvc = calloc(nw, sizeof *cl->cbvc);
+    cl->cbpub = calloc(nw, sizeof *cl->cbpub);
+    return cl->cbvc && cl->cbpub ? PT_OK : PT_ENOMEM;
+}
+
+void emu__cluster_free(emu_cluster *cl)
+{
+    free(cl->cbvc);
+    free(cl->cbpub);
+    cl->cbvc = cl->cbpub = NULL;
+}
+
+void emu__async_cluster_start(emu_cluster *cl)
+{
+    cl->cb_phase = cl->cb_count = 0;
+    emu_asc *a0 = cl->cta[0].as;
+    if (!a0 || !a0->vcm)
+        return;
+    uint32_t nw = a0->nw;
+    memset(cl->cbvc, 0, nw * sizeof *cl->cbvc);
+    memset(cl->cbpub, 0, nw * sizeof *cl->cbpub);
+    /* clocks go on from the last CTAs': older stamps are below vbase, one
+     * base for the whole cluster (a peer's shadow is read with it) */
+    uint32_t mx = 0;
+    for (uint32_t r = 0; r < cl->n; r++) {
+        const emu_cta *c = &cl->cta[r];
+        const emu_asc *a = c->as;
+        mx = a->xclk > mx ? a->xclk : mx;
+        mx = a->vbase > mx ? a->vbase : mx;
+        for (uint32_t w = 0; w < c->nwarps; w++)
             for (uint32_t q = 0; q < nw; q++)
-                a->vc[w * nw + q] = a->vbase + (q == w);
+                mx = a->vc[w * nw + q] > mx ? a->vc[w * nw + q] : mx;
+    }
+    bool wrap = mx > 0xf0000000u; /* about to wrap: start over with a clean shadow */
+    for (uint32_t r = 0; r < cl->n; r++) {
+        emu_cta *c = &cl->cta[r];
+        emu_asc *a = c->as;
+        if (wrap)
+            memset(c->sh.wep, 0, ((size_t)c->smem_size + 16) * sizeof *c->sh.wep);
+        a->vbase = wrap ? 1 : mx + 1;
+        a->xclk = a->vbase;
+        for (uint32_t w = 0; w < c->nwarps; w++)
+            for (uint32_t q = 0; q < nw; q++)
+                a->vc[w * nw + q] = a->vbase + (q == a->me0 + w);
         memset(a->barvc, 0, (size_t)EMU_NBAR * nw * sizeof *a->barvc);
         memset(c->sh.rep, 0, ((size_t)c->smem_size + 16) * sizeof *c->sh.rep);
         a->nrp = 1;
@@ -188,7 +220,7 @@ void emu__vc_arrive(emu_cta *c, uint32_t warp, uint32_t *dst)
         return;
     uint32_t *v = &a->vc[warp * a->nw];
     vjoin(dst, v, a->nw);
-    v[warp]++;
+    v[a->me0 + warp]++;
 }
 
 void emu__vc_acquire(emu_cta *c, uint32_t warp, const uint32_t *src)
@@ -219,7 +251,7 @@ void emu__vc_bar_release(emu_cta *c, uint32_t id)
 
 /* An async operation takes its issuer's clock, which then ticks (the
  * operation is a release of everything the issuer did before it). What a
- * copy writes is stamped by the async proxy (agent nw - 1, a clock of its
+ * copy writes is stamped by the async proxy (agent me0 + nwarps, a clock of its
  * own per copy), so that even the issuing warp must wait for the phase
  * before it reads; cp.async copies landing for cp.async.mbarrier.arrive
  * are the issuer's own writes. */
@@ -233,10 +265,10 @@ static void op_clock(emu_cta *c, emu_aop *op, bool proxy)
         abort(); /* allocation failure is an invariant violation (base.h) */
     uint32_t *v = &a->vc[op->warp * a->nw];
     memcpy(op->vc, v, a->nw * sizeof *v);
-    op->clk = v[op->warp];
-    v[op->warp]++;
+    op->clk = v[a->me0 + op->warp];
+    v[a->me0 + op->warp]++;
     if (proxy)
-        op->clk = op->vc[a->nw - 1] = ++a->xclk;
+        op->clk = op->vc[a->me0 + c->nwarps] = ++a->xclk;
 }
 
 void emu__wake(emu_warp *w, uint32_t lanes)
@@ -343,20 +375,27 @@ static uint64_t vslot(const emu_cta *c, const emu_warp *w, const emu_ins *in, in
 enum { V_SIZE = 6, V_MASK = 7, V_MAP = 8, V_COORD = 9 };
 
 /* A shared address (window offset, a generic shared address, or a
- * shared::cluster address of this CTA) of n bytes at `align`; false
- * (reported) otherwise. */
+ * shared::cluster address) of n bytes at `align`: its window offset in
+ * *off and its CTA's rank in *rank (rank NULL: it must be this CTA's);
+ * false (reported) otherwise. */
 static bool smem_range(emu_cta *c, const emu_ins *in, int tid, uint64_t a, uint64_t n,
-                       uint32_t align, const char *what, uint32_t *off)
+                       uint32_t align, const char *what, uint32_t *off, uint32_t *rank)
 {
     if (a - EMU_SHARED_BASE < EMU_WINDOW)
         a -= EMU_SHARED_BASE;
-    if (a >> 24 && a < (1ull << 32)) {
-        emu__report(c, EMU_R_CLUSTER, in, tid, -1, 0, 0,
-                    "%s in CTA rank %llu of the cluster: clusters of more than one CTA are not "
-                    "emulated",
-                    what, (unsigned long long)((a >> 24) - 1));
-        fatal(c);
-        return false;
+    uint32_t r = c->rank;
+    if (a >> EMU_CL_SHIFT && a < (1ull << 32)) {
+        uint64_t q = (a >> EMU_CL_SHIFT) - 1;
+        if (q >= c->cl->n || (!rank && q != c->rank)) {
+            emu__report(c, EMU_R_CLUSTER, in, tid, EMU_SP_CLUSTER, a, (uint32_t)n,
+                        q >= c->cl->n ? "%s in CTA rank %llu of a cluster of %u CTAs"
+                                      : "%s in CTA rank %llu (of %u): it must be this CTA's",
+                        what, (unsigned long long)q, c->cl->n);
+            fatal(c);
+            return false;
+        }
+        r = (uint32_t)q;
+        a &= EMU_CL_OFF;
     }
     if (a + n > c->smem_size || a + n < a) {
         emu__report(c, EMU_R_OOB, in, tid, EMU_SP_SHARED, a, (uint32_t)n,
@@ -377,7 +416,27 @@ static bool smem_range(emu_cta *c, const emu_ins *in, int tid, uint64_t a, uint6
         return false;
     }
     *off = (uint32_t)a;
+    if (rank)
+        *rank = r;
     return true;
+}
+
+emu_cta *emu__cl_peer(emu_cta *c, const emu_ins *in, int tid, uint64_t a, uint64_t *off)
+{
+    if (!(a >> EMU_CL_SHIFT)) {
+        *off = a;
+        return c;
+    }
+    uint64_t q = (a >> EMU_CL_SHIFT) - 1;
+    if (a >= (1ull << 32) || q >= c->cl->n) {
+        emu__report(c, EMU_R_CLUSTER, in, tid, EMU_SP_CLUSTER, a, 0,
+                    "shared::cluster address names CTA rank %llu of a cluster of %u CTAs",
+                    (unsigned long long)q, c->cl->n);
+        fatal(c);
+        return NULL;
+    }
+    *off = a & EMU_CL_OFF;
+    return &c->cl->cta[q];
 }
 
 /* n global bytes at g for reading (write false) or writing; NULL (reported)
@@ -564,14 +623,28 @@ static void complete(emu_cta *c, emu_aop *op)
     case EMU_AS_TMA_LD:
     case EMU_AS_BULK_G2S:
     case EMU_AS_BULK_S2S: {
-        mark(c, op->smem, op->bytes, EMU_PEND_DST, false);
-        a->marked--;
-        memcpy(c->smem + op->smem, op->data, op->bytes);
-        emu__shadow_async_write(c, op->smem, op->bytes,
-                                a->vcm ? (int)((a->nw - 1) * 32) : tid, op->clk);
-        memset(a->wfence + op->smem, 0, op->bytes * sizeof *a->wfence);
-        if (op->mb >= 0 && (uint32_t)op->mb < a->nmb)
-            emu__mbar_complete_tx(c, &a->mb[op->mb], op->bytes, op->phase, in, tid, op->vc);
+        /* the async proxy's write, stamped with its agent's clock */
+        int ptid = a->vcm ? (int)((a->me0 + c->nwarps) * 32) : tid;
+        EMU_FOR_LANES(op->dmask, r)
+        {
+            emu_cta *d = &c->cl->cta[r];
+            emu_asc *da = d->as;
+            mark(d, op->smem, op->bytes, EMU_PEND_DST, false);
+            da->marked--;
+            if (d->exited) {
+                emu__report(c, EMU_R_DSMEM_EXITED, in, tid, -1, 0, 0,
+                            "an async copy landed in CTA rank %u of the cluster after it exited (a "
+                            "CTA must not exit while copies into it are in flight)",
+                            r);
+                continue;
+            }
+            memcpy(d->smem + op->smem, op->data, op->bytes);
+            emu__shadow_async_write(d, op->smem, op->bytes, ptid, op->clk);
+            memset(da->wfence + op->smem, 0, op->bytes * sizeof *da->wfence);
+            if ((uint32_t)op->dmb[r] < da->nmb)
+                emu__mbar_complete_tx(d, &da->mb[op->dmb[r]], op->bytes, op->dph[r], in, tid,
+                                      op->vc);
+        }
         break;
     }
     case EMU_AS_TMA_ST:
@@ -671,44 +744,98 @@ static void issue(emu_cta *c, emu_aop *op)
         complete_at(c, c->as->nq - 1);
 }
 
-/* The barrier of a load (live; its phase recorded in op). */
+/* The barrier of a load: at the address's window offset in every
+ * destination CTA (op->dmask; a multicast names the same offset in each,
+ * a single destination must be the barrier's CTA), live; each one's index
+ * and phase go in op. */
 static bool load_mbar(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t l, emu_aop *op)
 {
-    uint32_t off;
+    uint32_t off, mr;
     int tid = tid_of(w, l);
-    if (!smem_range(c, in, tid, vaddr(c, w, in, 2, l), 8, 8, "mbarrier", &off))
+    if (!smem_range(c, in, tid, vaddr(c, w, in, 2, l), 8, 8, "mbarrier", &off, &mr))
         return false;
-    emu_mbar *b = emu__mbar_at(c, off);
-    if (!b || b->state != EMU_MBS_LIVE) {
-        emu__report(c, EMU_R_MBARRIER, in, tid, EMU_SP_SHARED, off, 8, "%s",
-                    b ? "async copy completing on an invalidated mbarrier"
-                      : "async copy completing on an mbarrier that was never initialised");
+    if (!(in->flags & EMU_IF_HAS_C) && op->dmask != 1u << mr) {
+        emu__report(c, EMU_R_CLUSTER, in, tid, -1, 0, 0,
+                    "the mbarrier is in CTA rank %u, the destination in CTA rank %u: an async "
+                    "copy completes on the destination CTA's mbarrier",
+                    mr, (uint32_t)__builtin_ctz(op->dmask));
         fatal(c);
         return false;
     }
-    op->mb = (int32_t)(b - c->as->mb);
-    op->phase = b->phase;
+    EMU_FOR_LANES(op->dmask, r)
+    {
+        emu_cta *d = &c->cl->cta[r];
+        if (d->exited) {
+            emu__report(c, EMU_R_DSMEM_EXITED, in, tid, -1, 0, 0,
+                        "async copy to CTA rank %u of the cluster, which already exited", r);
+            fatal(c);
+            return false;
+        }
+        emu_mbar *b = emu__mbar_at(d, off);
+        if (!b || b->state != EMU_MBS_LIVE) {
+            emu__report(c, EMU_R_MBARRIER, in, tid, EMU_SP_SHARED, off, 8, "%s%s",
+                        b ? "async copy completing on an invalidated mbarrier"
+                          : "async copy completing on an mbarrier that was never initialised",
+                        d == c ? "" : " (in a peer CTA of the cluster: initialise it and "
+                                      "publish it with barrier.cluster before the copy)");
+            fatal(c);
+            return false;
+        }
+        op->dmb[r] = (int32_t)(b - d->as->mb);
+        op->dph[r] = b->phase;
+    }
     return true;
 }
 
-/* Checks the destination of a load at issue and marks it in flight. */
+/* The destination CTAs (rank mask) of a load whose destination address is
+ * a (shared::cluster) address: a multicast's mask, or the address's CTA.
+ * 0: nothing to do (an empty mask) or reported. */
+static uint32_t load_dests(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t l,
+                           uint64_t dst, uint64_t bytes, uint32_t align, const char *what,
+                           emu_aop *op)
+{
+    int tid = tid_of(w, l);
+    uint32_t dr;
+    if (!smem_range(c, in, tid, dst, bytes, align, what, &op->smem, &dr))
+        return 0;
+    if (!(in->flags & EMU_IF_HAS_C))
+        return 1u << dr;
+    uint64_t mask = vslot(c, w, in, V_MASK, l) & 0xffff;
+    if (mask >> c->cl->n) {
+        emu__report(c, EMU_R_CLUSTER, in, tid, -1, 0, 0,
+                    "multicast mask 0x%llx names CTAs outside the cluster of %u", (unsigned long long)mask,
+                    c->cl->n);
+        fatal(c);
+        return 0;
+    }
+    return (uint32_t)mask;
+}
+
+/* Checks the destination of a load at issue, in every destination CTA, and
+ * marks it in flight there. */
 static void load_dst(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t l, emu_aop *op)
 {
-    emu_asc *a = c->as;
     int tid = tid_of(w, l);
-    if (c->o->detect_async && a->marked &&
-        any_bits(c->pend + op->smem, op->bytes, EMU_PEND_DST | EMU_PEND_SRC))
-        emu__report(c, EMU_R_ASYNC_RACE, in, tid, EMU_SP_SHARED, op->smem, op->bytes,
-                    "async copy destination overlaps shared memory another async copy in flight "
-                    "writes or reads");
-    emu__shadow_probe(c, in, w, l, op->smem, op->bytes);
+    EMU_FOR_LANES(op->dmask, r)
+    {
+        emu_cta *d = &c->cl->cta[r];
+        if (c->o->detect_async && d->as->marked &&
+            any_bits(d->pend + op->smem, op->bytes, EMU_PEND_DST | EMU_PEND_SRC))
+            emu__report(c, EMU_R_ASYNC_RACE, in, tid, EMU_SP_SHARED, op->smem, op->bytes,
+                        "async copy destination overlaps shared memory another async copy in "
+                        "flight writes or reads");
+        emu__shadow_probe_at(d, c, in, w, l, op->smem, op->bytes);
+    }
     op_clock(c, op, true);
-    if (c->wg)
-        emu__wg_async_write(c, in, tid, op->smem, op->bytes);
-    mark(c, op->smem, op->bytes, EMU_PEND_DST, true);
-    a->marked++;
-    if (op->mb >= 0)
-        a->mb[op->mb].inflight += op->bytes;
+    EMU_FOR_LANES(op->dmask, r)
+    {
+        emu_cta *d = &c->cl->cta[r];
+        if (d->wg)
+            emu__wg_async_write(d, in, tid, op->smem, op->bytes);
+        mark(d, op->smem, op->bytes, EMU_PEND_DST, true);
+        d->as->marked++;
+        d->as->mb[op->dmb[r]].inflight += op->bytes;
+    }
 }
 
 /* Checks the source of a store at issue (proxy fence, in-flight loads) and
@@ -755,27 +882,13 @@ static void tma_load(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l, uin
 {
     int tid = tid_of(w, l);
     emu_aop *op = aop_new(w, l, pc, EMU_AS_TMA_LD);
-    if (!tma_map(c, w, in, l, op) || !load_mbar(c, w, in, l, op)) {
+    if (!tma_map(c, w, in, l, op)) {
         aop_free(op);
         return;
     }
     uint64_t bytes = emu_tmap_box_bytes(&op->map);
-    if (in->flags & EMU_IF_HAS_C) { /* multicast: clusters of one CTA (rank 0) */
-        uint64_t mask = vslot(c, w, in, V_MASK, l) & 0xffff;
-        if (mask & ~1ull) {
-            emu__report(c, EMU_R_CLUSTER, in, tid, -1, 0, 0,
-                        "multicast mask 0x%llx names CTAs outside the cluster (clusters of more "
-                        "than one CTA are not emulated)",
-                        (unsigned long long)mask);
-            fatal(c);
-        }
-        if (!(mask & 1)) {
-            aop_free(op);
-            return;
-        }
-    }
-    if (c->dead || !smem_range(c, in, tid, vaddr(c, w, in, 0, l), bytes, 128, "TMA destination",
-                               &op->smem)) {
+    op->dmask = load_dests(c, w, in, l, vaddr(c, w, in, 0, l), bytes, 128, "TMA destination", op);
+    if (!op->dmask || c->dead || !load_mbar(c, w, in, l, op)) {
         aop_free(op);
         return;
     }
@@ -816,7 +929,7 @@ static void tma_store(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l, ui
         return;
     }
     uint64_t bytes = emu_tmap_box_bytes(&op->map);
-    if (!smem_range(c, in, tid, vaddr(c, w, in, 1, l), bytes, 128, "TMA source", &op->smem)) {
+    if (!smem_range(c, in, tid, vaddr(c, w, in, 1, l), bytes, 128, "TMA source", &op->smem, NULL)) {
         aop_free(op);
         return;
     }
@@ -842,7 +955,8 @@ static void bulk(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l, uint32_
         if ((op->gaddr & 15) && c->o->detect_misaligned)
             emu__report(c, EMU_R_MISALIGNED, in, tid, EMU_SP_GLOBAL, op->gaddr, (uint32_t)size,
                         "bulk copy global address not 16-byte aligned");
-        if (!smem_range(c, in, tid, vaddr(c, w, in, 1, l), size, 16, "bulk copy source", &op->smem)) {
+        if (!smem_range(c, in, tid, vaddr(c, w, in, 1, l), size, 16, "bulk copy source", &op->smem,
+                        NULL)) {
             aop_free(op);
             return;
         }
@@ -853,26 +967,8 @@ static void bulk(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l, uint32_
         return;
     }
     emu_aop *op = aop_new(w, l, pc, in->sub);
-    if (!load_mbar(c, w, in, l, op)) {
-        aop_free(op);
-        return;
-    }
-    if (in->flags & EMU_IF_HAS_C) {
-        uint64_t mask = vslot(c, w, in, V_MASK, l) & 0xffff;
-        if (mask & ~1ull) {
-            emu__report(c, EMU_R_CLUSTER, in, tid, -1, 0, 0,
-                        "multicast mask 0x%llx names CTAs outside the cluster (clusters of more "
-                        "than one CTA are not emulated)",
-                        (unsigned long long)mask);
-            fatal(c);
-        }
-        if (!(mask & 1) || c->dead) {
-            aop_free(op);
-            return;
-        }
-    }
-    if (!smem_range(c, in, tid, vaddr(c, w, in, 0, l), size, 16, "bulk copy destination",
-                    &op->smem)) {
+    op->dmask = load_dests(c, w, in, l, vaddr(c, w, in, 0, l), size, 16, "bulk copy destination", op);
+    if (!op->dmask || c->dead || !load_mbar(c, w, in, l, op)) {
         aop_free(op);
         return;
     }
@@ -883,7 +979,7 @@ static void bulk(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l, uint32_
     uint64_t src = vaddr(c, w, in, 1, l);
     if (in->sub == EMU_AS_BULK_S2S) {
         uint32_t so;
-        if (!smem_range(c, in, tid, src, size, 16, "bulk copy source", &so)) {
+        if (!smem_range(c, in, tid, src, size, 16, "bulk copy source", &so, NULL)) {
             aop_free(op);
             return;
         }
@@ -920,48 +1016,55 @@ static void bulk_wait(emu_cta *c, const emu_warp *w, uint32_t m, uint64_t keep)
     }
 }
 
-/* ---- barrier.cluster in a cluster of one CTA ---- */
+/* ---- barrier.cluster: every non-exited thread of the cluster arrives ---- */
 
-static void cluster_check(emu_cta *c)
+static void cluster_check(emu_cluster *cl)
 {
-    emu_asc *a = c->as;
-    if (!a->cb_count || a->cb_count < c->live_threads)
+    uint32_t need = 0;
+    for (uint32_t r = 0; r < cl->n; r++)
+        need += cl->cta[r].exited ? 0 : cl->cta[r].live_threads;
+    if (!cl->cb_count || cl->cb_count < need)
         return;
-    a->cb_phase++;
-    a->cb_count = 0;
-    if (a->vcm) {
-        memcpy(a->cbpub, a->cbvc, a->nw * sizeof *a->cbvc);
-        memset(a->cbvc, 0, a->nw * sizeof *a->cbvc);
+    cl->cb_phase++;
+    cl->cb_count = 0;
+    emu_asc *a0 = cl->cta[0].as;
+    if (a0->vcm) {
+        memcpy(cl->cbpub, cl->cbvc, a0->nw * sizeof *cl->cbvc);
+        memset(cl->cbvc, 0, a0->nw * sizeof *cl->cbvc);
     }
-    for (uint32_t i = 0; i < c->nwarps; i++)
-        if (a->cbw[i]) {
-            uint32_t lanes = a->cbw[i];
-            a->cbw[i] = 0;
-            emu__wake(&c->warps[i], lanes);
-        }
+    for (uint32_t r = 0; r < cl->n; r++) {
+        emu_cta *c = &cl->cta[r];
+        for (uint32_t i = 0; i < c->nwarps; i++)
+            if (c->as->cbw[i]) {
+                uint32_t lanes = c->as->cbw[i];
+                c->as->cbw[i] = 0;
+                emu__wake(&c->warps[i], lanes);
+            }
+    }
 }
 
-void emu__async_exit(emu_cta *c) { cluster_check(c); }
+void emu__async_exit(emu_cta *c) { cluster_check(c->cl); }
 
 static bool cluster_bar(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t pc)
 {
     emu_asc *a = c->as;
+    emu_cluster *cl = c->cl;
     if (!(in->aux & 1)) { /* arrive */
         EMU_FOR_LANES(m, l)
         {
             int tid = tid_of(w, l);
-            if (a->cb_arr[tid] == a->cb_phase + 1) {
+            if (a->cb_arr[tid] == cl->cb_phase + 1) {
                 emu__report(c, EMU_R_INVALID, in, tid, -1, 0, 0,
                             "barrier.cluster.arrive twice in one phase (no wait between)");
                 fatal(c);
                 return true;
             }
-            a->cb_arr[tid] = a->cb_phase + 1;
-            a->cb_count++;
+            a->cb_arr[tid] = cl->cb_phase + 1;
+            cl->cb_count++;
         }
         if (a->vcm && !(in->aux & 2)) /* .relaxed orders nothing */
-            emu__vc_arrive(c, w->index, a->cbvc);
-        cluster_check(c);
+            emu__vc_arrive(c, w->index, cl->cbvc);
+        cluster_check(cl);
         return false;
     }
     uint32_t park = 0;
@@ -975,10 +1078,10 @@ static bool cluster_bar(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, 
             fatal(c);
             return true;
         }
-        if (g <= a->cb_phase) { /* its phase completed */
+        if (g <= cl->cb_phase) { /* its phase completed */
             a->cb_arr[tid] = 0;
             if (a->vcm)
-                emu__vc_acquire(c, w->index, a->cbpub);
+                emu__vc_acquire(c, w->index, cl->cbpub);
         } else
             park |= 1u << l;
     }
@@ -992,21 +1095,73 @@ static bool cluster_bar(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, 
     return true;
 }
 
+/* Threads of CTA c that arrived in the current barrier.cluster phase. */
+static uint32_t cb_arrived(const emu_cta *c)
+{
+    uint32_t n = 0;
+    for (uint32_t t = 0; t < c->nthreads; t++)
+        n += c->as->cb_arr[t] == c->cl->cb_phase + 1;
+    return n;
+}
+
 bool emu__cluster_deadlock(emu_cta *c)
 {
     emu_asc *a = c->as;
     if (!a)
         return false;
+    emu_cluster *cl = c->cl;
     for (uint32_t i = 0; i < c->nwarps; i++)
         if (a->cbw[i]) {
             const emu_warp *w = &c->warps[i];
-            uint32_t l = (uint32_t)__builtin_ctz(a->cbw[i]);
+            uint32_t l = (uint32_t)__builtin_ctz(a->cbw[i]), need = 0;
+            char who[160] = "";
+            for (uint32_t r = 0; r < cl->n; r++) {
+                const emu_cta *p = &cl->cta[r];
+                uint32_t live = p->exited ? 0 : p->live_threads, got = p->exited ? 0 : cb_arrived(p);
+                need += live;
+                if (!who[0] && got < live && cl->n > 1)
+                    snprintf(who, sizeof who,
+                             "; CTA rank %u (cta %u,%u,%u) never arrives: %u of its %u live "
+                             "threads did",
+                             r, p->ctaid[0], p->ctaid[1], p->ctaid[2], got, live);
+            }
             emu__report(c, EMU_R_DEADLOCK, &c->k->code[w->lane_pc[l]], tid_of(w, l), -1, 0, 0,
-                        "barrier.cluster.wait can never complete: %u of %u live threads arrived",
-                        a->cb_count, c->live_threads);
+                        "barrier.cluster.wait can never complete: %u of %u live threads of the "
+                        "cluster arrived%s",
+                        cl->cb_count, need, who);
             return true;
         }
     return false;
+}
+
+/* ---- CTAs that exit before their peers ---- */
+
+void emu__async_cta_exited(emu_cta *c)
+{
+    emu__async_drain(c);
+    cluster_check(c->cl); /* its threads no longer count */
+    emu_asc *a = c->as;
+    if (!a->vcm || !c->xvc || !c->o->detect_race)
+        return;
+    /* the exit happens after every warp's last step: their clocks joined */
+    uint32_t nw = a->nw, per = c->nwarps + 1;
+    for (uint32_t q = 0; q < nw; q++) {
+        if (q / per == c->rank || !c->xvc[q])
+            continue;
+        uint32_t seen = 0;
+        for (uint32_t i = 0; i < c->nwarps; i++)
+            seen = a->vc[i * nw + q] > seen ? a->vc[i * nw + q] : seen;
+        if (c->xvc[q] <= seen)
+            continue;
+        emu_cta *p = &c->cl->cta[q / per];
+        const emu_ins *in = &c->k->code[c->xpc[q]];
+        uint32_t t = (q % per) * 32;
+        emu__report(p, EMU_R_DSMEM_EXITED, in, (int)t, -1, 0, 0,
+                    "accesses the shared memory of CTA rank %u (cta %u,%u,%u), which exits with "
+                    "nothing ordering this access before its exit (end both with barrier.cluster)",
+                    c->rank, c->ctaid[0], c->ctaid[1], c->ctaid[2]);
+        return;
+    }
 }
 
 bool emu__async(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t pc)
@@ -1035,19 +1190,29 @@ bool emu__async(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t
             read_map(c, in, tid, ga, &d);
             break;
         }
-        case EMU_AS_MAPA: {
-            uint64_t rank = EMU_RG(w->R, in->b)[l] & 0xffffffffu;
-            if (rank != 0) {
+        case EMU_AS_MAPA: { /* the same offset in CTA `rank`: (rank + 1) << EMU_CL_SHIFT | off */
+            uint64_t rank = EMU_RG(w->R, in->b)[l] & 0xffffffffu, x = EMU_RG(w->R, in->a)[l];
+            bool gen = x - EMU_SHARED_BASE < EMU_WINDOW;
+            if (rank >= c->cl->n) {
                 emu__report(c, EMU_R_CLUSTER, in, tid, -1, 0, 0,
-                            "mapa to CTA rank %llu of a cluster of one CTA",
-                            (unsigned long long)rank);
+                            "mapa to CTA rank %llu of a cluster of %u CTAs", (unsigned long long)rank,
+                            c->cl->n);
                 fatal(c);
                 return true;
             }
-            EMU_RG(w->R, in->d)[l] = EMU_RG(w->R, in->a)[l];
+            uint64_t off = (gen ? x - EMU_SHARED_BASE : x) & EMU_CL_OFF;
+            uint64_t v = (rank + 1) << EMU_CL_SHIFT | off;
+            EMU_RG(w->R, in->d)[l] = (gen ? v + EMU_SHARED_BASE : v) & emu_mask(in->bits);
             break;
         }
-        case EMU_AS_GETCTARANK: EMU_RG(w->R, in->d)[l] = 0; break;
+        case EMU_AS_GETCTARANK: {
+            uint64_t x = EMU_RG(w->R, in->a)[l];
+            if (x - EMU_SHARED_BASE < EMU_WINDOW)
+                x -= EMU_SHARED_BASE;
+            x &= 0xffffffffu;
+            EMU_RG(w->R, in->d)[l] = x >> EMU_CL_SHIFT ? (x >> EMU_CL_SHIFT) - 1 : c->rank;
+            break;
+        }
         default: break;
         }
     }

@@ -222,6 +222,8 @@ static int space_of(const ptx_ins *in)
         return EMU_SP_GLOBAL;
     if (has(in, PTX_M_SHARED) || has(in, PTX_M_SHARED_CTA))
         return EMU_SP_SHARED;
+    if (has(in, PTX_M_SHARED_CLUSTER)) /* ld/st/atom/red: distributed shared memory */
+        return EMU_SP_CLUSTER;
     if (has(in, PTX_M_LOCAL))
         return EMU_SP_LOCAL;
     if (has(in, PTX_M_PARAM))
@@ -285,7 +287,8 @@ static int addr(dec *d, const ptx_opd *o, int space, uint32_t *base, int64_t *of
         return rc;
     if (sp == EMU_SP_SHARED && space == EMU_SP_GENERIC)
         a += EMU_SHARED_BASE;
-    else if (sp != space && !(sp == EMU_SP_PARAM && space == EMU_SP_GENERIC))
+    else if (sp != space && !(sp == EMU_SP_PARAM && space == EMU_SP_GENERIC) &&
+             !(sp == EMU_SP_SHARED && space == EMU_SP_CLUSTER))
         return dec_err(d, "symbol used in the wrong state space");
     *off += (int64_t)a;
     return PT_OK;
@@ -348,6 +351,8 @@ static int dec_ldst(dec *d, const ptx_ins *in, emu_ins *o)
         return dec_err(d, ".b128 registers are not emulated");
     o->h = ld ? EMU_H_LD : EMU_H_ST;
     o->sub = (uint8_t)space_of(in);
+    if (o->sub == EMU_SP_CLUSTER) /* DSMEM: the cluster's vector clocks (async.c) */
+        d->k->async = true;
     o->n = has(in, PTX_M_V4) ? 4 : has(in, PTX_M_V2) ? 2 : 1;
     o->sz = (uint8_t)(o->bits / 8);
     const ptx_opd *val = &in->opd[ld ? 0 : 1], *ad = &in->opd[ld ? 1 : 0];
@@ -733,6 +738,8 @@ static int dec_atom(dec *d, const ptx_ins *in, emu_ins *o)
 {
     o->h = EMU_H_ATOM;
     o->sub = (uint8_t)space_of(in);
+    if (o->sub == EMU_SP_CLUSTER)
+        d->k->async = true;
     int op = aop_of(in); /* exactly one operation: ptx_check_ins */
     o->sub2 = (uint8_t)op;
     o->sz = (uint8_t)(o->bits / 8);
@@ -1310,13 +1317,6 @@ int emu__decode(emu_kernel *k, ptx_module *m, ptx_fn *f, pt_err *e)
     k->name = f->name;
     memcpy(k->maxntid, f->maxntid, sizeof k->maxntid);
     memcpy(k->reqntid, f->reqntid, sizeof k->reqntid);
-    if (f->reqnctapercluster[0] * (f->reqnctapercluster[1] ? f->reqnctapercluster[1] : 1) *
-            (f->reqnctapercluster[2] ? f->reqnctapercluster[2] : 1) > 1)
-        return pt_errf(e, PT_EUNSUPPORTED,
-                       "emulator: clusters of more than one CTA are not emulated (kernel %s, "
-                       ".reqnctapercluster %d,%d,%d)",
-                       f->name, f->reqnctapercluster[0], f->reqnctapercluster[1],
-                       f->reqnctapercluster[2]);
     if (layout(&d))
         return pt_errf(e, PT_ENOMEM, "out of memory (decoding %s)", f->name);
     d.bank_base = calloc(f->nbanks + 1, sizeof *d.bank_base);

@@ -303,6 +303,14 @@ static void where(emu_cta *c, int space, uint64_t addr, pt_buf *b)
 {
     const char *best = NULL;
     uint64_t bbase = 0, bsize = 0, bdist = UINT64_MAX;
+    if (space == EMU_SP_CLUSTER) { /* a peer's window: its variables are the kernel's */
+        uint64_t rank = (addr >> EMU_CL_SHIFT) - 1;
+        addr &= EMU_CL_OFF;
+        if (rank < (c->cl ? c->cl->n : 1))
+            pt_buf_printf(b, " (CTA rank %llu's offset 0x%llx)", (unsigned long long)rank,
+                          (unsigned long long)addr);
+        space = EMU_SP_SHARED;
+    }
     if (space == EMU_SP_SHARED) {
         for (uint32_t i = 0; i < c->k->nshvars; i++) {
             const emu_shvar *v = &c->k->shvars[i];
@@ -403,13 +411,16 @@ void emu__report(emu_cta *c, emu_report_kind kind, const emu_ins *in, int tid, i
     if (in)
         pt_buf_printf(&b, " (%s)", ptx_op_info((ptx_op)in->op).name);
     pt_buf_printf(&b, ", cta (%u,%u,%u)", c->ctaid[0], c->ctaid[1], c->ctaid[2]);
+    if (c->rs->clustered)
+        pt_buf_printf(&b, " (cluster rank %u)", c->rank);
     if (tid >= 0) {
         const unsigned *bd = c->rs->l.block;
         pt_buf_printf(&b, " thread (%u,%u,%u)", (unsigned)tid % bd[0], (unsigned)tid / bd[0] % bd[1],
                       (unsigned)tid / (bd[0] * bd[1]));
     }
     if (space >= 0) {
-        static const char *const sp[] = {"generic", "global", "shared", "local", "param", "const"};
+        static const char *const sp[] = {"generic", "global",   "shared",         "local",
+                                         "param",   "const",    "shared::cluster"};
         pt_buf_printf(&b, ": %u-byte %s access at 0x%llx", n, sp[space], (unsigned long long)addr);
         where(c, space, addr, &b);
     }
@@ -435,30 +446,55 @@ void emu__report(emu_cta *c, emu_report_kind kind, const emu_ins *in, int tid, i
 static void *worker(void *arg)
 {
     emu_runst *rs = arg;
-    emu_cta c;
-    if (emu__cta_init(&c, rs)) {
+    emu_cluster cl;
+    memset(&cl, 0, sizeof cl);
+    cl.n = rs->csize;
+    cl.cta = calloc(cl.n, sizeof *cl.cta);
+    uint32_t ok = 0;
+    bool fail = !cl.cta;
+    for (uint32_t r = 0; !fail && r < cl.n; r++) {
+        fail = emu__cta_init(&cl.cta[r], rs) != PT_OK; /* a failed one is freed too */
+        cl.cta[r].cl = &cl;
+        cl.cta[r].rank = r;
+        ok = r + 1;
+    }
+    if (!fail)
+        fail = emu__cluster_init(&cl, rs->csize * (rs->nwarps + 1)) != PT_OK;
+    if (fail) {
         __atomic_store_n(&rs->abort, 2, __ATOMIC_RELAXED);
-        emu__cta_free(&c);
+        for (uint32_t r = 0; r < ok; r++)
+            emu__cta_free(&cl.cta[r]);
+        free(cl.cta);
+        emu__cluster_free(&cl);
         return NULL;
     }
     for (;;) {
         if (__atomic_load_n(&rs->abort, __ATOMIC_RELAXED))
             break;
         uint64_t i = __atomic_fetch_add(&rs->next_cta, 1, __ATOMIC_RELAXED);
-        if (i >= rs->nctas)
+        if (i >= rs->nclusters)
             break;
-        emu__cta_run(&c, i);
-        if (!c.dead)
-            __atomic_add_fetch(&rs->ctas, 1, __ATOMIC_RELAXED);
+        if (rs->clustered)
+            emu__cluster_run(&cl, i);
+        else
+            emu__cta_run(&cl.cta[0], i);
+        for (uint32_t r = 0; r < cl.n; r++)
+            if (!cl.cta[r].dead)
+                __atomic_add_fetch(&rs->ctas, 1, __ATOMIC_RELAXED);
     }
-    __atomic_add_fetch(&rs->lanes, c.lanes, __ATOMIC_RELAXED);
-    for (int b = 0; b < EMU_NBANK; b++)
-        for (int j = 0; j < 3; j++)
-            __atomic_add_fetch(&rs->bank[b][j], c.bank[b][j], __ATOMIC_RELAXED);
-    for (uint32_t pc = 0; pc < rs->k->ncode; pc++)
-        if (c.bank_pc[pc])
-            __atomic_add_fetch(&rs->bank_pc[pc], c.bank_pc[pc], __ATOMIC_RELAXED);
-    emu__cta_free(&c);
+    for (uint32_t r = 0; r < cl.n; r++) {
+        emu_cta *c = &cl.cta[r];
+        __atomic_add_fetch(&rs->lanes, c->lanes, __ATOMIC_RELAXED);
+        for (int b = 0; b < EMU_NBANK; b++)
+            for (int j = 0; j < 3; j++)
+                __atomic_add_fetch(&rs->bank[b][j], c->bank[b][j], __ATOMIC_RELAXED);
+        for (uint32_t pc = 0; pc < rs->k->ncode; pc++)
+            if (c->bank_pc[pc])
+                __atomic_add_fetch(&rs->bank_pc[pc], c->bank_pc[pc], __ATOMIC_RELAXED);
+        emu__cta_free(c);
+    }
+    free(cl.cta);
+    emu__cluster_free(&cl);
     return NULL;
 }
 
@@ -471,6 +507,12 @@ double emu__now(void)
 
 int emu_run(emu_ctx *c, emu_kernel *k, const emu_launch *l, const void *const *args,
             emu_stats *st, pt_err *e)
+{
+    return emu_run_cluster(c, k, l, NULL, false, args, st, e);
+}
+
+int emu_run_cluster(emu_ctx *c, emu_kernel *k, const emu_launch *l, const unsigned *cluster,
+                    bool nonportable, const void *const *args, emu_stats *st, pt_err *e)
 {
     emu_clear_reports(c);
     if (st)
@@ -498,6 +540,29 @@ int emu_run(emu_ctx *c, emu_kernel *k, const emu_launch *l, const void *const *a
         return pt_errf(e, PT_EINVAL,
                        "emulator: %llu bytes of shared memory exceed the %llu a CTA may use on sm_%d",
                        (unsigned long long)used, (unsigned long long)limit, arch);
+    /* the cluster shape: the launch's, else the kernel's .reqnctapercluster */
+    unsigned cdim[3] = {1, 1, 1};
+    const int *req = k->fn->reqnctapercluster;
+    bool given = cluster && (cluster[0] || cluster[1] || cluster[2]);
+    for (int i = 0; i < 3; i++) {
+        if (given)
+            cdim[i] = cluster[i];
+        else if (req[0])
+            cdim[i] = req[i] > 0 ? (unsigned)req[i] : 1;
+        if (given && req[0] && cdim[i] != (unsigned)(req[i] > 0 ? req[i] : 1))
+            return pt_errf(e, PT_EINVAL, "emulator: cluster %u,%u,%u differs from the .reqnctapercluster %d,%d,%d of %s",
+                           cluster[0], cluster[1], cluster[2], req[0], req[1], req[2], k->name);
+    }
+    uint64_t csize = (uint64_t)cdim[0] * cdim[1] * cdim[2];
+    uint64_t cmax = nonportable ? EMU_CLUSTER_MAX : EMU_CLUSTER_PORTABLE;
+    if (!csize || csize > cmax || l->grid[0] % cdim[0] || l->grid[1] % cdim[1] ||
+        l->grid[2] % cdim[2])
+        return pt_errf(e, PT_EINVAL,
+                       "emulator: bad cluster %u,%u,%u for grid %u,%u,%u (the grid a multiple of "
+                       "the cluster, at most %llu CTAs%s)",
+                       cdim[0], cdim[1], cdim[2], l->grid[0], l->grid[1], l->grid[2],
+                       (unsigned long long)cmax,
+                       nonportable ? "" : ", the portable size; 16 with the non-portable opt-in");
     if (k->nparams && !args)
         return pt_errf(e, PT_EINVAL, "emulator: %s takes %u parameters", k->name, k->nparams);
     /* the hang guard counts each CTA's launch and retirement and at least
@@ -539,13 +604,17 @@ int emu_run(emu_ctx *c, emu_kernel *k, const emu_launch *l, const void *const *a
     for (uint32_t i = 0; i < k->nparams; i++)
         memcpy(rs.params + k->param_off[i], args[i], k->param_size[i]);
     rs.nctas = (uint32_t)nctas;
+    rs.csize = (uint32_t)csize;
+    memcpy(rs.cdim, cdim, sizeof cdim);
+    rs.nclusters = nctas / csize;
+    rs.clustered = csize > 1;
     rs.nthreads = (uint32_t)nthreads;
     rs.nwarps = (uint32_t)((nthreads + 31) / 32);
     rs.smem_size = (uint32_t)smem;
     rs.max_steps = c->o.max_steps;
     int nw = c->o.threads > 1 ? c->o.threads : 1;
-    if ((uint64_t)nw > nctas)
-        nw = (int)nctas;
+    if ((uint64_t)nw > rs.nclusters)
+        nw = (int)rs.nclusters;
     double t0 = emu__now();
     if (c->o.timeout > 0)
         rs.deadline = t0 + c->o.timeout;

@@ -25,9 +25,16 @@
  * Hopper: wgmma, stmatrix, elect.sync and setmaxnreg run in wgmma.c,
  * mbarriers in mbarrier.c, TMA and bulk copies in async.c.
  *
+ * Clusters (emu_launch.cluster): the CTAs of one cluster run together on
+ * one worker, interleaved round by round (each runnable warp a slice per
+ * round), so they can block on each other; each has its own shared memory,
+ * reached from its peers through shared::cluster addresses (mapa,
+ * ld/st/atom/red.shared::cluster, remote mbarrier arrives, multicast TMA).
+ * The model of those addresses is in emu_int.h.
+ *
  * Not emulated yet (a load-time PT_EUNSUPPORTED, never a wrong answer):
  * .b128 registers, .local variables (the IR declares none), single-bit
- * wgmma (.and.popc); clusters of more than one CTA are refused at launch. */
+ * wgmma (.and.popc). */
 #ifndef PTX_EMU_H
 #define PTX_EMU_H
 
@@ -120,7 +127,8 @@ const char *emu_schedule_str(const emu_opts *o, char *buf, size_t n);
     X(ASYNC_RACE, "async-race")                                             \
     X(PROXY_FENCE, "missing-proxy-fence")                                   \
     X(LAYOUT, "layout")                                                     \
-    X(SETMAXNREG, "setmaxnreg")
+    X(SETMAXNREG, "setmaxnreg")                                             \
+    X(DSMEM_EXITED, "dsmem-exited-cta") /* DSMEM after (or unordered with) its exit */
 
 typedef enum emu_report_kind {
 #define X(id, text) EMU_R_##id,
@@ -161,6 +169,10 @@ typedef struct emu_launch {
     unsigned grid[3], block[3];
     size_t dyn_smem; /* bytes of .extern .shared */
 } emu_launch;
+
+/* The most CTAs one cluster may have: portable, and with the opt-in. */
+#define EMU_CLUSTER_PORTABLE 8u
+#define EMU_CLUSTER_MAX 16u
 
 /* Shared-memory bank conflicts, counted per warp-level access with the
  * hardware's model: 32 banks of 4 bytes; lanes reading or writing the same
@@ -204,6 +216,14 @@ typedef struct emu_stats {
  * in e), PT_EINVAL for a bad launch. */
 int emu_run(emu_ctx *c, emu_kernel *k, const emu_launch *l, const void *const *args,
             emu_stats *st, pt_err *e);
+/* The same as a cluster launch: cluster[3] CTAs per cluster (NULL or all 0:
+ * no cluster launch; each CTA is its own cluster, or the kernel's
+ * .reqnctapercluster shape when it has one). The grid must be a multiple;
+ * at most EMU_CLUSTER_PORTABLE CTAs, EMU_CLUSTER_MAX with nonportable (the
+ * CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED opt-in); PT_EINVAL
+ * with one line otherwise. */
+int emu_run_cluster(emu_ctx *c, emu_kernel *k, const emu_launch *l, const unsigned *cluster,
+                    bool nonportable, const void *const *args, emu_stats *st, pt_err *e);
 
 /* Detector reports of the last run, one line each: kind, kernel, PTX line,
  * CTA and thread, address and nearest allocation. */

@@ -10,6 +10,11 @@
  *                          the .extern dynamic array
  *   local window           EMU_LOCAL_BASE + offset              per thread
  *   param window           EMU_PARAM_BASE + offset              cvta.param (tensor maps)
+ *   shared::cluster        (rank + 1) << EMU_CL_SHIFT | offset: CTA `rank`'s window
+ *                          (what mapa returns); an address below 1 << EMU_CL_SHIFT is
+ *                          the own CTA's window offset (a shared::cta address is a
+ *                          shared::cluster address of its own CTA); a generic one is
+ *                          EMU_SHARED_BASE plus either
  * cvta.shared / cvta.to.shared add / subtract EMU_SHARED_BASE; cvta.global is
  * the identity. Kernel parameters live in their own buffer (ld.param).
  *
@@ -37,6 +42,8 @@ enum { EMU_LANES = 32, EMU_NBAR = 16 };
 #define EMU_LOCAL_BASE ((1ull << 61) + (1ull << 40))
 #define EMU_PARAM_BASE ((1ull << 61) + (2ull << 40)) /* cvta.param: read-only */
 #define EMU_WINDOW (1ull << 32)
+#define EMU_CL_SHIFT 24
+#define EMU_CL_OFF ((1u << EMU_CL_SHIFT) - 1)
 #define EMU_SHARED_REDZONE 32 /* bytes between shared variables */
 #define EMU_POISON 0xff /* poison byte: NaN in every float format */
 #define EMU_FULL 0xffffffffu
@@ -87,7 +94,8 @@ enum {
 };
 
 /* Memory spaces of a decoded access. */
-enum { EMU_SP_GENERIC, EMU_SP_GLOBAL, EMU_SP_SHARED, EMU_SP_LOCAL, EMU_SP_PARAM, EMU_SP_CONST };
+enum { EMU_SP_GENERIC, EMU_SP_GLOBAL, EMU_SP_SHARED, EMU_SP_LOCAL, EMU_SP_PARAM, EMU_SP_CONST,
+       EMU_SP_CLUSTER /* .shared::cluster: a peer's window or the own one */ };
 
 /* setp comparisons (integer ones use the unsigned/signed flag). */
 enum {
@@ -257,6 +265,10 @@ typedef struct emu_runst {
     emu_launch l;
     uint8_t *params;
     uint32_t nctas, nthreads, nwarps;
+    uint32_t csize;        /* CTAs per cluster (1: no cluster launch) */
+    unsigned cdim[3];      /* the cluster shape */
+    uint64_t nclusters;    /* what next_cta counts */
+    bool clustered;        /* a cluster launch of more than one CTA */
     uint32_t smem_size; /* window size: static + dynamic */
     uint64_t max_steps;
     uint64_t cta_cost;  /* guard cost of one CTA's launch and retirement */
@@ -311,7 +323,28 @@ typedef struct emu_cta {
     struct emu_asc *as; /* Hopper async state (NULL: the kernel uses none) */
     struct emu_wgc *wg; /* wgmma.c: wgmma groups, footprint locks, setmaxnreg (NULL: none) */
     bool dead;      /* CTA (or run) aborted */
+    /* its cluster (always set: a CTA launched without one is a cluster of
+     * one), its rank, and whether it exited (every thread; its shared memory
+     * is gone for its peers) */
+    struct emu_cluster *cl;
+    uint32_t rank;
+    bool exited;
+    /* peers' DSMEM accesses to this CTA (vector clocks on): per agent of the
+     * cluster, the accessor's clock at its last access and the instruction */
+    uint32_t *xvc, *xpc;
 } emu_cta;
+
+/* The CTAs of one cluster, run together (exec.c emu__cluster_run). */
+typedef struct emu_cluster {
+    emu_cta *cta; /* n CTAs by rank */
+    uint32_t n;
+    unsigned dim[3], id[3];
+    /* barrier.cluster: completed phases, arrivals of the current one, the
+     * arrivals' vector clocks and the last completed phase's (vcm) */
+    uint32_t cb_phase, cb_count;
+    uint32_t *cbvc, *cbpub;
+    uint32_t spin_rounds;
+} emu_cluster;
 
 static inline uint64_t emu_mask(int bits)
 {
@@ -426,7 +459,7 @@ typedef struct emu_asc {
      * every arrival into the waiters. Shadow: the last write (clock, thread)
      * and the last read, or a read vector when several warps read unordered. */
     bool vcm;
-    uint32_t nw;        /* agents: the CTA's warps, then the async proxy */
+    uint32_t nw;        /* agents: each CTA's warps, then its async proxy (per rank) */
     uint32_t xclk;      /* the async proxy's clock */
     uint32_t vbase;     /* clocks below it are earlier CTAs' (ordered, and unwritten) */
     uint32_t *vc;       /* warps x nw: warp w's view of agent q's clock */
@@ -437,11 +470,14 @@ typedef struct emu_asc {
     uint32_t nrp, cap_rp, nfree;
     const uint32_t *acc_vc; /* accessor override while an async completion writes */
     uint32_t acc_clk;
-    /* barrier.cluster (a cluster of one CTA): per thread the phase + 1 it
-     * arrived in (0: none), arrivals of the current phase, parked lanes per
-     * warp, the arrivals' clocks and the last completed phase's */
-    uint32_t *cb_arr, *cbw, *cbvc, *cbpub;
-    uint32_t cb_phase, cb_count;
+    /* barrier.cluster (emu_cluster holds the phase): per thread the phase + 1
+     * it arrived in (0: none), parked lanes per warp */
+    uint32_t *cb_arr, *cbw;
+    /* clusters: agents are numbered across the cluster, CTA rank r's warps
+     * r * (nwarps + 1) + w and its async proxy r * (nwarps + 1) + nwarps; nw
+     * counts them all, me0 is this CTA's first. Shadow thread ids are agent
+     * * 32 + lane. */
+    uint32_t me0;
 } emu_asc;
 
 /* async.c: vector-clock edges (no-ops unless c->as->vcm) */
@@ -465,6 +501,14 @@ bool emu__mbar_deadlock(emu_cta *c);
 /* async.c */
 int emu__async_cta_init(emu_cta *c);
 void emu__async_cta_start(emu_cta *c, uint64_t linear);
+/* The vector clocks of a cluster's CTAs, started together (after each
+ * one's emu__async_cta_start): one base for all, barrier.cluster reset. */
+void emu__async_cluster_start(emu_cluster *cl);
+int emu__cluster_init(emu_cluster *cl, uint32_t nw); /* nw: agents of the cluster */
+void emu__cluster_free(emu_cluster *cl);
+/* c's threads all exited (a cluster of more than one): its queue drains,
+ * and peers' DSMEM accesses not ordered before the exit are reported. */
+void emu__async_cta_exited(emu_cta *c);
 void emu__async_cta_free(emu_cta *c);
 /* EMU_H_ASYNC. Returns true when the warp's flow changed. */
 bool emu__async(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t pc);
@@ -474,6 +518,15 @@ bool emu__async_step(emu_cta *c, bool stuck);
 void emu__async_drain(emu_cta *c); /* completes everything (CTA end) */
 void emu__async_exit(emu_cta *c);  /* threads exited: a cluster barrier may complete */
 bool emu__cluster_deadlock(emu_cta *c); /* the report for parked barrier.cluster.wait lanes */
+/* The CTA of a shared::cluster (or shared::cta) address a of c, or NULL
+ * (reported, fatal) when it names a rank outside the cluster; *off gets
+ * the window offset. */
+emu_cta *emu__cl_peer(emu_cta *c, const emu_ins *in, int tid, uint64_t a, uint64_t *off);
+/* The cluster-wide agent of warp w of c (its vector-clock index). */
+static inline uint32_t emu__agent(const emu_cta *c, uint32_t w)
+{
+    return c->as ? c->as->me0 + w : w;
+}
 /* A generic-proxy access of shared [off, off+n) by a thread: the checks
  * against in-flight copies and, for writes, the proxy marks. */
 void emu__async_smem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
@@ -488,6 +541,9 @@ void emu__async_cp_arrive(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l
 void emu__shadow_async_write(emu_cta *c, uint32_t off, uint32_t n, int tid, uint32_t clk);
 void emu__shadow_probe(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
                        uint64_t off, uint32_t n);
+/* The same for a destination in CTA o of c's cluster (a multicast). */
+void emu__shadow_probe_at(emu_cta *o, emu_cta *c, const emu_ins *in, const emu_warp *w,
+                          uint32_t lane, uint64_t off, uint32_t n);
 /* Wakes lanes of w (their lane_pc already set) without disturbing its
  * running group. */
 void emu__wake(emu_warp *w, uint32_t lanes);
@@ -510,6 +566,7 @@ int emu__decode(emu_kernel *k, ptx_module *m, ptx_fn *f, pt_err *e);
 
 /* exec.c */
 void emu__cta_run(emu_cta *c, uint64_t cta_linear);
+void emu__cluster_run(emu_cluster *cl, uint64_t index); /* cluster `index` of the grid */
 int emu__cta_init(emu_cta *c, emu_runst *rs);
 void emu__cta_free(emu_cta *c);
 

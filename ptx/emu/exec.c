@@ -670,13 +670,15 @@ static void warp_setup(emu_cta *c, emu_warp *w, uint32_t wi)
         sv[PTX_S_DYNAMIC_SMEM_SIZE] = rs->l.dyn_smem;
         sv[PTX_S_TOTAL_SMEM_SIZE] = c->smem_size;
         sv[PTX_S_GRIDID] = 1;
-        /* clusters of one CTA (no cluster launch): the CTA is its own cluster */
+        /* the cluster (without a cluster launch the CTA is its own) */
         for (int i = 0; i < 3; i++) {
-            sv[PTX_S_CLUSTERID_X + i] = c->ctaid[i];
-            sv[PTX_S_NCLUSTERID_X + i] = rs->l.grid[i];
-            sv[PTX_S_CLUSTER_NCTAID_X + i] = 1;
+            sv[PTX_S_CLUSTERID_X + i] = c->ctaid[i] / rs->cdim[i];
+            sv[PTX_S_NCLUSTERID_X + i] = rs->l.grid[i] / rs->cdim[i];
+            sv[PTX_S_CLUSTER_CTAID_X + i] = c->ctaid[i] % rs->cdim[i];
+            sv[PTX_S_CLUSTER_NCTAID_X + i] = rs->cdim[i];
         }
-        sv[PTX_S_CLUSTER_NCTARANK] = 1;
+        sv[PTX_S_CLUSTER_CTARANK] = c->rank;
+        sv[PTX_S_CLUSTER_NCTARANK] = rs->csize;
         sv[PTX_S_IS_EXPLICIT_CLUSTER] = k->fn->explicitcluster;
         for (int s = 0; s < PTX_NSREGS; s++)
             EMU_RG(R, EMU_SLOT_SREG + (uint32_t)s)[l] = sv[s];
@@ -719,6 +721,13 @@ int emu__cta_init(emu_cta *c, emu_runst *rs)
     c->seen = calloc(nbits / 64 + 1, sizeof *c->seen);
     c->bank_pc = calloc(c->k->ncode, sizeof *c->bank_pc);
     c->shadow_sh = c->o->detect_race || c->o->detect_uninit || c->o->detect_cp_async;
+    if (rs->clustered) {
+        size_t na = (size_t)rs->csize * (c->nwarps + 1);
+        c->xvc = calloc(na, sizeof *c->xvc);
+        c->xpc = calloc(na, sizeof *c->xpc);
+        if (!c->xvc || !c->xpc)
+            return PT_ENOMEM;
+    }
     if (!c->warps || !c->regs || !c->smem || !c->sh.wep || !c->sh.rep || !c->sh.wtid ||
         !c->sh.rtid || !c->pend || !c->local || !c->local_w || !c->seen || !c->bank_pc ||
         emu__wg_cta_init(c) || emu__async_cta_init(c))
@@ -745,6 +754,8 @@ void emu__cta_free(emu_cta *c)
     free(c->local_w);
     free(c->seen);
     free(c->bank_pc);
+    free(c->xvc);
+    free(c->xpc);
     emu__wg_cta_free(c);
     emu__async_cta_free(c);
 }
@@ -836,7 +847,8 @@ static void flush_steps(emu_cta *c, const emu_ins *at, int tid)
     }
 }
 
-void emu__cta_run(emu_cta *c, uint64_t linear)
+/* The CTA's coordinates, fresh state, its warps: ready for rounds. */
+static void cta_begin(emu_cta *c, uint64_t linear)
 {
     const emu_runst *rs = c->rs;
     c->ctaid[0] = (unsigned)(linear % rs->l.grid[0]);
@@ -862,62 +874,186 @@ void emu__cta_run(emu_cta *c, uint64_t linear)
         memset(c->local_w, 0, (size_t)c->k->local_bytes * c->nthreads);
     }
     c->dead = false;
+    c->exited = false;
+    if (c->xvc) {
+        size_t na = (size_t)rs->csize * (c->nwarps + 1);
+        memset(c->xvc, 0, na * sizeof *c->xvc);
+    }
     c->charge += rs->cta_cost; /* launch and retirement count for the guard */
     for (uint32_t i = 0; i < c->nwarps; i++)
         warp_setup(c, &c->warps[i], i);
     if (c->wg)
         emu__wg_cta_start(c);
-    emu_asc *as = c->as;
-    if (as)
+    if (c->as)
         emu__async_cta_start(c, linear);
+}
+
+enum { RND_RAN, RND_SPUN, RND_STUCK, RND_DONE };
+
+/* One scheduling round: every runnable warp runs a slice. RND_DONE: every
+ * thread exited, or the CTA (or run) aborted. */
+static int cta_round(emu_cta *c)
+{
+    emu_asc *as = c->as;
     bool rnd = as && c->o->schedule == EMU_SCHED_RANDOM;
-    for (;;) {
-        bool ran = false, alive = false, spun = false;
-        if (c->wg) /* warps that yielded at a wgmma.wait_group run again (wgmma.c) */
-            emu__wg_round(c);
-        for (uint32_t i = 0; i < c->nwarps && !c->dead; i++) {
-            emu_warp *w = &c->warps[i];
-            if (w->group) {
-                uint32_t budget = EMU_SLICE;
-                if (as) {
-                    w->spin = false;
-                    if (rnd) /* slices of random length, completions between them */
-                        budget = 1 + (uint32_t)((as->rng = as->rng * 6364136223846793005ull +
-                                                           1442695040888963407ull) >>
-                                                59) * 64;
-                }
-                warp_run(c, w, budget);
-                if (as && w->spin)
-                    spun = true; /* ended on a failed test_wait: no progress */
-                else
-                    ran = true;
-                if (rnd)
-                    emu__async_step(c, false);
+    bool ran = false, alive = false, spun = false;
+    if (c->wg) /* warps that yielded at a wgmma.wait_group run again (wgmma.c) */
+        emu__wg_round(c);
+    for (uint32_t i = 0; i < c->nwarps && !c->dead; i++) {
+        emu_warp *w = &c->warps[i];
+        if (w->group) {
+            uint32_t budget = EMU_SLICE;
+            if (as) {
+                w->spin = false;
+                if (rnd) /* slices of random length, completions between them */
+                    budget = 1 + (uint32_t)((as->rng = as->rng * 6364136223846793005ull +
+                                                       1442695040888963407ull) >>
+                                            59) * 64;
             }
+            warp_run(c, w, budget);
+            if (as && w->spin)
+                spun = true; /* ended on a failed test_wait: no progress */
+            else
+                ran = true;
+            if (rnd)
+                emu__async_step(c, false);
         }
-        if (c->steps - c->steps_flushed > 65536)
-            flush_steps(c, &c->k->code[c->warps[0].pc], 0);
-        if (c->dead || __atomic_load_n(&c->rs->abort, __ATOMIC_RELAXED))
-            break;
-        for (uint32_t i = 0; i < c->nwarps; i++)
-            alive |= c->warps[i].live != 0;
-        if (!alive)
-            break;
-        if (!ran) { /* no warp can run: async completions are due (lazy) */
-            if (as && emu__async_step(c, true)) {
-                as->spin_rounds = 0;
-                continue;
-            }
-            if (spun && ++as->spin_rounds < 256)
-                continue;
-            deadlock(c);
-            break;
-        }
-        if (as)
-            as->spin_rounds = 0;
     }
-    if (as && !c->dead)
+    if (c->steps - c->steps_flushed > 65536)
+        flush_steps(c, &c->k->code[c->warps[0].pc], 0);
+    if (c->dead || __atomic_load_n(&c->rs->abort, __ATOMIC_RELAXED))
+        return RND_DONE;
+    for (uint32_t i = 0; i < c->nwarps; i++)
+        alive |= c->warps[i].live != 0;
+    if (!alive)
+        return RND_DONE;
+    return ran ? RND_RAN : spun ? RND_SPUN : RND_STUCK;
+}
+
+static void cta_end(emu_cta *c)
+{
+    if (c->as && !c->dead)
         emu__async_drain(c); /* copies still in flight land before the CTA retires */
     flush_steps(c, NULL, -1);
     c->clock += c->steps;
+}
+
+void emu__cta_run(emu_cta *c, uint64_t linear)
+{
+    c->rank = 0;
+    cta_begin(c, linear);
+    emu_asc *as = c->as;
+    if (as)
+        emu__async_cluster_start(c->cl);
+    for (;;) {
+        int r = cta_round(c);
+        if (r == RND_DONE)
+            break;
+        if (r == RND_RAN) {
+            if (as)
+                as->spin_rounds = 0;
+            continue;
+        }
+        /* no warp can run: async completions are due (lazy) */
+        if (as && emu__async_step(c, true)) {
+            as->spin_rounds = 0;
+            continue;
+        }
+        if (r == RND_SPUN && ++as->spin_rounds < 256)
+            continue;
+        deadlock(c);
+        break;
+    }
+    cta_end(c);
+}
+
+/* A deadlock of the whole cluster: the barrier.cluster report when a CTA
+ * waits there, else the first live CTA's own report. */
+static void cluster_deadlock(emu_cluster *cl)
+{
+    emu_cta *first = NULL;
+    for (uint32_t r = 0; r < cl->n; r++) {
+        emu_cta *c = &cl->cta[r];
+        if (c->exited)
+            continue;
+        if (!first)
+            first = c;
+        if (c->o->detect_deadlock && c->as && emu__cluster_deadlock(c)) {
+            c->dead = true;
+            __atomic_store_n(&c->rs->abort, 1, __ATOMIC_RELAXED);
+            first = NULL;
+            break;
+        }
+    }
+    if (first)
+        deadlock(first);
+    for (uint32_t r = 0; r < cl->n; r++)
+        cl->cta[r].dead = cl->cta[r].dead || !cl->cta[r].exited;
+}
+
+void emu__cluster_run(emu_cluster *cl, uint64_t index)
+{
+    const emu_runst *rs = cl->cta[0].rs;
+    const unsigned *g = rs->l.grid, *d = rs->cdim;
+    unsigned nc[3] = {g[0] / d[0], g[1] / d[1], g[2] / d[2]};
+    cl->id[0] = (unsigned)(index % nc[0]);
+    cl->id[1] = (unsigned)(index / nc[0] % nc[1]);
+    cl->id[2] = (unsigned)(index / ((uint64_t)nc[0] * nc[1]));
+    for (uint32_t r = 0; r < cl->n; r++) {
+        unsigned x = cl->id[0] * d[0] + r % d[0], y = cl->id[1] * d[1] + r / d[0] % d[1],
+                 z = cl->id[2] * d[2] + r / (d[0] * d[1]);
+        cl->cta[r].rank = r;
+        cta_begin(&cl->cta[r], x + (uint64_t)g[0] * (y + (uint64_t)g[1] * z));
+    }
+    if (cl->cta[0].as)
+        emu__async_cluster_start(cl);
+    cl->spin_rounds = 0;
+    for (;;) {
+        bool ran = false, spun = false, live = false, stop = false;
+        for (uint32_t r = 0; r < cl->n && !stop; r++) {
+            emu_cta *c = &cl->cta[r];
+            if (c->exited)
+                continue;
+            int st = cta_round(c);
+            if (st == RND_DONE) {
+                if (c->dead || __atomic_load_n(&c->rs->abort, __ATOMIC_RELAXED)) {
+                    stop = true;
+                    break;
+                }
+                c->exited = true; /* its peers go on; its memory is theirs no more */
+                if (c->as)
+                    emu__async_cta_exited(c);
+                ran = true;
+                continue;
+            }
+            live = true;
+            ran |= st == RND_RAN;
+            spun |= st == RND_SPUN;
+        }
+        if (stop) {
+            for (uint32_t r = 0; r < cl->n; r++)
+                cl->cta[r].dead = cl->cta[r].dead || !cl->cta[r].exited;
+            break;
+        }
+        if (!live && !ran)
+            break;
+        if (ran) {
+            cl->spin_rounds = 0;
+            continue;
+        }
+        bool stepped = false; /* the whole cluster is stuck: async completions are due */
+        for (uint32_t r = 0; r < cl->n && !stepped; r++)
+            if (!cl->cta[r].exited && cl->cta[r].as)
+                stepped = emu__async_step(&cl->cta[r], true);
+        if (stepped) {
+            cl->spin_rounds = 0;
+            continue;
+        }
+        if (spun && ++cl->spin_rounds < 256)
+            continue;
+        cluster_deadlock(cl);
+        break;
+    }
+    for (uint32_t r = 0; r < cl->n; r++)
+        cta_end(&cl->cta[r]);
 }

@@ -66,9 +66,11 @@ static emu_mbar *mb_new(emu_cta *c, uint32_t off)
     return b;
 }
 
-/* The window offset of lane l's barrier address; false (reported) when it
- * is not an 8-aligned barrier inside the CTA's shared memory. */
-static bool mb_addr(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t l, uint32_t *off)
+/* The CTA (c, or a peer of its cluster for a shared::cluster address) and
+ * window offset of lane l's barrier address; NULL (reported) when it is
+ * not an 8-aligned barrier inside shared memory of a live CTA. */
+static emu_cta *mb_addr(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t l,
+                        uint32_t *off)
 {
     uint64_t a = EMU_RG(w->R, in->a)[l] + (uint64_t)in->off;
     int tid = tid_of(w, l);
@@ -78,39 +80,61 @@ static bool mb_addr(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t l
         emu__report(c, EMU_R_OOB, in, tid, EMU_SP_GENERIC, a, 8,
                     "mbarrier address is not in shared memory");
         fatal(c);
-        return false;
+        return NULL;
     }
-    if (a >> 24 && a < (1ull << 32)) { /* a shared::cluster address of another CTA (mapa) */
-        emu__report(c, EMU_R_CLUSTER, in, tid, -1, 0, 0,
-                    "mbarrier of CTA rank %llu of the cluster: clusters of more than one CTA "
-                    "are not emulated",
-                    (unsigned long long)((a >> 24) - 1));
-        fatal(c);
-        return false;
+    emu_cta *p = c;
+    if (a >> EMU_CL_SHIFT && a < (1ull << 32)) { /* a shared::cluster address (mapa) */
+        uint64_t o;
+        if (!(p = emu__cl_peer(c, in, tid, a, &o)))
+            return NULL;
+        a = o;
+        if (p->exited) {
+            emu__report(c, EMU_R_DSMEM_EXITED, in, tid, EMU_SP_CLUSTER,
+                        (uint64_t)(p->rank + 1) << EMU_CL_SHIFT | a, 8,
+                        "mbarrier of CTA rank %u of the cluster, which already exited (a CTA must "
+                        "not exit while peers may still arrive on its barriers)",
+                        p->rank);
+            fatal(c);
+            return NULL;
+        }
     }
     if (a + 8 > c->smem_size) {
         emu__report(c, EMU_R_OOB, in, tid, EMU_SP_SHARED, a, 8,
                     "mbarrier outside the CTA's shared memory");
         fatal(c);
-        return false;
+        return NULL;
     }
     if (a & 7) {
         emu__report(c, EMU_R_MISALIGNED, in, tid, EMU_SP_SHARED, a, 8,
                     "mbarrier address not 8-byte aligned");
         fatal(c);
-        return false;
+        return NULL;
     }
     *off = (uint32_t)a;
-    return true;
+    return p;
 }
 
-/* The live barrier at lane l's address; NULL (reported) otherwise. */
-static emu_mbar *mb_live(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t l)
+/* The live barrier at lane l's address (in *owner's table: c, or a peer
+ * when remote is true, else a peer's is reported); NULL (reported)
+ * otherwise. */
+static emu_mbar *mb_live(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t l,
+                         bool remote, emu_cta **owner)
 {
     uint32_t off;
-    if (!mb_addr(c, w, in, l, &off))
+    emu_cta *p = mb_addr(c, w, in, l, &off);
+    if (!p)
         return NULL;
-    emu_mbar *b = emu__mbar_at(c, off);
+    if (p != c && !remote) {
+        emu__report(c, EMU_R_CLUSTER, in, tid_of(w, l), -1, 0, 0,
+                    "names an mbarrier of CTA rank %u of the cluster: only arrive, expect_tx and "
+                    "complete_tx may name a peer's",
+                    p->rank);
+        fatal(c);
+        return NULL;
+    }
+    if (owner)
+        *owner = p;
+    emu_mbar *b = emu__mbar_at(p, off);
     if (!b || b->state != EMU_MBS_LIVE) {
         emu__report(c, EMU_R_MBARRIER, in, tid_of(w, l), EMU_SP_SHARED, off, 8, "%s",
                     b ? "operation on an invalidated mbarrier"
@@ -206,9 +230,11 @@ void emu__mbar_complete_tx(emu_cta *c, emu_mbar *b, uint64_t bytes, uint64_t pha
     mb_check(c, b, in, tid);
 }
 
-/* One arrival of `cnt` (and, with tx, expect_tx of `bytes` first). */
-static uint64_t arrive(emu_cta *c, emu_mbar *b, const emu_ins *in, int tid, uint64_t cnt,
-                       bool drop, bool tx, uint64_t bytes)
+/* One arrival of `cnt` (and, with tx, expect_tx of `bytes` first) by
+ * thread tid of CTA who on barrier b of CTA c (who is c, or a peer: a
+ * remote arrive). */
+static uint64_t arrive(emu_cta *c, emu_cta *who, emu_mbar *b, const emu_ins *in, int tid,
+                       uint64_t cnt, bool drop, bool tx, uint64_t bytes)
 {
     if (tx)
         b->tx += (int64_t)bytes;
@@ -222,8 +248,13 @@ static uint64_t arrive(emu_cta *c, emu_mbar *b, const emu_ins *in, int tid, uint
     }
     uint64_t token = b->phase << 32;
     uint32_t *cur = mb_vc(c, b, 0);
+    if (cur && who != c && c->xvc) { /* the owner's exit check (async.c) */
+        uint32_t wi = (uint32_t)tid >> 5, me = who->as->me0 + wi;
+        c->xvc[me] = who->as->vc[wi * who->as->nw + me];
+        c->xpc[me] = (uint32_t)(in - c->k->code);
+    }
     if (cur)
-        emu__vc_arrive(c, (uint32_t)tid >> 5, cur);
+        emu__vc_arrive(who, (uint32_t)tid >> 5, cur);
     b->pending -= (uint32_t)cnt;
     if (drop)
         b->expected -= (uint32_t)cnt < b->expected ? (uint32_t)cnt : b->expected;
@@ -255,8 +286,17 @@ bool emu__mbar(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t 
         switch (in->sub) {
         case EMU_MB_INIT: {
             uint32_t off;
-            if (!mb_addr(c, w, in, l, &off))
+            emu_cta *p = mb_addr(c, w, in, l, &off);
+            if (!p)
                 return true;
+            if (p != c) {
+                emu__report(c, EMU_R_CLUSTER, in, tid, -1, 0, 0,
+                            "mbarrier.init of a peer CTA's mbarrier (rank %u): each CTA "
+                            "initialises its own",
+                            p->rank);
+                fatal(c);
+                return true;
+            }
             emu_mbar *b = emu__mbar_at(c, off);
             uint64_t n = B[l] & 0xffffffffu;
             if (b && b->state == EMU_MBS_LIVE &&
@@ -290,35 +330,37 @@ bool emu__mbar(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t 
             break;
         }
         case EMU_MB_INVAL: {
-            emu_mbar *b = mb_live(c, w, in, l);
+            emu_mbar *b = mb_live(c, w, in, l, false, NULL);
             if (!b)
                 return true;
             b->state = EMU_MBS_INVAL;
             break;
         }
         case EMU_MB_ARRIVE: {
-            emu_mbar *b = mb_live(c, w, in, l);
+            emu_cta *o;
+            emu_mbar *b = mb_live(c, w, in, l, true, &o);
             if (!b)
                 return true;
             uint64_t cnt = (in->aux & EMU_MBF_COUNT) ? C[l] & 0xffffffffu : 1;
-            uint64_t tok = arrive(c, b, in, tid, cnt, (in->aux & EMU_MBF_DROP) != 0,
+            uint64_t tok = arrive(o, c, b, in, tid, cnt, (in->aux & EMU_MBF_DROP) != 0,
                                   (in->aux & EMU_MBF_TX) != 0, B[l] & 0xffffffffu);
             D[l] = tok;
             break;
         }
         case EMU_MB_EXPECT_TX:
         case EMU_MB_COMPLETE_TX: {
-            emu_mbar *b = mb_live(c, w, in, l);
+            emu_cta *o;
+            emu_mbar *b = mb_live(c, w, in, l, true, &o);
             if (!b)
                 return true;
             int64_t v = (int64_t)(B[l] & 0xffffffffu);
             b->tx += in->sub == EMU_MB_EXPECT_TX ? v : -v;
-            mb_check(c, b, in, tid);
+            mb_check(o, b, in, tid);
             break;
         }
         case EMU_MB_TRY_WAIT:
         case EMU_MB_TEST_WAIT: {
-            emu_mbar *b = mb_live(c, w, in, l);
+            emu_mbar *b = mb_live(c, w, in, l, false, NULL);
             if (!b)
                 return true;
             bool ok = wait_ok(b, in, B[l]);
@@ -338,7 +380,7 @@ bool emu__mbar(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t 
         }
         case EMU_MB_PENDING: D[l] = B[l] & 0xfffffu; break;
         case EMU_MB_CP_ARRIVE: {
-            emu_mbar *b = mb_live(c, w, in, l);
+            emu_mbar *b = mb_live(c, w, in, l, false, NULL);
             if (!b)
                 return true;
             emu__async_cp_arrive(c, w, in, l, pc, b);

@@ -116,16 +116,16 @@ static inline bool pending(const emu_cta *c, uint64_t off, uint32_t n)
 }
 
 static void shadow_report(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
-                          uint64_t off, uint32_t n, int acc, bool cp, bool un, bool race)
+                          int space, uint64_t off, uint32_t n, int acc, bool cp, bool un, bool race)
 {
     const emu_opts *o = c->o;
     uint32_t E = c->epoch;
     uint16_t wp = (uint16_t)(tid_of(w, lane) >> 5);
     if (cp && o->detect_cp_async)
-        report_mem(c, EMU_R_CP_ASYNC, in, w, lane, EMU_SP_SHARED, off, n,
+        report_mem(c, EMU_R_CP_ASYNC, in, w, lane, space, off, n,
                    "reads a cp.async destination before the wait that completes it");
     if (un && o->detect_uninit && !cp)
-        report_mem(c, EMU_R_UNINIT, in, w, lane, EMU_SP_SHARED, off, n,
+        report_mem(c, EMU_R_UNINIT, in, w, lane, space, off, n,
                    "reads shared memory no thread wrote");
     if (!race || !o->detect_race || emu__seen(c, EMU_R_RACE, in))
         return;
@@ -183,42 +183,54 @@ static uint32_t rv_alloc(emu_asc *a)
     return e;
 }
 
-static void vc_race(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane, uint64_t off,
-                    uint32_t n, uint32_t i, const char *kind, int other)
+static void vc_race(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane, int space,
+                    uint64_t off, uint32_t n, uint32_t i, const char *kind, int other)
 {
     if (emu__seen(c, EMU_R_RACE, in))
         return;
     const unsigned *bd = c->rs->l.block;
-    if (other >= (int)(c->nwarps * 32))
-        emu__report(c, EMU_R_RACE, in, tid_of(w, lane), EMU_SP_SHARED, off, n,
-                    "%s by the async proxy (a TMA or bulk copy) to byte +%u with no mbarrier "
+    /* other: a cluster-wide agent * 32 + lane (emu_int.h), -1 several */
+    uint32_t per = c->nwarps + 1, ag = other >= 0 ? (uint32_t)other >> 5 : 0;
+    uint32_t rank = ag / per, local = (ag % per) * 32 + ((uint32_t)other & 31);
+    char peer[48] = "";
+    if (other >= 0 && rank != c->rank)
+        snprintf(peer, sizeof peer, " of CTA rank %u", rank);
+    if (other >= 0 && ag % per == c->nwarps)
+        emu__report(c, EMU_R_RACE, in, tid_of(w, lane), space, off, n,
+                    "%s by the async proxy%s (a TMA or bulk copy) to byte +%u with no mbarrier "
                     "wait on its phase ordering them",
-                    kind, i);
+                    kind, peer, i);
     else if (other >= 0)
-        emu__report(c, EMU_R_RACE, in, tid_of(w, lane), EMU_SP_SHARED, off, n,
-                    "%s by thread (%u,%u,%u) to byte +%u with no barrier or mbarrier phase "
+        emu__report(c, EMU_R_RACE, in, tid_of(w, lane), space, off, n,
+                    "%s by thread (%u,%u,%u)%s to byte +%u with no barrier or mbarrier phase "
                     "ordering them",
-                    kind, (unsigned)other % bd[0], (unsigned)other / bd[0] % bd[1],
-                    (unsigned)other / (bd[0] * bd[1]), i);
+                    kind, local % bd[0], local / bd[0] % bd[1], local / (bd[0] * bd[1]), peer, i);
     else
-        emu__report(c, EMU_R_RACE, in, tid_of(w, lane), EMU_SP_SHARED, off, n,
+        emu__report(c, EMU_R_RACE, in, tid_of(w, lane), space, off, n,
                     "%s by several warps to byte +%u with no barrier or mbarrier phase ordering "
                     "them",
                     kind, i);
 }
 
-/* The vector-clock shadow of a shared access (record false: check only, as
+/* The vector-clock shadow of a shared access by warp w of c to shared
+ * memory of CTA o (c itself, or a peer of its cluster: DSMEM) at o's window
+ * offset off; reports name space and raddr (record false: check only, as
  * for an async copy's destination at issue). */
-static void shadow_vc(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
-                      uint64_t off, uint32_t n, int acc, bool record)
+static void shadow_vc(emu_cta *o, emu_cta *c, const emu_ins *in, const emu_warp *w,
+                      uint32_t lane, uint64_t off, uint32_t n, int acc, bool record, int space,
+                      uint64_t raddr)
 {
-    emu_asc *a = c->as;
-    const uint32_t nw = a->nw, me = w->index, base = a->vbase;
-    const uint32_t *V = a->acc_vc ? a->acc_vc : &a->vc[me * nw];
+    emu_asc *a = c->as, *oa = o->as;
+    const uint32_t nw = a->nw, me = a->me0 + w->index, base = a->vbase;
+    const uint32_t *V = a->acc_vc ? a->acc_vc : &a->vc[w->index * nw];
     const uint32_t clk = a->acc_vc ? a->acc_clk : V[me];
-    const uint16_t tid = (uint16_t)tid_of(w, lane);
-    uint32_t *wep = c->sh.wep + off, *rep = c->sh.rep + off;
-    uint16_t *wtid = c->sh.wtid + off, *rtid = c->sh.rtid + off;
+    const uint16_t tid = (uint16_t)(me * 32 + lane);
+    uint32_t *wep = o->sh.wep + off, *rep = o->sh.rep + off;
+    uint16_t *wtid = o->sh.wtid + off, *rtid = o->sh.rtid + off;
+    if (o != c && c->xvc) { /* the exit check of the peer (async.c) */
+        o->xvc[me] = clk;
+        o->xpc[me] = (uint32_t)(in - c->k->code);
+    }
     const bool race_on = c->o->detect_race && !emu__seen(c, EMU_R_RACE, in);
     if (acc & EMU_ACC_ATOMIC) { /* written, never racy */
         bool un = false;
@@ -230,21 +242,21 @@ static void shadow_vc(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t
             }
         }
         if (un && (acc & EMU_ACC_READ))
-            shadow_report(c, in, w, lane, off, n, acc, false, true, false);
+            shadow_report(c, in, w, lane, space, raddr, n, acc, false, true, false);
         return;
     }
     if (acc & EMU_ACC_READ) {
-        bool cp = pending(c, off, n), un = false;
+        bool cp = pending(o, off, n), un = false;
         for (uint32_t i = 0; i < n; i++) {
             uint32_t wc = wep[i], wr = (uint32_t)wtid[i] >> 5;
             un |= wc < base;
             if (race_on && wc >= base && wr != me && wc > V[wr]) {
-                vc_race(c, in, w, lane, off, n, i, "read after a write", wtid[i]);
+                vc_race(c, in, w, lane, space, raddr, n, i, "read after a write", wtid[i]);
                 break;
             }
         }
         if (cp || un)
-            shadow_report(c, in, w, lane, off, n, acc, cp, un, false);
+            shadow_report(c, in, w, lane, space, raddr, n, acc, cp, un, false);
         if (!record)
             return;
         for (uint32_t i = 0; i < n; i++) {
@@ -257,14 +269,14 @@ static void shadow_vc(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t
                     rep[i] = clk;
                     rtid[i] = tid;
                 } else {
-                    uint32_t e = rv_alloc(a);
-                    a->rpool[(size_t)e * nw + q] = rep[i];
-                    a->rpool[(size_t)e * nw + me] = clk;
+                    uint32_t e = rv_alloc(oa);
+                    oa->rpool[(size_t)e * nw + q] = rep[i];
+                    oa->rpool[(size_t)e * nw + me] = clk;
                     rep[i] = e;
                     rtid[i] = EMU_MANY;
                 }
             } else
-                a->rpool[(size_t)rep[i] * nw + me] = clk;
+                oa->rpool[(size_t)rep[i] * nw + me] = clk;
         }
         return;
     }
@@ -272,27 +284,27 @@ static void shadow_vc(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t
     for (uint32_t i = 0; i < n; i++) {
         uint32_t wc = wep[i], wr = (uint32_t)wtid[i] >> 5;
         if (!raced && wc >= base && wr != me && wc > V[wr]) {
-            vc_race(c, in, w, lane, off, n, i, "write after a write", wtid[i]);
+            vc_race(c, in, w, lane, space, raddr, n, i, "write after a write", wtid[i]);
             raced = true;
         }
         if (rep[i] && rtid[i] != EMU_MANY) {
             uint32_t q = (uint32_t)rtid[i] >> 5;
             if (!raced && q != me && rep[i] > V[q]) {
-                vc_race(c, in, w, lane, off, n, i, "write after a read", rtid[i]);
+                vc_race(c, in, w, lane, space, raddr, n, i, "write after a read", rtid[i]);
                 raced = true;
             }
         } else if (rep[i]) {
-            const uint32_t *E = &a->rpool[(size_t)rep[i] * nw];
+            const uint32_t *E = &oa->rpool[(size_t)rep[i] * nw];
             for (uint32_t q = 0; q < nw && !raced; q++)
                 if (q != me && E[q] > V[q]) {
-                    vc_race(c, in, w, lane, off, n, i, "write after a read", -1);
+                    vc_race(c, in, w, lane, space, raddr, n, i, "write after a read", -1);
                     raced = true;
                 }
         }
         if (!record)
             continue;
         if (rep[i] && rtid[i] == EMU_MANY)
-            a->rfree[a->nfree++] = rep[i];
+            oa->rfree[oa->nfree++] = rep[i];
         rep[i] = 0;
         wep[i] = clk;
         wtid[i] = tid;
@@ -317,7 +329,7 @@ __attribute__((always_inline)) static inline void shadow_n(emu_cta *c, const emu
             wep[i] = wep[i] < E0 ? E0 : wep[i];
         }
         if (un && (acc & EMU_ACC_READ))
-            shadow_report(c, in, w, lane, off, n, acc, false, true, false);
+            shadow_report(c, in, w, lane, EMU_SP_SHARED, off, n, acc, false, true, false);
         return;
     }
     if (acc & EMU_ACC_READ) {
@@ -328,7 +340,7 @@ __attribute__((always_inline)) static inline void shadow_n(emu_cta *c, const emu
             race |= (wep[i] == E) & ((wtid[i] >> 5) != wp);
         }
         if (cp || un || race)
-            shadow_report(c, in, w, lane, off, n, acc, cp, un, race);
+            shadow_report(c, in, w, lane, EMU_SP_SHARED, off, n, acc, cp, un, race);
         for (uint32_t i = 0; i < n; i++) {
             uint16_t r = rtid[i];
             uint16_t keep = (r == EMU_MANY || (r >> 5) == wp) ? r : (uint16_t)EMU_MANY;
@@ -342,7 +354,7 @@ __attribute__((always_inline)) static inline void shadow_n(emu_cta *c, const emu
         race |= ((wep[i] == E) & ((wtid[i] >> 5) != wp)) |
                 ((rep[i] == E) & ((rtid[i] == EMU_MANY) | ((rtid[i] >> 5) != wp)));
     if (race)
-        shadow_report(c, in, w, lane, off, n, acc, false, false, true);
+        shadow_report(c, in, w, lane, EMU_SP_SHARED, off, n, acc, false, false, true);
     for (uint32_t i = 0; i < n; i++) {
         wep[i] = E;
         wtid[i] = tid;
@@ -362,7 +374,7 @@ static void cp_issue_probe(emu_cta *c, const emu_ins *in, const emu_warp *w, uin
         uint64_t b = off + i;
         if ((sh->wep[b] == E && (sh->wtid[b] >> 5) != wp) ||
             (sh->rep[b] == E && (sh->rtid[b] == EMU_MANY || (sh->rtid[b] >> 5) != wp))) {
-            shadow_report(c, in, w, lane, off, n, EMU_ACC_WRITE, false, false, true);
+            shadow_report(c, in, w, lane, EMU_SP_SHARED, off, n, EMU_ACC_WRITE, false, false, true);
             return;
         }
     }
@@ -374,9 +386,19 @@ void emu__shadow_probe(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_
     if (!c->o->detect_race || !c->shadow_sh)
         return;
     if (c->as && c->as->vcm)
-        shadow_vc(c, in, w, lane, off, n, EMU_ACC_WRITE, false);
+        shadow_vc(c, c, in, w, lane, off, n, EMU_ACC_WRITE, false, EMU_SP_SHARED, off);
     else
         cp_issue_probe(c, in, w, lane, off, n);
+}
+
+void emu__shadow_probe_at(emu_cta *o, emu_cta *c, const emu_ins *in, const emu_warp *w,
+                          uint32_t lane, uint64_t off, uint32_t n)
+{
+    if (o == c)
+        emu__shadow_probe(c, in, w, lane, off, n);
+    else if (c->o->detect_race && o->shadow_sh && c->as && c->as->vcm)
+        shadow_vc(o, c, in, w, lane, off, n, EMU_ACC_WRITE, false, EMU_SP_CLUSTER,
+                  (uint64_t)(o->rank + 1) << EMU_CL_SHIFT | off);
 }
 
 void emu__shadow_async_write(emu_cta *c, uint32_t off, uint32_t n, int tid, uint32_t clk)
@@ -402,7 +424,7 @@ static void shared_shadow(emu_cta *c, const emu_ins *in, const emu_warp *w, uint
                           uint64_t off, uint32_t n, int acc)
 {
     if (c->as && c->as->vcm) {
-        shadow_vc(c, in, w, lane, off, n, acc, true);
+        shadow_vc(c, c, in, w, lane, off, n, acc, true, EMU_SP_SHARED, off);
         return;
     }
     switch (n) {
@@ -413,13 +435,76 @@ static void shared_shadow(emu_cta *c, const emu_ins *in, const emu_warp *w, uint
     }
 }
 
+/* Distributed shared memory: an access of c to shared::cluster address
+ * addr (a peer's window, or its own). The peer's shadow is checked with
+ * c's vector clocks (the race detector), the peer's in-flight async copies,
+ * and whether the peer already exited. */
+static uint8_t *dsmem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
+                      uint64_t addr, uint32_t n, int acc)
+{
+    const emu_opts *o = c->o;
+    int tid = tid_of(w, lane);
+    uint64_t off;
+    emu_cta *p = emu__cl_peer(c, in, tid, addr, &off);
+    if (!p)
+        return NULL;
+    if (p == c)
+        return emu__mem(c, in, w, lane, EMU_SP_SHARED, off, n, acc);
+    if (p->exited) {
+        if (!emu__seen(c, EMU_R_DSMEM_EXITED, in))
+            emu__report(c, EMU_R_DSMEM_EXITED, in, tid, EMU_SP_CLUSTER, addr, n,
+                        "CTA rank %u (cta %u,%u,%u) already exited: its shared memory is gone (a "
+                        "CTA must not exit while peers may access it; end with barrier.cluster)",
+                        p->rank, p->ctaid[0], p->ctaid[1], p->ctaid[2]);
+        return NULL;
+    }
+    if (off + n > p->smem_size || (o->detect_oob && !in_shvar(p, off, n))) {
+        if (o->detect_oob && !emu__seen(c, EMU_R_OOB, in))
+            emu__report(c, EMU_R_OOB, in, tid, EMU_SP_CLUSTER, addr, n,
+                        "%s of CTA rank %u", off + n > p->smem_size
+                                                 ? "outside the shared memory window"
+                                                 : "not inside one shared variable",
+                        p->rank);
+        if (off + n > p->smem_size)
+            return NULL;
+    }
+    if (p->shadow_sh) {
+        if (c->as && c->as->vcm && p->as)
+            shadow_vc(p, c, in, w, lane, off, n, acc, true, EMU_SP_CLUSTER, addr);
+        else { /* epochs are per CTA: only "written" carries over */
+            bool un = false;
+            for (uint32_t i = 0; i < n; i++) {
+                un |= p->sh.wep[off + i] < p->epoch0;
+                if ((acc & EMU_ACC_WRITE) && p->sh.wep[off + i] < p->epoch0)
+                    p->sh.wep[off + i] = p->epoch0;
+            }
+            if (un && (acc & EMU_ACC_READ) && o->detect_uninit)
+                report_mem(c, EMU_R_UNINIT, in, w, lane, EMU_SP_CLUSTER, addr, n,
+                           "reads shared memory of a peer CTA no thread wrote");
+        }
+    }
+    if (p->as && o->detect_async && p->as->marked && !emu__seen(c, EMU_R_ASYNC_RACE, in)) {
+        uint8_t bits = (acc & EMU_ACC_WRITE) ? EMU_PEND_DST | EMU_PEND_SRC : EMU_PEND_DST;
+        for (uint32_t i = 0; i < n; i++)
+            if (p->pend[off + i] & bits) {
+                emu__report(c, EMU_R_ASYNC_RACE, in, tid, EMU_SP_CLUSTER, addr, n,
+                            "accesses a peer CTA's shared memory an async copy in flight writes "
+                            "or reads");
+                break;
+            }
+    }
+    return p->smem + off;
+}
+
 uint8_t *emu__mem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane, int space,
                   uint64_t addr, uint32_t n, int acc)
 {
     const emu_opts *o = c->o;
+    bool gen = false;
     if (space == EMU_SP_GENERIC) {
         if (addr - EMU_SHARED_BASE < EMU_WINDOW) {
             space = EMU_SP_SHARED;
+            gen = true;
             addr -= EMU_SHARED_BASE;
         } else if (addr - EMU_LOCAL_BASE < EMU_WINDOW) {
             space = EMU_SP_LOCAL;
@@ -436,8 +521,14 @@ uint8_t *emu__mem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lan
         report_mem(c, EMU_R_MISALIGNED, in, w, lane, space, addr, n, msg);
     }
     switch (space) {
+    case EMU_SP_CLUSTER:
+        if (addr >> EMU_CL_SHIFT)
+            return dsmem(c, in, w, lane, addr, n, acc);
+        __attribute__((fallthrough));
     case EMU_SP_SHARED:
         if (addr + n > c->smem_size || addr + n < addr) {
+            if (gen && addr >> EMU_CL_SHIFT) /* a generic address of a peer's window */
+                return dsmem(c, in, w, lane, addr, n, acc);
             if (o->detect_oob)
                 report_mem(c, EMU_R_OOB, in, w, lane, space, addr, n,
                            "outside the CTA's shared memory");
@@ -719,7 +810,7 @@ void emu__atom(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m)
             sp = addr - EMU_SHARED_BASE < EMU_WINDOW ? EMU_SP_SHARED : EMU_SP_GLOBAL;
         uint8_t *p = emu__mem(c, in, w, l, in->sub, addr, in->sz,
                               EMU_ACC_READ | EMU_ACC_WRITE | EMU_ACC_ATOMIC);
-        D[l] = p ? rmw(in, p, B[l], C[l], sp != EMU_SP_SHARED) : 0;
+        D[l] = p ? rmw(in, p, B[l], C[l], sp != EMU_SP_SHARED && sp != EMU_SP_CLUSTER) : 0;
     }
 }
 
