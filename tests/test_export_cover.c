@@ -518,3 +518,100 @@ Test(cover, the_exact_search_beats_greedy_on_a_small_table)
                          "problem %d", i);
     db_export_sel_free(x);
 }
+
+/* Times by config and problem: each problem's winner is another kernel. */
+static int measure2(void *ctx, const sweep_cand *c, sweep_meas *m, pt_err *e)
+{
+    (void)ctx;
+    (void)e;
+    uint64_t h = pt_hash64(c->config_str, strlen(c->config_str)) ^
+                 pt_hash64(c->sp->key, strlen(c->sp->key));
+    double t = 1e-5 * (1 + (double)(h % 1000) / 1000.0);
+    snprintf(m->cls, sizeof m->cls, "ok");
+    m->verified = m->timed = true;
+    m->t_min = m->t_median = m->t_max = t;
+    m->spread = 0.001;
+    m->reps = 10;
+    return PT_OK;
+}
+
+/* A --max-kernels table's rows are mostly not winners: the sweep gave them
+ * no contract, the export computes each (the tune-time text), stores it
+ * back, and the next export reads it (the same bytes). One kernel with the
+ * rows at run time serves both row counts. */
+Test(cover, cover_rows_get_their_contract_at_export)
+{
+    pt_arena *a = pt_arena_new();
+    pt_err e = {0};
+    search_problem p[2];
+    cr_assert_eq(search_problem_parse(a, "elementwise", "expr=\"y = x * 2 + 1\" shape=x=16x256",
+                                      &p[0], &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(search_problem_parse(a, "elementwise", "expr=\"y = x * 2 + 1\" shape=x=64x256",
+                                      &p[1], &e), PT_OK, "%s", e.msg);
+    db_store *s;
+    cr_assert_eq(db_open(tpath("f.db"), NULL, &s, &e), PT_OK, "%s", e.msg);
+    sweep_opts o = {.arch = "sm_80", .strategy = SEARCH_EXHAUSTIVE, .budget = 0, .seed = 1,
+                    .no_compile = true, .tool_version = "test", .git_rev = "test",
+                    .measure = measure2, .fingerprint = &fake_fp};
+    sweep_summary sum;
+    cr_assert_eq(sweep_run(s, p, 2, &o, &sum, &e), PT_OK, "sweep: %s", e.msg);
+    int64_t before = 0;
+    cr_assert_eq(db_query_int(s, "SELECT count(*) FROM measurements WHERE launch LIKE"
+                                 " '%\"contract\"%'", &before, &e), PT_OK);
+    cr_expect_eq(before, 2);
+    db_close(s);
+    pt_arena_free(a);
+    char out[1 << 14], err[4096];
+    cr_assert_eq(test_run_ptxtune(tmpdir, "export --db f.db --format json --out c1.json "
+                                          "--max-kernels 1", out, sizeof out, err, sizeof err),
+                 0, "%s", err);
+    cr_expect(strstr(err, "1 kernels serve 2 problems (the winners: 2 kernels)"), "%s", err);
+    static char t1[1 << 20], t2[1 << 20];
+    test_slurp(tpath("c1.json"), t1, sizeof t1);
+    json_t *t = json_loads(t1, 0, NULL);
+    cr_assert(t);
+    json_t *rows = json_object_get(t, "rows");
+    cr_assert_eq(json_array_size(rows), 2);
+    const char *h0 = json_string_value(
+        json_object_get(json_object_get(json_array_get(rows, 0), "kernel"), "hash"));
+    const char *h1 = json_string_value(
+        json_object_get(json_object_get(json_array_get(rows, 1), "kernel"), "hash"));
+    cr_expect_str_eq(h0, h1);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *r = json_array_get(rows, i);
+        json_t *got = json_object_get(json_object_get(r, "launch"), "contract");
+        cr_assert(json_is_object(got), "row %zu has no contract", i);
+        pt_buf want;
+        pt_buf_init(&want);
+        cr_assert_eq(tuner_contract_row("elementwise",
+                                        json_string_value(json_object_get(
+                                            json_object_get(r, "problem"), "key")),
+                                        "sm_80", fake_fp.ptx_version,
+                                        json_string_value(json_object_get(r, "config")), &want,
+                                        &e),
+                     PT_OK, "%s", e.msg);
+        json_t *w = json_loads(want.s, 0, NULL);
+        cr_expect(json_equal(got, w), "row %zu: the export's contract is not the tune-time one", i);
+        /* the rows at run time: 16 and 64 rows, one kernel */
+        json_t *d0 = json_array_get(json_object_get(got, "dims"), 0);
+        cr_expect_eq(json_integer_value(json_object_get(d0, "min")), 1);
+        cr_expect_geq(json_integer_value(json_object_get(d0, "max")), 64);
+        json_decref(w);
+        pt_buf_free(&want);
+    }
+    json_decref(t);
+    /* stored back: the rows of the table that were no winner have one now */
+    db_open_opts ro = {.readonly = true, .must_exist = true};
+    cr_assert_eq(db_open(tpath("f.db"), &ro, &s, &e), PT_OK, "%s", e.msg);
+    int64_t after = 0;
+    cr_assert_eq(db_query_int(s, "SELECT count(*) FROM measurements WHERE launch LIKE"
+                                 " '%\"contract\"%'", &after, &e), PT_OK);
+    db_close(s);
+    cr_expect_gt(after, before, "the computed contracts were not stored");
+    cr_expect_leq(after, before + 2);
+    cr_assert_eq(test_run_ptxtune(tmpdir, "export --db f.db --format json --out c2.json "
+                                          "--max-kernels 1", out, sizeof out, err, sizeof err),
+                 0, "%s", err);
+    test_slurp(tpath("c2.json"), t2, sizeof t2);
+    cr_expect_str_eq(t2, t1);
+}
