@@ -1094,3 +1094,161 @@ Test(gemm, cli_emit)
         cr_expect_eq(lines, 1, "'%s': one line: %s", bad[i].args, err);
     }
 }
+
+/* ---- dyn=m (issue 14 item 4) ---- */
+
+/* Run-time M: the kernel takes M as the u32 parameter m, its PTX is the
+ * same for every M (split-K: every M of its power-of-two bucket), the grid
+ * is (ceil(M / bm), column tiles x splitk, batch); without dyn the kernel
+ * is the exact-M one (no parameter, no row checks when bm divides M).
+ * Bad combinations are one line each. */
+Test(gemm, dyn_m_kernel_takes_m_at_run_time)
+{
+    pt_err e = {0};
+    pt_problem p = PT_GEMM(128, 96, 64, "nt", PT_BF16, PT_BF16);
+    pt_launch l;
+    char *exact = emit_text(&p, "sm_80", "bm=64,bn=32,wm=32,wn=16", &l, &e);
+    cr_assert(exact, "%s", e.msg);
+    cr_expect_eq(count(exact, ".param .u32 m"), 0);
+    cr_expect_eq(l.grid[0], 6u);
+    p.dyn = "m";
+    char *t128 = emit_text(&p, "sm_80", "bm=64,bn=32,wm=32,wn=16", &l, &e);
+    cr_assert(t128, "%s", e.msg);
+    cr_expect_eq(count(t128, ".param .u32 m"), 1);
+    cr_expect_gt(count(t128, "], 16, %r"), 0, "rows past M zero-filled (src-size)");
+    cr_expect_eq(l.grid[0], 2u);
+    cr_expect_eq(l.grid[1], 3u);
+    int u32s = 0;
+    for (int i = 0; i < l.nargs; i++)
+        if (l.args[i].kind == PT_ARG_U32) {
+            u32s++;
+            cr_expect_eq(l.args[i].u, 128u);
+        }
+    cr_expect_eq(u32s, 1);
+    cr_expect_gt(strlen(t128), strlen(exact), "the exact-M kernel has no row checks");
+    p.m = 1;
+    char *t1 = emit_text(&p, "sm_80", "bm=64,bn=32,wm=32,wn=16", &l, &e);
+    cr_assert(t1, "%s", e.msg);
+    cr_expect_str_eq(t1, t128, "dyn=m without split-K: one kernel for every M");
+    cr_expect_eq(l.grid[0], 1u);
+    /* split-K: the workspace is laid out for pow2ceil(m): same kernel in (64, 128] */
+    p.m = 128;
+    char *s128 = emit_text(&p, "sm_80", "bm=64,bn=32,wm=32,wn=16,splitk=2", &l, &e);
+    cr_assert(s128, "%s", e.msg);
+    cr_expect_eq(l.grid[1], 6u, "column tiles x splitk along y");
+    p.m = 65;
+    char *s65 = emit_text(&p, "sm_80", "bm=64,bn=32,wm=32,wn=16,splitk=2", NULL, &e);
+    p.m = 64;
+    char *s64 = emit_text(&p, "sm_80", "bm=64,bn=32,wm=32,wn=16,splitk=2", NULL, &e);
+    cr_assert(s65 && s64, "%s", e.msg);
+    cr_expect_str_eq(s65, s128);
+    cr_expect_str_neq(s64, s128);
+    free(exact), free(t128), free(t1), free(s128), free(s65), free(s64);
+
+    static const struct {
+        const char *layout;
+        bool dcol;
+        int64_t lda;
+        const char *epi, *config, *want;
+    } bad[] = {
+        {"nt", true, 0, NULL, "", "dyn=m needs a row-major D (d_colmajor=0): a column-major D's columns are M long"},
+        {"tn", false, 0, NULL, "",
+         "dyn=m with layout tn: A is stored K x M, its rows follow M: give lda (the kernel then serves every M <= lda)"},
+        {"nt", false, 0, "acc * m[n]", "", "epilogue: 'm' is the kernel's run-time M with dyn=m: rename the tensor"},
+        {"nt", false, 0, NULL, "bm=16,bn=16,wm=16,wn=16,splitk=2,persistent=0",
+         "dyn=m: 40960 column tiles x splitk=2 CTAs along grid y: at most 65535 (a larger bn, or persistent)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pt_problem q = PT_GEMM(128, i == 3 ? 655360 : 96, 64, bad[i].layout, PT_BF16, PT_BF16);
+        q.dyn = "m";
+        q.d_colmajor = bad[i].dcol;
+        q.epilogue = bad[i].epi;
+        pt_err qe = {0};
+        char *t = emit_text(&q, "sm_80", bad[i].config, NULL, &qe);
+        cr_expect_null(t);
+        cr_expect_str_eq(qe.msg, bad[i].want);
+        free(t);
+    }
+    pt_problem q = PT_GEMM(128, 96, 64, "nt", PT_BF16, PT_BF16);
+    q.dyn = "mn";
+    pt_err qe = {0};
+    cr_expect_null(emit_text(&q, "sm_80", "", NULL, &qe));
+    cr_expect_str_eq(qe.msg, "bad dyn 'mn' (none or m: the sizes the kernel reads at run time)");
+}
+
+/* The run-time-M variants assemble on every claimed arch without spills,
+ * warnings or local memory: the corners of the dyn space (split-K,
+ * k slices, persistent, raster, batches, epilogue vectors, SIMT f32). */
+Test(gemm, dyn_m_variants_assemble_without_spills, .timeout = 600)
+{
+    pt_compiler *comp = NULL;
+    pt_err e = {0};
+    if (pt_compiler_open(&comp, &e)) {
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_skip_test("no CUDA toolkit: %s", e.msg);
+    }
+    static const struct {
+        int64_t m, n, k, batch, lda;
+        const char *layout;
+        pt_dtype dt;
+        const char *epi, *config;
+    } cases[] = {
+        {128, 4096, 4096, 1, 0, "nt", PT_BF16, NULL, "bm=128,bn=128,bk=64,wm=64,wn=64,stages=3"},
+        {64, 4096, 4096, 1, 0, "nt", PT_BF16, NULL, "bm=64,bn=128,bk=64,wm=32,wn=64,stages=4,splitk=4"},
+        {16, 4096, 4096, 1, 0, "nn", PT_F16, "gelu(acc + bias[n])", "bm=16,bn=64,bk=64,wm=16,wn=32,kslice=2,stages=4"},
+        {256, 1024, 512, 4, 0, "nt", PT_BF16, "acc * s[m] + r", "bm=64,bn=64,bk=32,wm=32,wn=32,raster=4"},
+        {512, 1024, 1024, 1, 1024, "tt", PT_F16, NULL, "bm=128,bn=64,bk=32,wm=64,wn=32,persistent=132,raster=8"},
+        {128, 4096, 4096, 1, 0, "nt", PT_S8, NULL, "bm=64,bn=128,bk=128,wm=32,wn=64,splitk=2"},
+        {128, 1024, 1024, 2, 0, "nn", PT_F32, NULL, "bm=64,bn=64,bk=16,tm=8,tn=8,stages=3,splitk=2"},
+    };
+    test_space_tally t = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int ai = 0; ai < NARCHS; ai++) {
+            pt_problem p = PT_GEMM(cases[i].m, cases[i].n, cases[i].k, cases[i].layout, cases[i].dt, PT_F64);
+            p.batch = cases[i].batch;
+            p.lda = cases[i].lda;
+            p.epilogue = cases[i].epi;
+            p.dyn = "m";
+            pt_target tg;
+            pt_err ce = {0};
+            cr_assert_eq(pt_target_parse(archs[ai], &tg, &ce), 0);
+            char *text = emit_text(&p, archs[ai], cases[i].config, NULL, &ce);
+            t.variants++;
+            if (!text) {
+                t.failures++;
+                test_space_fail(&t, &p, archs[ai], NULL, ce.msg);
+                continue;
+            }
+            if (strstr(text, "ld.local") || strstr(text, "st.local")) {
+                t.local++;
+                test_space_fail(&t, &p, archs[ai], NULL, "local memory in the PTX");
+            }
+            pt_resource r = {0};
+            int rc = pt_compile(comp, text, &tg, NULL, NULL, &r, &ce);
+            free(text);
+            if (rc) {
+                t.failures++;
+                test_space_fail(&t, &p, archs[ai], NULL, ce.msg);
+                continue;
+            }
+            if (r.spill_stores || r.spill_loads || r.stack_frame) {
+                t.spills++;
+                char w[160];
+                snprintf(w, sizeof w, "case %zu: spills %d/%d stack %d", i, r.spill_stores, r.spill_loads,
+                         r.stack_frame);
+                test_space_fail(&t, &p, archs[ai], NULL, w);
+            }
+            for (int q = 0; q < r.ncodes; q++)
+                if (r.codes[q][0] == 'C' && r.codes[q][1] == '7') {
+                    t.warned++;
+                    test_space_fail(&t, &p, archs[ai], NULL, r.codes[q]);
+                    break;
+                }
+        }
+    printf("gemm dyn=m: %d variants assembled for" PT_TARGET_ALL_NAMES " with %s: %d failures, %d with spills, "
+           "%d with C7xxx warnings, %d with local memory\n",
+           t.variants, pt_compiler_describe(comp), t.failures, t.spills, t.warned, t.local);
+    pt_compiler_close(comp);
+    cr_assert_eq(t.variants, (int)(sizeof cases / sizeof cases[0]) * NARCHS);
+    cr_assert(t.failures + t.spills + t.warned + t.local == 0, "first: %s", t.first);
+}
