@@ -43,6 +43,14 @@
 
 static int dt_bytes(pt_dtype t) { return pt_dtype_get(t)->bytes; }
 
+static int ilog2i(int64_t v)
+{
+    int r = 0;
+    while (((int64_t)1 << r) < v)
+        r++;
+    return r;
+}
+
 static int64_t pow2ceil(int64_t v)
 {
     int64_t p = 1;
@@ -124,6 +132,9 @@ static int parse_epilogue(pt_arena *a, pt_prepared *pp, const char *text, bool u
             continue;
         size_t blen = t->index ? strlen(t->name) - strlen(t->index) - 2 : strlen(t->name);
         gemm_aux x = {t->name, pt_arena_printf(a, "%.*s", (int)blen, t->name), GEMM_AUX_FULL, i};
+        if (pp->dyn_m && strcmp(x.base, "m") == 0)
+            return pt_errf(e, PT_EINVAL, "epilogue: 'm' is the kernel's run-time M with dyn=m: "
+                           "rename the tensor");
         for (size_t k = 0; k < sizeof taken / sizeof taken[0]; k++)
             if (strcmp(x.base, taken[k]) == 0) {
                 char all[160] = "";
@@ -264,6 +275,20 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
                        "cannot transpose 8-bit data); got %s",
                        pt_dtype_get(at->dt)->name, lay);
     pp->d_col = pb->d_colmajor;
+    const char *dyn = pb->dyn && *pb->dyn ? pb->dyn : "none";
+    if (strcmp(dyn, "none") != 0 && strcmp(dyn, "m") != 0)
+        return pt_errf(e, PT_EINVAL, "bad dyn '%s' (none or m: the sizes the kernel reads at run time)",
+                       dyn);
+    pp->dyn_m = strcmp(dyn, "m") == 0;
+    pp->m_cap = pow2ceil(pp->M);
+    pp->prob.dyn = pp->dyn_m ? "m" : NULL;
+    if (pp->dyn_m && pp->d_col)
+        return pt_errf(e, PT_EUNSUPPORTED,
+                       "dyn=m needs a row-major D (d_colmajor=0): a column-major D's columns are M long");
+    if (pp->dyn_m && !pp->a_kmajor && pb->lda == 0)
+        return pt_errf(e, PT_EINVAL,
+                       "dyn=m with layout %s: A is stored K x M, its rows follow M: give lda (the kernel "
+                       "then serves every M <= lda)", lay);
 
     /* output dtype: PT_F64 (a zeroed problem) or the input dtype itself
      * for int8/tf32 inputs mean the default */
@@ -578,10 +603,17 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
         return pt_errf(e, PT_EINVAL, "%d bytes of shared memory: %s allows %d per block",
                        g->smem_bytes, pt_target_name(t, tn, sizeof tn), smem_limit(t));
     }
-    int64_t tm = (pp->M + g->bm - 1) / g->bm, tnn = (pp->N + g->bn - 1) / g->bn;
+    /* dyn=m: tiles at m_cap (the split-K workspace's layout); the grid is
+     * (ceil(M / bm), column tiles x splitk, batch) */
+    int64_t mt = pp->dyn_m ? pp->m_cap : pp->M;
+    int64_t tm = (mt + g->bm - 1) / g->bm, tnn = (pp->N + g->bn - 1) / g->bn;
     g->tiles = tm * tnn;
     if (g->tiles > 0x7fffffffll)
         return pt_errf(e, PT_ERANGE, "%lld tiles: the grid is limited to 2^31-1", (long long)g->tiles);
+    if (pp->dyn_m && !g->persistent && tnn * g->splitk > 65535)
+        return pt_errf(e, PT_ERANGE,
+                       "dyn=m: %lld column tiles x splitk=%d CTAs along grid y: at most 65535 (a larger "
+                       "bn, or persistent)", (long long)tnn, g->splitk);
     return PT_OK;
 }
 
@@ -673,6 +705,28 @@ static ptx_reg param_f32(gemm_ctx *g, pt_launch *l, const char *name, float v)
     return r;
 }
 
+static ptx_reg param_u32(gemm_ctx *g, pt_launch *l, const char *name, int64_t v)
+{
+    const char *pn = ptx_param_add(g->f, name, PTX_T_U32);
+    l->args[l->nargs++] = (pt_arg){PT_ARG_U32, 0, (uint64_t)v, 0};
+    ptx_reg r = gemm_r32(g);
+    ptx_emit(g->f, PTX_OP_LD, M1(PTX_M_PARAM), U32T, ptx_r(r), ptx_saddr(pn, 0));
+    return r;
+}
+
+/* p + idx * M * per (bytes; dyn=m: a batch stride that follows M), 64-bit. */
+static ptx_reg addr_m(gemm_ctx *g, ptx_reg p, ptx_reg idx, int64_t per)
+{
+    ptx_reg s = gemm_r64(g), w = gemm_r64(g), off = gemm_r64(g), d = gemm_r64(g);
+    ptx_emit(g->f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U64, PTX_T_U32), ptx_r(w), ptx_r(g->mreg));
+    ptx_emit(g->f, PTX_OP_MUL, M1(PTX_M_LO), PTX_T1(PTX_T_U64), ptx_r(s), ptx_r(w), ptx_imm(per));
+    ptx_reg w2 = gemm_r64(g);
+    ptx_emit(g->f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U64, PTX_T_U32), ptx_r(w2), ptx_r(idx));
+    ptx_emit(g->f, PTX_OP_MUL, M1(PTX_M_LO), PTX_T1(PTX_T_U64), ptx_r(off), ptx_r(w2), ptx_r(s));
+    ptx_emit(g->f, PTX_OP_ADD, NOM, PTX_T1(PTX_T_S64), ptx_r(d), ptx_r(p), ptx_r(off));
+    return d;
+}
+
 /* Workspace bytes of parallel split-K: partial tiles, then counters. */
 static int64_t ws_bytes(const gemm_ctx *g)
 {
@@ -686,16 +740,17 @@ static void tile_coords(gemm_ctx *g)
 {
     const pt_prepared *pp = g->pp;
     int64_t tm = (pp->M + g->bm - 1) / g->bm, tn = (pp->N + g->bn - 1) / g->bn;
+    ptx_opd tmo = pp->dyn_m ? ptx_r(g->tm_r) : ptx_imm(tm);
     ptx_reg t = g->tile;
     ptx_reg ti, tj;
-    if (g->raster <= 1 || tm <= 1) {
+    if (g->raster <= 1 || (!pp->dyn_m && tm <= 1)) {
         ti = gemm_op2(g, PTX_OP_DIV, ptx_r(t), ptx_imm(tn));
         tj = gemm_op2(g, PTX_OP_REM, ptx_r(t), ptx_imm(tn));
     } else {
         int64_t per = (int64_t)g->raster * tn;
         ptx_reg grp = gemm_op2(g, PTX_OP_DIV, ptx_r(t), ptx_imm(per));
         ptx_reg first = gemm_mul(g, ptx_r(grp), ptx_imm(g->raster));
-        ptx_reg left = gemm_op2(g, PTX_OP_SUB, ptx_imm(tm), ptx_r(first));
+        ptx_reg left = gemm_op2(g, PTX_OP_SUB, tmo, ptx_r(first));
         ptx_reg gs = gemm_op2(g, PTX_OP_MIN, ptx_r(left), ptx_imm(g->raster));
         ptx_reg r = gemm_op2(g, PTX_OP_REM, ptx_r(t), ptx_imm(per));
         ptx_reg rm = gemm_op2(g, PTX_OP_REM, ptx_r(r), ptx_r(gs));
@@ -719,7 +774,7 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
     uint64_t h = pt_hash64(cfg, strlen(cfg));
     char sig[512];
     snprintf(sig, sizeof sig, "%lld %lld %lld %lld %lld %lld %lld %lld %d %d %s %g %g %g %g|%s",
-             (long long)pp->M, (long long)pp->N, (long long)pp->K, (long long)pp->batch,
+             (long long)(pp->dyn_m ? (g.splitk > 1 ? -pp->m_cap : -1) : pp->M), (long long)pp->N, (long long)pp->K, (long long)pp->batch,
              (long long)pp->lda, (long long)pp->ldb, (long long)pp->ldc, (long long)pp->ldd,
              pp->d_col, (int)pp->out_dt, pp->prob.layout, pp->prob.alpha, pp->prob.beta,
              pp->prob.scale_a, pp->prob.scale_b, pp->prob.epilogue ? pp->prob.epilogue : "");
@@ -747,6 +802,8 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
     ptx_reg ws = {0};
     if (g.splitk > 1)
         ws = param_ptr(&g, l, "ws", (pt_arg){PT_ARG_WORKSPACE, 0, (uint64_t)ws_bytes(&g), 0});
+    if (pp->dyn_m)
+        g.mreg = param_u32(&g, l, "m", pp->M);
     if (pp->in_alpha >= 0)
         g.alpha = param_f32(&g, l, "alpha", pp->alpha);
     if (pp->in_beta >= 0)
@@ -766,15 +823,21 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
     int es = pp->at->es;
     if (pp->batch > 1) {
         g.bidx = sreg(&g, PTX_S_CTAID_Z);
-        g.pa = gemm_addr64(&g, a, ptx_r(g.bidx), pp->sa * es);
+        /* dyn=m: the strides of A (layout n), D, C and the full tensors
+         * are M rows: M * (row bytes) at run time */
+        bool dm = pp->dyn_m;
+        g.pa = dm && pp->a_kmajor ? addr_m(&g, a, g.bidx, pp->lda * es)
+                                  : gemm_addr64(&g, a, ptx_r(g.bidx), pp->sa * es);
         g.pb = gemm_addr64(&g, b, ptx_r(g.bidx), pp->sb * es);
-        g.pd = gemm_addr64(&g, d, ptx_r(g.bidx), pp->sd * dt_bytes(pp->out_dt));
+        g.pd = dm ? addr_m(&g, d, g.bidx, pp->ldd * dt_bytes(pp->out_dt))
+                  : gemm_addr64(&g, d, ptx_r(g.bidx), pp->sd * dt_bytes(pp->out_dt));
         if (pp->has_c)
-            g.pc = gemm_addr64(&g, cp, ptx_r(g.bidx), pp->sc * dt_bytes(pp->c_dt));
+            g.pc = dm ? addr_m(&g, cp, g.bidx, pp->ldc * dt_bytes(pp->c_dt))
+                      : gemm_addr64(&g, cp, ptx_r(g.bidx), pp->sc * dt_bytes(pp->c_dt));
         for (int j = 0; j < pp->naux; j++)
-            g.paux[j] = pp->aux[j].kind == GEMM_AUX_FULL
-                            ? gemm_addr64(&g, aux[j], ptx_r(g.bidx), pp->saux * dt_bytes(pp->aux_dt))
-                            : aux[j];
+            g.paux[j] = pp->aux[j].kind != GEMM_AUX_FULL ? aux[j]
+                      : dm ? addr_m(&g, aux[j], g.bidx, pp->N * dt_bytes(pp->aux_dt))
+                           : gemm_addr64(&g, aux[j], ptx_r(g.bidx), pp->saux * dt_bytes(pp->aux_dt));
     } else {
         g.bidx = gemm_r32(&g);
         ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(g.bidx), ptx_imm(0));
@@ -786,9 +849,39 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
             g.paux[j] = aux[j];
     }
     g.pws = ws;
+    /* dyn=m: tile rows from M; one CTA per tile: grid (tile rows, column
+     * tiles x splitk), the linear tile t = column-tile * rows + ctaid.x (the
+     * launch order, as ctaid.x is for baked M); CTAs past the tiles (a
+     * persistent grid larger than them, or a grid for a larger M) leave */
+    int64_t tn_imm = (pp->N + g.bn - 1) / g.bn;
+    int past_end = -1;
+    if (pp->dyn_m) {
+        g.tm_r = gemm_op2(&g, PTX_OP_ADD, ptx_r(g.mreg), ptx_imm(g.bm - 1));
+        g.tm_r = gemm_op2(&g, PTX_OP_SHR, ptx_r(g.tm_r), ptx_imm(ilog2i(g.bm)));
+        g.tiles_r = gemm_mul(&g, ptx_r(g.tm_r), ptx_imm(tn_imm));
+        past_end = ptx_label_new(f);
+        if (!g.persistent) {
+            ptx_reg y = sreg(&g, PTX_S_CTAID_Y), tj = y;
+            if (g.splitk > 1 && tn_imm > 1) {
+                g.split = gemm_op2(&g, PTX_OP_DIV, ptx_r(y), ptx_imm(tn_imm));
+                tj = gemm_op2(&g, PTX_OP_REM, ptx_r(y), ptx_imm(tn_imm));
+            } else if (g.splitk > 1) {
+                g.split = y;
+                tj = gemm_r32(&g);
+                ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(tj), ptx_imm(0));
+            }
+            ptx_reg past = gemm_setp(&g, PTX_M_GE, ptx_r(g.tile), ptx_r(g.tm_r));
+            ptx_guard(ptx_emit(f, PTX_OP_BRA, M1(PTX_M_UNI), PTX_NOTYPES, ptx_lbl(past_end)), past, false);
+            g.tile = gemm_mad(&g, ptx_r(tj), ptx_r(g.tm_r), ptx_r(g.tile));
+        } else {
+            ptx_reg past = gemm_setp(&g, PTX_M_GE, ptx_r(g.tile), ptx_r(g.tiles_r));
+            ptx_guard(ptx_emit(f, PTX_OP_BRA, M1(PTX_M_UNI), PTX_NOTYPES, ptx_lbl(past_end)), past, false);
+        }
+    }
     if (g.splitk > 1) {
         /* split s takes k tiles [s*KT/S, (s+1)*KT/S): every split >= 1 tile */
-        g.split = sreg(&g, PTX_S_CTAID_Y);
+        if (!g.split.id)
+            g.split = sreg(&g, PTX_S_CTAID_Y);
         ptx_reg lo = gemm_mul(&g, ptx_r(g.split), ptx_imm(g.kt_total));
         g.kt_begin = gemm_op2(&g, PTX_OP_DIV, ptx_r(lo), ptx_imm(g.splitk));
         ptx_reg hi = gemm_op2(&g, PTX_OP_ADD, ptx_r(lo), ptx_imm(g.kt_total));
@@ -814,13 +907,20 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
         gemm_bar(&g); /* the next tile's prologue overwrites the staging */
         ptx_reg nc = sreg(&g, PTX_S_NCTAID_X);
         ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(g.tile), ptx_r(g.tile), ptx_r(nc));
-        ptx_reg more = gemm_setp(&g, PTX_M_LT, ptx_r(g.tile), ptx_imm(g.tiles));
+        ptx_reg more = gemm_setp(&g, PTX_M_LT, ptx_r(g.tile),
+                                 pp->dyn_m ? ptx_r(g.tiles_r) : ptx_imm(g.tiles));
         ptx_guard(ptx_emit(f, PTX_OP_BRA, M1(PTX_M_UNI), PTX_NOTYPES, ptx_lbl(top)), more, false);
     }
+    if (past_end >= 0)
+        ptx_label_place(f, past_end);
     ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
 
     l->grid[0] = (unsigned)(g.persistent && g.persistent < g.tiles ? g.persistent : g.tiles);
     l->grid[1] = (unsigned)g.splitk;
+    if (pp->dyn_m) { /* persistent: P whatever M; else ceil(M / bm), column tiles x splitk */
+        l->grid[0] = (unsigned)(g.persistent ? g.persistent : (pp->M + g.bm - 1) / g.bm);
+        l->grid[1] = (unsigned)(g.persistent ? g.splitk : tn_imm * g.splitk);
+    }
     l->grid[2] = (unsigned)pp->batch;
     l->block[0] = (unsigned)g.threads;
     l->block[1] = l->block[2] = 1;

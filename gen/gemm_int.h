@@ -60,6 +60,11 @@ struct pt_prepared {
     int cw_a, cw_b;               /* global->shared copy width, bytes */
     int vec_max;                  /* widest epilogue access, elements */
     float alpha, beta, scale_ab, out_scale;
+    /* dyn=m: M is the kernel's u32 parameter "m" (M above is the tuned
+     * value: tensor sizes, the parameter's value); m_cap = pow2ceil(M), the
+     * largest M the split-K workspace is laid out for */
+    bool dyn_m;
+    int64_t m_cap;
 };
 
 /* The emission context of one kernel. */
@@ -78,7 +83,7 @@ typedef struct gemm_ctx {
     /* registers */
     ptx_reg tid, lane, warp, smem;   /* u32; smem: shared window base */
     ptx_reg tile;                    /* u32 linear tile index (%ctaid.x) */
-    int64_t tiles;                   /* tiles per batch entry */
+    int64_t tiles;                   /* tiles per batch entry (dyn=m: at m_cap, the workspace's) */
     ptx_reg m0, n0;                  /* u32 tile origin */
     ptx_reg bidx;                    /* u32 batch index */
     ptx_reg split;                   /* u32 split-K index (splitk > 1) */
@@ -89,6 +94,8 @@ typedef struct gemm_ctx {
     ptx_reg kslice_idx;              /* u32 warp's k slice */
     int bar_threads;                 /* > 0: gemm_bar is bar.sync 1, bar_threads (the wgmma
                                       * loop's consumer warpgroups; the producer takes no part) */
+    ptx_reg mreg;                    /* dyn=m: u32 M (the parameter "m") */
+    ptx_reg tm_r, tiles_r;           /* dyn=m: u32 tile rows, tiles per batch entry at this M */
 } gemm_ctx;
 
 /* Accumulators handed from a main loop to the epilogue: the accumulator
@@ -117,6 +124,8 @@ ptx_reg gemm_add64(gemm_ctx *g, ptx_reg p64, int64_t imm);
 void gemm_inc64(gemm_ctx *g, ptx_reg p64, int64_t imm);            /* in place */
 void gemm_inc32(gemm_ctx *g, ptx_reg r, int64_t imm);              /* in place */
 void gemm_bar(gemm_ctx *g);
+/* M as an operand: the register with dyn=m, else the immediate. */
+ptx_opd gemm_m(const gemm_ctx *g);
 
 /* ---- main loops ---- */
 void gemm_mainloop_tc(gemm_ctx *g, gemm_accs *acc);

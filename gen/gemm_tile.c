@@ -132,6 +132,8 @@ void gemm_bar(gemm_ctx *g)
         ptx_emit(g->f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(0));
 }
 
+ptx_opd gemm_m(const gemm_ctx *g) { return g->pp->dyn_m ? ptx_r(g->mreg) : ptx_imm(g->pp->M); }
+
 
 /* ---- operands ----
  * An operand is a view of its global panel and a shared tile, in the
@@ -147,9 +149,10 @@ typedef struct operand {
 } operand;
 
 /* The operand of the tile_mn x K panel at mn0 of a matrix at p with ld
- * elements per row and mn_lim rows (K-major) or columns (MN-major). */
+ * elements per row and mn_lim rows (K-major) or columns (MN-major);
+ * mn_dyn: mn_lim is M, read at run time (an edge wherever the tile is). */
 static void operand_init(gemm_ctx *g, operand *o, const kit_layout *tile, int stage_off, ptx_reg p, int64_t ld,
-                         bool kmajor, ptx_reg mn0, int64_t mn_lim, int tile_mn, int cw)
+                         bool kmajor, ptx_reg mn0, int64_t mn_lim, bool mn_dyn, int tile_mn, int cw)
 {
     const pt_prepared *pp = g->pp;
     ptx_fn *f = g->f;
@@ -157,10 +160,11 @@ static void operand_init(gemm_ctx *g, operand *o, const kit_layout *tile, int st
     o->tile = tile;
     o->stage_off = stage_off;
     o->kmajor = kmajor;
-    bool kedge = pp->K % g->bk != 0, mnedge = mn_lim % tile_mn != 0;
+    bool kedge = pp->K % g->bk != 0, mnedge = mn_dyn || mn_lim % tile_mn != 0;
     ptx_opd k0 = g->splitk > 1 ? kit_iop(f, PTX_OP_MUL, ptx_r(g->kt_begin), ptx_imm(g->bk)) : ptx_imm(0);
     ptx_opd kleft = kedge ? kit_iop(f, PTX_OP_SUB, ptx_imm(pp->K), k0) : ptx_imm(0);
-    ptx_opd mnleft = mnedge ? kit_iop(f, PTX_OP_SUB, ptx_imm(mn_lim), ptx_r(mn0)) : ptx_imm(0);
+    ptx_opd mnleft = mnedge ? kit_iop(f, PTX_OP_SUB, mn_dyn ? gemm_m(g) : ptx_imm(mn_lim), ptx_r(mn0))
+                            : ptx_imm(0);
     kit_view v;
     memset(&v, 0, sizeof v);
     v.ld_bytes = ld * es;
@@ -451,8 +455,9 @@ static void warp_coords(gemm_ctx *g, ptx_reg *wm0, ptx_reg *wn0)
 static void operands(gemm_ctx *g, operand *ops)
 {
     const pt_prepared *pp = g->pp;
-    operand_init(g, &ops[0], &g->sa, 0, g->pa, pp->lda, pp->a_kmajor, g->m0, pp->M, g->bm, pp->cw_a);
-    operand_init(g, &ops[1], &g->sb, (int)g->sa.span, g->pb, pp->ldb, pp->b_kmajor, g->n0, pp->N, g->bn, pp->cw_b);
+    operand_init(g, &ops[0], &g->sa, 0, g->pa, pp->lda, pp->a_kmajor, g->m0, pp->M, pp->dyn_m, g->bm, pp->cw_a);
+    operand_init(g, &ops[1], &g->sb, (int)g->sa.span, g->pb, pp->ldb, pp->b_kmajor, g->n0, pp->N, false, g->bn,
+                 pp->cw_b);
 }
 
 void gemm_mainloop_tc(gemm_ctx *g, gemm_accs *acc)
