@@ -167,7 +167,7 @@ static uint32_t rv_alloc(emu_asc *a)
     if (a->nfree)
         e = a->rfree[--a->nfree];
     else {
-        if (a->nrp == a->cap_rp) {
+        if (a->nrp >= a->cap_rp) { /* nrp starts at 1 with no pool yet */
             uint32_t nc = a->cap_rp ? a->cap_rp * 2 : 256;
             uint32_t *q = realloc(a->rpool, (size_t)nc * a->nw * sizeof *q);
             uint32_t *f = realloc(a->rfree, (size_t)nc * sizeof *f);
