@@ -615,3 +615,36 @@ Test(cover, cover_rows_get_their_contract_at_export)
     test_slurp(tpath("c2.json"), t2, sizeof t2);
     cr_expect_str_eq(t2, t1);
 }
+
+/* The mean decides between sets of the same size and worst slowdown, and
+ * the exact search weighs sets whole: p2's winner is unverified, so only a
+ * (+3% on p0, p1, p2) serves it; with 3 kernels greedy adds x (+1% on p0
+ * and p1) then w0 (mean 1.33%), the best set is a, w0, w1 (mean 1%). */
+Test(cover, the_mean_decides_among_equal_tables)
+{
+    planted pl;
+    plant_open(&pl, tpath("m.db"), 3);
+    plant(&pl, "w0", 0, 1e-6, 1);
+    plant(&pl, "w1", 1, 1e-6, 1);
+    plant(&pl, "u2", 2, 1e-6, 0);
+    for (int i = 0; i < 3; i++)
+        plant(&pl, "a", i, 1.03e-6, 1);
+    plant(&pl, "x", 0, 1.01e-6, 1);
+    plant(&pl, "x", 1, 1.01e-6, 1);
+    db_close(pl.s);
+    pt_err e = {0};
+    db_cover_summary sum;
+    db_export_sel *x = cover_of(tpath("m.db"), 3, -1, &sum, PT_OK, &e);
+    cr_expect_eq(sum.kernels, 3);
+    cr_expect_str_eq(served_by(x, 0), hash_of("w0"));
+    cr_expect_str_eq(served_by(x, 1), hash_of("w1"));
+    cr_expect_str_eq(served_by(x, 2), hash_of("a"));
+    cr_expect_float_eq(sum.worst, 0.03, 1e-9);
+    cr_expect_float_eq(sum.mean, 0.01, 1e-9);
+    db_export_sel_free(x);
+    /* one kernel: only a serves p2 */
+    x = cover_of(tpath("m.db"), 1, -1, &sum, PT_OK, &e);
+    cr_expect_eq(sum.kernels, 1);
+    cr_expect_float_eq(sum.mean, 0.03, 1e-9);
+    db_export_sel_free(x);
+}
