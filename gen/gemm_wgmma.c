@@ -127,6 +127,9 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if (!kit_wgmma_atom(at->ab, isint ? PTX_T_S32 : PTX_T_F32, g->bn, &w->wa))
         return pt_errf(e, PT_EINVAL, "bn=%d: not a wgmma N for %s (%s)", g->bn, pt_dtype_get(at->dt)->name,
                        isint ? "8, 16, 24, then multiples of 16 up to 256" : "multiples of 8 up to 256");
+    if (g->bn & (g->bn - 1))
+        return pt_errf(e, PT_EINVAL, "bn=%d: a power of two (16..256; the shared epilogue walks power-of-two "
+                       "tiles)", g->bn);
     w->kbytes = g->bk * es;
     if (w->kbytes != 128 && w->kbytes != 64)
         return pt_errf(e, PT_EINVAL, "bk=%d: the k tile is one 128B or 64B swizzle span (%d or %d %s elements)",
@@ -205,14 +208,14 @@ int gemm_wgmma_space(const pt_prepared *pp, const pt_target *t, pt_space *s)
         bm.values[bm.nvalues++] = 128;
     }
     pt_param_space bn = {"bn", "block tile columns (N): the wgmma N", 0, {0}};
-    int64_t top = pow2ceil(pp->N < 16 ? 16 : pp->N);
+    /* an MN-major B comes in 64-column boxes */
+    int lo = pp->b_kmajor ? 16 : 64;
+    int64_t top = pow2ceil(pp->N < lo ? lo : pp->N);
     if (top > 256)
         top = 256;
-    for (int v = 256; v >= 16; v /= 2)
+    for (int v = 256; v >= lo; v /= 2)
         if (v <= top && v >= top / 4)
             bn.values[bn.nvalues++] = v;
-    if (top == 256)
-        bn.values[bn.nvalues++] = 192;
     pt_param_space bk = {"bk", "k elements per stage (one 128B or 64B swizzle span)", 1, {128 / es}};
     if (pp->K * es <= 64)
         bk.values[bk.nvalues++] = 64 / es;
@@ -238,7 +241,8 @@ void gemm_wgmma_defaults(const pt_prepared *pp, const pt_target *t, pt_config *c
     c->n = 0;
     for (int i = 0; i < s.nparams; i++)
         pt_config_set(c, s.p[i].name, s.p[i].values[0]);
-    int64_t bn = pow2ceil(pp->N < 16 ? 16 : pp->N);
+    int lo = pp->b_kmajor ? 16 : 64;
+    int64_t bn = pow2ceil(pp->N < lo ? lo : pp->N);
     pt_config_set(c, "bm", pp->M > 64 ? 128 : 64);
     pt_config_set(c, "bn", bn > 256 ? 256 : bn);
     pt_config_set(c, "stages", 4);

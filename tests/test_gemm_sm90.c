@@ -71,3 +71,411 @@ Test(gemm_sm90, args_bind_encodes_tensor_maps)
     tuner_free(d, out[0]);
     tuner_dev_close(d);
 }
+
+/* ---- items 1-3 and 5: the wgmma GEMM on the emulator ---- */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct run_out {
+    double max_err, seconds;
+    uint64_t lanes;
+    char config[256];
+} run_out;
+
+/* One problem on the emulator at schedule sched (seed for the random one):
+ * config over the op's defaults (NULL: the defaults), which must be the
+ * wgmma loop's (impl=1). Returns the verifier's status; the message in e. */
+static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uint64_t seed, run_out *o, pt_err *e)
+{
+    memset(o, 0, sizeof *o);
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp = NULL;
+    pt_config c;
+    ptx_module *built = NULL, *parsed = NULL;
+    tuner_dev *d = NULL;
+    tuner_kernel *k = NULL;
+    tuner_io *io = NULL;
+    char *text = NULL;
+    pt_launch l;
+    int rc = gen_gemm_op.prepare(a, p, &tg, &pp, e);
+    if (!rc) {
+        pt_space s;
+        gen_gemm_op.space(pp, &tg, &s);
+        gen_gemm_op.defaults(pp, &tg, &c);
+        rc = config ? pt_config_parse(&s, config, &c, e) : PT_OK;
+    }
+    if (!rc && pt_config_get(&c, "impl", 0) != 1)
+        rc = pt_errf(e, PT_EINVAL, "not the wgmma loop: %s", pt_config_str(&c, o->config, sizeof o->config));
+    if (!rc) {
+        pt_config_str(&c, o->config, sizeof o->config);
+        rc = pt_op_build(&gen_gemm_op, pp, &tg, 0, &c, &built, &l, e);
+    }
+    if (!rc) {
+        text = ptx_print(built);
+        rc = ptx_parse(text, strlen(text), "<emitted>", 0, &parsed, e);
+    }
+    if (!rc) {
+        char *again = ptx_print(parsed);
+        if (strcmp(again, text) != 0)
+            rc = pt_errf(e, PT_EINTERNAL, "parse(print(kernel)) does not print back identically");
+        free(again);
+    }
+    tuner_dev_opts dopts = {.emu_threads = 1, .emu_arch = 90, .emu_schedule = (int)sched,
+                            .emu_schedule_seed = seed};
+    if (!rc)
+        rc = tuner_dev_open("emu", &dopts, &d, e);
+    tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, l.entry, &gen_gemm_op, pp};
+    if (!rc)
+        rc = tuner_load(d, &img, &k, e);
+    if (!rc)
+        rc = tuner_io_new(&gen_gemm_op, pp, &io, e);
+    if (!rc) {
+        tuner_io_random(io, (uint64_t)(p->m * 131 + p->n * 7 + p->k), 0, 0);
+        rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), e);
+    }
+    if (!rc) {
+        tuner_verify_opts vo = {.full_limit = INT64_MAX};
+        tuner_verify_result vr;
+        rc = tuner_verify(d, k, &l, io, &vo, &vr, e);
+        o->max_err = vr.max_err;
+        emu_stats st;
+        if (tuner_emu_last_run(d, &st) == PT_OK) {
+            o->lanes = st.lane_instructions;
+            o->seconds = st.seconds;
+        }
+    }
+    if (io)
+        tuner_io_free(d, io);
+    if (k)
+        tuner_unload(d, k);
+    if (d)
+        tuner_dev_close(d);
+    free(text);
+    ptx_module_free(parsed);
+    ptx_module_free(built);
+    pt_arena_free(a);
+    return rc;
+}
+
+static int64_t up16(int64_t v, int es) { return (v * es + 15) / 16 * 16 / es; }
+
+/* A problem with leading dimensions padded to 16 bytes (TMA strides). */
+static pt_problem prob(int64_t m, int64_t n, int64_t k, const char *lay, pt_dtype dt, pt_dtype odt)
+{
+    pt_problem p = PT_GEMM(m, n, k, lay, dt, odt);
+    int es = pt_dtype_get(dt)->bytes;
+    p.lda = up16(lay[0] == 'n' ? k : m, es);
+    p.ldb = up16(lay[1] == 't' ? k : n, es);
+    return p;
+}
+
+enum { NDT = 6 };
+static const pt_dtype dts[NDT] = {PT_BF16, PT_F16, PT_E4M3, PT_E5M2, PT_S8, PT_U8};
+
+typedef struct grid {
+    int cases, failed;
+    int per_dt[NDT];
+    double worst[NDT];
+    double emu_s;
+    char first[2048];
+} grid;
+
+static void grid_case(grid *g, const pt_problem *p, const char *config, emu_sched sched, uint64_t seed)
+{
+    pt_err e = {0};
+    run_out o;
+    if (getenv("GEMM_SM90_TRACE"))
+        fprintf(stderr, "case %lldx%lldx%lld %s %s [%s] sched %d\n", (long long)p->m, (long long)p->n,
+                (long long)p->k, p->layout, pt_dtype_get(p->dtype)->name, config ? config : "-", (int)sched);
+    if (getenv("GEMM_SM90_SKIP") && config && strstr(config, getenv("GEMM_SM90_SKIP")))
+        return;
+    int rc = run_emu(p, config, sched, seed, &o, &e);
+    int di = 0;
+    while (di < NDT - 1 && dts[di] != p->dtype)
+        di++;
+    g->cases++;
+    g->per_dt[di]++;
+    g->emu_s += o.seconds;
+    if (!rc && o.max_err > g->worst[di])
+        g->worst[di] = o.max_err;
+    if (rc) {
+        if (!g->failed)
+            snprintf(g->first, sizeof g->first, "%lldx%lldx%lld %s %s [%s] sched %d: %s", (long long)p->m,
+                     (long long)p->n, (long long)p->k, p->layout, pt_dtype_get(p->dtype)->name,
+                     config ? config : o.config, (int)sched, e.msg);
+        g->failed++;
+    }
+}
+
+static void grid_report(const grid *g, const char *what, double t0)
+{
+    printf("%s: %d cases, %d failed, %.1f s (emulated %.1f s)\n", what, g->cases, g->failed, now() - t0, g->emu_s);
+    for (int i = 0; i < NDT; i++)
+        if (g->per_dt[i])
+            printf("  %-5s %3d cases, worst error %.3g\n", pt_dtype_get(dts[i])->name, g->per_dt[i], g->worst[i]);
+    cr_expect_eq(g->failed, 0, "%d of %d failed; first: %s", g->failed, g->cases, g->first);
+}
+
+static const emu_sched scheds[3] = {EMU_SCHED_LAZY, EMU_SCHED_EAGER, EMU_SCHED_RANDOM};
+
+/* Every dtype and layout it allows, odd M/N/K, both consumer counts and
+ * several tiles and ring depths, each case under the three schedules
+ * (random: seed = case number). */
+Test(gemm_sm90, emulator_grid_dtypes_layouts_odd_shapes, .timeout = 600)
+{
+    double t0 = now();
+    grid g = {0};
+    static const int64_t shapes[][3] = {{1, 7, 65}, {65, 129, 7}, {129, 65, 257}, {7, 1, 129}, {257, 33, 96}};
+    static const char *const cfg16[] = {"bm=64,bn=16,stages=2", "bm=128,bn=64,stages=3", "bm=128,bn=128,stages=4",
+                                        "bm=64,bn=256,stages=2", "bm=128,bn=32,stages=5"};
+    static const char *const cfg16mn[] = {"bm=64,bn=64,stages=2", "bm=128,bn=64,stages=3", "bm=128,bn=128,stages=4",
+                                          "bm=64,bn=256,stages=2", "bm=128,bn=128,stages=5"};
+    static const char *const cfg8[] = {"bm=64,bn=16,stages=2", "bm=128,bn=64,stages=3", "bm=128,bn=128,stages=4",
+                                       "bm=64,bn=256,stages=2", "bm=128,bn=32,stages=5"};
+    static const char *const lays[] = {"nt", "nn", "tn", "tt"};
+    int n = 0;
+    for (int di = 0; di < NDT; di++)
+        for (int li = 0; li < 4; li++) {
+            bool sixteen = pt_dtype_get(dts[di])->bytes == 2;
+            if (!sixteen && li > 0)
+                continue; /* 8-bit: K-major only */
+            if (dts[di] == PT_F16 && (li == 1 || li == 2))
+                continue; /* f16 shares bf16's paths: nt and tt */
+            for (int si = 0; si < 5; si++, n++) {
+                const int64_t *s = shapes[si];
+                pt_problem p = prob(s[0], s[1], s[2], lays[li], dts[di], PT_F64);
+                bool bmn = lays[li][1] == 'n';
+                char cfg[128];
+                snprintf(cfg, sizeof cfg, "impl=1,%s,bk=%d", sixteen ? (bmn ? cfg16mn : cfg16)[si] : cfg8[si],
+                         si == 3 ? 64 / pt_dtype_get(dts[di])->bytes : 128 / pt_dtype_get(dts[di])->bytes);
+                for (int sc = 0; sc < 3; sc++)
+                    grid_case(&g, &p, si == 3 && s[2] * pt_dtype_get(dts[di])->bytes > 64 ? NULL : cfg, scheds[sc],
+                              (uint64_t)n);
+            }
+        }
+    grid_report(&g, "wgmma grid", t0);
+}
+
+/* Epilogues through the wgmma accumulators: bias and activations (direct),
+ * a residual and beta C (staged), f32 / bf16 / fp8 outputs, scales of fp8
+ * inputs, batches, column-major D; every schedule. */
+Test(gemm_sm90, emulator_grid_epilogues, .timeout = 600)
+{
+    double t0 = now();
+    grid g = {0};
+    struct {
+        int64_t m, n, k;
+        const char *lay;
+        pt_dtype dt, odt;
+        const char *epi;
+        double beta, sa;
+        int64_t batch;
+        bool dcol;
+    } cs[] = {
+        {65, 129, 64, "nt", PT_BF16, PT_BF16, "relu(acc + bias[n])", 0, 0, 1, false},
+        {129, 64, 72, "nn", PT_BF16, PT_F32, "gelu(acc * alpha + bias[n])", 0, 0, 1, false},
+        {64, 65, 40, "tt", PT_F16, PT_F16, "silu(acc) + r", 0, 0, 1, false},
+        {100, 128, 64, "nt", PT_BF16, PT_F32, NULL, 0.5, 0, 1, false},
+        {7, 257, 128, "nt", PT_E4M3, PT_BF16, "acc * s[m] + bias[n]", 0, 0.5, 1, false},
+        {65, 64, 96, "nt", PT_E5M2, PT_E4M3, "relu(acc)", 0, 2, 1, false},
+        {33, 48, 80, "nt", PT_S8, PT_F32, "acc + bias[n]", 0, 0.25, 1, false},
+        {40, 72, 64, "nt", PT_BF16, PT_BF16, NULL, 0, 0, 3, false},
+        {70, 64, 48, "tn", PT_BF16, PT_F32, "tanh(acc) * 2", 0, 0, 2, true},
+    };
+    int n = 0;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+        for (int sc = 0; sc < 3; sc++, n++) {
+            pt_problem p = prob(cs[i].m, cs[i].n, cs[i].k, cs[i].lay, cs[i].dt, cs[i].odt);
+            p.epilogue = cs[i].epi;
+            p.beta = cs[i].beta;
+            if (cs[i].sa != 0) {
+                p.scale_a = cs[i].sa;
+                p.scale_b = 0.5;
+            }
+            p.batch = cs[i].batch;
+            p.d_colmajor = cs[i].dcol;
+            grid_case(&g, &p, sc == 2 ? "impl=1,bm=64" : NULL, scheds[sc], (uint64_t)(100 + n));
+        }
+    grid_report(&g, "wgmma epilogues", t0);
+}
+
+/* ---- item 2: the default on sm_90a, and check()'s refusals ---- */
+
+static int check_cfg(const char *arch, const pt_problem *p, const char *config, pt_config *out, pt_err *e)
+{
+    memset(e, 0, sizeof *e);
+    pt_target tg;
+    cr_assert_eq(pt_target_parse(arch, &tg, e), PT_OK);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    int rc = gen_gemm_op.prepare(a, p, &tg, &pp, e);
+    cr_assert_eq(rc, PT_OK, "%s", e->msg);
+    pt_space s;
+    gen_gemm_op.space(pp, &tg, &s);
+    gen_gemm_op.defaults(pp, &tg, out);
+    if (config) {
+        /* the keys of either loop are accepted here: parse over the space's
+         * names by setting them directly */
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", config);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            char *eq = strchr(tok, '=');
+            cr_assert(eq);
+            *eq = 0;
+            pt_config_set(out, pt_arena_strdup(a, tok), atoll(eq + 1));
+        }
+    }
+    rc = gen_gemm_op.check(pp, &tg, out, e);
+    pt_arena_free(a);
+    return rc;
+}
+
+Test(gemm_sm90, sm90a_defaults_to_wgmma_and_check_refuses)
+{
+    pt_err e = {0};
+    pt_config c;
+    pt_problem p = PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_F64);
+    cr_assert_eq(check_cfg("sm_90a", &p, NULL, &c, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(pt_config_get(&c, "impl", 0), 1, "sm_90a: the wgmma loop by default");
+    cr_expect_eq(pt_config_get(&c, "bm", 0), 128);
+    cr_expect_eq(pt_config_get(&c, "bn", 0), 256);
+    cr_expect_eq(pt_config_get(&c, "stages", 0), 4);
+    cr_assert_eq(check_cfg("sm_90", &p, NULL, &c, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(pt_config_get(&c, "impl", 0), 0, "sm_90 keeps mma.sync");
+    struct {
+        const char *arch, *cfg, *msg;
+    } bad[] = {
+        {"sm_90", "impl=1,bm=128,bn=128,bk=64,stages=4", "impl=1 (wgmma) needs sm_90a; target is sm_90"},
+        {"sm_80", "impl=1,bm=128,bn=128,bk=64,stages=4", "impl=1 (wgmma) needs sm_90a; target is sm_80"},
+        {"sm_90a", "impl=2", "impl=2: 0 (mma.sync) or 1 (wgmma, sm_90a)"},
+        {"sm_90a", "impl=1,bm=128,bn=256,stages=5", "bytes of shared memory"},
+        {"sm_90a", "impl=1,bn=264", "bn=264: not a wgmma N for bf16"},
+        {"sm_90a", "impl=1,bn=24", "bn=24: a power of two"},
+        {"sm_90a", "impl=1,bm=256", "bm=256: 64 or 128"},
+        {"sm_90a", "impl=1,bk=16", "bk=16: the k tile is one 128B or 64B swizzle span"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = check_cfg(bad[i].arch, &p, bad[i].cfg, &c, &e);
+        cr_expect_neq(rc, PT_OK, "%s %s accepted", bad[i].arch, bad[i].cfg);
+        cr_expect(strstr(e.msg, bad[i].msg) != NULL, "%s %s: '%s', want '%s'", bad[i].arch, bad[i].cfg, e.msg,
+                  bad[i].msg);
+        cr_expect(!strchr(e.msg, '\n'), "one line: %s", e.msg);
+    }
+    /* an MN-major B takes 64-column boxes: small N still gets a valid default */
+    pt_problem q = prob(7, 1, 129, "nn", PT_BF16, PT_F64);
+    cr_assert_eq(check_cfg("sm_90a", &q, NULL, &c, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(pt_config_get(&c, "impl", 0), 1);
+    cr_expect_eq(pt_config_get(&c, "bn", 0), 64);
+    cr_expect_eq(check_cfg("sm_90a", &q, "bn=16", &c, &e), PT_EINVAL);
+    cr_expect(strstr(e.msg, "64-column boxes") != NULL, "%s", e.msg);
+    /* 8-bit int: N 8, 16, 24, then multiples of 16 */
+    pt_problem r = PT_GEMM(128, 128, 128, "nt", PT_S8, PT_F64);
+    cr_expect_eq(check_cfg("sm_90a", &r, "bn=8", &c, &e), PT_OK, "%s", e.msg);
+    /* strides TMA cannot describe: the mma.sync space */
+    pt_problem u = PT_GEMM(64, 64, 7, "nt", PT_BF16, PT_F64);
+    cr_assert_eq(check_cfg("sm_90a", &u, NULL, &c, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(pt_config_get(&c, "impl", 0), 0, "K=7 packed: 14-byte rows, not TMA-able");
+    cr_expect_eq(check_cfg("sm_90a", &u, "impl=1,bm=64,bn=64,bk=64,stages=4,raster=1", &c, &e), PT_EINVAL);
+    cr_expect(strstr(e.msg, "lda is not a multiple of 16 bytes") != NULL, "%s", e.msg);
+}
+
+/* ---- emulator (minimal fix, ptx/emu/mem.c): the race detector's pool of
+ * reader vector clocks ---- */
+
+/* A kernel with an mbarrier (so the detector keeps vector clocks) where
+ * every warp reads the same shared word thread 0 wrote: the second reader
+ * of a byte takes a pooled clock. The pool's counter starts at 1 before
+ * anything is allocated, so the first pooled clock wrote through a NULL
+ * pool (a crash: found through a wgmma GEMM whose epilogue units overlap,
+ * bn = 192). */
+Test(gemm_sm90, emu_second_reader_of_a_shared_byte_under_vector_clocks)
+{
+    static const char text[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                               ".visible .entry k(.param .u64 out)\n{\n"
+                               "\t.reg .b32 %r<8>;\n\t.reg .b64 %rd<4>;\n\t.reg .pred %p<2>;\n"
+                               "\t.shared .align 8 .b8 bar[8];\n\t.shared .align 4 .b8 w[4];\n"
+                               "\tmov.u32 %r0, %tid.x;\n\tmov.u32 %r1, bar;\n\tmov.u32 %r2, w;\n"
+                               "\tsetp.eq.u32 %p0, %r0, 0;\n"
+                               "\t@%p0 mbarrier.init.shared::cta.b64 [%r1], 1;\n"
+                               "\t@%p0 st.shared.u32 [%r2], 7;\n"
+                               "\tbar.sync 0;\n"
+                               "\tld.shared.u32 %r3, [%r2];\n"
+                               "\tld.param.u64 %rd0, [out];\n\tcvta.to.global.u64 %rd1, %rd0;\n"
+                               "\tmul.wide.u32 %rd2, %r0, 4;\n\tadd.s64 %rd3, %rd1, %rd2;\n"
+                               "\tst.global.u32 [%rd3], %r3;\n\tret;\n}\n";
+    ptx_module *m = NULL;
+    pt_err e = {0};
+    cr_assert_eq(ptx_parse(text, strlen(text), "reader.ptx", 90, &m, &e), PT_OK, "%s", e.msg);
+    emu_opts o = emu_default_opts();
+    emu_ctx *c = emu_new(&o);
+    emu_kernel *k;
+    cr_assert_eq(emu_load(c, m, NULL, &k, &e), PT_OK, "%s", e.msg);
+    uint64_t d = emu_alloc(c, 64 * 4, "out");
+    const void *args[] = {&d};
+    emu_launch l = {{1, 1, 1}, {64, 1, 1}, 0};
+    int rc = emu_run(c, k, &l, args, NULL, &e);
+    cr_expect_eq(rc, PT_OK, "%s", e.msg);
+    uint32_t got[64];
+    cr_assert_eq(emu_read(c, d, got, sizeof got, &e), PT_OK);
+    for (int i = 0; i < 64; i++)
+        cr_expect_eq(got[i], 7u, "thread %d read %u", i, got[i]);
+    emu_kernel_free(k);
+    emu_free(c);
+    ptx_module_free(m);
+}
+
+/* A seeded random sample: problems (dtype, layout, odd sizes, epilogue)
+ * with a random valid config of the wgmma space, a random schedule. */
+Test(gemm_sm90, emulator_random_configs, .timeout = 600)
+{
+    double t0 = now();
+    grid g = {0};
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    static const int64_t sizes[] = {1, 7, 33, 65, 96, 129, 200, 257};
+    static const char *const lays[] = {"nt", "nn", "tn", "tt"};
+    static const char *const epis[] = {NULL, "relu(acc + bias[n])", "acc * s[m]", "gelu(acc)", NULL};
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    for (int i = 0; i < 40; i++) {
+#define PICK(n) ((int)((x = x * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (n))
+        pt_dtype dt = dts[PICK(NDT)];
+        bool sixteen = pt_dtype_get(dt)->bytes == 2;
+        const char *lay = sixteen ? lays[PICK(4)] : "nt";
+        int64_t m = sizes[PICK(8)], n = sizes[PICK(8)], k = sizes[PICK(8)];
+        if (m * n * k > 2000000)
+            k = 64;
+        pt_problem p = prob(m, n, k, lay, dt, PT_F64);
+        p.epilogue = dt == PT_S8 || dt == PT_U8 ? NULL : epis[PICK(5)];
+        if (p.epilogue)
+            p.out_dtype = PT_F32;
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        cr_assert_eq(gen_gemm_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+        pt_space s;
+        gen_gemm_op.space(pp, &tg, &s);
+        int64_t size = pt_space_size(&s), start = PICK((int)size);
+        char cfg[256] = "";
+        for (int64_t j = 0; j < size; j++) {
+            pt_config c;
+            pt_space_config(&s, (start + j) % size, &c);
+            pt_err ce = {0};
+            if (gen_gemm_op.check(pp, &tg, &c, &ce) == PT_OK) {
+                pt_config_str(&c, cfg, sizeof cfg);
+                break;
+            }
+        }
+        pt_arena_free(a);
+        cr_assert(cfg[0], "no valid config for case %d", i);
+        grid_case(&g, &p, cfg, scheds[PICK(3)], (uint64_t)i);
+#undef PICK
+    }
+    grid_report(&g, "wgmma random configs", t0);
+}
