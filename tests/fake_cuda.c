@@ -502,11 +502,12 @@ static CUresult f_func_set(CUfunction f, CUfunction_attribute a, int v)
     return CUDA_SUCCESS;
 }
 
-/* Runs one launch now; its fault (or hang) is reported later. */
-static void execute(fake_fn *fn, const emu_launch *l, void **params)
+/* Runs one launch now (cl: a cluster shape, NULL none); its fault (or
+ * hang) is reported later. */
+static void execute_cl(fake_fn *fn, const emu_launch *l, const unsigned *cl, void **params)
 {
     pt_err e = {0};
-    if (emu_run(G.emu, fn->k, l, (const void *const *)params, NULL, &e) == PT_OK ||
+    if (emu_run_cluster(G.emu, fn->k, l, cl, false, (const void *const *)params, NULL, &e) == PT_OK ||
         !emu_nreports(G.emu))
         return;
     switch (emu_report_kind_of(G.emu, 0)) {
@@ -518,6 +519,8 @@ static void execute(fake_fn *fn, const emu_launch *l, void **params)
     }
     G.pending = true;
 }
+
+static void execute(fake_fn *fn, const emu_launch *l, void **params) { execute_cl(fn, l, NULL, params); }
 
 static CUresult f_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
 {
@@ -543,13 +546,13 @@ static CUresult f_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params
     if (!cl[0] || !cl[1] || !cl[2] || c->gridDimX % cl[0] || c->gridDimY % cl[1] ||
         c->gridDimZ % cl[2] || cl[0] * cl[1] * cl[2] > 8)
         return CUDA_ERROR_INVALID_CLUSTER_SIZE;
-    if (cl[0] * cl[1] * cl[2] > 1)
-        return CUDA_ERROR_NOT_SUPPORTED; /* until the emulator runs clusters */
+    if (cl[0] * cl[1] * cl[2] > 1 && G.capturing)
+        return CUDA_ERROR_NOT_SUPPORTED; /* graphs of cluster launches are not faked */
     emu_launch l = {{c->gridDimX, c->gridDimY, c->gridDimZ},
                     {c->blockDimX, c->blockDimY, c->blockDimZ},
                     c->sharedMemBytes};
     if (!G.capturing) {
-        execute(fn, &l, params);
+        execute_cl(fn, &l, cl[0] * cl[1] * cl[2] > 1 ? cl : NULL, params);
         return CUDA_SUCCESS;
     }
     fake_graph *g = G.cap;
