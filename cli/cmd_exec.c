@@ -15,7 +15,7 @@
 
 static const char exec_usage[] =
     "usage: ptxtune exec FILE.ptx [--entry NAME] --grid X[,Y[,Z]] --block X[,Y[,Z]]\n"
-    "                    [--cluster X[,Y[,Z]]] [--smem BYTES] [--arch sm_XX]\n"
+    "                    [--cluster X[,Y[,Z]] [--cluster-nonportable]] [--smem BYTES] [--arch sm_XX]\n"
     "                    [--schedule lazy|eager|random:SEED] [--threads N]\n"
     "                    [--no-detect KINDS] [--smem-shift BYTES] [--timeout SECONDS]\n"
     "                    [--backend emu|cuda] --arg SPEC...\n"
@@ -35,7 +35,8 @@ static const char exec_usage[] =
     "--smem: dynamic shared memory, up to what a CTA may use on the arch (227 KB on\n"
     "sm_90). --arch sm_90a (or sm_90 ...): the shared layout and limits of that arch\n"
     "(default: the file's .target). --cluster: CTAs per cluster (the grid a multiple,\n"
-    "at most 8 CTAs). --schedule (emulator only): when TMA and bulk copies complete:\n"
+    "at most 8 CTAs; 16 with --cluster-nonportable, emulator only); the emulator runs\n"
+    "a cluster's CTAs together. --schedule (emulator only): when TMA and bulk copies complete:\n"
     "lazy (default: when no warp can run), eager (at issue) or random:SEED.\n"
     "Detectors (all on; --no-detect takes a comma list): oob uninit race divergence\n"
     "cp_async misaligned deadlock.\n"
@@ -61,7 +62,7 @@ static const struct option exec_opts[] = {
     {"no-detect", required_argument, 0, 'n'}, {"backend", required_argument, 0, 'B'},
     {"arch", required_argument, 0, 'A'},    {"smem-shift", required_argument, 0, 'S'},
     {"timeout", required_argument, 0, 'T'}, {"cluster", required_argument, 0, 'c'},
-    {"schedule", required_argument, 0, 'C'},
+    {"schedule", required_argument, 0, 'C'}, {"cluster-nonportable", no_argument, 0, 'P'},
     {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
 };
 
@@ -108,6 +109,7 @@ typedef struct exec_arg {
 /* The launch geometry both backends take. */
 typedef struct exec_geom {
     unsigned grid[3], block[3], cluster[3];
+    bool nonportable; /* --cluster-nonportable: up to 16 CTAs a cluster */
     size_t smem;
 } exec_geom;
 
@@ -308,6 +310,7 @@ int cmd_exec(int argc, char **argv)
     unsigned grid[3] = {0, 0, 0}, block[3] = {0, 0, 0}, cluster[3] = {0, 0, 0};
     long smem = 0;
     const char *smem_arg = NULL, *schedule = NULL, *cluster_arg = NULL;
+    bool nonportable = false;
     const char *args[64];
     int nargs = 0;
     emu_opts eo = emu_default_opts();
@@ -335,6 +338,7 @@ int cmd_exec(int argc, char **argv)
             parse_dim3(optarg, "cluster", cluster);
             cluster_arg = optarg;
             break;
+        case 'P': nonportable = true; break;
         case 'C': {
             pt_err se = {0};
             if (emu_schedule_parse(optarg, &eo, &se))
@@ -420,9 +424,13 @@ int cmd_exec(int argc, char **argv)
         cli_die(2, "block %u,%u,%u has more than 1024 threads", block[0], block[1], block[2]);
     if (schedule && strcmp(backend, "cuda") == 0)
         cli_die(2, "--schedule '%s' is an emulator option: not with --backend cuda", schedule);
+    if (nonportable && (!cluster_arg || strcmp(backend, "cuda") == 0))
+        cli_die(2, "--cluster-nonportable needs --cluster and the emulator backend");
     if (cluster_arg) {
-        if ((uint64_t)cluster[0] * cluster[1] * cluster[2] > 8)
-            cli_die(2, "bad --cluster '%s' (at most 8 CTAs, the portable cluster size)", cluster_arg);
+        if ((uint64_t)cluster[0] * cluster[1] * cluster[2] > (nonportable ? 16u : 8u))
+            cli_die(2, "bad --cluster '%s' (at most %s)", cluster_arg,
+                    nonportable ? "16 CTAs with --cluster-nonportable"
+                                : "8 CTAs, the portable cluster size; 16 with --cluster-nonportable");
         for (int i = 0; i < 3; i++)
             if (grid[i] % cluster[i])
                 cli_die(2, "grid %u,%u,%u is not a multiple of --cluster '%s'", grid[0], grid[1],
@@ -534,6 +542,7 @@ int cmd_exec(int argc, char **argv)
     memcpy(geom.block, block, sizeof block);
     if (cluster_arg)
         memcpy(geom.cluster, cluster, sizeof cluster);
+    geom.nonportable = nonportable;
     geom.smem = (size_t)smem;
     int rc = strcmp(backend, "cuda") == 0 ? run_cuda(f->name, text, len, &geom, nargs, xa)
                                           : run_emu(&eo, m, f->name, &geom, nargs, xa);
@@ -564,10 +573,6 @@ static int run_emu(const emu_opts *eo, ptx_module *m, const char *entry, const e
 {
     const unsigned *grid = g->grid, *block = g->block;
     size_t smem = g->smem;
-    if ((uint64_t)(g->cluster[0] ? g->cluster[0] : 1) * (g->cluster[1] ? g->cluster[1] : 1) *
-            (g->cluster[2] ? g->cluster[2] : 1) > 1)
-        cli_die(2, "the emulator does not run clusters yet (--cluster %u,%u,%u)", g->cluster[0],
-                g->cluster[1], g->cluster[2]);
     pt_err e = {0};
     emu_ctx *ctx = emu_new(eo);
     if (!ctx)
@@ -619,7 +624,7 @@ static int run_emu(const emu_opts *eo, ptx_module *m, const char *entry, const e
     emu_launch l = {{grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, smem};
     emu_stats st;
     memset(&st, 0, sizeof st);
-    int rc = emu_run(ctx, k, &l, argp, &st, &e);
+    int rc = emu_run_cluster(ctx, k, &l, g->cluster, g->nonportable, argp, &st, &e);
     /* a timeout ends with its report alone as the last line (other reports
      * made before it come first) */
     int timeout_at = -1;

@@ -775,3 +775,57 @@ Test(emu_async, cluster_launch_checks)
     free(t2);
     free(t);
 }
+
+/* The multicast probe (tests/ptx/sm90/cluster_multicast_sm90a.ptx): in
+ * clusters of 2 and 4 (two clusters each), every rank multicasts its slice
+ * of the tile; every CTA gets the whole tile (each complete_tx hits each
+ * destination's own mbarrier), and rank 0's `done` barrier gets one remote
+ * arrival per CTA; every schedule. */
+Test(emu_async, cluster_multicast_every_schedule)
+{
+    static const unsigned ns[] = {1, 2, 4};
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+        for (size_t s = 0; s < sizeof scheds / sizeof scheds[0]; s++) {
+            unsigned n = ns[ni], nct = 2 * n;
+            run r = {0};
+            char *text = read_sm90("cluster_multicast_sm90a.ptx");
+            emu_opts o = sched_opts(scheds[s]);
+            load_text(&r, text, &o);
+            free(text);
+            pt_err e = {0};
+            float in[IN_W * IN_H];
+            for (int y = 0; y < IN_H; y++)
+                for (int x = 0; x < IN_W; x++)
+                    in[y * IN_W + x] = in_at(x, y);
+            uint64_t din = emu_alloc(r.c, sizeof in, "in");
+            cr_assert_eq(emu_write(r.c, din, in, sizeof in, &e), PT_OK);
+            size_t words = (size_t)nct * 256 + 2;
+            uint64_t dout = emu_alloc(r.c, words * 4, "out");
+            uint8_t tmap[128];
+            emu_tmap_desc a = {.dtype = EMU_TMAP_F32, .rank = 2, .gaddr = din,
+                               .dims = {IN_W, IN_H}, .strides = {IN_W * 4},
+                               .box = {32, 8 / n}, .estrides = {1, 1}};
+            cr_assert_eq(emu_tmap_encode(&a, tmap, &e), PT_OK, "%s", e.msg);
+            const void *args[] = {tmap, &dout};
+            emu_launch l = {{nct, 1, 1}, {64, 1, 1}, 0};
+            unsigned cl[3] = {n, 1, 1};
+            int rc = emu_run_cluster(r.c, r.k, &l, cl, false, args, NULL, &e);
+            if (rc)
+                dump(&r);
+            cr_assert_eq(rc, PT_OK, "n %u %s: %s", n, scheds[s], e.msg);
+            uint32_t *out = malloc(words * 4);
+            cr_assert_eq(emu_read(r.c, dout, out, words * 4, &e), PT_OK);
+            for (unsigned c = 0; c < nct; c++)
+                for (unsigned i = 0; i < 256; i++) {
+                    float f;
+                    memcpy(&f, &out[c * 256 + i], 4);
+                    cr_assert_eq(f, in_at(16 + (int)(i % 32), 2 + (int)(i / 32)),
+                                 "n %u %s cta %u element %u: %g", n, scheds[s], c, i, (double)f);
+                }
+            for (unsigned k = 0; k < 2; k++)
+                cr_assert_eq(out[nct * 256 + k], 1000 + n, "n %u %s cluster %u: %u", n, scheds[s],
+                             k, out[nct * 256 + k]);
+            free(out);
+            run_free(&r);
+        }
+}

@@ -565,29 +565,56 @@ Test(exec_hopper, tensor_maps_reach_the_kernel_on_both_backends)
         }
 }
 
-/* Clusters: the fake driver sees the cluster attribute of cuLaunchKernelEx
- * (1,1,1 runs; 2,1,1 reaches it and is refused, as its emulator runs no
- * clusters yet); the emulator backend refuses a real cluster in one line
- * until it runs clusters. */
+/* Clusters (issue 12 item 1): exec runs the DSMEM probe
+ * (tests/ptx/sm90/cluster_dsmem_sm90.ptx) as a real cluster launch on the
+ * emulator, under every schedule, and through the fake driver
+ * (cuLaunchKernelEx with the cluster attribute); each thread sees its next
+ * rank's value. 16 CTAs need --cluster-nonportable. */
+static void check_dsmem(const char *npy, unsigned nct, unsigned n)
+{
+    static uint32_t o[16 * 144];
+    read_npy_payload(npy, o, (size_t)nct * 144 * 4);
+    for (unsigned c = 0; c < nct; c++)
+        for (unsigned t = 0; t < 64; t++) {
+            unsigned rank = c % n, next = (rank + 1) % n;
+            cr_assert_eq(o[c * 144 + 2 * t], (c - rank + next) * 1000 + t, "%s cta %u thread %u: %u",
+                         npy, c, t, o[c * 144 + 2 * t]);
+        }
+}
+
 Test(exec_hopper, cluster_launches)
 {
-    write_mapbytes_kernel();
-    char err[4096];
-    int rc = run("mapbytes.ptx --grid 2 --block 1 --cluster 2 --arg tmap:a.npy:bf16:20x72:8x64 "
-                 "--arg out:m.npy:u8:4096", err, sizeof err);
+    const char *tests = getenv("PTXTUNE_TESTS_DIR");
+    char cmd[512], err[4096];
+    snprintf(cmd, sizeof cmd, "cp %s/ptx/sm90/cluster_dsmem_sm90.ptx %s/cl.ptx", tests, dir);
+    cr_assert_eq(system(cmd), 0);
+    static const char *const sch[] = {"lazy", "eager", "random:7"};
+    for (int i = 0; i < 3; i++) {
+        char a[256];
+        snprintf(a, sizeof a, "cl.ptx --grid 4 --block 64 --cluster 2 --schedule %s "
+                              "--arg out:o.npy:u32:576", sch[i]);
+        int rc = run(a, err, sizeof err);
+        cr_assert_eq(rc, 0, "%s: %s", sch[i], err);
+        check_dsmem("o.npy", 4, 2);
+    }
+    int rc = run("cl.ptx --grid 16 --block 64 --cluster 16 --arg out:o.npy:u32:2304", err, sizeof err);
     cr_expect_eq(rc, 2, "%s", err);
-    cr_expect(strstr(err, "the emulator does not run clusters yet (--cluster 2,1,1)"), "%s", err);
+    cr_expect(strstr(err, "bad --cluster '16' (at most 8 CTAs"), "%s", err);
     cr_expect_eq(count_lines(err), 1, "%s", err);
-    rc = run_fake("mapbytes.ptx --grid 2 --block 1 --cluster 1,1,1 "
-                  "--arg tmap:a.npy:bf16:20x72:8x64 --arg out:m.npy:u8:4096 --backend cuda",
+    rc = run("cl.ptx --grid 16 --block 64 --cluster 16 --cluster-nonportable "
+             "--arg out:o.npy:u32:2304", err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    check_dsmem("o.npy", 16, 16);
+    rc = run("cl.ptx --grid 4 --block 64 --cluster-nonportable --arg out:o.npy:u32:576", err,
+             sizeof err);
+    cr_expect_eq(rc, 2, "%s", err);
+    cr_expect(strstr(err, "--cluster-nonportable needs --cluster"), "%s", err);
+    rc = run_fake("cl.ptx --grid 4 --block 64 --cluster 2 --arg out:f.npy:u32:576 --backend cuda",
                   err, sizeof err);
     if (rc == -2)
         cr_skip_test("PTXTUNE_FAKE_CUDA not set (built without CUDA headers)");
-    cr_expect_eq(rc, 0, "%s", err);
-    rc = run_fake("mapbytes.ptx --grid 2 --block 1 --cluster 2 --arg tmap:a.npy:bf16:20x72:8x64 "
-                  "--arg out:m.npy:u8:4096 --backend cuda", err, sizeof err);
-    cr_expect_eq(rc, 1, "%s", err);
-    cr_expect(strstr(err, "cuLaunchKernelEx: CUDA_ERROR_NOT_SUPPORTED"), "%s", err);
+    cr_assert_eq(rc, 0, "%s", err);
+    check_dsmem("f.npy", 4, 2);
 }
 
 /* sm90 ref 2.3 as its table states it: the 16-byte chunk index within the

@@ -177,20 +177,14 @@ static tuner_outcome report_class(emu_report_kind k)
 
 static int emud_launch(tuner_dev *d, tuner_kernel *k, const pt_launch *l, void *const *args, pt_err *e)
 {
-    if ((uint64_t)(l->cluster[0] ? l->cluster[0] : 1) * (l->cluster[1] ? l->cluster[1] : 1) *
-            (l->cluster[2] ? l->cluster[2] : 1) > 1)
-        return tuner_dev_fail(d, pt_errf(e, PT_EUNSUPPORTED,
-                                         "emulator: cluster launches (cluster %u,%u,%u) are not "
-                                         "emulated yet",
-                                         l->cluster[0], l->cluster[1], l->cluster[2]),
-                              TUNER_LAUNCH_ERROR, false);
     emu_launch el;
     memset(&el, 0, sizeof el);
     memcpy(el.grid, l->grid, sizeof el.grid);
     memcpy(el.block, l->block, sizeof el.block);
     el.dyn_smem = l->smem;
     emu_stats *st = &((emu_dev *)d->impl)->last;
-    int rc = emu_run(C(d), k->k, &el, (const void *const *)args, st, e);
+    /* a cluster launch runs its CTAs together (emu_run_cluster) */
+    int rc = emu_run_cluster(C(d), k->k, &el, l->cluster, false, (const void *const *)args, st, e);
     if (rc == PT_EEMU && emu_nreports(C(d)) > 0)
         return tuner_dev_fail(d, rc, report_class(emu_report_kind_of(C(d), 0)), false);
     if (rc)
