@@ -1392,7 +1392,7 @@ static int greedy_at(const cover *c, double T, int limit, bool *pick, bool *left
             int n = 0;
             double sum = 0;
             for (int p = 0; p < c->np; p++)
-                if (left[p] && E(c, k, p) <= T) {
+                if (left[p] && isfinite(E(c, k, p)) && E(c, k, p) <= T) {
                     n++;
                     sum += E(c, k, p);
                 }
@@ -1407,7 +1407,7 @@ static int greedy_at(const cover *c, double T, int limit, bool *pick, bool *left
         pick[bk] = true;
         count++;
         for (int p = 0; p < c->np; p++)
-            if (left[p] && E(c, bk, p) <= T) {
+            if (left[p] && isfinite(E(c, bk, p)) && E(c, bk, p) <= T) {
                 left[p] = false;
                 nleft--;
             }
@@ -1876,6 +1876,11 @@ static int group_cover(db_store *s, db_export_sel *x, size_t from, size_t to,
             for (int k = 0; k < c.nk; k++)
                 if (pick[k] && (bk < 0 || E(&c, k, p) < E(&c, bk, p)))
                     bk = k;
+            if (bk < 0 || !isfinite(E(&c, bk, p))) {
+                rc = pt_errf(e, PT_EINVAL, "the cover leaves '%s' unserved (a bug)",
+                             x->v[from + (size_t)p].r.problem_key);
+                break;
+            }
             if (!used[bk]) {
                 used[bk] = true;
                 sum->kernels++;

@@ -207,7 +207,7 @@ static const db_fingerprint dev_fp = {"NVIDIA Test GPU", 90, 132, "13000", "nvJi
 
 typedef struct planted {
     db_store *s;
-    int64_t run, prob[8];
+    int64_t run, prob[96];
 } planted;
 
 static void plant_open(planted *pl, const char *path, int nprob)
@@ -218,9 +218,10 @@ static void plant_open(planted *pl, const char *path, int nprob)
     cr_assert_eq(db_fingerprint_put(pl->s, &dev_fp, &fp, &e), PT_OK, "%s", e.msg);
     for (int i = 0; i < nprob; i++) {
         char key[128], dims[64];
+        int rows = i < 8 ? 16 << i : 4096 + i; /* beyond 8: many problems */
         snprintf(key, sizeof key, "elementwise expr=\"y = softmax(x, -1)\" shape=x=%dx256",
-                 16 << i);
-        snprintf(dims, sizeof dims, "%d,256", 16 << i);
+                 rows);
+        snprintf(dims, sizeof dims, "%d,256", rows);
         db_problem p = {"elementwise", key, "elementwise expr=\"y = softmax(x, -1)\" shape=x=#x#",
                         dims, "", 1e6, 1e6, true};
         cr_assert_eq(db_problem_put(pl->s, &p, &pl->prob[i], &e), PT_OK, "%s", e.msg);
@@ -647,4 +648,44 @@ Test(cover, the_mean_decides_among_equal_tables)
     cr_expect_eq(sum.kernels, 1);
     cr_expect_float_eq(sum.mean, 0.03, 1e-9);
     db_export_sel_free(x);
+}
+
+/* Beyond 64 candidate kernels the cover is greedy (and says so): 70
+ * problems on a ring, kernel g_i serving problems i and i+1 at +1%; the
+ * bound still holds, the table is smaller than the winners' 70 kernels and
+ * no smaller than the optimum 35; 10 kernels cannot serve 70 problems. */
+Test(cover, beyond_64_kernels_the_greedy_cover_keeps_the_bound)
+{
+    planted pl;
+    enum { N = 70 };
+    plant_open(&pl, tpath("r.db"), N);
+    for (int i = 0; i < N; i++) {
+        char w[16];
+        snprintf(w, sizeof w, "w%d", i);
+        plant(&pl, w, i, 1e-6, 1);
+        snprintf(w, sizeof w, "g%d", i);
+        plant(&pl, w, i, 1.01e-6, 1);
+        plant(&pl, w, (i + 1) % N, 1.01e-6, 1);
+    }
+    db_close(pl.s);
+    pt_err e = {0};
+    db_cover_summary sum;
+    db_export_sel *x = cover_of(tpath("r.db"), 0, 0.03, &sum, PT_OK, &e);
+    cr_expect(!sum.exact);
+    cr_expect_eq(sum.winner_kernels, N);
+    cr_expect_eq(db_sel_count(x), N);
+    cr_expect_geq(sum.kernels, N / 2);
+    cr_expect_lt(sum.kernels, N);
+    cr_expect_leq(sum.worst, 0.01 + 1e-9);
+    for (size_t r = 0; r < db_sel_count(x); r++)
+        cr_expect_leq(db_sel_row_at(x, r)->slowdown, 0.03);
+    db_export_sel_free(x);
+    x = cover_of(tpath("r.db"), 40, -1, &sum, PT_OK, &e);
+    cr_expect_leq(sum.kernels, 40);
+    cr_expect_leq(sum.worst, 0.01 + 1e-9);
+    db_export_sel_free(x);
+    e = (pt_err){0};
+    x = cover_of(tpath("r.db"), 10, -1, &sum, PT_EINVAL, &e);
+    cr_expect_null(x);
+    cr_expect(strstr(e.msg, "--max-kernels 10: no 10 kernels serve every problem"), "%s", e.msg);
 }
