@@ -408,8 +408,14 @@ int tuner_contract_json(const pt_op *op, const pt_problem *p, const pt_target *t
             G[k][n] = base.l.grid[k];
         n++;
         int64_t lo = T, hi = T;
-        int64_t down[3] = {T - 1, T / 2, 1};
-        for (int k = 0; k < 3 && !rc; k++) {
+        /* down: T - 1, the first size of T's power-of-two bucket (B/2, B]
+         * (the runtime's default buckets: a kernel laid out for its bucket,
+         * e.g. a dyn=m split-K GEMM's workspace, serves it whole), T / 2, 1 */
+        int64_t B = 1;
+        while (B < T)
+            B *= 2;
+        int64_t down[4] = {T - 1, B / 2 + 1, T / 2, 1};
+        for (int k = 0; k < 4 && !rc; k++) {
             int64_t v = down[k];
             if (v < 1 || v >= lo)
                 continue;
