@@ -1487,7 +1487,10 @@ static bool greedy(const cover *c, bool *pick, bool *left)
  * no better than the best set found. */
 static void search(cover *c, int i, int count)
 {
-    if (++c->nodes > COVER_NODES) {
+    /* every node costs O(problems): about 2e8 problem steps at most */
+    long limit = 200000000L / (c->np > 0 ? c->np : 1);
+    limit = limit > COVER_NODES ? COVER_NODES : limit < 10000 ? 10000 : limit;
+    if (++c->nodes > limit) {
         c->aborted = true;
         return;
     }
@@ -1764,7 +1767,7 @@ static int group_cover(db_store *s, db_export_sel *x, size_t from, size_t to,
         free(keep);
     }
     /* kernels beaten everywhere by another (equal: the later hash goes) */
-    if (!rc && c.nk <= 4096) {
+    if (!rc && (double)c.nk * c.nk * np <= 2e8) { /* O(k^2 p) */
         bool *gone = calloc((size_t)c.nk + 1, sizeof *gone);
         if (!gone)
             rc = pt_errf(e, PT_ENOMEM, "out of memory (the cover)");

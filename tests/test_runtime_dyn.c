@@ -208,11 +208,14 @@ Test(runtime_dyn, split_k_entries_serve_their_bucket, .timeout = 600)
     expect_sel(rt, split_class, 100, 512, PTXTUNE_MATCH_BUCKET, 128);
     expect_sel(rt, split_class, 65, 512, PTXTUNE_MATCH_BUCKET, 128);
     expect_sel(rt, split_class, 33, 512, PTXTUNE_MATCH_BUCKET, 64);
-    static const int64_t ms[] = {100, 65, 33, 7};
+    static const int64_t ms[] = {100, 65, 33, 64};
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
         cr_expect_eq(run_gemm(rt, &d, split_class, ms[i], 64, 512), 0, "m=%lld", (long long)ms[i]);
-    /* past the largest bucket a split-K entry's workspace does not reach */
+    /* past the largest bucket the workspace does not reach, and below the
+     * smallest tuned bucket nothing serves either */
     dims[0] = 300;
+    cr_expect_eq(ptxtune_select(rt, split_class, dims, 4, &sel, &e), PTXTUNE_ENOTFOUND);
+    dims[0] = 7;
     cr_expect_eq(ptxtune_select(rt, split_class, dims, 4, &sel, &e), PTXTUNE_ENOTFOUND);
     ptxtune_close(rt);
 }
