@@ -829,3 +829,79 @@ Test(emu_async, cluster_multicast_every_schedule)
             run_free(&r);
         }
 }
+
+/* ---- cluster detectors (issue 12 item 2): planted bugs of
+ * tests/ptx/sm90/emu/cluster_*_bug.ptx fire their kind, naming the
+ * instruction, and return (the deadlock within seconds); the fixed twins
+ * run clean and right under every schedule ---- */
+
+static void cl_planted(const char *bug, const char *sched, emu_report_kind kind,
+                       const char *needle)
+{
+    char file[128];
+    snprintf(file, sizeof file, "@emu/%s", bug);
+    run r = {0};
+    const unsigned g[3] = {2, 1, 1}, cl[3] = {2, 1, 1};
+    double t0 = (double)clock() / CLOCKS_PER_SEC;
+    int rc = run_cl(&r, file, sched, g, 64, cl, 128, NULL);
+    double dt = (double)clock() / CLOCKS_PER_SEC - t0;
+    cr_assert_eq(rc, PT_EEMU, "%s under %s ran clean", bug, sched);
+    if (!has_kind(&r, kind, needle))
+        dump(&r);
+    cr_assert(has_kind(&r, kind, needle), "%s under %s: no %s report with '%s'", bug, sched,
+              emu_report_kind_name(kind), needle);
+    cr_assert_lt(dt, 5.0, "%s took %.1f s", bug, dt);
+    run_free(&r);
+}
+
+static void cl_fixed(const char *fixed, uint32_t (*want)(unsigned i))
+{
+    char file[128];
+    snprintf(file, sizeof file, "@emu/%s", fixed);
+    for (size_t s = 0; s < sizeof scheds / sizeof scheds[0]; s++) {
+        run r = {0};
+        uint32_t out[128];
+        const unsigned g[3] = {2, 1, 1}, cl[3] = {2, 1, 1};
+        int rc = run_cl(&r, file, scheds[s], g, 64, cl, 128, out);
+        if (rc)
+            dump(&r);
+        cr_assert_eq(rc, PT_OK, "%s under %s", fixed, scheds[s]);
+        for (unsigned i = 0; want && i < 128; i++)
+            cr_assert_eq(out[i], want(i), "%s %s word %u: %u, expected %u", fixed, scheds[s], i,
+                         out[i], want(i));
+        run_free(&r);
+    }
+}
+
+static uint32_t exch_want(unsigned i) { return (i / 64 ^ 1) * 1000 + i % 64; }
+static uint32_t race_want(unsigned i) { return i < 64 ? i * 3 : 0xffffffffu; }
+
+Test(emu_async, cluster_exit_before_peers_read)
+{
+    for (size_t s = 0; s < sizeof scheds / sizeof scheds[0]; s++)
+        cl_planted("cluster_exit_bug.ptx", scheds[s], EMU_R_DSMEM_EXITED, "(ld)");
+    cl_fixed("cluster_exit_fixed.ptx", exch_want);
+}
+
+Test(emu_async, cluster_dsmem_race)
+{
+    cl_planted("cluster_race_bug.ptx", "lazy", EMU_R_RACE, "of CTA rank 0");
+    cl_planted("cluster_race_bug.ptx", "eager", EMU_R_RACE, "of CTA rank 0");
+    cl_fixed("cluster_race_fixed.ptx", race_want);
+}
+
+Test(emu_async, cluster_dsmem_outside_the_peer_window)
+{
+    for (size_t s = 0; s < sizeof scheds / sizeof scheds[0]; s++)
+        cl_planted("cluster_window_bug.ptx", scheds[s], EMU_R_OOB,
+                   "outside the shared memory window of CTA rank");
+    cl_fixed("cluster_window_fixed.ptx", exch_want);
+}
+
+Test(emu_async, cluster_barrier_deadlock)
+{
+    for (size_t s = 0; s < sizeof scheds / sizeof scheds[0]; s++)
+        cl_planted("cluster_deadlock_bug.ptx", scheds[s], EMU_R_DEADLOCK,
+                   "CTA rank 0 (cta 0,0,0) never arrives");
+    cl_fixed("cluster_deadlock_fixed.ptx", NULL);
+}
