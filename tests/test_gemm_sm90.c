@@ -21,6 +21,7 @@
 #include "tuner/backend.h"
 #include "tuner/emu_check.h"
 #include "tuner/verify.h"
+#include "test_util.h"
 
 /* ---- item 4: the verifier binds tensor maps ---- */
 
@@ -194,8 +195,6 @@ static void grid_case(grid *g, const pt_problem *p, const char *config, emu_sche
     if (getenv("GEMM_SM90_TRACE"))
         fprintf(stderr, "case %lldx%lldx%lld %s %s [%s] sched %d\n", (long long)p->m, (long long)p->n,
                 (long long)p->k, p->layout, pt_dtype_get(p->dtype)->name, config ? config : "-", (int)sched);
-    if (getenv("GEMM_SM90_SKIP") && config && strstr(config, getenv("GEMM_SM90_SKIP")))
-        return;
     int rc = run_emu(p, config, sched, seed, &o, &e);
     int di = 0;
     while (di < NDT - 1 && dts[di] != p->dtype)
@@ -478,4 +477,70 @@ Test(gemm_sm90, emulator_random_configs, .timeout = 600)
 #undef PICK
     }
     grid_report(&g, "wgmma random configs", t0);
+}
+
+/* ---- item 5: the compile gate over the space ---- */
+
+/* Every config of the 8192^3 bf16 nt space on sm_90a (and of the tt
+ * space: MN-major operands) assembles with ptxas: no C75xx code (the gate
+ * refuses them: a serialised wgmma, an ignored setmaxnreg), no spills, no
+ * local memory (stack frame 0). Prints the resource classes. */
+Test(gemm_sm90, every_config_of_the_8192_bf16_space_assembles, .timeout = 600)
+{
+    pt_compiler *comp = NULL;
+    pt_err e = {0};
+    if (pt_compiler_open(&comp, &e)) {
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_skip_test("no CUDA toolkit: %s", e.msg);
+    }
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    static const char *const lays[] = {"nt", "tt"};
+    int total = 0;
+    double t0 = now();
+    for (int li = 0; li < 2; li++) {
+        pt_problem p = PT_GEMM(8192, 8192, 8192, lays[li], PT_BF16, PT_F64);
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        cr_assert_eq(gen_gemm_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+        pt_space s;
+        gen_gemm_op.space(pp, &tg, &s);
+        int64_t size = pt_space_size(&s);
+        int n = 0;
+        for (int64_t i = 0; i < size; i++) {
+            pt_config c;
+            pt_space_config(&s, i, &c);
+            pt_err ce = {0};
+            if (gen_gemm_op.check(pp, &tg, &c, &ce))
+                continue;
+            char cfg[256];
+            pt_config_str(&c, cfg, sizeof cfg);
+            cr_expect_eq(pt_config_get(&c, "impl", 0), 1, "%s", cfg);
+            ptx_module *m = NULL;
+            pt_launch l;
+            cr_assert_eq(pt_op_build(&gen_gemm_op, pp, &tg, 0, &c, &m, &l, &ce), PT_OK, "%s: %s", cfg, ce.msg);
+            char *text = ptx_print(m);
+            cr_expect(strstr(text, ".pragma \"nounroll\"") != NULL, "%s: no nounroll pragma", cfg);
+            pt_resource r;
+            memset(&r, 0, sizeof r);
+            int rc = pt_compile(comp, text, &tg, NULL, NULL, &r, &ce);
+            cr_expect_eq(rc, PT_OK, "%s %s: %s", lays[li], cfg, ce.msg);
+            for (int k = 0; k < r.ncodes; k++)
+                cr_expect(strncmp(r.codes[k], "C75", 3) != 0, "%s %s: %s", lays[li], cfg, r.codes[k]);
+            cr_expect_eq(r.spill_stores + r.spill_loads, 0, "%s %s: spills", lays[li], cfg);
+            cr_expect_eq(r.stack_frame, 0, "%s %s: local memory", lays[li], cfg);
+            if (i == 0 || n < 2)
+                printf("  %s %-44s regs %3d smem %6zu threads %u\n", lays[li], cfg, r.registers, l.smem,
+                       l.block[0]);
+            free(text);
+            ptx_module_free(m);
+            n++;
+        }
+        cr_expect_gt(n, 0);
+        printf("%s: %d of %lld configs valid, all assembled\n", lays[li], n, (long long)size);
+        total += n;
+        pt_arena_free(a);
+    }
+    printf("8192^3 bf16 sm_90a: %d configs through ptxas in %.1f s\n", total, now() - t0);
+    pt_compiler_close(comp);
 }
