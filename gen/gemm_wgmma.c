@@ -13,9 +13,12 @@
  *     full[s], wgmma.fence, BK*es/32 wgmma.m64n{BN}k* (SS: both operands
  *     through shared-memory descriptors, 128B or 64B swizzle; MN-major
  *     16-bit operands through the transpose immediates), commit_group,
- *     wait_group 0 (one wait per stage), then lane 0 of each consumer warp
- *     arrives on empty[s] (count 4 C): a stage is released only after the
- *     wgmmas reading it retired.
+ *     one wait_group per stage: wg_wait=0 waits for this stage's group
+ *     and releases stage s; wg_wait=1 keeps it in flight, so the wait
+ *     retires the previous stage's group and releases that stage (the
+ *     last one after the loop, after wait_group 0); lane 0 of each consumer
+ *     warp arrives on empty (count 4 C): a stage is released only after
+ *     the wgmmas reading it retired.
  * The k loops carry .pragma "nounroll". After the loop the consumers meet
  * on a named barrier (bar.sync 1, 128 C: the producer takes no part) and
  * hand their accumulators to the shared epilogue (gen/gemm_epi.c) as the
@@ -56,6 +59,7 @@ typedef struct wg_geom {
     gemm_ctx g;
     kit_atom wa;     /* the wgmma atom m64n{bn}k* */
     int consumers;   /* consumer warpgroups */
+    int wg_wait;     /* wgmma groups left in flight at each stage's wait */
     int kbytes;      /* bytes of k per tile row (K-major swizzle span) */
     int a_bytes, b_bytes;
     int region;      /* ring or epilogue staging, whichever is larger */
@@ -143,8 +147,10 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
         return pt_errf(e, PT_EINVAL, "stages=%d: must be 2..8", g->stages);
     if (g->raster < 1 || g->raster > 64)
         return pt_errf(e, PT_EINVAL, "raster=%d: must be 1..64", g->raster);
-    if (wgw != 0)
-        return pt_errf(e, PT_EINVAL, "wg_wait=%lld: 0 (one wgmma.wait_group 0 per stage)", (long long)wgw);
+    if (wgw != 0 && wgw != 1)
+        return pt_errf(e, PT_EINVAL, "wg_wait=%lld: 0 or 1 (wgmma groups in flight at each stage's wait)",
+                       (long long)wgw);
+    w->wg_wait = (int)wgw;
     if (pt_config_get(c, "splitk", 1) != 1 || pt_config_get(c, "persistent", 0) != 0)
         return pt_errf(e, PT_EINVAL, "impl=1 (wgmma): splitk and persistent are not supported yet");
     /* registers: the setmaxnreg split must fit the register file, the
@@ -223,12 +229,15 @@ int gemm_wgmma_space(const pt_prepared *pp, const pt_target *t, pt_space *s)
     pt_param_space ra = {"raster", "tile rows per group in the CTA order (L2 reuse)", 1, {1}};
     if ((pp->M + 127) / 128 > 8)
         ra.values[0] = 8;
+    pt_param_space ww = {"wg_wait", "wgmma groups in flight at each stage's wait (1: release the stage before)",
+                         2, {1, 0}};
     s->p[s->nparams++] = impl;
     s->p[s->nparams++] = bm;
     s->p[s->nparams++] = bn;
     s->p[s->nparams++] = bk;
     s->p[s->nparams++] = st;
     s->p[s->nparams++] = ra;
+    s->p[s->nparams++] = ww;
     return PT_OK;
 }
 
@@ -451,11 +460,24 @@ static ptx_reg *consumer(wg_geom *w, kit_pipe *p, ptx_reg cwg)
         kit_wgmma_ss(f, wa, dv, a, b, ptx_imm(1), !pp->a_kmajor, !pp->b_kmajor);
     }
     ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
-    ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(0));
-    kit_pipe_release(p);
+    ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(w->wg_wait));
+    if (w->wg_wait) {
+        /* the group before this one retired: release its stage (none before
+         * the first) */
+        int skip = ptx_label_new(f);
+        ptx_reg first = gemm_setp(g, PTX_M_EQ, ptx_r(kt), ptx_imm(0));
+        ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(skip)), first, false);
+        kit_pipe_release(p);
+        ptx_label_place(f, skip);
+    } else
+        kit_pipe_release(p);
     gemm_inc32(g, kt, 1);
     ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(top));
     ptx_label_place(f, end);
+    if (w->wg_wait) { /* the last group, and its stage */
+        ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(0));
+        kit_pipe_release(p);
+    }
     return acc;
 }
 

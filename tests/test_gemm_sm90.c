@@ -225,18 +225,18 @@ static void grid_report(const grid *g, const char *what, double t0)
 static const emu_sched scheds[3] = {EMU_SCHED_LAZY, EMU_SCHED_EAGER, EMU_SCHED_RANDOM};
 
 /* Every dtype and layout it allows, odd M/N/K, both consumer counts and
- * several tiles and ring depths, each case under the three schedules
- * (random: seed = case number). */
+ * several tiles and ring depths, wg_wait 0 and 1 (the default), each case
+ * under the three schedules (random: seed = case number). */
 Test(gemm_sm90, emulator_grid_dtypes_layouts_odd_shapes, .timeout = 600)
 {
     double t0 = now();
     grid g = {0};
     static const int64_t shapes[][3] = {{1, 7, 65}, {65, 129, 7}, {129, 65, 257}, {7, 1, 129}, {257, 33, 96}};
-    static const char *const cfg16[] = {"bm=64,bn=16,stages=2", "bm=128,bn=64,stages=3", "bm=128,bn=128,stages=4",
+    static const char *const cfg16[] = {"bm=64,bn=16,stages=2,wg_wait=0", "bm=128,bn=64,stages=3,wg_wait=0", "bm=128,bn=128,stages=4",
                                         "bm=64,bn=256,stages=2", "bm=128,bn=32,stages=5"};
-    static const char *const cfg16mn[] = {"bm=64,bn=64,stages=2", "bm=128,bn=64,stages=3", "bm=128,bn=128,stages=4",
+    static const char *const cfg16mn[] = {"bm=64,bn=64,stages=2", "bm=128,bn=64,stages=3,wg_wait=0", "bm=128,bn=128,stages=4",
                                           "bm=64,bn=256,stages=2", "bm=128,bn=128,stages=5"};
-    static const char *const cfg8[] = {"bm=64,bn=16,stages=2", "bm=128,bn=64,stages=3", "bm=128,bn=128,stages=4",
+    static const char *const cfg8[] = {"bm=64,bn=16,stages=2,wg_wait=0", "bm=128,bn=64,stages=3,wg_wait=0", "bm=128,bn=128,stages=4",
                                        "bm=64,bn=256,stages=2", "bm=128,bn=32,stages=5"};
     static const char *const lays[] = {"nt", "nn", "tn", "tt"};
     int n = 0;
