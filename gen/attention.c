@@ -428,6 +428,27 @@ static void cost(const pt_prepared *pp, const pt_config *c, pt_cost *out)
                         (double)pp->Sq * (double)(pp->dv + 1);
 }
 
+/* ---- the op with adversarial inputs (attn_plant), one per kind ---- */
+
+#define ADV_INIT(K)                                                                               \
+    static void adv_init_##K(const pt_prepared *pp, uint64_t seed, pt_tensor *in)                 \
+    {                                                                                             \
+        attn_init_inputs(pp, seed, in);                                                           \
+        attn_plant(pp, ATTN_ADV_##K, seed, in);                                                   \
+    }
+ADV_INIT(Q_NAN)
+ADV_INIT(Q_POSINF)
+ADV_INIT(Q_NEGINF)
+ADV_INIT(Q_HUGE)
+ADV_INIT(K_NAN)
+ADV_INIT(K_POSINF)
+ADV_INIT(K_NEGINF)
+ADV_INIT(K_HUGE_FIRST)
+ADV_INIT(K_HUGE_LAST)
+ADV_INIT(V_NAN)
+ADV_INIT(V_POSINF)
+ADV_INIT(V_NEGINF)
+
 static const pt_problem examples[] = {
     {.op = "attention", .batch = 1, .heads_q = 32, .heads_kv = 8, .seqlen_q = 4096,
      .seqlen_k = 4096, .head_dim = 128, .causal = true, .dtype = PT_BF16},
@@ -435,10 +456,13 @@ static const pt_problem examples[] = {
      .seqlen_k = 8192, .head_dim = 128, .dtype = PT_BF16, .page_size = 16},
 };
 
+#define gen_attention_op_summary                                                                \
+    "o = softmax(mask(scale * q k^T)) v: flash-attention prefill (mma.sync) and "              \
+    "split-KV decode over a paged KV cache; GQA, causal/window masks, varlen"
+
 const pt_op gen_attention_op = {
     .name = "attention",
-    .summary = "o = softmax(mask(scale * q k^T)) v: flash-attention prefill (mma.sync) and "
-               "split-KV decode over a paged KV cache; GQA, causal/window masks, varlen",
+    .summary = gen_attention_op_summary,
     .schema = &gen_attention_schema,
     .prepare = prepare,
     .space = space,
@@ -461,3 +485,29 @@ const pt_op gen_attention_op = {
     .examples = examples,
     .nexamples = 2,
 };
+
+#define ADV_OP(K)                                                                                 \
+    [ATTN_ADV_##K] = {.name = "attention", .summary = gen_attention_op_summary,                   \
+                      .schema = &gen_attention_schema, .prepare = prepare, .space = space,          \
+                      .defaults = defaults, .check = check, .emit = emit, .tensors = tensors,        \
+                      .reference = attn_reference, .reference_at = attn_reference_at,                \
+                      .magnitude = attn_magnitude, .init_inputs = adv_init_##K,                      \
+                      .check_inputs = attn_check_inputs, .tolerance = attn_tolerance,                \
+                      .padding = attn_padding, .cost = cost, .flops = flops,                         \
+                      .flops_quoted = attn_flops_fa, .flops_quoted_name = "flash-attention",         \
+                      .bytes = bytes, .examples = examples, .nexamples = 2}
+
+static const pt_op adversarial_ops[ATTN_ADV_N] = {
+    ADV_OP(Q_NAN),    ADV_OP(Q_POSINF),     ADV_OP(Q_NEGINF),    ADV_OP(Q_HUGE),
+    ADV_OP(K_NAN),    ADV_OP(K_POSINF),     ADV_OP(K_NEGINF),    ADV_OP(K_HUGE_FIRST),
+    ADV_OP(K_HUGE_LAST), ADV_OP(V_NAN),     ADV_OP(V_POSINF),    ADV_OP(V_NEGINF),
+};
+
+const pt_op *gen_attention_adversarial_op(attn_adv kind)
+{
+    if (kind == ATTN_ADV_NONE)
+        return &gen_attention_op;
+    if (kind < 0 || kind >= ATTN_ADV_N)
+        return NULL;
+    return &adversarial_ops[kind];
+}

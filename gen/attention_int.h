@@ -103,6 +103,41 @@ int attn_padding(const pt_prepared *pp, const pt_tensor *in, int out, uint8_t *m
 /* LSE's tolerance (relative to the output's max |lse|; design 1.4). */
 #define ATTN_LSE_TOL 1e-4
 
+/* Adversarial inputs (docs/attention.md "Non-finite and huge inputs"):
+ * one element of q, k or v of one visible row / key (a sequence with rows
+ * and keys, at random from the seed) set to NaN, +inf, -inf or ATTN_HUGE
+ * (K_HUGE_FIRST: a key among the first 16, in the key block the kernels
+ * take last, so the row max jumps there and every earlier block is
+ * rescaled by exp(-huge); K_HUGE_LAST: the last key, the first block
+ * taken). attn_plant writes it over the op's inputs (after
+ * attn_init_inputs); gen_attention_adversarial_op(kind) is the attention op
+ * with init_inputs doing both, for the verifier (pt_check_emu), which
+ * stores the inputs in their dtype. The reference gives such inputs the
+ * semantics of torch / flash-attention, and attn_padding leaves out what
+ * is unspecified. */
+typedef enum attn_adv {
+    ATTN_ADV_NONE,
+    ATTN_ADV_Q_NAN,
+    ATTN_ADV_Q_POSINF,
+    ATTN_ADV_Q_NEGINF,
+    ATTN_ADV_Q_HUGE,
+    ATTN_ADV_K_NAN,
+    ATTN_ADV_K_POSINF,
+    ATTN_ADV_K_NEGINF,
+    ATTN_ADV_K_HUGE_FIRST,
+    ATTN_ADV_K_HUGE_LAST,
+    ATTN_ADV_V_NAN,
+    ATTN_ADV_V_POSINF,
+    ATTN_ADV_V_NEGINF,
+    ATTN_ADV_N
+} attn_adv;
+/* 2^14: exact in f16 and bf16; with q, k in [-2, 2] and scale 1/sqrt(d)
+ * the scores reach about 4096 (|s k log2 e| stays below 2^13, where the
+ * kernels' fma-folded exponent keeps ~1e-3 relative error in p). */
+#define ATTN_HUGE 16384.0
+void attn_plant(const pt_prepared *pp, attn_adv kind, uint64_t seed, pt_tensor *in);
+const pt_op *gen_attention_adversarial_op(attn_adv kind); /* NULL for a kind out of range */
+
 /* One sequence's rows and keys, from the inputs (varlen offsets, used
  * lengths): q/o rows start at token q0 (varlen) with sq rows; keys number
  * sk, starting at token k0 (varlen, not paged). */

@@ -26,7 +26,8 @@
  *     P = S repacked C -> A (kit_frag_to_a, no shuffles)
  *     O += P V_j                     ldmatrix.trans on V
  *   epilogue  l quad-summed; O *= 1/l (0 when l = 0: a row without a visible
- *             key gives o = 0, lse = -inf); O stored as the dtype; lse.
+ *             key gives o = 0, lse = -inf); O staged as the dtype in shared
+ *             memory, stored 16 bytes a lane; lse.
  *
  * Key blocks nobody sees are never loaded: blocks [n_lo, n_hi) come from the
  * mask (n_hi = ceil(min(Sk_b, last row + off + wr + 1) / bn), n_lo = (first
@@ -37,9 +38,13 @@
  * the pools through the kit's paged copy (kit_g2s_paged_*, shared with the
  * decode kernel); bn is a power of two then. Softcap: x = tanh(s scale /
  * c) and the softmax exponent scale is c (c tanh(...) - c m = c (x - m)).
- * Not done: packing the query heads of one KV head into a tile when Sq is
- * small (pack_gqa), an O staging pass for 16-byte stores (o is stored 4
- * bytes per lane and row). */
+ * pack_gqa: one CTA per (m block, kv head, sequence); tile row r is packed
+ * row m0 + r, query position (m0 + r) / group of query head hk group +
+ * (m0 + r) % group (Q's pieces each compute their source, q_copy_packed;
+ * the masks take each row's own position; o and lse rows likewise), so the
+ * group's heads share every K/V block. Epilogue: O / l is staged as the
+ * dtype through shared memory (over Q, K and V, after a barrier) and
+ * stored 16 bytes a lane, bank-conflict free both ways. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,10 +60,13 @@ typedef struct fa2 {
     const kit_atom *at;
     int bm, bn, warps, threads, stages, raster;
     bool qregs;
+    bool pack;              /* pack_gqa: tile rows are (query position, head) pairs of one kv head */
+    int64_t grp;            /* query heads per tile row position: group with pack, else 1 */
     int MI, NI, NO, KD, KN; /* m atoms per warp, S n8 atoms, O n8 atoms, d / 16, bn / 16 */
     int es;
     kit_layout tq, tk, tv;  /* shared tiles */
-    int64_t qbytes, kbytes, vbytes, smem;
+    kit_layout to;          /* O's staging tile (bm x dv, over the others after the loop) */
+    int64_t qbytes, kbytes, vbytes, obytes, smem;
     float k;                /* softmax exponent scale (scale, or softcap c) */
     /* run time */
     ptx_reg tid, lane, warp, wrow, smem_base;
@@ -87,6 +95,7 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     g->qregs = pt_config_get(c, "q_in_regs", 0) != 0;
     g->stages = (int)pt_config_get(c, "kv_stages", 1);
     g->raster = (int)pt_config_get(c, "raster", 0);
+    int64_t pack = pt_config_get(c, "pack_gqa", 0);
     g->at = kit_atom_get(pp->dt);
     if (!g->at || g->at->kind != KIT_ATOM_MMA_SYNC || g->at->k != 16 || g->at->es != 2)
         return pt_errf(e, PT_EUNSUPPORTED, "attention prefill: dtype %s (f16 or bf16)",
@@ -106,6 +115,13 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
         return pt_errf(e, PT_EINVAL, "kv_stages=%d: 1 or 2", g->stages);
     if (g->raster < 0 || g->raster > 1)
         return pt_errf(e, PT_EINVAL, "raster=%d: 0 (head-major) or 1 (m-major)", g->raster);
+    if (pack < 0 || pack > 1)
+        return pt_errf(e, PT_EINVAL, "pack_gqa=%lld: 0 or 1", (long long)pack);
+    if (pack && pp->group == 1)
+        return pt_errf(e, PT_EINVAL, "pack_gqa=1: heads_q=%lld equals heads_kv (no query heads to pack)",
+                       (long long)pp->Hq);
+    g->pack = pack != 0;
+    g->grp = g->pack ? pp->group : 1;
     if (pp->d % 16 || pp->dv % 16 || pp->d > 256 || pp->dv > 256)
         return pt_errf(e, PT_EUNSUPPORTED, "attention prefill: head_dim=%lld head_dim_v=%lld (multiples of 16 up to 256)",
                        (long long)pp->d, (long long)pp->dv);
@@ -128,19 +144,29 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     g->tq = tile(g->bm, pp->d * g->es);
     g->tk = tile(g->bn, pp->d * g->es);
     g->tv = tile(g->bn, pp->dv * g->es);
+    g->to = tile(g->bm, pp->dv * g->es);
     g->qbytes = (g->tq.span + 127) / 128 * 128;
     g->kbytes = (g->tk.span + 127) / 128 * 128;
     g->vbytes = (g->tv.span + 127) / 128 * 128;
+    g->obytes = (g->to.span + 127) / 128 * 128;
     g->smem = g->qbytes + g->stages * (g->kbytes + g->vbytes);
+    if (g->obytes > g->smem) /* O is staged over Q, K and V once the loop is done */
+        g->smem = g->obytes;
     g->k = pp->softcap > 0 ? pp->softcap : pp->scale;
     return PT_OK;
 }
 
 /* ---- space, defaults, check ---- */
 
+/* Whether pack_gqa=1 is in the space: query heads share a kv head and
+ * some tile of the unpacked kernel is partly empty (a length that is not a
+ * multiple of 128 rows, or varlen lengths), where packing fills the rows
+ * with the other heads of the group and loads each K/V block once for
+ * them all. */
+static bool pack_useful(const pt_prepared *pp) { return pp->group > 1 && (pp->varlen || pp->Sq % 128 != 0); }
+
 int attn_prefill_space(const pt_prepared *pp, const pt_target *t, pt_space *out)
 {
-    (void)pp;
     (void)t;
     memset(out, 0, sizeof *out);
     pt_param_space ps[] = {
@@ -152,6 +178,8 @@ int attn_prefill_space(const pt_prepared *pp, const pt_target *t, pt_space *out)
         {"kv_stages", "K and V buffers each (cp.async ring depth)", 2, {1, 2}},
         {"raster", "CTA order: 0 m blocks of a head together (K/V stay in L2), 1 heads of an m block together",
          2, {0, 1}},
+        {"pack_gqa", "tile rows are (query position, head) pairs of the query heads of one kv head (GQA, MQA)",
+         pack_useful(pp) ? 2 : 1, {0, 1}},
     };
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
         out->p[out->nparams++] = ps[i];
@@ -191,6 +219,12 @@ int attn_prefill_check(const pt_prepared *pp, const pt_target *t, const pt_confi
         return pt_errf(e, PT_EINVAL, "shared memory %lld bytes (Q %lld + %d x (K %lld + V %lld)) over sm_%d's %u",
                        (long long)g.smem, (long long)g.qbytes, g.stages, (long long)g.kbytes,
                        (long long)g.vbytes, t->sm, slim);
+    if (g.pack && pp->Sq * pp->group > 0x7fffffffll)
+        return pt_errf(e, PT_ERANGE, "pack_gqa=1: seqlen_q x group = %lld packed rows (at most 2^31-1)",
+                       (long long)(pp->Sq * pp->group));
+    int64_t nmb = (pp->Sq * g.grp + g.bm - 1) / g.bm;
+    if (g.raster && nmb > 65535)
+        return pt_errf(e, PT_EINVAL, "raster=1 with %lld m blocks: grid y holds at most 65535", (long long)nmb);
     int64_t lim, r = live_regs(&g, &lim);
     if (r > lim)
         return pt_errf(e, PT_EINVAL, "%lld live values per thread (S %d + O %lld%s) over %lld (registers would spill)",
@@ -221,6 +255,15 @@ void attn_prefill_defaults(const pt_prepared *pp, const pt_target *t, pt_config 
     pt_config_set(out, "q_in_regs", 0);
     pt_config_set(out, "kv_stages", 1);
     pt_config_set(out, "raster", 0);
+    /* pack the group's heads when that fills the tiles better (flash-attention
+     * 3's rule: the unpacked rows' efficiency under 0.9 of the packed one's) */
+    int pack = 0;
+    if (pack_useful(pp)) {
+        double rows = (double)pp->Sq, prow = rows * (double)pp->group;
+        double eff = rows / (ceil(rows / bm) * bm), peff = prow / (ceil(prow / bm) * bm);
+        pack = pp->varlen || eff < 0.9 * peff;
+    }
+    pt_config_set(out, "pack_gqa", pack);
     pt_err e = {0};
     if (attn_prefill_check(pp, t, out, &e) == PT_OK)
         return;
@@ -261,6 +304,29 @@ static void bra(fa2 *g, int label, ptx_reg p, bool neg)
     ptx_ins *in = ptx_emit(g->f, PTX_OP_BRA, M1(PTX_M_UNI), PTX_NOTYPES, ptx_lbl(label));
     if (p.id)
         ptx_guard(in, p, neg);
+}
+
+static int log2i(int64_t v)
+{
+    int sh = 0;
+    while ((INT64_C(1) << sh) < v)
+        sh++;
+    return sh;
+}
+
+/* x / k and x % k of a u32 register by an immediate k >= 1. */
+static ptx_reg udiv(fa2 *g, ptx_reg x, int64_t k)
+{
+    if (k == 1)
+        return x;
+    return pow2(k) ? iop(g, PTX_OP_SHR, ptx_r(x), ptx_imm(log2i(k))) : iop(g, PTX_OP_DIV, ptx_r(x), ptx_imm(k));
+}
+
+static ptx_reg umod(fa2 *g, ptx_reg x, int64_t k)
+{
+    if (k == 1)
+        return kit_reg(g->f, ptx_imm(0));
+    return pow2(k) ? iop(g, PTX_OP_AND, ptx_r(x), ptx_imm(k - 1)) : iop(g, PTX_OP_REM, ptx_r(x), ptx_imm(k));
 }
 
 /* p64 + a * bytes (a: u32 register or immediate). */
@@ -385,6 +451,39 @@ static void g2s_init(fa2 *g, kit_g2s *c, const kit_layout *t, ptx_reg p64, int64
     kit_g2s_init(g->f, c, t, &v, g->threads, g->tid, 16, drow, 0);
 }
 
+/* The Q tile of a packed CTA (pack_gqa): tile row r is packed row m0 + r,
+ * query position (m0 + r) / group of head hk group + (m0 + r) % group, so
+ * rows are not one pitch apart and each 16-byte piece computes its own
+ * source. Pieces L = tid + k T of bm x (d es / 16); rows at or past Sq_b
+ * are zero-filled (src-size 0, the source clamped to row Sq_b - 1, inside
+ * the tensor). qb: the sequence's row 0 of head hk group. Issued with K_0
+ * (the caller commits). */
+static void q_copy_packed(fa2 *g, ptx_reg qb)
+{
+    ptx_fn *f = g->f;
+    const pt_prepared *pp = g->pp;
+    int64_t np = pp->d * g->es / 16, total = g->bm * np;
+    ptx_reg last = iop(g, PTX_OP_SUB, ptx_r(g->sq), ptx_imm(1));
+    for (int64_t k = 0; k * g->threads < total; k++) {
+        ptx_reg L = iop(g, PTX_OP_ADD, ptx_r(g->tid), ptx_imm(k * g->threads));
+        ptx_reg row = udiv(g, L, np), pc = umod(g, L, np);
+        ptx_reg pr = iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(row));
+        ptx_reg pos = udiv(g, pr, g->grp), hh = umod(g, pr, g->grp);
+        ptx_reg ok = setp(g, PTX_M_LT, ptx_r(pos), ptx_r(g->sq));
+        ptx_reg src = addr(g, qb, ptx_r(iop(g, PTX_OP_MIN, ptx_r(pos), ptx_r(last))), pp->sq[0] * g->es);
+        src = addr(g, src, ptx_r(hh), pp->sq[1] * g->es);
+        src = addr(g, src, ptx_r(pc), 16);
+        ptx_opd c[2] = {ptx_r(row), ptx_r(iop(g, PTX_OP_SHL, ptx_r(pc), ptx_imm(4)))};
+        ptx_reg dst = iop(g, PTX_OP_ADD, ptx_r(g->smem_base), kit_emit(f, &g->tq, c, 0));
+        ptx_reg size = r32(g);
+        ptx_emit(f, PTX_OP_SELP, NOM, B32T, ptx_r(size), ptx_imm(16), ptx_imm(0), ptx_r(ok));
+        ptx_ins *in = ptx_emit(f, PTX_OP_CP_ASYNC, M3(PTX_M_CG, PTX_M_SHARED, PTX_M_GLOBAL), PTX_NOTYPES,
+                               ptx_addr(dst, 0), ptx_addr(src, 0), ptx_imm(16), ptx_r(size));
+        if ((k + 1) * g->threads > total) /* a partial last pass */
+            ptx_guard(in, setp(g, PTX_M_LT, ptx_r(L), ptx_imm(total)), false);
+    }
+}
+
 /* K / V copies, through the pages when pg is set. */
 static void kv_issue(kit_g2s *c, const kit_paged *pg, ptx_reg dst, ptx_reg p)
 {
@@ -469,11 +568,14 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
     ptx_reg mb = sreg(g, g->raster ? PTX_S_CTAID_Y : PTX_S_CTAID_X);
     g->h = sreg(g, g->raster ? PTX_S_CTAID_X : PTX_S_CTAID_Y);
     g->b = sreg(g, PTX_S_CTAID_Z);
-    int64_t nmb = (pp->Sq + g->bm - 1) / g->bm;
+    int64_t nmb = (pp->Sq * g->grp + g->bm - 1) / g->bm;
     if (pp->causal || pp->wr >= 0) /* the longest rows first */
         mb = iop(g, PTX_OP_SUB, ptx_imm(nmb - 1), ptx_r(mb));
-    g->m0 = iop(g, PTX_OP_MUL, ptx_r(mb), ptx_imm(g->bm));
-    if (pp->group == 1) {
+    g->m0 = iop(g, PTX_OP_MUL, ptx_r(mb), ptx_imm(g->bm)); /* packed: the first packed row */
+    if (g->pack) { /* the CTA's head index is the kv head's */
+        g->hk = g->h;
+        g->h = (ptx_reg){0};
+    } else if (pp->group == 1) {
         g->hk = g->h;
     } else if (pow2(pp->group)) {
         int sh = 0;
@@ -496,15 +598,22 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
     }
     if (pp->seqused)
         g->sk = ld_s32(g, psu, ptx_r(g->b));
+    /* the query positions of the tile's first and last rows (packed rows:
+     * position = row / group) */
+    ptx_reg p0 = g->m0, plast = iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_imm(g->bm - 1));
+    if (g->pack) {
+        p0 = udiv(g, g->m0, g->grp);
+        plast = udiv(g, plast, g->grp);
+    }
     /* rows of this block past the sequence: nothing to do */
     int done = ptx_label_new(f);
-    bra(g, done, setp(g, PTX_M_GE, ptx_r(g->m0), ptx_r(g->sq)), false);
+    bra(g, done, setp(g, PTX_M_GE, ptx_r(p0), ptx_r(g->sq)), false);
 
     /* visible key blocks [n_lo, n_hi) of the block's rows */
     ptx_reg off = iop(g, PTX_OP_SUB, ptx_r(g->sk), ptx_r(g->sq)); /* Sk_b - Sq_b */
     ptx_reg kend = g->sk;
     if (pp->wr >= 0) {
-        ptx_reg last = iop(g, PTX_OP_MIN, ptx_r(iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_imm(g->bm))), ptx_r(g->sq));
+        ptx_reg last = iop(g, PTX_OP_MIN, ptx_r(iop(g, PTX_OP_ADD, ptx_r(plast), ptx_imm(1))), ptx_r(g->sq));
         ptx_reg lim = iop(g, PTX_OP_ADD, ptx_r(iop(g, PTX_OP_ADD, ptx_r(last), ptx_r(off))), ptx_imm(pp->wr));
         kend = iop(g, PTX_OP_MAX, ptx_r(iop(g, PTX_OP_MIN, ptx_r(kend), ptx_r(lim))), ptx_imm(0));
     }
@@ -512,7 +621,7 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
     ptx_reg n_lo = none;
     ptx_reg nblk = n_hi;
     if (pp->wl >= 0) {
-        ptx_reg first = iop(g, PTX_OP_SUB, ptx_r(iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(off))), ptx_imm(pp->wl));
+        ptx_reg first = iop(g, PTX_OP_SUB, ptx_r(iop(g, PTX_OP_ADD, ptx_r(p0), ptx_r(off))), ptx_imm(pp->wl));
         first = iop(g, PTX_OP_MAX, ptx_r(first), ptx_imm(0));
         n_lo = iop(g, PTX_OP_DIV, ptx_r(first), ptx_imm(g->bn));
         nblk = iop(g, PTX_OP_SUB, ptx_r(n_hi), ptx_r(n_lo));
@@ -520,9 +629,12 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
     (void)n_lo;
 
     /* global views: Q rows m0.., K and V rows from the last visible block down */
-    ptx_reg qrow = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(g->tq0), ptx_r(g->m0)) : g->m0;
-    ptx_reg qb = addr(g, pq, ptx_r(qrow), pp->sq[0] * es);
-    qb = addr(g, qb, ptx_r(g->h), pp->sq[1] * es);
+    /* (packed: the sequence's row 0 of the group's first head; rows come per piece) */
+    ptx_reg qrow = g->pack ? (pp->varlen ? g->tq0 : none) : g->m0;
+    if (!g->pack && pp->varlen)
+        qrow = iop(g, PTX_OP_ADD, ptx_r(g->tq0), ptx_r(g->m0));
+    ptx_reg qb = qrow.id ? addr(g, pq, ptx_r(qrow), pp->sq[0] * es) : pq;
+    qb = g->pack ? addr(g, qb, ptx_r(g->hk), g->grp * pp->sq[1] * es) : addr(g, qb, ptx_r(g->h), pp->sq[1] * es);
     qb = pp->varlen ? qb : addr(g, qb, ptx_r(g->b), pp->sq[2] * es);
     ptx_reg n0 = r32(g); /* first key of the current block */
     ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), U32T, ptx_r(n0), ptx_r(iop(g, PTX_OP_SUB, ptx_r(n_hi), ptx_imm(1))),
@@ -556,7 +668,8 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
 
     /* copies and pipes */
     kit_g2s cq, ck, cv;
-    g2s_init(g, &cq, &g->tq, qb, pp->sq[0], pp->d, qleft, 0);
+    if (!g->pack)
+        g2s_init(g, &cq, &g->tq, qb, pp->sq[0], pp->d, qleft, 0);
     g2s_init(g, &ck, &g->tk, kb, pp->sk[0], pp->d, kleft, -g->bn);
     g2s_init(g, &cv, &g->tv, vb, pp->sv[0], pp->dv, kleft, -g->bn);
     kit_paged gk, gv, *pgk = NULL, *pgv = NULL;
@@ -584,7 +697,10 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
     ldsm_init(g, &lv, &g->tv, KIT_B, false, ptx_imm(0), g->KN, NO);
 
     /* prologue: Q with K_0, then V_i, K_{i+1} */
-    kit_g2s_issue(&cq, g->smem_base, 0, none);
+    if (g->pack)
+        q_copy_packed(g, qb);
+    else
+        kit_g2s_issue(&cq, g->smem_base, 0, none);
     kv_issue(&ck, pgk, kit_pipe_acquire(&pk_), none);
     kv_advance(&ck, pgk);
     kit_pipe_commit(&pk_);
@@ -613,15 +729,24 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
      * offsets from the lane's first column of the block */
     ptx_reg zero = kit_reg(f, ptx_imm(0));
     kit_frag sf = kit_frag_mma_c(f, at, MI, NI, sacc, g->wrow, zero, g->lane);
-    ptx_reg rowdiag = iop(g, PTX_OP_SUB, ptx_r(iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(sf.row_base))), ptx_r(sf.col_base));
-    rowdiag = iop(g, PTX_OP_ADD, ptx_r(rowdiag), ptx_r(off)); /* i - col_base + off at row offset 0 */
+    ptx_reg rowdiag = none, rdiag[16];
+    if (g->pack && (pp->wr >= 0 || pp->wl >= 0)) { /* each row its own position: (m0 + row) / group */
+        for (int r = 0; r < nr; r++) {
+            ptx_reg pr = iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(iop(g, PTX_OP_ADD, ptx_r(sf.row_base), ptx_imm(row_off(r)))));
+            rdiag[r] = iop(g, PTX_OP_SUB, ptx_r(udiv(g, pr, g->grp)), ptx_r(sf.col_base));
+            rdiag[r] = iop(g, PTX_OP_ADD, ptx_r(rdiag[r]), ptx_r(off));
+        }
+    } else {
+        rowdiag = iop(g, PTX_OP_SUB, ptx_r(iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(sf.row_base))), ptx_r(sf.col_base));
+        rowdiag = iop(g, PTX_OP_ADD, ptx_r(rowdiag), ptx_r(off)); /* i - col_base + off at row offset 0 */
+    }
     ptx_reg skc = iop(g, PTX_OP_SUB, ptx_r(g->sk), ptx_r(sf.col_base));
     /* block-level: the first row's right limit and the last row's left limit */
     ptx_reg rlim = none, llim = none;
     if (pp->wr >= 0)
-        rlim = iop(g, PTX_OP_ADD, ptx_r(iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(off))), ptx_imm(pp->wr + 1 - g->bn));
+        rlim = iop(g, PTX_OP_ADD, ptx_r(iop(g, PTX_OP_ADD, ptx_r(p0), ptx_r(off))), ptx_imm(pp->wr + 1 - g->bn));
     if (pp->wl >= 0)
-        llim = iop(g, PTX_OP_SUB, ptx_r(iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(off))), ptx_imm(pp->wl - (g->bm - 1)));
+        llim = iop(g, PTX_OP_SUB, ptx_r(iop(g, PTX_OP_ADD, ptx_r(plast), ptx_r(off))), ptx_imm(pp->wl));
     ptx_reg skbn = iop(g, PTX_OP_SUB, ptx_r(g->sk), ptx_imm(g->bn));
 
     /* ---- the loop over key blocks ---- */
@@ -687,15 +812,17 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
         }
         int skip = ptx_label_new(f);
         bra(g, skip, p, true);
-        ptx_reg diag = iop(g, PTX_OP_SUB, ptx_r(rowdiag), ptx_r(n0));
+        ptx_reg diag = g->pack ? none : iop(g, PTX_OP_SUB, ptx_r(rowdiag), ptx_r(n0));
         ptx_reg kl = iop(g, PTX_OP_SUB, ptx_r(skc), ptx_r(n0)); /* keys in bounds from the lane's column 0 */
         for (int r = 0; r < nr; r++) {
-            ptx_reg hi = kl, lo = none;
+            ptx_reg hi = kl, lo = none, dr = diag;
+            int ro = g->pack ? 0 : row_off(r);
+            if (g->pack && (pp->wr >= 0 || pp->wl >= 0))
+                dr = iop(g, PTX_OP_SUB, ptx_r(rdiag[r]), ptx_r(n0));
             if (pp->wr >= 0)
-                hi = iop(g, PTX_OP_MIN, ptx_r(hi),
-                         ptx_r(iop(g, PTX_OP_ADD, ptx_r(diag), ptx_imm(row_off(r) + pp->wr + 1))));
+                hi = iop(g, PTX_OP_MIN, ptx_r(hi), ptx_r(iop(g, PTX_OP_ADD, ptx_r(dr), ptx_imm(ro + pp->wr + 1))));
             if (pp->wl >= 0)
-                lo = iop(g, PTX_OP_ADD, ptx_r(diag), ptx_imm(row_off(r) - pp->wl));
+                lo = iop(g, PTX_OP_ADD, ptx_r(dr), ptx_imm(ro - pp->wl));
             for (int b = 0; b < NI; b++)
                 for (int q = 0; q < 2; q++) {
                     int i = creg(NI, r, b, q);
@@ -782,51 +909,174 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
         inv[r] = ptx_reg_new(f, PTX_T_F32);
         ptx_emit(f, PTX_OP_SELP, NOM, F32T, ptx_r(inv[r]), ptx_r(rc_), ptx_f32(0.0f), ptx_r(z));
     }
-    /* rows: i = m0 + row_base + row_off(r), stored when i < Sq_b */
+    /* O / l as the dtype, staged through shared memory (the tile `to`, over
+     * Q, K and V: the barrier has every warp done with them), then stored
+     * 16 bytes a lane. Each warp writes and reads back only its own rows
+     * (bar.warp.sync between). The writes are the C fragment's pairs, one
+     * b32 per row and n8 atom: 8 rows at one 16-byte chunk, swizzled (or
+     * padded), land in 8 bank groups; the reads take 16-byte chunks of a
+     * row, a quarter warp 8 consecutive chunks: both conflict free. */
     kit_frag of = kit_frag_mma_c(f, at, MI, NO, oacc, g->wrow, sf.grp_col, g->lane);
-    ptx_reg orow = iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(of.row_base));
-    ptx_reg ob = addr(g, po, ptx_r(pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(g->tq0), ptx_r(orow)) : orow), pp->so[0] * es);
-    ob = addr(g, ob, ptx_r(g->h), pp->so[1] * es);
-    ob = pp->varlen ? ob : addr(g, ob, ptx_r(g->b), pp->so[2] * es);
-    ob = addr(g, ob, ptx_r(of.col_base), es);
-    ptx_reg orem = iop(g, PTX_OP_SUB, ptx_r(g->sq), ptx_r(orow));
-    for (int r = 0; r < nr; r++) {
-        kit_io io = {0};
-        io.guard = setp(g, PTX_M_GT, ptx_r(orem), ptx_imm(row_off(r)));
-        io.align = 2 * es;
-        for (int b = 0; b < NO; b++) {
-            ptx_opd v[2];
-            for (int q = 0; q < 2; q++) {
-                ptx_reg o = ptx_reg_new(f, PTX_T_F32);
-                ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(o), ptx_r(oacc[creg(NO, r, b, q)]), ptx_r(inv[r]));
-                v[q] = ptx_r(o);
+    ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(0));
+    {
+        ptx_reg cb = iop(g, PTX_OP_MUL, ptx_r(of.col_base), ptx_imm(es));
+        struct oaddr {
+            int64_t dr, db;
+            ptx_reg a;
+        } ac[16];
+        int nac = 0;
+        kit_io io = {.shared = true, .align = 2 * es};
+        for (int r = 0; r < nr; r++)
+            for (int b = 0; b < NO; b++) {
+                int64_t dr = row_off(r), db = (int64_t)b * 8 * es, imm = 0;
+                ptx_reg a = none;
+                for (int k = 0; k < nac && !a.id; k++)
+                    if (kit_shift_ok(&g->to, dr - ac[k].dr, db - ac[k].db)) {
+                        a = ac[k].a;
+                        imm = (dr - ac[k].dr) * kit_tile_pitch(&g->to) + db - ac[k].db;
+                    }
+                if (!a.id) {
+                    ptx_opd c2[2] = {kit_iop(f, PTX_OP_ADD, ptx_r(of.row_base), ptx_imm(dr)),
+                                     kit_iop(f, PTX_OP_ADD, ptx_r(cb), ptx_imm(db))};
+                    a = iop(g, PTX_OP_ADD, ptx_r(g->smem_base), kit_emit(f, &g->to, c2, 0));
+                    if (nac < 16)
+                        ac[nac++] = (struct oaddr){dr, db, a};
+                }
+                ptx_opd v[2];
+                for (int q = 0; q < 2; q++) {
+                    ptx_reg o = ptx_reg_new(f, PTX_T_F32);
+                    ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(o), ptx_r(oacc[creg(NO, r, b, q)]), ptx_r(inv[r]));
+                    v[q] = ptx_r(o);
+                }
+                kit_store(f, &io, pp->dt, a, imm, 2, v);
             }
-            kit_store(f, &io, pp->dt, ob, (int64_t)row_off(r) * pp->so[0] * es + (int64_t)b * 8 * es, 2, v);
+    }
+    ptx_emit(f, PTX_OP_BAR_WARP, NOM, PTX_NOTYPES, ptx_hex(0xffffffff));
+    /* the global rows: o [token, head, d] at the sequence's row 0 */
+    ptx_reg ob = pp->varlen ? addr(g, po, ptx_r(g->tq0), pp->so[0] * es) : po;
+    ob = g->pack ? addr(g, ob, ptx_r(g->hk), g->grp * pp->so[1] * es) : addr(g, ob, ptx_r(g->h), pp->so[1] * es);
+    ob = pp->varlen ? ob : addr(g, ob, ptx_r(g->b), pp->so[2] * es);
+    {
+        /* the read-back passes: pass k has lane l read chunk c(l) of warp row
+         * r(l) + rk; a pass's quarter warps take 8 chunks of distinct bank
+         * groups. 32 / cpr rows a pass when cpr divides 32 (one pattern:
+         * r = l / cpr, c = l % cpr); hd96 (12 chunks, rows padded to 52
+         * words: row r's chunk c in bank group (5 r + c) mod 8) in groups of
+         * 8 rows: rows 0-3 and 4-7 chunks 0-7 (pattern 0: r = l / 8,
+         * c = l % 8), then chunks 8-11 of rows q and q + 4 in quarter q
+         * (pattern 1), 5 (q + 4) = 5 q + 4 mod 8 apart */
+        int64_t R = g->bm / g->warps, cpr = pp->dv * es / 16, per = R * cpr / 32;
+        ptx_reg lr[2], lc[2];
+        int npat = 1;
+        int64_t prow[64];
+        int ppat[64];
+        if (32 % cpr == 0) {
+            lr[0] = udiv(g, g->lane, cpr);
+            lc[0] = umod(g, g->lane, cpr);
+            for (int64_t k = 0; k < per; k++) {
+                prow[k] = k * (32 / cpr);
+                ppat[k] = 0;
+            }
+        } else if (cpr == 12 && R % 8 == 0 && kit_tile_pitch(&g->to) == 208) {
+            npat = 2;
+            lr[0] = udiv(g, g->lane, 8);
+            lc[0] = umod(g, g->lane, 8);
+            lr[1] = iop(g, PTX_OP_ADD, ptx_r(lr[0]), ptx_r(iop(g, PTX_OP_AND, ptx_r(g->lane), ptx_imm(4))));
+            lc[1] = iop(g, PTX_OP_ADD, ptx_r(iop(g, PTX_OP_AND, ptx_r(g->lane), ptx_imm(3))), ptx_imm(8));
+            for (int64_t k = 0; k < per; k++) {
+                prow[k] = 8 * (k / 3) + (k % 3 == 1 ? 4 : 0);
+                ppat[k] = k % 3 == 2;
+            }
+        } else {
+            pt_errf(&m->err, PT_EINTERNAL, "attention prefill: no O read-back pattern for %lld chunks a row",
+                    (long long)cpr);
+            per = 0;
+        }
+        ptx_reg wrow0 = iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(g->wrow)); /* the warp's first (packed) row */
+        ptx_reg sa0[2], ga0[2], rem0[2];
+        for (int q = 0; q < npat; q++) {
+            ptx_opd c2[2] = {ptx_r(iop(g, PTX_OP_ADD, ptx_r(g->wrow), ptx_r(lr[q]))),
+                             ptx_r(iop(g, PTX_OP_SHL, ptx_r(lc[q]), ptx_imm(4)))};
+            sa0[q] = iop(g, PTX_OP_ADD, ptx_r(g->smem_base), kit_emit(f, &g->to, c2, 0));
+            ptx_reg row = iop(g, PTX_OP_ADD, ptx_r(wrow0), ptx_r(lr[q]));
+            if (!g->pack) {
+                ga0[q] = addr(g, addr(g, ob, ptx_r(row), pp->so[0] * es), ptx_r(lc[q]), 16);
+                rem0[q] = iop(g, PTX_OP_SUB, ptx_r(g->sq), ptx_r(row));
+            } else {
+                ga0[q] = addr(g, ob, ptx_r(lc[q]), 16);
+                rem0[q] = row; /* the packed row of the pattern's row 0 */
+            }
+        }
+        for (int64_t k = 0; k < per; k++) {
+            int q = ppat[k];
+            int64_t rk = prow[k], simm = 0, gimm = 0;
+            ptx_reg sa = sa0[q], ga = ga0[q], ok;
+            if (kit_shift_ok(&g->to, rk, 0)) {
+                simm = rk * kit_tile_pitch(&g->to);
+            } else {
+                ptx_opd c2[2] = {ptx_r(iop(g, PTX_OP_ADD, ptx_r(g->wrow), ptx_r(iop(g, PTX_OP_ADD, ptx_r(lr[q]), ptx_imm(rk))))),
+                                 ptx_r(iop(g, PTX_OP_SHL, ptx_r(lc[q]), ptx_imm(4)))};
+                sa = iop(g, PTX_OP_ADD, ptx_r(g->smem_base), kit_emit(f, &g->to, c2, 0));
+            }
+            if (!g->pack && rk * pp->so[0] * es <= 0x7fffffffll) {
+                gimm = rk * pp->so[0] * es;
+                ok = setp(g, PTX_M_GT, ptx_r(rem0[q]), ptx_imm(rk));
+            } else if (!g->pack) {
+                ga = addr(g, ga, ptx_imm(rk), pp->so[0] * es);
+                ok = setp(g, PTX_M_GT, ptx_r(rem0[q]), ptx_imm(rk));
+            } else { /* packed: this row's position and head */
+                ptx_reg pr = iop(g, PTX_OP_ADD, ptx_r(rem0[q]), ptx_imm(rk));
+                ptx_reg pos = udiv(g, pr, g->grp);
+                ga = addr(g, addr(g, ga, ptx_r(pos), pp->so[0] * es), ptx_r(umod(g, pr, g->grp)), pp->so[1] * es);
+                ok = setp(g, PTX_M_LT, ptx_r(pos), ptx_r(g->sq));
+            }
+            ptx_reg w[4];
+            for (int t = 0; t < 4; t++)
+                w[t] = r32(g);
+            ptx_emit(f, PTX_OP_LD, M2(PTX_M_SHARED, PTX_M_V4), B32T, ptx_vecr(f, 4, w), ptx_addr(sa, simm));
+            ptx_guard(ptx_emit(f, PTX_OP_ST, M2(PTX_M_GLOBAL, PTX_M_V4), B32T, ptx_addr(ga, gimm), ptx_vecr(f, 4, w)),
+                      ok, false);
         }
     }
     if (pp->lse) {
         /* lse = k m + ln l (natural log), -inf when l = 0; lse [B, Hq, Sq] (varlen: the
-         * sequence's rows at b Hq Sq + h Sq + i as well) */
+         * sequence's rows at b Hq Sq + h Sq + i as well); lane t = 0 of each row */
         ptx_reg lb = addr(g, plse, ptx_r(g->b), pp->Hq * pp->Sq * 4);
-        lb = addr(g, lb, ptx_r(g->h), pp->Sq * 4);
-        lb = addr(g, lb, ptx_r(orow), 4);
+        ptx_reg orow = iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(of.row_base));
+        ptx_reg orem = none;
+        if (g->pack) {
+            lb = addr(g, lb, ptx_r(g->hk), g->grp * pp->Sq * 4);
+        } else {
+            lb = addr(g, lb, ptx_r(g->h), pp->Sq * 4);
+            lb = addr(g, lb, ptx_r(orow), 4);
+            orem = iop(g, PTX_OP_SUB, ptx_r(g->sq), ptx_r(orow));
+        }
         ptx_reg t0 = setp(g, PTX_M_EQ, ptx_r(iop(g, PTX_OP_AND, ptx_r(g->lane), ptx_imm(3))), ptx_imm(0));
         for (int r = 0; r < nr; r++) {
             ptx_reg lg = ptx_reg_new(f, PTX_T_F32), v = ptx_reg_new(f, PTX_T_F32);
             ptx_emit(f, PTX_OP_LG2, M1(PTX_M_APPROX), F32T, ptx_r(lg), ptx_r(lrow[r]));
             ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(lg), ptx_r(lg), ptx_f32(0.693147180559945309f));
             ptx_emit(f, PTX_OP_FMA, M1(PTX_M_RN), F32T, ptx_r(v), ptx_r(st[r].m), ptx_f32(g->k), ptx_r(lg));
-            ptx_reg ok = setp(g, PTX_M_GT, ptx_r(orem), ptx_imm(row_off(r)));
+            ptx_reg ok, la = lb;
+            int64_t limm = 0;
+            if (g->pack) {
+                ptx_reg pr = iop(g, PTX_OP_ADD, ptx_r(orow), ptx_imm(row_off(r)));
+                ptx_reg pos = udiv(g, pr, g->grp);
+                la = addr(g, addr(g, lb, ptx_r(umod(g, pr, g->grp)), pp->Sq * 4), ptx_r(pos), 4);
+                ok = setp(g, PTX_M_LT, ptx_r(pos), ptx_r(g->sq));
+            } else {
+                limm = row_off(r) * 4;
+                ok = setp(g, PTX_M_GT, ptx_r(orem), ptx_imm(row_off(r)));
+            }
             ptx_reg w = pred(g);
             ptx_emit(f, PTX_OP_AND, NOM, PREDT, ptx_r(w), ptx_r(ok), ptx_r(t0));
-            ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_GLOBAL), F32T, ptx_addr(lb, row_off(r) * 4), ptx_r(v)), w,
-                      false);
+            ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_GLOBAL), F32T, ptx_addr(la, limm), ptx_r(v)), w, false);
         }
     }
     ptx_label_place(f, done);
     ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
 
-    unsigned gx = (unsigned)nmb, gy = (unsigned)pp->Hq;
+    unsigned gx = (unsigned)nmb, gy = (unsigned)(g->pack ? pp->Hkv : pp->Hq);
     l->grid[0] = g->raster ? gy : gx;
     l->grid[1] = g->raster ? gx : gy;
     l->grid[2] = (unsigned)pp->B;

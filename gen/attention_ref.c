@@ -131,6 +131,7 @@ static void row_eval(const pt_prepared *pp, const pt_tensor *in, ref_ws *w, int6
     const double *K = in[x->k].data, *V = in[x->v].data;
     double scale = (double)pp->scale, cap = (double)pp->softcap;
     double m = -INFINITY;
+    bool nan = false; /* a visible key's score is NaN (a NaN in q or k) */
     for (int64_t j = 0; j < s->sk; j++) {
         w->s[j] = -INFINITY;
         if (!attn_visible(pp, i, j, s->sq, s->sk))
@@ -149,13 +150,20 @@ static void row_eval(const pt_prepared *pp, const pt_tensor *in, ref_ws *w, int6
         }
         w->s[j] = v;
         w->a[j] = fabs(scale) * adot * slope;
+        nan |= isnan(v);
         if (v > m)
             m = v;
     }
     for (int64_t c = 0; c < dv; c++) {
-        o[c] = 0;
+        o[c] = nan ? NAN : 0;
         if (mo)
-            mo[c] = 0;
+            mo[c] = nan ? NAN : 0;
+    }
+    if (nan) { /* the whole row is NaN, as torch and flash-attention give */
+        *lse = NAN;
+        if (mlse)
+            *mlse = NAN;
+        return;
     }
     if (m == -INFINITY) { /* no visible key */
         *lse = -INFINITY;
@@ -514,6 +522,103 @@ void attn_tolerance(const pt_prepared *pp, int out, pt_tol *tol)
         *tol = (pt_tol){ATTN_LSE_TOL, 1.0};
 }
 
+/* ---- non-finite v: what is specified ----
+ * A NaN or inf in v at key j (kv head hk, column c) reaches column c of
+ * the rows that see key j: NaN there (p_j v = NaN), inf of its sign where
+ * the row's p_j >= 2^-14 (a P element the kernels keep nonzero in f16 and
+ * bf16, rescales included; below that the kernels' P may underflow to 0
+ * and 0 * inf is NaN). Column c of the other rows is unspecified: the
+ * P.V product of a tile multiplies a masked key's p = 0 by the element
+ * (NaN), as flash-attention and torch's math kernel do, while rows of
+ * tiles that never load key j keep their value. Those elements are left
+ * out of the comparison (attn_padding). */
+enum { NONFINITE_V_ROWS = 16 }; /* inf elements judged row by row; past that, unspecified */
+#define P_KEPT 0x1p-14
+
+/* Every (sequence, key) whose v row holds v element idx: calls mark_key. */
+static void nonfinite_v_rows(const pt_prepared *pp, const pt_tensor *in, ref_ws *w, int64_t idx, bool judge,
+                             uint8_t *mask)
+{
+    const int64_t *st = pp->sv;
+    int64_t dv = pp->dv, c = idx % dv, hk, b0 = 0, b1 = pp->B, j0 = -1, tok = -1, page = -1;
+    if (pp->page) { /* pools [page, row, hk, c] */
+        page = idx / st[2];
+        int64_t r = idx % st[2];
+        j0 = r / st[0];
+        hk = (r % st[0]) / st[1];
+    } else if (pp->varlen) { /* packed [token, hk, c] */
+        tok = idx / st[0];
+        hk = (idx % st[0]) / st[1];
+    } else {
+        b0 = idx / st[2];
+        b1 = b0 + 1;
+        int64_t r = idx % st[2];
+        if (st[0] > st[1]) { /* bshd */
+            j0 = r / st[0];
+            hk = (r % st[0]) / st[1];
+        } else {
+            hk = r / st[1];
+            j0 = (r % st[1]) / st[0];
+        }
+    }
+    double val = in[pp->t.v].data[idx];
+    double *o = malloc((size_t)dv * sizeof *o);
+    for (int64_t b = b0; b < b1 && b < pp->B; b++) {
+        const attn_seq *s = &w->seq[b];
+        int64_t nkeys = pp->page ? pp->pages_per_seq : 1;
+        for (int64_t k = 0; k < nkeys; k++) {
+            int64_t j = j0;
+            if (pp->page) {
+                if (clamp64(in[pp->t.block_table].data[b * pp->pages_per_seq + k], 0, pp->npages - 1) != page)
+                    continue;
+                j = k * pp->page + j0;
+            } else if (pp->varlen) {
+                j = tok - s->k0;
+            }
+            if (j < 0 || j >= s->sk)
+                continue;
+            for (int64_t h = hk * pp->group; h < (hk + 1) * pp->group; h++)
+                for (int64_t i = 0; i < s->sq; i++) {
+                    bool spec = attn_visible(pp, i, j, s->sq, s->sk);
+                    if (spec && !isnan(val)) { /* inf: where p_j keeps it */
+                        spec = judge && o;
+                        if (spec) {
+                            double lse;
+                            row_eval(pp, in, w, b, h, i, o, &lse, NULL, NULL);
+                            /* w->s[j]: p_j of a finite row (a NaN row is NaN everywhere) */
+                            spec = isnan(lse) || w->s[j] >= P_KEPT;
+                        }
+                    }
+                    if (!spec)
+                        mask[o_at(pp, s, b, i, h) + c] = 1;
+                }
+        }
+    }
+    free(o);
+}
+
+static int nonfinite_v(const pt_prepared *pp, const pt_tensor *in, uint8_t *mask, pt_err *e)
+{
+    const pt_tensor *V = &in[pp->t.v];
+    int64_t ninf = 0, nbad = 0;
+    for (int64_t k = 0; k < V->numel; k++)
+        if (!isfinite(V->data[k])) {
+            nbad++;
+            ninf += isinf(V->data[k]);
+        }
+    if (!nbad)
+        return PT_OK;
+    ref_ws w;
+    int rc = ws_new(pp, in, &w, e);
+    if (rc)
+        return rc;
+    for (int64_t k = 0; k < V->numel; k++)
+        if (!isfinite(V->data[k]))
+            nonfinite_v_rows(pp, in, &w, k, ninf <= NONFINITE_V_ROWS, mask);
+    ws_free(&w);
+    return PT_OK;
+}
+
 int attn_padding(const pt_prepared *pp, const pt_tensor *in, int out, uint8_t *mask, pt_err *e)
 {
     const attn_tensors *x = &pp->t;
@@ -522,7 +627,7 @@ int attn_padding(const pt_prepared *pp, const pt_tensor *in, int out, uint8_t *m
     int64_t numel = out == x->o ? pp->B * pp->Sq * pp->Hq * pp->dv : pp->B * pp->Hq * pp->Sq;
     memset(mask, 0, (size_t)numel);
     if (!pp->varlen)
-        return PT_OK;
+        return out == x->o ? nonfinite_v(pp, in, mask, e) : PT_OK;
     memset(mask, 1, (size_t)numel);
     for (int64_t b = 0; b < pp->B; b++) {
         attn_seq s = attn_seq_of(pp, in, b);
@@ -534,5 +639,61 @@ int attn_padding(const pt_prepared *pp, const pt_tensor *in, int out, uint8_t *m
                     memset(mask + o_at(pp, &s, b, i, h), 0, (size_t)pp->dv);
             }
     }
-    return PT_OK;
+    return out == x->o ? nonfinite_v(pp, in, mask, e) : PT_OK;
+}
+
+/* ---- adversarial inputs ---- */
+
+void attn_plant(const pt_prepared *pp, attn_adv kind, uint64_t seed, pt_tensor *in)
+{
+    if (kind <= ATTN_ADV_NONE || kind >= ATTN_ADV_N)
+        return;
+    uint64_t s = (seed ? seed : 1) ^ 0xadd5eed0a77ull;
+    const attn_tensors *x = &pp->t;
+    /* a sequence with rows and keys, from a random start */
+    int64_t b0 = rand_in(&s, 0, pp->B - 1), b = -1;
+    attn_seq q = {0, 0, 0, 0};
+    for (int64_t t = 0; t < pp->B && b < 0; t++) {
+        attn_seq c = attn_seq_of(pp, in, (b0 + t) % pp->B);
+        if (c.sq > 0 && c.sk > 0) {
+            b = (b0 + t) % pp->B;
+            q = c;
+        }
+    }
+    if (b < 0)
+        return;
+    static const double vals[ATTN_ADV_N] = {
+        [ATTN_ADV_Q_NAN] = NAN, [ATTN_ADV_Q_POSINF] = INFINITY, [ATTN_ADV_Q_NEGINF] = -INFINITY,
+        [ATTN_ADV_Q_HUGE] = ATTN_HUGE, [ATTN_ADV_K_NAN] = NAN, [ATTN_ADV_K_POSINF] = INFINITY,
+        [ATTN_ADV_K_NEGINF] = -INFINITY, [ATTN_ADV_K_HUGE_FIRST] = ATTN_HUGE, [ATTN_ADV_K_HUGE_LAST] = ATTN_HUGE,
+        [ATTN_ADV_V_NAN] = NAN, [ATTN_ADV_V_POSINF] = INFINITY, [ATTN_ADV_V_NEGINF] = -INFINITY,
+    };
+    double v = vals[kind];
+    /* a row with visible keys [lo, hi] (from a random start), and its keys */
+    int64_t i0 = rand_in(&s, 0, q.sq - 1), i = -1, lo = 0, hi = -1, off = q.sk - q.sq;
+    for (int64_t t = 0; t < q.sq && i < 0; t++) {
+        int64_t r = (i0 + t) % q.sq;
+        lo = pp->wl >= 0 ? r + off - pp->wl : 0;
+        hi = pp->wr >= 0 ? r + off + pp->wr : q.sk - 1;
+        lo = lo < 0 ? 0 : lo;
+        hi = hi > q.sk - 1 ? q.sk - 1 : hi;
+        if (lo <= hi)
+            i = r;
+    }
+    if (i < 0)
+        return; /* no row of this sequence sees a key */
+    if (kind <= ATTN_ADV_Q_HUGE) {
+        int64_t h = rand_in(&s, 0, pp->Hq - 1), c = rand_in(&s, 0, pp->d - 1);
+        in[x->q].data[q_at(pp, &q, b, i, h) + c] = v;
+        return;
+    }
+    bool is_k = kind <= ATTN_ADV_K_HUGE_LAST;
+    int64_t j = rand_in(&s, lo, hi);
+    if (kind == ATTN_ADV_K_HUGE_FIRST) /* in the first key block, which the kernels take last */
+        j = rand_in(&s, lo, hi - lo < 16 ? hi : lo + 15);
+    else if (kind == ATTN_ADV_K_HUGE_LAST)
+        j = hi;
+    int64_t hk = rand_in(&s, 0, pp->Hkv - 1), c = rand_in(&s, 0, (is_k ? pp->d : pp->dv) - 1);
+    int t = is_k ? x->k : x->v;
+    in[t].data[kv_at(pp, in, &q, is_k ? pp->sk : pp->sv, b, j, hk) + c] = v;
 }

@@ -11,9 +11,12 @@
  *     Prints the case count and the worst error per dtype.
  *   - the structure of the emitted kernel (mma per block, ldmatrix, mask
  *     only behind a branch, sequence lengths as parameters) and check();
- *   - every config of the space of a Llama-3-8B prefill (Sq = Sk = 4096,
- *     Hq 32, Hkv 8, d 128, causal, bf16) assembles for sm_80/86/89/90 with
- *     0 spills and no local memory (skipped without a toolkit). */
+ *   - a fixed sample of the space of a Llama-3-8B prefill (Sq = Sk = 4096,
+ *     Hq 32, Hkv 8, d 128, causal, bf16) for sm_80/86/89/90, and of the same
+ *     heads at Sq = 77 (packed GQA), assembles with 0 spills and no local
+ *     memory (skipped without a toolkit; tests/test_attention_space.c
+ *     assembles the whole spaces);
+ *   - adversarial inputs: NaN, +-inf and huge values in q, k, v. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -26,6 +29,7 @@
 #include "test_space.h"
 #include "test_util.h"
 #include "tuner/emu_check.h"
+#include "tuner/verify.h"
 
 static double now(void)
 {
@@ -143,6 +147,21 @@ static const acase grid[] = {
     {F16, 3, 8, 2, 129, 77, 128, false, -1, -1, 0, 0, false, true, true, false, "sm_86", "impl=0,bm=64,warps=4,bn=32", 64},
     {BF, 3, 4, 4, 77, 129, 64, false, 30, 2, 0, 1.0, true, false, true, false, "sm_89", "impl=0,bm=128,warps=8,bn=32", 32},
     {F16, 2, 4, 2, 33, 40, 64, true, -1, -1, 0, 1.0, true, true, true, false, "sm_90", "impl=0,bm=64,warps=4,bn=16", 1},
+    /* pack_gqa: the query heads of a kv head share a tile (rows are
+     * (position, head) pairs), Sq = 1, 7, 77, GQA 4:1 and MQA (a group of 6:
+     * not a power of two), causal and windows, varlen, paged, bhsd, hd96 and
+     * hd128, softcap; every mask uses each row's own position */
+    {BF, 2, 8, 2, 1, 77, 64, true, -1, -1, 0, 1.0, false, false, true, false, "sm_80", "impl=0,pack_gqa=1,bm=64,warps=4,bn=32", 0},
+    {F16, 1, 6, 1, 1, 129, 64, false, 20, -1, 0, 0, false, false, true, false, "sm_86", "impl=0,pack_gqa=1,bm=64,warps=4,bn=64", 0},
+    {BF, 2, 8, 2, 7, 77, 128, true, -1, -1, 0, 1.0, false, false, true, false, "sm_89", "impl=0,pack_gqa=1,bm=128,warps=8,bn=32", 0},
+    {F16, 1, 6, 1, 7, 40, 64, false, 5, 2, 0, 0, false, false, true, true, "sm_90", "impl=0,pack_gqa=1,bm=64,warps=4,bn=16,kv_stages=2", 0},
+    {BF, 1, 8, 2, 77, 129, 64, true, -1, -1, 0, 1.0, false, false, true, false, "sm_80", "pack_gqa=1,bm=128,warps=4,bn=64,raster=1", 0},
+    {F16, 1, 6, 1, 77, 77, 128, false, 16, 3, 0, 0, false, false, true, false, "sm_86", "pack_gqa=1,bm=64,warps=4,bn=32,q_in_regs=1", 0},
+    {BF, 1, 6, 1, 77, 129, 64, true, 30, -1, 0, 1.0, false, false, true, false, "sm_89", "pack_gqa=1,bm=128,warps=8,bn=48", 0},
+    {F16, 3, 8, 2, 77, 129, 64, true, -1, -1, 0, 0, true, true, true, false, "sm_90", "pack_gqa=1,bm=64,warps=4,bn=32", 0},
+    {BF, 2, 8, 2, 7, 129, 96, true, -1, -1, 0, 1.0, false, false, true, false, "sm_80", "impl=0,pack_gqa=1,bm=128,warps=8,bn=32", 0},
+    {F16, 2, 8, 2, 77, 77, 64, false, 10, 10, 20, 1.0, false, false, true, false, "sm_86", "pack_gqa=1,bm=64,warps=4,bn=32", 0},
+    {BF, 3, 6, 1, 77, 129, 64, true, -1, -1, 0, 1.0, true, false, true, false, "sm_89", "impl=0,pack_gqa=1,bm=64,warps=4,bn=32", 16},
 };
 
 /* Inputs: the verifier's default, zero-mean uniform [-2, 2] (lo = hi = 0),
@@ -177,6 +196,19 @@ static void run_grid(const acase *cases, int n, double lo, double hi)
         }
         int k = c->dt == PT_BF16;
         per[k]++;
+        /* shared loads and stores are O's staging alone: conflict free */
+        uint64_t bc = r.bank[EMU_BANK_LD].conflicts + r.bank[EMU_BANK_ST].conflicts;
+        if (!rc && bc) {
+            rc = PT_ERANGE;
+            snprintf(e.msg, sizeof e.msg, "%llu shared-memory bank conflicts in O's staging (ld %llu, st %llu; %llu and %llu accesses)",
+                     (unsigned long long)bc, (unsigned long long)r.bank[EMU_BANK_LD].conflicts,
+                     (unsigned long long)r.bank[EMU_BANK_ST].conflicts, (unsigned long long)r.bank[EMU_BANK_LD].accesses,
+                     (unsigned long long)r.bank[EMU_BANK_ST].accesses);
+        }
+        if (!rc && (r.bank[EMU_BANK_LD].accesses == 0 || r.bank[EMU_BANK_ST].accesses == 0)) {
+            rc = PT_ERANGE;
+            snprintf(e.msg, sizeof e.msg, "no shared loads or stores: O is not staged");
+        }
         if (r.max_err > worst[k])
             worst[k] = r.max_err;
         ran++;
@@ -221,7 +253,13 @@ static pt_problem llama(bool causal)
     return problem(&c);
 }
 
-Test(attention_prefill, every_config_of_the_llama3_8b_space_assembles, .timeout = 1800)
+/* A fixed sample of the configs tests/test_attention_space.c assembles in
+ * full (minutes of nvJitLink): every SAMPLE_STEP-th config the check
+ * accepts from a seeded offset, of the Llama-3-8B space on the four archs
+ * and of the same heads at Sq = 77 (where the space packs GQA) on sm_80. */
+enum { SAMPLE_STEP = 15, SAMPLE_SEED = 11 }; /* odd: pack_gqa, the fastest parameter, alternates */
+
+Test(attention_prefill, a_sample_of_the_llama3_8b_spaces_assembles, .timeout = 900)
 {
     pt_compiler *comp = NULL;
     pt_err e = {0};
@@ -229,16 +267,29 @@ Test(attention_prefill, every_config_of_the_llama3_8b_space_assembles, .timeout 
         cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
         cr_skip_test("no CUDA toolkit: %s", e.msg);
     }
-    pt_problem p = llama(true);
+    pt_problem p[2] = {llama(true), llama(true)};
+    p[1].seqlen_q = 77;
+    static const char *const sm80[] = {"sm_80"};
     double t0 = now();
-    test_space_tally t = test_assemble_space(&gen_attention_op, &p, 1, prefill_archs, 4, comp);
-    printf("attention prefill: %d configs of the Llama-3-8B space (Sq=Sk=4096, Hq 32, Hkv 8, d 128, causal, "
-           "bf16) assembled for sm_80 sm_86 sm_89 sm_90 with %s in %.0f s: %d failures, %d with spills, %d with "
-           "C7xxx warnings, %d with local memory\n",
-           t.variants, pt_compiler_describe(comp), now() - t0, t.failures, t.spills, t.warned, t.local);
+    test_space_job jobs[2];
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) { /* thread i: the whole space of problem i, sampled */
+        jobs[i] = (test_space_job){&gen_attention_op, &p[i], 1, i ? sm80 : prefill_archs, i ? 1 : 4, comp,
+                                   pt_compiler_max_ptx(comp), SAMPLE_SEED % SAMPLE_STEP, SAMPLE_STEP, {0}};
+        pthread_create(&th[i], NULL, test_space_run, &jobs[i]);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
     pt_compiler_close(comp);
-    cr_assert(t.variants >= 300, "only %d configs", t.variants);
-    cr_assert(t.failures + t.spills + t.warned + t.local == 0, "first: %s", t.first);
+    for (int i = 0; i < 2; i++) {
+        test_space_tally t = jobs[i].t;
+        printf("attention prefill: a sample of %d configs of the Llama-3-8B %s space assembled in %.0f s: %d failures, "
+               "%d with spills, %d with C7xxx warnings, %d with local memory\n",
+               t.variants, i ? "Sq=77 (packed GQA in it) sm_80" : "Sq=Sk=4096 sm_80/86/89/90", now() - t0, t.failures,
+               t.spills, t.warned, t.local);
+        cr_expect(t.variants >= (i ? 5 : 15), "only %d configs", t.variants);
+        cr_expect(t.failures + t.spills + t.warned + t.local == 0, "first: %s", t.first);
+    }
 }
 
 static int count(const char *text, const char *what)
@@ -263,7 +314,7 @@ Test(attention_prefill, structure_of_the_default_kernel)
     gen_attention_op.defaults(pp, &tg, &c);
     char cs[256];
     pt_config_str(&c, cs, sizeof cs);
-    cr_expect_str_eq(cs, "impl=0,bm=128,bn=64,warps=8,q_in_regs=0,kv_stages=1,raster=0");
+    cr_expect_str_eq(cs, "impl=0,bm=128,bn=64,warps=8,q_in_regs=0,kv_stages=1,raster=0,pack_gqa=0");
     ptx_module *m;
     pt_launch l;
     cr_assert_eq(pt_op_build(&gen_attention_op, pp, &tg, 90, &c, &m, &l, &e), 0, "%s", e.msg);
@@ -275,6 +326,12 @@ Test(attention_prefill, structure_of_the_default_kernel)
     cr_expect_eq(count(text, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 8 + 8 * 4, "Q and K");
     cr_expect_eq(count(text, "cvt.rn.bf16x2.f32"), 16 + 64 / 2, "P (bn/2 per row pair) and o");
     cr_expect_eq(count(text, "ld.local") + count(text, "st.local"), 0);
+    /* o staged through shared memory, stored 16 bytes a lane: a warp's 16
+     * rows x 256 bytes are 8 v4 stores a lane, and nothing narrower */
+    cr_expect_eq(count(text, "st.global.v4.b32"), 8);
+    cr_expect_eq(count(text, "st.global."), 8);
+    cr_expect_eq(count(text, "ld.shared.v4.b32"), 8);
+    cr_expect_eq(count(text, "bar.warp.sync"), 1);
     cr_expect_eq(count(text, ".param .u32"), 2, "seqlen_q and seqlen_k are run-time parameters");
     /* the mask: one selp to -inf per S value of the thread (2 rows x 16),
      * once, behind the block's uniform branch */
@@ -335,6 +392,10 @@ Test(attention_prefill, check_by_arch)
     expect_check("sm_80", p, "bm=64,bn=128,warps=4,q_in_regs=1", true, NULL);
     expect_check("sm_80", p, "bm=64,bn=64,warps=8", false, "8 rows per warp");
     expect_check("sm_80", p, "impl=1", false, NULL);
+    /* pack_gqa: only with query heads to pack */
+    expect_check("sm_80", p, "bm=128,bn=64,warps=8,pack_gqa=1", true, NULL);
+    acase mha = {BF, 1, 8, 8, 77, 77, 128, true, -1, -1, 0, 0, false, false, false, false, "sm_80", "", 0};
+    expect_check("sm_80", problem(&mha), "bm=128,bn=64,warps=8,pack_gqa=1", false, "no query heads to pack");
     /* head dim 256: one m atom, bn <= 64 */
     acase c = {BF, 1, 8, 8, 4096, 4096, 256, true, -1, -1, 0, 0, false, false, false, false, "sm_80", "", 0};
     expect_check("sm_80", problem(&c), "bm=128,bn=64,warps=8", true, NULL);
@@ -347,4 +408,102 @@ Test(attention_prefill, check_by_arch)
     /* paged hd96: 12 pieces a row, which the paged gather does not cut (one line, not an emit error) */
     pg.head_dim = pg.head_dim_v = 96;
     expect_check("sm_80", pg, "impl=0,bm=128,bn=64,warps=8", false, "head_dim=96");
+}
+
+/* ---- adversarial inputs (gen_attention_adversarial_op, attn_plant) ----
+ * One element of q, k or v NaN, +inf, -inf or huge (2^14: a score near
+ * 4096, in the block taken last, where every earlier block is rescaled by
+ * exp(-huge), or the first); kernel against the float64 reference under
+ * the verifier's rules (NaN matches only NaN, an inf only the same inf),
+ * each kind on shapes of every mask, GQA packed and not, varlen, paged,
+ * softcap. The reference must really carry the planted value (NaN or inf
+ * in o or lse for the non-finite kinds), or the case would be vacuous. */
+static const acase adv_shapes[] = {
+    {BF, 2, 4, 1, 77, 129, 64, true, -1, -1, 0, 0, false, false, true, false, "sm_80", "bm=64,warps=4,bn=32", 0},
+    {F16, 1, 8, 2, 33, 77, 128, false, 20, 5, 0, 0, false, false, true, false, "sm_86", "pack_gqa=1,bm=64,warps=4,bn=64", 0},
+    {BF, 3, 4, 2, 40, 77, 64, true, -1, -1, 0, 0, true, true, true, false, "sm_89", "bm=64,warps=4,bn=32,kv_stages=2", 0},
+    {F16, 2, 4, 4, 77, 77, 64, false, -1, -1, 30, 0, false, false, true, true, "sm_90", "bm=128,warps=8,bn=48", 0},
+    {BF, 2, 6, 1, 7, 129, 64, true, -1, -1, 0, 0, false, false, true, false, "sm_80", "impl=0,pack_gqa=1,bm=64,warps=4,bn=32", 16},
+};
+
+static const char *const adv_names[ATTN_ADV_N] = {
+    "none", "q NaN", "q +inf", "q -inf", "q huge", "k NaN", "k +inf", "k -inf", "k huge (first block)",
+    "k huge (last key)", "v NaN", "v +inf", "v -inf",
+};
+
+/* NaN and inf elements of the reference's o and lse for these inputs. */
+static int64_t reference_nonfinite(const pt_op *op, const pt_prepared *pp, uint64_t seed, pt_err *e)
+{
+    tuner_io *io = NULL;
+    if (tuner_io_new(op, pp, &io, e))
+        return -1;
+    tuner_io_random(io, seed, 0, 0);
+    pt_tensor out[2];
+    int64_t bad = 0;
+    for (int i = 0; i < io->nout; i++) {
+        out[i] = io->out[i];
+        out[i].data = calloc((size_t)out[i].numel, sizeof(double));
+    }
+    if (attn_reference(pp, io->in, out, e) == 0)
+        for (int i = 0; i < io->nout; i++)
+            for (int64_t k = 0; k < out[i].numel; k++)
+                bad += !isfinite(out[i].data[k]) && !(i == pp->t.lse && out[i].data[k] == -INFINITY);
+    for (int i = 0; i < io->nout; i++)
+        free(out[i].data);
+    tuner_io_free(NULL, io);
+    return bad;
+}
+
+Test(attention_prefill, adversarial_inputs_match_the_reference, .timeout = 600)
+{
+    int ran = 0, failed = 0;
+    char first[1700] = "";
+    double t0 = now();
+    int nshapes = (int)(sizeof adv_shapes / sizeof adv_shapes[0]);
+    for (int kind = 1; kind < ATTN_ADV_N; kind++)
+        for (int v = 0; v < 2; v++) {
+            const acase *c = &adv_shapes[(kind + v * 2) % nshapes];
+            const pt_op *op = gen_attention_adversarial_op((attn_adv)kind);
+            cr_assert(op);
+            char what[600], d[512];
+            describe(c, d, sizeof d);
+            snprintf(what, sizeof what, "%s: %s", adv_names[kind], d);
+            pt_arena *a = pt_arena_new();
+            pt_target tg;
+            const pt_prepared *pp = NULL;
+            pt_config cfg;
+            pt_err e = {0};
+            uint64_t seed = (uint64_t)(77 + 13 * kind + v);
+            int rc = prepare(a, c, &tg, &pp, &cfg, &e);
+            pt_check_result r;
+            memset(&r, 0, sizeof r);
+            if (!rc) {
+                /* (a softcap maps an infinite score to +-softcap: finite) */
+                bool nonfinite = kind != ATTN_ADV_Q_HUGE && kind != ATTN_ADV_K_HUGE_FIRST &&
+                                 kind != ATTN_ADV_K_HUGE_LAST && (c->softcap == 0 || kind >= ATTN_ADV_V_NAN ||
+                                                                   kind == ATTN_ADV_Q_NAN || kind == ATTN_ADV_K_NAN);
+                int64_t nf = reference_nonfinite(op, pp, seed, &e);
+                if (nf < 0)
+                    rc = PT_EINVAL;
+                else if (nonfinite && nf == 0) {
+                    rc = PT_EINVAL;
+                    snprintf(e.msg, sizeof e.msg, "the planted value reaches no output of the reference (vacuous)");
+                }
+            }
+            if (!rc) {
+                pt_check_opts o = {.seed = seed, .threads = 2};
+                rc = pt_check_emu(op, pp, &tg, &cfg, &o, &r, &e);
+            }
+            ran++;
+            if (rc) {
+                failed++;
+                if (!first[0])
+                    snprintf(first, sizeof first, "%s: %s", what, e.msg);
+                printf("FAILED %s: %s\n", what, e.msg);
+            }
+            pt_arena_free(a);
+        }
+    printf("attention prefill adversarial inputs: %d cases, %d failed, %.1f s\n", ran, failed, now() - t0);
+    fflush(stdout);
+    cr_expect_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
 }
