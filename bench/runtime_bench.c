@@ -9,13 +9,16 @@
  *   open with every kernel loaded (eager),
  *   select per call over mixed sizes (the lookup).
  *
- *   runtime_bench [--kernels N] [--reps R] [--fake PATH-to-libcuda.so.1]
- * Prints a markdown table (medians over R runs of CPU time). */
+ *   runtime_bench [--kernels N] [--reps R] [--fake PATH-to-libcuda.so.1] [--tables DIR]
+ * Prints a markdown table (medians over R runs of CPU time). --tables DIR
+ * keeps the tables in DIR (made there once, reused by later runs: the same
+ * table before and after a change, and a quick loop for a profiler). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ptxtune/ptxtune.h"
@@ -65,6 +68,7 @@ static int measure(void *ctx, const sweep_cand *c, sweep_meas *m, pt_err *e)
 int main(int argc, char **argv)
 {
     int nk = 100, reps = 9;
+    const char *keep = NULL;
     const char *fake = getenv("PTXTUNE_FAKE_CUDA");
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--kernels") == 0)
@@ -73,6 +77,8 @@ int main(int argc, char **argv)
             reps = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--fake") == 0)
             fake = argv[i + 1];
+        else if (strcmp(argv[i], "--tables") == 0)
+            keep = argv[i + 1];
     }
     if (nk < 2 || nk > 2000 || reps < 1 || reps > 1000 || !fake) {
         fprintf(stderr, "usage: runtime_bench [--kernels 2..2000] [--reps R] --fake libcuda.so.1\n");
@@ -82,8 +88,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "runtime_bench: %s\n", dlerror());
         return 2;
     }
-    char dir[] = "/tmp/ptxtune_rtbench_XXXXXX";
-    if (!mkdtemp(dir))
+    char dir[512] = "/tmp/ptxtune_rtbench_XXXXXX";
+    if (keep) {
+        snprintf(dir, sizeof dir, "%s", keep);
+        mkdir(dir, 0700);
+    } else if (!mkdtemp(dir))
         return 1;
     char db[512], bundle[512], json[512];
     snprintf(db, sizeof db, "%s/t.db", dir);
@@ -106,6 +115,11 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    double tune_s = 0;
+    int rows = 0;
+    bool have = keep && access(bundle, R_OK) == 0 && access(json, R_OK) == 0;
+    if (have)
+        goto measure;
     db_store *s;
     if (db_open(db, NULL, &s, &e)) {
         fprintf(stderr, "%s\n", e.msg);
@@ -120,8 +134,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "sweep: %s\n", e.msg);
         return 1;
     }
-    double tune_s = now() - t0;
-    int rows = 0;
+    tune_s = now() - t0;
     pt_buf jb;
     pt_buf_init(&jb);
     if (db_export_bundle(s, NULL, NULL, bundle, &rows, &e) ||
@@ -135,6 +148,7 @@ int main(int argc, char **argv)
     fclose(f);
     pt_buf_free(&jb);
     db_close(s);
+measure:;
     char sm_class[256], gm_class[256];
     snprintf(sm_class, sizeof sm_class, "%s", p[0].klass);
     snprintf(gm_class, sizeof gm_class, "%s", p[1].klass);
@@ -229,11 +243,14 @@ int main(int argc, char **argv)
     printf("\nlookup (ptxtune_select, softmax and GEMM alternating, sizes 1..%d, %d entries): "
            "%.0f ns per call (checksum %lld)\n",
            nk / 2, nk, lookup * 1e9, (long long)sink);
-    printf("setup (not timed above): %d problems tuned in %.1f s, %d rows exported\n", nk,
-           tune_s, rows);
+    if (have)
+        printf("setup: the tables of %s\n", dir);
+    else
+        printf("setup (not timed above): %d problems tuned in %.1f s, %d rows exported\n", nk,
+               tune_s, rows);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd))
+    if (!keep && system(cmd))
         return 1;
     pt_arena_free(a);
     free(p);

@@ -7,6 +7,7 @@
 #include "ptxtune/runtime.h"
 
 #include <jansson.h>
+#include <sqlite3.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -99,10 +100,11 @@ struct ptxtune_entry {
     bool smem_optin;
     int nargs, ntensors;
     rt_arg args[RT_MAX_ARGS];
-    char *ptx;
-    size_t ptx_len;
-    unsigned char *cubin;
-    size_t cubin_size;
+    /* the kernel, read at its first load (docs/runtime.md, start-up): the
+     * bundle's kernels row, or the JSON table's kernel and cubin objects */
+    char khash[17];    /* its identity: db_kernel_hash of the PTX, checked at load */
+    int64_t kernel_id; /* bundle: kernels.id; 0 none */
+    json_t *kjson, *cjson; /* JSON table: borrowed from the runtime's document */
     double time_s;
     atomic_int loaded; /* 1: mod and fn are set (release) */
     CUmodule mod;
@@ -121,6 +123,9 @@ struct ptxtune_runtime {
     ptxtune_entry *v;
     int n, cap;
     pthread_mutex_t mu;
+    sqlite3 *bundle;   /* the bundle, open read-only until close (loads read it) */
+    sqlite3_stmt *kernel_q;
+    json_t *json;      /* the JSON table's document (loads read it) */
 };
 
 /* The class id of klass (hash, then one strcmp), -1 when none has it. */
@@ -218,8 +223,6 @@ static void entry_free(ptxtune_entry *k)
     free(k->config);
     free(k->entry);
     free(k->arch);
-    free(k->ptx);
-    free(k->cubin);
 }
 
 /* "16,64,32,1" */
@@ -250,12 +253,9 @@ static bool jint(json_t *o, const char *k, int64_t *v)
 
 /* The launch contract (tuner/contract.h) into k; a one-line reason when it
  * is missing or malformed. */
-static int read_contract(ptxtune_entry *k, const char *launch, const char *dims,
-                         ptxtune_error *e)
+static int read_contract(ptxtune_entry *k, json_t *launch, const char *dims, ptxtune_error *e)
 {
-    json_error_t je;
-    json_t *root = launch && *launch ? json_loads(launch, 0, &je) : NULL;
-    json_t *c = json_object_get(root, "contract");
+    json_t *c = json_object_get(launch, "contract");
     int rc = PTXTUNE_OK;
     if (!json_is_object(c)) {
         rc = fail(e, PTXTUNE_EINVAL,
@@ -375,27 +375,16 @@ static int read_contract(ptxtune_entry *k, const char *launch, const char *dims,
         }
     }
 out:
-    json_decref(root);
     return rc;
 }
 
 typedef struct row_view {
-    const char *fp_key, *gpu, *driver;
-    int cc, sm_count;
-    const char *op, *klass, *problem, *dims, *config, *entry, *arch, *launch;
-    const char *ptx;
-    size_t ptx_len;
-    const void *cubin;
-    size_t cubin_size;
+    const char *op, *klass, *problem, *dims, *config, *entry, *arch, *khash;
+    json_t *launch;
+    int64_t kernel_id;
+    json_t *kjson, *cjson;
     double t_median;
 } row_view;
-
-typedef struct load_ctx {
-    ptxtune_runtime *rt;
-    row_view *rows; /* copies of the strings live in owned */
-    int n, cap;
-    ptxtune_error *e;
-} load_ctx;
 
 static int add_entry(ptxtune_runtime *rt, const row_view *r, ptxtune_error *e)
 {
@@ -415,19 +404,14 @@ static int add_entry(ptxtune_runtime *rt, const row_view *r, ptxtune_error *e)
     k->config = dup(r->config);
     k->entry = dup(r->entry);
     k->arch = dup(r->arch);
-    k->ptx = malloc(r->ptx_len + 1);
-    k->cubin = r->cubin_size ? malloc(r->cubin_size) : NULL;
-    if (!k->op || !k->klass || !k->problem || !k->config || !k->entry || !k->arch || !k->ptx ||
-        (r->cubin_size && !k->cubin)) {
+    if (!k->op || !k->klass || !k->problem || !k->config || !k->entry || !k->arch) {
         entry_free(k);
         return fail(e, PTXTUNE_ENOMEM, "out of memory");
     }
-    memcpy(k->ptx, r->ptx, r->ptx_len);
-    k->ptx[r->ptx_len] = '\0';
-    k->ptx_len = r->ptx_len;
-    if (r->cubin_size)
-        memcpy(k->cubin, r->cubin, r->cubin_size);
-    k->cubin_size = r->cubin_size;
+    snprintf(k->khash, sizeof k->khash, "%s", r->khash ? r->khash : "");
+    k->kernel_id = r->kernel_id;
+    k->kjson = r->kjson;
+    k->cjson = r->cjson;
     k->klass_hash = hash_str(k->klass);
     k->klass_id = rt->n;
     for (int j = 0; j < rt->n; j++)
@@ -449,93 +433,145 @@ static int add_entry(ptxtune_runtime *rt, const row_view *r, ptxtune_error *e)
 
 /* ---- reading a table ------------------------------------------------------ */
 
-/* Rows are collected first (to choose the fingerprint), then the chosen
- * ones become entries. The views point into the source (sqlite rows are
- * copied: they do not outlive the callback). */
-typedef struct row_copy {
-    row_view v;
-    char *strs[13];
-    void *cubin;
-} row_copy;
+/* The fingerprint served: the named one (a key or a prefix naming exactly
+ * one), else this device's (same GPU name, cc and SM count; its driver
+ * first, then the smaller key). Offered one fingerprint at a time. */
+typedef struct fp_pick {
+    const char *prefix; /* options.fingerprint */
+    const char *gpu;
+    int cc, sms;
+    char drv[32];
+    char key[17];
+    bool have, drv_match, ambiguous;
+    int rows; /* rows of every fingerprint */
+} fp_pick;
 
-typedef struct rows {
-    row_copy *v;
-    int n, cap;
-} rows;
-
-static void rows_free(rows *r)
+static void fp_offer(fp_pick *p, const char *key, const char *gpu, int cc, int sms,
+                     const char *driver, int rows)
 {
-    for (int i = 0; i < r->n; i++) {
-        for (int j = 0; j < 13; j++)
-            free(r->v[i].strs[j]);
-        free(r->v[i].cubin);
+    p->rows += rows;
+    bool ok = p->prefix ? *p->prefix && strncmp(key, p->prefix, strlen(p->prefix)) == 0
+                        : strcmp(gpu, p->gpu) == 0 && cc == p->cc && sms == p->sms;
+    if (!ok || (p->have && strcmp(p->key, key) == 0))
+        return;
+    bool d = strcmp(driver, p->drv) == 0;
+    if (p->have && p->prefix)
+        p->ambiguous = true;
+    if (!p->have || (d && !p->drv_match) || (d == p->drv_match && strcmp(key, p->key) < 0)) {
+        snprintf(p->key, sizeof p->key, "%s", key);
+        p->drv_match = d;
+        p->have = true;
     }
-    free(r->v);
 }
 
-static int rows_add(rows *r, const row_view *v)
+static int fp_check(const char *path, const db_fingerprint *f, const char *key,
+                    ptxtune_error *e)
 {
-    if (r->n == r->cap) {
-        int cap = r->cap ? 2 * r->cap : 64;
-        row_copy *nv = realloc(r->v, (size_t)cap * sizeof *nv);
-        if (!nv)
-            return PTXTUNE_ENOMEM;
-        r->v = nv;
-        r->cap = cap;
-    }
-    row_copy *c = &r->v[r->n];
-    memset(c, 0, sizeof *c);
-    const char *src[13] = {v->fp_key, v->gpu,    v->driver, v->op,     v->klass,
-                           v->problem, v->dims,  v->config, v->entry,  v->arch,
-                           v->launch,  NULL,     NULL};
-    for (int j = 0; j < 11; j++) {
-        c->strs[j] = dup(src[j]);
-        if (!c->strs[j]) {
-            for (int i = 0; i < j; i++)
-                free(c->strs[i]);
-            return PTXTUNE_ENOMEM;
-        }
-    }
-    c->strs[11] = malloc(v->ptx_len + 1);
-    c->cubin = v->cubin_size ? malloc(v->cubin_size) : NULL;
-    if (!c->strs[11] || (v->cubin_size && !c->cubin)) {
-        for (int j = 0; j < 12; j++)
-            free(c->strs[j]);
-        free(c->cubin);
-        return PTXTUNE_ENOMEM;
-    }
-    memcpy(c->strs[11], v->ptx, v->ptx_len);
-    c->strs[11][v->ptx_len] = '\0';
-    if (v->cubin_size)
-        memcpy(c->cubin, v->cubin, v->cubin_size);
-    c->v = (row_view){c->strs[0], c->strs[1], c->strs[2], v->cc, v->sm_count, c->strs[3],
-                      c->strs[4], c->strs[5], c->strs[6], c->strs[7], c->strs[8], c->strs[9],
-                      c->strs[10], c->strs[11], v->ptx_len, c->cubin, v->cubin_size,
-                      v->t_median};
-    r->n++;
+    char want[17];
+    db_fingerprint_key(f, want);
+    if (strcmp(want, key) != 0)
+        return fail(e, PTXTUNE_EINVAL, "%s: fingerprint key %s does not match its fields", path,
+                    key);
     return PTXTUNE_OK;
 }
 
-static int bundle_row(void *ctx, const db_export_row *r)
+static const char *col(sqlite3_stmt *st, int i)
 {
-    row_view v = {r->fp_key, r->fp.gpu, r->fp.driver, r->fp.cc, r->fp.sm_count, r->op,
-                  r->klass, r->problem_key, r->dims, r->config, r->entry, r->arch, r->launch,
-                  r->ptx, r->ptx_len, r->cubin, r->cubin_size, r->t_median};
-    return rows_add(ctx, &v) ? PT_ENOMEM : PT_OK;
+    const char *t = (const char *)sqlite3_column_text(st, i);
+    return t ? t : "";
 }
 
-static int read_bundle(const char *path, rows *out, ptxtune_error *e)
+static int sql_fail(ptxtune_error *e, sqlite3 *db, const char *path, const char *what)
 {
-    db_open_opts o = {.readonly = true, .must_exist = true};
-    db_store *s;
-    pt_err pe = {0};
-    if (db_open(path, &o, &s, &pe))
-        return from_pt(e, &pe);
-    int rc = db_export_rows(s, NULL, NULL, bundle_row, out, &pe);
-    db_close(s);
-    if (rc == PT_ENOMEM && !pe.msg[0])
-        return fail(e, PTXTUNE_ENOMEM, "out of memory");
-    return rc ? from_pt(e, &pe) : PTXTUNE_OK;
+    int code = sqlite3_errcode(db);
+    return fail(e, code == SQLITE_NOMEM ? PTXTUNE_ENOMEM : PTXTUNE_EINVAL,
+                "%s: %s: %s (not a ptxtune bundle, or a damaged one)", path, what,
+                sqlite3_errmsg(db));
+}
+
+/* The served rows: the winners, never the mock device's (db/query.c's
+ * NOT_MOCK: the export's rule). */
+#define RT_WINNERS                                                                          \
+    " FROM winners w JOIN measurements m ON m.id = w.measurement_id"                        \
+    " JOIN runs r ON r.id = m.run_id JOIN fingerprints f ON f.id = w.fingerprint_id"        \
+    " JOIN problems p ON p.id = w.problem_id LEFT JOIN kernels k ON k.id = m.kernel_id"     \
+    " WHERE m.source <> 'mock'"
+
+/* A bundle (export --format bundle, a SQLite store): its fingerprints are
+ * checked (key against fields) and one chosen, then that fingerprint's rows
+ * become entries without their kernels: the PTX and cubin are read, and the
+ * kernel's identity checked, at its first load. The file stays open
+ * (read-only) until ptxtune_close. */
+static int read_bundle(ptxtune_runtime *rt, const char *path, fp_pick *pk, ptxtune_error *e)
+{
+    int rc = sqlite3_open_v2(path, &rt->bundle, SQLITE_OPEN_READONLY, NULL);
+    if (rc != SQLITE_OK)
+        return rt->bundle ? sql_fail(e, rt->bundle, path, "cannot open")
+                          : fail(e, PTXTUNE_ENOMEM, "out of memory");
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(rt->bundle, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        return sql_fail(e, rt->bundle, path, "reading the schema version");
+    }
+    int version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (version != DB_SCHEMA_VERSION)
+        return fail(e, PTXTUNE_EINVAL,
+                    "%s: store schema version %d, this library reads version %d (export the "
+                    "bundle again with this version)",
+                    path, version, DB_SCHEMA_VERSION);
+    static const char fps[] = "SELECT f.key, f.gpu, f.cc, f.sm_count, f.driver, f.compiler,"
+                              " f.ptx_version, f.generator, f.protocol, COUNT(*)" RT_WINNERS
+                              " GROUP BY f.id ORDER BY f.key";
+    if (sqlite3_prepare_v2(rt->bundle, fps, -1, &st, NULL) != SQLITE_OK)
+        return sql_fail(e, rt->bundle, path, "reading its fingerprints");
+    int src;
+    rc = PTXTUNE_OK;
+    while (!rc && (src = sqlite3_step(st)) == SQLITE_ROW) {
+        db_fingerprint f = {col(st, 1), sqlite3_column_int(st, 2), sqlite3_column_int(st, 3),
+                            col(st, 4), col(st, 5), sqlite3_column_int(st, 6), col(st, 7),
+                            col(st, 8)};
+        rc = fp_check(path, &f, col(st, 0), e);
+        if (!rc)
+            fp_offer(pk, col(st, 0), f.gpu, f.cc, f.sm_count, f.driver, sqlite3_column_int(st, 9));
+    }
+    if (!rc && src != SQLITE_DONE)
+        rc = sql_fail(e, rt->bundle, path, "reading its fingerprints");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int read_bundle_rows(ptxtune_runtime *rt, const char *path, ptxtune_error *e)
+{
+    static const char q[] = "SELECT p.op, p.class, p.key, p.dims, m.config, k.entry, r.arch,"
+                            " k.hash, m.launch, m.t_median, k.id" RT_WINNERS
+                            " AND f.key = ?1 ORDER BY p.key";
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(rt->bundle, q, -1, &st, NULL) != SQLITE_OK)
+        return sql_fail(e, rt->bundle, path, "reading its rows");
+    sqlite3_bind_text(st, 1, rt->fp_key, -1, SQLITE_STATIC);
+    int rc = PTXTUNE_OK, src;
+    while (!rc && (src = sqlite3_step(st)) == SQLITE_ROW) {
+        json_error_t je;
+        const char *launch = col(st, 8);
+        json_t *l = *launch ? json_loads(launch, 0, &je) : NULL;
+        row_view v = {col(st, 0), col(st, 1), col(st, 2), col(st, 3), col(st, 4), col(st, 5),
+                      col(st, 6), col(st, 7), l, sqlite3_column_int64(st, 10), NULL, NULL,
+                      sqlite3_column_type(st, 9) == SQLITE_NULL ? NAN
+                                                                : sqlite3_column_double(st, 9)};
+        rc = add_entry(rt, &v, e);
+        json_decref(l);
+    }
+    if (!rc && src != SQLITE_DONE)
+        rc = sql_fail(e, rt->bundle, path, "reading its rows");
+    sqlite3_finalize(st);
+    if (!rc && sqlite3_prepare_v2(rt->bundle,
+                                  "SELECT k.ptx, k.hash, c.cubin FROM kernels k LEFT JOIN cubins c"
+                                  " ON c.kernel_id = k.id AND c.arch = ?2 WHERE k.id = ?1",
+                                  -1, &rt->kernel_q, NULL) != SQLITE_OK)
+        rc = sql_fail(e, rt->bundle, path, "reading its kernels");
+    return rc;
 }
 
 static int b64_val(int c)
@@ -584,35 +620,40 @@ static const char *jstr(json_t *o, const char *k)
     return json_string_value(json_object_get(o, k));
 }
 
-/* A JSON table (export --format json); every row's identities are checked
- * as import does: the fingerprint key against its fields, the kernel hash
- * against its PTX. */
-static int read_json(const char *path, const char *text, size_t len, rows *out,
+/* A JSON table (export --format json): every row's fingerprint key is
+ * checked against its fields at open; a kernel's hash against its PTX (and
+ * its cubin decoded) at its first load. pass 0 offers the fingerprints,
+ * pass 1 makes the served fingerprint's rows entries; the document stays
+ * (rt->json) until close. */
+static int read_json(ptxtune_runtime *rt, const char *path, int pass, fp_pick *pk,
                      ptxtune_error *e)
 {
-    json_error_t je;
-    json_t *root = json_loadb(text, len, 0, &je);
-    if (!root)
-        return fail(e, PTXTUNE_EINVAL, "%s:%d: not a JSON table (%s)", path, je.line, je.text);
+    json_t *rowsj = json_object_get(rt->json, "rows");
     int rc = PTXTUNE_OK;
-    json_t *rowsj = json_object_get(root, "rows");
-    const char *fmt = jstr(root, "format");
-    if (!fmt || strcmp(fmt, "ptxtune-table") != 0 || !json_is_array(rowsj)) {
-        json_decref(root);
-        return fail(e, PTXTUNE_EINVAL, "%s: not a ptxtune table (format ptxtune-table)", path);
-    }
     for (size_t i = 0; i < json_array_size(rowsj) && !rc; i++) {
         json_t *r = json_array_get(rowsj, i), *fp = json_object_get(r, "fingerprint"),
                *pb = json_object_get(r, "problem"), *kn = json_object_get(r, "kernel"),
                *cb = json_object_get(r, "cubin"), *tm = json_object_get(r, "time_s");
+        const char *key = jstr(fp, "key");
+        if (pass == 1) {
+            if (strcmp(key, rt->fp_key) != 0)
+                continue;
+            json_t *med = json_object_get(tm, "median");
+            row_view v = {jstr(pb, "op"), jstr(pb, "class"), jstr(pb, "key"), jstr(pb, "dims"),
+                          jstr(r, "config"), jstr(kn, "entry"), cb ? jstr(cb, "arch") : "",
+                          jstr(kn, "hash"), json_object_get(r, "launch"), 0, kn,
+                          cb && jstr(cb, "base64") ? cb : NULL,
+                          json_is_number(med) ? json_number_value(med) : NAN};
+            rc = add_entry(rt, &v, e);
+            continue;
+        }
         int64_t cc = 0, sms = 0, ptxv = 0;
         db_fingerprint f = {jstr(fp, "gpu"), 0, 0, jstr(fp, "driver"), jstr(fp, "compiler"), 0,
                             jstr(fp, "generator"), jstr(fp, "protocol")};
-        const char *key = jstr(fp, "key"), *ptx = jstr(kn, "ptx"), *hash = jstr(kn, "hash");
         if (!jint(fp, "cc", &cc) || !jint(fp, "sm_count", &sms) ||
             !jint(fp, "ptx_version", &ptxv) || !f.gpu || !f.driver || !f.compiler ||
-            !f.generator || !f.protocol || !key || !ptx || !hash || !jstr(pb, "key") ||
-            !jstr(pb, "class") || !jstr(pb, "dims") || !jstr(pb, "op")) {
+            !f.generator || !f.protocol || !key || !jstr(kn, "ptx") || !jstr(kn, "hash") ||
+            !jstr(pb, "key") || !jstr(pb, "class") || !jstr(pb, "dims") || !jstr(pb, "op")) {
             rc = fail(e, PTXTUNE_EINVAL, "%s: row %zu: missing or mistyped fields", path, i + 1);
             break;
         }
@@ -626,32 +667,64 @@ static int read_json(const char *path, const char *text, size_t len, rows *out,
                       path, i + 1, key);
             break;
         }
-        db_kernel_hash(ptx, strlen(ptx), want);
-        if (strcmp(want, hash) != 0) {
-            rc = fail(e, PTXTUNE_EINVAL, "%s: row %zu: kernel %s does not match its PTX", path,
-                      i + 1, hash);
-            break;
-        }
-        unsigned char *bin = NULL;
-        size_t nbin = 0;
-        const char *b64 = jstr(cb, "base64");
-        if (b64 && !(bin = b64_decode(b64, &nbin))) {
-            rc = fail(e, PTXTUNE_EINVAL, "%s: row %zu: the cubin is not base64", path, i + 1);
-            break;
-        }
-        char *launch = json_dumps(json_object_get(r, "launch"), JSON_COMPACT | JSON_ENCODE_ANY);
-        json_t *med = json_object_get(tm, "median");
-        row_view v = {key, f.gpu, f.driver, f.cc, f.sm_count, jstr(pb, "op"), jstr(pb, "class"),
-                      jstr(pb, "key"), jstr(pb, "dims"), jstr(r, "config"), jstr(kn, "entry"),
-                      cb ? jstr(cb, "arch") : "", launch ? launch : "", ptx, strlen(ptx), bin,
-                      nbin, json_is_number(med) ? json_number_value(med) : NAN};
-        if (!launch || rows_add(out, &v))
-            rc = fail(e, PTXTUNE_ENOMEM, "out of memory");
-        free(launch);
-        free(bin);
+        fp_offer(pk, key, f.gpu, f.cc, f.sm_count, f.driver, 1);
     }
-    json_decref(root);
     return rc;
+}
+
+/* The kernel of k: its PTX (checked against its identity, as import checks
+ * it) and its cubin, both owned by the caller (the bundle's or the table's). */
+static int kernel_read(ptxtune_runtime *rt, const ptxtune_entry *k, char **ptx,
+                       unsigned char **cubin, size_t *cubin_size, ptxtune_error *e)
+{
+    *ptx = NULL;
+    *cubin = NULL;
+    *cubin_size = 0;
+    const char *p = NULL, *hash = k->khash;
+    size_t n = 0;
+    if (rt->bundle) {
+        if (!k->kernel_id)
+            return fail(e, PTXTUNE_EINVAL, "%s: the row has no kernel", k->problem);
+        sqlite3_stmt *q = rt->kernel_q;
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, k->kernel_id);
+        sqlite3_bind_text(q, 2, k->arch, -1, SQLITE_STATIC);
+        if (sqlite3_step(q) != SQLITE_ROW)
+            return fail(e, PTXTUNE_EINVAL, "%s: kernel %s: %s", k->problem, k->khash,
+                        sqlite3_errmsg(rt->bundle));
+        p = (const char *)sqlite3_column_text(q, 0);
+        n = (size_t)sqlite3_column_bytes(q, 0);
+        const void *b = sqlite3_column_blob(q, 2);
+        *cubin_size = b ? (size_t)sqlite3_column_bytes(q, 2) : 0;
+        if (*cubin_size && !(*cubin = malloc(*cubin_size)))
+            return fail(e, PTXTUNE_ENOMEM, "out of memory");
+        if (*cubin_size)
+            memcpy(*cubin, b, *cubin_size);
+    } else {
+        p = jstr(k->kjson, "ptx");
+        n = p ? strlen(p) : 0;
+        const char *b64 = k->cjson ? jstr(k->cjson, "base64") : NULL;
+        if (b64 && !(*cubin = b64_decode(b64, cubin_size)))
+            return fail(e, PTXTUNE_EINVAL, "%s: kernel %s: the cubin is not base64", k->problem,
+                        hash);
+    }
+    char want[17] = "";
+    if (p)
+        db_kernel_hash(p, n, want);
+    if (!p || strcmp(want, hash) != 0 || strlen(p) != n) {
+        free(*cubin);
+        *cubin = NULL;
+        return fail(e, PTXTUNE_EINVAL, "%s: kernel %s does not match its PTX (%s): the table is damaged",
+                    k->problem, hash, want);
+    }
+    if (!(*ptx = malloc(n + 1))) {
+        free(*cubin);
+        *cubin = NULL;
+        return fail(e, PTXTUNE_ENOMEM, "out of memory");
+    }
+    memcpy(*ptx, p, n);
+    (*ptx)[n] = '\0';
+    return PTXTUNE_OK;
 }
 
 /* ---- open ----------------------------------------------------------------- */
@@ -737,6 +810,9 @@ PTXTUNE_EXPORT void ptxtune_close(ptxtune_runtime *rt)
         ctx_leave(rt, pushed);
 #endif
     free(rt->v);
+    sqlite3_finalize(rt->kernel_q);
+    sqlite3_close(rt->bundle);
+    json_decref(rt->json);
 #ifdef PT_HAVE_CUDA_HEADERS
     if (rt->primary && rt->api.cuDevicePrimaryCtxRelease)
         rt->api.cuDevicePrimaryCtxRelease(rt->dev);
@@ -767,7 +843,9 @@ PTXTUNE_EXPORT int ptxtune_open(const char *path, const ptxtune_options *o, ptxt
     char name[256] = "";
     int sms = 0, driver = 0;
     int rc = device_open(rt, o->device, name, sizeof name, &sms, &driver, e);
-    rows rs = {0};
+    fp_pick pk = {.prefix = o->fingerprint, .gpu = name, .cc = rt->cc, .sms = sms};
+    snprintf(pk.drv, sizeof pk.drv, "%d", driver);
+    bool bundle = false;
     if (!rc) {
         FILE *f = fopen(path, "rb");
         char head[16] = "";
@@ -777,7 +855,8 @@ PTXTUNE_EXPORT int ptxtune_open(const char *path, const ptxtune_options *o, ptxt
         else if (is_sqlite(head, nh)) {
             fclose(f);
             f = NULL;
-            rc = read_bundle(path, &rs, e);
+            bundle = true;
+            rc = read_bundle(rt, path, &pk, e);
         } else {
             pt_buf b;
             pt_buf_init(&b);
@@ -786,56 +865,39 @@ PTXTUNE_EXPORT int ptxtune_open(const char *path, const ptxtune_options *o, ptxt
             pt_buf_putn(&b, head, nh);
             while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
                 pt_buf_putn(&b, chunk, got);
+            json_error_t je;
             if (ferror(f))
                 rc = fail(e, PTXTUNE_EIO, "%s: cannot read: %s", path, strerror(errno));
-            else
-                rc = read_json(path, b.s ? b.s : "", b.len, &rs, e);
+            else if (!(rt->json = json_loadb(b.s ? b.s : "", b.len, 0, &je)))
+                rc = fail(e, PTXTUNE_EINVAL, "%s:%d: not a JSON table (%s)", path, je.line,
+                          je.text);
             pt_buf_free(&b);
+            const char *fmt = rc ? NULL : jstr(rt->json, "format");
+            if (!rc && (!fmt || strcmp(fmt, "ptxtune-table") != 0 ||
+                        !json_is_array(json_object_get(rt->json, "rows"))))
+                rc = fail(e, PTXTUNE_EINVAL, "%s: not a ptxtune table (format ptxtune-table)",
+                          path);
+            if (!rc)
+                rc = read_json(rt, path, 0, &pk, e);
         }
         if (f)
             fclose(f);
     }
-    /* the fingerprint: named, else this device's (its driver first, then
-     * the smaller key) */
-    const char *fp = NULL;
-    bool fp_drv = false;
-    int nfp = 0;
-    char drv[32];
-    snprintf(drv, sizeof drv, "%d", driver);
-    for (int i = 0; !rc && i < rs.n; i++) {
-        const row_view *v = &rs.v[i].v;
-        bool ok;
-        if (o->fingerprint)
-            ok = *o->fingerprint && strncmp(v->fp_key, o->fingerprint, strlen(o->fingerprint)) == 0;
-        else
-            ok = strcmp(v->gpu, name) == 0 && v->cc == rt->cc && v->sm_count == sms;
-        if (!ok || (fp && strcmp(fp, v->fp_key) == 0))
-            continue;
-        bool d = strcmp(v->driver, drv) == 0;
-        if (fp)
-            nfp++;
-        if (!fp || (d && !fp_drv) || (d == fp_drv && strcmp(v->fp_key, fp) < 0)) {
-            fp = v->fp_key;
-            fp_drv = d;
-        }
-    }
-    if (!rc && o->fingerprint && nfp > 0)
+    if (!rc && pk.ambiguous)
         rc = fail(e, PTXTUNE_EINVAL, "%s: fingerprint prefix '%s' names more than one", path,
                   o->fingerprint);
-    if (!rc && !fp)
+    if (!rc && !pk.have)
         rc = o->fingerprint
                  ? fail(e, PTXTUNE_ENOTFOUND, "%s: no entry has fingerprint '%s'", path,
                         o->fingerprint)
                  : fail(e, PTXTUNE_ENOTFOUND,
                         "%s: no entry tuned on this device ('%s', sm_%d, %d SMs); %d rows for "
                         "other devices",
-                        path, name, rt->cc, sms, rs.n);
-    if (!rc)
-        snprintf(rt->fp_key, sizeof rt->fp_key, "%s", fp);
-    for (int i = 0; !rc && i < rs.n; i++)
-        if (strcmp(rs.v[i].v.fp_key, rt->fp_key) == 0)
-            rc = add_entry(rt, &rs.v[i].v, e);
-    rows_free(&rs);
+                        path, name, rt->cc, sms, pk.rows);
+    if (!rc) {
+        snprintf(rt->fp_key, sizeof rt->fp_key, "%s", pk.key);
+        rc = bundle ? read_bundle_rows(rt, path, e) : read_json(rt, path, 1, &pk, e);
+    }
     for (int i = 0; !rc && (rt->flags & PTXTUNE_LOAD_EAGER) && i < rt->n; i++)
         rc = ptxtune_load(rt, &rt->v[i], e);
     if (rc) {
@@ -1059,32 +1121,37 @@ PTXTUNE_EXPORT int ptxtune_load(ptxtune_runtime *rt, const ptxtune_entry *ck, pt
 #ifdef PT_HAVE_CUDA_HEADERS
     pthread_mutex_lock(&rt->mu);
     int rc = PTXTUNE_OK;
+    bool pushed = false;
+    char *ptx = NULL;
+    unsigned char *cubin = NULL;
+    size_t cubin_size = 0;
     if (atomic_load_explicit(&k->loaded, memory_order_relaxed))
         goto out;
     const rt_api *a = &rt->api;
-    bool pushed;
     CUresult r = ctx_enter(rt, &pushed);
     if (r != CUDA_SUCCESS) {
         rc = cu_fail(rt, e, r, "cuCtxPushCurrent", k->problem);
         goto out;
     }
+    if ((rc = kernel_read(rt, k, &ptx, &cubin, &cubin_size, e)))
+        goto out;
     char want[16];
     snprintf(want, sizeof want, "sm_%d", rt->cc);
     /* sm_90a runs on sm_90 only; the cubin's arch is the run's target */
-    bool arch_ok = k->cubin && (strcmp(k->arch, want) == 0 ||
+    bool arch_ok = cubin && (strcmp(k->arch, want) == 0 ||
                                 (strncmp(k->arch, want, strlen(want)) == 0 &&
                                  strcmp(k->arch + strlen(want), "a") == 0));
     r = CUDA_ERROR_NO_BINARY_FOR_GPU;
     if (arch_ok)
-        r = a->cuModuleLoadDataEx(&k->mod, k->cubin, 0, NULL, NULL);
+        r = a->cuModuleLoadDataEx(&k->mod, cubin, 0, NULL, NULL);
     if (r != CUDA_SUCCESS && (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_IMAGE)) {
         if (!(rt->flags & PTXTUNE_ALLOW_PTX_JIT)) {
             rc = fail(e, PTXTUNE_ENOTFOUND,
                       "%s: %s for the device's %s%s; export it for this arch or allow the PTX "
                       "JIT (PTXTUNE_ALLOW_PTX_JIT)",
-                      k->problem, k->cubin ? "cubin is" : "no cubin", want,
-                      k->cubin ? (arch_ok ? " (the driver refused it)" : "") : "");
-            if (k->cubin && !arch_ok)
+                      k->problem, cubin ? "cubin is" : "no cubin", want,
+                      cubin ? (arch_ok ? " (the driver refused it)" : "") : "");
+            if (cubin && !arch_ok)
                 snprintf(e ? e->msg : want, e ? sizeof e->msg : sizeof want,
                          "%s: the cubin is for %s, the device is %s; export it for this arch "
                          "or allow the PTX JIT (PTXTUNE_ALLOW_PTX_JIT)",
@@ -1094,7 +1161,7 @@ PTXTUNE_EXPORT int ptxtune_load(ptxtune_runtime *rt, const ptxtune_entry *ck, pt
         char log[2048] = "";
         CUjit_option opt[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
         void *val[] = {log, (void *)(uintptr_t)sizeof log};
-        r = a->cuModuleLoadDataEx(&k->mod, k->ptx, 2, opt, val);
+        r = a->cuModuleLoadDataEx(&k->mod, ptx, 2, opt, val);
         if (r != CUDA_SUCCESS) {
             for (char *p = log; *p; p++)
                 if (*p == '\n')
@@ -1118,6 +1185,8 @@ PTXTUNE_EXPORT int ptxtune_load(ptxtune_runtime *rt, const ptxtune_entry *ck, pt
     }
     atomic_store_explicit(&k->loaded, 1, memory_order_release);
 out:
+    free(ptx);
+    free(cubin);
     ctx_leave(rt, pushed);
     pthread_mutex_unlock(&rt->mu);
     return rc;

@@ -11,6 +11,8 @@
  * C and C++ examples, which run on the bundle. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <jansson.h>
+#include <sqlite3.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <pthread.h>
@@ -450,6 +452,80 @@ Test(runtime, a_thread_without_a_current_context_loads_in_the_runtimes)
     cr_assert_eq(drv_open(&d), 0);
     cr_expect_eq(run_softmax(rt, &d, softmax_class, 64, 256), 0);
     ptxtune_close(rt);
+}
+
+/* issue 14 item 6: a kernel's identity (its hash against its PTX) is
+ * checked when it is first loaded, not at open: a lazy open of a table with
+ * a tampered kernel succeeds, the load of that kernel fails naming it, the
+ * others load; an eager open fails. Bundle and JSON table alike. */
+static void tamper_bundle(const char *src, const char *dst)
+{
+    char cmd[2048], out[4096];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", src, dst);
+    cr_assert_eq(system(cmd), 0);
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(dst, &db), SQLITE_OK);
+    char *err = NULL;
+    int rc = sqlite3_exec(db,
+                          "UPDATE kernels SET ptx = ptx || char(10) || '.tampered' WHERE id IN (SELECT "
+                          "m.kernel_id FROM winners w JOIN measurements m ON m.id = "
+                          "w.measurement_id JOIN problems p ON p.id = w.problem_id WHERE p.key "
+                          "LIKE '%x=16x256%')",
+                          NULL, NULL, &err);
+    snprintf(out, sizeof out, "%s", err ? err : "");
+    sqlite3_free(err);
+    cr_assert_eq(sqlite3_changes(db) > 0, 1, "nothing tampered: %s", out);
+    cr_assert_eq(rc, SQLITE_OK, "%s", out);
+    sqlite3_close(db);
+}
+
+static void tamper_json(const char *src, const char *dst)
+{
+    json_error_t je;
+    json_t *root = json_load_file(src, 0, &je);
+    cr_assert(root, "%s", je.text);
+    json_t *rows = json_object_get(root, "rows");
+    int n = 0;
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *r = json_array_get(rows, i);
+        const char *key = json_string_value(json_object_get(json_object_get(r, "problem"), "key"));
+        json_t *kn = json_object_get(r, "kernel");
+        if (key && strstr(key, "x=16x256")) {
+            char *t = NULL;
+            cr_assert(asprintf(&t, "%s\n.tampered", json_string_value(json_object_get(kn, "ptx"))) > 0);
+            json_object_set_new(kn, "ptx", json_string(t));
+            free(t);
+            n++;
+        }
+    }
+    cr_assert_eq(n, 1);
+    cr_assert_eq(json_dump_file(root, dst, 0), 0);
+    json_decref(root);
+}
+
+Test(runtime, a_tampered_kernel_is_refused_at_its_first_load)
+{
+    need_store();
+    tamper_bundle(P("b.db"), P("tampered.db"));
+    tamper_json(P("t.json"), P("tampered.json"));
+    static const char *const files[] = {"tampered.db", "tampered.json"};
+    for (int f = 0; f < 2; f++) {
+        ptxtune_runtime *rt = open_rt(files[f], ALL);
+        ptxtune_selection sel;
+        ptxtune_error e;
+        int64_t dims[2] = {16, 256};
+        cr_assert_eq(ptxtune_select(rt, softmax_class, dims, 2, &sel, &e), PTXTUNE_OK, "%s", e.msg);
+        cr_expect_eq(sel.match, PTXTUNE_MATCH_EXACT);
+        cr_expect_eq(ptxtune_load(rt, sel.entry, &e), PTXTUNE_EINVAL, "%s: loaded", files[f]);
+        cr_expect(strstr(e.msg, "does not match its PTX") && strstr(e.msg, "x=16x256"), "%s", e.msg);
+        drv d;
+        cr_assert_eq(drv_open(&d), 0);
+        cr_expect_eq(run_gemm(rt, &d, gemm_class, 64, 64, 32), 0, "%s: the others load", files[f]);
+        ptxtune_close(rt);
+        ptxtune_options o = {.flags = ALL | PTXTUNE_LOAD_EAGER};
+        cr_expect_eq(ptxtune_open(P(files[f]), &o, &rt, &e), PTXTUNE_EINVAL, "%s: eager", files[f]);
+        cr_expect(strstr(e.msg, "does not match its PTX"), "%s", e.msg);
+    }
 }
 
 /* The build tree: PTXTUNE_BIN is BUILD/cli/ptxtune. */
