@@ -62,7 +62,10 @@ typedef struct wg_geom {
     int wg_wait;     /* wgmma groups left in flight at each stage's wait */
     int kbytes;      /* bytes of k per tile row (K-major swizzle span) */
     int a_bytes, b_bytes;
-    int region;      /* ring or epilogue staging, whichever is larger */
+    int stages, stage_bytes; /* the ring (g's pair is the epilogue's budget view) */
+    int persistent;  /* CTAs of a persistent grid (0: one CTA per tile) */
+    int epi_off;     /* staging offset from base: 0 (the ring, reused) or past the ring */
+    int region;      /* ring and epilogue staging */
     int smem_bytes;  /* dynamic: slack + region + barriers */
 } wg_geom;
 
@@ -151,8 +154,12 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
         return pt_errf(e, PT_EINVAL, "wg_wait=%lld: 0 or 1 (wgmma groups in flight at each stage's wait)",
                        (long long)wgw);
     w->wg_wait = (int)wgw;
-    if (pt_config_get(c, "splitk", 1) != 1 || pt_config_get(c, "persistent", 0) != 0)
-        return pt_errf(e, PT_EINVAL, "impl=1 (wgmma): splitk and persistent are not supported yet");
+    if (pt_config_get(c, "splitk", 1) != 1)
+        return pt_errf(e, PT_EINVAL, "impl=1 (wgmma): splitk is not supported yet");
+    int64_t pers = pt_config_get(c, "persistent", 0);
+    if (pers < 0 || pers > 0x7fffffffll)
+        return pt_errf(e, PT_EINVAL, "persistent=%lld: must be 0 (off) or a CTA count", (long long)pers);
+    w->persistent = (int)pers;
     /* registers: the setmaxnreg split must fit the register file, the
      * accumulators (bn / 2 per consumer thread) the consumers' share */
     int threads = 128 * (1 + w->consumers);
@@ -181,13 +188,28 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     g->tiles = tm * tnn;
     if (g->tiles > 0x7fffffffll)
         return pt_errf(e, PT_ERANGE, "%lld tiles: the grid is limited to 2^31-1", (long long)g->tiles);
-    int pipe = g->stages * g->stage_bytes, epi = gemm_epi_smem(g);
-    w->region = (pipe > epi ? pipe : epi + 7) / 8 * 8;
-    w->smem_bytes = 1024 + w->region + 16 * g->stages;
+    w->stages = g->stages;
+    w->stage_bytes = g->stage_bytes;
     int lim = (int)pt_target_smem_limit(t->sm);
+    int pipe = w->stages * w->stage_bytes;
+    if (w->persistent) {
+        /* the producer fills the ring with the next tile while the consumers
+         * run this one's epilogue: the staging is a region of its own, as
+         * large as what the ring leaves (the epilogue bands to fit it) */
+        int left = (lim - 1024 - pipe - 16 * w->stages) / 16 * 16;
+        g->stages = 1;
+        g->stage_bytes = left > 16 ? left : 16;
+        int epi = gemm_epi_smem(g);
+        w->epi_off = pipe;
+        w->region = pipe + (epi + 15) / 16 * 16;
+    } else {
+        int epi = gemm_epi_smem(g);
+        w->region = (pipe > epi ? pipe : epi + 7) / 8 * 8;
+    }
+    w->smem_bytes = 1024 + w->region + 16 * w->stages;
     if (w->smem_bytes > lim)
         return pt_errf(e, PT_EINVAL, "%d bytes of shared memory (%d stages of %d, 1 KB alignment slack, "
-                       "barriers): %s allows %d per block", w->smem_bytes, g->stages, g->stage_bytes,
+                       "barriers): %s allows %d per block", w->smem_bytes, w->stages, w->stage_bytes,
                        pt_target_name(t, tn, sizeof tn), lim);
     return PT_OK;
 }
@@ -238,6 +260,12 @@ int gemm_wgmma_space(const pt_prepared *pp, const pt_target *t, pt_space *s)
     s->p[s->nparams++] = st;
     s->p[s->nparams++] = ra;
     s->p[s->nparams++] = ww;
+    /* persistent: one CTA per SM of an H100/H200 (132) when the tiles are more */
+    pt_param_space pe = {"persistent", "CTAs of a persistent grid walking all tiles (0: one CTA per tile)", 1, {0}};
+    if ((pp->M + 127) / 128 * ((pp->N + 255) / 256) * pp->batch > 132) {
+        pe.values[pe.nvalues++] = 132;
+    }
+    s->p[s->nparams++] = pe;
     return PT_OK;
 }
 
@@ -323,6 +351,35 @@ static void tile_coords(gemm_ctx *g)
     g->n0 = gemm_mul(g, ptx_r(tj), ptx_imm(g->bn));
 }
 
+/* The tile loop of a role (producer or consumers): the tile from
+ * %ctaid.x; persistent: a loop that leaves to `out` past the last tile and
+ * steps by %nctaid.x (tile_tail). */
+static int tile_head(wg_geom *w, int out)
+{
+    gemm_ctx *g = &w->g;
+    ptx_fn *f = g->f;
+    g->tile = sreg(g, PTX_S_CTAID_X);
+    int top = -1;
+    if (w->persistent) {
+        top = ptx_label_new(f);
+        ptx_label_place(f, top);
+        ptx_reg fin = gemm_setp(g, PTX_M_GE, ptx_r(g->tile), ptx_imm(g->tiles));
+        ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(out)), fin, false);
+    }
+    tile_coords(g);
+    return top;
+}
+
+static void tile_tail(wg_geom *w, int top)
+{
+    gemm_ctx *g = &w->g;
+    if (top < 0)
+        return;
+    ptx_reg nc = sreg(g, PTX_S_NCTAID_X);
+    ptx_emit(g->f, PTX_OP_ADD, NOM, U32T, ptx_r(g->tile), ptx_r(g->tile), ptx_r(nc));
+    ptx_emit(g->f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(top));
+}
+
 /* The map of operand A (which 0) or B (1): K-major {K, rows[, batch]} with
  * box {bk, tile rows}; MN-major {MN, K[, batch]} with box {64, bk}. */
 static pt_tmap operand_map(const wg_geom *w, int which)
@@ -363,6 +420,7 @@ static void producer(wg_geom *w, kit_pipe *p, ptx_reg tma, ptx_reg tmb, int done
     ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(done)), lead, true);
     kit_tma_prefetch(f, tma);
     kit_tma_prefetch(f, tmb);
+    int ttop = tile_head(w, done), kend = ptx_label_new(f);
     ptx_reg kt = gemm_r32(g), k0 = gemm_r32(g);
     ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(kt), ptx_imm(0));
     ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(k0), ptx_imm(0));
@@ -370,9 +428,9 @@ static void producer(wg_geom *w, kit_pipe *p, ptx_reg tma, ptx_reg tmb, int done
     ptx_label_place(f, top);
     ptx_pragma_nounroll(f);
     ptx_reg fin = gemm_setp(g, PTX_M_GE, ptx_r(kt), ptx_imm(g->kt_total));
-    ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(done)), fin, false);
+    ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(kend)), fin, false);
     ptx_reg st = kit_pipe_acquire(p);
-    kit_pipe_arrive_tx(p, g->stage_bytes);
+    kit_pipe_arrive_tx(p, w->stage_bytes);
     ptx_reg full = kit_pipe_full(p);
     int rank = pp->batch > 1 ? 3 : 2;
     ptx_opd bz = ptx_r(g->bidx);
@@ -405,6 +463,9 @@ static void producer(wg_geom *w, kit_pipe *p, ptx_reg tma, ptx_reg tmb, int done
     gemm_inc32(g, kt, 1);
     gemm_inc32(g, k0, g->bk);
     ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(top));
+    ptx_label_place(f, kend);
+    tile_tail(w, ttop);
+    ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(done));
 }
 
 /* A consumer warpgroup's k loop; returns its accumulators (bn / 2). */
@@ -544,16 +605,13 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     g->smem = gemm_op2(g, PTX_OP_AND, ptx_r(up), ptx_imm(-1024));
     ptx_reg bars = gemm_op2(g, PTX_OP_ADD, ptx_r(g->smem), ptx_imm(w.region));
     kit_pipe pipe;
-    if (kit_pipe_init_mbar(f, &pipe, g->stages, g->stage_bytes, g->smem, bars, 4 * w.consumers))
+    if (kit_pipe_init_mbar(f, &pipe, w.stages, w.stage_bytes, g->smem, bars, 4 * w.consumers))
         return pt_errf(e, PT_EINTERNAL, "gemm wgmma: bad mbarrier ring");
     ptx_reg t0 = gemm_setp(g, PTX_M_EQ, ptx_r(tid), ptx_imm(0));
     kit_pipe_mbar_setup(&pipe, t0);
     ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(0));
 
-    /* tile and batch */
-    g->tile = sreg(g, PTX_S_CTAID_X);
-    int es = pp->at->es;
-    (void)es;
+    /* batch */
     if (pp->batch > 1) {
         g->bidx = sreg(g, PTX_S_CTAID_Z);
         g->pd = gemm_addr64(g, d, ptx_r(g->bidx), pp->sd * dt_bytes(pp->out_dt));
@@ -571,7 +629,6 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
         for (int j = 0; j < pp->naux; j++)
             g->paux[j] = aux[j];
     }
-    tile_coords(g);
 
     /* warpgroup 0 produces, the others consume */
     int cons = ptx_label_new(f), done = ptx_label_new(f);
@@ -586,6 +643,9 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     g->warp = gemm_op2(g, PTX_OP_SHR, ptx_r(g->tid), ptx_imm(5));
     ptx_reg cwg = gemm_op2(g, PTX_OP_SHR, ptx_r(g->tid), ptx_imm(7));
     pipe.arrive_pred = gemm_setp(g, PTX_M_EQ, ptx_r(g->lane), ptx_imm(0));
+    ptx_reg ring = g->smem;
+    g->smem = gemm_op2(g, PTX_OP_ADD, ptx_r(ring), ptx_imm(w.epi_off)); /* the staging */
+    int ttop = tile_head(&w, done);
     ptx_reg *acc = consumer(&w, &pipe, cwg);
     /* every consumer's wgmmas retired before the ring is reused as staging */
     gemm_bar(g);
@@ -594,10 +654,11 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(wcol), ptx_imm(0));
     gemm_accs fr = kit_frag_mma_c(f, pp->at, 1, g->bn / 8, acc, wrow, wcol, g->lane);
     gemm_epilogue(g, &fr);
+    tile_tail(&w, ttop);
     ptx_label_place(f, done);
     ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
 
-    l->grid[0] = (unsigned)g->tiles;
+    l->grid[0] = (unsigned)(w.persistent && w.persistent < g->tiles ? w.persistent : g->tiles);
     l->grid[1] = 1;
     l->grid[2] = (unsigned)pp->batch;
     l->block[0] = (unsigned)threads;
