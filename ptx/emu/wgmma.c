@@ -869,9 +869,15 @@ static void retire(emu_cta *c, emu_warp *w, uint32_t upto)
         slice_exec(c, w, s, !chain);
         open = s->in;
         const uint32_t *fp = ww->fp + s->fp;
+        /* the race detector sees the reads here, the latest point they may
+         * happen: a write by another warp must be ordered after this wait */
+        uint32_t l0 = (uint32_t)__builtin_ctz(w->exists ? w->exists : 1);
         for (uint32_t u = 0; u < s->nfp; u++)
-            if (fp[u] != UINT32_MAX)
+            if (fp[u] != UINT32_MAX) {
                 g->lock[fp[u]]--;
+                if (c->o->detect_race)
+                    emu__shadow_read(c, s->in, w, l0, fp[u] * 16u, 16);
+            }
     }
     if (open)
         d_store(c, w, open, g->D, g->Di);
