@@ -71,9 +71,14 @@ typedef struct wg_geom {
 
 bool gemm_wgmma_target(const pt_target *t) { return t->sm == 90 && t->arch_specific; }
 
-/* Input dtypes this main loop serves: bf16 and f16 every layout; the
- * 8-bit types K-major only (prepare already requires nt for them). */
-static bool dtype_ok(pt_dtype dt) { return dt == PT_BF16 || dt == PT_F16 || dt == PT_E4M3 || dt == PT_E5M2 || dt == PT_S8 || dt == PT_U8; }
+/* Input dtypes this main loop serves: bf16 and f16 every layout; tf32
+ * (f32 storage, its bits copied by TMA and read by wgmma .tf32) and the
+ * 8-bit types K-major only (layout nt). */
+static bool dtype_ok(pt_dtype dt)
+{
+    return dt == PT_BF16 || dt == PT_F16 || dt == PT_TF32 || dt == PT_E4M3 || dt == PT_E5M2 || dt == PT_S8 ||
+           dt == PT_U8;
+}
 
 /* Whether TMA can describe the operands (strides multiples of 16 bytes). */
 static const char *tma_problem(const pt_prepared *pp)
@@ -96,7 +101,9 @@ static bool dynamic(const pt_prepared *pp)
 
 bool gemm_wgmma_applies(const pt_prepared *pp, const pt_target *t)
 {
-    return gemm_wgmma_target(t) && !dynamic(pp) && dtype_ok(pp->at->dt) && !tma_problem(pp);
+    /* tf32 and 8-bit operands are K-major in shared memory (no transpose) */
+    bool kmaj = pp->at->es == 2 || (pp->a_kmajor && pp->b_kmajor);
+    return gemm_wgmma_target(t) && !dynamic(pp) && dtype_ok(pp->at->dt) && kmaj && !tma_problem(pp);
 }
 
 static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *c, wg_geom *w, pt_err *e)
@@ -108,7 +115,7 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
                        pt_target_name(t, tn, sizeof tn));
     const kit_atom *at = pp->at;
     if (!dtype_ok(at->dt))
-        return pt_errf(e, PT_EUNSUPPORTED, "impl=1 (wgmma): %s inputs are not supported yet (bf16 f16 e4m3 e5m2 s8 u8)",
+        return pt_errf(e, PT_EUNSUPPORTED, "impl=1 (wgmma): %s inputs are not supported (bf16 f16 tf32 e4m3 e5m2 s8 u8)",
                        pt_dtype_get(at->dt)->name);
     if (dynamic(pp))
         return pt_errf(e, PT_EUNSUPPORTED, "impl=1 (wgmma): dyn=%s is not supported (the mma.sync loop has it)",
@@ -141,8 +148,9 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if (w->kbytes != 128 && w->kbytes != 64)
         return pt_errf(e, PT_EINVAL, "bk=%d: the k tile is one 128B or 64B swizzle span (%d or %d %s elements)",
                        g->bk, 128 / es, 64 / es, pt_dtype_get(at->dt)->name);
-    if (!pp->a_kmajor && es != 2)
-        return pt_errf(e, PT_EINVAL, "impl=1 (wgmma): %s operands must be K-major", pt_dtype_get(at->dt)->name);
+    if ((!pp->a_kmajor || !pp->b_kmajor) && es != 2)
+        return pt_errf(e, PT_EINVAL, "impl=1 (wgmma): %s operands must be K-major (layout nt)",
+                       pt_dtype_get(at->dt)->name);
     if (!pp->b_kmajor && g->bn % 64)
         return pt_errf(e, PT_EINVAL, "bn=%d: an MN-major B (layout ?n) is loaded in 64-column boxes: bn must be "
                        "a multiple of 64", g->bn);

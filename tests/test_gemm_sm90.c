@@ -177,8 +177,8 @@ static pt_problem prob(int64_t m, int64_t n, int64_t k, const char *lay, pt_dtyp
     return p;
 }
 
-enum { NDT = 6 };
-static const pt_dtype dts[NDT] = {PT_BF16, PT_F16, PT_E4M3, PT_E5M2, PT_S8, PT_U8};
+enum { NDT = 7 };
+static const pt_dtype dts[NDT] = {PT_BF16, PT_F16, PT_TF32, PT_E4M3, PT_E5M2, PT_S8, PT_U8};
 
 typedef struct grid {
     int cases, failed;
@@ -244,7 +244,7 @@ Test(gemm_sm90, emulator_grid_dtypes_layouts_odd_shapes, .timeout = 600)
         for (int li = 0; li < 4; li++) {
             bool sixteen = pt_dtype_get(dts[di])->bytes == 2;
             if (!sixteen && li > 0)
-                continue; /* 8-bit: K-major only */
+                continue; /* tf32 and 8-bit: K-major only */
             if (dts[di] == PT_F16 && (li == 1 || li == 2))
                 continue; /* f16 shares bf16's paths: nt and tt */
             for (int si = 0; si < 5; si++, n++) {
@@ -374,6 +374,15 @@ Test(gemm_sm90, sm90a_defaults_to_wgmma_and_check_refuses)
     cr_expect_eq(pt_config_get(&c, "bn", 0), 64);
     cr_expect_eq(check_cfg("sm_90a", &q, "bn=16", &c, &e), PT_EINVAL);
     cr_expect(strstr(e.msg, "64-column boxes") != NULL, "%s", e.msg);
+    /* tf32 takes the wgmma loop K-major only; other layouts keep mma.sync */
+    pt_problem tf = PT_GEMM(128, 128, 128, "nt", PT_TF32, PT_F64);
+    cr_assert_eq(check_cfg("sm_90a", &tf, NULL, &c, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(pt_config_get(&c, "impl", 0), 1);
+    tf.layout = "tn";
+    cr_assert_eq(check_cfg("sm_90a", &tf, NULL, &c, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(pt_config_get(&c, "impl", 0), 0, "tf32 tn: mma.sync");
+    cr_expect_eq(check_cfg("sm_90a", &tf, "impl=1,bm=128,bn=128,bk=32,stages=4", &c, &e), PT_EINVAL);
+    cr_expect(strstr(e.msg, "tf32 operands must be K-major (layout nt)") != NULL, "%s", e.msg);
     /* 8-bit int: N 8, 16, 24, then multiples of 16 */
     pt_problem r = PT_GEMM(128, 128, 128, "nt", PT_S8, PT_F64);
     cr_expect_eq(check_cfg("sm_90a", &r, "bn=8", &c, &e), PT_OK, "%s", e.msg);
