@@ -135,11 +135,12 @@ static const acase grid[] = {
     /* softcap with causal and window */
     {BF, 1, 4, 1, 77, 129, 64, true, -1, -1, 50, 0, false, false, true, false, "sm_90", "bm=64,warps=4,bn=32", 0},
     {F16, 1, 4, 2, 129, 129, 128, false, 20, 20, 15, 1.0, false, false, true, false, "sm_80", "bm=64,warps=4,bn=32", 0},
-    /* varlen (a length-1 sequence is among the lengths the op draws), seqused_k */
+    /* varlen (a length-1 sequence is among the lengths the op draws), seqused_k (the op packs GQA
+     * for varlen by default: one case unpacked) */
     {BF, 3, 4, 1, 77, 129, 64, false, -1, -1, 0, 0, true, false, true, false, "sm_80", "bm=64,warps=4,bn=32", 0},
     {F16, 4, 4, 4, 129, 77, 64, true, -1, -1, 0, 1.0, true, false, true, false, "sm_86", "bm=64,warps=4,bn=64", 0},
     {BF, 3, 8, 2, 77, 129, 128, true, -1, -1, 0, 0, false, true, true, false, "sm_89", "bm=64,warps=4,bn=32", 0},
-    {F16, 3, 4, 1, 129, 129, 64, false, 20, -1, 0, 1.0, true, true, true, false, "sm_90", "bm=128,bn=32,kv_stages=2", 0},
+    {F16, 3, 4, 1, 129, 129, 64, false, 20, -1, 0, 1.0, true, true, true, false, "sm_90", "bm=128,bn=32,kv_stages=2,pack_gqa=0", 0},
     /* paged K/V (block tables: shuffled distinct pages), pages smaller than,
      * equal to and larger than a K/V tile, one-row pages, with varlen and
      * seqused_k (impl=fa2 named: paged problems default to the decode kernel) */
