@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gen/gemm.h"
 #include "ptx/compile.h"
@@ -91,7 +93,8 @@ typedef struct run_out {
 /* One problem on the emulator at schedule sched (seed for the random one):
  * config over the op's defaults (NULL: the defaults), which must be the
  * wgmma loop's (impl=1). Returns the verifier's status; the message in e. */
-static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uint64_t seed, run_out *o, pt_err *e)
+static int run_on(const char *backend, const pt_problem *p, const char *config, emu_sched sched, uint64_t seed,
+                  run_out *o, pt_err *e)
 {
     memset(o, 0, sizeof *o);
     pt_target tg;
@@ -131,7 +134,7 @@ static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uin
     tuner_dev_opts dopts = {.emu_threads = 1, .emu_arch = 90, .emu_schedule = (int)sched,
                             .emu_schedule_seed = seed};
     if (!rc)
-        rc = tuner_dev_open("emu", &dopts, &d, e);
+        rc = tuner_dev_open(backend, &dopts, &d, e);
     tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, l.entry, &gen_gemm_op, pp};
     if (!rc)
         rc = tuner_load(d, &img, &k, e);
@@ -163,6 +166,11 @@ static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uin
     ptx_module_free(built);
     pt_arena_free(a);
     return rc;
+}
+
+static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uint64_t seed, run_out *o, pt_err *e)
+{
+    return run_on("emu", p, config, sched, seed, o, e);
 }
 
 static int64_t up16(int64_t v, int es) { return (v * es + 15) / 16 * 16 / es; }
@@ -583,4 +591,71 @@ Test(gemm_sm90, emulator_persistent_grids, .timeout = 600)
             grid_case(&g, &p, cs[i].cfg, scheds[sc], (uint64_t)(200 + n));
         }
     grid_report(&g, "wgmma persistent", t0);
+}
+
+/* ---- item 4: the cuda backend over the fake driver (tests/fake_cuda.c:
+ * its cuTensorMapEncodeTiled encodes the emulator's maps and its JIT runs
+ * the PTX on the emulator), and the CLI's run and tune on the emu backend ---- */
+
+Test(gemm_sm90, cuda_backend_binds_tensor_maps_through_the_fake_driver, .timeout = 120)
+{
+    const char *lib = getenv("PTXTUNE_FAKE_CUDA");
+    if (!lib)
+        cr_skip_test("PTXTUNE_FAKE_CUDA not set (built without CUDA headers)");
+    cr_assert(dlopen(lib, RTLD_NOW | RTLD_GLOBAL), "%s", dlerror());
+    struct {
+        int64_t m, n, k;
+        const char *lay;
+        pt_dtype dt;
+        const char *cfg;
+    } cs[] = {
+        {65, 129, 72, "nt", PT_BF16, NULL},
+        {64, 128, 64, "tt", PT_F16, "impl=1,bm=64,bn=64"},
+        {100, 64, 128, "nt", PT_E4M3, "impl=1,bm=128,bn=64,persistent=1"},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        pt_problem p = prob(cs[i].m, cs[i].n, cs[i].k, cs[i].lay, cs[i].dt, PT_F64);
+        pt_err e = {0};
+        run_out o;
+        int rc = run_on("cuda", &p, cs[i].cfg, EMU_SCHED_LAZY, 0, &o, &e);
+        cr_expect_eq(rc, PT_OK, "%s %s [%s]: %s", cs[i].lay, pt_dtype_get(cs[i].dt)->name, o.config, e.msg);
+    }
+}
+
+/* The command line: run --check and tune on the emulator for sm_90a take
+ * the wgmma loop and verify it. */
+Test(gemm_sm90, cli_run_check_and_tune_on_the_emulator, .timeout = 300)
+{
+    const char *bin = getenv("PTXTUNE_BIN");
+    cr_assert(bin, "PTXTUNE_BIN not set (meson sets it)");
+    char cmd[2048], out[8192];
+    snprintf(cmd, sizeof cmd,
+             "%s run gemm m=65 n=128 k=96 dtype=bf16 layout=nt --arch sm_90a --backend emu --check 2>&1", bin);
+    FILE *fp = popen(cmd, "r");
+    cr_assert(fp);
+    size_t n = fread(out, 1, sizeof out - 1, fp);
+    out[n] = 0;
+    int st = pclose(fp);
+    cr_expect_eq(st, 0, "%s", out);
+    cr_expect(strstr(out, "config impl=1,") != NULL, "%s", out);
+    cr_expect(strstr(out, "check    ok:") != NULL, "%s", out);
+    char db[] = "/tmp/ptxtune_gemm_sm90_XXXXXX";
+    int fd = mkstemp(db);
+    cr_assert(fd >= 0);
+    close(fd);
+    remove(db);
+    snprintf(cmd, sizeof cmd,
+             "%s tune gemm m=128 n=64 k=64 dtype=bf16 layout=nt --arch sm_90a --backend emu --db %s "
+             "--budget 3 --strategy exhaustive 2>&1",
+             bin, db);
+    fp = popen(cmd, "r");
+    cr_assert(fp);
+    n = fread(out, 1, sizeof out - 1, fp);
+    out[n] = 0;
+    st = pclose(fp);
+    cr_expect_eq(st, 0, "%s", out);
+    cr_expect(strstr(out, "classes: ok 3") != NULL, "%s", out);
+    cr_expect(strstr(out, "yes      ") != NULL, "no verified winner:\n%s", out);
+    cr_expect(strstr(out, "impl=1,") != NULL, "%s", out);
+    remove(db);
 }
