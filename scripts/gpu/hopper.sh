@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The Hopper probe check (issue 12): the layout / TMA / mbarrier probe
-# kernels of tests/ptx/sm90/, the fixed twins of the emulator tests' wgmma
-# kernels (tests/ptx/sm90/emu/) and the warp-specialised GEMM
+# kernels of tests/ptx/sm90/, the cluster probes (DSMEM exchange with
+# atom/red.shared::cluster, TMA multicast with remote mbarrier arrives,
+# barrier.cluster; launched with --cluster), the fixed twins of the
+# emulator tests' wgmma and cluster kernels (tests/ptx/sm90/emu/) and the
+# warp-specialised GEMM
 # (gemm_ws_bf16.ptx) run through `ptxtune exec` on the emulator under
 # three schedules and on the GPU, and every output is
 # compared bit for bit: the emulator's schedules with each other (a correct
@@ -112,6 +115,8 @@ save('a8.npy', '|u1', (20, 80), 'B', [(i * 7 + 1) % 251 + 1 for i in range(20 * 
 bf = lambda x: struct.unpack('<I', struct.pack('<f', float(x)))[0] >> 16
 save('gA.npy', '<u2', (128, 128), 'H', [bf((i * 3 + k * 5) % 5 - 2) for i in range(128) for k in range(128)])
 save('gB.npy', '<u2', (256, 128), 'H', [bf((j * 7 + k * 3) % 5 - 2) for j in range(256) for k in range(128)])
+# the multicast probe's 16 x 64 f32 tensor: y * 100 + x + 0.5 (exact)
+save('m32.npy', '<f4', (16, 64), 'f', [y * 100 + x + 0.5 for y in range(16) for x in range(64)])
 PY
 
 # ---- the cases: name | file | grid | block | smem | arguments ----
@@ -140,6 +145,18 @@ CASES=$WORK/cases.txt
   for k in acc_early desc_mismatch no_fence proxy smem_write; do
     echo "wgmma_${k}_fixed|tests/ptx/sm90/emu/wgmma_${k}_fixed.ptx|1|128|0|--arg out:OUT:f32:512"
   done
+  # clusters (issue 12 item 4): DSMEM exchange (mapa, ld/atom/red.shared::cluster,
+  # getctarank, the cluster registers), TMA multicast of each rank's slice with
+  # remote mbarrier arrives, barrier.cluster split around an mbarrier wait
+  echo "cluster_dsmem_2|tests/ptx/sm90/cluster_dsmem_sm90.ptx|4|64|0|--cluster 2 --arg out:OUT:u32:576"
+  echo "cluster_dsmem_8|tests/ptx/sm90/cluster_dsmem_sm90.ptx|16|64|0|--cluster 8 --arg out:OUT:u32:2304"
+  echo "cluster_dsmem_2x2|tests/ptx/sm90/cluster_dsmem_sm90.ptx|2,4|64|0|--cluster 2,2 --arg out:OUT:u32:1152"
+  echo "cluster_multicast_2|tests/ptx/sm90/cluster_multicast_sm90a.ptx|4|64|0|--cluster 2 --arg tmap:m32.npy:f32:16x64:4x32 --arg out:OUT:u32:1026"
+  echo "cluster_multicast_4|tests/ptx/sm90/cluster_multicast_sm90a.ptx|8|64|0|--cluster 4 --arg tmap:m32.npy:f32:16x64:2x32 --arg out:OUT:u32:2050"
+  for k in exit race window deadlock; do
+    echo "cluster_${k}_fixed|tests/ptx/sm90/emu/cluster_${k}_fixed.ptx|2|64|0|--cluster 2 --arg out:OUT:u32:128"
+  done
+  echo "wgmma_pingpong|tests/ptx/sm90/emu/wgmma_pingpong.ptx|1|384|0|--arg out:OUT:f32:1536"
 } > "$CASES"
 
 cd "$WORK" || exit 3
