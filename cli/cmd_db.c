@@ -419,7 +419,35 @@ typedef struct lookup_ctx {
     int nfp;
     bool found;
     pt_err *e;
+    const pt_problem *prob; /* the asked problem: a nearest config must pass its check() */
+    const db_fingerprint *fp;
 } lookup_ctx;
+
+/* Whether config applies to the asked problem on the fingerprint's arch:
+ * it parses in the problem's space and the op's check() takes it. */
+static bool config_applies(void *ctx, const char *config)
+{
+    const lookup_ctx *l = ctx;
+    const pt_op *op = pt_op_find(l->prob->op);
+    char arch[16];
+    snprintf(arch, sizeof arch, "sm_%d", l->fp->cc);
+    pt_target t;
+    pt_err e = {0};
+    if (!op || pt_target_parse(arch, &t, &e))
+        return true; /* nothing to check against: as before */
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp = NULL;
+    bool ok = false;
+    if (a && op->prepare(a, l->prob, &t, &pp, &e) == PT_OK) {
+        pt_space sp;
+        pt_config c;
+        op->space(pp, &t, &sp);
+        op->defaults(pp, &t, &c);
+        ok = pt_config_parse(&sp, config, &c, &e) == PT_OK && op->check(pp, &t, &c, &e) == PT_OK;
+    }
+    pt_arena_free(a);
+    return ok;
+}
 
 static int print_winner(void *ctx, const db_winner *w)
 {
@@ -439,7 +467,8 @@ static int lookup_fp(void *ctx, const char *key, const db_fingerprint *f)
     (void)key;
     lookup_ctx *l = ctx;
     l->nfp++;
-    return db_lookup(l->s, f, l->p, print_winner, NULL, &l->found, l->e);
+    l->fp = f;
+    return db_lookup_valid(l->s, f, l->p, config_applies, l, print_winner, NULL, &l->found, l->e);
 }
 
 /* The fingerprints a --gpu prefix names: how many, the first key, and the
@@ -571,13 +600,14 @@ int cmd_db(int argc, char **argv)
             cli_die(2, "--gpu '%s' is ambiguous: %d fingerprints: %s (give a key)", gpu, m.n,
                     m.list.s);
         pt_buf_free(&m.list);
-        lookup_ctx l = {s, &p, 0, false, &e};
+        lookup_ctx l = {s, &p, 0, false, &e, &sp.prob, NULL};
         if (db_fingerprints(s, m.key, lookup_fp, &l, &e))
             cli_die(exit_code(e.code), "%s", e.msg);
         db_close(s);
         pt_arena_free(a);
         if (!l.found) {
-            fprintf(stderr, "ptxtune: no tuned problem of this op and class under %s\n", gpu);
+            fprintf(stderr, "ptxtune: no tuned problem of this op and class under %s has a config "
+                            "this problem takes\n", gpu);
             return 1;
         }
         return 0;

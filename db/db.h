@@ -268,6 +268,13 @@ int db_winner_get(db_store *s, const db_fingerprint *f, const char *problem_key,
  * problem. *found false when the class has no winner at all. */
 int db_lookup(db_store *s, const db_fingerprint *f, const db_problem *p, db_winner_fn fn,
               void *ctx, bool *found, pt_err *e);
+/* db_lookup where a nearest winner counts only when ok(ok_ctx, its config)
+ * (e.g. the op's check() for the asked problem: the config must apply
+ * there); ok NULL: every winner. The exact winner is the problem's own. */
+typedef bool (*db_config_ok_fn)(void *ctx, const char *config);
+int db_lookup_valid(db_store *s, const db_fingerprint *f, const db_problem *p,
+                    db_config_ok_fn ok, void *ok_ctx, db_winner_fn fn, void *ctx, bool *found,
+                    pt_err *e);
 
 /* Every winner, optionally filtered: gpu names fingerprints as
  * db_gpu_resolve does (NULL: all; one it does not name is PT_EINVAL listing

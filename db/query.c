@@ -162,6 +162,13 @@ static double dims_volume(const double *a, int n)
 int db_lookup(db_store *s, const db_fingerprint *f, const db_problem *p, db_winner_fn fn,
               void *ctx, bool *found, pt_err *e)
 {
+    return db_lookup_valid(s, f, p, NULL, NULL, fn, ctx, found, e);
+}
+
+int db_lookup_valid(db_store *s, const db_fingerprint *f, const db_problem *p,
+                    db_config_ok_fn ok, void *ok_ctx, db_winner_fn fn, void *ctx, bool *found,
+                    pt_err *e)
+{
     int rc = db_winner_get(s, f, p->key, fn, ctx, found, e);
     if (rc || *found)
         return rc;
@@ -189,6 +196,9 @@ int db_lookup(db_store *s, const db_fingerprint *f, const db_problem *p, db_winn
         bool better = d < best_d - 1e-12 ||
                       (fabs(d - best_d) <= 1e-12 &&
                        (vol > best_vol || (vol == best_vol && best_key && strcmp(key, best_key) < 0)));
+        /* a config the asked problem cannot take is no answer */
+        if (better && ok && !ok(ok_ctx, db__col_text(st, DB_WC_M_CONFIG)))
+            better = false;
         if (better) {
             best_d = d;
             best_vol = vol;
