@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "examples/example.h"
+#include "gen/gemm.h"
 #include "ptxtune/ptxtune.h"
 #include "search/problem.h"
 #include "test_util.h"
@@ -218,4 +219,78 @@ Test(runtime_dyn, split_k_entries_serve_their_bucket, .timeout = 600)
     dims[0] = 7;
     cr_expect_eq(ptxtune_select(rt, split_class, dims, 4, &sel, &e), PTXTUNE_ENOTFOUND);
     ptxtune_close(rt);
+}
+
+/* `ptxtune db lookup` never answers with a config that the op's check()
+ * rejects for the asked problem: a store whose nearest winners are split-K
+ * GEMMs at k = 512 (the timings favour split-K) and one at k = 64 (no
+ * split-K in its space), asked for k = 8 and 32 (one k tile: splitk must
+ * be 1; the split winners are nearer) and two more; the printed config is
+ * parsed in the asked problem's space and checked. */
+static void lookup_config(const char *d, const char *fp, const char *problem, char *cfg, size_t n)
+{
+    char args[512], out[4096], err[4096];
+    snprintf(args, sizeof args, "db lookup --db l.db --gpu %s gemm %s", fp, problem);
+    cr_assert_eq(test_run_ptxtune(d, args, out, sizeof out, err, sizeof err), 0, "%s: %s", args, err);
+    const char *c = strstr(out, "\nconfig ");
+    cr_assert(c, "%s", out);
+    snprintf(cfg, n, "%.*s", (int)strcspn(c + 8, "\n"), c + 8);
+}
+
+static int check_config(const char *problem, const char *cfg, pt_err *e)
+{
+    pt_arena *a = pt_arena_new();
+    search_problem sp;
+    pt_target t;
+    pt_target_parse("sm_90", &t, e);
+    int rc = search_problem_parse(a, "gemm", problem, &sp, e);
+    pt_prepared *pp = NULL;
+    if (!rc)
+        rc = gen_gemm_op.prepare(a, &sp.prob, &t, &pp, e);
+    if (!rc) {
+        pt_space s;
+        pt_config c;
+        gen_gemm_op.space(pp, &t, &s);
+        gen_gemm_op.defaults(pp, &t, &c);
+        rc = pt_config_parse(&s, cfg, &c, e);
+        if (!rc)
+            rc = gen_gemm_op.check(pp, &t, &c, e);
+    }
+    pt_arena_free(a);
+    return rc;
+}
+
+Test(runtime_dyn, db_lookup_never_answers_an_invalid_config, .timeout = 600)
+{
+    need_store();
+    pt_arena *a = pt_arena_new();
+    pt_err e = {0};
+    search_problem p[3];
+    cr_assert_eq(search_problem_parse(a, "gemm", "m=16 n=64 k=512", &p[0], &e), 0, "%s", e.msg);
+    cr_assert_eq(search_problem_parse(a, "gemm", "m=64 n=64 k=512", &p[1], &e), 0, "%s", e.msg);
+    cr_assert_eq(search_problem_parse(a, "gemm", "m=256 n=64 k=64", &p[2], &e), 0, "%s", e.msg);
+    char path[512];
+    snprintf(path, sizeof path, "%s/l.db", dir);
+    unlink(path);
+    db_store *s;
+    cr_assert_eq(db_open(path, NULL, &s, &e), 0, "%s", e.msg);
+    sweep_opts o = {.arch = "sm_90", .strategy = SEARCH_RANDOM, .budget = 12, .seed = 3,
+                    .no_compile = true, .tool_version = "test", .git_rev = "test",
+                    .measure = measure, .fingerprint = &fake_fp};
+    sweep_summary sum;
+    cr_assert_eq(sweep_run(s, p, 3, &o, &sum, &e), 0, "%s", e.msg);
+    db_close(s);
+    pt_arena_free(a);
+    char fp[17], cfg[256];
+    db_fingerprint_key(&fake_fp, fp);
+    lookup_config(dir, fp, "m=16 n=64 k=512", cfg, sizeof cfg);
+    cr_assert(strstr(cfg, "splitk=2") || strstr(cfg, "splitk=4"), "the winner is split: %s", cfg);
+    static const char *const asked[] = {"m=16 n=64 k=8", "m=16 n=64 k=32", "m=100 n=64 k=16",
+                                        "m=16 n=64 k=512"};
+    for (size_t i = 0; i < sizeof asked / sizeof asked[0]; i++) {
+        lookup_config(dir, fp, asked[i], cfg, sizeof cfg);
+        pt_err ce = {0};
+        cr_expect_eq(check_config(asked[i], cfg, &ce), 0, "db lookup gemm %s answered %s: %s", asked[i],
+                     cfg, ce.msg);
+    }
 }
