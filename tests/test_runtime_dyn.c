@@ -294,3 +294,41 @@ Test(runtime_dyn, db_lookup_never_answers_an_invalid_config, .timeout = 600)
                      cfg, ce.msg);
     }
 }
+
+/* One kernel row serves several problems: a dyn=m config measured at
+ * m = 64 and m = 128 is one kernel in the store (identical PTX, one hash)
+ * without split-K; with split-K the two buckets are two kernels. */
+#include <sqlite3.h>
+
+Test(runtime_dyn, one_kernel_row_serves_both_buckets)
+{
+    need_store();
+    char path[512];
+    snprintf(path, sizeof path, "%s/t.db", dir);
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db,
+                                    "SELECT instr(p.key, 'k=512') > 0, count(DISTINCT m.kernel_id) "
+                                    "FROM measurements m JOIN problems p ON p.id = m.problem_id "
+                                    "WHERE m.kernel_id IS NOT NULL "
+                                    "GROUP BY instr(p.key, 'k=512') > 0, m.config "
+                                    "HAVING count(DISTINCT m.problem_id) = 2",
+                                    -1, &st, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(db));
+    int shared = 0, split = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        bool big_k = sqlite3_column_int(st, 0) != 0;
+        int kernels = sqlite3_column_int(st, 1);
+        if (!big_k) {
+            cr_expect_eq(kernels, 1, "a config at m=64 and m=128 without split-K: %d kernels", kernels);
+            shared++;
+        } else if (kernels == 2)
+            split++;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    cr_expect_gt(shared, 0, "no config measured at both buckets");
+    printf("dyn=m: %d configs share one kernel row across m=64 and m=128; %d split-K configs are two\n",
+           shared, split);
+}
