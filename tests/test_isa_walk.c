@@ -1226,3 +1226,75 @@ Test(isa_walk, hopper_rows_are_refused_by_the_emulator)
     cr_expect_eq(load_one("sm_90", b_sreg, &e), PT_OK, "%s", e.msg);
     cr_expect_eq(load_one("sm_80", b_pragma, &e), PT_OK, "%s", e.msg);
 }
+
+/* Issue 12 item 1: the distributed-shared-memory rows (ld / st / atom / red
+ * .shared::cluster, FEAT sm_90 PTX 7.8), named one by one: each prints back
+ * byte-identically, ptxas assembles it on sm_90 (the walk above covers every
+ * type), the table refuses it on sm_80 as ptxas does, and the emulator
+ * decodes it. */
+Test(isa_walk, dsmem_forms_against_ptxas)
+{
+    static const char *const forms[] = {
+        "ld.shared::cluster.u32 %r1, [%r2];",
+        "ld.shared::cluster.v2.f32 {%f1, %f2}, [%r2+8];",
+        "ld.shared::cluster.u64 %rd1, [%r2];",
+        "st.shared::cluster.u32 [%r2], %r1;",
+        "st.shared::cluster.v4.b32 [%r2], {%r1, %r1, %r1, %r1};",
+        "atom.shared::cluster.add.u32 %r1, [%r2], 1;",
+        "atom.shared::cluster.cas.b32 %r1, [%r2], %r3, %r4;",
+        "red.shared::cluster.add.u32 [%r2], 2;",
+        "red.shared::cluster.max.s32 [%r2], %r1;",
+    };
+    pt_err e;
+    pt_err_clear(&e);
+    pt_compiler *cc = NULL;
+    bool tk = pt_compiler_open(&cc, &e) == PT_OK;
+    if (!tk)
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+        for (int sm80 = 0; sm80 < 2; sm80++) {
+            char text[1024];
+            snprintf(text, sizeof text,
+                     ".version 8.0\n.target %s\n.address_size 64\n\n.visible .entry k()\n{\n"
+                     "\t.reg .b32 %%r<5>;\n\t.reg .b64 %%rd<2>;\n\t.reg .f32 %%f<3>;\n\n"
+                     "\tmov.u32 %%r2, 0;\n\tmov.u32 %%r1, 0;\n\tmov.u32 %%r3, 0;\n\tmov.u32 %%r4, 0;\n"
+                     "\t%s\n\tret;\n}\n",
+                     sm80 ? "sm_80" : "sm_90", forms[i]);
+            ptx_module *m = NULL;
+            pt_err_clear(&e);
+            int rc = ptx_parse(text, strlen(text), "k.ptx", 90, &m, &e);
+            pt_target t;
+            pt_err te;
+            pt_err_clear(&te);
+            cr_assert_eq(pt_target_parse(sm80 ? "sm_80" : "sm_90", &t, &te), PT_OK);
+            int crc = tk ? pt_compile(cc, text, &t, NULL, NULL, NULL, &te) : -1;
+            if (sm80) {
+                cr_expect_neq(rc, PT_OK, "the table takes %s on sm_80", forms[i]);
+                cr_expect(strstr(e.msg, "sm_90"), "%s: %s", forms[i], e.msg);
+                if (tk)
+                    cr_expect_neq(crc, PT_OK, "ptxas takes %s on sm_80", forms[i]);
+                ptx_module_free(m);
+                continue;
+            }
+            cr_assert_eq(rc, PT_OK, "%s: %s", forms[i], e.msg);
+            char *again = ptx_print(m);
+            cr_assert(again);
+            cr_expect(strstr(again, forms[i]), "%s printed as:\n%s", forms[i], again);
+            ptx_module *m2 = NULL; /* the printed text parses back to itself */
+            cr_assert_eq(ptx_parse(again, strlen(again), "again.ptx", 90, &m2, &e), PT_OK, "%s", e.msg);
+            char *third = ptx_print(m2);
+            cr_expect(third && strcmp(third, again) == 0, "%s does not print back identically", forms[i]);
+            free(third);
+            ptx_module_free(m2);
+            if (tk)
+                cr_expect_eq(crc, PT_OK, "ptxas refuses %s: %s", forms[i], te.msg);
+            emu_ctx *ec = emu_new(NULL);
+            emu_kernel *k = NULL;
+            cr_expect_eq(emu_load(ec, m, NULL, &k, &e), PT_OK, "%s: %s", forms[i], e.msg);
+            emu_kernel_free(k);
+            emu_free(ec);
+            free(again);
+            ptx_module_free(m);
+        }
+    pt_compiler_close(cc);
+}
