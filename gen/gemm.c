@@ -27,7 +27,15 @@
  * alignment of the leading dimensions allows (16-byte cp.async when every
  * row is 16-byte aligned; narrower, down to one element, otherwise).
  * Addresses are 64-bit (base + mul.wide), so no tensor size overflows the
- * index math; sizes are limited to M, N, K < 2^31 and batch <= 65535. */
+ * index math; sizes are limited to M, N, K < 2^31 and batch <= 65535.
+ *
+ * dyn=m (docs/runtime.md): M is the u32 parameter m instead: A's rows past
+ * M are zero-filled, D/C/epilogue rows predicated, M-row batch strides
+ * computed; grid (ceil(M / bm), column tiles x splitk, batch) with the
+ * linear tile column-tile * tile-rows + ctaid.x (persistent: P CTAs, tile
+ * count from M); the split-K workspace is laid out for m_cap =
+ * pow2ceil(m), so the PTX is the same for every M (split-K: every M of
+ * the bucket (m_cap/2, m_cap]). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
