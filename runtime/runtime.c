@@ -45,7 +45,9 @@ typedef struct CUstream_st *CUstream;
     X(cuDriverGetVersion) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)          \
     X(cuCtxSetCurrent) X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)       \
     X(cuFuncSetAttribute) X(cuLaunchKernelEx)
-#define RT_FNS_OPT(X) X(cuCtxGetCurrent) X(cuCtxGetDevice) X(cuCtxPushCurrent) X(cuCtxPopCurrent)
+#define RT_FNS_OPT(X)                                                                       \
+    X(cuCtxGetCurrent) X(cuCtxGetDevice) X(cuCtxPushCurrent) X(cuCtxPopCurrent)             \
+    X(cuTensorMapEncodeTiled)
 #define RT_FNS(X) RT_FNS_REQ(X) RT_FNS_OPT(X)
 
 typedef struct rt_api {
@@ -69,6 +71,22 @@ static const char *const kind_names[] = {"input", "output", "workspace", "u32", 
                                          "scratch", "tensormap"};
 enum { RT_NKINDS = 8 };
 
+enum { RT_TMAP_RANK = 5, RT_TMAP_BYTES = 128 };
+
+/* A tensor map's cuTensorMapEncodeTiled parameters (the contract's "tmap"),
+ * encoded at launch over the caller's pointer (interleave none, element
+ * strides 1, as the generator's maps are). */
+typedef struct rt_tmap {
+    rt_kind of;      /* K_INPUT or K_OUTPUT */
+    int of_index;    /* the tensor's index in that list (the contract's "tensor") */
+    int src;         /* the launch's tensor pointer it is over */
+    uint64_t offset; /* bytes from that pointer to the map's origin */
+    int dtype, rank; /* CUtensorMapDataType; 1..5 */
+    uint64_t dims[RT_TMAP_RANK], strides[RT_TMAP_RANK - 1];
+    uint32_t box[RT_TMAP_RANK];
+    int swizzle, oobfill, l2promo;
+} rt_tmap;
+
 typedef struct rt_arg {
     char name[48];
     rt_kind kind;
@@ -78,6 +96,8 @@ typedef struct rt_arg {
     int dim;         /* scalars: the dim whose value it is; -1 */
     double value;
     int tensor;      /* position among the launch's tensor pointers; -1 */
+    int ctensor;     /* tensors: the contract's index in its list */
+    int tmap;        /* tensor maps: index into the entry's tmaps; -1 */
 } rt_arg;
 
 typedef struct rt_grid {
@@ -96,7 +116,9 @@ struct ptxtune_entry {
     rt_grid grid[3];
     unsigned block[3];
     size_t smem, align, ws_bytes, scratch_bytes;
-    bool tmaps; /* takes tensor maps: not launched by this runtime yet */
+    int ntmaps;
+    rt_tmap tmaps[8];   /* encoded at each launch (docs/runtime.md) */
+    unsigned cluster[3]; /* CTAs per cluster; 1 1 1: no cluster launch */
     bool smem_optin;
     int nargs, ntensors;
     rt_arg args[RT_MAX_ARGS];
@@ -253,6 +275,69 @@ static bool jint(json_t *o, const char *k, int64_t *v)
 
 /* The launch contract (tuner/contract.h) into k; a one-line reason when it
  * is missing or malformed. */
+/* CUtensorMapDataType: bytes per element and the contract's dtype name */
+static int tmap_elem_bytes(int dt)
+{
+    static const int bytes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};
+    return dt >= 0 && dt < (int)(sizeof bytes / sizeof bytes[0]) ? bytes[dt] : 0;
+}
+
+static const char *tmap_dtype_name(int dt)
+{
+    static const char *const names[] = {"u8",  "u16", "u32", "s32",  "u64", "s64", "f16",
+                                        "f32", "f64", "bf16", "f32", "tf32", "tf32"};
+    return dt >= 0 && dt < (int)(sizeof names / sizeof names[0]) ? names[dt] : "";
+}
+
+static bool juarr(json_t *a, uint64_t *v, int n)
+{
+    if (json_array_size(a) != (size_t)n)
+        return false;
+    for (int i = 0; i < n; i++) {
+        json_t *x = json_array_get(a, (size_t)i);
+        if (!json_is_integer(x) || json_integer_value(x) < 1)
+            return false;
+        v[i] = (uint64_t)json_integer_value(x);
+    }
+    return true;
+}
+
+/* Argument i's "tmap": the map's encode parameters (tuner/contract.c). */
+static int read_tmap(ptxtune_entry *k, int i, json_t *t, ptxtune_error *e)
+{
+    rt_arg *r = &k->args[i];
+    if (k->ntmaps == (int)(sizeof k->tmaps / sizeof k->tmaps[0]))
+        return fail(e, PTXTUNE_EINVAL, "%s: more than %d tensor maps", k->problem, k->ntmaps);
+    rt_tmap *m = &k->tmaps[k->ntmaps];
+    memset(m, 0, sizeof *m);
+    const char *of = json_string_value(json_object_get(t, "of"));
+    int64_t idx = -1, off = 0, dt = -1, rank = 0, sw = 0, oob = 0, l2 = 0;
+    uint64_t box[RT_TMAP_RANK] = {0};
+    bool ok = of && (strcmp(of, "input") == 0 || strcmp(of, "output") == 0) &&
+              jint(t, "tensor", &idx) && idx >= 0 && jint(t, "offset", &off) && off >= 0 &&
+              jint(t, "dtype", &dt) && tmap_elem_bytes((int)dt) > 0 && jint(t, "rank", &rank) &&
+              rank >= 1 && rank <= RT_TMAP_RANK && jint(t, "swizzle", &sw) &&
+              jint(t, "oobfill", &oob) && jint(t, "l2promo", &l2);
+    ok = ok && juarr(json_object_get(t, "dims"), m->dims, (int)rank) &&
+         juarr(json_object_get(t, "strides"), m->strides, (int)rank - 1) &&
+         juarr(json_object_get(t, "box"), box, (int)rank);
+    if (!ok)
+        return fail(e, PTXTUNE_EINVAL, "%s: argument %d ('%s'): malformed tensor map", k->problem,
+                    i, r->name);
+    m->of = of[0] == 'i' ? K_INPUT : K_OUTPUT;
+    m->of_index = (int)idx;
+    m->offset = (uint64_t)off;
+    m->dtype = (int)dt;
+    m->rank = (int)rank;
+    for (int d = 0; d < m->rank; d++)
+        m->box[d] = (uint32_t)box[d];
+    m->swizzle = (int)sw;
+    m->oobfill = (int)oob;
+    m->l2promo = (int)l2;
+    r->tmap = k->ntmaps++;
+    return PTXTUNE_OK;
+}
+
 static int read_contract(ptxtune_entry *k, json_t *launch, const char *dims, ptxtune_error *e)
 {
     json_t *c = json_object_get(launch, "contract");
@@ -346,8 +431,13 @@ static int read_contract(ptxtune_entry *k, json_t *launch, const char *dims, ptx
         r->kind = (rt_kind)kk;
         r->dim = -1;
         r->tensor = -1;
+        r->ctensor = -1;
+        r->tmap = -1;
         if (r->kind == K_INPUT || r->kind == K_OUTPUT) {
             r->tensor = k->ntensors++;
+            int64_t ct = -1;
+            if (jint(a, "tensor", &ct))
+                r->ctensor = (int)ct;
             const char *dt = json_string_value(json_object_get(a, "dtype"));
             snprintf(r->dtype, sizeof r->dtype, "%s", dt ? dt : "");
             jint(a, "elements", &r->elements);
@@ -368,11 +458,41 @@ static int read_contract(ptxtune_entry *k, json_t *launch, const char *dims, ptx
                 goto out;
             }
         } else if (r->kind == K_TENSORMAP) {
-            k->tmaps = true;
+            if ((rc = read_tmap(k, i, json_object_get(a, "tmap"), e)))
+                goto out;
         } else if (r->kind == K_F32) {
             json_t *x = json_object_get(a, "value");
             r->value = json_is_number(x) ? json_number_value(x) : NAN;
         }
+    }
+    /* each map is over a tensor: the pointer argument of that tensor when the
+     * kernel has one, else a pointer of its own, after the kernel's */
+    for (int i = 0; i < k->nargs; i++) {
+        rt_arg *r = &k->args[i];
+        if (r->kind != K_TENSORMAP)
+            continue;
+        rt_tmap *m = &k->tmaps[r->tmap];
+        m->src = -1;
+        for (int j = 0; j < k->nargs; j++)
+            if (k->args[j].kind == m->of && k->args[j].ctensor == m->of_index)
+                m->src = k->args[j].tensor;
+        if (m->src < 0) {
+            m->src = r->tensor = k->ntensors++;
+            snprintf(r->dtype, sizeof r->dtype, "%s", tmap_dtype_name(m->dtype));
+            int esz = tmap_elem_bytes(m->dtype);
+            uint64_t bytes = m->offset + m->dims[0] * (uint64_t)esz;
+            for (int d = 1; d < m->rank; d++)
+                bytes += (m->dims[d] - 1) * m->strides[d - 1];
+            r->elements = (int64_t)((bytes + (uint64_t)esz - 1) / (uint64_t)esz);
+        }
+    }
+    json_t *cl = json_object_get(c, "cluster");
+    for (size_t i = 0; i < 3; i++) {
+        json_t *x = json_array_get(cl, i);
+        k->cluster[i] = json_is_integer(x) && json_integer_value(x) > 0 &&
+                                json_integer_value(x) <= 16
+                            ? (unsigned)json_integer_value(x)
+                            : 1;
     }
 out:
     return rc;
@@ -1196,6 +1316,43 @@ out:
 #endif
 }
 
+/* One map over the launch's pointers, into out (64-byte aligned). */
+static int tmap_encode(const ptxtune_runtime *rt, const ptxtune_entry *k, const rt_tmap *m,
+                       const uint64_t *tensors, unsigned char *out, ptxtune_error *e)
+{
+#ifdef PT_HAVE_CUDA_HEADERS
+    if (!rt->api.cuTensorMapEncodeTiled)
+        return fail(e, PTXTUNE_ENODRIVER,
+                    "%s: takes tensor maps; the driver has no cuTensorMapEncodeTiled (a CUDA 12 "
+                    "driver)",
+                    k->problem);
+    cuuint64_t dims[RT_TMAP_RANK] = {0}, strides[RT_TMAP_RANK] = {0};
+    cuuint32_t box[RT_TMAP_RANK] = {0}, es[RT_TMAP_RANK];
+    for (int d = 0; d < RT_TMAP_RANK; d++) {
+        dims[d] = d < m->rank ? m->dims[d] : 1;
+        strides[d] = d + 1 < m->rank ? m->strides[d] : 0;
+        box[d] = d < m->rank ? m->box[d] : 1;
+        es[d] = 1;
+    }
+    CUtensorMap map;
+    void *addr = (void *)(uintptr_t)(tensors[m->src] + m->offset);
+    CUresult r = rt->api.cuTensorMapEncodeTiled(
+        &map, (CUtensorMapDataType)m->dtype, (cuuint32_t)m->rank, addr, dims, strides, box, es,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, (CUtensorMapSwizzle)m->swizzle,
+        (CUtensorMapL2promotion)m->l2promo, (CUtensorMapFloatOOBfill)m->oobfill);
+    if (r != CUDA_SUCCESS)
+        return cu_fail(rt, e, r, "cuTensorMapEncodeTiled", k->problem);
+    memcpy(out, &map, RT_TMAP_BYTES);
+    return PTXTUNE_OK;
+#else
+    (void)rt;
+    (void)m;
+    (void)tensors;
+    (void)out;
+    return fail(e, PTXTUNE_ENODRIVER, "%s: built without CUDA headers", k->problem);
+#endif
+}
+
 PTXTUNE_EXPORT int ptxtune_launch(ptxtune_runtime *rt, const ptxtune_selection *sel,
                                   const ptxtune_launch_args *a, ptxtune_error *e)
 {
@@ -1208,9 +1365,6 @@ PTXTUNE_EXPORT int ptxtune_launch(ptxtune_runtime *rt, const ptxtune_selection *
     if (a->ntensors != k->ntensors || (k->ntensors && !a->tensors))
         return fail(e, PTXTUNE_EINVAL, "%s: %d tensor pointers given, the kernel takes %d",
                     k->problem, a->ntensors, k->ntensors);
-    if (k->tmaps)
-        return fail(e, PTXTUNE_EINVAL,
-                    "%s: takes tensor maps, which this runtime does not encode yet", k->problem);
     if ((k->ws_bytes || k->scratch_bytes) && !a->workspace)
         return fail(e, PTXTUNE_EINVAL, "%s: needs a workspace of %zu bytes (its first %zu zero-filled)",
                     k->problem, k->ws_bytes + k->scratch_bytes, k->ws_bytes);
@@ -1220,6 +1374,21 @@ PTXTUNE_EXPORT int ptxtune_launch(ptxtune_runtime *rt, const ptxtune_selection *
         float f32;
     } vals[RT_MAX_ARGS];
     void *params[RT_MAX_ARGS];
+    /* the maps, by value: 128 bytes each, 64-byte aligned (the driver's
+     * CUtensorMap); encoded over this launch's pointers */
+    _Alignas(64) unsigned char maps[8][RT_TMAP_BYTES];
+    for (int i = 0; i < k->ntensors; i++)
+        if (!a->tensors[i] || (k->align > 1 && a->tensors[i] % k->align))
+            for (int j = 0; j < k->nargs; j++)
+                if (k->args[j].tensor == i)
+                    return fail(e, PTXTUNE_EINVAL,
+                                "%s: tensor '%s' at 0x%llx: must be non-null and aligned to %zu "
+                                "bytes",
+                                k->problem, k->args[j].name, (unsigned long long)a->tensors[i],
+                                k->align);
+    for (int i = 0; i < k->ntmaps; i++)
+        if ((rc = tmap_encode(rt, k, &k->tmaps[i], a->tensors, maps[i], e)))
+            return rc;
     for (int i = 0; i < k->nargs; i++) {
         const rt_arg *r = &k->args[i];
         double v = r->value;
@@ -1241,12 +1410,12 @@ PTXTUNE_EXPORT int ptxtune_launch(ptxtune_runtime *rt, const ptxtune_selection *
         }
         case K_WORKSPACE: vals[i].u64 = a->workspace; break;
         case K_SCRATCH: vals[i].u64 = a->workspace + (k->ws_bytes + 255) / 256 * 256; break;
-        case K_TENSORMAP: vals[i].u64 = 0; break;
+        case K_TENSORMAP: break;
         case K_U32: vals[i].u32 = (uint32_t)v; break;
         case K_U64: vals[i].u64 = (uint64_t)v; break;
         case K_F32: vals[i].f32 = (float)v; break;
         }
-        params[i] = &vals[i];
+        params[i] = r->kind == K_TENSORMAP ? (void *)maps[r->tmap] : (void *)&vals[i];
     }
 #ifdef PT_HAVE_CUDA_HEADERS
     CUlaunchConfig cfg = {
@@ -1255,6 +1424,16 @@ PTXTUNE_EXPORT int ptxtune_launch(ptxtune_runtime *rt, const ptxtune_selection *
         .sharedMemBytes = (unsigned)sel->smem, .hStream = (CUstream)a->stream,
         .attrs = NULL, .numAttrs = 0,
     };
+    CUlaunchAttribute attr;
+    if (k->cluster[0] * k->cluster[1] * k->cluster[2] > 1) { /* the contract's cluster shape */
+        memset(&attr, 0, sizeof attr);
+        attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attr.value.clusterDim.x = k->cluster[0];
+        attr.value.clusterDim.y = k->cluster[1];
+        attr.value.clusterDim.z = k->cluster[2];
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+    }
     bool pushed;
     CUresult r = ctx_enter(rt, &pushed);
     if (r != CUDA_SUCCESS)

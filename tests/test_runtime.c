@@ -528,6 +528,120 @@ Test(runtime, a_tampered_kernel_is_refused_at_its_first_load)
     }
 }
 
+/* issue 14: a kernel that takes a tensor map (tests/ptx/sm90/tma_load_sm90.ptx,
+ * the TMA-load probe: one 2-D box of a 64 x 64 f32 tensor copied to out)
+ * from a hand-made JSON table entry whose contract carries the map's encode
+ * parameters: the runtime encodes it over the caller's pointer at launch
+ * (cuTensorMapEncodeTiled; the fake encodes as ptx/emu/tmap.h does) and
+ * passes the 128 bytes by value. The tensor has no pointer argument of its
+ * own, so the map's argument is a tensor of the launch. */
+static const char *tma_table(const char *file, const char *tmap_json)
+{
+    const char *t = getenv("PTXTUNE_TESTS_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/ptx/sm90/tma_load_sm90.ptx", t);
+    static char ptx[16384];
+    test_slurp(path, ptx, sizeof ptx);
+    cr_assert(strstr(ptx, ".entry tma_load_2d"));
+    char hash[17], key[17];
+    db_kernel_hash(ptx, strlen(ptx), hash);
+    db_fingerprint_key(&fake_fp, key);
+    json_error_t je;
+    json_t *launch = json_loads(tmap_json, 0, &je);
+    cr_assert(launch, "%s", je.text);
+    json_t *row = json_pack(
+        "{s:{s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:s,s:s},s:{s:s,s:s,s:s,s:s},s:s,"
+        "s:{s:s,s:s,s:s},s:o,s:{s:f}}",
+        "fingerprint", "key", key, "gpu", fake_fp.gpu, "cc", fake_fp.cc, "sm_count",
+        fake_fp.sm_count, "driver", fake_fp.driver, "compiler", fake_fp.compiler, "ptx_version",
+        fake_fp.ptx_version, "generator", fake_fp.generator, "protocol", fake_fp.protocol,
+        "problem", "key", "probe tma n=1", "class", "probe tma", "dims", "1", "op", "probe",
+        "config", "box=16x8", "kernel", "entry", "tma_load_2d", "hash", hash, "ptx", ptx,
+        "launch", launch, "time_s", "median", 1e-6);
+    cr_assert(row);
+    json_t *root = json_pack("{s:s,s:i,s:[o]}", "format", "ptxtune-table", "version", 1, "rows", row);
+    cr_assert_eq(json_dump_file(root, P(file), 0), 0);
+    json_decref(root);
+    return P(file);
+}
+
+#define TMA_CONTRACT(TMAP)                                                                    \
+    "{\"contract\":{\"v\":1,\"entry\":\"tma_load_2d\",\"block\":[128,1,1],\"smem\":2560,"        \
+    "\"smem_optin\":false,\"cluster\":[1,1,1],\"align\":16,\"workspace\":{\"bytes\":0,"        \
+    "\"zero_fill\":\"once\",\"scratch_bytes\":0},\"dims\":[{\"name\":\"n\",\"tuned\":1,"       \
+    "\"min\":1,\"max\":1,\"group\":0}],\"grid\":[{\"const\":1},{\"const\":1},{\"const\":1}],"  \
+    "\"args\":[{\"name\":\"tmap\",\"kind\":\"tensormap\",\"tmap\":" TMAP "},"                 \
+    "{\"name\":\"out\",\"kind\":\"output\",\"tensor\":0,\"dtype\":\"f32\",\"elements\":128,"   \
+    "\"scales\":[]},{\"name\":\"c0\",\"kind\":\"u32\",\"value\":8},"                        \
+    "{\"name\":\"c1\",\"kind\":\"u32\",\"value\":4},{\"name\":\"nbytes\",\"kind\":\"u32\","    \
+    "\"value\":512}]}}"
+
+Test(runtime, a_tensor_map_kernel_is_encoded_over_the_callers_pointer)
+{
+    load_fake();
+    /* the box: 16 f32 columns x 8 rows at column 8, row 4 of a 64 x 64 tensor */
+    const char *table =
+        tma_table("tma.json", TMA_CONTRACT("{\"of\":\"input\",\"tensor\":0,\"offset\":0,"
+                                           "\"dtype\":7,\"rank\":2,\"dims\":[64,64],"
+                                           "\"strides\":[256],\"box\":[16,8],\"swizzle\":0,"
+                                           "\"oobfill\":0,\"l2promo\":0}"));
+    char key[17];
+    db_fingerprint_key(&fake_fp, key);
+    ptxtune_options o = {.flags = PTXTUNE_ALLOW_PTX_JIT, .fingerprint = key};
+    ptxtune_runtime *rt;
+    ptxtune_error e;
+    cr_assert_eq(ptxtune_open(table, &o, &rt, &e), PTXTUNE_OK, "%s", e.msg);
+    ptxtune_selection sel;
+    int64_t n = 1;
+    cr_assert_eq(ptxtune_select(rt, "probe tma", &n, 1, &sel, &e), PTXTUNE_OK, "%s", e.msg);
+    /* the arguments: out (tensor 0), then the map's tensor (tensor 1) */
+    cr_assert_eq(ptxtune_arg_count(&sel), 5);
+    ptxtune_arg_info ai;
+    ptxtune_arg_get(&sel, 0, &ai);
+    cr_expect_str_eq(ai.kind, "tensormap");
+    cr_expect_eq(ai.tensor, 1);
+    cr_expect_str_eq(ai.dtype, "f32");
+    cr_expect_eq(ai.elements, 64 * 64);
+    drv d;
+    cr_assert_eq(drv_open(&d), 0);
+    static float in[64 * 64], got[128];
+    for (int i = 0; i < 64 * 64; i++)
+        in[i] = (float)i;
+    uint64_t din = upload(&d, in, 64 * 64), dout = upload(&d, NULL, 128);
+    cr_assert(din && dout);
+    uint64_t ptrs[2] = {dout, din};
+    ptxtune_launch_args la = {.tensors = ptrs, .ntensors = 2};
+    cr_assert_eq(ptxtune_launch(rt, &sel, &la, &e), PTXTUNE_OK, "%s", e.msg);
+    cr_assert_eq(d.sync(), 0);
+    cr_assert_eq(d.d2h(got, dout, sizeof got), 0);
+    int bad = 0;
+    for (int r = 0; r < 8; r++)
+        for (int c = 0; c < 16; c++)
+            if (got[r * 16 + c] != in[(4 + r) * 64 + 8 + c] && bad++ < 4)
+                cr_expect_eq(got[r * 16 + c], in[(4 + r) * 64 + 8 + c], "box (%d, %d)", r, c);
+    cr_expect_eq(bad, 0);
+    /* a second tensor: the map follows the pointer */
+    for (int i = 0; i < 64 * 64; i++)
+        in[i] = (float)(-i);
+    uint64_t din2 = upload(&d, in, 64 * 64);
+    ptrs[1] = din2;
+    cr_assert_eq(ptxtune_launch(rt, &sel, &la, &e), PTXTUNE_OK, "%s", e.msg);
+    cr_assert_eq(d.sync(), 0);
+    cr_assert_eq(d.d2h(got, dout, sizeof got), 0);
+    cr_expect_eq(got[0], in[4 * 64 + 8]);
+    cr_expect_eq(got[127], in[11 * 64 + 23]);
+    /* a pointer the map cannot take (not 16-byte aligned): refused naming its argument */
+    ptrs[1] = din2 + 4;
+    cr_expect_neq(ptxtune_launch(rt, &sel, &la, &e), PTXTUNE_OK);
+    cr_expect(strstr(e.msg, "'tmap'") && strstr(e.msg, "aligned"), "%s", e.msg);
+    ptxtune_close(rt);
+    /* a malformed map is refused at open, naming the argument */
+    table = tma_table("tma_bad.json", TMA_CONTRACT("{\"of\":\"input\",\"tensor\":0,\"offset\":0,"
+                                                   "\"dtype\":7,\"rank\":6}"));
+    cr_expect_eq(ptxtune_open(table, &o, &rt, &e), PTXTUNE_EINVAL);
+    cr_expect(strstr(e.msg, "'tmap'") && strstr(e.msg, "malformed tensor map"), "%s", e.msg);
+}
+
 /* The build tree: PTXTUNE_BIN is BUILD/cli/ptxtune. */
 static void build_root(char *out, size_t n)
 {
