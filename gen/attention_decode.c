@@ -649,15 +649,46 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
     if (pp->seqused || pp->varlen)
         len = s32op(f, PTX_OP_MAX, ptx_r(len), ptx_imm(0));
     x->len = len;
-    /* this split's key blocks [kb0, kb1) */
-    ptx_reg nb = kit_reg(f, kit_iop(f, PTX_OP_SHR, kit_iop(f, PTX_OP_ADD, ptx_r(len), ptx_imm(g->bn - 1)),
+    /* the CTA's real rows' visible keys (queries i_first..i_last; lo and hi
+     * grow with i): every real row sees [lmax, hmin), some row sees a key
+     * of [lmin, hmax). Key blocks outside [lmin, hmax) are never loaded;
+     * a warp's keys inside [lmax, hmin) skip the mask. */
+    ptx_reg off = s32op(f, PTX_OP_SUB, ptx_r(len), ptx_r(x->sq));
+    ptx_reg rowsr = kit_reg(f, kit_iop(f, PTX_OP_MUL, ptx_r(x->sq), ptx_imm(pp->group)));
+    ptx_reg hmin = len, hmax = len, lmax = none, lmin = none;
+    {
+        ptx_reg r0 = kit_reg(f, kit_iop(f, PTX_OP_MUL, ptx_r(x->rb), ptx_imm(g->bm)));
+        ptx_reg r1 = s32op(f, PTX_OP_MIN, kit_iop(f, PTX_OP_ADD, ptx_r(r0), ptx_imm(g->bm)), ptx_r(rowsr));
+        r1 = s32op(f, PTX_OP_SUB, ptx_r(r1), ptx_imm(1));
+        ptx_reg i0 = pp->group == 1 ? r0 : s32op(f, PTX_OP_DIV, ptx_r(r0), ptx_imm(pp->group));
+        ptx_reg i1 = pp->group == 1 ? r1 : s32op(f, PTX_OP_DIV, ptx_r(r1), ptx_imm(pp->group));
+        ptx_reg io0 = s32op(f, PTX_OP_ADD, ptx_r(i0), ptx_r(off)), io1 = s32op(f, PTX_OP_ADD, ptx_r(i1), ptx_r(off));
+        if (pp->wr >= 0) {
+            hmin = s32op(f, PTX_OP_MIN, kit_iop(f, PTX_OP_ADD, ptx_r(io0), ptx_imm(pp->wr + 1)), ptx_r(len));
+            hmax = s32op(f, PTX_OP_MIN, kit_iop(f, PTX_OP_ADD, ptx_r(io1), ptx_imm(pp->wr + 1)), ptx_r(len));
+        }
+        if (pp->wl >= 0) {
+            lmax = s32op(f, PTX_OP_SUB, ptx_r(io1), ptx_imm(pp->wl));
+            lmin = s32op(f, PTX_OP_MAX, kit_iop(f, PTX_OP_SUB, ptx_r(io0), ptx_imm(pp->wl)), ptx_imm(0));
+        }
+    }
+    /* this split's key blocks [kb0, kb1) of the blocks [bf, bf + nb) */
+    ptx_reg bf = lmin.id ? kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(lmin), ptx_imm(ilog2i(g->bn)))) : none;
+    ptx_reg hm0 = pp->wr >= 0 ? s32op(f, PTX_OP_MAX, ptx_r(hmax), ptx_imm(0)) : len;
+    ptx_reg nb = kit_reg(f, kit_iop(f, PTX_OP_SHR, kit_iop(f, PTX_OP_ADD, ptx_r(hm0), ptx_imm(g->bn - 1)),
                                     ptx_imm(ilog2i(g->bn))));
+    if (bf.id)
+        nb = s32op(f, PTX_OP_MAX, kit_iop(f, PTX_OP_SUB, ptx_r(nb), ptx_r(bf)), ptx_imm(0));
     ptx_reg kb0 = r32(f), kb1 = r32(f);
     ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), U32T, ptx_r(kb0), ptx_r(nb), ptx_r(x->split));
     ptx_emit(f, PTX_OP_DIV, NOM, U32T, ptx_r(kb0), ptx_r(kb0), ptx_r(x->nsplit));
     ptx_reg s1 = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->split), ptx_imm(1)));
     ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), U32T, ptx_r(kb1), ptx_r(nb), ptx_r(s1));
     ptx_emit(f, PTX_OP_DIV, NOM, U32T, ptx_r(kb1), ptx_r(kb1), ptx_r(x->nsplit));
+    if (bf.id) {
+        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(kb0), ptx_r(kb0), ptx_r(bf));
+        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(kb1), ptx_r(kb1), ptx_r(bf));
+    }
     ptx_reg nblk = s32op(f, PTX_OP_SUB, ptx_r(kb1), ptx_r(kb0));
     ptx_reg key0 = kit_reg(f, kit_iop(f, PTX_OP_SHL, ptx_r(kb0), ptx_imm(ilog2i(g->bn)))); /* first key */
 
@@ -766,8 +797,6 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
     kit_frag sfr = kit_frag_mma_c(f, at, 1, g->kw / 8, Sr, zr, zr, x->lane);
     kit_frag ofr = kit_frag_mma_c(f, at, 1, (int)(dv / 8), Or, zr, zr, x->lane);
     /* the thread's two rows (g and g + 8): visible keys [lo, hi) */
-    ptx_reg rowsr = kit_reg(f, kit_iop(f, PTX_OP_MUL, ptx_r(x->sq), ptx_imm(pp->group)));
-    ptx_reg off = s32op(f, PTX_OP_SUB, ptx_r(len), ptx_r(x->sq));
     ptx_reg hi[2], lo[2] = {{0}, {0}};
     for (int h = 0; h < 2; h++) {
         ptx_reg rg = kit_reg(f, kit_imad(f, ptx_r(x->rb), ptx_imm(g->bm),
@@ -823,6 +852,8 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
     /* key of this thread's column 0 in the current tile */
     ptx_reg kcol = kit_reg(f, kit_iop(f, PTX_OP_ADD, kit_iop(f, PTX_OP_ADD, ptx_r(key0), ptx_r(wrow)),
                                       ptx_r(sfr.col_base)));
+    /* and of the warp's key 0 (warp-uniform: the mask branch) */
+    ptx_reg wkey = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(key0), ptx_r(wrow)));
 
     /* ---- main loop over this split's key blocks ---- */
     ptx_reg it = kit_reg(f, ptx_imm(0));
@@ -861,25 +892,51 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
                     mma(f, at, ptx_vecr(f, 4, Sr + (2 * n + h) * 4), ptx_vecr(f, 4, qa), ptx_vecr(f, 2, kb4 + 2 * h));
             }
         }
-        /* mask, softcap, online softmax per row */
+        /* softcap, then the mask only where the warp's keys are not all
+         * visible to every real row (the sequence's last block, a split
+         * or window edge, causal Sq > 1's last blocks): a warp-uniform
+         * branch skips it on full blocks */
+        ptx_reg mvr[256];
+        for (int i = 0; i < nS; i++) {
+            ptx_opd sv = score(x, Sr[i]);
+            if (sv.kind == PTX_O_REG) {
+                mvr[i] = sv.u.reg;
+            } else {
+                mvr[i] = rf(f);
+                ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(mvr[i]), sv);
+            }
+        }
+        int nomask = ptx_label_new(f);
+        {
+            ptx_reg need = setp(f, PTX_M_GT, S32T, kit_iop(f, PTX_OP_ADD, ptx_r(wkey), ptx_imm(g->kw)), ptx_r(hmin));
+            if (lmax.id) {
+                ptx_reg p2 = setp(f, PTX_M_LT, S32T, ptx_r(wkey), ptx_r(lmax));
+                ptx_reg o2 = ptx_reg_new(f, PTX_T_PRED);
+                ptx_emit(f, PTX_OP_OR, NOM, PREDT, ptx_r(o2), ptx_r(need), ptx_r(p2));
+                need = o2;
+            }
+            bra(f, nomask, need, true);
+        }
         ptx_reg dh[2], dl[2] = {{0}, {0}};
         for (int h = 0; h < 2; h++) {
             dh[h] = s32op(f, PTX_OP_SUB, ptx_r(hi[h]), ptx_r(kcol));
             if (lo[h].id)
                 dl[h] = s32op(f, PTX_OP_SUB, ptx_r(lo[h]), ptx_r(kcol));
         }
+        for (int i = 0; i < nS; i++) {
+            int h = sfr.row[i] >= 8;
+            ptx_reg vis = setp(f, PTX_M_GT, S32T, ptx_r(dh[h]), ptx_imm(sfr.col[i]));
+            if (dl[h].id)
+                vis = pand(f, vis, setp(f, PTX_M_LE, S32T, ptx_r(dl[h]), ptx_imm(sfr.col[i])));
+            ptx_emit(f, PTX_OP_SELP, NOM, F32T, ptx_r(mvr[i]), ptx_r(mvr[i]), ptx_f32(-INFINITY), ptx_r(vis));
+        }
+        ptx_label_place(f, nomask);
         ptx_opd vals[2][64];
         int nv[2] = {0, 0}, idx[2][64];
         for (int i = 0; i < nS; i++) {
             int h = sfr.row[i] >= 8;
-            ptx_opd sv = score(x, Sr[i]);
-            ptx_reg vis = setp(f, PTX_M_GT, S32T, ptx_r(dh[h]), ptx_imm(sfr.col[i]));
-            if (dl[h].id)
-                vis = pand(f, vis, setp(f, PTX_M_LE, S32T, ptx_r(dl[h]), ptx_imm(sfr.col[i])));
-            ptx_reg mv = rf(f);
-            ptx_emit(f, PTX_OP_SELP, NOM, F32T, ptx_r(mv), sv, ptx_f32(-INFINITY), ptx_r(vis));
             idx[h][nv[h]] = i;
-            vals[h][nv[h]++] = ptx_r(mv);
+            vals[h][nv[h]++] = ptx_r(mvr[i]);
         }
         for (int h = 0; h < 2; h++) {
             ptx_opd p2[64];
@@ -920,6 +977,7 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
         }
         kit_pipe_release(&pipe);
         ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(kcol), ptx_r(kcol), ptx_imm(g->bn));
+        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(wkey), ptx_r(wkey), ptx_imm(g->bn));
         ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
         bra(f, top, setp(f, PTX_M_LT, S32T, ptx_r(it), ptx_r(nblk)), false);
     }

@@ -243,7 +243,8 @@ Test(attention_decode, grid_against_float64_reference, .timeout = 600)
 
 /* Runs one case on the emulator (threads: 0 serial, CTAs in order; 2: CTAs
  * on two threads, arrivals in any order) and returns the outputs' bits. */
-static void run_bits(const dcase *c, int threads, unsigned char **bits, size_t *nbytes, int *nout)
+static void run_bits_st(const dcase *c, int threads, unsigned char **bits, size_t *nbytes, int *nout, emu_stats *st,
+                        char **ptx)
 {
     pt_target tg;
     pt_err e = {0};
@@ -273,6 +274,8 @@ static void run_bits(const dcase *c, int threads, unsigned char **bits, size_t *
     cr_assert_eq(tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), &e), 0, "%s", e.msg);
     cr_assert_eq(tuner_io_upload(d, io, &e), 0, "%s", e.msg);
     cr_assert_eq(tuner_io_run(d, k, &l, io, &e), 0, "%s", e.msg);
+    if (st)
+        cr_assert_eq(tuner_emu_last_run(d, st), 0);
     size_t total = 0;
     for (int i = 0; i < io->nout; i++)
         total += io->out_bytes[i];
@@ -288,9 +291,17 @@ static void run_bits(const dcase *c, int threads, unsigned char **bits, size_t *
     tuner_io_free(d, io);
     tuner_unload(d, k);
     tuner_dev_close(d);
-    free(text);
+    if (ptx)
+        *ptx = text;
+    else
+        free(text);
     ptx_module_free(m);
     pt_arena_free(a);
+}
+
+static void run_bits(const dcase *c, int threads, unsigned char **bits, size_t *nbytes, int *nout)
+{
+    run_bits_st(c, threads, bits, nbytes, nout, NULL, NULL);
 }
 
 /* The combine sums the partials in split order whatever the arrival order:
@@ -316,6 +327,245 @@ Test(attention_decode, combine_is_deterministic)
         free(y);
         free(z);
     }
+}
+
+/* ---- masks only where needed ------------------------------------------------ */
+
+/* Instructions of the kernel's main loop in the PTX text (from the label a
+ * backward branch targets to that branch, the longest such span), and of
+ * the spans inside it that a forward branch skips; minf: the -inf selects
+ * (the mask) in the loop and how many of them a forward branch skips. */
+typedef struct loop_count {
+    int body, skipped, minf, minf_skipped, mma;
+} loop_count;
+
+static bool is_ins(const char *l)
+{
+    while (*l == ' ' || *l == '\t')
+        l++;
+    return *l && *l != '$' && *l != '.' && *l != '/' && *l != '{' && *l != '}' && strchr(l, ';');
+}
+
+static loop_count count_loop(const char *text)
+{
+    /* lines */
+    int n = 0;
+    for (const char *p = text; *p; p++)
+        n += *p == '\n';
+    char **ln = calloc((size_t)n + 1, sizeof *ln);
+    cr_assert(ln);
+    char *buf = strdup(text);
+    cr_assert(buf);
+    int k = 0;
+    for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l && k <= n; l = strtok_r(NULL, "\n", &save))
+        ln[k++] = l;
+    n = k;
+    int best0 = -1, best1 = -1;
+    for (int i = 0; i < n; i++) {
+        const char *b = strstr(ln[i], "bra.uni ");
+        if (!b)
+            continue;
+        char lab[64];
+        if (sscanf(b + 8, "%63[^;]", lab) != 1)
+            continue;
+        for (int j = 0; j < i; j++)
+            if (strncmp(ln[j], lab, strlen(lab)) == 0 && ln[j][strlen(lab)] == ':' && i - j > best1 - best0)
+                best0 = j, best1 = i;
+    }
+    cr_assert_geq(best0, 0, "no loop in the PTX");
+    loop_count c = {0};
+    int skip_until = -1;
+    for (int i = best0 + 1; i <= best1; i++) {
+        if (skip_until >= 0 && ln[i][0] == '$' && strncmp(ln[i], ln[skip_until], strlen(ln[skip_until])) == 0)
+            skip_until = -1;
+        if (!is_ins(ln[i]))
+            continue;
+        c.body++;
+        c.mma += strstr(ln[i], "mma.sync") != NULL;
+        bool minf = strstr(ln[i], "selp.f32") && strstr(ln[i], "0fFF800000");
+        c.minf += minf;
+        if (skip_until >= 0) {
+            c.skipped++;
+            c.minf_skipped += minf;
+        }
+        const char *b = strstr(ln[i], "bra.uni ");
+        if (b && i < best1 && skip_until < 0) { /* a forward branch: its label ends the span */
+            static char lab[64];
+            if (sscanf(b + 8, "%63[^;]", lab) == 1) {
+                for (int j = i + 1; j <= best1; j++)
+                    if (strncmp(ln[j], lab, strlen(lab)) == 0 && ln[j][strlen(lab)] == ':') {
+                        ln[n] = lab; /* the label to find */
+                        skip_until = n;
+                        break;
+                    }
+            }
+        }
+    }
+    free(buf);
+    free(ln);
+    return c;
+}
+
+static uint64_t warp_instructions(const dcase *c, char **ptx)
+{
+    unsigned char *bits;
+    size_t nb;
+    int no;
+    emu_stats st;
+    run_bits_st(c, 0, &bits, &nb, &no, &st, ptx);
+    free(bits);
+    return st.warp_instructions;
+}
+
+/* Full key blocks skip the mask: on the emulator, a full block costs each
+ * warp the loop body less the span the mask branch skips (which holds every
+ * -inf select of the loop), and a block that ends inside the sequence the
+ * whole body. Per block = the difference of two runs' warp instructions
+ * (16 and 32 full blocks; 16 full and one of 1 key) over CTAs x warps.
+ * Cases: Sq 1 f16, causal Sq 4 paged bf16 with 2 splits, softcap at d128
+ * with one warp. */
+Test(attention_decode, full_blocks_skip_the_mask)
+{
+    /* B Hq Hkv Sq Sk d dt causal page wl seqused lse softcap config */
+    static const dcase base[] = {
+        {1, 8, 2, 1, 1024, 64, F16, false, 0, -1, false, true, 0, "bn=64,kv_warps=2,splits=1", NULL, false, 0},
+        {1, 8, 2, 4, 1024, 64, BF16, true, 16, -1, false, true, 0, "bn=64,kv_warps=2,splits=2", NULL, false, 0},
+        {1, 4, 1, 1, 1024, 128, F16, false, 0, -1, false, true, 20, "bn=32,kv_warps=1,splits=1", NULL, false, 0},
+    };
+    for (size_t i = 0; i < sizeof base / sizeof *base; i++) {
+        dcase c16 = base[i], c32 = base[i], c17 = base[i];
+        c32.Sk = 2 * c16.Sk;
+        c17.Sk = c16.Sk + 1;
+        char *text;
+        uint64_t w16 = warp_instructions(&c16, &text), w32 = warp_instructions(&c32, NULL);
+        uint64_t w17 = warp_instructions(&c17, NULL);
+        loop_count lc = count_loop(text);
+        free(text);
+        int64_t bnv = strstr(c16.config, "bn=32") ? 32 : 64, W = strstr(c16.config, "kv_warps=1") ? 1 : 2;
+        int64_t S = strstr(c16.config, "splits=2") ? 2 : 1;
+        int64_t ctas = S * c16.Hkv * ((c16.Sq * (c16.Hq / c16.Hkv) + 15) / 16) * c16.B;
+        /* each extra block is one split's (CTAs / S of them) */
+        double full = (double)(w32 - w16) / (double)(c16.Sk / bnv) / (double)(ctas / S * W);
+        /* one more block, in the last split's CTAs only */
+        double edge = (double)(w17 - w16) / (double)(ctas / S * W);
+        printf("attention decode mask: case %zu: loop body %d instructions, mask span %d (%d of %d -inf selects); "
+               "per full block %.1f, per edge block %.1f warp instructions\n",
+               i, lc.body, lc.skipped, lc.minf_skipped, lc.minf, full, edge);
+        cr_assert_gt(lc.minf, 0, "case %zu: no mask in the loop", i);
+        cr_assert_eq(lc.minf_skipped, lc.minf, "case %zu: %d of %d -inf selects outside the skipped span", i,
+                     lc.minf - lc.minf_skipped, lc.minf);
+        cr_assert(full <= lc.body - lc.skipped + 0.01 && full >= lc.body - lc.skipped - 0.01,
+                  "case %zu: a full block costs %.2f warp instructions, the body less the mask span %d", i, full,
+                  lc.body - lc.skipped);
+        cr_assert(edge >= lc.body - 0.01, "case %zu: the edge block costs %.2f, the whole body %d", i, edge, lc.body);
+    }
+    /* a sliding window of 100 keys: the blocks left of it are never
+     * loaded, so 1024 and 2048 keys cost the same (two blocks each) */
+    dcase w1 = {1, 8, 2, 1, 1024, 64, F16, false, 16, 100, false, true, 0, "bn=64,kv_warps=2,splits=2", NULL, false, 0};
+    dcase w2 = w1;
+    w2.Sk = 2048;
+    uint64_t a1 = warp_instructions(&w1, NULL), a2 = warp_instructions(&w2, NULL);
+    printf("attention decode mask: window 100, 1024 keys %llu, 2048 keys %llu warp instructions\n",
+           (unsigned long long)a1, (unsigned long long)a2);
+    cr_assert_eq(a1, a2, "a window of 100 keys: %llu warp instructions at 1024 keys, %llu at 2048",
+                 (unsigned long long)a1, (unsigned long long)a2);
+}
+
+/* ---- static cost figures of the Llama-3-8B decode set ---------------------- */
+
+static int count_str(const char *text, const char *a, const char *b)
+{
+    int n = 0;
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        char line[512];
+        if (len >= sizeof line)
+            len = sizeof line - 1;
+        memcpy(line, l, len);
+        line[len] = 0;
+        n += strstr(line, a) && (!b || strstr(line, b));
+    }
+    return n;
+}
+
+/* results/problems/llama3_8b_attention.txt's decode set (Hq 32, Hkv 8,
+ * d 128, page 16, bf16; batch 1 / 16 / 64 x Sk 1k / 8k / 32k) with the
+ * sm_90 defaults, from the PTX and the launch alone (no GPU): every
+ * cp.async of the kernel moves 16 bytes; one row block per KV head (the 4
+ * query heads of a KV head packed in one m16 tile), so the splits of a
+ * (sequence, KV head) read disjoint key blocks and each K/V byte once;
+ * K/V bytes read over the minimum (the last block's rounding only); CTAs
+ * and waves on 132 SMs at the kernel's CTAs an SM; warp instructions of a
+ * full block per K/V byte. Printed as the table of results/cpu/attention.md. */
+Test(attention_decode, llama3_8b_decode_static_figures)
+{
+    static const int64_t batches[] = {1, 16, 64}, lens[] = {1024, 8192, 32768};
+    printf("| batch | Sk | config | CTAs | CTAs/SM | waves on 132 SMs | K/V bytes read / min | bytes moved / min | "
+           "cp.async (16 B) per tile and thread | warp instr. per K/V KB | mma per K/V KB |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t bi = 0; bi < 3; bi++)
+        for (size_t li = 0; li < 3; li++) {
+            dcase c = {batches[bi], 32, 8, 1, lens[li], 128, BF16, false, 16, -1, false, false, 0, "", "sm_90", false,
+                       0};
+            pt_problem p = problem_of(&c);
+            pt_target tg;
+            pt_err e = {0};
+            cr_assert_eq(pt_target_parse("sm_90", &tg, &e), 0, "%s", e.msg);
+            pt_arena *a = pt_arena_new();
+            pt_prepared *pp;
+            cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), 0, "%s", e.msg);
+            pt_config cf;
+            gen_attention_op.defaults(pp, &tg, &cf);
+            ptx_module *m;
+            pt_launch l;
+            cr_assert_eq(pt_op_build(&gen_attention_op, pp, &tg, 0, &cf, &m, &l, &e), 0, "%s", e.msg);
+            char *text = ptx_print(m);
+            char cs[256];
+            pt_config_str(&cf, cs, sizeof cs);
+            int64_t bn = pt_config_get(&cf, "bn", 0), W = pt_config_get(&cf, "kv_warps", 0);
+            int64_t S = pt_config_get(&cf, "splits", 1), T = 32 * W;
+            /* every cp.async moves 16 bytes (.cg: L2 only, K/V are read once) */
+            int ncp = count_str(text, "cp.async.cg", NULL), ncp16 = count_str(text, "cp.async.cg", ", 16");
+            int nca = count_str(text, "cp.async.ca", NULL);
+            cr_assert_gt(ncp, 0);
+            cr_assert_eq(ncp16, ncp, "B%lld Sk%lld: %d of %d cp.async not 16 bytes", (long long)c.B, (long long)c.Sk,
+                         ncp - ncp16, ncp);
+            cr_assert_eq(nca, 0, "%d cp.async.ca (4/8-byte or L1-allocating copies)", nca);
+            loop_count lc = count_loop(text);
+            const char *mn = strstr(text, ".minnctapersm");
+            int per_sm = mn ? atoi(mn + strlen(".minnctapersm")) : 1;
+            free(text);
+            ptx_module_free(m);
+            /* the grid: (splits, Hkv * row blocks, B); one row block a KV head */
+            cr_assert_eq(l.grid[1], 8, "B%lld: %u row blocks x KV heads (the 4 query heads of a KV head pack into "
+                                       "one m16 tile)", (long long)c.B, l.grid[1]);
+            cr_assert_eq(l.grid[0], (unsigned)S);
+            int64_t ctas = (int64_t)l.grid[0] * l.grid[1] * l.grid[2];
+            double waves = (double)ctas / (132.0 * per_sm);
+            /* K/V: every (sequence, KV head) reads its key blocks once over
+             * its splits (disjoint ranges); the minimum is Sk keys */
+            double es = 2, kvrow = (128 + 128) * es, B = (double)c.B, Sk = (double)c.Sk, bnd = (double)bn;
+            double kv_min = B * 8 * Sk * kvrow;
+            double kv_read = B * 8 * (double)((c.Sk + bn - 1) / bn) * bnd * kvrow;
+            double qo = B * 32 * 128 * es * 2;
+            /* the real rows (4 a KV head) of each split: written, read back */
+            double part = S > 1 ? B * 8 * (double)S * 4 * (128 + 1) * 4 * 2 : 0;
+            double table = B * Sk / 16 * 4;
+            double moved = kv_read + qo + part + table, minimum = kv_min + qo;
+            int body = lc.body - lc.skipped; /* a full block, one warp */
+            double tile_bytes = bnd * kvrow;
+            printf("| %lld | %lld | %s | %lld | %d | %.2f | %.4f | %.4f | %lld | %.1f | %.1f |\n", (long long)c.B,
+                   (long long)c.Sk, cs, (long long)ctas, per_sm, waves, kv_read / kv_min, moved / minimum,
+                   (long long)(tile_bytes / 16 / (double)T), (double)body * (double)W / tile_bytes * 1024,
+                   (double)lc.mma * (double)W / tile_bytes * 1024);
+            cr_assert_leq(kv_read / kv_min, 1.0 + bnd / Sk + 1e-9);
+            /* enough CTAs: at least one full wave of 132 SMs at one CTA an
+             * SM, splitting only what needs it */
+            cr_assert_geq(ctas, 128, "B%lld Sk%lld [%s]: %lld CTAs for 132 SMs", (long long)c.B, (long long)c.Sk, cs,
+                          (long long)ctas);
+            pt_arena_free(a);
+        }
 }
 
 /* ---- assembly --------------------------------------------------------------- */
