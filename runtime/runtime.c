@@ -476,6 +476,9 @@ static int read_contract(ptxtune_entry *k, json_t *launch, const char *dims, ptx
         for (int j = 0; j < k->nargs; j++)
             if (k->args[j].kind == m->of && k->args[j].ctensor == m->of_index)
                 m->src = k->args[j].tensor;
+        for (int j = 0; m->src < 0 && j < r->tmap; j++) /* another map over the same tensor */
+            if (k->tmaps[j].of == m->of && k->tmaps[j].of_index == m->of_index)
+                m->src = k->tmaps[j].src;
         if (m->src < 0) {
             m->src = r->tensor = k->ntensors++;
             snprintf(r->dtype, sizeof r->dtype, "%s", tmap_dtype_name(m->dtype));
