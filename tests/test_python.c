@@ -4,7 +4,9 @@
  * JSON table, opens them with ptxtune.Runtime on the fake driver over the
  * emulator (tests/fake_cuda.c), launches both at sizes not tuned exactly on
  * numpy arrays and checks them against numpy, and checks that each bad
- * argument is named; then `pip install` of python/ into a folder and an
+ * argument is named; python/tests/test_torch_path.py takes the torch branch
+ * on a stand-in torch module whose tensors live in the fake driver's memory
+ * (no torch here); then `pip install` of python/ into a folder and an
  * import from there.
  *
  * The interpreter: $PTXTUNE_PYTHON, else the venv .venv-ci in the
@@ -91,6 +93,15 @@ Test(python, numpy_on_the_emulator_matches_numpy, .timeout = 600)
     cr_expect(strstr(out, "checks passed"), "%s", out);
     cr_expect(strstr(out, "ok: softmax 40x256 matches numpy"), "%s", out);
     cr_expect(strstr(out, "ok: gemm 40x64x32 matches numpy"), "%s", out);
+    /* the torch path, on a stand-in torch whose tensors are the fake's memory */
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && PYTHONPATH='%s/python' PTXTUNE_LIB='%s/runtime/lib/libptxtune.so' "
+             "PTXTUNE_CUDA_LIB='%s' '%s' '%s/python/tests/test_torch_path.py' k.db \"$(cat fp.txt)\"",
+             d, src, build, getenv("PTXTUNE_FAKE_CUDA"), py, src);
+    rc = sh(cmd, out, sizeof out);
+    cr_expect_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "ok: softmax on stand-in torch tensors matches numpy"), "%s", out);
+    cr_expect(strstr(out, "checks passed"), "%s", out);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
     sh(cmd, out, sizeof out);
 }

@@ -57,6 +57,8 @@ for m in (16, 64):
     fps.add(s["summary"]["fingerprint"])
 check(len(fps) == 1, "one fingerprint: %s" % fps)
 fp = fps.pop()
+with open(os.path.join(work, "fp.txt"), "w") as f:  # for test_torch_path.py
+    f.write(fp)
 raises(ptxtune.TuneError, "unknown op", lambda: ptxtune.tune("nosuchop", db=db),
        "tune() of a bad op raises TuneError with the CLI's message")
 bundle = ptxtune.export(db, os.path.join(work, "k.db"))
