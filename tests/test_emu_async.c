@@ -905,3 +905,36 @@ Test(emu_async, cluster_barrier_deadlock)
                    "CTA rank 0 (cta 0,0,0) never arrives");
     cl_fixed("cluster_deadlock_fixed.ptx", NULL);
 }
+
+/* barrier.cluster.arrive.relaxed orders nothing: the race fixture's fixed
+ * twin with a relaxed arrive is a race again (the emulator's .release /
+ * .acquire model of the split barrier, the default forms). */
+Test(emu_async, cluster_barrier_relaxed_orders_nothing)
+{
+    char *t = read_sm90("emu/cluster_race_fixed.ptx");
+    const char *rel = "barrier.cluster.arrive.release.aligned;";
+    char *at = strstr(t, rel);
+    cr_assert(at);
+    size_t pre = (size_t)(at - t);
+    char *t2 = malloc(strlen(t) + 16);
+    memcpy(t2, t, pre);
+    strcpy(t2 + pre, "barrier.cluster.arrive.relaxed.aligned;");
+    strcat(t2, at + strlen(rel));
+    run r = {0};
+    const unsigned g[3] = {2, 1, 1}, cl[3] = {2, 1, 1};
+    int rc = run_cl(&r, t2, "lazy", g, 64, cl, 128, NULL);
+    cr_assert_eq(rc, PT_EEMU);
+    cr_assert(has_kind(&r, EMU_R_RACE, "of CTA rank 0"));
+    run_free(&r);
+    /* the default forms (no qualifier) are .release / .acquire */
+    memcpy(t2, t, pre);
+    strcpy(t2 + pre, "barrier.cluster.arrive;");
+    strcat(t2, at + strlen(rel));
+    rc = run_cl(&r, t2, "lazy", g, 64, cl, 128, NULL);
+    if (rc)
+        dump(&r);
+    cr_assert_eq(rc, PT_OK);
+    run_free(&r);
+    free(t2);
+    free(t);
+}
