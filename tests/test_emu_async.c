@@ -938,3 +938,36 @@ Test(emu_async, cluster_barrier_relaxed_orders_nothing)
     free(t2);
     free(t);
 }
+
+/* A multicast before the cluster barrier that publishes the peers'
+ * mbarrier.init: reported (mbarrier, naming the TMA) under every schedule;
+ * the fixed twin is the multicast probe (cluster_multicast_every_schedule). */
+Test(emu_async, cluster_multicast_before_peer_init)
+{
+    for (size_t s = 0; s < sizeof scheds / sizeof scheds[0]; s++) {
+        run r = {0};
+        char *text = read_file("cluster_multicast_noinit_bug.ptx");
+        emu_opts o = sched_opts(scheds[s]);
+        load_text(&r, text, &o);
+        free(text);
+        pt_err e = {0};
+        float in[IN_W * IN_H] = {0};
+        uint64_t din = emu_alloc(r.c, sizeof in, "in");
+        cr_assert_eq(emu_write(r.c, din, in, sizeof in, &e), PT_OK);
+        uint64_t dout = emu_alloc(r.c, (4 * 256 + 2) * 4, "out");
+        uint8_t tmap[128];
+        emu_tmap_desc a = {.dtype = EMU_TMAP_F32, .rank = 2, .gaddr = din, .dims = {IN_W, IN_H},
+                           .strides = {IN_W * 4}, .box = {32, 4}, .estrides = {1, 1}};
+        cr_assert_eq(emu_tmap_encode(&a, tmap, &e), PT_OK, "%s", e.msg);
+        const void *args[] = {tmap, &dout};
+        emu_launch l = {{4, 1, 1}, {64, 1, 1}, 0};
+        unsigned cl[3] = {2, 1, 1};
+        int rc = emu_run_cluster(r.c, r.k, &l, cl, false, args, NULL, &e);
+        cr_assert_eq(rc, PT_EEMU, "%s", scheds[s]);
+        if (!has_kind(&r, EMU_R_MBARRIER, "in a peer CTA"))
+            dump(&r);
+        cr_assert(has_kind(&r, EMU_R_MBARRIER, "(cp.async.bulk.tensor)"), "%s", scheds[s]);
+        cr_assert(has_kind(&r, EMU_R_MBARRIER, "in a peer CTA"), "%s", scheds[s]);
+        run_free(&r);
+    }
+}
