@@ -501,6 +501,52 @@ static void kv_advance(kit_g2s *c, kit_paged *pg)
         kit_g2s_advance(c);
 }
 
+/* Whether, for every lane position (r[i], c[i]) given, the tile offset of
+ * (r + dr, c + db) is (the offset of (r, c)) ^ x + d: the swizzle XORs
+ * 16-byte chunk bits with row bits, so a move that carries into neither is
+ * an XOR there plus a plain shift (d: dr rows, and db's bits above the
+ * XORed chunk bits, or all of db); checked through kit_at, the swizzle's
+ * one definition. An address then costs an xor instead of the whole
+ * swizzle. */
+static bool xor_shift(const kit_layout *t, const int64_t *r, const int64_t *c, int n, int64_t dr, int64_t db,
+                      int64_t *x, int64_t *d)
+{
+    int64_t y0 = kit_at(t, r[0], c[0]), y = kit_at(t, r[0] + dr, c[0] + db);
+    int64_t cand[2] = {dr * kit_tile_pitch(t) + db, dr * kit_tile_pitch(t) + (db & ~(int64_t)127)};
+    for (int k = 0; k < 2; k++) {
+        int64_t dd = cand[k], xx = (y - dd) ^ y0;
+        bool ok = y - dd >= 0;
+        for (int i = 0; i < n && ok; i++)
+            ok = kit_at(t, r[i] + dr, c[i] + db) == ((kit_at(t, r[i], c[i]) ^ xx) + dd);
+        if (ok) {
+            *x = xx;
+            *d = dd;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* smem_base + (off ^ x), one register per distinct x (cache of n <= 16). */
+typedef struct xaddr {
+    int n;
+    int64_t x[16];
+    ptx_reg a[16];
+} xaddr;
+
+static ptx_reg xaddr_get(fa2 *g, xaddr *c, ptx_opd off, int64_t x)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->x[i] == x)
+            return c->a[i];
+    ptx_reg a = iop(g, PTX_OP_ADD, ptx_r(g->smem_base), kit_iop(g->f, PTX_OP_XOR, off, ptx_imm(x)));
+    if (c->n < 16) {
+        c->x[c->n] = x;
+        c->a[c->n++] = a;
+    }
+    return a;
+}
+
 /* ---- the kernel ---- */
 
 /* Per-thread rows: r < 2 MI, r = 2 a + h: atom a's rows g (h 0) and g + 8 (h 1). */
@@ -926,26 +972,45 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
     {
         ptx_reg cb = iop(g, PTX_OP_MUL, ptx_r(of.col_base), ptx_imm(es));
         struct oaddr {
-            int64_t dr, db;
+            int64_t dr, db, imm;
             ptx_reg a;
         } ac[16];
         int nac = 0;
         kit_io io = {.shared = true, .align = 2 * es};
+        /* every thread's (row, byte) of value 0: warp w's rows w R + lane / 4, bytes 2 es (lane % 4);
+         * warp 0's stand for all when warps are whole swizzle periods apart */
+        int64_t R = g->bm / g->warps, tr0[256], tb0[256];
+        int nchk = kit_shift_ok(&g->to, R, 0) ? 32 : g->threads;
+        for (int i = 0; i < nchk; i++) {
+            tr0[i] = (i / 32) * R + (i % 32) / 4;
+            tb0[i] = (i % 4) * 2 * es;
+        }
+        ptx_opd off0 = {0};
+        xaddr xa = {0};
         for (int r = 0; r < nr; r++)
             for (int b = 0; b < NO; b++) {
-                int64_t dr = row_off(r), db = (int64_t)b * 8 * es, imm = 0;
+                int64_t dr = row_off(r), db = (int64_t)b * 8 * es, imm = 0, x;
                 ptx_reg a = none;
                 for (int k = 0; k < nac && !a.id; k++)
                     if (kit_shift_ok(&g->to, dr - ac[k].dr, db - ac[k].db)) {
                         a = ac[k].a;
-                        imm = (dr - ac[k].dr) * kit_tile_pitch(&g->to) + db - ac[k].db;
+                        imm = ac[k].imm + (dr - ac[k].dr) * kit_tile_pitch(&g->to) + db - ac[k].db;
                     }
+                if (!a.id && xor_shift(&g->to, tr0, tb0, nchk, dr, db, &x, &imm)) {
+                    if (off0.kind == PTX_O_NONE) {
+                        ptx_opd c0[2] = {ptx_r(of.row_base), ptx_r(cb)};
+                        off0 = kit_emit(f, &g->to, c0, 0);
+                    }
+                    a = xaddr_get(g, &xa, off0, x);
+                    if (nac < 16)
+                        ac[nac++] = (struct oaddr){dr, db, imm, a};
+                }
                 if (!a.id) {
                     ptx_opd c2[2] = {kit_iop(f, PTX_OP_ADD, ptx_r(of.row_base), ptx_imm(dr)),
                                      kit_iop(f, PTX_OP_ADD, ptx_r(cb), ptx_imm(db))};
                     a = iop(g, PTX_OP_ADD, ptx_r(g->smem_base), kit_emit(f, &g->to, c2, 0));
                     if (nac < 16)
-                        ac[nac++] = (struct oaddr){dr, db, a};
+                        ac[nac++] = (struct oaddr){dr, db, 0, a};
                 }
                 ptx_opd v[2];
                 for (int q = 0; q < 2; q++) {
@@ -973,8 +1038,15 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
         int64_t R = g->bm / g->warps, cpr = pp->dv * es / 16, per = R * cpr / 32;
         ptx_reg lr[2], lc[2];
         int npat = 1;
-        int64_t prow[64];
+        int64_t prow[64], plr[2][32], plc[2][32]; /* passes' rows; the patterns at emit time */
         int ppat[64];
+        for (int ln = 0; ln < 32; ln++) {
+            bool even = 32 % cpr == 0;
+            plr[0][ln] = even ? ln / cpr : ln / 8;
+            plc[0][ln] = even ? ln % cpr : ln % 8;
+            plr[1][ln] = ln / 8 + (ln & 4);
+            plc[1][ln] = 8 + (ln & 3);
+        }
         if (32 % cpr == 0) {
             lr[0] = udiv(g, g->lane, cpr);
             lc[0] = umod(g, g->lane, cpr);
@@ -999,10 +1071,13 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
         }
         ptx_reg wrow0 = iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(g->wrow)); /* the warp's first (packed) row */
         ptx_reg sa0[2], ga0[2], rem0[2];
+        ptx_opd soff[2];
+        xaddr xs[2] = {{0}, {0}};
         for (int q = 0; q < npat; q++) {
             ptx_opd c2[2] = {ptx_r(iop(g, PTX_OP_ADD, ptx_r(g->wrow), ptx_r(lr[q]))),
                              ptx_r(iop(g, PTX_OP_SHL, ptx_r(lc[q]), ptx_imm(4)))};
-            sa0[q] = iop(g, PTX_OP_ADD, ptx_r(g->smem_base), kit_emit(f, &g->to, c2, 0));
+            soff[q] = kit_emit(f, &g->to, c2, 0);
+            sa0[q] = xaddr_get(g, &xs[q], soff[q], 0);
             ptx_reg row = iop(g, PTX_OP_ADD, ptx_r(wrow0), ptx_r(lr[q]));
             if (!g->pack) {
                 ga0[q] = addr(g, addr(g, ob, ptx_r(row), pp->so[0] * es), ptx_r(lc[q]), 16);
@@ -1014,10 +1089,17 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
         }
         for (int64_t k = 0; k < per; k++) {
             int q = ppat[k];
-            int64_t rk = prow[k], simm = 0, gimm = 0;
+            int64_t rk = prow[k], simm = 0, gimm = 0, x, wr[256], wc[256];
+            int nchk = kit_shift_ok(&g->to, R, 0) ? 32 : g->threads; /* warp 0 stands for all, as above */
+            for (int i = 0; i < nchk; i++) { /* every thread's (row, byte) in pattern q */
+                wr[i] = (i / 32) * R + plr[q][i % 32];
+                wc[i] = 16 * plc[q][i % 32];
+            }
             ptx_reg sa = sa0[q], ga = ga0[q], ok;
             if (kit_shift_ok(&g->to, rk, 0)) {
                 simm = rk * kit_tile_pitch(&g->to);
+            } else if (xor_shift(&g->to, wr, wc, nchk, rk, 0, &x, &simm)) {
+                sa = xaddr_get(g, &xs[q], soff[q], x);
             } else {
                 ptx_opd c2[2] = {ptx_r(iop(g, PTX_OP_ADD, ptx_r(g->wrow), ptx_r(iop(g, PTX_OP_ADD, ptx_r(lr[q]), ptx_imm(rk))))),
                                  ptx_r(iop(g, PTX_OP_SHL, ptx_r(lc[q]), ptx_imm(4)))};
