@@ -553,7 +553,7 @@ static void nonfinite_v_rows(const pt_prepared *pp, const pt_tensor *in, ref_ws 
         b0 = idx / st[2];
         b1 = b0 + 1;
         int64_t r = idx % st[2];
-        if (st[0] > st[1]) { /* bshd */
+        if (!pp->bhsd) { /* bshd (the layout, not the strides: with one kv head both are dv) */
             j0 = r / st[0];
             hk = (r % st[0]) / st[1];
         } else {
