@@ -659,3 +659,58 @@ Test(gemm_sm90, cli_run_check_and_tune_on_the_emulator, .timeout = 300)
     cr_expect(strstr(out, "impl=1,") != NULL, "%s", out);
     remove(db);
 }
+
+/* The main loop's structure in the emitted PTX (the loop bodies appear
+ * once): per k tile the producer waits once (empty) and arms once
+ * (arrive.expect_tx) with two TMA loads; each consumer waits once (full),
+ * fences once, issues bk*es/32 wgmma, commits once and waits once
+ * (wait_group 1, plus the tail's wait_group 0) and arrives once (plus the
+ * tail's release); both loops carry the pragma; setmaxnreg 40 / 232. */
+static int count(const char *t, const char *s)
+{
+    int n = 0;
+    for (const char *p = strstr(t, s); p; p = strstr(p + 1, s))
+        n++;
+    return n;
+}
+
+Test(gemm_sm90, main_loop_structure)
+{
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    pt_problem p = PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_F64);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_gemm_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+    pt_config c;
+    gen_gemm_op.defaults(pp, &tg, &c);
+    ptx_module *m = NULL;
+    pt_launch l;
+    cr_assert_eq(pt_op_build(&gen_gemm_op, pp, &tg, 0, &c, &m, &l, &e), PT_OK, "%s", e.msg);
+    char *t = ptx_print(m);
+    cr_expect_eq(count(t, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"), 4, "bk 64: 4 k16 steps");
+    cr_expect_eq(count(t, "wgmma.fence.sync.aligned;"), 1);
+    cr_expect_eq(count(t, "wgmma.commit_group.sync.aligned;"), 1);
+    cr_expect_eq(count(t, "wgmma.wait_group.sync.aligned 1;"), 1);
+    cr_expect_eq(count(t, "wgmma.wait_group.sync.aligned 0;"), 1);
+    cr_expect_eq(count(t, "mbarrier.try_wait.parity.shared::cta.b64"), 2, "one wait per k tile and role");
+    cr_expect_eq(count(t, "mbarrier.arrive.expect_tx.shared::cta.b64 _, ["), 1);
+    cr_expect(strstr(t, "], 49152;") != NULL, "full armed with 128x64 + 256x64 bf16 bytes");
+    cr_expect_eq(count(t, "mbarrier.arrive.shared::cta.b64 _, ["), 2, "release in the loop and after it");
+    cr_expect_eq(count(t, "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"), 2);
+    cr_expect_eq(count(t, ".pragma \"nounroll\";"), 2);
+    cr_expect_eq(count(t, "setmaxnreg.dec.sync.aligned.u32 40;"), 1);
+    cr_expect_eq(count(t, "setmaxnreg.inc.sync.aligned.u32 232;"), 1);
+    cr_expect_eq(count(t, "mbarrier.init.shared::cta.b64"), 8, "4 stages x full/empty");
+    cr_expect(strstr(t, "], 8;") != NULL, "empty counts the 8 consumer warps");
+    cr_expect(strstr(t, ".maxntid 384, 1, 1\n.minnctapersm 1\n") != NULL, "%.400s", t);
+    cr_expect_eq(l.block[0], 384u);
+    cr_expect_eq(l.ntmaps, 2);
+    cr_expect_eq(l.tmaps[0].box[0], 64u);
+    cr_expect_eq(l.tmaps[0].box[1], 128u);
+    cr_expect_eq(l.tmaps[1].box[1], 256u);
+    free(t);
+    ptx_module_free(m);
+    pt_arena_free(a);
+}
