@@ -5,10 +5,12 @@
  * over the emulator) at M that were never tuned, results checked against
  * a CPU reference (examples/example.h's run_gemm): the caller's M is the
  * kernel's parameter m and the grid comes from the contract's rule (a
- * wrong m or grid writes past D's M rows: the emulator's bounds check). One
- * class without split-K (its kernels serve every M), one whose timings
- * favour split-K (its workspace is laid out for the bucket: the entry
- * serves (bucket/2, bucket]). */
+ * wrong m or grid writes past D's M rows: the emulator's bounds check).
+ * The class `gemm dyn=m dtype=f32` holds entries at k = 32 (no split-K in
+ * the space: each kernel serves every M) and at k = 512, where the timings
+ * favour split-K (the workspace is laid out for the bucket: the entry
+ * serves (bucket/2, bucket]); k is baked in, so a request's k picks one
+ * set. Also: db lookup's configs pass check(), one kernel row per config. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -27,8 +29,8 @@
 #include "tuner/tune.h"
 
 static char dir[256];
-static char plain_class[512]; /* n=64 k=32: no split-K in the space */
-static char split_class[512]; /* n=64 k=512: split-K timed fastest */
+static char plain_class[512]; /* the class, from the k=32 problems (no split-K in the space) */
+static char split_class[512]; /* the same class, from the k=512 ones (split-K timed fastest) */
 
 static const db_fingerprint fake_fp = {"Fake GPU (ptxtune emulator)", 90, 4, "13000",
                                        "none", 90, "ptxtune 0.1.0", "test-bench/1"};
