@@ -952,10 +952,27 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
          * 11 (f16), so O's error is the f32 sums' and not P's rounding,
          * which cancels badly in a long average; decode has the MMA time
          * (it waits on memory) */
+        /* hi = P rounded toward zero, lo = P - hi >= 0, and a positive P
+         * keeps a nonzero lo (at least 2^-24 in f16, 2^-126 in bf16: at
+         * most 1000 x 2^-24 of |v| over 1000 keys): a v of +-inf then
+         * meets two nonzero parts of one sign and gives +-inf, as one
+         * rounded P would (a zero part, or hi and a negative lo, times inf
+         * is NaN) */
+        float tiny = pp->dt == PT_BF16 ? 0x1p-126f : 0x1p-24f;
         for (int i = 0; i < nS; i++) {
-            ptx_reg hb = kit_cvt_from_f32(f, pp->dt, ptx_r(Pr[i]));
-            Ph[i] = kit_cvt_to_f32(f, pp->dt, ptx_r(hb));
-            Pl[i] = fop2(f, PTX_OP_SUB, ptx_r(Pr[i]), ptx_r(Ph[i]));
+            if (pp->dt == PT_BF16) { /* bf16 RZ: the f32's high half */
+                Ph[i] = rf(f);
+                ptx_emit(f, PTX_OP_AND, NOM, PTX_T1(PTX_T_B32), ptx_r(Ph[i]), ptx_r(Pr[i]), ptx_imm(0xffff0000ll));
+            } else {
+                ptx_reg hb = ptx_reg_new(f, PTX_T_B16);
+                ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RZ), PTX_TYPES(PTX_T_F16, PTX_T_F32), ptx_r(hb), ptx_r(Pr[i]));
+                Ph[i] = kit_cvt_to_f32(f, pp->dt, ptx_r(hb));
+            }
+            ptx_reg l0 = fop2(f, PTX_OP_SUB, ptx_r(Pr[i]), ptx_r(Ph[i]));
+            ptx_reg lt = fop2(f, PTX_OP_MAX, ptx_r(l0), ptx_f32(tiny));
+            ptx_reg pos = setp(f, PTX_M_GT, F32T, ptx_r(Pr[i]), ptx_f32(0.0f));
+            Pl[i] = rf(f);
+            ptx_emit(f, PTX_OP_SELP, NOM, F32T, ptx_r(Pl[i]), ptx_r(lt), ptx_r(l0), ptx_r(pos));
         }
         kit_frag phi = sfr, plo = sfr;
         phi.r = Ph;

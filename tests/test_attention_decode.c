@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "gen/attention.h"
+#include "gen/attention_int.h"
 #include "ptx/compile.h"
 #include "tuner/emu_check.h"
 #include "tuner/verify.h"
@@ -94,7 +95,44 @@ typedef struct tally {
     uint64_t conflicts96[EMU_NBANK], wavefronts96[EMU_NBANK];
 } tally;
 
+static int run_case_op(const pt_op *op, const dcase *c, uint64_t seed, pt_check_result *r, int64_t *nonfinite,
+                       pt_err *e);
+
 static int run_case(const dcase *c, uint64_t seed, pt_check_result *r, pt_err *e)
+{
+    return run_case_op(&gen_attention_op, c, seed, r, NULL, e);
+}
+
+/* NaN and inf elements of the reference's o and lse (-inf lse of a row
+ * without keys aside) for the op's inputs from seed. */
+static int64_t reference_nonfinite(const pt_op *op, const pt_prepared *pp, uint64_t seed, pt_err *e)
+{
+    tuner_io *io = NULL;
+    if (tuner_io_new(op, pp, &io, e))
+        return -1;
+    tuner_io_random(io, seed, 0, 0);
+    pt_tensor out[2];
+    int64_t bad = 0;
+    for (int i = 0; i < io->nout; i++) {
+        out[i] = io->out[i];
+        out[i].data = calloc((size_t)out[i].numel, sizeof(double));
+    }
+    if (attn_reference(pp, io->in, out, e) == 0)
+        for (int i = 0; i < io->nout; i++)
+            for (int64_t k = 0; k < out[i].numel; k++)
+                bad += !isfinite(out[i].data[k]) && !(i == pp->t.lse && out[i].data[k] == -INFINITY);
+    else
+        bad = -1;
+    for (int i = 0; i < io->nout; i++)
+        free(out[i].data);
+    tuner_io_free(NULL, io);
+    return bad;
+}
+
+/* run_case with another op (the adversarial one); nonfinite (non-NULL):
+ * the reference's non-finite outputs for the case's inputs, counted first */
+static int run_case_op(const pt_op *op, const dcase *c, uint64_t seed, pt_check_result *r, int64_t *nonfinite,
+                       pt_err *e)
 {
     pt_target tg;
     int rc = pt_target_parse(c->arch ? c->arch : "sm_80", &tg, e);
@@ -114,9 +152,14 @@ static int run_case(const dcase *c, uint64_t seed, pt_check_result *r, pt_err *e
     if (!rc)
         rc = gen_attention_op.check(pp, &tg, &cf, e);
     memset(r, 0, sizeof *r);
+    if (!rc && nonfinite) {
+        *nonfinite = reference_nonfinite(op, pp, seed, e);
+        if (*nonfinite < 0)
+            rc = e->code ? e->code : PT_EINVAL;
+    }
     if (!rc) {
         pt_check_opts o = {.seed = seed, .threads = 2};
-        rc = pt_check_emu(&gen_attention_op, pp, &tg, &cf, &o, r, e);
+        rc = pt_check_emu(op, pp, &tg, &cf, &o, r, e);
     }
     pt_arena_free(a);
     return rc;
@@ -237,6 +280,70 @@ Test(attention_decode, grid_against_float64_reference, .timeout = 600)
         cr_assert(b == EMU_BANK_CP_ASYNC ? 10 * t.conflicts96[b] <= 3 * t.wavefronts96[b] : t.conflicts96[b] == 0,
                   "head dim 96, %s: %llu bank conflicts of %llu wavefronts", cls[b],
                   (unsigned long long)t.conflicts96[b], (unsigned long long)t.wavefronts96[b]);
+}
+
+/* ---- adversarial inputs (gen_attention_adversarial_op, helper a's) ---------
+ * One element of q, k or v of a visible row / key NaN, +inf, -inf or huge
+ * (2^14: a score near 4096 among the first 16 keys, in split 0 / the first
+ * block, so the combine rescales every other split by exp(-huge); or the
+ * last key); kernel against the float64 reference under the verifier's
+ * rules (NaN matches only NaN, an inf only the same inf; v's unspecified
+ * elements left out by the op's padding hook). Each kind on 2 of 6 decode
+ * shapes: paged GQA with seqused_k and splits, causal Sq 4 MQA, window,
+ * softcap, hd96 paged, 1000 keys in 8 splits. The reference must carry the
+ * planted value (NaN or inf in o or lse) for the non-finite kinds. */
+static const dcase adv_shapes[] = {
+    {3, 8, 2, 1, 77, 128, BF16, false, 16, -1, true, true, 0, "bn=64,kv_warps=4,splits=3", NULL, false, 0},
+    {2, 4, 1, 4, 129, 64, F16, true, 0, -1, false, true, 0, "bn=32,kv_warps=2,splits=3", NULL, false, 0},
+    {2, 4, 1, 1, 129, 64, BF16, false, 0, 40, false, true, 0, "bn=32,kv_warps=2,splits=2", NULL, false, 0},
+    {1, 8, 2, 1, 129, 128, F16, false, 0, -1, false, true, 30, "bn=32,kv_warps=2,splits=1", NULL, false, 0},
+    {2, 8, 2, 1, 77, 96, BF16, false, 16, -1, true, true, 0, "bn=64,kv_warps=4,splits=4", NULL, false, 0},
+    {1, 8, 2, 1, 1000, 64, F16, false, 0, -1, false, true, 0, "bn=64,kv_warps=2,splits=8", "sm_90", false, 0},
+};
+
+static const char *const adv_names[ATTN_ADV_N] = {
+    "none", "q NaN", "q +inf", "q -inf", "q huge", "k NaN", "k +inf", "k -inf", "k huge (first block)",
+    "k huge (last key)", "v NaN", "v +inf", "v -inf",
+};
+
+Test(attention_decode, adversarial_inputs_match_the_reference, .timeout = 600)
+{
+    int ran = 0, failed = 0;
+    char first[2048] = "";
+    double t0 = now();
+    int nshapes = (int)(sizeof adv_shapes / sizeof adv_shapes[0]);
+    for (int kind = 1; kind < ATTN_ADV_N; kind++)
+        for (int v = 0; v < 2; v++) {
+            const dcase *c = &adv_shapes[(kind + v * 3) % nshapes];
+            const pt_op *op = gen_attention_adversarial_op((attn_adv)kind);
+            cr_assert(op);
+            char what[700], d[512];
+            describe(c, d, sizeof d);
+            snprintf(what, sizeof what, "%s: %s", adv_names[kind], d);
+            uint64_t seed = (uint64_t)(92 + 13 * kind + v);
+            pt_check_result r;
+            pt_err e = {0};
+            int64_t nf = 0;
+            int rc = run_case_op(op, c, seed, &r, &nf, &e);
+            /* (a softcap maps an infinite score to +-softcap: finite) */
+            bool nonfinite = kind != ATTN_ADV_Q_HUGE && kind != ATTN_ADV_K_HUGE_FIRST && kind != ATTN_ADV_K_HUGE_LAST &&
+                             (c->softcap == 0 || kind >= ATTN_ADV_V_NAN || kind == ATTN_ADV_Q_NAN ||
+                              kind == ATTN_ADV_K_NAN);
+            if (!rc && nonfinite && nf == 0) {
+                rc = PT_EINVAL;
+                snprintf(e.msg, sizeof e.msg, "the planted value reaches no output of the reference (vacuous)");
+            }
+            ran++;
+            if (rc) {
+                failed++;
+                if (!first[0])
+                    snprintf(first, sizeof first, "%.700s: %.1000s", what, e.msg);
+                printf("FAILED %s: %s\n", what, e.msg);
+            }
+        }
+    printf("attention decode adversarial inputs: %d cases, %d failed, %.1f s\n", ran, failed, now() - t0);
+    fflush(stdout);
+    cr_expect_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
 }
 
 /* ---- determinism ---------------------------------------------------------- */
