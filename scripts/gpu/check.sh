@@ -51,7 +51,11 @@ TOOLS="python3 $ROOT/scripts/gpu/tools.py"
 
 # ---- 1. ptxtune: carried, meson, or plain cc ----
 PT=""
-if [ "${PTXTUNE_REBUILD:-0}" != 1 ] && [ -x "$ROOT/build-gpu/ptxtune" ] &&
+if [ -n "${PTXTUNE_BIN:-}" ]; then # a given binary (e.g. a local build dir's cli/ptxtune)
+  PT=$(cd "$(dirname "$PTXTUNE_BIN")" && pwd)/$(basename "$PTXTUNE_BIN")
+  "$PT" --version >/dev/null 2>&1 || { echo "check.sh: PTXTUNE_BIN=$PTXTUNE_BIN does not run" >&2; exit 3; }
+  log "using PTXTUNE_BIN=$PT ($($PT --version))"
+elif [ "${PTXTUNE_REBUILD:-0}" != 1 ] && [ -x "$ROOT/build-gpu/ptxtune" ] &&
    "$ROOT/build-gpu/ptxtune" --version >/dev/null 2>&1; then
   PT=$ROOT/build-gpu/ptxtune
   log "using the carried build-gpu/ptxtune ($($PT --version))"
@@ -79,7 +83,11 @@ fi
   command -v nvidia-smi >/dev/null &&
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit \
       --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
-  python3 -c 'import torch, triton; print("torch:", torch.__version__, "triton:", triton.__version__, "cuda:", torch.version.cuda)' 2>/dev/null
+  # torch and triton apart (a torch without triton still prints its line)
+  python3 -c 'import torch; print("torch:", torch.__version__, "cuda:", torch.version.cuda, "cudnn:", torch.backends.cudnn.version(), "cuda available:", torch.cuda.is_available())' 2>/dev/null ||
+    echo "torch: not importable"
+  python3 -c 'import triton; print("triton:", triton.__version__)' 2>/dev/null || echo "triton: not importable"
+  python3 -c 'from torch.nn.attention import SDPBackend as B; print("sdpa backends:", " ".join(n for n in ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION") if hasattr(B, n)))' 2>/dev/null
 } > "$OUT/env.txt"
 $PT devices --json > "$OUT/devices.json" 2>"$OUT/raw/devices.err"
 DEV_RC=$?
@@ -143,6 +151,46 @@ ATTN_DIFF=(
 )
 HAVE_ATTN=0
 $PT ops 2>/dev/null | grep -q '^attention:' && HAVE_ATTN=1
+# Every case of the attention test grids (tests/test_attention_decode.c
+# `grid`, tests/test_attention_prefill.c `grid`) with its config, read from
+# the test sources so that the list cannot drift from them:
+# name|problem items|config|the test's arch (the emulator's; the GPU runs its own)
+attn_grid_cases() {
+  python3 - "$ROOT/tests/test_attention_decode.c" "$ROOT/tests/test_attention_prefill.c" <<'PY'
+import csv, io, re, sys
+def cases(path):
+    s = open(path).read()
+    g = s[s.index("grid[] = {"):]
+    g = g[g.index("{") + 1:g.index("\n};")]
+    g = re.sub(r"/\*.*?\*/", "", g, flags=re.S)
+    for r in re.findall(r"\{([^{}]*)\}", g):
+        yield [p.strip() for p in next(csv.reader(io.StringIO(" ".join(r.split())), skipinitialspace=True))]
+def dt(x):
+    return "f16" if x == "F16" else "bf16"
+def on(x):
+    return x == "true"
+# decode: B Hq Hkv Sq Sk d dt causal page wl seqused lse softcap config arch varlen [dv]
+for i, p in enumerate(cases(sys.argv[1])):
+    B, Hq, Hkv, Sq, Sk, d, t, causal, page, wl, su, lse, cap, cfg, arch, varlen = p[:16]
+    dv = p[16] if len(p) > 16 else "0"
+    it = [f"batch={B}", f"heads_q={Hq}", f"heads_kv={Hkv}", f"seqlen_q={Sq}", f"seqlen_k={Sk}", f"head_dim={d}"]
+    it += [f"head_dim_v={dv}"] * (dv != "0") + ["causal=1"] * on(causal) + [f"page_size={page}"] * (page != "0")
+    it += [f"window_left={wl}"] * (wl != "-1") + ["seqused_k=1"] * on(su) + ["return_lse=1"] * on(lse)
+    it += [f"softcap={cap}"] * (cap != "0") + ["varlen=1"] * on(varlen) + [f"dtype={dt(t)}"]
+    print(f"attn_grid_dec{i:02d}|{' '.join(it)}|impl=1,{cfg}|{'sm_80' if arch == 'NULL' else arch}")
+# prefill: dt b hq hkv sq sk d causal wl wr softcap scale varlen seqused lse bhsd arch config page
+for i, p in enumerate(cases(sys.argv[2])):
+    t, B, Hq, Hkv, Sq, Sk, d, causal, wl, wr, cap, scale, varlen, su, lse, bhsd, arch, cfg, page = p[:19]
+    it = [f"batch={B}", f"heads_q={Hq}", f"heads_kv={Hkv}", f"seqlen_q={Sq}", f"seqlen_k={Sk}", f"head_dim={d}"]
+    it += ["causal=1"] * on(causal) + [f"window_left={wl}"] * (wl != "-1") + [f"window_right={wr}"] * (wr != "-1")
+    it += [f"softcap={cap}"] * (cap != "0") + [f"softmax_scale={scale}"] * (scale not in ("0", "0.0"))
+    it += ["varlen=1"] * on(varlen) + ["seqused_k=1"] * on(su) + ["return_lse=1"] * on(lse)
+    it += ["layout=bhsd"] * on(bhsd) + [f"page_size={page}"] * (page != "0") + [f"dtype={dt(t)}"]
+    cfg = cfg.strip()
+    cfg = cfg if cfg.startswith("impl=") else ("impl=0," + cfg).rstrip(",")
+    print(f"attn_grid_pre{i:02d}|{' '.join(it)}|{cfg}|{arch}")
+PY
+}
 SAMPLE=()
 [ $QUICK = 1 ] && SAMPLE=(--sample 16)
 [ $NOGPU = 1 ] && SAMPLE=(--sample 8) # the emulator is slow: a sample is enough on a CPU
@@ -175,10 +223,64 @@ else
   note "gemm is not registered in this build: GEMM checks and benchmarks skipped"
 fi
 if [ $HAVE_ATTN = 1 ]; then
+  # the test grids, one run each with the test's config (the emulator: the
+  # test's arch); rows in check.csv like the sweeps'
+  GRID=$(attn_grid_cases 2> "$OUT/raw/attn_grid.err")
+  [ -n "$GRID" ] || note "attention grid: no cases read from the test sources ($(head -c 200 "$OUT/raw/attn_grid.err"))"
+  # the JIT compile is the cost (1-10 s a decode kernel): several cases at
+  # a time, up to the cores (the GPU work of each is a few microseconds)
+  NJ=$(nproc 2>/dev/null || echo 2)
+  [ "$NJ" -gt 8 ] && NJ=8
+  ng=0
+  while IFS='|' read -r name items cfg arch; do
+    [ -n "$name" ] || continue
+    if [ "$(left)" -lt 200 ]; then note "skipped check $name and the rest of the attention grid: time budget"; break; fi
+    while [ "$(jobs -rp | wc -l)" -ge "$NJ" ]; do wait -n; done
+    a=()
+    [ $NOGPU = 1 ] && a=(--arch "$arch")
+    # shellcheck disable=SC2086
+    { timeout 90 $PT run attention $items --config "$cfg" "${a[@]}" --backend $BK --check --json \
+        > "$OUT/raw/check_$name.jsonl" 2> "$OUT/raw/check_$name.err"
+      echo $? > "$OUT/raw/check_$name.rc"; } &
+    ng=$((ng + 1))
+  done <<< "$GRID"
+  wait
+  nok=0
+  while IFS='|' read -r name items cfg arch; do
+    [ -f "$OUT/raw/check_$name.rc" ] || continue
+    rc=$(cat "$OUT/raw/check_$name.rc")
+    if [ ! -s "$OUT/raw/check_$name.jsonl" ]; then
+      note "check $name: ptxtune exit $rc, no result: $(head -c 300 "$OUT/raw/check_$name.err")"
+      continue
+    fi
+    $TOOLS csv "$OUT/raw/check_$name.jsonl" "$name" "$OUT/check.csv" >> "$OUT/log.txt" 2>&1
+    [ "$rc" = 0 ] && nok=$((nok + 1))
+  done <<< "$GRID"
+  log "attention grid: $ng of $(grep -c . <<< "$GRID") cases run, $nok passed (check.csv rows attn_grid_*)"
+  # sweeps of a sample of each space (the attention spaces are large and
+  # every variant is a JIT compile on the GPU)
+  # (--deadline: a decode kernel's JIT alone took up to 17 s here; the
+  # sweep's default of 10 s would count it a timeout), several at a time
+  ASAMPLE=(--sample 3)
+  [ $QUICK = 1 ] && ASAMPLE=(--sample 2)
   for c in "${ATTN_CHECK[@]}"; do
     IFS='|' read -r name items <<< "$c"
+    if [ "$(left)" -lt 200 ]; then note "skipped check $name: time budget"; continue; fi
+    while [ "$(jobs -rp | wc -l)" -ge "$NJ" ]; do wait -n; done
+    a=()
+    [ $NOGPU = 1 ] && a=(--arch sm_80)
     # shellcheck disable=SC2086
-    run_check "$name" attention $items $([ $NOGPU = 1 ] && echo --arch sm_80)
+    { timeout 240 $PT run attention $items "${a[@]}" --backend $BK --check --sweep "${ASAMPLE[@]}" --deadline 60 \
+        --json > "$OUT/raw/check_$name.jsonl" 2> "$OUT/raw/check_$name.err"
+      echo $? > "$OUT/raw/check_$name.rc"; } &
+  done
+  wait
+  for c in "${ATTN_CHECK[@]}"; do
+    IFS='|' read -r name items <<< "$c"
+    [ -f "$OUT/raw/check_$name.rc" ] || continue
+    rc=$(cat "$OUT/raw/check_$name.rc")
+    if [ "$rc" -ge 2 ]; then note "check $name: ptxtune exit $rc: $(head -c 300 "$OUT/raw/check_$name.err")"; continue; fi
+    $TOOLS csv "$OUT/raw/check_$name.jsonl" "$name" "$OUT/check.csv" | tee -a "$OUT/log.txt" >&2
   done
 else
   note "attention is not registered in this build: attention checks and benchmarks skipped"
@@ -219,12 +321,18 @@ with open(path, "a", newline="") as f:
 PY
   done
 done
+# the emulator runs the GPU's arch (so both sides emit the same PTX: the
+# defaults, e.g. decode's tile and split count, depend on the arch)
+EMU_ARCH=sm_80
+if [ "$DEV_RC" -eq 0 ]; then
+  EMU_ARCH=$(python3 -c 'import json,sys; c=str(json.load(open(sys.argv[1]))[0].get("cc","8.0")).split("."); print("sm_%s%s" % (c[0], c[1] if len(c) > 1 else "0"))' "$OUT/devices.json" 2>/dev/null || echo sm_80)
+fi
 attn_diff() { # name, items, outputs: the default config on the emulator and on $OTHER
   local name=$1 items=$2 outs=$3 ok=1 bk o
   local names
   IFS=',' read -ra names <<< "$outs"
   for bk in emu $OTHER; do
-    local outargs=() a=(--arch sm_80)
+    local outargs=() a=(--arch "$EMU_ARCH")
     for o in "${names[@]}"; do outargs+=(--out "$o=$OUT/raw/diff_${name}_${o}_$bk.npy"); done
     [ "$bk" = cuda ] && a=()
     # shellcheck disable=SC2086
@@ -311,14 +419,20 @@ if [ $NOGPU = 0 ]; then
       "attn_prefill_4k_b8|batch=8 heads_q=32 heads_kv=8 seqlen_q=4096 seqlen_k=4096 head_dim=128 causal=1 dtype=bf16"
       "attn_decode_8k_b64|batch=64 heads_q=32 heads_kv=8 seqlen_q=1 seqlen_k=8192 head_dim=128 page_size=16 dtype=bf16"
       "attn_decode_32k_b16|batch=16 heads_q=32 heads_kv=8 seqlen_q=1 seqlen_k=32768 head_dim=128 page_size=16 dtype=bf16"
+      "attn_decode_32k_b1|batch=1 heads_q=32 heads_kv=8 seqlen_q=1 seqlen_k=32768 head_dim=128 page_size=16 dtype=bf16"
     )
+    # a sample of each space: every candidate is a JIT compile (1-10 s an
+    # attention kernel) before its check and timing
+    ANS=4
+    [ $QUICK = 1 ] && ANS=2
     for c in "${ATTN_BENCH[@]}"; do
       IFS='|' read -r name items <<< "$c"
-      [ $SMALL = 1 ] && items=$(echo "$items" | sed 's/=16384/=256/g; s/=4096/=128/g; s/=8192/=512/g; s/=32768/=1024/g')
+      [ $SMALL = 1 ] && items=$(echo "$items" | sed 's/=16384/=256/g; s/=4096/=128/g; s/=8192/=512/g; s/=32768/=1024/g; s/batch=64/batch=4/; s/batch=16/batch=2/')
       if [ "$(left)" -lt 120 ]; then note "skipped bench $name: time budget"; continue; fi
       printf '%s\t%s\t%s\t%s\n' "$name" attention "$items" bf16 >> "$OUT/raw/bench_cases.tsv"
       # shellcheck disable=SC2086
-      timeout 200 $PT run attention $items --backend cuda --check --bench --sweep --sample $NS \
+      # (--deadline: JIT, the sampled float64 check of a 16k prefill and the timing)
+      timeout 200 $PT run attention $items --backend cuda --check --bench --sweep --sample $ANS --deadline 90 \
         --budget-ms 300 --json > "$OUT/raw/bench_$name.jsonl" 2> "$OUT/raw/bench_$name.err"
       $TOOLS csv "$OUT/raw/bench_$name.jsonl" "$name" "$OUT/bench_ours.csv" | tee -a "$OUT/log.txt" >&2
     done
@@ -335,7 +449,16 @@ fi
 
 # ---- 6. summary ----
 $TOOLS summary "$OUT" > /dev/null
-log "done in $(elapsed) s: $OUT/summary.md"
+# ---- 7. the tables for the repository: $OUT/results/<gpu>/ is what to copy
+# to results/<gpu>/ (env.txt: machine, driver, torch, cuDNN and the SDPA
+# backends; raw/ stays out). Without a GPU: results/cpu-<gpu or none>/.
+RES=$GPU
+[ $NOGPU = 1 ] && RES=cpu-$GPU
+mkdir -p "$OUT/results/$RES"
+for f in summary.md env.txt devices.json notes.txt check.csv diff.csv bench_ours.csv bench_torch.csv bench_summary.csv; do
+  [ -f "$OUT/$f" ] && cp "$OUT/$f" "$OUT/results/$RES/"
+done
+log "done in $(elapsed) s: $OUT/summary.md; tables for the repository in $OUT/results/$RES/"
 cat "$OUT/summary.md"
 FAILED=$(python3 - "$OUT/check.csv" <<'PY'
 import csv, os, sys
