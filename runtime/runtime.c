@@ -127,6 +127,11 @@ struct ptxtune_entry {
     char khash[17];    /* its identity: db_kernel_hash of the PTX, checked at load */
     int64_t kernel_id; /* bundle: kernels.id; 0 none */
     json_t *kjson, *cjson; /* JSON table: borrowed from the runtime's document */
+    /* the contract past its sizes: read at open from a JSON table, at the
+     * entry's first selection or load from a bundle (its launch text, kept) */
+    char *launch_text;
+    atomic_int ready;      /* 1: the whole contract is read (release) */
+    ptxtune_runtime *rt;
     double time_s;
     atomic_int loaded; /* 1: mod and fn are set (release) */
     CUmodule mod;
@@ -237,8 +242,11 @@ static char *dup(const char *s)
     return strdup(s ? s : ""); /* oom: caller checks */
 }
 
+static int contract_ensure(ptxtune_runtime *rt, ptxtune_entry *k, ptxtune_error *e);
+
 static void entry_free(ptxtune_entry *k)
 {
+    free(k->launch_text);
     free(k->op);
     free(k->klass);
     free(k->problem);
@@ -338,21 +346,47 @@ static int read_tmap(ptxtune_entry *k, int i, json_t *t, ptxtune_error *e)
     return PTXTUNE_OK;
 }
 
-static int read_contract(ptxtune_entry *k, json_t *launch, const char *dims, ptxtune_error *e)
+/* The contract's version and sizes (what selection reads), from c: the
+ * contract, or (a bundle's open) {"v": .., "dims": [..]} cut out of it. */
+static int read_dims(ptxtune_entry *k, json_t *c, const char *dims, ptxtune_error *e)
 {
-    json_t *c = json_object_get(launch, "contract");
-    int rc = PTXTUNE_OK;
-    if (!json_is_object(c)) {
-        rc = fail(e, PTXTUNE_EINVAL,
-                  "%s: no launch contract (stored before contracts were recorded: tune it again)",
-                  k->problem);
-        goto out;
-    }
+    if (!json_is_object(c))
+        return fail(e, PTXTUNE_EINVAL,
+                    "%s: no launch contract (stored before contracts were recorded: tune it again)",
+                    k->problem);
     int64_t v;
-    if (!jint(c, "v", &v) || v != 1) {
-        rc = fail(e, PTXTUNE_EINVAL, "%s: launch contract version is not 1", k->problem);
-        goto out;
+    if (!jint(c, "v", &v) || v != 1)
+        return fail(e, PTXTUNE_EINVAL, "%s: launch contract version is not 1", k->problem);
+    json_t *dm = json_object_get(c, "dims");
+    k->ndims = parse_dims(dims, k->tuned, PTXTUNE_MAX_DIMS);
+    if (!json_is_array(dm) || k->ndims < 0 || (size_t)k->ndims != json_array_size(dm))
+        return fail(e, PTXTUNE_EINVAL, "%s: the contract's dims do not match the problem's (%s)",
+                    k->problem, dims);
+    for (int i = 0; i < k->ndims; i++) {
+        json_t *d = json_array_get(dm, (size_t)i);
+        int64_t t, lo, hi, g;
+        if (!jint(d, "tuned", &t) || !jint(d, "min", &lo) || !jint(d, "max", &hi) ||
+            !jint(d, "group", &g) || t != k->tuned[i] || lo > t || hi < t || lo < 1)
+            return fail(e, PTXTUNE_EINVAL, "%s: malformed launch contract (dim %d)", k->problem, i);
+        k->lo[i] = lo;
+        k->hi[i] = hi;
+        k->group[i] = (int)g;
     }
+    k->lg_sum = 0;
+    for (int i = 0; i < k->ndims; i++) {
+        k->lg[i] = log2((double)k->tuned[i]);
+        k->lg_sum += k->lg[i];
+    }
+    return PTXTUNE_OK;
+}
+
+/* The rest of the contract (launch, arguments), after read_dims. */
+static int read_contract(ptxtune_entry *k, json_t *c, ptxtune_error *e)
+{
+    int rc = PTXTUNE_OK;
+    k->ntensors = k->ntmaps = k->nargs = 0; /* a failed read may be tried again */
+    if (!json_is_object(c))
+        return fail(e, PTXTUNE_EINVAL, "%s: no launch contract", k->problem);
     json_t *bl = json_object_get(c, "block"), *gr = json_object_get(c, "grid"),
            *dm = json_object_get(c, "dims"), *args = json_object_get(c, "args"),
            *ws = json_object_get(c, "workspace");
@@ -384,28 +418,9 @@ static int read_contract(ptxtune_entry *k, json_t *launch, const char *dims, ptx
         k->block[i] = (unsigned)json_integer_value(b);
         k->grid[i] = (rt_grid){d < 0 ? -1 : (int)d, cst, mul, div};
     }
-    k->ndims = parse_dims(dims, k->tuned, PTXTUNE_MAX_DIMS);
-    if (k->ndims < 0 || (size_t)k->ndims != json_array_size(dm)) {
-        rc = fail(e, PTXTUNE_EINVAL, "%s: the contract's dims do not match the problem's (%s)",
-                  k->problem, dims);
+    if ((size_t)k->ndims != json_array_size(dm)) {
+        rc = fail(e, PTXTUNE_EINVAL, "%s: the contract's dims changed", k->problem);
         goto out;
-    }
-    for (int i = 0; i < k->ndims; i++) {
-        json_t *d = json_array_get(dm, (size_t)i);
-        int64_t t, lo, hi, g;
-        if (!jint(d, "tuned", &t) || !jint(d, "min", &lo) || !jint(d, "max", &hi) ||
-            !jint(d, "group", &g) || t != k->tuned[i] || lo > t || hi < t || lo < 1) {
-            rc = fail(e, PTXTUNE_EINVAL, "%s: malformed launch contract (dim %d)", k->problem, i);
-            goto out;
-        }
-        k->lo[i] = lo;
-        k->hi[i] = hi;
-        k->group[i] = (int)g;
-    }
-    k->lg_sum = 0;
-    for (int i = 0; i < k->ndims; i++) {
-        k->lg[i] = log2((double)k->tuned[i]);
-        k->lg_sum += k->lg[i];
     }
     for (int i = 0; i < 3; i++)
         if (k->grid[i].dim >= k->ndims) {
@@ -503,7 +518,9 @@ out:
 
 typedef struct row_view {
     const char *op, *klass, *problem, *dims, *config, *entry, *arch, *khash;
-    json_t *launch;
+    json_t *launch;      /* JSON table: the launch object, read whole */
+    json_t *dims_c;      /* bundle: {"v", "dims"} of its contract */
+    const char *launch_text; /* bundle: the launch, read at first use */
     int64_t kernel_id;
     json_t *kjson, *cjson;
     double t_median;
@@ -544,12 +561,21 @@ static int add_entry(ptxtune_runtime *rt, const row_view *r, ptxtune_error *e)
             break;
         }
     k->time_s = r->t_median;
-    int rc = read_contract(k, r->launch, r->dims, e);
+    k->rt = rt;
+    atomic_init(&k->loaded, 0);
+    atomic_init(&k->ready, 0);
+    json_t *c = r->launch ? json_object_get(r->launch, "contract") : r->dims_c;
+    int rc = read_dims(k, c, r->dims, e);
+    if (!rc && r->launch)
+        rc = read_contract(k, c, e);
+    if (!rc && r->launch)
+        atomic_store_explicit(&k->ready, 1, memory_order_relaxed);
+    if (!rc && !r->launch && !(k->launch_text = strdup(r->launch_text ? r->launch_text : "")))
+        rc = fail(e, PTXTUNE_ENOMEM, "out of memory");
     if (rc) {
         entry_free(k);
         return rc;
     }
-    atomic_init(&k->loaded, 0);
     rt->n++;
     return PTXTUNE_OK;
 }
@@ -667,9 +693,14 @@ static int read_bundle(ptxtune_runtime *rt, const char *path, fp_pick *pk, ptxtu
 
 static int read_bundle_rows(ptxtune_runtime *rt, const char *path, ptxtune_error *e)
 {
-    static const char q[] = "SELECT p.op, p.class, p.key, p.dims, m.config, k.entry, r.arch,"
-                            " k.hash, m.launch, m.t_median, k.id" RT_WINNERS
-                            " AND f.key = ?1 ORDER BY p.key";
+    /* the contract's sizes cut out by SQLite (its JSON reader is several
+     * times jansson's speed); the rest of it is read at the entry's first use */
+    static const char q[] =
+        "SELECT p.op, p.class, p.key, p.dims, m.config, k.entry, r.arch, k.hash, m.launch,"
+        " m.t_median, k.id, CASE WHEN json_type(m.launch, '$.contract') = 'object' THEN"
+        " json_object('v', json_extract(m.launch, '$.contract.v'), 'dims',"
+        " json_extract(m.launch, '$.contract.dims')) END" RT_WINNERS
+        " AND f.key = ?1 ORDER BY p.key";
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(rt->bundle, q, -1, &st, NULL) != SQLITE_OK)
         return sql_fail(e, rt->bundle, path, "reading its rows");
@@ -677,14 +708,15 @@ static int read_bundle_rows(ptxtune_runtime *rt, const char *path, ptxtune_error
     int rc = PTXTUNE_OK, src;
     while (!rc && (src = sqlite3_step(st)) == SQLITE_ROW) {
         json_error_t je;
-        const char *launch = col(st, 8);
-        json_t *l = *launch ? json_loads(launch, 0, &je) : NULL;
+        const char *dc = col(st, 11);
+        json_t *d = *dc ? json_loads(dc, 0, &je) : NULL;
         row_view v = {col(st, 0), col(st, 1), col(st, 2), col(st, 3), col(st, 4), col(st, 5),
-                      col(st, 6), col(st, 7), l, sqlite3_column_int64(st, 10), NULL, NULL,
+                      col(st, 6), col(st, 7), NULL, d, col(st, 8),
+                      sqlite3_column_int64(st, 10), NULL, NULL,
                       sqlite3_column_type(st, 9) == SQLITE_NULL ? NAN
                                                                 : sqlite3_column_double(st, 9)};
         rc = add_entry(rt, &v, e);
-        json_decref(l);
+        json_decref(d);
     }
     if (!rc && src != SQLITE_DONE)
         rc = sql_fail(e, rt->bundle, path, "reading its rows");
@@ -764,7 +796,7 @@ static int read_json(ptxtune_runtime *rt, const char *path, int pass, fp_pick *p
             json_t *med = json_object_get(tm, "median");
             row_view v = {jstr(pb, "op"), jstr(pb, "class"), jstr(pb, "key"), jstr(pb, "dims"),
                           jstr(r, "config"), jstr(kn, "entry"), cb ? jstr(cb, "arch") : "",
-                          jstr(kn, "hash"), json_object_get(r, "launch"), 0, kn,
+                          jstr(kn, "hash"), json_object_get(r, "launch"), NULL, NULL, 0, kn,
                           cb && jstr(cb, "base64") ? cb : NULL,
                           json_is_number(med) ? json_number_value(med) : NAN};
             rc = add_entry(rt, &v, e);
@@ -1043,6 +1075,9 @@ PTXTUNE_EXPORT int ptxtune_entry_info_get(const ptxtune_entry *k, ptxtune_entry_
     memset(info, 0, sizeof *info);
     if (!k)
         return PTXTUNE_EINVAL;
+    ptxtune_error e;
+    if (contract_ensure(k->rt, &k->rt->v[k - k->rt->v], &e))
+        return e.code; /* a contract that does not read: its problem and nothing else */
     *info = (ptxtune_entry_info){.op = k->op, .klass = k->klass, .problem = k->problem,
                                  .config = k->config, .entry = k->entry, .arch = k->arch,
                                  .ndims = k->ndims, .nargs = k->nargs, .time_s = k->time_s,
@@ -1094,10 +1129,17 @@ static double dist_up(const ptxtune_entry *k, double req_lg)
     return k->lg_sum - req_lg;
 }
 
-static int fill_selection(const ptxtune_entry *k, const int64_t *r, int n, const int64_t *at,
-                          bool padded, ptxtune_match m, ptxtune_selection *s, ptxtune_error *e)
+static int fill_selection(const ptxtune_runtime *crt, const ptxtune_entry *ck, const int64_t *r,
+                          int n, const int64_t *at, bool padded, ptxtune_match m,
+                          ptxtune_selection *s, ptxtune_error *e)
 {
     memset(s, 0, sizeof *s);
+    /* its whole contract: read once, at its first selection (a bundle's) */
+    ptxtune_runtime *rt = (ptxtune_runtime *)crt;
+    const ptxtune_entry *k = ck;
+    int rc = contract_ensure(rt, &rt->v[ck - rt->v], e);
+    if (rc)
+        return rc;
     s->entry = k;
     s->match = m;
     s->ndims = n;
@@ -1192,13 +1234,13 @@ PTXTUNE_EXPORT int ptxtune_select(const ptxtune_runtime *rt, const char *klass,
 #undef TAKE
     }
     if (exact)
-        return fill_selection(exact, dims, ndims, at_ex, pd_ex, PTXTUNE_MATCH_EXACT, sel, e);
+        return fill_selection(rt, exact, dims, ndims, at_ex, pd_ex, PTXTUNE_MATCH_EXACT, sel, e);
     if (inb)
-        return fill_selection(inb, dims, ndims, at_b, pd_b, PTXTUNE_MATCH_BUCKET, sel, e);
+        return fill_selection(rt, inb, dims, ndims, at_b, pd_b, PTXTUNE_MATCH_BUCKET, sel, e);
     if (above)
-        return fill_selection(above, dims, ndims, at_a, pd_a, PTXTUNE_MATCH_BUCKET, sel, e);
+        return fill_selection(rt, above, dims, ndims, at_a, pd_a, PTXTUNE_MATCH_BUCKET, sel, e);
     if (dflt)
-        return fill_selection(dflt, dims, ndims, at_d, pd_d, PTXTUNE_MATCH_DEFAULT, sel, e);
+        return fill_selection(rt, dflt, dims, ndims, at_d, pd_d, PTXTUNE_MATCH_DEFAULT, sel, e);
     char req[256] = "";
     size_t o = 0;
     for (int i = 0; i < ndims && o < sizeof req - 24; i++)
@@ -1234,6 +1276,30 @@ PTXTUNE_EXPORT int ptxtune_arg_get(const ptxtune_selection *sel, int i, ptxtune_
 
 /* ---- load and launch -------------------------------------------------------- */
 
+/* The whole contract of k (a bundle's entries read it at their first
+ * selection or load, once, under the runtime's lock). */
+static int contract_ensure(ptxtune_runtime *rt, ptxtune_entry *k, ptxtune_error *e)
+{
+    if (atomic_load_explicit(&k->ready, memory_order_acquire))
+        return PTXTUNE_OK;
+    pthread_mutex_lock(&rt->mu);
+    int rc = PTXTUNE_OK;
+    if (!atomic_load_explicit(&k->ready, memory_order_relaxed)) {
+        json_error_t je;
+        json_t *l = json_loads(k->launch_text ? k->launch_text : "", 0, &je);
+        if (!l)
+            rc = fail(e, PTXTUNE_EINVAL, "%s: the launch contract is not JSON (%s)", k->problem,
+                      je.text);
+        else
+            rc = read_contract(k, json_object_get(l, "contract"), e);
+        json_decref(l);
+        if (!rc)
+            atomic_store_explicit(&k->ready, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&rt->mu);
+    return rc;
+}
+
 PTXTUNE_EXPORT int ptxtune_load(ptxtune_runtime *rt, const ptxtune_entry *ck, ptxtune_error *e)
 {
     if (!rt || !ck || ck < rt->v || ck >= rt->v + rt->n)
@@ -1241,6 +1307,9 @@ PTXTUNE_EXPORT int ptxtune_load(ptxtune_runtime *rt, const ptxtune_entry *ck, pt
     ptxtune_entry *k = &rt->v[ck - rt->v];
     if (atomic_load_explicit(&k->loaded, memory_order_acquire))
         return PTXTUNE_OK;
+    int crc = contract_ensure(rt, k, e);
+    if (crc)
+        return crc;
 #ifdef PT_HAVE_CUDA_HEADERS
     pthread_mutex_lock(&rt->mu);
     int rc = PTXTUNE_OK;

@@ -528,6 +528,42 @@ Test(runtime, a_tampered_kernel_is_refused_at_its_first_load)
     }
 }
 
+/* issue 14 item 6: a bundle's entries read their contract's sizes at open
+ * and the rest of it at their first selection or load: a contract damaged
+ * past its sizes is refused there, naming the problem; the others serve; an
+ * eager open refuses the table. */
+Test(runtime, a_damaged_contract_is_refused_at_its_first_selection)
+{
+    need_store();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", P("b.db"), P("badc.db"));
+    cr_assert_eq(system(cmd), 0);
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(P("badc.db"), &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db,
+                              "UPDATE measurements SET launch = json_set(launch, '$.contract.block',"
+                              " json('[0,1,1]')) WHERE id IN (SELECT w.measurement_id FROM winners w"
+                              " JOIN problems p ON p.id = w.problem_id WHERE p.key LIKE '%x=16x256%')",
+                              NULL, NULL, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(db));
+    cr_assert_eq(sqlite3_changes(db), 1);
+    sqlite3_close(db);
+    ptxtune_runtime *rt = open_rt("badc.db", ALL);
+    ptxtune_selection sel;
+    ptxtune_error e;
+    int64_t dims[2] = {16, 256};
+    cr_expect_eq(ptxtune_select(rt, softmax_class, dims, 2, &sel, &e), PTXTUNE_EINVAL);
+    cr_expect(strstr(e.msg, "malformed launch contract") && strstr(e.msg, "x=16x256"), "%s", e.msg);
+    drv d;
+    cr_assert_eq(drv_open(&d), 0);
+    cr_expect_eq(run_softmax(rt, &d, softmax_class, 40, 256), 0, "the 64-row entry serves");
+    cr_expect_eq(run_gemm(rt, &d, gemm_class, 16, 64, 32), 0);
+    ptxtune_close(rt);
+    ptxtune_options o = {.flags = ALL | PTXTUNE_LOAD_EAGER};
+    cr_expect_eq(ptxtune_open(P("badc.db"), &o, &rt, &e), PTXTUNE_EINVAL);
+    cr_expect(strstr(e.msg, "malformed launch contract"), "%s", e.msg);
+}
+
 /* issue 14: a kernel that takes a tensor map (tests/ptx/sm90/tma_load_sm90.ptx,
  * the TMA-load probe: one 2-D box of a 64 x 64 f32 tensor copied to out)
  * from a hand-made JSON table entry whose contract carries the map's encode
