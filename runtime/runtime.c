@@ -570,8 +570,11 @@ static int add_entry(ptxtune_runtime *rt, const row_view *r, ptxtune_error *e)
         rc = read_contract(k, c, e);
     if (!rc && r->launch)
         atomic_store_explicit(&k->ready, 1, memory_order_relaxed);
-    if (!rc && !r->launch && !(k->launch_text = strdup(r->launch_text ? r->launch_text : "")))
-        rc = fail(e, PTXTUNE_ENOMEM, "out of memory");
+    if (!rc && !r->launch) {
+        k->launch_text = strdup(r->launch_text ? r->launch_text : "");
+        if (!k->launch_text)
+            rc = fail(e, PTXTUNE_ENOMEM, "out of memory");
+    }
     if (rc) {
         entry_free(k);
         return rc;
@@ -851,10 +854,12 @@ static int kernel_read(ptxtune_runtime *rt, const ptxtune_entry *k, char **ptx,
         n = (size_t)sqlite3_column_bytes(q, 0);
         const void *b = sqlite3_column_blob(q, 2);
         *cubin_size = b ? (size_t)sqlite3_column_bytes(q, 2) : 0;
-        if (*cubin_size && !(*cubin = malloc(*cubin_size)))
-            return fail(e, PTXTUNE_ENOMEM, "out of memory");
-        if (*cubin_size)
+        if (*cubin_size) {
+            *cubin = malloc(*cubin_size);
+            if (!*cubin)
+                return fail(e, PTXTUNE_ENOMEM, "out of memory");
             memcpy(*cubin, b, *cubin_size);
+        }
     } else {
         p = jstr(k->kjson, "ptx");
         n = p ? strlen(p) : 0;
@@ -872,7 +877,8 @@ static int kernel_read(ptxtune_runtime *rt, const ptxtune_entry *k, char **ptx,
         return fail(e, PTXTUNE_EINVAL, "%s: kernel %s does not match its PTX (%s): the table is damaged",
                     k->problem, hash, want);
     }
-    if (!(*ptx = malloc(n + 1))) {
+    *ptx = malloc(n + 1);
+    if (!*ptx) {
         free(*cubin);
         *cubin = NULL;
         return fail(e, PTXTUNE_ENOMEM, "out of memory");
