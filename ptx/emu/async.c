@@ -826,12 +826,18 @@ static void load_dst(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t 
                         "flight writes or reads");
         emu__shadow_probe_at(d, c, in, w, l, op->smem, op->bytes);
     }
-    op_clock(c, op, true);
+    emu_asc *a = c->as;
+    const uint32_t *wv = a->vcm ? &a->vc[w->index * a->nw] : NULL; /* as of the issue */
     EMU_FOR_LANES(op->dmask, r)
     {
         emu_cta *d = &c->cl->cta[r];
         if (d->wg)
-            emu__wg_async_write(d, in, tid, op->smem, op->bytes);
+            emu__wg_async_write(d, in, tid, op->smem, op->bytes, wv, a->me0 + w->index);
+    }
+    op_clock(c, op, true);
+    EMU_FOR_LANES(op->dmask, r)
+    {
+        emu_cta *d = &c->cl->cta[r];
         mark(d, op->smem, op->bytes, EMU_PEND_DST, true);
         d->as->marked++;
         d->as->mb[op->dmb[r]].inflight += op->bytes;

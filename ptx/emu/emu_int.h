@@ -541,10 +541,6 @@ void emu__async_cp_arrive(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l
 void emu__shadow_async_write(emu_cta *c, uint32_t off, uint32_t n, int tid, uint32_t clk);
 void emu__shadow_probe(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
                        uint64_t off, uint32_t n);
-/* A read of shared [off, off+n) by lane `lane` of w for the race detector
- * only (no uninitialised or cp.async check): wgmma's operands at retire. */
-void emu__shadow_read(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
-                      uint32_t off, uint32_t n);
 /* The same for a destination in CTA o of c's cluster (a multicast). */
 void emu__shadow_probe_at(emu_cta *o, emu_cta *c, const emu_ins *in, const emu_warp *w,
                           uint32_t lane, uint64_t off, uint32_t n);
@@ -629,7 +625,10 @@ void emu__wg_round(emu_cta *c); /* a scheduling round starts: warps that yielded
  * check of wgmma operands uses async.c's emu__proxy_unfenced.) */
 void emu__wg_smem_write(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
                         uint64_t off, uint32_t n);
-void emu__wg_async_write(emu_cta *c, const emu_ins *in, int tid, uint64_t off, uint64_t n);
+/* wv, wagent: the issuer's vector clock and agent (the race detector's
+ * check against wgmma reads), wv NULL: none */
+void emu__wg_async_write(emu_cta *c, const emu_ins *in, int tid, uint64_t off, uint64_t n,
+                         const uint32_t *wv, uint32_t wagent);
 /* exec.c: picks the warp's next running group (after lanes block or wake) */
 void emu__resched(emu_warp *w);
 

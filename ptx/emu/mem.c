@@ -435,20 +435,6 @@ static void shared_shadow(emu_cta *c, const emu_ins *in, const emu_warp *w, uint
     }
 }
 
-void emu__shadow_read(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane,
-                      uint32_t off, uint32_t n)
-{
-    if (!c->shadow_sh || (uint64_t)off + n > c->smem_size)
-        return;
-    /* the checks of a read that are not races were made at issue */
-    emu_opts o = *c->o;
-    o.detect_uninit = o.detect_cp_async = false;
-    const emu_opts *keep = c->o;
-    c->o = &o;
-    shared_shadow(c, in, w, lane, off, n, EMU_ACC_READ);
-    c->o = keep;
-}
-
 /* Distributed shared memory: an access of c to shared::cluster address
  * addr (a peer's window, or its own). The peer's shadow is checked with
  * c's vector clocks (the race detector), the peer's in-flight async copies,

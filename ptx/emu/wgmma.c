@@ -94,7 +94,23 @@ typedef struct wg_ring {
     bool sd;
 } wg_ring;
 
+/* The race detector's record of wgmma reads (issue 12 item 3): per 16-byte
+ * chunk, up to WG_RD readers (cluster-wide agent, its clock when the
+ * wait_group retired the slice, the wgmma's pc); a clock below the CTA's
+ * vector-clock base is an empty slot. A generic or async write must be
+ * ordered after each read; with more unordered readers than slots the
+ * oldest is dropped. */
+enum { WG_RD = 8 };
+typedef struct wg_rd {
+    uint32_t clk, pc;
+    uint32_t agent;
+} wg_rd;
+
 struct emu_wgc {
+    wg_rd *rd;          /* nchunks x WG_RD (race detector on), NULL: none */
+    uint8_t *wglock;    /* with rd: per warpgroup x chunk, its in-flight slices reading it (a
+                           warpgroup's wgmma reads once: its first issuer checks the chunk,
+                           its last retirer records the read) */
     wg_warp *w;
     uint32_t nwg;
     wg_ring *ring;      /* nwg x WG_RING */
@@ -288,6 +304,10 @@ int emu__wg_cta_init(emu_cta *c)
     g->set_v = calloc(g->nwg, sizeof *g->set_v);
     g->set_warp = calloc(g->nwg, sizeof *g->set_warp);
     g->lock = calloc(g->nchunks, sizeof *g->lock);
+    if (c->o->detect_race && gk->mma &&
+        (!(g->rd = calloc((size_t)g->nchunks * WG_RD, sizeof *g->rd)) ||
+         !(g->wglock = calloc((size_t)g->nwg * g->nchunks, 1))))
+        return PT_ENOMEM;
     g->A = malloc(16 * 32 * sizeof *g->A);
     g->B = malloc(32 * WG_MAXN * sizeof *g->B);
     g->D = malloc(16 * WG_MAXN * sizeof *g->D);
@@ -324,6 +344,8 @@ void emu__wg_cta_free(emu_cta *c)
     free(g->set_v);
     free(g->set_warp);
     free(g->lock);
+    free(g->rd);
+    free(g->wglock);
     free(g->A);
     free(g->B);
     free(g->D);
@@ -356,6 +378,8 @@ void emu__wg_cta_start(emu_cta *c)
     memset(g->ring, 0, (size_t)g->nwg * WG_RING * sizeof *g->ring);
     memset(g->set_k, 0, g->nwg * sizeof *g->set_k);
     memset(g->lock, 0, g->nchunks * sizeof *g->lock);
+    if (g->wglock)
+        memset(g->wglock, 0, (size_t)g->nwg * g->nchunks);
     g->pool = (uint64_t)gk->entry_regs * 32 * c->nwarps;
     g->pool_free = 0;
 }
@@ -468,6 +492,52 @@ static void *grow(void *p, size_t elem, size_t *cap, size_t need)
     return q;
 }
 
+/* "thread (x,y,z)" or "the async proxy" (and the CTA rank of a peer) for
+ * a cluster-wide agent and lane. */
+static void agent_name(const emu_cta *c, uint32_t agent, uint32_t lane, char *buf, size_t n)
+{
+    uint32_t per = c->nwarps + 1, rank = agent / per, t = (agent % per) * 32 + lane;
+    const unsigned *bd = c->rs->l.block;
+    int k = agent % per == c->nwarps
+                ? snprintf(buf, n, "the async proxy (a TMA or bulk copy)")
+                : snprintf(buf, n, "thread (%u,%u,%u)", t % bd[0], t / bd[0] % bd[1], t / (bd[0] * bd[1]));
+    if (rank != c->rank && k > 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, " of CTA rank %u", rank);
+}
+
+/* The race detector at issue: a write to the chunk that nothing orders
+ * before the wgmma's issue is a race (the read may happen at any point
+ * until the wait_group). A chunk one write filled (a TMA box, a 16-byte
+ * store) has one writer: one check; otherwise byte by byte. */
+static void rd_raw(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t lane, uint32_t addr)
+{
+    emu_asc *a = c->as;
+    const uint32_t nw = a->nw, me = a->me0 + w->index, base = a->vbase;
+    const uint32_t *V = &a->vc[w->index * nw];
+    const uint32_t *wep = c->sh.wep + addr;
+    const uint16_t *wtid = c->sh.wtid + addr;
+    uint64_t w8[8], t4[4];
+    memcpy(w8, wep, sizeof w8);
+    memcpy(t4, wtid, sizeof t4);
+    uint64_t w0 = (uint64_t)wep[0] * 0x100000001ull, t0 = (uint64_t)wtid[0] * 0x0001000100010001ull;
+    bool one = ((w8[0] ^ w0) | (w8[1] ^ w0) | (w8[2] ^ w0) | (w8[3] ^ w0) | (w8[4] ^ w0) |
+                (w8[5] ^ w0) | (w8[6] ^ w0) | (w8[7] ^ w0) | (t4[0] ^ t0) | (t4[1] ^ t0) |
+                (t4[2] ^ t0) | (t4[3] ^ t0)) == 0;
+    for (uint32_t b = 0; b < (one ? 1u : 16u); b++) {
+        uint32_t wc = wep[b], wr = (uint32_t)wtid[b] >> 5;
+        if (wc >= base && wr != me && wr < nw && wc > V[wr]) {
+            char who[96];
+            agent_name(c, wr, wtid[b] & 31u, who, sizeof who);
+            emu__report(c, EMU_R_RACE, in, tid_of(w, lane), EMU_SP_SHARED, addr, 16,
+                        "the wgmma's read (any time from its issue to the wgmma.wait_group that "
+                        "retires it) after a write by %s to byte +%u with no barrier or mbarrier "
+                        "phase ordering them",
+                        who, b);
+            return;
+        }
+    }
+}
+
 /* Checks and locks the 16-byte chunk of one unit; returns its chunk index
  * (UINT32_MAX: outside shared memory, reads as zeros). */
 static uint32_t unit_take(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t lane, uint32_t addr)
@@ -497,6 +567,9 @@ static uint32_t unit_take(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l
                         "wgmma reads shared memory an async copy in flight still writes (before the "
                         "mbarrier wait that completes it)");
     }
+    if (g->rd && c->as->vcm && !g->wglock[(size_t)(w->index / 4) * g->nchunks + ch]++ &&
+        !emu__seen(c, EMU_R_RACE, in))
+        rd_raw(c, w, in, lane, addr);
     if (c->o->detect_uninit && !emu__seen(c, EMU_R_UNINIT, in)) {
         uint32_t un = 0;
         for (uint32_t b = 0; b < 16; b++)
@@ -854,6 +927,56 @@ static bool same_d(const emu_kernel *k, const emu_ins *a, const emu_ins *b)
            (a->d == b->d || memcmp(k->vpool + a->d, k->vpool + b->d, a->n * sizeof *k->vpool) == 0);
 }
 
+/* The race detector at retire: the read is recorded (the wait_group is the
+ * latest point it may happen). The slot: this agent's, else the first
+ * empty one (slots fill from 0 and a whole-chunk write empties them all),
+ * else the oldest. */
+static void rd_record(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t ch)
+{
+    emu_wgc *g = c->wg;
+    emu_asc *a = c->as;
+    const uint32_t me = a->me0 + w->index, base = a->vbase;
+    wg_rd *e = &g->rd[(size_t)ch * WG_RD];
+    uint32_t slot = WG_RD, old = 0;
+    for (uint32_t i = 0; i < WG_RD; i++) {
+        if (e[i].clk < base || e[i].agent == me) {
+            slot = i;
+            break;
+        }
+        if (e[i].clk < e[old].clk)
+            old = i;
+    }
+    e[slot == WG_RD ? old : slot] =
+        (wg_rd){a->vc[w->index * a->nw + me], (uint32_t)(in - c->k->code), me};
+}
+
+/* A write of [off, off+n) by agent `me` with vector clock V: a wgmma read
+ * of it nothing orders before the write is a race; a chunk written whole
+ * forgets its readers. */
+static void rd_check(emu_cta *c, const emu_ins *in, int tid, uint64_t off, uint64_t n,
+                     const uint32_t *V, uint32_t me)
+{
+    emu_wgc *g = c->wg;
+    const uint32_t base = c->as->vbase;
+    for (uint64_t ch = off >> 4; ch <= (off + n - 1) >> 4 && ch < g->nchunks; ch++) {
+        wg_rd *e = &g->rd[ch * WG_RD];
+        for (uint32_t i = 0; i < WG_RD; i++)
+            if (e[i].clk >= base && e[i].agent != me && e[i].clk > V[e[i].agent] &&
+                !emu__seen(c, EMU_R_RACE, in)) {
+                char who[96];
+                agent_name(c, e[i].agent, 0, who, sizeof who);
+                emu__report(c, EMU_R_RACE, in, tid, EMU_SP_SHARED, off, (uint32_t)n,
+                            "write after a read by the wgmma at line %d of %s (it reads until the "
+                            "wgmma.wait_group that retires it) with no barrier or mbarrier phase "
+                            "ordering them",
+                            c->k->code[e[i].pc].line, who);
+            }
+        if (ch * 16 >= off && ch * 16 + 16 <= off + n)
+            for (uint32_t i = 0; i < WG_RD; i++)
+                e[i].clk = 0;
+    }
+}
+
 /* Executes, in issue order, every queued slice of groups <= upto. */
 static void retire(emu_cta *c, emu_warp *w, uint32_t upto)
 {
@@ -871,12 +994,12 @@ static void retire(emu_cta *c, emu_warp *w, uint32_t upto)
         const uint32_t *fp = ww->fp + s->fp;
         /* the race detector sees the reads here, the latest point they may
          * happen: a write by another warp must be ordered after this wait */
-        uint32_t l0 = (uint32_t)__builtin_ctz(w->exists ? w->exists : 1);
+        uint8_t *wl = g->rd && c->as && c->as->vcm ? g->wglock + (size_t)(w->index / 4) * g->nchunks : NULL;
         for (uint32_t u = 0; u < s->nfp; u++)
             if (fp[u] != UINT32_MAX) {
                 g->lock[fp[u]]--;
-                if (c->o->detect_race)
-                    emu__shadow_read(c, s->in, w, l0, fp[u] * 16u, 16);
+                if (wl && !--wl[fp[u]])
+                    rd_record(c, w, s->in, fp[u]);
             }
     }
     if (open)
@@ -1123,6 +1246,10 @@ void emu__wg_smem_write(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32
                         uint32_t n)
 {
     emu_wgc *g = c->wg;
+    emu_asc *a = c->as;
+    if (g->rd && a && a->vcm) /* a cp.async landing writes as of its issue (acc_vc) */
+        rd_check(c, in, tid_of(w, lane), off, n, a->acc_vc ? a->acc_vc : &a->vc[w->index * a->nw],
+                 a->me0 + w->index);
     for (uint64_t ch = off >> 4; ch <= (off + n - 1) >> 4; ch++)
         if (g->lock[ch] && c->o->detect_async && !emu__seen(c, EMU_R_ASYNC_RACE, in)) {
             emu__report(c, EMU_R_ASYNC_RACE, in, tid_of(w, lane), EMU_SP_SHARED, off, n,
@@ -1132,11 +1259,14 @@ void emu__wg_smem_write(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32
         }
 }
 
-void emu__wg_async_write(emu_cta *c, const emu_ins *in, int tid, uint64_t off, uint64_t n)
+void emu__wg_async_write(emu_cta *c, const emu_ins *in, int tid, uint64_t off, uint64_t n,
+                         const uint32_t *wv, uint32_t wagent)
 {
     emu_wgc *g = c->wg;
     if (!g || !n)
         return;
+    if (g->rd && wv && c->as && c->as->vcm)
+        rd_check(c, in, tid, off, n, wv, wagent);
     for (uint64_t ch = off >> 4; ch <= (off + n - 1) >> 4 && ch < g->nchunks; ch++)
         if (g->lock[ch] && c->o->detect_async && !emu__seen(c, EMU_R_ASYNC_RACE, in)) {
             emu__report(c, EMU_R_ASYNC_RACE, in, tid, EMU_SP_SHARED, ch << 4, 16,
