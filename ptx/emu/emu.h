@@ -20,7 +20,8 @@
  * reconverges structured code without a stack); bar.sync blocks lanes until
  * the CTA's arrivals complete. CTAs may run in parallel on worker threads
  * (opts.threads): each CTA's shared memory is private, global memory is
- * shared, atomics are atomic; races between CTAs are not detected.
+ * shared, atomics are atomic; races between CTAs are not detected, except
+ * on distributed shared memory within a cluster.
  *
  * Hopper: wgmma, stmatrix, elect.sync and setmaxnreg run in wgmma.c,
  * mbarriers in mbarrier.c, TMA and bulk copies in async.c.

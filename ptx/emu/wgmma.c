@@ -33,7 +33,10 @@
  * still writes (async-race); descriptors that differ across lanes or warps of
  * the warpgroup, reserved bits set, a CTA that is not whole warpgroups
  * (wgmma-misuse); a base offset or a start outside the first row of its
- * swizzle pattern (layout: refused, not guessed).
+ * swizzle pattern (layout: refused, not guessed). The race detector sees
+ * wgmma's operand reads (struct wg_rd): a write to a chunk must be ordered
+ * before the warpgroup's first issue of the wgmma reading it and after
+ * its last wait_group retiring it (shared-race otherwise).
  *
  * setmaxnreg: the CTA's pool holds entry x 32 registers per warp, entry
  * from .maxnreg or (.maxntid with .minnctapersm 1) 65536 / threads rounded
