@@ -5,8 +5,9 @@
  *   - the Llama-3-8B prefill (Sq = Sk = 4096, Hq 32, Hkv 8, d 128, causal,
  *     bf16) for sm_80/86/89/90;
  *   - the pack_gqa=1 configs of the same heads with Sq = 77 (a partly empty
- *     tile: the space packs there) for sm_80 and sm_86 (both shared-memory
- *     classes; the register allocation is the same kernel's).
+ *     tile: the space packs there) for sm_80 (its registers are what can
+ *     spill, and they are the same kernel's on every arch; 168 configs on
+ *     sm_80 and sm_86 took 498 s at load 22 on this 2-core machine).
  * Minutes of nvJitLink: the per-commit test_attention_prefill compiles a
  * fixed sample of both; this program keeps the whole spaces in the suite.
  * Skipped without a toolkit. */
@@ -83,9 +84,8 @@ Test(attention_space, every_config_of_the_llama3_8b_prefill_space_assembles, .ti
 
 Test(attention_space, every_packed_config_assembles, .timeout = 1800)
 {
-    static const char *const archs[] = {"sm_80", "sm_86"};
+    static const char *const archs[] = {"sm_80"};
     pt_op packed = gen_attention_op;
     packed.space = space_packed;
-    assemble(&packed, llama(77), archs, 2, 100,
-             "pack_gqa=1 (Sq=77, Sk=4096, Hq 32, Hkv 8, d 128, causal, bf16) for sm_80 sm_86");
+    assemble(&packed, llama(77), archs, 1, 80, "pack_gqa=1 (Sq=77, Sk=4096, Hq 32, Hkv 8, d 128, causal, bf16) for sm_80");
 }
