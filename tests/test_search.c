@@ -501,7 +501,7 @@ Test(problem, schema_parsing_defaults_and_errors)
         const char *op, *items, *msg;
     } bad[] = {
         {"gemm", "m=1 n=2 k=3 colour=red",
-         "unknown key 'colour' for gemm (keys: m n k batch layout dtype out_dtype epilogue alpha "
+         "unknown key 'colour' for gemm (keys: m n k batch dyn layout dtype out_dtype epilogue alpha "
          "beta d_colmajor lda ldb ldc ldd scale_a scale_b out_scale name)"},
         {"gemm", "m=1 n=2", "missing k=... (gemm needs m, n and k)"},
         {"gemm", "n=2 k=3", "missing m=... (gemm needs m, n and k)"},
