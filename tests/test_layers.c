@@ -178,3 +178,36 @@ Test(layers, runtime_includes_no_generator)
     cr_assert(strstr(out, "tuner/up.c:1: tuner/ includes \"runtime/x.h\""), "%s", out);
     unplant(dir);
 }
+
+/* scripts/gpu/build.sh (the GPU machine's build, no meson) reads its
+ * source list from the meson.build files: every library and CLI source
+ * must be in it, or the one-shot GPU run fails to link (kit/ sources
+ * written 'kit/x.c' were skipped by a pattern without '/'). */
+Test(layers, the_gpu_build_script_lists_every_source)
+{
+    char root[1024], cmd[4096], tmp[] = "/tmp/ptxtune_layers_src_XXXXXX";
+    root_dir(root, sizeof root);
+    int fd = mkstemp(tmp);
+    cr_assert(fd >= 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "bash '%s/scripts/gpu/build.sh' --sources >'%s' 2>&1", root, tmp);
+    cr_assert(system(cmd) == 0, "build.sh --sources failed");
+    static char listed[1 << 16];
+    test_slurp(tmp, listed, sizeof listed);
+    remove(tmp);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && find ptx gen search tuner db runtime cli -name '*.c' | sort", root);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p);
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = 0;
+        char want[1100];
+        snprintf(want, sizeof want, "/%s\n", line);
+        cr_expect(strstr(listed, want), "build.sh --sources misses %s", line);
+        n++;
+    }
+    pclose(p);
+    cr_assert(n > 50, "only %d sources found under the library folders", n);
+}

@@ -5,6 +5,7 @@
 #
 #   scripts/gpu/build.sh [OUTDIR]        # default OUTDIR: build-gpu
 #   scripts/gpu/build.sh --stage [OUTDIR]
+#   scripts/gpu/build.sh --sources       # print the source list and exit
 #
 # The library sources are read from the meson.build files (every subdir of
 # the root meson.build but cli, bench and tests), so the list never drifts.
@@ -17,18 +18,19 @@
 set -euo pipefail
 
 stage=0
+sources=0
 if [ "${1:-}" = "--stage" ]; then stage=1; shift; fi
+if [ "${1:-}" = "--sources" ]; then sources=1; shift; fi
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUTDIR=${1:-$ROOT/build-gpu}
 CC=${CC:-cc}
 CUDA=${CUDA_ROOT:-/usr/local/cuda}
-mkdir -p "$OUTDIR"
-OUTDIR=$(cd "$OUTDIR" && pwd)
+if [ $sources = 0 ]; then mkdir -p "$OUTDIR"; OUTDIR=$(cd "$OUTDIR" && pwd); fi
 
 # Sources named in a meson.build: 'x.c' items of files(...), and subdirs.
 meson_sources() { # dir
   local d=$1
-  grep -o "'[A-Za-z0-9_]*\.c'" "$ROOT/$d/meson.build" | tr -d "'" | sed "s|^|$d/|"
+  grep -o "'[A-Za-z0-9_/]*\.c'" "$ROOT/$d/meson.build" | tr -d "'" | sed "s|^|$d/|"
   local s
   for s in $(grep -o "subdir('[^']*')" "$ROOT/$d/meson.build" | sed "s/subdir('\(.*\)')/\1/"); do
     meson_sources "$d/$s"
@@ -40,6 +42,7 @@ for d in $(grep -o "^subdir('[^']*')" "$ROOT/meson.build" | sed "s/subdir('\(.*\
   while read -r f; do SRC+=("$ROOT/${f#./}"); done < <(meson_sources "$d")
 done
 while read -r f; do SRC+=("$ROOT/$f"); done < <(meson_sources cli)
+if [ $sources = 1 ]; then printf '%s\n' "${SRC[@]}"; exit 0; fi
 
 # A dependency: header dir and link argument (static .a when present).
 LIBS=()
