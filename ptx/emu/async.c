@@ -155,7 +155,9 @@ int emu__cluster_init(emu_cluster *cl, uint32_t nw)
 {
     cl->cbvc = calloc(nw, sizeof *cl->cbvc);
     cl->cbpub = calloc(nw, sizeof *cl->cbpub);
-    return cl->cbvc && cl->cbpub ? PT_OK : PT_ENOMEM;
+    if (!cl->cbvc || !cl->cbpub)
+        return PT_ENOMEM;
+    return PT_OK;
 }
 
 void emu__cluster_free(emu_cluster *cl)

@@ -721,6 +721,10 @@ int emu__cta_init(emu_cta *c, emu_runst *rs)
     c->seen = calloc(nbits / 64 + 1, sizeof *c->seen);
     c->bank_pc = calloc(c->k->ncode, sizeof *c->bank_pc);
     c->shadow_sh = c->o->detect_race || c->o->detect_uninit || c->o->detect_cp_async;
+    if (!c->warps || !c->regs || !c->smem || !c->sh.wep || !c->sh.rep || !c->sh.wtid ||
+        !c->sh.rtid || !c->pend || !c->local || !c->local_w || !c->seen || !c->bank_pc ||
+        emu__wg_cta_init(c) || emu__async_cta_init(c))
+        return PT_ENOMEM;
     if (rs->clustered) {
         size_t na = (size_t)rs->csize * (c->nwarps + 1);
         c->xvc = calloc(na, sizeof *c->xvc);
@@ -728,10 +732,6 @@ int emu__cta_init(emu_cta *c, emu_runst *rs)
         if (!c->xvc || !c->xpc)
             return PT_ENOMEM;
     }
-    if (!c->warps || !c->regs || !c->smem || !c->sh.wep || !c->sh.rep || !c->sh.wtid ||
-        !c->sh.rtid || !c->pend || !c->local || !c->local_w || !c->seen || !c->bank_pc ||
-        emu__wg_cta_init(c) || emu__async_cta_init(c))
-        return PT_ENOMEM;
     for (uint32_t i = 0; i < c->nwarps; i++)
         c->warps[i].R = c->regs + (size_t)i * c->k->nslots * EMU_LANES;
     return PT_OK;

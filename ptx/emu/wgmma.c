@@ -307,10 +307,6 @@ int emu__wg_cta_init(emu_cta *c)
     g->set_v = calloc(g->nwg, sizeof *g->set_v);
     g->set_warp = calloc(g->nwg, sizeof *g->set_warp);
     g->lock = calloc(g->nchunks, sizeof *g->lock);
-    if (c->o->detect_race && gk->mma &&
-        (!(g->rd = calloc((size_t)g->nchunks * WG_RD, sizeof *g->rd)) ||
-         !(g->wglock = calloc((size_t)g->nwg * g->nchunks, 1))))
-        return PT_ENOMEM;
     g->A = malloc(16 * 32 * sizeof *g->A);
     g->B = malloc(32 * WG_MAXN * sizeof *g->B);
     g->D = malloc(16 * WG_MAXN * sizeof *g->D);
@@ -319,6 +315,12 @@ int emu__wg_cta_init(emu_cta *c)
     g->Di = malloc(16 * WG_MAXN * sizeof *g->Di);
     if (!g->w || !g->ring || !g->set_k || !g->set_v || !g->set_warp || !g->lock || !g->A || !g->B || !g->D || !g->Ai || !g->Bi || !g->Di)
         return PT_ENOMEM;
+    if (c->o->detect_race && gk->mma) {
+        g->rd = calloc((size_t)g->nchunks * WG_RD, sizeof *g->rd);
+        g->wglock = calloc((size_t)g->nwg * g->nchunks, 1);
+        if (!g->rd || !g->wglock)
+            return PT_ENOMEM;
+    }
     for (uint32_t i = 0; i < c->nwarps; i++) {
         wg_warp *ww = &g->w[i];
         ww->own = calloc(c->k->nslots + 1, sizeof *ww->own);
