@@ -537,7 +537,7 @@ enum { NONFINITE_V_ROWS = 16 }; /* inf elements judged row by row; past that, un
 
 /* Every (sequence, key) whose v row holds v element idx: calls mark_key. */
 static void nonfinite_v_rows(const pt_prepared *pp, const pt_tensor *in, ref_ws *w, int64_t idx, bool judge,
-                             uint8_t *mask)
+                             double *o, uint8_t *mask)
 {
     const int64_t *st = pp->sv;
     int64_t dv = pp->dv, c = idx % dv, hk, b0 = 0, b1 = pp->B, j0 = -1, tok = -1, page = -1;
@@ -562,7 +562,6 @@ static void nonfinite_v_rows(const pt_prepared *pp, const pt_tensor *in, ref_ws 
         }
     }
     double val = in[pp->t.v].data[idx];
-    double *o = malloc((size_t)dv * sizeof *o);
     for (int64_t b = b0; b < b1 && b < pp->B; b++) {
         const attn_seq *s = &w->seq[b];
         int64_t nkeys = pp->page ? pp->pages_per_seq : 1;
@@ -581,7 +580,7 @@ static void nonfinite_v_rows(const pt_prepared *pp, const pt_tensor *in, ref_ws 
                 for (int64_t i = 0; i < s->sq; i++) {
                     bool spec = attn_visible(pp, i, j, s->sq, s->sk);
                     if (spec && !isnan(val)) { /* inf: where p_j keeps it */
-                        spec = judge && o;
+                        spec = judge;
                         if (spec) {
                             double lse;
                             row_eval(pp, in, w, b, h, i, o, &lse, NULL, NULL);
@@ -594,7 +593,6 @@ static void nonfinite_v_rows(const pt_prepared *pp, const pt_tensor *in, ref_ws 
                 }
         }
     }
-    free(o);
 }
 
 static int nonfinite_v(const pt_prepared *pp, const pt_tensor *in, uint8_t *mask, pt_err *e)
@@ -608,14 +606,20 @@ static int nonfinite_v(const pt_prepared *pp, const pt_tensor *in, uint8_t *mask
         }
     if (!nbad)
         return PT_OK;
+    double *o = malloc((size_t)pp->dv * sizeof *o); /* one row's output, for row_eval */
+    if (!o)
+        return pt_errf(e, PT_ENOMEM, "out of memory (attention reference row)");
     ref_ws w;
     int rc = ws_new(pp, in, &w, e);
-    if (rc)
+    if (rc) {
+        free(o);
         return rc;
+    }
     for (int64_t k = 0; k < V->numel; k++)
         if (!isfinite(V->data[k]))
-            nonfinite_v_rows(pp, in, &w, k, ninf <= NONFINITE_V_ROWS, mask);
+            nonfinite_v_rows(pp, in, &w, k, ninf <= NONFINITE_V_ROWS, o, mask);
     ws_free(&w);
+    free(o);
     return PT_OK;
 }
 
