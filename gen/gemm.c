@@ -687,14 +687,14 @@ static void defaults(const pt_prepared *pp, const pt_target *t, pt_config *c)
 /* ---------------------------------------------------------------------- */
 /* emission                                                                */
 
-static ptx_reg sreg(gemm_ctx *g, ptx_sreg s)
+ptx_reg gemm_sreg(gemm_ctx *g, ptx_sreg s)
 {
     ptx_reg r = gemm_r32(g);
     ptx_emit(g->f, PTX_OP_MOV, NOM, U32T, ptx_r(r), ptx_sr(s));
     return r;
 }
 
-static ptx_reg param_ptr(gemm_ctx *g, pt_launch *l, const char *name, pt_arg arg)
+ptx_reg gemm_param_ptr(gemm_ctx *g, pt_launch *l, const char *name, pt_arg arg)
 {
     const char *pn = ptx_param_ptr(g->f, name, 16);
     l->args[l->nargs++] = arg;
@@ -704,7 +704,7 @@ static ptx_reg param_ptr(gemm_ctx *g, pt_launch *l, const char *name, pt_arg arg
     return d;
 }
 
-static ptx_reg param_f32(gemm_ctx *g, pt_launch *l, const char *name, float v)
+ptx_reg gemm_param_f32(gemm_ctx *g, pt_launch *l, const char *name, float v)
 {
     const char *pn = ptx_param_add(g->f, name, PTX_T_F32);
     l->args[l->nargs++] = (pt_arg){PT_ARG_F32, 0, 0, v};
@@ -744,7 +744,7 @@ static int64_t ws_bytes(const gemm_ctx *g)
 
 /* Linear CTA index -> tile (row, col); groups of `raster` tile rows are
  * walked column by column so that a wave of CTAs shares B columns. */
-static void tile_coords(gemm_ctx *g)
+void gemm_tile_coords(gemm_ctx *g)
 {
     const pt_prepared *pp = g->pp;
     int64_t tm = (pp->M + g->bm - 1) / g->bm, tn = (pp->N + g->bn - 1) / g->bn;
@@ -797,40 +797,40 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
 
     /* parameters, in pt_launch order */
     l->nargs = 0;
-    ptx_reg d = param_ptr(&g, l, "d", (pt_arg){PT_ARG_OUTPUT, 0, 0, 0});
-    ptx_reg a = param_ptr(&g, l, "a", (pt_arg){PT_ARG_INPUT, 0, 0, 0});
-    ptx_reg b = param_ptr(&g, l, "b", (pt_arg){PT_ARG_INPUT, 1, 0, 0});
+    ptx_reg d = gemm_param_ptr(&g, l, "d", (pt_arg){PT_ARG_OUTPUT, 0, 0, 0});
+    ptx_reg a = gemm_param_ptr(&g, l, "a", (pt_arg){PT_ARG_INPUT, 0, 0, 0});
+    ptx_reg b = gemm_param_ptr(&g, l, "b", (pt_arg){PT_ARG_INPUT, 1, 0, 0});
     int next_in = 2;
     ptx_reg cp = {0};
     if (pp->has_c)
-        cp = param_ptr(&g, l, "c", (pt_arg){PT_ARG_INPUT, next_in++, 0, 0});
+        cp = gemm_param_ptr(&g, l, "c", (pt_arg){PT_ARG_INPUT, next_in++, 0, 0});
     ptx_reg aux[GEMM_MAX_AUX];
     for (int j = 0; j < pp->naux; j++)
-        aux[j] = param_ptr(&g, l, pp->aux[j].base, (pt_arg){PT_ARG_INPUT, next_in++, 0, 0});
+        aux[j] = gemm_param_ptr(&g, l, pp->aux[j].base, (pt_arg){PT_ARG_INPUT, next_in++, 0, 0});
     ptx_reg ws = {0};
     if (g.splitk > 1)
-        ws = param_ptr(&g, l, "ws", (pt_arg){PT_ARG_WORKSPACE, 0, (uint64_t)ws_bytes(&g), 0});
+        ws = gemm_param_ptr(&g, l, "ws", (pt_arg){PT_ARG_WORKSPACE, 0, (uint64_t)ws_bytes(&g), 0});
     if (pp->dyn_m)
         g.mreg = param_u32(&g, l, "m", pp->M);
     if (pp->in_alpha >= 0)
-        g.alpha = param_f32(&g, l, "alpha", pp->alpha);
+        g.alpha = gemm_param_f32(&g, l, "alpha", pp->alpha);
     if (pp->in_beta >= 0)
-        g.beta = param_f32(&g, l, "beta", pp->beta);
+        g.beta = gemm_param_f32(&g, l, "beta", pp->beta);
     if (!pp->int_exact && (pp->at->int_acc || pp->at->dt == PT_E4M3 || pp->at->dt == PT_E5M2))
-        g.scale_ab = param_f32(&g, l, "scale_ab", pp->scale_ab);
+        g.scale_ab = gemm_param_f32(&g, l, "scale_ab", pp->scale_ab);
     if (pp->out_dt == PT_E4M3 || pp->out_dt == PT_E5M2)
-        g.out_scale = param_f32(&g, l, "out_scale", pp->out_scale);
+        g.out_scale = gemm_param_f32(&g, l, "out_scale", pp->out_scale);
 
     /* thread, tile, batch, split */
-    g.tid = sreg(&g, PTX_S_TID_X);
+    g.tid = gemm_sreg(&g, PTX_S_TID_X);
     g.lane = gemm_op2(&g, PTX_OP_AND, ptx_r(g.tid), ptx_imm(31));
     g.warp = gemm_op2(&g, PTX_OP_SHR, ptx_r(g.tid), ptx_imm(5));
     g.smem = gemm_r32(&g);
     ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(g.smem), ptx_sym("gemm_smem"));
-    g.tile = sreg(&g, PTX_S_CTAID_X);
+    g.tile = gemm_sreg(&g, PTX_S_CTAID_X);
     int es = pp->at->es;
     if (pp->batch > 1) {
-        g.bidx = sreg(&g, PTX_S_CTAID_Z);
+        g.bidx = gemm_sreg(&g, PTX_S_CTAID_Z);
         /* dyn=m: the strides of A (layout n), D, C and the full tensors
          * are M rows: M * (row bytes) at run time */
         bool dm = pp->dyn_m;
@@ -869,7 +869,7 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
         g.tiles_r = gemm_mul(&g, ptx_r(g.tm_r), ptx_imm(tn_imm));
         past_end = ptx_label_new(f);
         if (!g.persistent) {
-            ptx_reg y = sreg(&g, PTX_S_CTAID_Y), tj = y;
+            ptx_reg y = gemm_sreg(&g, PTX_S_CTAID_Y), tj = y;
             if (g.splitk > 1 && tn_imm > 1) {
                 g.split = gemm_op2(&g, PTX_OP_DIV, ptx_r(y), ptx_imm(tn_imm));
                 tj = gemm_op2(&g, PTX_OP_REM, ptx_r(y), ptx_imm(tn_imm));
@@ -889,7 +889,7 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
     if (g.splitk > 1) {
         /* split s takes k tiles [s*KT/S, (s+1)*KT/S): every split >= 1 tile */
         if (!g.split.id)
-            g.split = sreg(&g, PTX_S_CTAID_Y);
+            g.split = gemm_sreg(&g, PTX_S_CTAID_Y);
         ptx_reg lo = gemm_mul(&g, ptx_r(g.split), ptx_imm(g.kt_total));
         g.kt_begin = gemm_op2(&g, PTX_OP_DIV, ptx_r(lo), ptx_imm(g.splitk));
         ptx_reg hi = gemm_op2(&g, PTX_OP_ADD, ptx_r(lo), ptx_imm(g.kt_total));
@@ -903,7 +903,7 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
         top = ptx_label_new(f);
         ptx_label_place(f, top);
     }
-    tile_coords(&g);
+    gemm_tile_coords(&g);
     gemm_accs acc;
     memset(&acc, 0, sizeof acc);
     if (pp->at->simt)
@@ -913,7 +913,7 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
     gemm_epilogue(&g, &acc);
     if (g.persistent) {
         gemm_bar(&g); /* the next tile's prologue overwrites the staging */
-        ptx_reg nc = sreg(&g, PTX_S_NCTAID_X);
+        ptx_reg nc = gemm_sreg(&g, PTX_S_NCTAID_X);
         ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(g.tile), ptx_r(g.tile), ptx_r(nc));
         ptx_reg more = gemm_setp(&g, PTX_M_LT, ptx_r(g.tile),
                                  pp->dyn_m ? ptx_r(g.tiles_r) : ptx_imm(g.tiles));

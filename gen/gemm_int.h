@@ -127,6 +127,16 @@ void gemm_bar(gemm_ctx *g);
 /* M as an operand: the register with dyn=m, else the immediate. */
 ptx_opd gemm_m(const gemm_ctx *g);
 
+/* ---- kernel skeleton pieces (gen/gemm.c), shared by both main loops ---- */
+ptx_reg gemm_sreg(gemm_ctx *g, ptx_sreg s);  /* mov.u32 of a special register */
+/* A pointer parameter (recorded in l as arg), converted to a global address. */
+ptx_reg gemm_param_ptr(gemm_ctx *g, pt_launch *l, const char *name, pt_arg arg);
+ptx_reg gemm_param_f32(gemm_ctx *g, pt_launch *l, const char *name, float v);
+/* g->tile (linear CTA index) -> tile origin g->m0, g->n0: groups of
+ * `raster` tile rows walked column by column, so that a wave of CTAs shares
+ * B columns. */
+void gemm_tile_coords(gemm_ctx *g);
+
 /* ---- main loops ---- */
 void gemm_mainloop_tc(gemm_ctx *g, gemm_accs *acc);
 void gemm_mainloop_simt(gemm_ctx *g, gemm_accs *acc);

@@ -308,57 +308,6 @@ void gemm_wgmma_defaults(const pt_prepared *pp, const pt_target *t, pt_config *c
 /* ---------------------------------------------------------------------- */
 /* emission                                                                */
 
-static ptx_reg sreg(gemm_ctx *g, ptx_sreg s)
-{
-    ptx_reg r = gemm_r32(g);
-    ptx_emit(g->f, PTX_OP_MOV, NOM, U32T, ptx_r(r), ptx_sr(s));
-    return r;
-}
-
-static ptx_reg param_ptr(gemm_ctx *g, pt_launch *l, const char *name, pt_arg arg)
-{
-    const char *pn = ptx_param_ptr(g->f, name, 16);
-    l->args[l->nargs++] = arg;
-    ptx_reg r = gemm_r64(g), d = gemm_r64(g);
-    ptx_emit(g->f, PTX_OP_LD, M1(PTX_M_PARAM), U64T, ptx_r(r), ptx_saddr(pn, 0));
-    ptx_emit(g->f, PTX_OP_CVTA, M2(PTX_M_TO, PTX_M_GLOBAL), U64T, ptx_r(d), ptx_r(r));
-    return d;
-}
-
-static ptx_reg param_f32(gemm_ctx *g, pt_launch *l, const char *name, float v)
-{
-    const char *pn = ptx_param_add(g->f, name, PTX_T_F32);
-    l->args[l->nargs++] = (pt_arg){PT_ARG_F32, 0, 0, v};
-    ptx_reg r = ptx_reg_new(g->f, PTX_T_F32);
-    ptx_emit(g->f, PTX_OP_LD, M1(PTX_M_PARAM), F32T, ptx_r(r), ptx_saddr(pn, 0));
-    return r;
-}
-
-/* Linear CTA index -> tile origin (m0, n0): groups of `raster` tile rows
- * walked column by column (gen/gemm.c's order). */
-static void tile_coords(gemm_ctx *g)
-{
-    const pt_prepared *pp = g->pp;
-    int64_t tm = (pp->M + g->bm - 1) / g->bm, tn = (pp->N + g->bn - 1) / g->bn;
-    ptx_reg t = g->tile, ti, tj;
-    if (g->raster <= 1 || tm <= 1) {
-        ti = gemm_op2(g, PTX_OP_DIV, ptx_r(t), ptx_imm(tn));
-        tj = gemm_op2(g, PTX_OP_REM, ptx_r(t), ptx_imm(tn));
-    } else {
-        int64_t per = (int64_t)g->raster * tn;
-        ptx_reg grp = gemm_op2(g, PTX_OP_DIV, ptx_r(t), ptx_imm(per));
-        ptx_reg first = gemm_mul(g, ptx_r(grp), ptx_imm(g->raster));
-        ptx_reg left = gemm_op2(g, PTX_OP_SUB, ptx_imm(tm), ptx_r(first));
-        ptx_reg gs = gemm_op2(g, PTX_OP_MIN, ptx_r(left), ptx_imm(g->raster));
-        ptx_reg r = gemm_op2(g, PTX_OP_REM, ptx_r(t), ptx_imm(per));
-        ptx_reg rm = gemm_op2(g, PTX_OP_REM, ptx_r(r), ptx_r(gs));
-        ti = gemm_op2(g, PTX_OP_ADD, ptx_r(first), ptx_r(rm));
-        tj = gemm_op2(g, PTX_OP_DIV, ptx_r(r), ptx_r(gs));
-    }
-    g->m0 = gemm_mul(g, ptx_r(ti), ptx_imm(g->bm));
-    g->n0 = gemm_mul(g, ptx_r(tj), ptx_imm(g->bn));
-}
-
 /* The tile loop of a role (producer or consumers): the tile from
  * %ctaid.x; persistent: a loop that leaves to `out` past the last tile and
  * steps by %nctaid.x (tile_tail). */
@@ -366,7 +315,7 @@ static int tile_head(wg_geom *w, int out)
 {
     gemm_ctx *g = &w->g;
     ptx_fn *f = g->f;
-    g->tile = sreg(g, PTX_S_CTAID_X);
+    g->tile = gemm_sreg(g, PTX_S_CTAID_X);
     int top = -1;
     if (w->persistent) {
         top = ptx_label_new(f);
@@ -374,7 +323,7 @@ static int tile_head(wg_geom *w, int out)
         ptx_reg fin = gemm_setp(g, PTX_M_GE, ptx_r(g->tile), ptx_imm(g->tiles));
         ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(out)), fin, false);
     }
-    tile_coords(g);
+    gemm_tile_coords(g);
     return top;
 }
 
@@ -383,7 +332,7 @@ static void tile_tail(wg_geom *w, int top)
     gemm_ctx *g = &w->g;
     if (top < 0)
         return;
-    ptx_reg nc = sreg(g, PTX_S_NCTAID_X);
+    ptx_reg nc = gemm_sreg(g, PTX_S_NCTAID_X);
     ptx_emit(g->f, PTX_OP_ADD, NOM, U32T, ptx_r(g->tile), ptx_r(g->tile), ptx_r(nc));
     ptx_emit(g->f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(top));
 }
@@ -583,28 +532,28 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     /* parameters, in pt_launch order */
     l->nargs = 0;
     l->ntmaps = 0;
-    ptx_reg d = param_ptr(g, l, "d", (pt_arg){PT_ARG_OUTPUT, 0, 0, 0});
+    ptx_reg d = gemm_param_ptr(g, l, "d", (pt_arg){PT_ARG_OUTPUT, 0, 0, 0});
     pt_tmap ma = operand_map(&w, 0), mb = operand_map(&w, 1);
     ptx_reg tma = kit_tma_param(f, l, "tma", &ma);
     ptx_reg tmb = kit_tma_param(f, l, "tmb", &mb);
     int next_in = 2;
     ptx_reg cp = {0};
     if (pp->has_c)
-        cp = param_ptr(g, l, "c", (pt_arg){PT_ARG_INPUT, next_in++, 0, 0});
+        cp = gemm_param_ptr(g, l, "c", (pt_arg){PT_ARG_INPUT, next_in++, 0, 0});
     ptx_reg aux[GEMM_MAX_AUX];
     for (int j = 0; j < pp->naux; j++)
-        aux[j] = param_ptr(g, l, pp->aux[j].base, (pt_arg){PT_ARG_INPUT, next_in++, 0, 0});
+        aux[j] = gemm_param_ptr(g, l, pp->aux[j].base, (pt_arg){PT_ARG_INPUT, next_in++, 0, 0});
     if (pp->in_alpha >= 0)
-        g->alpha = param_f32(g, l, "alpha", pp->alpha);
+        g->alpha = gemm_param_f32(g, l, "alpha", pp->alpha);
     if (pp->in_beta >= 0)
-        g->beta = param_f32(g, l, "beta", pp->beta);
+        g->beta = gemm_param_f32(g, l, "beta", pp->beta);
     if (!pp->int_exact && (pp->at->int_acc || pp->at->dt == PT_E4M3 || pp->at->dt == PT_E5M2))
-        g->scale_ab = param_f32(g, l, "scale_ab", pp->scale_ab);
+        g->scale_ab = gemm_param_f32(g, l, "scale_ab", pp->scale_ab);
     if (pp->out_dt == PT_E4M3 || pp->out_dt == PT_E5M2)
-        g->out_scale = param_f32(g, l, "out_scale", pp->out_scale);
+        g->out_scale = gemm_param_f32(g, l, "out_scale", pp->out_scale);
 
     /* threads, shared memory, barriers */
-    ptx_reg tid = sreg(g, PTX_S_TID_X);
+    ptx_reg tid = gemm_sreg(g, PTX_S_TID_X);
     g->lane = gemm_op2(g, PTX_OP_AND, ptx_r(tid), ptx_imm(31));
     g->warp = gemm_op2(g, PTX_OP_SHR, ptx_r(tid), ptx_imm(5));
     ptx_reg raw = gemm_r32(g);
@@ -621,7 +570,7 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
 
     /* batch */
     if (pp->batch > 1) {
-        g->bidx = sreg(g, PTX_S_CTAID_Z);
+        g->bidx = gemm_sreg(g, PTX_S_CTAID_Z);
         g->pd = gemm_addr64(g, d, ptx_r(g->bidx), pp->sd * dt_bytes(pp->out_dt));
         if (pp->has_c)
             g->pc = gemm_addr64(g, cp, ptx_r(g->bidx), pp->sc * dt_bytes(pp->c_dt));
