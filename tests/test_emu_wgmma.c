@@ -561,6 +561,46 @@ Test(emu_wgmma, detect_smem_write_in_flight)
     run_file("wgmma_smem_write", EMU_R_ASYNC_RACE);
     run_file("wgmma_smem_write_fixed", EMU_NREPORT_KINDS);
 }
+/* A peer CTA's DSMEM write into an in-flight wgmma's operands (a cluster
+ * of 2, 128 threads each): async-race naming the peer; the fixed twin
+ * retires the wgmma before the cluster barrier that precedes the write. */
+static void run_cluster_file(const char *name, bool bug)
+{
+    char *text;
+    ptx_module *m = load_file(name, &text);
+    emu_ctx *c = emu_new(NULL);
+    emu_kernel *k;
+    pt_err e = {0};
+    cr_assert_eq(emu_load(c, m, NULL, &k, &e), PT_OK, "%s: %s", name, e.msg);
+    uint64_t out = emu_alloc(c, 2 * 128 * 16, "out");
+    const void *args[] = {&out};
+    emu_launch l = {{2, 1, 1}, {128, 1, 1}, 0};
+    const unsigned cl[3] = {2, 1, 1};
+    int rc = emu_run_cluster(c, k, &l, cl, false, args, NULL, &e);
+    for (int i = 0; i < emu_nreports(c); i++)
+        fprintf(stderr, "  %s: %s\n", name, emu_report(c, i));
+    if (!bug) {
+        cr_assert_eq(rc, PT_OK, "%s: %s", name, e.msg);
+        float o[2 * 128 * 4];
+        cr_assert_eq(emu_read(c, out, o, sizeof o, &e), PT_OK);
+        for (int i = 0; i < 2 * 128 * 4; i++)
+            cr_assert_eq(o[i], 16.0f, "%s: out[%d] = %g", name, i, o[i]);
+    } else {
+        cr_assert_eq(rc, PT_EEMU, "%s: no report", name);
+        cr_assert_eq(emu_report_kind_of(c, 0), EMU_R_ASYNC_RACE, "%s: %s", name, e.msg);
+        cr_assert(strstr(e.msg, "CTA rank 0") && strstr(e.msg, "line ") && !strchr(e.msg, '\n'),
+                  "%s", e.msg);
+    }
+    emu_kernel_free(k);
+    emu_free(c);
+    ptx_module_free(m);
+    free(text);
+}
+Test(emu_wgmma, detect_peer_write_in_flight)
+{
+    run_cluster_file("cluster_wgmma_write_bug", true);
+    run_cluster_file("cluster_wgmma_write_fixed", false);
+}
 Test(emu_wgmma, detect_missing_proxy_fence)
 {
     run_file("wgmma_proxy", EMU_R_PROXY_FENCE);

@@ -629,6 +629,11 @@ void emu__wg_smem_write(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32
  * check against wgmma reads), wv NULL: none */
 void emu__wg_async_write(emu_cta *c, const emu_ins *in, int tid, uint64_t off, uint64_t n,
                          const uint32_t *wv, uint32_t wagent);
+/* A DSMEM write of CTA c (thread tid, cluster address addr) to [off,
+ * off+n) of peer p: an async-race, reported in c, when an in-flight wgmma
+ * of p reads it (mem.c's dsmem). */
+void emu__wg_peer_write(emu_cta *p, emu_cta *c, const emu_ins *in, int tid, uint64_t off, uint32_t n,
+                        uint64_t addr);
 /* exec.c: picks the warp's next running group (after lanes block or wake) */
 void emu__resched(emu_warp *w);
 

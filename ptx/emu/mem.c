@@ -493,6 +493,8 @@ static uint8_t *dsmem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t
                 break;
             }
     }
+    if (p->wg && (acc & EMU_ACC_WRITE)) /* the peer's in-flight wgmma footprints */
+        emu__wg_peer_write(p, c, in, tid, off, n, addr);
     return p->smem + off;
 }
 

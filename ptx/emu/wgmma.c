@@ -1281,6 +1281,22 @@ void emu__wg_async_write(emu_cta *c, const emu_ins *in, int tid, uint64_t off, u
         }
 }
 
+void emu__wg_peer_write(emu_cta *p, emu_cta *c, const emu_ins *in, int tid, uint64_t off, uint32_t n,
+                        uint64_t addr)
+{
+    const emu_wgc *g = p->wg;
+    if (!n || !c->o->detect_async || emu__seen(c, EMU_R_ASYNC_RACE, in))
+        return;
+    for (uint64_t ch = off >> 4; ch <= (off + n - 1) >> 4 && ch < g->nchunks; ch++)
+        if (g->lock[ch]) {
+            emu__report(c, EMU_R_ASYNC_RACE, in, tid, EMU_SP_CLUSTER, addr, n,
+                        "writes shared memory of CTA rank %u that an in-flight wgmma of that CTA reads "
+                        "(before its wgmma.wait_group)",
+                        p->rank);
+            break;
+        }
+}
+
 /* ---- dispatch ---- */
 
 bool emu__wg_exec(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t pc)
