@@ -79,7 +79,7 @@ VERSION=$(grep -o "version : '[^']*'" "$ROOT/meson.build" | head -1 | sed "s/ver
 REV=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 
 # One cc per source, all cores at once, then one link.
-CFLAGS=(-std=c17 -O2 -g -D_GNU_SOURCE -fno-strict-aliasing -w -I"$ROOT" "${INCS[@]}"
+CFLAGS=(-std=c17 -O2 -g -D_GNU_SOURCE -fno-strict-aliasing -w -I"$ROOT" -I"$ROOT/include" "${INCS[@]}"
         "${CUDA_ARGS[@]}" -DPT_CUDA_ROOT="\"$CUDA\"" -DPT_VERSION="\"$VERSION\""
         -DPT_GIT_REV="\"$REV\"")
 mkdir -p "$OUTDIR/obj"
