@@ -363,6 +363,25 @@ static pt_tmap operand_map(const wg_geom *w, int which)
     return m;
 }
 
+/* One stage of operand A or B (rows from origin, `rows` of them) by TMA
+ * into dst: K-major, one box; MN-major, one box per 64 rows, each a
+ * 128-byte swizzle span of bk rows apart. */
+static void operand_load(gemm_ctx *g, ptx_reg dst, ptx_reg map, bool kmajor, ptx_reg origin, int rows,
+                         ptx_reg k0, int rank, ptx_opd bz, ptx_reg full)
+{
+    if (kmajor) {
+        ptx_opd c[3] = {ptx_r(k0), ptx_r(origin), bz};
+        kit_tma_load(g->f, dst, map, rank, c, full);
+        return;
+    }
+    for (int j = 0; j < rows / 64; j++) {
+        ptx_reg d = gemm_op2(g, PTX_OP_ADD, ptx_r(dst), ptx_imm((int64_t)j * g->bk * 128));
+        ptx_reg o = gemm_op2(g, PTX_OP_ADD, ptx_r(origin), ptx_imm(64 * j));
+        ptx_opd c[3] = {ptx_r(o), ptx_r(k0), bz};
+        kit_tma_load(g->f, d, map, rank, c, full);
+    }
+}
+
 /* The producer: one elected thread of warp 0 fills the ring. */
 static void producer(wg_geom *w, kit_pipe *p, ptx_reg tma, ptx_reg tmb, int done)
 {
@@ -391,31 +410,9 @@ static void producer(wg_geom *w, kit_pipe *p, ptx_reg tma, ptx_reg tmb, int done
     ptx_reg full = kit_pipe_full(p);
     int rank = pp->batch > 1 ? 3 : 2;
     ptx_opd bz = ptx_r(g->bidx);
-    /* A */
-    if (pp->a_kmajor) {
-        ptx_opd c[3] = {ptx_r(k0), ptx_r(g->m0), bz};
-        kit_tma_load(f, st, tma, rank, c, full);
-    } else {
-        for (int j = 0; j < g->bm / 64; j++) {
-            ptx_reg dst = gemm_op2(g, PTX_OP_ADD, ptx_r(st), ptx_imm((int64_t)j * g->bk * 128));
-            ptx_reg mj = gemm_op2(g, PTX_OP_ADD, ptx_r(g->m0), ptx_imm(64 * j));
-            ptx_opd c[3] = {ptx_r(mj), ptx_r(k0), bz};
-            kit_tma_load(f, dst, tma, rank, c, full);
-        }
-    }
-    /* B */
+    operand_load(g, st, tma, pp->a_kmajor, g->m0, g->bm, k0, rank, bz, full);
     ptx_reg sb = gemm_op2(g, PTX_OP_ADD, ptx_r(st), ptx_imm(w->a_bytes));
-    if (pp->b_kmajor) {
-        ptx_opd c[3] = {ptx_r(k0), ptx_r(g->n0), bz};
-        kit_tma_load(f, sb, tmb, rank, c, full);
-    } else {
-        for (int j = 0; j < g->bn / 64; j++) {
-            ptx_reg dst = gemm_op2(g, PTX_OP_ADD, ptx_r(sb), ptx_imm((int64_t)j * g->bk * 128));
-            ptx_reg nj = gemm_op2(g, PTX_OP_ADD, ptx_r(g->n0), ptx_imm(64 * j));
-            ptx_opd c[3] = {ptx_r(nj), ptx_r(k0), bz};
-            kit_tma_load(f, dst, tmb, rank, c, full);
-        }
-    }
+    operand_load(g, sb, tmb, pp->b_kmajor, g->n0, g->bn, k0, rank, bz, full);
     kit_pipe_commit(p);
     gemm_inc32(g, kt, 1);
     gemm_inc32(g, k0, g->bk);
