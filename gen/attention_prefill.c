@@ -264,18 +264,7 @@ void attn_prefill_defaults(const pt_prepared *pp, const pt_target *t, pt_config 
         pack = pp->varlen || eff < 0.9 * peff;
     }
     pt_config_set(out, "pack_gqa", pack);
-    pt_err e = {0};
-    if (attn_prefill_check(pp, t, out, &e) == PT_OK)
-        return;
-    for (int64_t i = 0; i < pt_space_size(&s); i++) {
-        pt_config k;
-        pt_space_config(&s, i, &k);
-        pt_err ke = {0};
-        if (attn_prefill_check(pp, t, &k, &ke) == PT_OK) {
-            *out = k;
-            return;
-        }
-    }
+    pt_space_default(&s, attn_prefill_check, pp, t, out);
 }
 
 /* ---- emission helpers ---- */

@@ -670,18 +670,7 @@ static void defaults(const pt_prepared *pp, const pt_target *t, pt_config *c)
     }
     pt_config_set(c, "stages", 3);
     pt_config_set(c, "raster", (pp->M + bm - 1) / bm > 8 ? 8 : 1);
-    pt_err e = {0};
-    if (check(pp, t, c, &e) == PT_OK)
-        return;
-    for (int64_t i = 0; i < pt_space_size(&s); i++) {
-        pt_config k;
-        pt_space_config(&s, i, &k);
-        pt_err ke = {0};
-        if (check(pp, t, &k, &ke) == PT_OK) {
-            *c = k;
-            return;
-        }
-    }
+    pt_space_default(&s, check, pp, t, c);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -291,18 +291,7 @@ void gemm_wgmma_defaults(const pt_prepared *pp, const pt_target *t, pt_config *c
     pt_config_set(c, "bm", pp->M > 64 ? 128 : 64);
     pt_config_set(c, "bn", bn > 256 ? 256 : bn);
     pt_config_set(c, "stages", 4);
-    pt_err e = {0};
-    if (gemm_wgmma_check(pp, t, c, &e) == PT_OK)
-        return;
-    for (int64_t i = 0; i < pt_space_size(&s); i++) {
-        pt_config k;
-        pt_space_config(&s, i, &k);
-        pt_err ke = {0};
-        if (gemm_wgmma_check(pp, t, &k, &ke) == PT_OK) {
-            *c = k;
-            return;
-        }
-    }
+    pt_space_default(&s, gemm_wgmma_check, pp, t, c);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -118,6 +118,24 @@ int pt_config_parse(const pt_space *s, const char *spec, pt_config *c, pt_err *e
     return PT_OK;
 }
 
+void pt_space_default(const pt_space *s,
+                      int (*check)(const pt_prepared *, const pt_target *, const pt_config *, pt_err *),
+                      const pt_prepared *pp, const pt_target *t, pt_config *c)
+{
+    pt_err e = {0};
+    if (check(pp, t, c, &e) == PT_OK)
+        return;
+    for (int64_t i = 0; i < pt_space_size(s); i++) {
+        pt_config k;
+        pt_space_config(s, i, &k);
+        pt_err ke = {0};
+        if (check(pp, t, &k, &ke) == PT_OK) {
+            *c = k;
+            return;
+        }
+    }
+}
+
 int64_t pt_space_size(const pt_space *s)
 {
     int64_t n = 1;

@@ -234,6 +234,11 @@ typedef struct pt_cost {
 /* Everything an op knows about a problem once it is prepared (parsed,
  * bound); allocated in the arena given to prepare. */
 typedef struct pt_prepared pt_prepared;
+/* A default that check accepts: c itself when it passes, else the first
+ * configuration of s (in order) that does; c unchanged when none does. */
+void pt_space_default(const pt_space *s,
+                      int (*check)(const pt_prepared *, const pt_target *, const pt_config *, pt_err *),
+                      const pt_prepared *pp, const pt_target *t, pt_config *c);
 
 /* How an output is accumulated, for the verifier's error model
  * (tuner/verify.h): sums in `dtype` whose longest chain of dependent
