@@ -94,6 +94,8 @@ typedef struct gemm_ctx {
     ptx_reg kslice_idx;              /* u32 warp's k slice */
     int bar_threads;                 /* > 0: gemm_bar is bar.sync 1, bar_threads (the wgmma
                                       * loop's consumer warpgroups; the producer takes no part) */
+    ptx_reg bar_id;                  /* with bar_threads: the named barrier's id (u32 register;
+                                      * id 0: barrier 1), e.g. one per pingpong consumer */
     ptx_reg mreg;                    /* dyn=m: u32 M (the parameter "m") */
     ptx_reg tm_r, tiles_r;           /* dyn=m: u32 tile rows, tiles per batch entry at this M */
 } gemm_ctx;

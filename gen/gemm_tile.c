@@ -127,7 +127,8 @@ ptx_reg gemm_addr64(gemm_ctx *g, ptx_reg p64, ptx_opd a, int64_t b)
 void gemm_bar(gemm_ctx *g)
 {
     if (g->bar_threads) /* named barrier of the wgmma loop's consumers */
-        ptx_emit(g->f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(1), ptx_imm(g->bar_threads));
+        ptx_emit(g->f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, g->bar_id.id ? ptx_r(g->bar_id) : ptx_imm(1),
+                 ptx_imm(g->bar_threads));
     else
         ptx_emit(g->f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(0));
 }

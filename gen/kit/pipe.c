@@ -47,6 +47,8 @@ int kit_pipe_init_mbar(ptx_fn *f, kit_pipe *p, int stages, int64_t stage_bytes, 
     p->bars = bars;
     p->empty_count = empty_count;
     p->arrive_pred = (ptx_reg){0};
+    p->peer = (ptx_reg){0};
+    p->cluster = false;
     if (stages < 1 || empty_count < 1)
         return PT_EINVAL;
     p->end = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(base), ptx_imm(stages * stage_bytes)));
@@ -70,7 +72,7 @@ void kit_pipe_mbar_setup(kit_pipe *p, ptx_reg who)
 
 /* Spins until the barrier at bar + off has completed the phase of parity
  * par (par ^ flip when flip). */
-static void spin(kit_pipe *p, ptx_reg bar, int64_t off, ptx_reg phase, bool flip)
+static void spin(kit_pipe *p, ptx_reg bar, int64_t off, ptx_reg phase, bool flip, bool cluster)
 {
     ptx_fn *f = p->f;
     ptx_opd par = ptx_r(phase);
@@ -79,7 +81,9 @@ static void spin(kit_pipe *p, ptx_reg bar, int64_t off, ptx_reg phase, bool flip
     int top = ptx_label_new(f);
     ptx_label_place(f, top);
     ptx_reg ok = ptx_reg_new(f, PTX_T_PRED);
-    ptx_emit(f, PTX_OP_MBAR_TRY_WAIT_P, M1(PTX_M_SHARED_CTA), B64T, ptx_r(ok), ptx_addr(bar, off), par);
+    ptx_emit(f, PTX_OP_MBAR_TRY_WAIT_P,
+             cluster ? M3(PTX_M_ACQUIRE, PTX_M_CLUSTER, PTX_M_SHARED_CTA) : M1(PTX_M_SHARED_CTA), B64T, ptx_r(ok),
+             ptx_addr(bar, off), par);
     ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(top)), ok, true);
 }
 
@@ -114,7 +118,7 @@ static void advance(kit_pipe *p, kit_pipe_end *e)
 ptx_reg kit_pipe_acquire(kit_pipe *p)
 {
     if (p->kind == KIT_PIPE_MBARRIER)
-        spin(p, p->prod.bar, 8 * p->stages, p->prod.phase, true);
+        spin(p, p->prod.bar, 8 * p->stages, p->prod.phase, true, p->cluster);
     return p->prod.addr;
 }
 
@@ -129,7 +133,7 @@ ptx_reg kit_pipe_wait(kit_pipe *p, int pending)
 {
     if (p->kind == KIT_PIPE_MBARRIER) {
         (void)pending;
-        spin(p, p->cons.bar, 0, p->cons.phase, false);
+        spin(p, p->cons.bar, 0, p->cons.phase, false, false);
         ptx_reg a = ptx_reg_new(p->f, PTX_T_B32);
         ptx_emit(p->f, PTX_OP_MOV, PTX_NOMODS, PTX_T1(PTX_T_U32), ptx_r(a), ptx_r(p->cons.addr));
         advance(p, &p->cons);
@@ -150,7 +154,45 @@ void kit_pipe_release(kit_pipe *p)
                            ptx_addr(p->rel.bar, 8 * p->stages));
     if (p->arrive_pred.id)
         ptx_guard(in, p->arrive_pred, false);
+    if (p->peer.id) { /* the peer's producer multicasts into this stage too */
+        ptx_reg eb = kit_reg(p->f, kit_iop(p->f, PTX_OP_ADD, ptx_r(p->rel.bar), ptx_imm(8 * p->stages)));
+        ptx_reg rb = ptx_reg_new(p->f, PTX_T_B32);
+        ptx_emit(p->f, PTX_OP_MAPA, M1(PTX_M_SHARED_CLUSTER), U32T, ptx_r(rb), ptx_r(eb), ptx_r(p->peer));
+        in = ptx_emit(p->f, PTX_OP_MBAR_ARRIVE, M3(PTX_M_RELEASE, PTX_M_CLUSTER, PTX_M_SHARED_CLUSTER), B64T,
+                      ptx_sink(), ptx_addr(rb, 0));
+        if (p->arrive_pred.id)
+            ptx_guard(in, p->arrive_pred, false);
+    }
     advance(p, &p->rel);
+}
+
+void kit_pipe_skip(kit_pipe *p, kit_pipe_end *e, int64_t n)
+{
+    ptx_fn *f = p->f;
+    int64_t q = n / p->stages, r = n % p->stages;
+    if (r) {
+        ptx_emit(f, PTX_OP_ADD, PTX_NOMODS, PTX_T1(PTX_T_U32), ptx_r(e->addr), ptx_r(e->addr),
+                 ptx_imm(r * p->stage_bytes));
+        ptx_reg w = ptx_reg_new(f, PTX_T_PRED);
+        ptx_emit(f, PTX_OP_SETP, PTX_MODS(PTX_M_GE), PTX_T1(PTX_T_U32), ptx_r(w), ptx_r(e->addr), ptx_r(p->end));
+        ptx_reg back = kit_reg(f, kit_iop(f, PTX_OP_SUB, ptx_r(e->addr), ptx_imm(p->stages * p->stage_bytes)));
+        ptx_emit(f, PTX_OP_SELP, PTX_NOMODS, PTX_T1(PTX_T_B32), ptx_r(e->addr), ptx_r(back), ptx_r(e->addr),
+                 ptx_r(w));
+        if (e->bar.id) {
+            ptx_emit(f, PTX_OP_ADD, PTX_NOMODS, PTX_T1(PTX_T_U32), ptx_r(e->bar), ptx_r(e->bar), ptx_imm(8 * r));
+            ptx_reg bb = kit_reg(f, kit_iop(f, PTX_OP_SUB, ptx_r(e->bar), ptx_imm(8 * p->stages)));
+            ptx_emit(f, PTX_OP_SELP, PTX_NOMODS, PTX_T1(PTX_T_B32), ptx_r(e->bar), ptx_r(bb), ptx_r(e->bar),
+                     ptx_r(w));
+        }
+        if (e->phase.id) {
+            ptx_reg x = ptx_reg_new(f, PTX_T_B32);
+            ptx_emit(f, PTX_OP_XOR, PTX_NOMODS, PTX_T1(PTX_T_B32), ptx_r(x), ptx_r(e->phase), ptx_imm(1));
+            ptx_emit(f, PTX_OP_SELP, PTX_NOMODS, PTX_T1(PTX_T_B32), ptx_r(e->phase), ptx_r(x), ptx_r(e->phase),
+                     ptx_r(w));
+        }
+    }
+    if ((q & 1) && e->phase.id)
+        ptx_emit(f, PTX_OP_XOR, PTX_NOMODS, PTX_T1(PTX_T_B32), ptx_r(e->phase), ptx_r(e->phase), ptx_imm(1));
 }
 
 void kit_pipe_drain(kit_pipe *p)

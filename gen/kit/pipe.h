@@ -54,6 +54,12 @@ typedef struct kit_pipe {
     int empty_count;    /* arrivals that free a stage */
     ptx_reg arrive_pred; /* who arrives on release (id 0: every thread) */
     kit_pipe_end rel;   /* the oldest stage not yet released */
+    /* clusters (a peer CTA multicasts into this ring): peer is the u32
+     * %cluster_ctarank of the CTA whose empty barrier a release also
+     * arrives on (mapa + arrive.release.cluster; id 0: none); cluster:
+     * the producer's empty wait is .acquire.cluster */
+    ptx_reg peer;
+    bool cluster;
 } kit_pipe;
 
 /* A ring of `stages` stages of stage_bytes each from the shared address
@@ -85,6 +91,10 @@ void kit_pipe_commit(kit_pipe *p);
 ptx_reg kit_pipe_wait(kit_pipe *p, int pending);
 /* Consumer: done with the stage; moves to the next. */
 void kit_pipe_release(kit_pipe *p);
+/* MBARRIER: moves end e (&p->prod, &p->cons or &p->rel) n stages on
+ * without waiting or arriving (a consumer skipping the stages another
+ * consumer reads: pingpong). */
+void kit_pipe_skip(kit_pipe *p, kit_pipe_end *e, int64_t n);
 /* Drains every commit (e.g. before the stages' memory is reused). */
 void kit_pipe_drain(kit_pipe *p);
 

@@ -53,6 +53,20 @@ void kit_tma_load(ptx_fn *f, ptx_reg dst, ptx_reg map, int rank, const ptx_opd *
              PTX_NOTYPES, ptx_addr(dst, 0), ptx_tensor(f, ptx_r(map), rank, coords), ptx_addr(mbar, 0));
 }
 
+void kit_tma_load_mc(ptx_fn *f, ptx_reg dst, ptx_reg map, int rank, const ptx_opd *coords, ptx_reg mbar,
+                     ptx_reg mask)
+{
+    static const ptx_mod dims[] = {PTX_M_T1D, PTX_M_T2D, PTX_M_T3D, PTX_M_T4D, PTX_M_T5D};
+    if (rank < 1 || rank > 5) {
+        pt_errf(&f->mod->err, PT_EINVAL, "TMA load of rank %d (1..5)", rank);
+        return;
+    }
+    ptx_emit(f, PTX_OP_TMA_LD,
+             PTX_MODS(dims[rank - 1], PTX_M_SHARED_CLUSTER, PTX_M_GLOBAL, PTX_M_MBAR_TX, PTX_M_MULTICAST),
+             PTX_NOTYPES, ptx_addr(dst, 0), ptx_tensor(f, ptx_r(map), rank, coords), ptx_addr(mbar, 0),
+             ptx_r(mask));
+}
+
 int64_t kit_tma_box_bytes(const pt_tmap *map)
 {
     int64_t n = emu_tmap_elem_bytes(map->dtype);

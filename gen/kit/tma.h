@@ -28,6 +28,11 @@ void kit_tma_prefetch(ptx_fn *f, ptx_reg map);
  * [dst], [map, {coords}], [mbar]: dst and mbar u32 shared addresses (dst
  * aligned to the map's swizzle pattern), coords 32-bit, innermost first. */
 void kit_tma_load(ptx_fn *f, ptx_reg dst, ptx_reg map, int rank, const ptx_opd *coords, ptx_reg mbar);
+/* The same with .multicast::cluster: the box lands at dst in every CTA of
+ * the cluster whose bit is set in mask (a .b16 register; bit i = rank i)
+ * and completes on the mbarrier at the same offset in each. */
+void kit_tma_load_mc(ptx_fn *f, ptx_reg dst, ptx_reg map, int rank, const ptx_opd *coords, ptx_reg mbar,
+                     ptx_reg mask);
 /* Bytes one box of the map moves (what the load adds to complete_tx). */
 int64_t kit_tma_box_bytes(const pt_tmap *map);
 
