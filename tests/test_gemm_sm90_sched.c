@@ -1,0 +1,444 @@
+/* The sm_90a wgmma GEMM's consumer schedules and clusters (issue 13 item
+ * 2, gen/gemm_wgmma.c): pingpong (sched=1: two consumer warpgroups
+ * alternate whole 64-row tiles, ordered by named barriers) and clusters of
+ * 2 (cluster=21: a pair along M shares B; 12: along N, A; the shared
+ * operand multicast by TMA, half from each CTA; empty barriers released in
+ * both CTAs; cluster barriers after the barriers' init and before exit).
+ *
+ * An emulated case is emit -> print -> parse (identical) -> the emu
+ * backend (a cluster launch through pt_launch.cluster) at the lazy, eager
+ * or random async schedule, every detector on -> tuner_verify against the
+ * float64 reference. The new forms also go through ptxas (sm_90a: 0
+ * spills, no local memory, no C75xx), and two planted bugs (a cluster
+ * kernel without its exit barrier, one without the release to the peer)
+ * must be reported. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gen/gemm.h"
+#include "ptx/compile.h"
+#include "ptx/parse.h"
+#include "tuner/backend.h"
+#include "tuner/verify.h"
+#include "test_util.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A text edit of the emitted PTX before it runs (a planted bug); returns
+ * false when the text has nothing to edit. */
+typedef bool (*mutate_fn)(char *text);
+
+typedef struct run_out {
+    double max_err, seconds;
+    char config[256];
+    pt_launch l;
+} run_out;
+
+/* One problem with config (over the op's defaults) on the emulator at
+ * schedule sched; the verifier's status, its message in e. */
+static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uint64_t seed, mutate_fn mut,
+                   run_out *o, pt_err *e)
+{
+    memset(o, 0, sizeof *o);
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp = NULL;
+    pt_config c;
+    ptx_module *built = NULL, *parsed = NULL;
+    tuner_dev *d = NULL;
+    tuner_kernel *k = NULL;
+    tuner_io *io = NULL;
+    char *text = NULL;
+    int rc = gen_gemm_op.prepare(a, p, &tg, &pp, e);
+    if (!rc) {
+        pt_space s;
+        gen_gemm_op.space(pp, &tg, &s);
+        gen_gemm_op.defaults(pp, &tg, &c);
+        rc = pt_config_parse(&s, config, &c, e);
+    }
+    if (!rc) {
+        pt_config_str(&c, o->config, sizeof o->config);
+        rc = pt_op_build(&gen_gemm_op, pp, &tg, 0, &c, &built, &o->l, e);
+    }
+    if (!rc) {
+        text = ptx_print(built);
+        rc = ptx_parse(text, strlen(text), "<emitted>", 0, &parsed, e);
+    }
+    if (!rc) {
+        char *again = ptx_print(parsed);
+        if (strcmp(again, text) != 0)
+            rc = pt_errf(e, PT_EINTERNAL, "parse(print(kernel)) does not print back identically");
+        free(again);
+    }
+    if (!rc && mut && !mut(text))
+        rc = pt_errf(e, PT_EINTERNAL, "the planted bug found nothing to edit");
+    tuner_dev_opts dopts = {.emu_threads = 1, .emu_arch = 90, .emu_schedule = (int)sched,
+                            .emu_schedule_seed = seed};
+    if (!rc)
+        rc = tuner_dev_open("emu", &dopts, &d, e);
+    tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, o->l.entry, &gen_gemm_op, pp};
+    if (!rc)
+        rc = tuner_load(d, &img, &k, e);
+    if (!rc)
+        rc = tuner_io_new(&gen_gemm_op, pp, &io, e);
+    if (!rc) {
+        tuner_io_random(io, (uint64_t)(p->m * 131 + p->n * 7 + p->k), 0, 0);
+        rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), e);
+    }
+    if (!rc) {
+        tuner_verify_opts vo = {.full_limit = INT64_MAX};
+        tuner_verify_result vr;
+        rc = tuner_verify(d, k, &o->l, io, &vo, &vr, e);
+        o->max_err = vr.max_err;
+        emu_stats st;
+        if (tuner_emu_last_run(d, &st) == PT_OK)
+            o->seconds = st.seconds;
+    }
+    if (io)
+        tuner_io_free(d, io);
+    if (k)
+        tuner_unload(d, k);
+    if (d)
+        tuner_dev_close(d);
+    free(text);
+    ptx_module_free(parsed);
+    ptx_module_free(built);
+    pt_arena_free(a);
+    return rc;
+}
+
+static int64_t up16(int64_t v, int es) { return (v * es + 15) / 16 * 16 / es; }
+
+/* A problem with leading dimensions padded to 16 bytes (TMA strides). */
+static pt_problem prob(int64_t m, int64_t n, int64_t k, const char *lay, pt_dtype dt, pt_dtype odt)
+{
+    pt_problem p = PT_GEMM(m, n, k, lay, dt, odt);
+    int es = pt_dtype_get(dt)->bytes;
+    p.lda = up16(lay[0] == 'n' ? k : m, es);
+    p.ldb = up16(lay[1] == 't' ? k : n, es);
+    return p;
+}
+
+enum { NDT = 3 };
+static const pt_dtype dts[NDT] = {PT_BF16, PT_F16, PT_E4M3};
+static const emu_sched scheds[3] = {EMU_SCHED_LAZY, EMU_SCHED_EAGER, EMU_SCHED_RANDOM};
+
+typedef struct grid {
+    int cases, failed;
+    int per_dt[NDT];
+    double worst[NDT];
+    double emu_s;
+    char first[2048];
+} grid;
+
+static void grid_case(grid *g, const pt_problem *p, const char *config, emu_sched sched, uint64_t seed)
+{
+    pt_err e = {0};
+    run_out o;
+    if (getenv("GEMM_SM90_TRACE"))
+        fprintf(stderr, "case %lldx%lldx%lld %s %s [%s] sched %d\n", (long long)p->m, (long long)p->n,
+                (long long)p->k, p->layout, pt_dtype_get(p->dtype)->name, config, (int)sched);
+    int rc = run_emu(p, config, sched, seed, NULL, &o, &e);
+    int di = 0;
+    while (di < NDT - 1 && dts[di] != p->dtype)
+        di++;
+    g->cases++;
+    g->per_dt[di]++;
+    g->emu_s += o.seconds;
+    if (!rc && o.max_err > g->worst[di])
+        g->worst[di] = o.max_err;
+    if (rc) {
+        if (!g->failed)
+            snprintf(g->first, sizeof g->first, "%lldx%lldx%lld %s %s [%s] sched %d: %s", (long long)p->m,
+                     (long long)p->n, (long long)p->k, p->layout, pt_dtype_get(p->dtype)->name, o.config,
+                     (int)sched, e.msg);
+        g->failed++;
+    }
+}
+
+static void grid_report(const grid *g, const char *what, double t0)
+{
+    printf("%s: %d cases, %d failed, %.1f s (emulated %.1f s)\n", what, g->cases, g->failed, now() - t0, g->emu_s);
+    for (int i = 0; i < NDT; i++)
+        if (g->per_dt[i])
+            printf("  %-5s %3d cases, worst error %.3g\n", pt_dtype_get(dts[i])->name, g->per_dt[i], g->worst[i]);
+    cr_expect_eq(g->failed, 0, "%d of %d failed; first: %s", g->failed, g->cases, g->first);
+}
+
+/* The schedules under test, each with persistent off and on (3 CTAs or
+ * clusters walking the units; 4 for a pair). */
+static const char *const forms[][2] = {
+    {"impl=1,bm=64,sched=1", "impl=1,bm=64,sched=1,persistent=3"},
+    {"impl=1,cluster=21", "impl=1,cluster=21,persistent=4"},
+    {"impl=1,cluster=12", "impl=1,cluster=12,persistent=4"},
+    {"impl=1,bm=64,sched=1,cluster=21", "impl=1,bm=64,sched=1,cluster=12,persistent=4"},
+};
+enum { NFORMS = sizeof forms / sizeof forms[0] };
+
+/* Every form x bf16 / f16 / e4m3 x odd M, N, K (1 7 65 129 257) x
+ * persistent off and on, with a bias + activation + residual epilogue on
+ * half the cases, each under one of the three schedules (rotating), a
+ * ring of 2..4 stages, both wg_wait. */
+Test(gemm_sm90_sched, pingpong_and_clusters_on_the_emulator, .timeout = 600)
+{
+    double t0 = now();
+    grid g = {0};
+    static const int64_t shapes[][3] = {{129, 65, 7},  {65, 257, 65}, {257, 7, 129},
+                                        {7, 129, 257}, {1, 65, 65},   {130, 129, 1}};
+    static const char *const lays[NDT] = {"nt", "tn", "nt"};
+    static const char *const bns[] = {"bn=64", "bn=32", "bn=128"};
+    int n = 0;
+    for (int fi = 0; fi < NFORMS; fi++)
+        for (int di = 0; di < NDT; di++)
+            for (int si = 0; si < 6; si++, n++) {
+                const int64_t *s = shapes[si];
+                bool epi = (n % 2) == 0;
+                pt_problem p = prob(s[0], s[1], s[2], lays[(di + si) % NDT][0] == 't' && dts[di] != PT_E4M3
+                                                          ? lays[1] : "nt",
+                                    dts[di], epi ? PT_F32 : PT_F64);
+                if (dts[di] == PT_BF16 && si % 3 == 1)
+                    p = prob(s[0], s[1], s[2], "tt", dts[di], epi ? PT_F32 : PT_F64);
+                if (epi)
+                    p.epilogue = "relu(acc + bias[n]) + r";
+                char cfg[192];
+                bool bn_mn = p.layout[1] == 'n';
+                snprintf(cfg, sizeof cfg, "%s,%s,stages=%d,wg_wait=%d", forms[fi][si % 2],
+                         bn_mn ? "bn=64" : bns[si % 3], 2 + si % 3, n % 3 == 0 ? 0 : 1);
+                grid_case(&g, &p, cfg, scheds[n % 3], (uint64_t)n);
+            }
+    grid_report(&g, "pingpong / clusters", t0);
+}
+
+/* check() refuses what the schedules cannot do, in one line each. */
+static int check_cfg(const pt_problem *p, const char *config, pt_err *e)
+{
+    memset(e, 0, sizeof *e);
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_gemm_op.prepare(a, p, &tg, &pp, e), PT_OK, "%s", e->msg);
+    pt_config c;
+    gen_gemm_op.defaults(pp, &tg, &c);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", config);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        char *eq = strchr(tok, '=');
+        cr_assert(eq);
+        *eq = 0;
+        pt_config_set(&c, pt_arena_strdup(a, tok), atoll(eq + 1));
+    }
+    int rc = gen_gemm_op.check(pp, &tg, &c, e);
+    pt_arena_free(a);
+    return rc;
+}
+
+Test(gemm_sm90_sched, check_refuses_illegal_combinations)
+{
+    pt_problem p = PT_GEMM(4096, 4096, 4096, "nt", PT_BF16, PT_F64);
+    pt_err e;
+    struct {
+        const char *cfg, *msg;
+    } bad[] = {
+        {"impl=1,bm=128,sched=1", "sched=1 (pingpong): bm=128, must be 64"},
+        {"impl=1,sched=2", "sched=2: 0 (cooperative) or 1 (pingpong)"},
+        {"impl=1,cluster=2", "cluster=2: 1 (none), 21 (2x1"},
+        {"impl=1,cluster=22", "cluster=22: 1 (none)"},
+        {"impl=1,cluster=21,persistent=1", "persistent=1: a cluster of 2 needs at least 2 CTAs"},
+        {"impl=1,cluster=12,splitk=2", "splitk=2: not with sched=1 or a cluster"},
+        {"impl=1,bm=64,sched=1,splitk=2", "splitk=2: not with sched=1 or a cluster"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_expect_eq(check_cfg(&p, bad[i].cfg, &e), PT_EINVAL, "%s accepted", bad[i].cfg);
+        cr_expect(strstr(e.msg, bad[i].msg) != NULL, "%s: '%s'", bad[i].cfg, e.msg);
+        cr_expect(strchr(e.msg, '\n') == NULL, "one line: %s", e.msg);
+    }
+    cr_expect_eq(check_cfg(&p, "impl=1,bm=64,sched=1,cluster=21,persistent=132", &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(check_cfg(&p, "impl=1,bm=128,cluster=12", &e), PT_OK, "%s", e.msg);
+}
+
+/* The launch of a cluster form: grid a multiple of the cluster (2, 1, 1),
+ * the entry's .explicitcluster / .reqnctapercluster, and the PTX's
+ * multicast loads, remote releases and cluster barriers; pingpong's named
+ * barriers. */
+static int count(const char *t, const char *s)
+{
+    int n = 0;
+    for (const char *q = strstr(t, s); q; q = strstr(q + 1, s))
+        n++;
+    return n;
+}
+
+static char *emit_text(const pt_problem *p, const char *config, pt_launch *l)
+{
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_gemm_op.prepare(a, p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+    pt_space s;
+    gen_gemm_op.space(pp, &tg, &s);
+    pt_config c;
+    gen_gemm_op.defaults(pp, &tg, &c);
+    cr_assert_eq(pt_config_parse(&s, config, &c, &e), PT_OK, "%s", e.msg);
+    ptx_module *m = NULL;
+    cr_assert_eq(pt_op_build(&gen_gemm_op, pp, &tg, 0, &c, &m, l, &e), PT_OK, "%s: %s", config, e.msg);
+    char *t = ptx_print(m);
+    ptx_module_free(m);
+    pt_arena_free(a);
+    return t;
+}
+
+Test(gemm_sm90_sched, launch_and_structure)
+{
+    pt_problem p = PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_F64);
+    pt_launch l;
+    char *t = emit_text(&p, "impl=1,bm=128,bn=256,cluster=21,persistent=132", &l);
+    cr_expect_eq(l.cluster[0], 2u);
+    cr_expect_eq(l.cluster[1], 1u);
+    cr_expect_eq(l.grid[0], 132u);
+    cr_expect(strstr(t, ".explicitcluster\n") && strstr(t, ".reqnctapercluster 2, 1, 1\n"), "%.600s", t);
+    cr_expect_eq(count(t, ".multicast::cluster"), 1, "B: one half-box multicast per CTA");
+    cr_expect_eq(l.tmaps[1].box[1], 128u, "B's box is half the tile");
+    cr_expect_eq(count(t, "mbarrier.arrive.release.cluster.shared::cluster.b64 _, ["), 2,
+                 "the release to the peer, in the loop and after it");
+    cr_expect_eq(count(t, "fence.mbarrier_init.release.cluster;"), 1);
+    cr_expect_eq(count(t, "barrier.cluster.arrive;"), 2, "after the init, before exit");
+    cr_expect_eq(count(t, "barrier.cluster.wait;"), 2);
+    cr_expect(strstr(t, "], 16;") != NULL, "empty counts 8 warps in each of 2 CTAs");
+    free(t);
+    t = emit_text(&p, "impl=1,bm=128,bn=256,cluster=12", &l);
+    cr_expect_eq(l.grid[0], 2u * 64 * 16, "one pair per 128 x 512 unit");
+    cr_expect_eq(l.tmaps[0].box[1], 64u, "A's box is half the tile");
+    free(t);
+    t = emit_text(&p, "impl=1,bm=64,bn=256,sched=1", &l);
+    cr_expect_eq(l.cluster[0], 0u);
+    cr_expect_eq(l.grid[0], 128u * 32 / 2, "two units per CTA");
+    cr_expect_eq(l.block[0], 384u);
+    cr_expect_eq(count(t, "bar.sync %"), 2, "the turn's wait and the epilogue's barrier");
+    cr_expect_eq(count(t, "bar.arrive %"), 1, "the hand-over");
+    cr_expect(strstr(t, "], 4;") != NULL, "empty counts the 4 warps of the unit's consumer");
+    free(t);
+}
+
+/* Every new form for the 8192^3 bf16 problems assembles with ptxas
+ * sm_90a: 0 spills, no local memory, no C75xx. */
+Test(gemm_sm90_sched, new_forms_assemble, .timeout = 300)
+{
+    pt_compiler *comp = NULL;
+    pt_err e = {0};
+    if (pt_compiler_open(&comp, &e)) {
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_skip_test("no CUDA toolkit: %s", e.msg);
+    }
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    struct {
+        const char *lay;
+        pt_dtype dt;
+        const char *cfg;
+    } cs[] = {
+        {"nt", PT_BF16, "impl=1,bm=64,bn=256,sched=1,persistent=132"},
+        {"nt", PT_BF16, "impl=1,bm=64,bn=128,sched=1"},
+        {"nt", PT_BF16, "impl=1,bm=128,bn=256,cluster=21,persistent=132"},
+        {"nt", PT_BF16, "impl=1,bm=128,bn=256,cluster=12"},
+        {"nt", PT_BF16, "impl=1,bm=64,bn=256,sched=1,cluster=21,persistent=132"},
+        {"tt", PT_F16, "impl=1,bm=128,bn=128,cluster=12,persistent=132"},
+        {"nn", PT_BF16, "impl=1,bm=64,bn=256,sched=1,cluster=21"},
+        {"nt", PT_E4M3, "impl=1,bm=64,bn=256,sched=1,cluster=12,persistent=132"},
+    };
+    double t0 = now();
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        pt_problem p = PT_GEMM(8192, 8192, 8192, cs[i].lay, cs[i].dt, PT_F64);
+        if (i % 2)
+            p.epilogue = "relu(acc + bias[n]) + r";
+        pt_launch l;
+        char *text = emit_text(&p, cs[i].cfg, &l);
+        pt_resource r;
+        memset(&r, 0, sizeof r);
+        int rc = pt_compile(comp, text, &tg, NULL, NULL, &r, &e);
+        cr_expect_eq(rc, PT_OK, "%s %s: %s", cs[i].lay, cs[i].cfg, e.msg);
+        for (int k = 0; k < r.ncodes; k++)
+            cr_expect(strncmp(r.codes[k], "C75", 3) != 0, "%s %s: %s", cs[i].lay, cs[i].cfg, r.codes[k]);
+        cr_expect_eq(r.spill_stores + r.spill_loads, 0, "%s %s: spills", cs[i].lay, cs[i].cfg);
+        cr_expect_eq(r.stack_frame, 0, "%s %s: local memory", cs[i].lay, cs[i].cfg);
+        printf("  %s %-52s regs %3d smem %6zu grid %u cluster %u\n", cs[i].lay, cs[i].cfg, r.registers, l.smem,
+               l.grid[0], l.cluster[0]);
+        free(text);
+    }
+    printf("new forms: %zu through ptxas in %.1f s\n", sizeof cs / sizeof cs[0], now() - t0);
+    pt_compiler_close(comp);
+}
+
+/* Planted bugs, text edits of a correct cluster kernel's PTX: (1) the exit
+ * barrier gone: a CTA may exit while its peer still arrives on its empty
+ * barriers (remote arrive into an exited CTA); (2) the releases to the
+ * peer gone and the empty count halved to match: a producer overwrites
+ * (multicasts into) a stage its peer's wgmmas may still read. Each must
+ * be reported under every schedule; the unedited kernel passes. */
+static bool drop_exit_barrier(char *t)
+{
+    char *last = NULL;
+    for (char *q = strstr(t, "\tbarrier.cluster.arrive;\n"); q; q = strstr(q + 1, "\tbarrier.cluster.arrive;\n"))
+        last = q;
+    if (!last)
+        return false;
+    /* "\tbarrier.cluster.arrive;\n\tbarrier.cluster.wait;\n" before ret */
+    char *w = strstr(last, "\tbarrier.cluster.wait;\n");
+    if (!w)
+        return false;
+    memset(last, ' ', (size_t)(w + strlen("\tbarrier.cluster.wait;\n") - last) - 1);
+    return true;
+}
+
+static bool drop_peer_release(char *t)
+{
+    int n = 0;
+    for (char *q = strstr(t, "mbarrier.arrive.release.cluster.shared::cluster.b64"); q;
+         q = strstr(q + 1, "mbarrier.arrive.release.cluster.shared::cluster.b64")) {
+        char *eol = strchr(q, ';');
+        /* the guard "@%p1 " before it stays: a guarded no-op is not PTX, so
+         * blank the whole line */
+        char *bol = q;
+        while (bol > t && bol[-1] != '\n')
+            bol--;
+        memset(bol, ' ', (size_t)(eol - bol + 1));
+        n++;
+    }
+    int m = 0;
+    for (char *q = strstr(t, "], 16;"); q; q = strstr(q + 1, "], 16;")) {
+        memcpy(q, "],  8;", 6);
+        m++;
+    }
+    return n > 0 && m > 0;
+}
+
+Test(gemm_sm90_sched, planted_cluster_bugs_are_reported, .timeout = 300)
+{
+    pt_problem p = prob(257, 129, 129, "nt", PT_BF16, PT_F64);
+    const char *cfg = "impl=1,bm=128,bn=64,stages=2,cluster=21,persistent=2";
+    pt_err e = {0};
+    run_out o;
+    cr_expect_eq(run_emu(&p, cfg, EMU_SCHED_LAZY, 1, NULL, &o, &e), PT_OK, "the fixed twin: %s", e.msg);
+    struct {
+        mutate_fn f;
+        const char *what;
+    } bugs[] = {{drop_exit_barrier, "no exit barrier"}, {drop_peer_release, "no release to the peer"}};
+    for (size_t b = 0; b < 2; b++)
+        for (int sc = 0; sc < 3; sc++) {
+            memset(&e, 0, sizeof e);
+            int rc = run_emu(&p, cfg, scheds[sc], (uint64_t)(7 + sc), bugs[b].f, &o, &e);
+            cr_expect_neq(rc, PT_OK, "%s, schedule %d: not reported", bugs[b].what, sc);
+            printf("  %s, schedule %d: %s\n", bugs[b].what, sc, e.msg);
+        }
+}
