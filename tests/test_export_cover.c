@@ -689,3 +689,87 @@ Test(cover, beyond_64_kernels_the_greedy_cover_keeps_the_bound)
     cr_expect_null(x);
     cr_expect(strstr(e.msg, "--max-kernels 10: no 10 kernels serve every problem"), "%s", e.msg);
 }
+
+/* Kernel NAME timed t on problem i with launch text launch. */
+static void plant_l(planted *pl, const char *name, int i, double t, const char *launch)
+{
+    char ptx[128], hash[17], cfg[64];
+    snprintf(ptx, sizeof ptx, ".version 8.0\n.entry %s\n", name);
+    db_kernel_hash(ptx, strlen(ptx), hash);
+    snprintf(cfg, sizeof cfg, "k=%s", name);
+    db_kernel k = {hash, "elementwise", cfg, name, ptx};
+    db_cubin c = {"sm_90", "nvJitLink 13.0", "\x7f" "ELF", 4, "{\"registers\":32}"};
+    db_measurement m = {.run_id = pl->run, .problem_id = pl->prob[i], .config = cfg,
+                        .final = true, .status = "ok", .error = "", .source = "measured",
+                        .verified = 1, .t_min = t, .t_median = t, .t_max = t,
+                        .spread = 0.001, .reps = 10, .tflops = NAN, .gbps = NAN,
+                        .launch = launch};
+    pt_err e = {0};
+    cr_assert_eq(db_record(pl->s, &k, &c, &m, NULL, &e), PT_OK, "%s", e.msg);
+}
+
+/* The cover serves a problem only with a kernel measured on it (issue 14
+ * item 7), whatever its contract claims: "dyn" takes the rows at run time
+ * (its contract: x[0] from 1 to 524288, so it could launch at every row
+ * count of the table) and is the winner at 16 and 32 rows, but was never
+ * timed at 64 rows; "g" was timed everywhere at +5%. One kernel: g (dyn
+ * would leave 64 rows unmeasured); two: dyn and 64's winner; every row of
+ * the table is a measurement of its kernel on that row's own problem. */
+Test(cover, a_run_time_shape_kernel_serves_only_the_problems_it_was_timed_on)
+{
+    planted pl;
+    plant_open(&pl, tpath("d.db"), 3); /* 16, 32 and 64 rows */
+    char dyn_launch[512];
+    snprintf(dyn_launch, sizeof dyn_launch,
+             "{\"grid\":[1,1,1],\"block\":[128,1,1],\"smem\":0,\"contract\":{\"v\":1,"
+             "\"dims\":[{\"name\":\"x[0]\",\"tuned\":16,\"min\":1,\"max\":524288,\"group\":0},"
+             "{\"name\":\"x[1]\",\"tuned\":256,\"min\":256,\"max\":256,\"group\":1}]}}");
+    const char *fixed = "{\"grid\":[1,1,1],\"block\":[128,1,1],\"smem\":0}";
+    plant_l(&pl, "dyn", 0, 1e-6, dyn_launch);
+    plant_l(&pl, "dyn", 1, 1e-6, dyn_launch);
+    plant_l(&pl, "w2", 2, 1e-6, fixed);
+    for (int i = 0; i < 3; i++)
+        plant_l(&pl, "g", i, 1.05e-6, fixed);
+    db_close(pl.s);
+    pt_err e = {0};
+    db_cover_summary sum;
+    db_export_sel *x = cover_of(tpath("d.db"), 1, -1, &sum, PT_OK, &e);
+    cr_expect_eq(sum.kernels, 1);
+    for (int i = 0; i < 3; i++)
+        cr_expect_str_eq(served_by(x, i), hash_of("g"), "problem %d", i);
+    cr_expect_float_eq(sum.worst, 0.05, 1e-9);
+    db_export_sel_free(x);
+    x = cover_of(tpath("d.db"), 2, -1, &sum, PT_OK, &e);
+    cr_expect_eq(sum.kernels, 2);
+    cr_expect_str_eq(served_by(x, 0), hash_of("dyn"));
+    cr_expect_str_eq(served_by(x, 1), hash_of("dyn"));
+    cr_expect_str_eq(served_by(x, 2), hash_of("w2"));
+    cr_expect_float_eq(sum.worst, 0, 1e-12);
+    db_export_sel_free(x);
+    /* 1% with one kernel: none serves 64 rows within it but w2 */
+    e = (pt_err){0};
+    x = cover_of(tpath("d.db"), 1, 0.01, &sum, PT_EINVAL, &e);
+    cr_expect_null(x);
+    cr_expect(strstr(e.msg, "no 1 kernels serve every problem"), "%s", e.msg);
+    /* every row is its kernel's own measurement on the row's problem */
+    x = cover_of(tpath("d.db"), 0, 0.0, &sum, PT_OK, &e);
+    cr_expect_eq(sum.kernels, 2);
+    db_store *s;
+    db_open_opts ro = {.readonly = true, .must_exist = true};
+    cr_assert_eq(db_open(tpath("d.db"), &ro, &s, &e), PT_OK, "%s", e.msg);
+    for (size_t r = 0; r < db_sel_count(x); r++) {
+        const db_sel_row *w = db_sel_row_at(x, r);
+        char q[512];
+        int64_t n = 0;
+        snprintf(q, sizeof q,
+                 "SELECT count(*) FROM measurements m JOIN problems p ON p.id = m.problem_id"
+                 " JOIN kernels k ON k.id = m.kernel_id WHERE m.id = %lld AND p.key = '%s'"
+                 " AND k.hash = '%s'",
+                 (long long)w->id, w->problem_key, w->kernel_hash);
+        cr_assert_eq(db_query_int(s, q, &n, &e), PT_OK, "%s", e.msg);
+        cr_expect_eq(n, 1, "row %zu (%s) is no measurement of its kernel on its problem", r,
+                     w->problem_key);
+    }
+    db_close(s);
+    db_export_sel_free(x);
+}
