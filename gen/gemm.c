@@ -981,6 +981,21 @@ static int tensors(const pt_prepared *pp, int *nin, int *nout, pt_tensor *in, pt
     return PT_OK;
 }
 
+/* D's padding: with a leading dimension past the row (ldd > N, or M for
+ * a column-major D) the elements between rows are no kernel's to write
+ * (a TMA store of odd N needs 16-byte row pitches). */
+static int padding(const pt_prepared *pp, const pt_tensor *in, int out, uint8_t *mask, pt_err *e)
+{
+    (void)in;
+    (void)e;
+    int64_t cols = pp->d_col ? pp->M : pp->N;
+    if (out != 0 || pp->ldd <= cols)
+        return PT_OK;
+    for (int64_t j = 0; j < pp->batch * pp->sd; j++)
+        mask[j] = (uint8_t)(j % pp->sd % pp->ldd >= cols);
+    return PT_OK;
+}
+
 /* Element (b, m, n) of a tensor stored like D (orientation of D, leading
  * dimension ld, batch stride s). */
 static int64_t dpos(const pt_prepared *pp, int64_t b, int64_t m, int64_t n, int64_t ld, int64_t s)
@@ -1360,6 +1375,7 @@ const pt_op gen_gemm_op = {
     .reference = reference,
     .reference_at = reference_at,
     .magnitude = magnitude,
+    .padding = padding,
     .flops = flops,
     .bytes = bytes,
     .examples = examples,
