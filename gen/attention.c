@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gen/attention_combine.h"
 #include "gen/attention_int.h"
 
 /* ---------------------------------------------------------------------- */
@@ -212,12 +213,16 @@ bool attn_visible(const pt_prepared *pp, int64_t i, int64_t j, int64_t sq, int64
 
 static int space(const pt_prepared *pp, const pt_target *t, pt_space *s)
 {
-    return attn_decode_kind(pp) ? attn_decode_space(pp, t, s) : attn_prefill_space(pp, t, s);
+    if (attn_decode_kind(pp))
+        return attn_fa3_decode_applies(pp, t) ? attn_fa3_decode_space(pp, t, s) : attn_decode_space(pp, t, s);
+    return attn_prefill_space(pp, t, s);
 }
 
 static void defaults(const pt_prepared *pp, const pt_target *t, pt_config *c)
 {
-    if (attn_decode_kind(pp))
+    if (attn_decode_kind(pp) && attn_fa3_decode_applies(pp, t))
+        attn_fa3_decode_defaults(pp, t, c);
+    else if (attn_decode_kind(pp))
         attn_decode_defaults(pp, t, c);
     else
         attn_prefill_defaults(pp, t, c);
@@ -226,7 +231,9 @@ static void defaults(const pt_prepared *pp, const pt_target *t, pt_config *c)
 /* The kind a config names (impl; the problem's kind when absent). */
 static int64_t impl_of(const pt_prepared *pp, const pt_config *c)
 {
-    return pt_config_get(c, "impl", attn_decode_kind(pp) ? ATTN_SPLIT : ATTN_FA2);
+    if (attn_decode_kind(pp))
+        return pt_config_get(c, "impl", attn_fa3_decode_applies(pp, &pp->target) ? ATTN_FA3_SPLIT : ATTN_SPLIT);
+    return pt_config_get(c, "impl", ATTN_FA2);
 }
 
 static int check(const pt_prepared *pp, const pt_target *t, const pt_config *c, pt_err *e)
@@ -234,6 +241,7 @@ static int check(const pt_prepared *pp, const pt_target *t, const pt_config *c, 
     switch (impl_of(pp, c)) {
     case ATTN_FA2: return attn_prefill_check(pp, t, c, e);
     case ATTN_SPLIT: return attn_decode_check(pp, t, c, e);
+    case ATTN_FA3_SPLIT: return attn_fa3_decode_check(pp, t, c, e);
     default:
         return pt_errf(e, PT_EINVAL, "config impl=%lld: 0 (fa2, prefill) or 1 (split, decode)",
                        (long long)impl_of(pp, c));
@@ -245,6 +253,7 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
     switch (impl_of(pp, c)) {
     case ATTN_FA2: return attn_prefill_emit(pp, c, m, l, e);
     case ATTN_SPLIT: return attn_decode_emit(pp, c, m, l, e);
+    case ATTN_FA3_SPLIT: return attn_fa3_decode_emit(pp, c, m, l, e);
     default:
         return pt_errf(e, PT_EINVAL, "config impl=%lld: 0 (fa2, prefill) or 1 (split, decode)",
                        (long long)impl_of(pp, c));
@@ -420,7 +429,7 @@ static double bytes(const pt_prepared *pp)
 static void cost(const pt_prepared *pp, const pt_config *c, pt_cost *out)
 {
     *out = (pt_cost){bytes(pp), true};
-    if (impl_of(pp, c) != ATTN_SPLIT)
+    if (impl_of(pp, c) != ATTN_SPLIT && impl_of(pp, c) != ATTN_FA3_SPLIT)
         return;
     int64_t splits = pt_config_get(c, "splits", 1);
     if (splits > 1)

@@ -45,7 +45,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gen/attention_int.h"
+#include "gen/attention_combine.h"
 #include "gen/expr.h"
 #include "gen/expr_ptx.h"
 
@@ -63,31 +63,10 @@ static int dec_sms(int sm)
     return sm >= 90 ? 132 : sm >= 89 ? 128 : sm >= 86 ? 84 : 108;
 }
 
-static bool pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 /* head dims of the op's schema (64 96 128 256): rows of 96 are 12 or 24
- * pieces, cut with a division (idx_div) and, paged, on a power-of-two row
- * count a pass (copy_threads) */
+ * pieces, cut with a division (attn_idx_div) and, paged, on a power-of-two
+ * row count a pass (copy_threads) */
 static bool dec_dim_ok(int64_t d) { return d == 64 || d == 96 || d == 128 || d == 256; }
-static int ilog2i(int64_t v)
-{
-    int r = 0;
-    while ((INT64_C(1) << r) < v)
-        r++;
-    return r;
-}
-
-/* id / n and id % n (u32 registers): a shift and a mask for a power of
- * two, else a division (hd96: 12 or 24 pieces a row). */
-static void idx_div(ptx_fn *f, ptx_reg id, int64_t n, ptx_reg *q, ptx_reg *r)
-{
-    if (pow2(n)) {
-        *q = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(id), ptx_imm(ilog2i(n))));
-        *r = kit_reg(f, kit_iop(f, PTX_OP_AND, ptx_r(id), ptx_imm(n - 1)));
-    } else {
-        *q = kit_reg(f, kit_iop(f, PTX_OP_DIV, ptx_r(id), ptx_imm(n)));
-        *r = kit_reg(f, kit_iop(f, PTX_OP_REM, ptx_r(id), ptx_imm(n)));
-    }
-}
 
 /* ---- geometry ---------------------------------------------------------- */
 
@@ -103,7 +82,7 @@ typedef struct dgeo {
 
 static kit_layout row_tile(int rows, int64_t row_bytes)
 {
-    return pow2(row_bytes) ? kit_smem_tile(rows, (int)row_bytes, 0) : kit_smem_tile(rows, (int)row_bytes, 16);
+    return attn_pow2(row_bytes) ? kit_smem_tile(rows, (int)row_bytes, 0) : kit_smem_tile(rows, (int)row_bytes, 16);
 }
 
 static int64_t span(const kit_layout *l) { return (l->span + 127) / 128 * 128; }
@@ -145,7 +124,7 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
         return pt_errf(e, PT_EUNSUPPORTED, "softmax_scale=%g: impl=split needs a positive scale", (double)pp->scale);
     if (pp->softcap < 0.0f || !isfinite(pp->softcap))
         return pt_errf(e, PT_EUNSUPPORTED, "softcap=%g: impl=split needs softcap >= 0", (double)pp->softcap);
-    if (pp->page && !pow2(pp->page))
+    if (pp->page && !attn_pow2(pp->page))
         return pt_errf(e, PT_EINVAL, "page_size=%lld: must be a power of two", (long long)pp->page);
     g->rows = pp->Sq * pp->group;
     g->nrb = (g->rows + g->bm - 1) / g->bm;
@@ -189,32 +168,6 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     return PT_OK;
 }
 
-/* FA's wave-efficiency rule (hopper/heuristics.h num_splits_heuristic):
- * no split when the CTAs already fill 80% of the SMs or there are few key
- * blocks; otherwise the fewest splits within 85% of the best efficiency
- * n_waves / ceil(n_waves), both over the counts that change the blocks per
- * split. */
-static int split_heuristic(int64_t ctas, int64_t nblocks, int sms)
-{
-    if (ctas >= (int64_t)(0.8 * sms) || nblocks <= 4)
-        return 1;
-    int64_t max_s = nblocks < sms ? nblocks : sms;
-    if (max_s > DEC_MAX_SPLITS)
-        max_s = DEC_MAX_SPLITS;
-    double eff[DEC_MAX_SPLITS + 1] = {0}, best = 0;
-    for (int64_t s = 1; s <= max_s; s++) { /* eligible counts only, as FA */
-        bool eligible = s == 1 || (nblocks + s - 1) / s != (nblocks + s - 2) / (s - 1);
-        double w = (double)(ctas * s) / sms;
-        eff[s] = eligible ? w / ceil(w) : 0;
-        if (eff[s] > best)
-            best = eff[s];
-    }
-    for (int64_t s = 1; s <= max_s; s++)
-        if (eff[s] > 0 && eff[s] >= 0.85 * best)
-            return (int)s;
-    return 1;
-}
-
 static int default_bn(const pt_prepared *pp) { return pp->d <= 64 ? 256 : pp->d <= 128 ? 128 : 64; }
 
 static int heuristic_splits(const pt_prepared *pp, const pt_target *t, int bn)
@@ -222,7 +175,7 @@ static int heuristic_splits(const pt_prepared *pp, const pt_target *t, int bn)
     int64_t rows = pp->Sq * pp->group, nrb = (rows + DEC_BM - 1) / DEC_BM;
     /* two CTAs an SM, as FA2 counts (flash_api.cpp: multiProcessorCount * 2)
      * and the defaults' tiles allow */
-    return split_heuristic(pp->B * pp->Hkv * nrb, (pp->Sk + bn - 1) / bn, 2 * dec_sms(t->sm));
+    return attn_split_heuristic(pp->B * pp->Hkv * nrb, (pp->Sk + bn - 1) / bn, 2 * dec_sms(t->sm));
 }
 
 int attn_decode_space(const pt_prepared *pp, const pt_target *t, pt_space *out)
@@ -307,7 +260,19 @@ typedef struct dctx {
     ptx_reg sq, len;                     /* s32 run-time lengths: this launch's Sq, this sequence's keys */
     ptx_reg o, lse, q, k, v, bt, su, cq, ck, scr, ws;
     float kexp;                          /* exponent scale of the softmax values */
+    attn_out ao;                         /* the output stage's view (ao_sync) */
 } dctx;
+
+/* The output stage's view of the kernel (its current registers). */
+static void ao_sync(dctx *x)
+{
+    const dgeo *g = &x->g;
+    x->ao = (attn_out){.pp = x->pp, .f = x->f, .bm = g->bm, .T = g->T, .W = g->W, .splits = g->splits,
+                       .nrb = g->nrb, .part_bytes = g->part_bytes, .obuf_pitch = g->obuf_pitch,
+                       .lse_off = g->lse_off, .flag_off = g->flag_off, .tid = x->tid, .b = x->b, .hk = x->hk,
+                       .rb = x->rb, .split = x->split, .nsplit = x->nsplit, .sq = x->sq, .smem = x->smem,
+                       .o = x->o, .lse = x->lse, .scr = x->scr, .ws = x->ws};
+}
 
 static ptx_reg r32(ptx_fn *f) { return ptx_reg_new(f, PTX_T_B32); }
 static ptx_reg r64(ptx_fn *f) { return ptx_reg_new(f, PTX_T_B64); }
@@ -320,62 +285,6 @@ static ptx_reg sreg(ptx_fn *f, ptx_sreg s)
     return r;
 }
 
-static ptx_reg setp(ptx_fn *f, ptx_mod cmp, ptx_types ty, ptx_opd a, ptx_opd b)
-{
-    ptx_reg p = ptx_reg_new(f, PTX_T_PRED);
-    ptx_emit(f, PTX_OP_SETP, M1(cmp), ty, ptx_r(p), a, b);
-    return p;
-}
-
-static ptx_reg pand(ptx_fn *f, ptx_reg a, ptx_reg b)
-{
-    if (!a.id)
-        return b;
-    if (!b.id)
-        return a;
-    ptx_reg d = ptx_reg_new(f, PTX_T_PRED);
-    ptx_emit(f, PTX_OP_AND, NOM, PREDT, ptx_r(d), ptx_r(a), ptx_r(b));
-    return d;
-}
-
-static ptx_reg fop2(ptx_fn *f, ptx_op op, ptx_opd a, ptx_opd b)
-{
-    ptx_reg d = rf(f);
-    ptx_emit(f, op, NOM, F32T, ptx_r(d), a, b);
-    return d;
-}
-
-static ptx_reg s32op(ptx_fn *f, ptx_op op, ptx_opd a, ptx_opd b)
-{
-    ptx_reg d = r32(f);
-    ptx_emit(f, op, NOM, S32T, ptx_r(d), a, b);
-    return d;
-}
-
-/* p64 + a * b bytes (a: u32 operand, b >= 0). */
-static ptx_reg add64(ptx_fn *f, ptx_reg p64, ptx_opd a, int64_t b)
-{
-    if (b == 0)
-        return p64;
-    if (a.kind == PTX_O_IMM) {
-        if (a.u.imm == 0 || b == 0)
-            return p64;
-        ptx_reg d = r64(f);
-        ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(d), ptx_r(p64), ptx_imm(a.u.imm * b));
-        return d;
-    }
-    ptx_reg off = r64(f);
-    if (b <= 0xffffffffll) {
-        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_WIDE), U32T, ptx_r(off), a, ptx_imm(b));
-    } else {
-        ptx_reg w = r64(f);
-        ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U64, PTX_T_U32), ptx_r(w), a);
-        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), U64T, ptx_r(off), ptx_r(w), ptx_imm(b));
-    }
-    ptx_reg d = r64(f);
-    ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(d), ptx_r(p64), ptx_r(off));
-    return d;
-}
 
 static ptx_reg param_ptr(dctx *x, pt_launch *l, const char *name, pt_arg arg)
 {
@@ -398,111 +307,7 @@ static ptx_reg param_u32(dctx *x, pt_launch *l, const char *name, uint64_t v)
     return r;
 }
 
-static void bar(ptx_fn *f) { ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(0)); }
-
-static void bra(ptx_fn *f, int label, ptx_reg p, bool neg)
-{
-    ptx_ins *in = ptx_emit(f, PTX_OP_BRA, M1(PTX_M_UNI), PTX_NOTYPES, ptx_lbl(label));
-    if (p.id)
-        ptx_guard(in, p, neg);
-}
-
-/* 1 / l, or 0 when l is 0 (a row without a visible key: o = 0). */
-static ptx_reg inv_or_zero(ptx_fn *f, ptx_reg l)
-{
-    ptx_reg r = rf(f);
-    ptx_emit(f, PTX_OP_RCP, M1(PTX_M_RN), F32T, ptx_r(r), ptx_r(l));
-    ptx_reg pos = setp(f, PTX_M_GT, F32T, ptx_r(l), ptx_f32(0.0f));
-    ptx_reg d = rf(f);
-    ptx_emit(f, PTX_OP_SELP, NOM, F32T, ptx_r(d), ptx_r(r), ptx_f32(0.0f), ptx_r(pos));
-    return d;
-}
-
-/* Global address of element 0 of packed row rg (u32) of this CTA's KV head
- * in q or o (element strides s[3] = token, head, batch). */
-static ptx_reg row_addr(dctx *x, ptx_reg base, const int64_t *s, ptx_reg rg)
-{
-    ptx_fn *f = x->f;
-    const pt_prepared *pp = x->pp;
-    int es = pp->es;
-    ptx_opd i = pp->group == 1 ? ptx_r(rg) : kit_iop(x->f, PTX_OP_DIV, ptx_r(rg), ptx_imm(pp->group));
-    ptx_opd hr = pp->group == 1 ? ptx_imm(0) : kit_iop(x->f, PTX_OP_REM, ptx_r(rg), ptx_imm(pp->group));
-    ptx_opd h = kit_imad(f, ptx_r(x->hk), ptx_imm(pp->group), hr);
-    ptx_reg a = add64(f, base, ptx_r(x->b), s[2] * es);
-    a = add64(f, a, ptx_r(kit_reg(f, i)), s[0] * es);
-    return add64(f, a, ptx_r(kit_reg(f, h)), s[1] * es);
-}
-
-/* lse element (b, h, i) of packed row rg: f32 [B, Hq, Sq]. */
-static ptx_reg lse_addr(dctx *x, ptx_reg rg)
-{
-    ptx_fn *f = x->f;
-    const pt_prepared *pp = x->pp;
-    ptx_opd i = pp->group == 1 ? ptx_r(rg) : kit_iop(f, PTX_OP_DIV, ptx_r(rg), ptx_imm(pp->group));
-    ptx_opd hr = pp->group == 1 ? ptx_imm(0) : kit_iop(f, PTX_OP_REM, ptx_r(rg), ptx_imm(pp->group));
-    ptx_opd h = kit_imad(f, ptx_r(x->hk), ptx_imm(pp->group), hr);
-    ptx_opd bh = kit_imad(f, ptx_r(x->b), ptx_imm(pp->Hq), h);
-    ptx_opd idx = kit_imad(f, bh, ptx_imm(pp->Sq), i);
-    return add64(f, x->lse, ptx_r(kit_reg(f, idx)), 4);
-}
-
 /* ---- the kernel -------------------------------------------------------- */
-
-/* Per-thread output units of the epilogue: 16 rows x dv/4 chunks of 4. */
-typedef struct unit {
-    ptx_reg r;      /* u32 row in the block */
-    ptx_reg c4;     /* u32 chunk */
-    ptx_reg rg;     /* u32 packed row */
-    ptx_reg ok;     /* the unit exists and its row is a real one */
-    ptx_reg first;  /* ok and chunk 0 (writes the row's lse) */
-} unit;
-
-static void units_init(dctx *x, unit *u, int nu)
-{
-    ptx_fn *f = x->f;
-    const dgeo *g = &x->g;
-    int64_t nc = x->pp->dv / 4, total = g->bm * nc;
-    ptx_reg rows = kit_reg(f, kit_iop(f, PTX_OP_MUL, ptx_r(x->sq), ptx_imm(x->pp->group)));
-    for (int k = 0; k < nu; k++) {
-        ptx_reg id = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->tid), ptx_imm((int64_t)k * g->T)));
-        idx_div(f, id, nc, &u[k].r, &u[k].c4);
-        u[k].rg = kit_reg(f, kit_imad(f, ptx_r(x->rb), ptx_imm(g->bm), ptx_r(u[k].r)));
-        ptx_reg ok = setp(f, PTX_M_LT, S32T, ptx_r(u[k].rg), ptx_r(rows));
-        if ((int64_t)(k + 1) * g->T > total)
-            ok = pand(f, ok, setp(f, PTX_M_LT, U32T, ptx_r(id), ptx_imm(total)));
-        u[k].ok = ok;
-        u[k].first = pand(f, ok, setp(f, PTX_M_EQ, U32T, ptx_r(u[k].c4), ptx_imm(0)));
-    }
-}
-
-/* Stores a unit's 4 normalised values as o's dtype and, first unit of a
- * row, lse2 * ln 2 as lse. */
-static void store_out(dctx *x, const unit *u, const ptx_opd *v, ptx_reg lse2)
-{
-    ptx_fn *f = x->f;
-    const pt_prepared *pp = x->pp;
-    ptx_reg a = row_addr(x, x->o, pp->so, u->rg);
-    a = add64(f, a, ptx_r(u->c4), 4 * pp->es);
-    kit_io io = {.guard = u->ok};
-    kit_store(f, &io, pp->dt, a, 0, 4, v);
-    if (pp->lse) {
-        ptx_reg la = lse_addr(x, u->rg);
-        ptx_reg l = fop2(f, PTX_OP_MUL, ptx_r(lse2), ptx_f32((float)M_LN2));
-        ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_GLOBAL), F32T, ptx_addr(la, 0), ptx_r(l)), u->first, false);
-    }
-}
-
-/* Softcap (tanh, the accurate form of the expression lowering) or nothing:
- * the value the softmax sees. */
-static ptx_opd score(dctx *x, ptx_reg s)
-{
-    if (!(x->pp->softcap > 0.0f))
-        return ptx_r(s);
-    ptx_reg t = fop2(x->f, PTX_OP_MUL, ptx_r(s), ptx_f32(x->pp->scale / x->pp->softcap));
-    ex_node n = {.kind = EX_TANH, .nargs = 1};
-    ptx_opd a = ptx_r(t);
-    return ex_ptx_node(x->f, &n, &a);
-}
 
 /* One K and one V tile through the pages; with equal row bytes the two
  * copies have the same cut, so V reuses K's table lookups. */
@@ -525,7 +330,7 @@ static void issue_kv_paged(ptx_fn *f, kit_g2s *ck, const kit_paged *pk, kit_g2s 
  * gather needs a power-of-two rows a pass; gen/kit/copy.h). */
 static int copy_threads(int T, int64_t np)
 {
-    if (pow2(np) || np > T)
+    if (attn_pow2(np) || np > T)
         return T;
     int rp = 1;
     while (2 * rp * np <= T)
@@ -622,77 +427,39 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
      * k, v when not paged) start at the cu_seqlens offsets */
     ptx_reg len = sk_u;
     if (pp->varlen) {
-        ptx_reg aq = add64(f, x->cq, ptx_r(x->b), 4), ak = add64(f, x->ck, ptx_r(x->b), 4);
+        ptx_reg aq = attn_add64(f, x->cq, ptx_r(x->b), 4), ak = attn_add64(f, x->ck, ptx_r(x->b), 4);
         ptx_reg q0 = r32(f), q1 = r32(f), k0 = r32(f), k1 = r32(f);
         ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(q0), ptx_addr(aq, 0));
         ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(q1), ptx_addr(aq, 4));
         ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(k0), ptx_addr(ak, 0));
         ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(k1), ptx_addr(ak, 4));
-        ptx_reg sqb = s32op(f, PTX_OP_SUB, ptx_r(q1), ptx_r(q0));
-        sqb = s32op(f, PTX_OP_MIN, ptx_r(sqb), ptx_r(sq_u));
-        x->sq = s32op(f, PTX_OP_MAX, ptx_r(sqb), ptx_imm(0));
-        ptx_reg skb = s32op(f, PTX_OP_SUB, ptx_r(k1), ptx_r(k0));
-        len = s32op(f, PTX_OP_MIN, ptx_r(skb), ptx_r(sk_u));
-        x->q = add64(f, x->q, ptx_r(q0), pp->sq[0] * pp->es);
-        x->o = add64(f, x->o, ptx_r(q0), pp->so[0] * pp->es);
+        ptx_reg sqb = attn_s32op(f, PTX_OP_SUB, ptx_r(q1), ptx_r(q0));
+        sqb = attn_s32op(f, PTX_OP_MIN, ptx_r(sqb), ptx_r(sq_u));
+        x->sq = attn_s32op(f, PTX_OP_MAX, ptx_r(sqb), ptx_imm(0));
+        ptx_reg skb = attn_s32op(f, PTX_OP_SUB, ptx_r(k1), ptx_r(k0));
+        len = attn_s32op(f, PTX_OP_MIN, ptx_r(skb), ptx_r(sk_u));
+        x->q = attn_add64(f, x->q, ptx_r(q0), pp->sq[0] * pp->es);
+        x->o = attn_add64(f, x->o, ptx_r(q0), pp->so[0] * pp->es);
         if (!paged) {
-            x->k = add64(f, x->k, ptx_r(k0), pp->sk[0] * pp->es);
-            x->v = add64(f, x->v, ptx_r(k0), pp->sv[0] * pp->es);
+            x->k = attn_add64(f, x->k, ptx_r(k0), pp->sk[0] * pp->es);
+            x->v = attn_add64(f, x->v, ptx_r(k0), pp->sv[0] * pp->es);
         }
     }
     if (pp->seqused) {
-        ptx_reg a = add64(f, x->su, ptx_r(x->b), 4);
+        ptx_reg a = attn_add64(f, x->su, ptx_r(x->b), 4);
         ptx_reg u = r32(f);
         ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(u), ptx_addr(a, 0));
-        len = s32op(f, PTX_OP_MIN, ptx_r(u), ptx_r(len));
+        len = attn_s32op(f, PTX_OP_MIN, ptx_r(u), ptx_r(len));
     }
     if (pp->seqused || pp->varlen)
-        len = s32op(f, PTX_OP_MAX, ptx_r(len), ptx_imm(0));
+        len = attn_s32op(f, PTX_OP_MAX, ptx_r(len), ptx_imm(0));
     x->len = len;
-    /* the CTA's real rows' visible keys (queries i_first..i_last; lo and hi
-     * grow with i): every real row sees [lmax, hmin), some row sees a key
-     * of [lmin, hmax). Key blocks outside [lmin, hmax) are never loaded;
-     * a warp's keys inside [lmax, hmin) skip the mask. */
-    ptx_reg off = s32op(f, PTX_OP_SUB, ptx_r(len), ptx_r(x->sq));
-    ptx_reg rowsr = kit_reg(f, kit_iop(f, PTX_OP_MUL, ptx_r(x->sq), ptx_imm(pp->group)));
-    ptx_reg hmin = len, hmax = len, lmax = none, lmin = none;
-    {
-        ptx_reg r0 = kit_reg(f, kit_iop(f, PTX_OP_MUL, ptx_r(x->rb), ptx_imm(g->bm)));
-        ptx_reg r1 = s32op(f, PTX_OP_MIN, kit_iop(f, PTX_OP_ADD, ptx_r(r0), ptx_imm(g->bm)), ptx_r(rowsr));
-        r1 = s32op(f, PTX_OP_SUB, ptx_r(r1), ptx_imm(1));
-        ptx_reg i0 = pp->group == 1 ? r0 : s32op(f, PTX_OP_DIV, ptx_r(r0), ptx_imm(pp->group));
-        ptx_reg i1 = pp->group == 1 ? r1 : s32op(f, PTX_OP_DIV, ptx_r(r1), ptx_imm(pp->group));
-        ptx_reg io0 = s32op(f, PTX_OP_ADD, ptx_r(i0), ptx_r(off)), io1 = s32op(f, PTX_OP_ADD, ptx_r(i1), ptx_r(off));
-        if (pp->wr >= 0) {
-            hmin = s32op(f, PTX_OP_MIN, kit_iop(f, PTX_OP_ADD, ptx_r(io0), ptx_imm(pp->wr + 1)), ptx_r(len));
-            hmax = s32op(f, PTX_OP_MIN, kit_iop(f, PTX_OP_ADD, ptx_r(io1), ptx_imm(pp->wr + 1)), ptx_r(len));
-        }
-        if (pp->wl >= 0) {
-            lmax = s32op(f, PTX_OP_SUB, ptx_r(io1), ptx_imm(pp->wl));
-            lmin = s32op(f, PTX_OP_MAX, kit_iop(f, PTX_OP_SUB, ptx_r(io0), ptx_imm(pp->wl)), ptx_imm(0));
-        }
-    }
-    /* this split's key blocks [kb0, kb1) of the blocks [bf, bf + nb) */
-    ptx_reg bf = lmin.id ? kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(lmin), ptx_imm(ilog2i(g->bn)))) : none;
-    ptx_reg hm0 = pp->wr >= 0 ? s32op(f, PTX_OP_MAX, ptx_r(hmax), ptx_imm(0)) : len;
-    ptx_reg nb = kit_reg(f, kit_iop(f, PTX_OP_SHR, kit_iop(f, PTX_OP_ADD, ptx_r(hm0), ptx_imm(g->bn - 1)),
-                                    ptx_imm(ilog2i(g->bn))));
-    if (bf.id)
-        nb = s32op(f, PTX_OP_MAX, kit_iop(f, PTX_OP_SUB, ptx_r(nb), ptx_r(bf)), ptx_imm(0));
-    ptx_reg kb0 = r32(f), kb1 = r32(f);
-    ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), U32T, ptx_r(kb0), ptx_r(nb), ptx_r(x->split));
-    ptx_emit(f, PTX_OP_DIV, NOM, U32T, ptx_r(kb0), ptx_r(kb0), ptx_r(x->nsplit));
-    ptx_reg s1 = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->split), ptx_imm(1)));
-    ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), U32T, ptx_r(kb1), ptx_r(nb), ptx_r(s1));
-    ptx_emit(f, PTX_OP_DIV, NOM, U32T, ptx_r(kb1), ptx_r(kb1), ptx_r(x->nsplit));
-    if (bf.id) {
-        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(kb0), ptx_r(kb0), ptx_r(bf));
-        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(kb1), ptx_r(kb1), ptx_r(bf));
-    }
-    ptx_reg nblk = s32op(f, PTX_OP_SUB, ptx_r(kb1), ptx_r(kb0));
-    ptx_reg key0 = kit_reg(f, kit_iop(f, PTX_OP_SHL, ptx_r(kb0), ptx_imm(ilog2i(g->bn)))); /* first key */
+    attn_kv_range kr;
+    attn_kv_range_emit(f, pp, g->bm, g->bn, x->rb, x->sq, len, x->split, x->nsplit, &kr);
+    ptx_reg nblk = kr.nblk, key0 = kr.key0;
 
     /* ---- Q tile: 16 packed rows, zero past the real ones ---- */
+    ao_sync(x);
     ptx_reg qs = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->smem), ptx_imm(g->q_off)));
     {
         int64_t nch = d * es / 16, total = g->bm * nch;
@@ -700,13 +467,13 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
         for (int64_t k = 0; k * g->T < total; k++) {
             ptx_reg id = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->tid), ptx_imm(k * g->T)));
             ptx_reg r, ch;
-            idx_div(f, id, nch, &r, &ch);
+            attn_idx_div(f, id, nch, &r, &ch);
             ptx_reg rg = kit_reg(f, kit_imad(f, ptx_r(x->rb), ptx_imm(g->bm), ptx_r(r)));
-            ptx_reg ok = setp(f, PTX_M_LT, S32T, ptx_r(rg), ptx_r(rows));
-            ptx_reg have = (k + 1) * g->T > total ? setp(f, PTX_M_LT, U32T, ptx_r(id), ptx_imm(total)) : none;
+            ptx_reg ok = attn_setp(f, PTX_M_LT, S32T, ptx_r(rg), ptx_r(rows));
+            ptx_reg have = (k + 1) * g->T > total ? attn_setp(f, PTX_M_LT, U32T, ptx_r(id), ptx_imm(total)) : none;
             ptx_reg rgs = r32(f); /* a real row, or row 0 (read nothing: src-size 0) */
             ptx_emit(f, PTX_OP_SELP, NOM, PTX_T1(PTX_T_B32), ptx_r(rgs), ptx_r(rg), ptx_imm(0), ptx_r(ok));
-            ptx_reg src = add64(f, row_addr(x, x->q, pp->sq, rgs), ptx_r(ch), 16);
+            ptx_reg src = attn_add64(f, attn_row_addr(&x->ao, x->q, pp->sq, rgs), ptx_r(ch), 16);
             ptx_opd co[2] = {ptx_r(r), kit_iop(f, PTX_OP_SHL, ptx_r(ch), ptx_imm(4))};
             ptx_reg dst = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(qs), kit_emit(f, &g->qt, co, 0)));
             ptx_reg sz = r32(f);
@@ -720,13 +487,13 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
 
     /* ---- K / V copies ---- */
     ptx_reg ps = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->smem), ptx_imm(g->pipe_off)));
-    ptx_reg rows_left = s32op(f, PTX_OP_SUB, ptx_r(len), ptx_r(key0));
+    ptx_reg rows_left = attn_s32op(f, PTX_OP_SUB, ptx_r(len), ptx_r(key0));
     kit_g2s ck, cv;
     kit_paged pk, pv;
     ptx_reg kin = none, vin = none;
     {
         int64_t kbase = pp->sk[1] * es, vbase = pp->sv[1] * es; /* this head */
-        ptx_reg kh = add64(f, x->k, ptx_r(x->hk), kbase), vh = add64(f, x->v, ptx_r(x->hk), vbase);
+        ptx_reg kh = attn_add64(f, x->k, ptx_r(x->hk), kbase), vh = attn_add64(f, x->v, ptx_r(x->hk), vbase);
         kit_view vk = {.ld_bytes = pp->sk[0] * es, .es = es, .rows = ptx_r(rows_left), .cols = ptx_imm(d),
                        .row_edge = true};
         kit_view vvv = {.ld_bytes = pp->sv[0] * es, .es = es, .rows = ptx_r(rows_left), .cols = ptx_imm(dv),
@@ -735,9 +502,9 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
             vk.base = kh;
             vvv.base = vh;
         } else {
-            ptx_reg kb = add64(f, kh, ptx_r(x->b), pp->sk[2] * es), vb = add64(f, vh, ptx_r(x->b), pp->sv[2] * es);
-            vk.base = add64(f, kb, ptx_r(key0), pp->sk[0] * es);
-            vvv.base = add64(f, vb, ptx_r(key0), pp->sv[0] * es);
+            ptx_reg kb = attn_add64(f, kh, ptx_r(x->b), pp->sk[2] * es), vb = attn_add64(f, vh, ptx_r(x->b), pp->sv[2] * es);
+            vk.base = attn_add64(f, kb, ptx_r(key0), pp->sk[0] * es);
+            vvv.base = attn_add64(f, vb, ptx_r(key0), pp->sv[0] * es);
         }
         int tk = paged ? copy_threads(g->T, d * es / 16) : g->T, tv = paged ? copy_threads(g->T, dv * es / 16) : g->T;
         kit_g2s_init(f, &ck, &g->kt, &vk, tk, x->tid, 16, g->bn, 0);
@@ -745,12 +512,12 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
         /* hd96 paged: threads past the cut's (a power of two rows a pass)
          * issue nothing */
         if (tk < g->T)
-            kin = setp(f, PTX_M_LT, U32T, ptx_r(x->tid), ptx_imm(tk));
+            kin = attn_setp(f, PTX_M_LT, U32T, ptx_r(x->tid), ptx_imm(tk));
         if (tv < g->T)
-            vin = setp(f, PTX_M_LT, U32T, ptx_r(x->tid), ptx_imm(tv));
+            vin = attn_setp(f, PTX_M_LT, U32T, ptx_r(x->tid), ptx_imm(tv));
         ck.l2_128 = cv.l2_128 = true;
         if (paged) {
-            ptx_reg tab = add64(f, x->bt, ptx_r(x->b), pp->pages_per_seq * 4);
+            ptx_reg tab = attn_add64(f, x->bt, ptx_r(x->b), pp->pages_per_seq * 4);
             pk = (kit_paged){.table = tab, .pool = kh, .page = (int)pp->page, .page_bytes = pp->sk[2] * es,
                              .row = r32(f)};
             pv = (kit_paged){.table = tab, .pool = vh, .page = (int)pp->page, .page_bytes = pp->sv[2] * es,
@@ -766,9 +533,9 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
     /* prologue: stages - 1 tiles (the first group carries Q too) */
     for (int s = 0; s < g->stages - 1; s++) {
         ptx_reg st = kit_pipe_acquire(&pipe);
-        ptx_reg p = setp(f, PTX_M_GT, S32T, ptx_r(nblk), ptx_imm(s));
+        ptx_reg p = attn_setp(f, PTX_M_GT, S32T, ptx_r(nblk), ptx_imm(s));
         if (paged) {
-            issue_kv_paged(f, &ck, &pk, &cv, &pv, st, g->v_off, pand(f, p, kin), pand(f, p, vin), d == dv);
+            issue_kv_paged(f, &ck, &pk, &cv, &pv, st, g->v_off, attn_pand(f, p, kin), attn_pand(f, p, vin), d == dv);
             kit_g2s_paged_advance(&ck, &pk);
             kit_g2s_paged_advance(&cv, &pv);
         } else {
@@ -796,24 +563,8 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
     ptx_reg zr = kit_reg(f, ptx_imm(0));
     kit_frag sfr = kit_frag_mma_c(f, at, 1, g->kw / 8, Sr, zr, zr, x->lane);
     kit_frag ofr = kit_frag_mma_c(f, at, 1, (int)(dv / 8), Or, zr, zr, x->lane);
-    /* the thread's two rows (g and g + 8): visible keys [lo, hi) */
-    ptx_reg hi[2], lo[2] = {{0}, {0}};
-    for (int h = 0; h < 2; h++) {
-        ptx_reg rg = kit_reg(f, kit_imad(f, ptx_r(x->rb), ptx_imm(g->bm),
-                                         kit_iop(f, PTX_OP_ADD, ptx_r(sfr.row_base), ptx_imm(8 * h))));
-        ptx_reg i = pp->group == 1 ? rg : kit_reg(f, kit_iop(f, PTX_OP_DIV, ptx_r(rg), ptx_imm(pp->group)));
-        ptx_reg io = s32op(f, PTX_OP_ADD, ptx_r(i), ptx_r(off));
-        ptx_reg hv = len;
-        if (pp->wr >= 0) {
-            ptx_reg t = s32op(f, PTX_OP_ADD, ptx_r(io), ptx_imm(pp->wr + 1));
-            hv = s32op(f, PTX_OP_MIN, ptx_r(t), ptx_r(len));
-        }
-        ptx_reg real = setp(f, PTX_M_LT, S32T, ptx_r(rg), ptx_r(rowsr));
-        hi[h] = r32(f);
-        ptx_emit(f, PTX_OP_SELP, NOM, S32T, ptx_r(hi[h]), ptx_r(hv), ptx_imm(0), ptx_r(real));
-        if (pp->wl >= 0)
-            lo[h] = s32op(f, PTX_OP_SUB, ptx_r(io), ptx_imm(pp->wl));
-    }
+    attn_rows_mask rm;
+    attn_rows_mask_emit(f, pp, g->bm, x->rb, sfr.row_base, x->sq, len, &kr, &rm);
     x->kexp = pp->softcap > 0.0f ? pp->softcap : pp->scale;
     kit_softmax sm[2] = {kit_softmax_new(f, x->kexp), kit_softmax_new(f, x->kexp)};
     sm[0].fresh = sm[1].fresh = false; /* updates are emitted in the loop body */
@@ -858,16 +609,16 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
     /* ---- main loop over this split's key blocks ---- */
     ptx_reg it = kit_reg(f, ptx_imm(0));
     int top = ptx_label_new(f), after = ptx_label_new(f);
-    bra(f, after, setp(f, PTX_M_LE, S32T, ptx_r(nblk), ptx_imm(0)), false);
+    attn_bra(f, after, attn_setp(f, PTX_M_LE, S32T, ptx_r(nblk), ptx_imm(0)), false);
     ptx_label_place(f, top);
     {
         ptx_reg st = kit_pipe_wait(&pipe, -1);
         /* refill: tile it + stages - 1 into the stage released last round */
         ptx_reg nx = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(it), ptx_imm(g->stages - 1)));
-        ptx_reg p = setp(f, PTX_M_LT, S32T, ptx_r(nx), ptx_r(nblk));
+        ptx_reg p = attn_setp(f, PTX_M_LT, S32T, ptx_r(nx), ptx_r(nblk));
         ptx_reg wst = kit_pipe_acquire(&pipe);
         if (paged) {
-            issue_kv_paged(f, &ck, &pk, &cv, &pv, wst, g->v_off, pand(f, p, kin), pand(f, p, vin), d == dv);
+            issue_kv_paged(f, &ck, &pk, &cv, &pv, wst, g->v_off, attn_pand(f, p, kin), attn_pand(f, p, vin), d == dv);
             kit_g2s_paged_advance(&ck, &pk);
             kit_g2s_paged_advance(&cv, &pv);
         } else {
@@ -897,39 +648,11 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
          * or window edge, causal Sq > 1's last blocks): a warp-uniform
          * branch skips it on full blocks */
         ptx_reg mvr[256];
-        for (int i = 0; i < nS; i++) {
-            ptx_opd sv = score(x, Sr[i]);
-            if (sv.kind == PTX_O_REG) {
-                mvr[i] = sv.u.reg;
-            } else {
-                mvr[i] = rf(f);
-                ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(mvr[i]), sv);
-            }
-        }
+        for (int i = 0; i < nS; i++)
+            mvr[i] = attn_score(f, pp, Sr[i]);
         int nomask = ptx_label_new(f);
-        {
-            ptx_reg need = setp(f, PTX_M_GT, S32T, kit_iop(f, PTX_OP_ADD, ptx_r(wkey), ptx_imm(g->kw)), ptx_r(hmin));
-            if (lmax.id) {
-                ptx_reg p2 = setp(f, PTX_M_LT, S32T, ptx_r(wkey), ptx_r(lmax));
-                ptx_reg o2 = ptx_reg_new(f, PTX_T_PRED);
-                ptx_emit(f, PTX_OP_OR, NOM, PREDT, ptx_r(o2), ptx_r(need), ptx_r(p2));
-                need = o2;
-            }
-            bra(f, nomask, need, true);
-        }
-        ptx_reg dh[2], dl[2] = {{0}, {0}};
-        for (int h = 0; h < 2; h++) {
-            dh[h] = s32op(f, PTX_OP_SUB, ptx_r(hi[h]), ptx_r(kcol));
-            if (lo[h].id)
-                dl[h] = s32op(f, PTX_OP_SUB, ptx_r(lo[h]), ptx_r(kcol));
-        }
-        for (int i = 0; i < nS; i++) {
-            int h = sfr.row[i] >= 8;
-            ptx_reg vis = setp(f, PTX_M_GT, S32T, ptx_r(dh[h]), ptx_imm(sfr.col[i]));
-            if (dl[h].id)
-                vis = pand(f, vis, setp(f, PTX_M_LE, S32T, ptx_r(dl[h]), ptx_imm(sfr.col[i])));
-            ptx_emit(f, PTX_OP_SELP, NOM, F32T, ptx_r(mvr[i]), ptx_r(mvr[i]), ptx_f32(-INFINITY), ptx_r(vis));
-        }
+        attn_bra(f, nomask, attn_mask_needed(f, &kr, wkey, g->kw), true);
+        attn_mask_scores(f, &sfr, &rm, kcol, mvr, nS);
         ptx_label_place(f, nomask);
         ptx_opd vals[2][64];
         int nv[2] = {0, 0}, idx[2][64];
@@ -958,22 +681,7 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
          * meets two nonzero parts of one sign and gives +-inf, as one
          * rounded P would (a zero part, or hi and a negative lo, times inf
          * is NaN) */
-        float tiny = pp->dt == PT_BF16 ? 0x1p-126f : 0x1p-24f;
-        for (int i = 0; i < nS; i++) {
-            if (pp->dt == PT_BF16) { /* bf16 RZ: the f32's high half */
-                Ph[i] = rf(f);
-                ptx_emit(f, PTX_OP_AND, NOM, PTX_T1(PTX_T_B32), ptx_r(Ph[i]), ptx_r(Pr[i]), ptx_imm(0xffff0000ll));
-            } else {
-                ptx_reg hb = ptx_reg_new(f, PTX_T_B16);
-                ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RZ), PTX_TYPES(PTX_T_F16, PTX_T_F32), ptx_r(hb), ptx_r(Pr[i]));
-                Ph[i] = kit_cvt_to_f32(f, pp->dt, ptx_r(hb));
-            }
-            ptx_reg l0 = fop2(f, PTX_OP_SUB, ptx_r(Pr[i]), ptx_r(Ph[i]));
-            ptx_reg lt = fop2(f, PTX_OP_MAX, ptx_r(l0), ptx_f32(tiny));
-            ptx_reg pos = setp(f, PTX_M_GT, F32T, ptx_r(Pr[i]), ptx_f32(0.0f));
-            Pl[i] = rf(f);
-            ptx_emit(f, PTX_OP_SELP, NOM, F32T, ptx_r(Pl[i]), ptx_r(lt), ptx_r(l0), ptx_r(pos));
-        }
+        attn_p_split(f, pp->dt, Pr, Ph, Pl, nS);
         kit_frag phi = sfr, plo = sfr;
         phi.r = Ph;
         plo.r = Pl;
@@ -996,7 +704,7 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
         ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(kcol), ptx_r(kcol), ptx_imm(g->bn));
         ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(wkey), ptx_r(wkey), ptx_imm(g->bn));
         ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
-        bra(f, top, setp(f, PTX_M_LT, S32T, ptx_r(it), ptx_r(nblk)), false);
+        attn_bra(f, top, attn_setp(f, PTX_M_LT, S32T, ptx_r(it), ptx_r(nblk)), false);
     }
     ptx_label_place(f, after);
     kit_pipe_drain(&pipe); /* Q's group too, when the split is empty */
@@ -1006,7 +714,7 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
         kit_softmax_reduce(f, &sm[h], 4, NULL);
     ptx_reg fac[2], lse2[2];
     float k2 = (float)(x->kexp * 1.44269504088896341);
-    ptx_reg t0 = setp(f, PTX_M_EQ, U32T, kit_iop(f, PTX_OP_AND, ptx_r(x->lane), ptx_imm(3)), ptx_imm(0));
+    ptx_reg t0 = attn_setp(f, PTX_M_EQ, U32T, kit_iop(f, PTX_OP_AND, ptx_r(x->lane), ptx_imm(3)), ptx_imm(0));
     ptx_reg stats = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->smem), ptx_imm(g->stats_off)));
     if (g->W > 1) {
         for (int h = 0; h < 2; h++) {
@@ -1017,7 +725,7 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
                                ptx_vecr(f, 2, (ptx_reg[]){sm[h].m, sm[h].s})),
                       t0, false);
         }
-        bar(f);
+        attn_bar(f, 0, 0);
     }
     for (int h = 0; h < 2; h++) {
         ptx_reg M = sm[h].m, L = sm[h].s;
@@ -1040,11 +748,11 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
             L = all.s;
         }
         /* this warp's share: exp(k (m_w - safe(M))) / L */
-        ptx_reg inv = inv_or_zero(f, L);
+        ptx_reg inv = attn_inv_or_zero(f, L);
         if (g->W > 1) {
             ptx_reg ms = kit_softmax_safe_max(f, ptx_r(M));
             ptx_reg ew = kit_softmax_exp(f, ptx_r(sm[h].m), ptx_r(ms), x->kexp);
-            fac[h] = fop2(f, PTX_OP_MUL, ptx_r(ew), ptx_r(inv));
+            fac[h] = attn_fop2(f, PTX_OP_MUL, ptx_r(ew), ptx_r(inv));
         } else {
             fac[h] = inv;
         }
@@ -1062,13 +770,13 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
         ptx_reg a = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(ob), kit_iop(f, PTX_OP_ADD, wbase, rb0)));
         for (int i = 0; i < nO; i += 2) {
             int h = ofr.row[i] >= 8;
-            ptx_reg v0 = fop2(f, PTX_OP_MUL, ptx_r(Or[i]), ptx_r(fac[h]));
-            ptx_reg v1 = fop2(f, PTX_OP_MUL, ptx_r(Or[i + 1]), ptx_r(fac[h]));
+            ptx_reg v0 = attn_fop2(f, PTX_OP_MUL, ptx_r(Or[i]), ptx_r(fac[h]));
+            ptx_reg v1 = attn_fop2(f, PTX_OP_MUL, ptx_r(Or[i + 1]), ptx_r(fac[h]));
             ptx_emit(f, PTX_OP_ST, M2(PTX_M_SHARED, PTX_M_V2), F32T,
                      ptx_addr(a, ((int64_t)ofr.row[i] * g->obuf_pitch + ofr.col[i]) * 4),
                      ptx_vecr(f, 2, (ptx_reg[]){v0, v1}));
         }
-        ptx_reg w0 = pand(f, t0, setp(f, PTX_M_EQ, U32T, ptx_r(x->warp), ptx_imm(0)));
+        ptx_reg w0 = attn_pand(f, t0, attn_setp(f, PTX_M_EQ, U32T, ptx_r(x->warp), ptx_imm(0)));
         for (int h = 0; h < 2; h++) {
             ptx_opd row = kit_iop(f, PTX_OP_ADD, ptx_r(sfr.row_base), ptx_imm(8 * h));
             ptx_reg la2 = kit_reg(f, kit_imad(f, row, ptx_imm(4), ptx_imm(g->lse_off)));
@@ -1076,165 +784,13 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
             ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_SHARED), F32T, ptx_addr(la2, 0), ptx_r(lse2[h])), w0, false);
         }
     }
-    bar(f);
+    attn_bar(f, 0, 0);
 
-    /* ---- the CTA's normalised O: sum of the warps, in warp order ---- */
-    int64_t total = g->bm * dv / 4;
-    int nu = (int)((total + g->T - 1) / g->T);
-    unit *u = pt_arena_alloc(m->arena, (size_t)nu * sizeof(unit));
-    units_init(x, u, nu);
-    ptx_reg (*val)[4] = pt_arena_alloc(m->arena, (size_t)nu * sizeof *val);
-    ptx_reg *ul = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
-    for (int k = 0; k < nu; k++) {
-        ptx_reg a = kit_reg(f, kit_imad(f, ptx_r(u[k].r), ptx_imm(g->obuf_pitch * 4),
-                                        kit_iop(f, PTX_OP_SHL, ptx_r(u[k].c4), ptx_imm(4))));
-        a = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(a), ptx_r(ob)));
-        for (int w = 0; w < g->W; w++) {
-            ptx_reg t4[4] = {rf(f), rf(f), rf(f), rf(f)};
-            ptx_ins *in = ptx_emit(f, PTX_OP_LD, M2(PTX_M_SHARED, PTX_M_V4), F32T, ptx_vecr(f, 4, t4),
-                                   ptx_addr(a, (int64_t)w * g->bm * g->obuf_pitch * 4));
-            (void)in;
-            for (int j = 0; j < 4; j++)
-                val[k][j] = w == 0 ? t4[j] : fop2(f, PTX_OP_ADD, ptx_r(val[k][j]), ptx_r(t4[j]));
-        }
-        ptx_reg la2 = kit_reg(f, kit_imad(f, ptx_r(u[k].r), ptx_imm(4), ptx_imm(g->lse_off)));
-        la2 = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(la2), ptx_r(x->smem)));
-        ul[k] = rf(f);
-        ptx_emit(f, PTX_OP_LD, M1(PTX_M_SHARED), F32T, ptx_r(ul[k]), ptx_addr(la2, 0));
-    }
-    if (!split) {
-        for (int k = 0; k < nu; k++) {
-            ptx_opd v4[4] = {ptx_r(val[k][0]), ptx_r(val[k][1]), ptx_r(val[k][2]), ptx_r(val[k][3])};
-            store_out(x, &u[k], v4, ul[k]);
-        }
-        ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
-        goto finish;
-    }
+    /* ---- the CTA's normalised O: stored, or the split partials and the
+     * last arriver's combine (gen/attention_combine.c) ---- */
+    ao_sync(x);
+    attn_out_emit(&x->ao, ob);
 
-    /* ---- split: publish the partial, count, the last arriver combines ---- */
-    {
-        /* block (b, hk, rb) of the grid's row blocks; partial (blk * S + s) */
-        ptx_opd blk = kit_imad(f, kit_imad(f, ptx_r(x->b), ptx_imm(pp->Hkv), ptx_r(x->hk)), ptx_imm(g->nrb),
-                               ptx_r(x->rb));
-        ptx_reg blkr = kit_reg(f, blk);
-        ptx_reg bs = r32(f);
-        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), U32T, ptx_r(bs), ptx_r(blkr), ptx_r(x->nsplit)); /* blk * S */
-        ptx_reg ps0 = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(bs), ptx_r(x->split)));
-        /* the lse partials follow the S O partials: an offset in S, so the
-         * text does not depend on the split count */
-        ptx_reg lse_base = add64(f, x->scr, ptx_r(x->nsplit), g->part_bytes / g->splits);
-        for (int k = 0; k < nu; k++) {
-            ptx_reg pr = kit_reg(f, kit_imad(f, ptx_r(ps0), ptx_imm(g->bm), ptx_r(u[k].r)));
-            ptx_reg a = add64(f, x->scr, ptx_r(pr), dv * 4);
-            a = add64(f, a, ptx_r(u[k].c4), 16);
-            kit_io io = {.guard = u[k].ok};
-            ptx_opd v4[4] = {ptx_r(val[k][0]), ptx_r(val[k][1]), ptx_r(val[k][2]), ptx_r(val[k][3])};
-            kit_store(f, &io, PT_F32, a, 0, 4, v4);
-            ptx_reg la2 = add64(f, lse_base, ptx_r(pr), 4);
-            ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_GLOBAL), F32T, ptx_addr(la2, 0), ptx_r(ul[k])), u[k].first,
-                      false);
-        }
-        int done = ptx_label_new(f);
-        ptx_emit0(f, PTX_OP_FENCE, M2(PTX_M_ACQ_REL, PTX_M_GPU), PTX_NOTYPES);
-        bar(f);
-        ptx_reg cnt = add64(f, x->ws, ptx_r(blkr), 4);
-        ptx_reg tz = setp(f, PTX_M_EQ, U32T, ptx_r(x->tid), ptx_imm(0));
-        ptx_reg old = r32(f);
-        ptx_reg flag = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(x->smem), ptx_imm(g->flag_off)));
-        ptx_guard(ptx_emit(f, PTX_OP_ATOM, M2(PTX_M_GLOBAL, PTX_M_ADD), U32T, ptx_r(old), ptx_addr(cnt, 0),
-                           ptx_imm(1)),
-                  tz, false);
-        ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_SHARED), U32T, ptx_addr(flag, 0), ptx_r(old)), tz, false);
-        bar(f);
-        ptx_reg seen = r32(f);
-        ptx_emit(f, PTX_OP_LD, M1(PTX_M_SHARED), U32T, ptx_r(seen), ptx_addr(flag, 0));
-        ptx_reg last = kit_reg(f, kit_iop(f, PTX_OP_SUB, ptx_r(x->nsplit), ptx_imm(1)));
-        bra(f, done, setp(f, PTX_M_NE, U32T, ptx_r(seen), ptx_r(last)), false);
-        ptx_reg zero = kit_reg(f, ptx_imm(0));
-        ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_GLOBAL), U32T, ptx_addr(cnt, 0), ptx_r(zero)), tz, false);
-        ptx_emit0(f, PTX_OP_FENCE, M2(PTX_M_ACQ_REL, PTX_M_GPU), PTX_NOTYPES);
-
-        /* combine splits 0..S-1 in order: pass 1 the max, pass 2 the sums;
-         * DEC_CUNITS units at a time (a one-warp CTA has 16 and would keep
-         * them all live) */
-        for (int k0 = 0; k0 < nu; k0 += DEC_CUNITS) {
-            int k1 = k0 + DEC_CUNITS < nu ? k0 + DEC_CUNITS : nu;
-            ptx_reg *pp0 = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
-            ptx_reg *lp0 = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
-            ptx_reg *Mx = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
-            ptx_reg *Ls = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
-            ptx_reg (*acc)[4] = pt_arena_alloc(m->arena, (size_t)nu * sizeof *acc);
-            for (int k = k0; k < k1; k++) {
-                ptx_reg pr = kit_reg(f, kit_imad(f, ptx_r(bs), ptx_imm(g->bm), ptx_r(u[k].r)));
-                pp0[k] = add64(f, add64(f, x->scr, ptx_r(pr), dv * 4), ptx_r(u[k].c4), 16);
-                lp0[k] = add64(f, lse_base, ptx_r(pr), 4);
-                Mx[k] = kit_red_init(f, KIT_RED_MAX);
-                Ls[k] = kit_red_init(f, KIT_RED_SUM);
-                for (int j = 0; j < 4; j++) {
-                    acc[k][j] = rf(f);
-                    ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(acc[k][j]), ptx_f32(0.0f));
-                }
-            }
-            for (int pass = 0; pass < 2; pass++) {
-                ptx_reg sidx = kit_reg(f, ptx_imm(0));
-                ptx_reg *pcur = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
-                ptx_reg *lcur = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
-                ptx_reg *msafe = pt_arena_alloc(m->arena, (size_t)nu * sizeof(ptx_reg));
-                for (int k = k0; k < k1; k++) {
-                    pcur[k] = r64(f);
-                    lcur[k] = r64(f);
-                    ptx_emit(f, PTX_OP_MOV, NOM, B64T, ptx_r(pcur[k]), ptx_r(pp0[k]));
-                    ptx_emit(f, PTX_OP_MOV, NOM, B64T, ptx_r(lcur[k]), ptx_r(lp0[k]));
-                    if (pass == 1)
-                        msafe[k] = kit_softmax_safe_max(f, ptx_r(Mx[k]));
-                }
-                int lt = ptx_label_new(f);
-                ptx_label_place(f, lt);
-                for (int k = k0; k < k1; k++) {
-                    ptx_reg ls = rf(f);
-                    ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(ls), ptx_f32(-INFINITY));
-                    ptx_guard(ptx_emit(f, PTX_OP_LD, M1(PTX_M_GLOBAL), F32T, ptx_r(ls), ptx_addr(lcur[k], 0)), u[k].ok,
-                              false);
-                    if (pass == 0) {
-                        ptx_emit(f, PTX_OP_MAX, NOM, F32T, ptx_r(Mx[k]), ptx_r(Mx[k]), ptx_r(ls));
-                    } else {
-                        ptx_reg dd = fop2(f, PTX_OP_SUB, ptx_r(ls), ptx_r(msafe[k]));
-                        ptx_reg w = rf(f);
-                        ptx_emit(f, PTX_OP_EX2, M2(PTX_M_APPROX, PTX_M_FTZ), F32T, ptx_r(w), ptx_r(dd));
-                        ptx_emit(f, PTX_OP_ADD, NOM, F32T, ptx_r(Ls[k]), ptx_r(Ls[k]), ptx_r(w));
-                        ptx_reg t4[4] = {rf(f), rf(f), rf(f), rf(f)};
-                        for (int j = 0; j < 4; j++)
-                            ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(t4[j]), ptx_f32(0.0f));
-                        ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_V4), F32T, ptx_vecr(f, 4, t4),
-                                           ptx_addr(pcur[k], 0)),
-                                  u[k].ok, false);
-                        for (int j = 0; j < 4; j++)
-                            ptx_emit(f, PTX_OP_FMA, M1(PTX_M_RN), F32T, ptx_r(acc[k][j]), ptx_r(w), ptx_r(t4[j]),
-                                     ptx_r(acc[k][j]));
-                    }
-                    ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(lcur[k]), ptx_r(lcur[k]), ptx_imm(g->bm * 4));
-                    if (pass == 1)
-                        ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(pcur[k]), ptx_r(pcur[k]), ptx_imm(g->bm * dv * 4));
-                }
-                ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(sidx), ptx_r(sidx), ptx_imm(1));
-                bra(f, lt, setp(f, PTX_M_LT, U32T, ptx_r(sidx), ptx_r(x->nsplit)), false);
-            }
-            for (int k = k0; k < k1; k++) {
-                ptx_reg inv = inv_or_zero(f, Ls[k]);
-                ptx_opd v4[4];
-                for (int j = 0; j < 4; j++)
-                    v4[j] = ptx_r(fop2(f, PTX_OP_MUL, ptx_r(acc[k][j]), ptx_r(inv)));
-                ptx_reg lg = rf(f);
-                ptx_emit(f, PTX_OP_LG2, M1(PTX_M_APPROX), F32T, ptx_r(lg), ptx_r(Ls[k]));
-                ptx_reg l2 = fop2(f, PTX_OP_ADD, ptx_r(Mx[k]), ptx_r(lg));
-                store_out(x, &u[k], v4, l2);
-            }
-        }
-        ptx_label_place(f, done);
-        ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
-    }
-
-finish:
     l->grid[0] = (unsigned)g->splits;
     l->grid[1] = (unsigned)(pp->Hkv * g->nrb);
     l->grid[2] = (unsigned)pp->B;

@@ -1,0 +1,743 @@
+/* Split-KV attention decode on the sm_90a wgmma / TMA main loop (issue 16
+ * item 2; design: ../shared/design/attention_hopper.md sections 1.8, 1.9;
+ * facts: shared/ref/ptx-sm90.md). Config impl=3 (ATTN_FA3_SPLIT).
+ *
+ * Grid (splits, Hkv * row blocks, B), 256 threads: warpgroup 0 produces,
+ * warpgroup 1 computes. A CTA owns one KV head of one sequence and 64
+ * packed query rows, the wgmma M (row r: query r / group of head
+ * hk * group + r % group, so the query heads of one KV head and the Sq
+ * query positions share one read of K and V; rows past Sq * group are
+ * zero and never stored). Its split covers the key blocks
+ * [s NB / S, (s + 1) NB / S) of bn keys among those its rows can see,
+ * exactly as the mma.sync split kernel (gen/attention_decode.c) cuts them.
+ *
+ *   producer (setmaxnreg.dec 40): one elected thread of warp 0 walks the
+ *     split's key blocks through an mbarrier ring of `stages` stages
+ *     (gen/kit/pipe.h): waits empty[s], arms full[s] with the stage's
+ *     bytes, and loads K and V of bn keys by TMA in 64-column boxes that
+ *     land as 128B-swizzled rows of 128 bytes. Paged KV: one box per page
+ *     and 64 columns (maps over the pools [num_pages, page, Hkv, d], the
+ *     page index read from the block table by that thread; a page past the
+ *     sequence's keys is asked at page coordinate num_pages, which TMA
+ *     fills with zeros, so no table entry past the sequence is read); the
+ *     box rows are min(page, bn), so a page of 8 keys or more keeps every
+ *     box on the swizzle pattern; smaller pages are refused (impl=1 takes
+ *     them: its cp.async gather reads any page). Not paged: one box per 64
+ *     columns over [B, Sk, Hkv, d] (bshd) or [B, Hkv, Sk, d] (bhsd), zero
+ *     past seqlen_k. Varlen without pages is refused (a box would read
+ *     the next sequence's keys).
+ *   consumer (setmaxnreg.inc): Q (64 packed rows) by ordinary loads into a
+ *     K-major 128B-swizzled tile once, fence.proxy.async, bar.sync 1, 128;
+ *     per key block: wait full[s]; S = Q K^T by d/16 wgmma m64n{bn}k16 SS;
+ *     commit, wait 0; softcap, the mask (only on blocks some real row
+ *     cannot see entirely: a warpgroup-uniform branch), the online softmax
+ *     on the D fragment (one warp's D is an mma.sync m16n8 C row of
+ *     atoms: kit_frag_mma_c over the warp's 16 rows; quad reductions);
+ *     O *= alpha; P as two 16-bit parts (hi, lo; gen/attention_combine.h
+ *     attn_p_split, as the split kernel), each the RS A fragment (the
+ *     mma.sync A fragment, kit_frag_to_a); O += P V by bn/16 x 2 wgmma
+ *     m64n{dv}k16 RS (V MN-major, 128B swizzle, transpose-B); commit,
+ *     wait 0; release the stage (lane 0 of each warp).
+ * After the loop the consumer writes its normalised O and log2-sum-exp to
+ * shared memory (over the ring) and runs the split kernel's output stage
+ * (attn_out_emit: the direct store, or the partials and the fused
+ * last-arriver combine, deterministic in split order) on its 128 threads,
+ * synchronised by bar.sync 1, 128.
+ *
+ * Registers: ctas=1 (one CTA an SM) producer 40 / consumer 256 (.maxnreg
+ * 152 at entry); ctas=2: 40 / 216 (.maxnreg 128); the entry count fixed
+ * so that ptxas honours setmaxnreg. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gen/attention_combine.h"
+#include "ptx/emu/tmap.h"
+
+enum { F3D_BM = 64, F3D_T = 256, F3D_MAX_SPLITS = 128, F3D_PROD_REGS = 40, F3D_OPAD = 8, F3D_MIN_PAGE = 8 };
+
+static const int f3d_bn[] = {64, 128, 32, 256};
+static const int f3d_stages[] = {2, 3, 4, 6, 8};
+static const int f3d_splits[] = {1, 2, 3, 4, 8, 16, 32, 64, 128};
+
+bool attn_fa3_decode_target(const pt_target *t) { return t->sm == 90 && t->arch_specific; }
+
+/* ---- geometry ---------------------------------------------------------- */
+
+typedef struct fgeo {
+    int bn, stages, splits, ctas, cregs;
+    int pr;                 /* rows of one TMA box: min(page, bn), or bn */
+    int64_t rows, nrb;
+    int64_t q_bytes, k_bytes, v_bytes, stage_bytes;
+    int64_t ring_off, region, bars_off, lse_off, flag_off, smem;
+    int64_t obuf_pitch, part_bytes, scratch_bytes, ws_bytes;
+} fgeo;
+
+static int consumer_regs(int ctas) { return ctas == 1 ? 256 : 216; }
+/* .maxnreg at entry: the CTA's register pool is entry x 256 threads, and
+ * the split's 128 (40 + consumer) must fit it (152 x 256 = 38912: one CTA
+ * an SM; 128 x 256: two) */
+static int entry_regs(int ctas) { return ctas == 1 ? 152 : 128; }
+
+static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *c, fgeo *g, pt_err *e)
+{
+    memset(g, 0, sizeof *g);
+    char tn[32];
+    int64_t impl = pt_config_get(c, "impl", ATTN_FA3_SPLIT);
+    if (impl != ATTN_FA3_SPLIT)
+        return pt_errf(e, PT_EINVAL, "impl=%lld: the sm_90a decode kernel is impl=%d", (long long)impl,
+                       ATTN_FA3_SPLIT);
+    if (!attn_fa3_decode_target(t))
+        return pt_errf(e, PT_EUNSUPPORTED, "impl=%d (wgmma decode) needs sm_90a; target is %s", ATTN_FA3_SPLIT,
+                       pt_target_name(t, tn, sizeof tn));
+    int64_t bm = pt_config_get(c, "bm", F3D_BM);
+    g->bn = (int)pt_config_get(c, "bn", 64);
+    g->stages = (int)pt_config_get(c, "stages", 4);
+    g->ctas = (int)pt_config_get(c, "ctas", 1);
+    int64_t splits = pt_config_get(c, "splits", 1);
+    if (bm != F3D_BM)
+        return pt_errf(e, PT_EINVAL, "bm=%lld: impl=%d's row block is the wgmma M (bm=64)", (long long)bm,
+                       ATTN_FA3_SPLIT);
+    if (g->bn != 32 && g->bn != 64 && g->bn != 128 && g->bn != 256)
+        return pt_errf(e, PT_EINVAL, "bn=%d: 32, 64, 128 or 256 (the S wgmma's N)", g->bn);
+    if (g->stages < 2 || g->stages > 8)
+        return pt_errf(e, PT_EINVAL, "stages=%d: 2..8", g->stages);
+    if (g->ctas != 1 && g->ctas != 2)
+        return pt_errf(e, PT_EINVAL, "ctas=%d: 1 or 2 CTAs an SM (the setmaxnreg split)", g->ctas);
+    if (splits < 1 || splits > F3D_MAX_SPLITS)
+        return pt_errf(e, PT_EINVAL, "splits=%lld: 1..%d", (long long)splits, F3D_MAX_SPLITS);
+    g->splits = (int)splits;
+    if ((pp->d != 64 && pp->d != 128 && pp->d != 256) || (pp->dv != 64 && pp->dv != 128 && pp->dv != 256))
+        return pt_errf(e, PT_EUNSUPPORTED, "head_dim=%lld head_dim_v=%lld: impl=%d supports 64, 128, 256 "
+                       "(64-column TMA boxes)", (long long)pp->d, (long long)pp->dv, ATTN_FA3_SPLIT);
+    if (pp->dt != PT_F16 && pp->dt != PT_BF16)
+        return pt_errf(e, PT_EUNSUPPORTED, "dtype %s: impl=%d supports f16 and bf16", pt_dtype_get(pp->dt)->name,
+                       ATTN_FA3_SPLIT);
+    if (!(pp->scale > 0.0f) || !isfinite(pp->scale))
+        return pt_errf(e, PT_EUNSUPPORTED, "softmax_scale=%g: impl=%d needs a positive scale", (double)pp->scale,
+                       ATTN_FA3_SPLIT);
+    if (pp->page && pp->page < F3D_MIN_PAGE)
+        return pt_errf(e, PT_EUNSUPPORTED, "page_size=%lld: impl=%d loads a page per TMA box and needs pages of "
+                       "at least %d keys (impl=1 gathers any page)", (long long)pp->page, ATTN_FA3_SPLIT,
+                       F3D_MIN_PAGE);
+    if (pp->varlen && !pp->page)
+        return pt_errf(e, PT_EUNSUPPORTED, "varlen without paged KV: impl=%d's TMA boxes would cross into the "
+                       "next sequence (impl=1 takes it)", ATTN_FA3_SPLIT);
+    g->rows = pp->Sq * pp->group;
+    g->nrb = (g->rows + F3D_BM - 1) / F3D_BM;
+    if (pp->Hkv * g->nrb > 65535 || pp->B > 65535)
+        return pt_errf(e, PT_EUNSUPPORTED, "heads_kv x row blocks = %lld, batch %lld: the grid allows 65535",
+                       (long long)(pp->Hkv * g->nrb), (long long)pp->B);
+    if (pp->page && pp->npages > 0x7fffffffll)
+        return pt_errf(e, PT_ERANGE, "num_pages=%lld: TMA coordinates are 32-bit", (long long)pp->npages);
+    g->pr = pp->page && pp->page < g->bn ? (int)pp->page : g->bn;
+    int es = pp->es;
+    g->q_bytes = F3D_BM * pp->d * es;
+    g->k_bytes = (int64_t)g->bn * pp->d * es;
+    g->v_bytes = (int64_t)g->bn * pp->dv * es;
+    g->stage_bytes = g->k_bytes + g->v_bytes;
+    g->ring_off = g->q_bytes;
+    g->obuf_pitch = pp->dv + F3D_OPAD;
+    int64_t ring = g->stages * g->stage_bytes, obuf = F3D_BM * g->obuf_pitch * 4;
+    g->region = g->ring_off + (ring > obuf ? ring : obuf);
+    g->bars_off = g->region;
+    g->lse_off = g->bars_off + 16 * g->stages;
+    g->flag_off = g->lse_off + F3D_BM * 4;
+    g->smem = 1024 + g->flag_off + 16; /* 1 KB: the base rounded up to the swizzle pattern */
+    int64_t blocks = pp->B * pp->Hkv * g->nrb;
+    g->part_bytes = blocks * g->splits * F3D_BM * pp->dv * 4;
+    g->scratch_bytes = g->splits > 1 ? g->part_bytes + blocks * g->splits * F3D_BM * 4 : 0;
+    g->ws_bytes = g->splits > 1 ? (blocks * 4 + 15) / 16 * 16 : 0;
+    /* registers: 128 (producer + consumer) a CTA, ctas CTAs an SM */
+    g->cregs = consumer_regs(g->ctas);
+    if (128 * (F3D_PROD_REGS + g->cregs) > entry_regs(g->ctas) * F3D_T || entry_regs(g->ctas) * F3D_T * g->ctas > 65536)
+        return pt_errf(e, PT_EINTERNAL, "setmaxnreg %d/%d x %d CTAs exceeds the register file", F3D_PROD_REGS,
+                       g->cregs, g->ctas);
+    /* live consumer registers: O dv/2, S bn/2, P's two parts bn/2, ~44 more */
+    int64_t live = pp->dv / 2 + g->bn + 44;
+    if (live > g->cregs)
+        return pt_errf(e, PT_ERANGE, "bn=%d head_dim_v=%lld ctas=%d: ~%lld live registers per consumer thread, "
+                       "setmaxnreg gives %d", g->bn, (long long)pp->dv, g->ctas, (long long)live, g->cregs);
+    uint32_t lim = pt_target_smem_limit(t->sm);
+    if (g->smem * g->ctas > (int64_t)lim)
+        return pt_errf(e, PT_ERANGE, "bn=%d stages=%d ctas=%d: %lld bytes of shared memory a CTA, %s allows %u "
+                       "an SM", g->bn, g->stages, g->ctas, (long long)g->smem, pt_target_name(t, tn, sizeof tn), lim);
+    return PT_OK;
+}
+
+/* FA's wave-efficiency rule, as the split kernel applies it
+ * (attn_split_heuristic), over ctas CTAs an SM. */
+static int heuristic_splits(const pt_prepared *pp, int bn, int ctas)
+{
+    int64_t rows = pp->Sq * pp->group, nrb = (rows + F3D_BM - 1) / F3D_BM;
+    return attn_split_heuristic(pp->B * pp->Hkv * nrb, (pp->Sk + bn - 1) / bn, 132 * ctas);
+}
+
+bool attn_fa3_decode_applies(const pt_prepared *pp, const pt_target *t)
+{
+    pt_config c;
+    attn_fa3_decode_defaults(pp, t, &c);
+    pt_err e = {0};
+    fgeo g;
+    return geometry(pp, t, &c, &g, &e) == PT_OK;
+}
+
+int attn_fa3_decode_space(const pt_prepared *pp, const pt_target *t, pt_space *out)
+{
+    memset(out, 0, sizeof *out);
+    pt_param_space *p = out->p;
+    p[0] = (pt_param_space){"impl", "kernel kind: 3 = split-KV decode on wgmma / TMA (sm_90a)", 1, {ATTN_FA3_SPLIT}};
+    p[1] = (pt_param_space){"bm", "packed query rows per CTA (the wgmma M)", 1, {F3D_BM}};
+    p[2] = (pt_param_space){"bn", "keys per K/V stage (the S wgmma's N)", 0, {0}};
+    for (size_t i = 0; i < sizeof f3d_bn / sizeof *f3d_bn; i++)
+        p[2].values[p[2].nvalues++] = f3d_bn[i];
+    p[3] = (pt_param_space){"stages", "mbarrier ring stages of K and V", 0, {0}};
+    for (size_t i = 0; i < sizeof f3d_stages / sizeof *f3d_stages; i++)
+        p[3].values[p[3].nvalues++] = f3d_stages[i];
+    p[4] = (pt_param_space){"ctas", "CTAs an SM (setmaxnreg 40/256 or 40/216)", 2, {1, 2}};
+    p[5] = (pt_param_space){"splits", "CTAs splitting each sequence's keys (fused last-arriver combine)", 0, {0}};
+    pt_config dc;
+    attn_fa3_decode_defaults(pp, t, &dc);
+    int h = (int)pt_config_get(&dc, "splits", 1);
+    bool have = false;
+    for (size_t i = 0; i < sizeof f3d_splits / sizeof *f3d_splits; i++) {
+        if (!have && h < f3d_splits[i]) {
+            p[5].values[p[5].nvalues++] = h;
+            have = true;
+        }
+        if (f3d_splits[i] == h)
+            have = true;
+        p[5].values[p[5].nvalues++] = f3d_splits[i];
+    }
+    out->nparams = 6;
+    return PT_OK;
+}
+
+/* bn 128 (hd <= 64), 64 (hd 128), 32 (hd 256), one CTA an SM, the
+ * deepest ring that fits (decode hides latency with bytes in flight). */
+void attn_fa3_decode_defaults(const pt_prepared *pp, const pt_target *t, pt_config *out)
+{
+    memset(out, 0, sizeof *out);
+    int64_t dmax = pp->d > pp->dv ? pp->d : pp->dv;
+    int bn = dmax <= 64 ? 128 : dmax <= 128 ? 64 : 32;
+    pt_config_set(out, "impl", ATTN_FA3_SPLIT);
+    pt_config_set(out, "bm", F3D_BM);
+    pt_config_set(out, "bn", bn);
+    pt_config_set(out, "ctas", 1);
+    pt_config_set(out, "splits", heuristic_splits(pp, bn, 1));
+    pt_err e = {0};
+    fgeo g;
+    for (int s = 8; s >= 2; s--) {
+        pt_config_set(out, "stages", s);
+        if (geometry(pp, t, out, &g, &e) != PT_ERANGE)
+            break;
+    }
+}
+
+int attn_fa3_decode_check(const pt_prepared *pp, const pt_target *t, const pt_config *c, pt_err *e)
+{
+    fgeo g;
+    return geometry(pp, t, c, &g, e);
+}
+
+/* ---- emission ---------------------------------------------------------- */
+
+static ptx_reg r32(ptx_fn *f) { return ptx_reg_new(f, PTX_T_B32); }
+static ptx_reg r64(ptx_fn *f) { return ptx_reg_new(f, PTX_T_B64); }
+static ptx_reg rf(ptx_fn *f) { return ptx_reg_new(f, PTX_T_F32); }
+
+static ptx_reg sreg(ptx_fn *f, ptx_sreg s)
+{
+    ptx_reg r = r32(f);
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(r), ptx_sr(s));
+    return r;
+}
+
+
+static ptx_reg param_ptr(ptx_fn *f, pt_launch *l, const char *name, pt_arg arg)
+{
+    const char *pn = ptx_param_ptr(f, name, 16);
+    l->args[l->nargs++] = arg;
+    ptx_reg r = r64(f), d = r64(f);
+    ptx_emit(f, PTX_OP_LD, M1(PTX_M_PARAM), U64T, ptx_r(r), ptx_saddr(pn, 0));
+    ptx_emit(f, PTX_OP_CVTA, M2(PTX_M_TO, PTX_M_GLOBAL), U64T, ptx_r(d), ptx_r(r));
+    return d;
+}
+
+static ptx_reg param_u32(ptx_fn *f, pt_launch *l, const char *name, uint64_t v)
+{
+    const char *pn = ptx_param_add(f, name, PTX_T_U32);
+    l->args[l->nargs++] = (pt_arg){PT_ARG_U32, 0, v, 0};
+    ptx_reg r = r32(f);
+    ptx_emit(f, PTX_OP_LD, M1(PTX_M_PARAM), U32T, ptx_r(r), ptx_saddr(pn, 0));
+    return r;
+}
+
+/* The map of k (which 0) or v (1): boxes of 64 columns and g->pr rows. */
+static pt_tmap kv_map(const pt_prepared *pp, const fgeo *g, int which)
+{
+    int64_t D = which ? pp->dv : pp->d;
+    const int64_t *s = which ? pp->sv : pp->sk;
+    int es = pp->es;
+    pt_tmap m = {.of = PT_ARG_INPUT, .index = which ? pp->t.v : pp->t.k, .dtype = kit_tma_dtype(pp->dt),
+                 .rank = 4, .l2promo = EMU_TMAP_L2_256B, .oobfill = EMU_TMAP_OOB_ZERO,
+                 .swizzle = EMU_TMAP_SWIZZLE_128B};
+    m.dims[0] = (uint64_t)D;
+    m.box[0] = 64;
+    if (pp->page) { /* (D, Hkv, page, pages) */
+        m.dims[1] = (uint64_t)pp->Hkv;
+        m.dims[2] = (uint64_t)pp->page;
+        m.dims[3] = (uint64_t)pp->npages;
+        m.strides[0] = (uint64_t)(s[1] * es);
+        m.strides[1] = (uint64_t)(s[0] * es);
+        m.strides[2] = (uint64_t)(s[2] * es);
+        m.box[1] = 1;
+        m.box[2] = (uint32_t)g->pr;
+    } else if (!pp->bhsd) { /* (D, Hkv, Sk, B) */
+        m.dims[1] = (uint64_t)pp->Hkv;
+        m.dims[2] = (uint64_t)pp->Sk;
+        m.strides[0] = (uint64_t)(s[1] * es);
+        m.strides[1] = (uint64_t)(s[0] * es);
+        m.box[1] = 1;
+        m.box[2] = (uint32_t)g->pr;
+    } else { /* (D, Sk, Hkv, B) */
+        m.dims[1] = (uint64_t)pp->Sk;
+        m.dims[2] = (uint64_t)pp->Hkv;
+        m.strides[0] = (uint64_t)(s[0] * es);
+        m.strides[1] = (uint64_t)(s[1] * es);
+        m.box[1] = (uint32_t)g->pr;
+        m.box[2] = 1;
+    }
+    if (!pp->page) {
+        m.dims[3] = (uint64_t)pp->B;
+        m.strides[2] = (uint64_t)(s[2] * es);
+    }
+    m.box[3] = 1;
+    return m;
+}
+
+static void mbar_wgmma_rs(ptx_fn *f, const kit_atom *wa, ptx_opd d, const ptx_reg *a, ptx_reg desc_b)
+{
+    /* wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16,bf16}.{..} d, {a0..a3}, descB, 1, 1, 1, 1 (trans-b) */
+    ptx_opd o[7] = {d, ptx_vecr(f, 4, (ptx_reg *)a), ptx_r(desc_b), ptx_imm(1), ptx_imm(1), ptx_imm(1), ptx_imm(1)};
+    ptx_emit_shape_n(f, PTX_OP_WGMMA_RS, PTX_MODS(PTX_M_SYNC, PTX_M_ALIGNED), ptx_mnk(64, wa->n, wa->k),
+                     PTX_TYPES(wa->acc, wa->ab, wa->ab), 7, o);
+}
+
+int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l, pt_err *e)
+{
+    fgeo G;
+    int rc = geometry(pp, &pp->target, c, &G, e);
+    if (rc)
+        return rc;
+    const fgeo *g = &G;
+    const kit_atom *at = kit_atom_get(pp->dt); /* m16n8k16: the D / RS A fragment maps */
+    ptx_type ab = pp->dt == PT_BF16 ? PTX_T_BF16 : PTX_T_F16;
+    kit_atom wsa, wpv;
+    if (!kit_wgmma_atom(ab, PTX_T_F32, g->bn, &wsa) || !kit_wgmma_atom(ab, PTX_T_F32, (int)pp->dv, &wpv))
+        return pt_errf(e, PT_EINTERNAL, "fa3 decode: no wgmma atom");
+    ptx_reg none = {0};
+    int es = pp->es;
+    int64_t d = pp->d, dv = pp->dv;
+    bool split = g->splits > 1, paged = pp->page > 0;
+
+    char cfg[256], sig[512], name[128];
+    pt_config cn = *c;
+    pt_config_set(&cn, "splits", split ? 2 : 1);
+    pt_config_str(&cn, cfg, sizeof cfg);
+    snprintf(sig, sizeof sig, "%lld %lld %lld %lld %lld %lld %lld %d %lld %lld %g %g %d %d %d %d %lld %lld|%s",
+             (long long)pp->B, (long long)pp->Hq, (long long)pp->Hkv, (long long)pp->Sq, (long long)pp->Sk,
+             (long long)d, (long long)dv, pp->causal, (long long)pp->wl, (long long)pp->wr, (double)pp->scale,
+             (double)pp->softcap, pp->bhsd, pp->seqused, pp->lse, pp->varlen, (long long)pp->page,
+             (long long)pp->npages, cfg);
+    snprintf(name, sizeof name, "attn_fa3_decode_%s_d%lld_%016llx", pt_dtype_get(pp->dt)->name, (long long)d,
+             (unsigned long long)pt_hash64(sig, strlen(sig)));
+    ptx_fn *f = ptx_fn_new(m, name);
+    f->maxntid[0] = F3D_T;
+    f->maxntid[1] = f->maxntid[2] = 1;
+    f->maxnreg = entry_regs(g->ctas); /* setmaxnreg needs the entry count fixed (ref 6.4) */
+    ptx_module_extern_shared(m, "attn_smem", 128);
+
+    /* ---- parameters ---- */
+    l->nargs = 0;
+    l->ntmaps = 0;
+    attn_out ao = {.pp = pp, .f = f, .bm = F3D_BM, .T = 128, .W = 1, .splits = g->splits, .nrb = g->nrb,
+                   .part_bytes = g->part_bytes, .obuf_pitch = g->obuf_pitch, .bar_id = 1, .bar_threads = 128};
+    ao.o = param_ptr(f, l, "o", (pt_arg){PT_ARG_OUTPUT, pp->t.o, 0, 0});
+    if (pp->lse)
+        ao.lse = param_ptr(f, l, "lse", (pt_arg){PT_ARG_OUTPUT, pp->t.lse, 0, 0});
+    ptx_reg q = param_ptr(f, l, "q", (pt_arg){PT_ARG_INPUT, pp->t.q, 0, 0});
+    pt_tmap mk = kv_map(pp, g, 0), mv = kv_map(pp, g, 1);
+    ptx_reg tmk = kit_tma_param(f, l, "tmk", &mk);
+    ptx_reg tmv = kit_tma_param(f, l, "tmv", &mv);
+    ptx_reg bt = none, cq = none, ck = none, su = none;
+    if (paged)
+        bt = param_ptr(f, l, "block_table", (pt_arg){PT_ARG_INPUT, pp->t.block_table, 0, 0});
+    if (pp->varlen) {
+        cq = param_ptr(f, l, "cu_seqlens_q", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_q, 0, 0});
+        ck = param_ptr(f, l, "cu_seqlens_k", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_k, 0, 0});
+    }
+    if (pp->seqused)
+        su = param_ptr(f, l, "seqused_k", (pt_arg){PT_ARG_INPUT, pp->t.seqused_k, 0, 0});
+    if (split) {
+        ao.scr = param_ptr(f, l, "partials", (pt_arg){PT_ARG_SCRATCH, 0, (uint64_t)g->scratch_bytes, 0});
+        ao.ws = param_ptr(f, l, "counters", (pt_arg){PT_ARG_WORKSPACE, 0, (uint64_t)g->ws_bytes, 0});
+    }
+    ptx_reg sq_u = param_u32(f, l, "seqlen_q", (uint64_t)pp->Sq);
+    ptx_reg sk_u = param_u32(f, l, "seqlen_k", (uint64_t)pp->Sk);
+
+    /* ---- coordinates, shared memory, barriers ---- */
+    ptx_reg tid = sreg(f, PTX_S_TID_X);
+    ptx_reg lane = kit_reg(f, kit_iop(f, PTX_OP_AND, ptx_r(tid), ptx_imm(31)));
+    ptx_reg warp = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(tid), ptx_imm(5)));
+    ao.split = sreg(f, PTX_S_CTAID_X);
+    ao.nsplit = sreg(f, PTX_S_NCTAID_X);
+    ptx_reg cy = sreg(f, PTX_S_CTAID_Y);
+    ao.b = sreg(f, PTX_S_CTAID_Z);
+    ao.hk = g->nrb == 1 ? cy : kit_reg(f, kit_iop(f, PTX_OP_DIV, ptx_r(cy), ptx_imm(g->nrb)));
+    ao.rb = g->nrb == 1 ? kit_reg(f, ptx_imm(0)) : kit_reg(f, kit_iop(f, PTX_OP_REM, ptx_r(cy), ptx_imm(g->nrb)));
+    ptx_reg raw = r32(f);
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(raw), ptx_sym("attn_smem"));
+    ptx_reg smem = kit_reg(f, kit_iop(f, PTX_OP_AND, kit_iop(f, PTX_OP_ADD, ptx_r(raw), ptx_imm(1023)),
+                                      ptx_imm(-1024)));
+    ao.smem = smem;
+    ao.lse_off = g->lse_off;
+    ao.flag_off = g->flag_off;
+    ptx_reg ring = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(smem), ptx_imm(g->ring_off)));
+    ptx_reg bars = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(smem), ptx_imm(g->bars_off)));
+    kit_pipe pipe;
+    if (kit_pipe_init_mbar(f, &pipe, g->stages, g->stage_bytes, ring, bars, 4))
+        return pt_errf(e, PT_EINTERNAL, "fa3 decode: bad mbarrier ring");
+    kit_pipe_mbar_setup(&pipe, attn_setp(f, PTX_M_EQ, U32T, ptx_r(tid), ptx_imm(0)));
+    attn_bar(f, 0, 0);
+
+    /* ---- lengths and this split's key blocks (both roles) ---- */
+    ao.sq = sq_u;
+    ptx_reg len = sk_u, q0 = none;
+    if (pp->varlen) {
+        ptx_reg aq = attn_add64(f, cq, ptx_r(ao.b), 4), ak = attn_add64(f, ck, ptx_r(ao.b), 4);
+        ptx_reg q1 = r32(f), k0 = r32(f), k1 = r32(f);
+        q0 = r32(f);
+        ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(q0), ptx_addr(aq, 0));
+        ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(q1), ptx_addr(aq, 4));
+        ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(k0), ptx_addr(ak, 0));
+        ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(k1), ptx_addr(ak, 4));
+        ptx_reg sqb = attn_s32op(f, PTX_OP_SUB, ptx_r(q1), ptx_r(q0));
+        sqb = attn_s32op(f, PTX_OP_MIN, ptx_r(sqb), ptx_r(sq_u));
+        ao.sq = attn_s32op(f, PTX_OP_MAX, ptx_r(sqb), ptx_imm(0));
+        ptx_reg skb = attn_s32op(f, PTX_OP_SUB, ptx_r(k1), ptx_r(k0));
+        len = attn_s32op(f, PTX_OP_MIN, ptx_r(skb), ptx_r(sk_u));
+        q = attn_add64(f, q, ptx_r(q0), pp->sq[0] * es);
+        ao.o = attn_add64(f, ao.o, ptx_r(q0), pp->so[0] * es);
+    }
+    if (pp->seqused) {
+        ptx_reg a = attn_add64(f, su, ptx_r(ao.b), 4);
+        ptx_reg u = r32(f);
+        ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(u), ptx_addr(a, 0));
+        len = attn_s32op(f, PTX_OP_MIN, ptx_r(u), ptx_r(len));
+    }
+    if (pp->seqused || pp->varlen)
+        len = attn_s32op(f, PTX_OP_MAX, ptx_r(len), ptx_imm(0));
+    attn_kv_range kr;
+    attn_kv_range_emit(f, pp, F3D_BM, g->bn, ao.rb, ao.sq, len, ao.split, ao.nsplit, &kr);
+
+    /* ---- roles ---- */
+    int cons = ptx_label_new(f), done = ptx_label_new(f);
+    ptx_reg wg = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(tid), ptx_imm(7)));
+    attn_bra(f, cons, attn_setp(f, PTX_M_NE, U32T, ptx_r(wg), ptx_imm(0)), false);
+
+    /* producer: one elected thread of warp 0 */
+    {
+        ptx_emit(f, PTX_OP_SETMAXNREG, M3(PTX_M_DEC, PTX_M_SYNC, PTX_M_ALIGNED), U32T, ptx_imm(F3D_PROD_REGS));
+        attn_bra(f, done, attn_setp(f, PTX_M_NE, U32T, ptx_r(warp), ptx_imm(0)), false);
+        ptx_reg lead = ptx_reg_new(f, PTX_T_PRED);
+        ptx_emit(f, PTX_OP_ELECT, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_pair(none, lead), ptx_hex(0xffffffff));
+        attn_bra(f, done, lead, true);
+        kit_tma_prefetch(f, tmk);
+        kit_tma_prefetch(f, tmv);
+        ptx_reg tab = paged ? attn_add64(f, bt, ptx_r(ao.b), pp->pages_per_seq * 4) : none;
+        ptx_reg it = kit_reg(f, ptx_imm(0));
+        ptx_reg key = r32(f);
+        ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(key), ptx_r(kr.key0));
+        int top = ptx_label_new(f);
+        attn_bra(f, done, attn_setp(f, PTX_M_LE, S32T, ptx_r(kr.nblk), ptx_imm(0)), false);
+        ptx_label_place(f, top);
+        ptx_pragma_nounroll(f);
+        ptx_reg st = kit_pipe_acquire(&pipe);
+        kit_pipe_arrive_tx(&pipe, g->stage_bytes);
+        ptx_reg full = kit_pipe_full(&pipe);
+        int npg = g->bn / g->pr;
+        for (int pg = 0; pg < npg; pg++) {
+            ptx_reg j = pg ? kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(key), ptx_imm(pg * g->pr))) : key;
+            ptx_opd c1, c2, c3;
+            if (paged) {
+                /* page of key j, or num_pages (zero-filled) past the keys */
+                ptx_reg in = attn_setp(f, PTX_M_LT, S32T, ptx_r(j), ptx_r(len));
+                ptx_reg page = r32(f);
+                ptx_emit(f, PTX_OP_MOV, NOM, S32T, ptx_r(page), ptx_imm(pp->npages));
+                ptx_reg pi = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(j), ptx_imm(attn_ilog2(pp->page))));
+                ptx_reg pa = attn_add64(f, tab, ptx_r(pi), 4);
+                ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(page), ptx_addr(pa, 0)), in,
+                          false);
+                ptx_reg row = kit_reg(f, kit_iop(f, PTX_OP_AND, ptx_r(j), ptx_imm(pp->page - 1)));
+                c1 = ptx_r(ao.hk);
+                c2 = ptx_r(row);
+                c3 = ptx_r(page);
+            } else if (!pp->bhsd) {
+                c1 = ptx_r(ao.hk);
+                c2 = ptx_r(j);
+                c3 = ptx_r(ao.b);
+            } else {
+                c1 = ptx_r(j);
+                c2 = ptx_r(ao.hk);
+                c3 = ptx_r(ao.b);
+            }
+            for (int which = 0; which < 2; which++) {
+                int64_t D = which ? dv : d;
+                int64_t base = which ? g->k_bytes : 0;
+                for (int cc = 0; cc < D / 64; cc++) {
+                    int64_t off = base + (int64_t)cc * g->bn * 128 + (int64_t)pg * g->pr * 128;
+                    ptx_reg dst = off ? kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(off))) : st;
+                    ptx_opd co[4] = {ptx_imm(cc * 64), c1, c2, c3};
+                    kit_tma_load(f, dst, which ? tmv : tmk, 4, co, full);
+                }
+            }
+        }
+        kit_pipe_commit(&pipe);
+        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(key), ptx_r(key), ptx_imm(g->bn));
+        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
+        attn_bra(f, top, attn_setp(f, PTX_M_LT, S32T, ptx_r(it), ptx_r(kr.nblk)), false);
+        attn_bra(f, done, none, false);
+    }
+
+    /* consumer warpgroup */
+    ptx_label_place(f, cons);
+    ptx_emit(f, PTX_OP_SETMAXNREG, M3(PTX_M_INC, PTX_M_SYNC, PTX_M_ALIGNED), U32T, ptx_imm(g->cregs));
+    ao.tid = kit_reg(f, kit_iop(f, PTX_OP_SUB, ptx_r(tid), ptx_imm(128)));
+    ptx_reg cw = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(ao.tid), ptx_imm(5)));
+    pipe.arrive_pred = attn_setp(f, PTX_M_EQ, U32T, ptx_r(lane), ptx_imm(0));
+    ptx_reg qs = smem;
+    /* Q: 64 packed rows x d, K-major 128B-swizzled sub-tiles of 64 columns
+     * (64 rows x 128 bytes), zero past the real rows */
+    {
+        int64_t nch = d * es / 16, total = F3D_BM * nch;
+        ptx_reg rowsr = kit_reg(f, kit_iop(f, PTX_OP_MUL, ptx_r(ao.sq), ptx_imm(pp->group)));
+        for (int64_t k = 0; k * 128 < total; k++) {
+            ptx_reg id = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(ao.tid), ptx_imm(k * 128)));
+            ptx_reg r, ch;
+            attn_idx_div(f, id, nch, &r, &ch);
+            ptx_reg rg = kit_reg(f, kit_imad(f, ptx_r(ao.rb), ptx_imm(F3D_BM), ptx_r(r)));
+            ptx_reg ok = attn_setp(f, PTX_M_LT, S32T, ptx_r(rg), ptx_r(rowsr));
+            ptx_reg v4[4];
+            for (int i = 0; i < 4; i++) {
+                v4[i] = r32(f);
+                ptx_emit(f, PTX_OP_MOV, NOM, B32T, ptx_r(v4[i]), ptx_imm(0));
+            }
+            ptx_reg rgs = r32(f);
+            ptx_emit(f, PTX_OP_SELP, NOM, B32T, ptx_r(rgs), ptx_r(rg), ptx_imm(0), ptx_r(ok));
+            ptx_reg src = attn_add64(f, attn_row_addr(&ao, q, pp->sq, rgs), ptx_r(ch), 16);
+            ptx_guard(ptx_emit(f, PTX_OP_LD, M3(PTX_M_GLOBAL, PTX_M_NC, PTX_M_V4), B32T, ptx_vecr(f, 4, v4),
+                               ptx_addr(src, 0)),
+                      ok, false);
+            /* sub-tile ch / 8, row r: 128 bytes, chunk (ch % 8) ^ (r % 8) */
+            ptx_opd sub = kit_iop(f, PTX_OP_SHL, kit_iop(f, PTX_OP_SHR, ptx_r(ch), ptx_imm(3)), ptx_imm(13));
+            ptx_opd cx = kit_iop(f, PTX_OP_XOR, kit_iop(f, PTX_OP_AND, ptx_r(ch), ptx_imm(7)),
+                                 kit_iop(f, PTX_OP_AND, ptx_r(r), ptx_imm(7)));
+            ptx_opd off = kit_iop(f, PTX_OP_ADD, sub,
+                                  kit_imad(f, ptx_r(r), ptx_imm(128), kit_iop(f, PTX_OP_SHL, cx, ptx_imm(4))));
+            ptx_reg dst = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(qs), off));
+            ptx_ins *in = ptx_emit(f, PTX_OP_ST, M2(PTX_M_SHARED, PTX_M_V4), B32T, ptx_addr(dst, 0),
+                                   ptx_vecr(f, 4, v4));
+            if ((k + 1) * 128 > total)
+                ptx_guard(in, attn_setp(f, PTX_M_LT, U32T, ptx_r(id), ptx_imm(total)), false);
+        }
+        ptx_emit0(f, PTX_OP_FENCE_PROXY_ASYNC, M1(PTX_M_SHARED_CTA), PTX_NOTYPES);
+        attn_bar(f, 1, 128);
+    }
+
+    /* ---- fragments, masks, state ---- */
+    int nS = g->bn / 2, nO = (int)(dv / 2);
+    ptx_reg *Sr = pt_arena_alloc(m->arena, (size_t)nS * sizeof(ptx_reg));
+    ptx_reg *Pr = pt_arena_alloc(m->arena, (size_t)nS * sizeof(ptx_reg));
+    ptx_reg *Ph = pt_arena_alloc(m->arena, (size_t)nS * sizeof(ptx_reg));
+    ptx_reg *Pl = pt_arena_alloc(m->arena, (size_t)nS * sizeof(ptx_reg));
+    ptx_reg *Or = pt_arena_alloc(m->arena, (size_t)nO * sizeof(ptx_reg));
+    for (int i = 0; i < nS; i++)
+        Sr[i] = rf(f);
+    for (int i = 0; i < nO; i++) {
+        Or[i] = rf(f);
+        ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(Or[i]), ptx_f32(0.0f));
+    }
+    ptx_reg zr = kit_reg(f, ptx_imm(0));
+    ptx_reg wrow = kit_reg(f, kit_iop(f, PTX_OP_SHL, ptx_r(cw), ptx_imm(4)));
+    kit_frag sfr = kit_frag_mma_c(f, at, 1, g->bn / 8, Sr, wrow, zr, lane);
+    kit_frag ofr = kit_frag_mma_c(f, at, 1, (int)(dv / 8), Or, wrow, zr, lane);
+    attn_rows_mask rm;
+    attn_rows_mask_emit(f, pp, F3D_BM, ao.rb, sfr.row_base, ao.sq, len, &kr, &rm);
+    float kexp = pp->softcap > 0.0f ? pp->softcap : pp->scale;
+    kit_softmax sm[2] = {kit_softmax_new(f, kexp), kit_softmax_new(f, kexp)};
+    sm[0].fresh = sm[1].fresh = false;
+    ptx_reg kcol = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(kr.key0), ptx_r(sfr.col_base)));
+    ptx_reg tkey = r32(f);
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(tkey), ptx_r(kr.key0));
+    /* descriptors: Q and K K-major 128B (SBO 1024, +32 B a k16 step, next
+     * 64 columns a sub-tile on); V MN-major 128B (LBO = a 64-column block
+     * of bn rows, SBO 1024, +2048 B a k16 step) */
+    ptx_reg dq = kit_wgmma_desc_emit(f, qs, 16, 1024, 128);
+
+    /* ---- main loop ---- */
+    ptx_reg it = kit_reg(f, ptx_imm(0));
+    int top = ptx_label_new(f), after = ptx_label_new(f);
+    attn_bra(f, after, attn_setp(f, PTX_M_LE, S32T, ptx_r(kr.nblk), ptx_imm(0)), false);
+    ptx_label_place(f, top);
+    ptx_pragma_nounroll(f);
+    {
+        ptx_reg st = kit_pipe_wait(&pipe, 0);
+        ptx_reg dk = kit_wgmma_desc_emit(f, st, 16, 1024, 128);
+        ptx_reg sv = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(g->k_bytes)));
+        ptx_reg dvd = kit_wgmma_desc_emit(f, sv, (uint32_t)(g->bn * 128), 1024, 128);
+        ptx_reg *qd = pt_arena_alloc(m->arena, (size_t)(d / 16) * sizeof *qd);
+        ptx_reg *kd = pt_arena_alloc(m->arena, (size_t)(d / 16) * sizeof *kd);
+        for (int ks = 0; ks < d / 16; ks++) {
+            ptx_reg a = dq, b = dk;
+            int64_t ao_ = (int64_t)(ks / 4) * (F3D_BM * 128 / 16) + (ks % 4) * 2;
+            int64_t bo_ = (int64_t)(ks / 4) * (g->bn * 128 / 16) + (ks % 4) * 2;
+            if (ao_) {
+                a = r64(f);
+                ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(a), ptx_r(dq), ptx_imm(ao_));
+            }
+            if (bo_) {
+                b = r64(f);
+                ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(b), ptx_r(dk), ptx_imm(bo_));
+            }
+            qd[ks] = a;
+            kd[ks] = b;
+        }
+        ptx_emit0(f, PTX_OP_WGMMA_FENCE, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+        for (int ks = 0; ks < d / 16; ks++)
+            kit_wgmma_ss(f, &wsa, ptx_vecr(f, nS, Sr), qd[ks], kd[ks], ptx_imm(ks ? 1 : 0), false, false);
+        ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+        ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(0));
+
+        /* softcap, the mask where some real row cannot see the whole tile */
+        ptx_reg *mvr = pt_arena_alloc(m->arena, (size_t)nS * sizeof(ptx_reg));
+        for (int i = 0; i < nS; i++) {
+            /* fresh registers: the mask writes them behind a branch, and
+             * a wgmma accumulator written on a divergent path makes ptxas
+             * serialise the wgmmas (C7520) */
+            mvr[i] = attn_score(f, pp, Sr[i]);
+            if (mvr[i].id == Sr[i].id) {
+                mvr[i] = rf(f);
+                ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(mvr[i]), ptx_r(Sr[i]));
+            }
+        }
+        int nomask = ptx_label_new(f);
+        attn_bra(f, nomask, attn_mask_needed(f, &kr, tkey, g->bn), true);
+        attn_mask_scores(f, &sfr, &rm, kcol, mvr, nS);
+        ptx_label_place(f, nomask);
+        ptx_opd vals[2][128];
+        int nv[2] = {0, 0}, idx[2][128];
+        for (int i = 0; i < nS; i++) {
+            int h = sfr.row[i] >= 8;
+            idx[h][nv[h]] = i;
+            vals[h][nv[h]++] = ptx_r(mvr[i]);
+        }
+        for (int h = 0; h < 2; h++) {
+            ptx_opd p2[128];
+            ptx_opd alpha = kit_softmax_update(f, &sm[h], vals[h], NULL, nv[h], 4, p2);
+            for (int j = 0; j < nv[h]; j++)
+                Pr[idx[h][j]] = p2[j].u.reg;
+            for (int i = 0; i < nO; i++)
+                if ((ofr.row[i] >= 8) == h)
+                    ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(Or[i]), ptx_r(Or[i]), alpha);
+        }
+        attn_p_split(f, pp->dt, Pr, Ph, Pl, nS);
+        kit_frag phi = sfr, plo = sfr;
+        phi.r = Ph;
+        plo.r = Pl;
+        /* the A fragments and descriptors before the fence: a register an
+         * RS wgmma reads, written after the fence, makes ptxas insert a
+         * warpgroup arrive (C7520) */
+        int nkb = g->bn / 16;
+        ptx_reg(*pa)[4] = pt_arena_alloc(m->arena, (size_t)nkb * sizeof *pa);
+        ptx_reg(*pl)[4] = pt_arena_alloc(m->arena, (size_t)nkb * sizeof *pl);
+        ptx_reg *vb = pt_arena_alloc(m->arena, (size_t)nkb * sizeof *vb);
+        for (int kb = 0; kb < nkb; kb++) {
+            kit_frag_to_a(f, &phi, at, 0, kb, pa[kb]);
+            kit_frag_to_a(f, &plo, at, 0, kb, pl[kb]);
+            vb[kb] = dvd;
+            if (kb) {
+                vb[kb] = r64(f);
+                ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(vb[kb]), ptx_r(dvd), ptx_imm(kb * 128));
+            }
+        }
+        ptx_emit0(f, PTX_OP_WGMMA_FENCE, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+        for (int kb = 0; kb < nkb; kb++) {
+            mbar_wgmma_rs(f, &wpv, ptx_vecr(f, nO, Or), pa[kb], vb[kb]);
+            mbar_wgmma_rs(f, &wpv, ptx_vecr(f, nO, Or), pl[kb], vb[kb]);
+        }
+        ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+        ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(0));
+        kit_pipe_release(&pipe);
+        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(kcol), ptx_r(kcol), ptx_imm(g->bn));
+        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(tkey), ptx_r(tkey), ptx_imm(g->bn));
+        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
+        attn_bra(f, top, attn_setp(f, PTX_M_LT, S32T, ptx_r(it), ptx_r(kr.nblk)), false);
+    }
+    ptx_label_place(f, after);
+    /* every warp's wgmmas retired before O is staged over the ring */
+    attn_bar(f, 1, 128);
+
+    /* ---- the row statistics, normalised O and lse2 into shared memory ---- */
+    ptx_reg fac[2], lse2[2];
+    float k2 = (float)(kexp * 1.44269504088896341);
+    for (int h = 0; h < 2; h++) {
+        kit_softmax_reduce(f, &sm[h], 4, NULL);
+        fac[h] = attn_inv_or_zero(f, sm[h].s);
+        ptx_reg lg = rf(f);
+        ptx_emit(f, PTX_OP_LG2, M1(PTX_M_APPROX), F32T, ptx_r(lg), ptx_r(sm[h].s));
+        lse2[h] = rf(f);
+        ptx_emit(f, PTX_OP_FMA, M1(PTX_M_RN), F32T, ptx_r(lse2[h]), ptx_r(sm[h].m), ptx_f32(k2), ptx_r(lg));
+    }
+    ptx_reg ob = ring;
+    {
+        ptx_opd rb0 = kit_imad(f, ptx_r(ofr.row_base), ptx_imm(g->obuf_pitch * 4),
+                               kit_iop(f, PTX_OP_SHL, ptx_r(ofr.col_base), ptx_imm(2)));
+        ptx_reg a = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(ob), rb0));
+        for (int i = 0; i < nO; i += 2) {
+            int h = ofr.row[i] >= 8;
+            ptx_reg v0 = attn_fop2(f, PTX_OP_MUL, ptx_r(Or[i]), ptx_r(fac[h]));
+            ptx_reg v1 = attn_fop2(f, PTX_OP_MUL, ptx_r(Or[i + 1]), ptx_r(fac[h]));
+            ptx_emit(f, PTX_OP_ST, M2(PTX_M_SHARED, PTX_M_V2), F32T,
+                     ptx_addr(a, ((int64_t)ofr.row[i] * g->obuf_pitch + ofr.col[i]) * 4),
+                     ptx_vecr(f, 2, (ptx_reg[]){v0, v1}));
+        }
+        ptx_reg t0 = attn_setp(f, PTX_M_EQ, U32T, kit_iop(f, PTX_OP_AND, ptx_r(lane), ptx_imm(3)), ptx_imm(0));
+        for (int h = 0; h < 2; h++) {
+            ptx_opd row = kit_iop(f, PTX_OP_ADD, ptx_r(sfr.row_base), ptx_imm(8 * h));
+            ptx_reg la2 = kit_reg(f, kit_imad(f, row, ptx_imm(4), ptx_imm(g->lse_off)));
+            la2 = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(la2), ptx_r(smem)));
+            ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_SHARED), F32T, ptx_addr(la2, 0), ptx_r(lse2[h])), t0, false);
+        }
+    }
+    attn_bar(f, 1, 128);
+    attn_out_emit(&ao, ob);
+
+    ptx_label_place(f, done);
+    ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
+
+    l->grid[0] = (unsigned)g->splits;
+    l->grid[1] = (unsigned)(pp->Hkv * g->nrb);
+    l->grid[2] = (unsigned)pp->B;
+    l->block[0] = F3D_T;
+    l->block[1] = l->block[2] = 1;
+    l->smem = (size_t)g->smem;
+    l->smem_optin = g->smem > 48 * 1024;
+    l->align = 16;
+    l->entry = f->name;
+    if (m->err.code) {
+        pt_errf(e, m->err.code, "%s", m->err.msg);
+        return m->err.code;
+    }
+    return PT_OK;
+}
