@@ -601,6 +601,58 @@ Test(emu_wgmma, detect_peer_write_in_flight)
     run_cluster_file("cluster_wgmma_write_bug", true);
     run_cluster_file("cluster_wgmma_write_fixed", false);
 }
+/* A peer CTA's generic-proxy DSMEM write (st / red .shared::cluster) read by
+ * this CTA's async proxy (wgmma, a bulk store): missing-proxy-fence unless a
+ * thread of the reading CTA executes fence.proxy.async after the acquire
+ * that orders the write before it (docs/exec.md, the proxy rule). bulk: the
+ * out words are u32 (rank 0 twos, rank 1 ones), else floats of 16. */
+static void run_cluster_proxy(const char *name, bool bug, bool bulk)
+{
+    char *text;
+    ptx_module *m = load_file(name, &text);
+    emu_ctx *c = emu_new(NULL);
+    emu_kernel *k;
+    pt_err e = {0};
+    cr_assert_eq(emu_load(c, m, NULL, &k, &e), PT_OK, "%s: %s", name, e.msg);
+    uint64_t out = emu_alloc(c, 2 * 128 * 16, "out");
+    const void *args[] = {&out};
+    emu_launch l = {{2, 1, 1}, {128, 1, 1}, 0};
+    const unsigned cl[3] = {2, 1, 1};
+    int rc = emu_run_cluster(c, k, &l, cl, false, args, NULL, &e);
+    for (int i = 0; i < emu_nreports(c); i++)
+        fprintf(stderr, "  %s: %s\n", name, emu_report(c, i));
+    if (!bug) {
+        cr_assert_eq(rc, PT_OK, "%s: %s", name, e.msg);
+        uint32_t o[2 * 128 * 4];
+        cr_assert_eq(emu_read(c, out, o, sizeof o, &e), PT_OK);
+        for (int i = 0; i < (bulk ? 256 : 2 * 128 * 4); i++) {
+            float f;
+            memcpy(&f, &o[i], 4);
+            if (bulk)
+                cr_assert_eq(o[i], i < 128 ? 2u : 1u, "%s: out[%d] = %u", name, i, o[i]);
+            else
+                cr_assert_eq(f, 16.0f, "%s: out[%d] = %g", name, i, (double)f);
+        }
+    } else {
+        cr_assert_eq(rc, PT_EEMU, "%s: no report", name);
+        cr_assert_eq(emu_report_kind_of(c, 0), EMU_R_PROXY_FENCE, "%s: %s", name, e.msg);
+        cr_assert(strstr(e.msg, "CTA rank 1") && strstr(e.msg, "line ") && !strchr(e.msg, '\n'),
+                  "%s", e.msg);
+        cr_assert(strstr(e.msg, bulk ? "cp.async.bulk" : "wgmma"), "%s", e.msg);
+    }
+    emu_kernel_free(k);
+    emu_free(c);
+    ptx_module_free(m);
+    free(text);
+}
+Test(emu_wgmma, detect_missing_proxy_fence_after_a_peer_write)
+{
+    run_cluster_proxy("cluster_proxy_bug", true, false);
+    run_cluster_proxy("cluster_proxy_early", true, false); /* writer's / early fences */
+    run_cluster_proxy("cluster_proxy_fixed", false, false);
+    run_cluster_proxy("cluster_proxy_bulk_bug", true, true);
+    run_cluster_proxy("cluster_proxy_bulk_fixed", false, true);
+}
 Test(emu_wgmma, detect_missing_proxy_fence)
 {
     run_file("wgmma_proxy", EMU_R_PROXY_FENCE);

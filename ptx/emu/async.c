@@ -79,7 +79,8 @@ int emu__async_cta_init(emu_cta *c)
         a->nw = nw;
         a->vc = calloc((size_t)c->nwarps * nw, sizeof *a->vc);
         a->barvc = calloc((size_t)EMU_NBAR * nw, sizeof *a->barvc);
-        if (!a->vc || !a->barvc)
+        a->fvc = calloc((size_t)c->nwarps * nw, sizeof *a->fvc);
+        if (!a->vc || !a->barvc || !a->fvc)
             return PT_ENOMEM;
     }
     return PT_OK;
@@ -112,6 +113,7 @@ void emu__async_cta_free(emu_cta *c)
     free(a->wft);
     free(a->vc);
     free(a->barvc);
+    free(a->fvc);
     free(a->cb_arr);
     free(a->cbw);
     free(a->mbvc);
@@ -139,6 +141,9 @@ void emu__async_cta_start(emu_cta *c, uint64_t linear)
     memset(a->fcnt, 0, nt * sizeof *a->fcnt);
     memset(a->wait_mb, 0, nt * sizeof *a->wait_mb);
     memset(a->wfence, 0, (size_t)c->smem_size * sizeof *a->wfence);
+    a->pfc = 0;
+    if (a->fvc)
+        memset(a->fvc, 0, (size_t)c->nwarps * a->nw * sizeof *a->fvc);
     memset(a->cb_arr, 0, nt * sizeof *a->cb_arr);
     memset(a->cbw, 0, c->nwarps * sizeof *a->cbw);
     a->me0 = c->rank * (c->nwarps + 1);
@@ -320,20 +325,67 @@ void emu__async_smem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t 
         memset(a->wfence + off, 0, n * sizeof *a->wfence);
 }
 
-int64_t emu__proxy_unfenced(const emu_cta *c, uint32_t off, uint32_t n, int *tid)
+/* The proxy rule for a peer's write (PTX ISA, memory consistency model:
+ * proxy-preserved base causality order relates accesses of one non-generic
+ * proxy only within one thread block; Lustig et al., "Mixed-proxy extensions
+ * for the NVIDIA PTX memory consistency model", ISCA 2022, 5.4: the proxy
+ * fence goes in the CTA of the non-generic access). A fence.proxy.async in
+ * the writer's CTA orders that CTA's proxies, not the reader's: the byte
+ * counts as fenced when a thread of c executed fence.proxy.async after the
+ * write became visible to it (the write happens before the fence) and that
+ * fence happens before the async read, issued by warp rw. */
+static bool peer_fenced(const emu_cta *c, const emu_warp *rw, uint32_t b)
+{
+    const emu_asc *a = c->as;
+    uint32_t f = a->wfence[b];
+    if (!a->vcm || !rw)
+        return a->pfc + 1 != f;
+    uint32_t rank = (a->wft[b] >> 10) & 0x1f, t = a->wft[b] & 0x3ff;
+    uint32_t agent = rank * (c->nwarps + 1) + t / 32, nw = a->nw;
+    const uint32_t *rv = &a->vc[rw->index * nw];
+    for (uint32_t q = 0; q < c->nwarps; q++) {
+        const uint32_t *fv = &a->fvc[q * nw];
+        if (fv[agent] >= f && fv[a->me0 + q] <= rv[a->me0 + q])
+            return true;
+    }
+    return false;
+}
+
+int64_t emu__proxy_unfenced(const emu_cta *c, const emu_warp *rw, uint32_t off, uint32_t n,
+                            int *tid, int *rank)
 {
     const emu_asc *a = c->as;
     if (!a || !c->o->detect_async || off + (uint64_t)n > c->smem_size)
         return -1;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t f = a->wfence[off + i];
-        if (f && a->fcnt[a->wft[off + i]] + 1 == f) {
+        uint16_t t = a->wft[off + i];
+        if (!f)
+            continue;
+        bool unf = (t & EMU_WFT_PEER) ? !peer_fenced(c, rw, off + i) : a->fcnt[t] + 1 == f;
+        if (unf) {
             if (tid)
-                *tid = a->wft[off + i];
+                *tid = (t & EMU_WFT_PEER) ? t & 0x3ff : t;
+            if (rank)
+                *rank = (t & EMU_WFT_PEER) ? (t >> 10) & 0x1f : -1;
             return (int64_t)(off + i);
         }
     }
     return -1;
+}
+
+void emu__async_peer_write(emu_cta *c, uint32_t off, uint32_t n, uint32_t rank, int tid,
+                           uint32_t clk)
+{
+    emu_asc *a = c->as;
+    if (!a || !c->o->detect_async || off + (uint64_t)n > c->smem_size)
+        return;
+    uint32_t f = a->vcm ? clk : a->pfc + 1;
+    uint16_t t = (uint16_t)(EMU_WFT_PEER | rank << 10 | ((uint32_t)tid & 0x3ff));
+    for (uint32_t i = 0; i < n; i++) {
+        a->wfence[off + i] = f;
+        a->wft[off + i] = t;
+    }
 }
 
 bool emu__async_busy(const emu_cta *c, uint32_t off, uint32_t n, bool write)
@@ -856,14 +908,23 @@ static void store_src(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t
         if (a->marked && any_bits(c->pend + op->smem, op->bytes, EMU_PEND_DST))
             emu__report(c, EMU_R_ASYNC_RACE, in, tid, EMU_SP_SHARED, op->smem, op->bytes,
                         "async store reads shared memory an async copy in flight will write");
-        int64_t at = emu__proxy_unfenced(c, op->smem, op->bytes, &wt);
+        int wr = -1;
+        int64_t at = emu__proxy_unfenced(c, w, op->smem, op->bytes, &wt, &wr);
         if (at >= 0) {
             const unsigned *bd = c->rs->l.block;
-            emu__report(c, EMU_R_PROXY_FENCE, in, tid, EMU_SP_SHARED, (uint64_t)at, 1,
-                        "the async proxy reads a byte thread (%u,%u,%u) wrote through the generic "
-                        "proxy with no fence.proxy.async by that thread since",
-                        (unsigned)wt % bd[0], (unsigned)wt / bd[0] % bd[1],
-                        (unsigned)wt / (bd[0] * bd[1]));
+            if (wr >= 0)
+                emu__report(c, EMU_R_PROXY_FENCE, in, tid, EMU_SP_SHARED, (uint64_t)at, 1,
+                            "the async proxy reads a byte thread (%u,%u,%u) of CTA rank %d wrote "
+                            "through the generic proxy (.shared::cluster) with no fence.proxy.async "
+                            "in this CTA after the barrier that orders that write before it",
+                            (unsigned)wt % bd[0], (unsigned)wt / bd[0] % bd[1],
+                            (unsigned)wt / (bd[0] * bd[1]), wr);
+            else
+                emu__report(c, EMU_R_PROXY_FENCE, in, tid, EMU_SP_SHARED, (uint64_t)at, 1,
+                            "the async proxy reads a byte thread (%u,%u,%u) wrote through the generic "
+                            "proxy with no fence.proxy.async by that thread since",
+                            (unsigned)wt % bd[0], (unsigned)wt / bd[0] % bd[1],
+                            (unsigned)wt / (bd[0] * bd[1]));
         }
     }
     /* the async proxy's read, checked and recorded as the issuer's */
@@ -1191,7 +1252,12 @@ bool emu__async(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t
         case EMU_AS_BULK_S2S: bulk(c, w, in, l, pc); break;
         case EMU_AS_COMMIT: a->bgroup[tid]++; break;
         case EMU_AS_WAIT: break;
-        case EMU_AS_FENCE_PROXY: a->fcnt[tid]++; break;
+        case EMU_AS_FENCE_PROXY:
+            a->fcnt[tid]++;
+            a->pfc++;
+            if (a->fvc) /* its clock now: the proxy rule for peers' writes */
+                memcpy(&a->fvc[w->index * a->nw], &a->vc[w->index * a->nw], a->nw * sizeof *a->fvc);
+            break;
         case EMU_AS_PREFETCH_TMAP: {
             emu_tmap_desc d;
             uint64_t ga = vaddr(c, w, in, 0, l);

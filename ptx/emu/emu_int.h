@@ -418,6 +418,7 @@ double emu__now(void);
  * While an operation is in flight its shared destination bytes (loads) and
  * source bytes (stores) are marked in emu_cta.pend (bits EMU_PEND_*). */
 enum { EMU_PEND_CP = 1, EMU_PEND_DST = 2, EMU_PEND_SRC = 4 };
+enum { EMU_WFT_PEER = 0x8000 }; /* emu_asc.wft: written by a peer CTA (DSMEM) */
 
 typedef struct emu_mbar {
     uint32_t off;      /* window offset */
@@ -443,8 +444,12 @@ typedef struct emu_asc {
     uint64_t *wait_arg; /* per thread: the parity or token it waits for */
     uint32_t *bgroup;   /* per thread: next bulk async-group number */
     uint32_t *fcnt;     /* per thread: fence.proxy.async executed */
-    uint32_t *wfence;   /* per shared byte: fcnt + 1 of its generic writer at the write, 0: none */
-    uint16_t *wft;      /* per shared byte: that writer */
+    uint32_t *wfence;   /* per shared byte: fcnt + 1 of its generic writer at the write, 0: none;
+                         * a peer CTA's write (wft & EMU_WFT_PEER): the writer's own clock at
+                         * the write (vcm), else pfc + 1 */
+    uint16_t *wft;      /* per shared byte: that writer (a peer's: EMU_WFT_PEER | rank << 10 | tid) */
+    uint32_t pfc;       /* fence.proxy.async executed by any thread of the CTA */
+    uint32_t *fvc;      /* vcm: warps x nw, warp w's vector clock at its last fence.proxy.async */
     emu_aop **q;        /* in-flight operations, issue order */
     uint32_t nq, cap_q;
     uint64_t marked;    /* operations whose shared bytes are marked in pend */
@@ -554,8 +559,19 @@ void emu__wake(emu_warp *w, uint32_t lanes);
  * landing) by a thread that has not executed fence.proxy.async since that
  * write, or -1 when every byte is fenced (or was written by the async proxy,
  * or not at all); *tid (may be NULL) gets the writing thread's linear index.
+ * A byte a peer CTA wrote (st/red/atom .shared::cluster) is fenced only by a
+ * fence.proxy.async of a thread of c that the write happens before and that
+ * happens before the read by warp rw (the vector clocks; without them: any
+ * fence of c's threads executed after the write); *rank (may be NULL) gets
+ * the writer's CTA rank, or -1 for c's own thread.
  * Always -1 when the kernel uses no async feature or detect_async is off. */
-int64_t emu__proxy_unfenced(const emu_cta *c, uint32_t off, uint32_t n, int *tid);
+int64_t emu__proxy_unfenced(const emu_cta *c, const emu_warp *rw, uint32_t off, uint32_t n,
+                            int *tid, int *rank);
+/* A peer CTA's generic-proxy write of c's shared [off, off+n) by thread tid
+ * of CTA rank `rank`, whose warp's own clock is clk (vcm; mem.c's dsmem):
+ * marks the bytes for the proxy rule. */
+void emu__async_peer_write(emu_cta *c, uint32_t off, uint32_t n, uint32_t rank, int tid,
+                           uint32_t clk);
 /* Is a byte of shared [off, off+n) the destination of a TMA or bulk copy in
  * flight (write false: reading it races), or also the source of a TMA store
  * or bulk copy not yet read (write true: writing it races)? */

@@ -495,6 +495,11 @@ static uint8_t *dsmem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t
     }
     if (p->wg && (acc & EMU_ACC_WRITE)) /* the peer's in-flight wgmma footprints */
         emu__wg_peer_write(p, c, in, tid, off, n, addr);
+    if (p->as && (acc & EMU_ACC_WRITE) && !(acc & EMU_ACC_ASYNC)) { /* the proxy rule's marks */
+        const emu_asc *a = c->as;
+        uint32_t clk = a && a->vcm ? a->vc[w->index * a->nw + a->me0 + w->index] : 0;
+        emu__async_peer_write(p, (uint32_t)off, n, c->rank, tid, clk);
+    }
     return p->smem + off;
 }
 

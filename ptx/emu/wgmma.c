@@ -557,15 +557,23 @@ static uint32_t unit_take(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l
     }
     uint32_t ch = addr >> 4;
     if (c->as && c->o->detect_async) { /* the async proxy's marks (async.c) */
-        int wt = -1;
+        int wt = -1, wr = -1;
         int64_t at;
-        if (!emu__seen(c, EMU_R_PROXY_FENCE, in) && (at = emu__proxy_unfenced(c, addr, 16, &wt)) >= 0) {
+        if (!emu__seen(c, EMU_R_PROXY_FENCE, in) &&
+            (at = emu__proxy_unfenced(c, w, addr, 16, &wt, &wr)) >= 0) {
             const unsigned *bd = c->rs->l.block;
             unsigned t = (unsigned)wt;
-            emu__report(c, EMU_R_PROXY_FENCE, in, tid_of(w, lane), EMU_SP_SHARED, (uint64_t)at, 1,
-                        "wgmma (the async proxy) reads a byte thread (%u,%u,%u) wrote through the generic "
-                        "proxy with no fence.proxy.async by that thread since",
-                        t % bd[0], t / bd[0] % bd[1], t / (bd[0] * bd[1]));
+            if (wr >= 0)
+                emu__report(c, EMU_R_PROXY_FENCE, in, tid_of(w, lane), EMU_SP_SHARED, (uint64_t)at, 1,
+                            "wgmma (the async proxy) reads a byte thread (%u,%u,%u) of CTA rank %d wrote "
+                            "through the generic proxy (.shared::cluster) with no fence.proxy.async in "
+                            "this CTA after the barrier that orders that write before it",
+                            t % bd[0], t / bd[0] % bd[1], t / (bd[0] * bd[1]), wr);
+            else
+                emu__report(c, EMU_R_PROXY_FENCE, in, tid_of(w, lane), EMU_SP_SHARED, (uint64_t)at, 1,
+                            "wgmma (the async proxy) reads a byte thread (%u,%u,%u) wrote through the generic "
+                            "proxy with no fence.proxy.async by that thread since",
+                            t % bd[0], t / bd[0] % bd[1], t / (bd[0] * bd[1]));
         }
         if (!emu__seen(c, EMU_R_ASYNC_RACE, in) && emu__async_busy(c, addr, 16, false))
             emu__report(c, EMU_R_ASYNC_RACE, in, tid_of(w, lane), EMU_SP_SHARED, addr, 16,
