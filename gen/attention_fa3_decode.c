@@ -56,7 +56,7 @@
 
 enum { F3D_BM = 64, F3D_T = 256, F3D_MAX_SPLITS = 128, F3D_PROD_REGS = 40, F3D_OPAD = 8, F3D_MIN_PAGE = 8 };
 
-static const int f3d_bn[] = {64, 128, 32, 256};
+static const int f3d_bn[] = {64, 128, 32};
 static const int f3d_stages[] = {2, 3, 4, 6, 8};
 static const int f3d_splits[] = {1, 2, 3, 4, 8, 16, 32, 64, 128};
 

@@ -1,0 +1,422 @@
+/* The sm_90a split-KV decode kernel (gen/attention_fa3_decode.c, impl=3:
+ * wgmma + TMA + mbarrier ring, warp-specialised) on the CPU emulator
+ * against the float64 reference, every detector on, under the lazy, eager
+ * and random async schedules (emit -> print -> parse -> print back
+ * identically -> emulate at sm_90a -> tuner_verify: the op's structured
+ * inputs (shuffled block tables, ragged seqused_k), poisoned outputs and
+ * scratch, every element against the verifier's tolerances, lse by its
+ * own bound).
+ *
+ * Grid: Sq 1 and 4 (causal bottom-right), GQA 1:1, 4:1, 8:1 and MQA (two
+ * row blocks), head dims 64, 128, 256, causal / window / softcap, Sk 1, 7,
+ * 77, 129, 1000, pages 16, 64, 256 (smaller, equal to and larger than the
+ * tile) and not paged (bshd, bhsd), varlen over pages, splits 1 to more
+ * than the key blocks (empty splits), f16 and bf16, both register splits
+ * (ctas 1, 2), ring depths 2..8. Then the adversarial inputs of the split
+ * kernel's test (gen_attention_adversarial_op: NaN, +-inf, 2^14 in q, k or
+ * v), check()'s one-line refusals, the sm_90a default, and ptxas sm_90a
+ * assembly of a sample of the Llama-3-8B decode space (every config with
+ * PTXTUNE_FULL_SPACE=1): 0 spills, no local memory, no C75xx. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gen/attention.h"
+#include "gen/attention_combine.h"
+#include "gen/attention_int.h"
+#include "ptx/compile.h"
+#include "ptx/emu/emu.h"
+#include "ptx/parse.h"
+#include "tuner/backend.h"
+#include "tuner/verify.h"
+#include "test_util.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct fcase {
+    int64_t B, Hq, Hkv, Sq, Sk, d;
+    pt_dtype dt;
+    bool causal;
+    int64_t page, wl;
+    bool seqused, lse;
+    double softcap;
+    const char *config;
+    bool varlen, bhsd;
+} fcase;
+
+static pt_problem problem_of(const fcase *c)
+{
+    pt_problem p;
+    pt_schema_defaults(&gen_attention_op, &p);
+    p.op = "attention";
+    p.batch = c->B;
+    p.heads_q = c->Hq;
+    p.heads_kv = c->Hkv;
+    p.seqlen_q = c->Sq;
+    p.seqlen_k = c->Sk;
+    p.head_dim = c->d;
+    p.dtype = c->dt;
+    p.causal = c->causal;
+    p.page_size = c->page;
+    p.seqused_k = c->seqused;
+    p.return_lse = c->lse;
+    p.softcap = c->softcap;
+    p.varlen = c->varlen;
+    p.layout = c->bhsd ? "bhsd" : "bshd";
+    if (c->wl >= 0) {
+        p.window_left = c->wl;
+        p.window_left_given = true;
+    }
+    return p;
+}
+
+static void describe(const fcase *c, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s B%lld Hq%lld Hkv%lld Sq%lld Sk%lld d%lld%s%s page%lld%s%s%s softcap%g wl%lld [%s]",
+             pt_dtype_get(c->dt)->name, (long long)c->B, (long long)c->Hq, (long long)c->Hkv, (long long)c->Sq,
+             (long long)c->Sk, (long long)c->d, c->causal ? " causal" : "", c->seqused ? " seqused" : "",
+             (long long)c->page, c->lse ? " lse" : "", c->varlen ? " varlen" : "", c->bhsd ? " bhsd" : "",
+             c->softcap, (long long)c->wl, c->config);
+}
+
+static const char *const sched_names[] = {"lazy", "eager", "random"};
+
+/* One case with op (the attention op or an adversarial one) at schedule
+ * sched on the emulator (sm_90a); the config over the defaults must be
+ * impl=3. */
+static int run_case(const pt_op *op, const fcase *c, emu_sched sched, uint64_t seed, double *max_err, pt_err *e)
+{
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
+    pt_problem p = problem_of(c);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp = NULL;
+    pt_config cf;
+    ptx_module *built = NULL, *parsed = NULL;
+    tuner_dev *d = NULL;
+    tuner_kernel *k = NULL;
+    tuner_io *io = NULL;
+    char *text = NULL;
+    pt_launch l;
+    *max_err = 0;
+    int rc = op->prepare(a, &p, &tg, &pp, e);
+    if (!rc) {
+        pt_space s;
+        op->space(pp, &tg, &s);
+        op->defaults(pp, &tg, &cf);
+        rc = pt_config_parse(&s, c->config, &cf, e);
+    }
+    if (!rc && pt_config_get(&cf, "impl", 0) != ATTN_FA3_SPLIT)
+        rc = pt_errf(e, PT_EINVAL, "not the sm_90a decode kernel (impl=%lld)",
+                     (long long)pt_config_get(&cf, "impl", 0));
+    if (!rc)
+        rc = op->check(pp, &tg, &cf, e);
+    if (!rc)
+        rc = pt_op_build(op, pp, &tg, 0, &cf, &built, &l, e);
+    if (!rc) {
+        text = ptx_print(built);
+        rc = ptx_parse(text, strlen(text), "<emitted>", 0, &parsed, e);
+    }
+    if (!rc) {
+        char *again = ptx_print(parsed);
+        if (strcmp(again, text) != 0)
+            rc = pt_errf(e, PT_EINTERNAL, "parse(print(kernel)) does not print back identically");
+        free(again);
+    }
+    tuner_dev_opts dopts = {.emu_threads = 1, .emu_arch = 90, .emu_schedule = (int)sched,
+                            .emu_schedule_seed = seed};
+    if (!rc)
+        rc = tuner_dev_open("emu", &dopts, &d, e);
+    tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, l.entry, op, pp};
+    if (!rc)
+        rc = tuner_load(d, &img, &k, e);
+    if (!rc)
+        rc = tuner_io_new(op, pp, &io, e);
+    if (!rc) {
+        tuner_io_random(io, seed, 0, 0);
+        rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), e);
+    }
+    if (!rc) {
+        tuner_verify_opts vo = {.full_limit = INT64_MAX};
+        tuner_verify_result vr;
+        rc = tuner_verify(d, k, &l, io, &vo, &vr, e);
+        *max_err = vr.max_err;
+    }
+    if (io)
+        tuner_io_free(d, io);
+    if (k)
+        tuner_unload(d, k);
+    if (d)
+        tuner_dev_close(d);
+    free(text);
+    ptx_module_free(parsed);
+    ptx_module_free(built);
+    pt_arena_free(a);
+    return rc;
+}
+
+#define F16 PT_F16
+#define BF16 PT_BF16
+/* B Hq Hkv Sq Sk d dt causal page wl seqused lse softcap config varlen bhsd */
+static const fcase grid[] = {
+    /* paged decode, Llama-like GQA 4:1, shuffled tables, ragged lengths */
+    {3, 8, 2, 1, 77, 128, BF16, false, 16, -1, true, true, 0, "bn=64,stages=4,splits=3", false, false},
+    {2, 16, 2, 1, 1000, 128, F16, false, 16, -1, true, true, 0, "bn=64,stages=6,splits=8", false, false},
+    {2, 4, 4, 1, 129, 64, BF16, false, 64, -1, false, true, 0, "bn=128,stages=2,ctas=2,splits=2", false, false},
+    {2, 8, 1, 1, 1000, 256, BF16, false, 256, -1, true, true, 0, "bn=32,stages=3,splits=4", false, false},
+    /* Sq = 4 causal (packed rows = positions x heads), MQA in two row blocks */
+    {2, 8, 2, 4, 129, 64, F16, true, 16, -1, true, true, 0, "bn=64,stages=2,splits=3", false, false},
+    {1, 32, 1, 4, 77, 128, BF16, true, 64, -1, false, true, 0, "bn=64,stages=3,splits=2", false, false},
+    {1, 4, 4, 4, 1, 64, BF16, true, 16, -1, false, true, 0, "bn=64,stages=2,splits=3", false, false},
+    /* window, softcap */
+    {2, 8, 2, 1, 1000, 64, F16, false, 16, 40, false, true, 0, "bn=64,stages=4,splits=5", false, false},
+    {1, 8, 2, 4, 129, 128, BF16, true, 0, 20, false, true, 30, "bn=32,stages=2,splits=2", false, false},
+    {2, 8, 1, 1, 77, 256, F16, false, 64, -1, true, true, 20, "bn=32,stages=2,ctas=2,splits=1", false, false},
+    /* not paged (bshd, bhsd: TMA zero past seqlen_k), Sk 1 and 7 */
+    {2, 8, 2, 1, 7, 128, F16, false, 0, -1, false, true, 0, "bn=64,stages=2,splits=1", false, false},
+    {3, 4, 1, 1, 1, 64, BF16, false, 0, -1, false, true, 0, "bn=64,stages=2,splits=2", false, true},
+    {1, 8, 8, 1, 129, 256, BF16, false, 0, -1, true, true, 0, "bn=32,stages=4,splits=16", false, true},
+    /* varlen over pages (a length-1 sequence), splits over the blocks */
+    {3, 8, 2, 2, 129, 64, BF16, true, 16, -1, false, true, 0, "bn=64,stages=2,splits=4", true, false},
+    {3, 4, 1, 1, 77, 128, F16, false, 64, -1, true, false, 0, "bn=128,stages=2,splits=2", true, false},
+};
+
+Test(attention_fa3_decode, grid_against_float64_reference_every_schedule, .timeout = 900)
+{
+    int ran = 0, failed = 0;
+    double worst[2] = {0, 0};
+    char first[2048] = "";
+    double t0 = now();
+    for (size_t i = 0; i < sizeof grid / sizeof *grid; i++)
+        for (int sch = 0; sch < 3; sch++) {
+            const fcase *c = &grid[i];
+            double err;
+            pt_err e = {0};
+            uint64_t seed = (uint64_t)(c->Sk * 131 + c->Hq * 7 + c->d + (int64_t)i);
+            int rc = run_case(&gen_attention_op, c, (emu_sched)sch, seed, &err, &e);
+            ran++;
+            int k = c->dt == BF16;
+            if (!rc && err > worst[k])
+                worst[k] = err;
+            if (rc) {
+                char what[512];
+                describe(c, what, sizeof what);
+                if (!failed)
+                    snprintf(first, sizeof first, "%s (%s): %.1200s", what, sched_names[sch], e.msg);
+                failed++;
+                fprintf(stderr, "FAIL %s (%s): %s\n", what, sched_names[sch], e.msg);
+            }
+        }
+    printf("attention decode (impl=3, sm_90a wgmma/TMA): %d cases (%zu shapes x 3 schedules), %d failed; worst "
+           "error f16 %.3g, bf16 %.3g (tolerance 1e-2 for o, 1e-4 for lse); %.1f s\n",
+           ran, sizeof grid / sizeof *grid, failed, worst[0], worst[1], now() - t0);
+    fflush(stdout);
+    cr_assert_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
+}
+
+/* ---- adversarial inputs (the split kernel's test's kinds and semantics) ---- */
+static const fcase adv_shapes[] = {
+    {3, 8, 2, 1, 77, 128, BF16, false, 16, -1, true, true, 0, "bn=64,stages=2,splits=3", false, false},
+    {2, 4, 1, 4, 129, 64, F16, true, 64, -1, false, true, 0, "bn=64,stages=2,splits=2", false, false},
+    {2, 4, 1, 1, 129, 64, BF16, false, 16, 40, false, true, 0, "bn=64,stages=2,splits=2", false, false},
+    {1, 8, 2, 1, 129, 128, F16, false, 0, -1, false, true, 30, "bn=64,stages=2,splits=1", false, false},
+};
+
+static const char *const adv_names[ATTN_ADV_N] = {
+    "none", "q NaN", "q +inf", "q -inf", "q huge", "k NaN", "k +inf", "k -inf", "k huge (first block)",
+    "k huge (last key)", "v NaN", "v +inf", "v -inf",
+};
+
+Test(attention_fa3_decode, adversarial_inputs_match_the_reference, .timeout = 600)
+{
+    int ran = 0, failed = 0;
+    char first[2048] = "";
+    double t0 = now();
+    int ns = (int)(sizeof adv_shapes / sizeof *adv_shapes);
+    for (int kind = 1; kind < ATTN_ADV_N; kind++)
+        for (int v = 0; v < 2; v++) {
+            const fcase *c = &adv_shapes[(kind + v) % ns];
+            const pt_op *op = gen_attention_adversarial_op((attn_adv)kind);
+            cr_assert(op);
+            double err;
+            pt_err e = {0};
+            emu_sched sch = (emu_sched)((kind + v) % 3);
+            int rc = run_case(op, c, sch, (uint64_t)(92 + 13 * kind + v), &err, &e);
+            ran++;
+            if (rc) {
+                char d[512];
+                describe(c, d, sizeof d);
+                failed++;
+                if (!first[0])
+                    snprintf(first, sizeof first, "%s: %.500s: %.1000s", adv_names[kind], d, e.msg);
+                printf("FAILED %s: %s (%s): %s\n", adv_names[kind], d, sched_names[sch], e.msg);
+            }
+        }
+    printf("attention decode (impl=3) adversarial inputs: %d cases, %d failed, %.1f s\n", ran, failed, now() - t0);
+    fflush(stdout);
+    cr_expect_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
+}
+
+/* ---- check(), defaults ---------------------------------------------------- */
+
+static int check_of(const fcase *c, const char *arch, const char *config, pt_err *e)
+{
+    pt_target tg;
+    cr_assert_eq(pt_target_parse(arch, &tg, e), PT_OK);
+    pt_problem p = problem_of(c);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    int rc = gen_attention_op.prepare(a, &p, &tg, &pp, e);
+    if (!rc) {
+        pt_config cf;
+        attn_fa3_decode_defaults(pp, &tg, &cf);
+        pt_space s;
+        attn_fa3_decode_space(pp, &tg, &s);
+        rc = pt_config_parse(&s, config, &cf, e);
+        if (!rc)
+            rc = gen_attention_op.check(pp, &tg, &cf, e);
+    }
+    pt_arena_free(a);
+    return rc;
+}
+
+Test(attention_fa3_decode, check_refuses_in_one_line)
+{
+    static const struct {
+        fcase c;
+        const char *arch, *config, *want;
+    } bad[] = {
+        {{1, 8, 2, 1, 77, 128, BF16, false, 4, -1, false, false, 0, "", false, false}, "sm_90a", "",
+         "page_size=4: impl=3 loads a page per TMA box"},
+        {{2, 8, 2, 1, 77, 128, BF16, false, 0, -1, false, false, 0, "", true, false}, "sm_90a", "",
+         "varlen without paged KV"},
+        {{1, 8, 2, 1, 77, 96, BF16, false, 16, -1, false, false, 0, "", false, false}, "sm_90a", "",
+         "head_dim=96 head_dim_v=96: impl=3 supports 64, 128, 256"},
+        {{1, 8, 2, 1, 77, 128, BF16, false, 16, -1, false, false, 0, "", false, false}, "sm_90", "",
+         "needs sm_90a; target is sm_90"},
+        {{1, 8, 2, 1, 77, 128, BF16, false, 16, -1, false, false, 0, "", false, false}, "sm_90a", "bm=16",
+         "bm=16: impl=3's row block is the wgmma M"},
+        {{1, 8, 2, 1, 77, 256, BF16, false, 16, -1, false, false, 0, "", false, false}, "sm_90a",
+         "bn=128,ctas=2", "live registers per consumer thread"},
+        {{1, 8, 2, 1, 77, 256, BF16, false, 16, -1, false, false, 0, "", false, false}, "sm_90a",
+         "bn=32,stages=8", "bytes of shared memory"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pt_err e = {0};
+        int rc = check_of(&bad[i].c, bad[i].arch, bad[i].config, &e);
+        cr_expect_neq(rc, PT_OK, "case %zu accepted", i);
+        cr_expect(strstr(e.msg, bad[i].want) != NULL, "case %zu: '%s' does not say '%s'", i, e.msg, bad[i].want);
+        cr_expect(strchr(e.msg, '\n') == NULL, "case %zu: more than one line: %s", i, e.msg);
+    }
+}
+
+/* impl of the op's default config for a problem on an arch */
+static int64_t default_impl(const fcase *c, const char *arch)
+{
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse(arch, &tg, &e), PT_OK);
+    pt_problem p = problem_of(c);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+    pt_config cf;
+    gen_attention_op.defaults(pp, &tg, &cf);
+    cr_assert_eq(gen_attention_op.check(pp, &tg, &cf, &e), PT_OK, "%s: %s", arch, e.msg);
+    int64_t impl = pt_config_get(&cf, "impl", -1);
+    pt_arena_free(a);
+    return impl;
+}
+
+Test(attention_fa3_decode, the_sm_90a_default_is_the_wgmma_kernel_where_it_applies)
+{
+    fcase llama = {16, 32, 8, 1, 8192, 128, BF16, false, 16, -1, false, false, 0, "", false, false};
+    cr_expect_eq(default_impl(&llama, "sm_90a"), ATTN_FA3_SPLIT);
+    cr_expect_eq(default_impl(&llama, "sm_90"), ATTN_SPLIT);
+    cr_expect_eq(default_impl(&llama, "sm_80"), ATTN_SPLIT);
+    fcase small_pages = llama;
+    small_pages.page = 4; /* refused by impl=3: the split kernel */
+    cr_expect_eq(default_impl(&small_pages, "sm_90a"), ATTN_SPLIT);
+    fcase hd96 = llama;
+    hd96.d = 96;
+    cr_expect_eq(default_impl(&hd96, "sm_90a"), ATTN_SPLIT);
+}
+
+/* ---- assembly: the Llama-3-8B decode space on sm_90a ----------------------- */
+
+Test(attention_fa3_decode, llama3_8b_decode_space_assembles_for_sm_90a, .timeout = 1200)
+{
+    pt_compiler *comp = NULL;
+    pt_err e = {0};
+    if (pt_compiler_open(&comp, &e)) {
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_skip_test("no CUDA toolkit: %s", e.msg);
+    }
+    /* ptxas: nvJitLink drops setmaxnreg (C7504) and hides what ptxas says
+     * of a warp-specialised kernel */
+    if (pt_compiler_set_backend(comp, PT_BACKEND_PTXAS, &e)) {
+        pt_compiler_close(comp);
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but no ptxas: %s", e.msg);
+        cr_skip_test("no ptxas: %s", e.msg);
+    }
+    bool full = getenv("PTXTUNE_FULL_SPACE") && atoi(getenv("PTXTUNE_FULL_SPACE"));
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    fcase llama = {16, 32, 8, 1, 8192, 128, BF16, false, 16, -1, false, false, 0, "", false, false};
+    pt_problem p = problem_of(&llama);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+    pt_space s;
+    gen_attention_op.space(pp, &tg, &s);
+    double t0 = now();
+    int valid = 0, built = 0;
+    /* the kernel's text is one for every split count above 1: compile
+     * splits 1 and 2 only; a sample of every fourth (all with the
+     * environment variable) */
+    for (int64_t i = 0; i < pt_space_size(&s); i++) {
+        pt_config c;
+        pt_space_config(&s, i, &c);
+        pt_err ce = {0};
+        int64_t sp = pt_config_get(&c, "splits", 1);
+        if ((sp != 1 && sp != 2) || gen_attention_op.check(pp, &tg, &c, &ce))
+            continue;
+        if (valid++ % (full ? 1 : 4))
+            continue;
+        char cfg[256];
+        pt_config_str(&c, cfg, sizeof cfg);
+        cr_expect_eq(pt_config_get(&c, "impl", 0), ATTN_FA3_SPLIT, "%s", cfg);
+        ptx_module *m = NULL;
+        pt_launch l;
+        cr_assert_eq(pt_op_build(&gen_attention_op, pp, &tg, 0, &c, &m, &l, &ce), PT_OK, "%s: %s", cfg, ce.msg);
+        char *text = ptx_print(m);
+        cr_expect(!strstr(text, "ld.local") && !strstr(text, "st.local"), "%s: local memory in the PTX", cfg);
+        pt_resource r;
+        memset(&r, 0, sizeof r);
+        int rc = pt_compile(comp, text, &tg, NULL, NULL, &r, &ce);
+        cr_expect_eq(rc, PT_OK, "%s: %s", cfg, ce.msg);
+        for (int k = 0; k < r.ncodes; k++)
+            cr_expect(strncmp(r.codes[k], "C75", 3) != 0, "%s: %s", cfg, r.codes[k]);
+        cr_expect_eq(r.spill_stores + r.spill_loads, 0, "%s: spills", cfg);
+        cr_expect_eq(r.stack_frame, 0, "%s: stack frame", cfg);
+        if (built < 3)
+            printf("  %-48s regs %3d smem %6zu\n", cfg, r.registers, l.smem);
+        free(text);
+        ptx_module_free(m);
+        built++;
+    }
+    printf("Llama-3-8B decode (B16 Sk 8192 page 16 Hq 32 Hkv 8 d 128 bf16) on sm_90a: %d of %d valid configs "
+           "(splits 1 and 2: the text of every split count) through %s in %.1f s\n",
+           built, valid, pt_compiler_describe(comp), now() - t0);
+    cr_expect_gt(built, 0);
+    pt_arena_free(a);
+    pt_compiler_close(comp);
+}
