@@ -26,7 +26,7 @@
 typedef enum attn_impl {
     ATTN_FA2 = 0,   /* prefill, mma.sync (attention_prefill.c) */
     ATTN_SPLIT = 1, /* decode, split-KV (attention_decode.c) */
-    ATTN_FA3 = 2,   /* sm_90a wgmma (issue 16; not yet) */
+    ATTN_FA3 = 2,   /* prefill, sm_90a wgmma + TMA (attention_fa3.c) */
 } attn_impl;
 
 /* Tensor indices of tensors(): inputs in this order, the optional ones only
@@ -67,6 +67,15 @@ void attn_prefill_defaults(const pt_prepared *pp, const pt_target *t, pt_config 
 int attn_prefill_check(const pt_prepared *pp, const pt_target *t, const pt_config *c, pt_err *e);
 int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l,
                       pt_err *e);
+
+/* impl=fa3 (attention_fa3.c): sm_90a wgmma + TMA prefill; applies: the
+ * target is sm_90a and the problem a prefill one it takes (not paged,
+ * head dims 64 128 256), where it is the space and the default. */
+bool attn_fa3_applies(const pt_prepared *pp, const pt_target *t);
+int attn_fa3_space(const pt_prepared *pp, const pt_target *t, pt_space *out);
+void attn_fa3_defaults(const pt_prepared *pp, const pt_target *t, pt_config *out);
+int attn_fa3_check(const pt_prepared *pp, const pt_target *t, const pt_config *c, pt_err *e);
+int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l, pt_err *e);
 
 int attn_decode_space(const pt_prepared *pp, const pt_target *t, pt_space *out);
 void attn_decode_defaults(const pt_prepared *pp, const pt_target *t, pt_config *out);

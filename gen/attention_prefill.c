@@ -538,11 +538,7 @@ static ptx_reg xaddr_get(fa2 *g, xaddr *c, ptx_opd off, int64_t x)
 
 /* ---- the kernel ---- */
 
-/* Per-thread rows: r < 2 MI, r = 2 a + h: atom a's rows g (h 0) and g + 8 (h 1). */
-static int row_off(int r) { return 16 * (r / 2) + 8 * (r % 2); }
-/* Register index of value j (< 2 per n8 atom) of n8 atom b of per-thread row r
- * in a C fragment of `nat` n8 atoms per m atom. */
-static int creg(int nat, int r, int b, int j) { return ((r / 2) * nat + b) * 4 + (r % 2) * 2 + j; }
+/* Per-thread rows (row_off) and registers (creg) of the fragments: gen/kit/attn.h. */
 
 int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l, pt_err *e)
 {
@@ -650,23 +646,8 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
     bra(g, done, setp(g, PTX_M_GE, ptx_r(p0), ptx_r(g->sq)), false);
 
     /* visible key blocks [n_lo, n_hi) of the block's rows */
-    ptx_reg off = iop(g, PTX_OP_SUB, ptx_r(g->sk), ptx_r(g->sq)); /* Sk_b - Sq_b */
-    ptx_reg kend = g->sk;
-    if (pp->wr >= 0) {
-        ptx_reg last = iop(g, PTX_OP_MIN, ptx_r(iop(g, PTX_OP_ADD, ptx_r(plast), ptx_imm(1))), ptx_r(g->sq));
-        ptx_reg lim = iop(g, PTX_OP_ADD, ptx_r(iop(g, PTX_OP_ADD, ptx_r(last), ptx_r(off))), ptx_imm(pp->wr));
-        kend = iop(g, PTX_OP_MAX, ptx_r(iop(g, PTX_OP_MIN, ptx_r(kend), ptx_r(lim))), ptx_imm(0));
-    }
-    ptx_reg n_hi = iop(g, PTX_OP_DIV, ptx_r(iop(g, PTX_OP_ADD, ptx_r(kend), ptx_imm(g->bn - 1))), ptx_imm(g->bn));
-    ptx_reg n_lo = none;
-    ptx_reg nblk = n_hi;
-    if (pp->wl >= 0) {
-        ptx_reg first = iop(g, PTX_OP_SUB, ptx_r(iop(g, PTX_OP_ADD, ptx_r(p0), ptx_r(off))), ptx_imm(pp->wl));
-        first = iop(g, PTX_OP_MAX, ptx_r(first), ptx_imm(0));
-        n_lo = iop(g, PTX_OP_DIV, ptx_r(first), ptx_imm(g->bn));
-        nblk = iop(g, PTX_OP_SUB, ptx_r(n_hi), ptx_r(n_lo));
-    }
-    (void)n_lo;
+    kit_attn_blocks blk = kit_attn_block_range(f, p0, plast, g->sq, g->sk, pp->wl, pp->wr, g->bn);
+    ptx_reg off = blk.off, n_hi = blk.n_hi, nblk = blk.nblk;
 
     /* global views: Q rows m0.., K and V rows from the last visible block down */
     /* (packed: the sequence's row 0 of the group's first head; rows come per piece) */
@@ -764,7 +745,7 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
             for (int a = 0; a < MI; a++)
                 ldsm_x4(g, &lq, ks * MI + a, qat, false, qf[a][ks]);
     }
-    /* the mask's row terms: row i = m0 + row_base + row_off(r); key hi
+    /* the mask's row terms: row i = m0 + row_base + kit_attn_row_off(r); key hi
      * (exclusive) min(Sk_b, i + off + wr + 1), key lo i + off - wl; as
      * offsets from the lane's first column of the block */
     ptx_reg zero = kit_reg(f, ptx_imm(0));
@@ -772,7 +753,7 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
     ptx_reg rowdiag = none, rdiag[16];
     if (g->pack && (pp->wr >= 0 || pp->wl >= 0)) { /* each row its own position: (m0 + row) / group */
         for (int r = 0; r < nr; r++) {
-            ptx_reg pr = iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(iop(g, PTX_OP_ADD, ptx_r(sf.row_base), ptx_imm(row_off(r)))));
+            ptx_reg pr = iop(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(iop(g, PTX_OP_ADD, ptx_r(sf.row_base), ptx_imm(kit_attn_row_off(r)))));
             rdiag[r] = iop(g, PTX_OP_SUB, ptx_r(udiv(g, pr, g->grp)), ptx_r(sf.col_base));
             rdiag[r] = iop(g, PTX_OP_ADD, ptx_r(rdiag[r]), ptx_r(off));
         }
@@ -829,74 +810,16 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
     kit_pipe_release(&pk_);
     /* softcap: x = tanh(s scale / c) */
     if (pp->softcap > 0)
-        for (int i = 0; i < ns; i++) {
-            ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(sacc[i]), ptx_r(sacc[i]),
-                     ptx_f32((float)((double)pp->scale / (double)pp->softcap)));
-            ptx_emit(f, PTX_OP_TANH, M1(PTX_M_APPROX), F32T, ptx_r(sacc[i]), ptx_r(sacc[i]));
-        }
+        kit_attn_softcap(f, sacc, ns, (float)((double)pp->scale / (double)pp->softcap));
     /* mask: only blocks at the end of the keys or meeting a diagonal */
     {
-        ptx_reg need = setp(g, PTX_M_GT, ptx_r(n0), ptx_r(skbn));
-        ptx_reg p = need;
-        if (rlim.id) {
-            ptx_reg q = setp(g, PTX_M_GT, ptx_r(n0), ptx_r(rlim));
-            ptx_reg o2 = pred(g);
-            ptx_emit(f, PTX_OP_OR, NOM, PREDT, ptx_r(o2), ptx_r(p), ptx_r(q));
-            p = o2;
-        }
-        if (llim.id) {
-            ptx_reg q = setp(g, PTX_M_LT, ptx_r(n0), ptx_r(llim));
-            ptx_reg o2 = pred(g);
-            ptx_emit(f, PTX_OP_OR, NOM, PREDT, ptx_r(o2), ptx_r(p), ptx_r(q));
-            p = o2;
-        }
-        int skip = ptx_label_new(f);
-        bra(g, skip, p, true);
-        ptx_reg diag = g->pack ? none : iop(g, PTX_OP_SUB, ptx_r(rowdiag), ptx_r(n0));
-        ptx_reg kl = iop(g, PTX_OP_SUB, ptx_r(skc), ptx_r(n0)); /* keys in bounds from the lane's column 0 */
-        for (int r = 0; r < nr; r++) {
-            ptx_reg hi = kl, lo = none, dr = diag;
-            int ro = g->pack ? 0 : row_off(r);
-            if (g->pack && (pp->wr >= 0 || pp->wl >= 0))
-                dr = iop(g, PTX_OP_SUB, ptx_r(rdiag[r]), ptx_r(n0));
-            if (pp->wr >= 0)
-                hi = iop(g, PTX_OP_MIN, ptx_r(hi), ptx_r(iop(g, PTX_OP_ADD, ptx_r(dr), ptx_imm(ro + pp->wr + 1))));
-            if (pp->wl >= 0)
-                lo = iop(g, PTX_OP_ADD, ptx_r(dr), ptx_imm(ro - pp->wl));
-            for (int b = 0; b < NI; b++)
-                for (int q = 0; q < 2; q++) {
-                    int i = creg(NI, r, b, q);
-                    int col = sf.col[i];
-                    ptx_reg ok = setp(g, PTX_M_GT, ptx_r(hi), ptx_imm(col));
-                    if (lo.id) {
-                        ptx_reg ok2 = setp(g, PTX_M_LE, ptx_r(lo), ptx_imm(col));
-                        ptx_reg o2 = pred(g);
-                        ptx_emit(f, PTX_OP_AND, NOM, PREDT, ptx_r(o2), ptx_r(ok), ptx_r(ok2));
-                        ok = o2;
-                    }
-                    ptx_emit(f, PTX_OP_SELP, NOM, F32T, ptx_r(sacc[i]), ptx_r(sacc[i]), ptx_f32(-INFINITY),
-                             ptx_r(ok));
-                }
-        }
-        ptx_label_place(f, skip);
+        kit_attn_mask mk = {.wl = pp->wl, .wr = pp->wr, .skbn = skbn, .rlim = rlim, .llim = llim, .skc = skc,
+                            .rowdiag = rowdiag, .rdiag = rdiag, .per_row = g->pack};
+        kit_attn_mask_block(f, &mk, &sf, sacc, nr, NI, n0);
     }
     /* online softmax per row; O *= alpha; P */
     ptx_reg preg[512];
-    for (int r = 0; r < nr; r++) {
-        ptx_opd v[32], p[32];
-        for (int b = 0; b < NI; b++)
-            for (int q = 0; q < 2; q++)
-                v[2 * b + q] = ptx_r(sacc[creg(NI, r, b, q)]);
-        ptx_opd alpha = kit_softmax_update_fma(f, &st[r], v, 2 * NI, 4, p);
-        for (int b = 0; b < NI; b++)
-            for (int q = 0; q < 2; q++)
-                preg[creg(NI, r, b, q)] = p[2 * b + q].u.reg;
-        for (int b = 0; b < NO; b++)
-            for (int q = 0; q < 2; q++) {
-                ptx_reg o = oacc[creg(NO, r, b, q)];
-                ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(o), ptx_r(o), alpha);
-            }
-    }
+    kit_attn_softmax(f, st, nr, NI, sacc, preg, NO, oacc);
     /* V_j landed, every warp is done with K_j (after the softmax: ldmatrix of V
      * cannot be hoisted above the barrier, so its fragments are not live
      * during the softmax); the next K block's copies overlap P V */
@@ -936,19 +859,8 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
 
     /* ---- epilogue ---- */
     ptx_label_place(f, epi);
-    kit_redop sum = KIT_RED_SUM;
     ptx_reg lrow[16], inv[16];
-    for (int r = 0; r < nr; r++) {
-        lrow[r] = st[r].s;
-        kit_red_lanes(f, &sum, &lrow[r], 1, 4);
-        /* 1 / l, 0 when l = 0 (no visible key) */
-        ptx_reg rc_ = ptx_reg_new(f, PTX_T_F32);
-        ptx_emit(f, PTX_OP_RCP, M1(PTX_M_RN), F32T, ptx_r(rc_), ptx_r(lrow[r]));
-        ptx_reg z = pred(g);
-        ptx_emit(f, PTX_OP_SETP, M1(PTX_M_GT), F32T, ptx_r(z), ptx_r(lrow[r]), ptx_f32(0.0f));
-        inv[r] = ptx_reg_new(f, PTX_T_F32);
-        ptx_emit(f, PTX_OP_SELP, NOM, F32T, ptx_r(inv[r]), ptx_r(rc_), ptx_f32(0.0f), ptx_r(z));
-    }
+    kit_attn_finalize(f, st, nr, lrow, inv); /* 1 / l, 0 when l = 0 (no visible key) */
     /* O / l as the dtype, staged through shared memory (the tile `to`, over
      * Q, K and V: the barrier has every warp done with them), then stored
      * 16 bytes a lane. Each warp writes and reads back only its own rows
@@ -978,7 +890,7 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
         xaddr xa = {0};
         for (int r = 0; r < nr; r++)
             for (int b = 0; b < NO; b++) {
-                int64_t dr = row_off(r), db = (int64_t)b * 8 * es, imm = 0, x;
+                int64_t dr = kit_attn_row_off(r), db = (int64_t)b * 8 * es, imm = 0, x;
                 ptx_reg a = none;
                 for (int k = 0; k < nac && !a.id; k++)
                     if (kit_shift_ok(&g->to, dr - ac[k].dr, db - ac[k].db)) {
@@ -1004,7 +916,7 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
                 ptx_opd v[2];
                 for (int q = 0; q < 2; q++) {
                     ptx_reg o = ptx_reg_new(f, PTX_T_F32);
-                    ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(o), ptx_r(oacc[creg(NO, r, b, q)]), ptx_r(inv[r]));
+                    ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(o), ptx_r(oacc[kit_attn_creg(NO, r, b, q)]), ptx_r(inv[r]));
                     v[q] = ptx_r(o);
                 }
                 kit_store(f, &io, pp->dt, a, imm, 2, v);
@@ -1129,20 +1041,17 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
         }
         ptx_reg t0 = setp(g, PTX_M_EQ, ptx_r(iop(g, PTX_OP_AND, ptx_r(g->lane), ptx_imm(3))), ptx_imm(0));
         for (int r = 0; r < nr; r++) {
-            ptx_reg lg = ptx_reg_new(f, PTX_T_F32), v = ptx_reg_new(f, PTX_T_F32);
-            ptx_emit(f, PTX_OP_LG2, M1(PTX_M_APPROX), F32T, ptx_r(lg), ptx_r(lrow[r]));
-            ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(lg), ptx_r(lg), ptx_f32(0.693147180559945309f));
-            ptx_emit(f, PTX_OP_FMA, M1(PTX_M_RN), F32T, ptx_r(v), ptx_r(st[r].m), ptx_f32(g->k), ptx_r(lg));
+            ptx_reg v = kit_attn_lse(f, &st[r], lrow[r], g->k);
             ptx_reg ok, la = lb;
             int64_t limm = 0;
             if (g->pack) {
-                ptx_reg pr = iop(g, PTX_OP_ADD, ptx_r(orow), ptx_imm(row_off(r)));
+                ptx_reg pr = iop(g, PTX_OP_ADD, ptx_r(orow), ptx_imm(kit_attn_row_off(r)));
                 ptx_reg pos = udiv(g, pr, g->grp);
                 la = addr(g, addr(g, lb, ptx_r(umod(g, pr, g->grp)), pp->Sq * 4), ptx_r(pos), 4);
                 ok = setp(g, PTX_M_LT, ptx_r(pos), ptx_r(g->sq));
             } else {
-                limm = row_off(r) * 4;
-                ok = setp(g, PTX_M_GT, ptx_r(orem), ptx_imm(row_off(r)));
+                limm = kit_attn_row_off(r) * 4;
+                ok = setp(g, PTX_M_GT, ptx_r(orem), ptx_imm(kit_attn_row_off(r)));
             }
             ptx_reg w = pred(g);
             ptx_emit(f, PTX_OP_AND, NOM, PREDT, ptx_r(w), ptx_r(ok), ptx_r(t0));

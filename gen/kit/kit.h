@@ -14,5 +14,6 @@
 #include "gen/kit/reduce.h"
 #include "gen/kit/io.h"
 #include "gen/kit/tma.h"
+#include "gen/kit/attn.h"
 
 #endif

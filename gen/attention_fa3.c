@@ -1,0 +1,594 @@
+/* The attention prefill kernel for sm_90a, flash-attention-3 style
+ * (impl=fa3; issue 16 item 1; design ../shared/design/attention_hopper.md
+ * 1.8; facts shared/ref/ptx-sm90.md). Built from the kit: TMA loads
+ * (gen/kit/tma.h), the mbarrier ring (KIT_PIPE_MBARRIER, gen/kit/pipe.h),
+ * wgmma atoms and the attention pieces shared with the mma.sync kernel
+ * and the sm_90a decode kernel (gen/kit/attn.h: block range, masks,
+ * softcap, online softmax, finalize, lse, S = Q K^T by wgmma SS, O += P V
+ * by wgmma RS).
+ *
+ * Grid (m blocks, Hq, B); one CTA of 128 (1 + C) threads per bm = 64 C
+ * query rows of one (sequence, query head); the kv head is h / group.
+ *   warpgroup 0, the producer: setmaxnreg.dec; one elected thread of its
+ *     warp 0 loads Q once (d / 64 TMA boxes of 64 columns x bm rows, 128B
+ *     swizzle) on its own mbarrier, then for every visible key block, from
+ *     the last one down, K (d / 64 boxes of bn rows) and V (dv / 64 boxes)
+ *     each into a `stages`-deep full/empty mbarrier ring (acquire waits for
+ *     the consumers to free the stage);
+ *   warpgroups 1..C, the consumers (setmaxnreg.inc), 64 rows each: per key
+ *     block wait K; S = Q K^T (wgmma SS m64n{bn}k16, d / 16 steps, the
+ *     first from zero); wait_group 0; release K; softcap; the mask only on
+ *     blocks at the end of the keys or meeting a diagonal / window edge
+ *     (a uniform branch around it); the online softmax of the wgmma D
+ *     fragment (one fma + ex2 a score, the scale folded in; quad max); O *=
+ *     alpha; wait V; P = cvt.rn pairs of the exponentials, which are the RS
+ *     A fragments; O += P V (wgmma RS m64n{dv}k16, V MN-major); wait_group
+ *     0; release V. The loops carry .pragma "nounroll".
+ *   epilogue (consumers): l quad-summed, O / l (0 for a row without a
+ *     visible key), stored from the fragment 4 bytes a pair (rows past the
+ *     sequence not stored); lse from the row statistics.
+ * Key blocks nobody sees are never loaded (kit_attn_block_range); a CTA
+ * with none writes o = 0 and lse = -inf. Sequence lengths are run-time
+ * parameters or come from cu_seqlens / seqused_k; the TMA maps are over
+ * whole tensors (bshd (d, H, S, B), bhsd (d, S, H, B), varlen (d, H,
+ * total)), so a block's rows past the tensor are zero-filled by TMA and
+ * rows past the sequence (varlen: the next sequence's) are masked (K) or
+ * not stored (Q). Paged K/V and head dim 96 are refused by check() in one
+ * line; on sm_90a those problems default to impl=fa2 (which reads paged
+ * K/V and serves hd96). Not yet: pingpong between the consumers and
+ * intra-warpgroup overlap of the softmax with the next QK^T (the waits are
+ * wait_group 0), packed GQA, a TMA O store.
+ *
+ * Shared memory (dynamic, base rounded up to 1024 at run time, 1 KB of
+ * slack): sQ d / 64 sub-tiles of bm x 128 bytes; K ring `stages` x d / 64
+ * sub-tiles of bn x 128 bytes; V ring `stages` x dv / 64 boxes of bn x
+ * 128 bytes; then the barriers: Q full/empty, K full[S] empty[S], V
+ * full[S] empty[S]. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gen/attention_int.h"
+#include "ptx/emu/tmap.h"
+#include "ptx/target.h"
+
+/* setmaxnreg splits by consumer warpgroups (entry registers: 168 for 256
+ * and 384 threads, 128 for 512): 40/232, 40/232, 32/160 */
+static const int prod_regs[4] = {0, 40, 40, 32}, cons_regs[4] = {0, 232, 232, 160};
+enum { FA3_REG_RESERVE = 40 }; /* addresses, softmax state, loop counters beside S, P and O */
+
+typedef struct fa3 {
+    const pt_prepared *pp;
+    ptx_fn *f;
+    const kit_atom *mma;   /* m16n8k16 of the dtype: the fragment maps */
+    kit_atom ws, wo;       /* wgmma m64n{bn}k16, m64n{dv}k16 */
+    int bm, bn, stages, cons, threads;
+    int es, NI, NO;
+    int64_t qsub, ksub, vbox;  /* sub-tile / box bytes */
+    int64_t qbytes, kbytes, vbytes, region, smem;
+    float k;               /* softmax exponent scale (scale, or softcap c) */
+} fa3;
+
+static bool fa3_target(const pt_target *t) { return t->sm == 90 && t->arch_specific; }
+
+static bool fa3_dim(int64_t d) { return d == 64 || d == 128 || d == 256; }
+
+bool attn_fa3_applies(const pt_prepared *pp, const pt_target *t)
+{
+    return fa3_target(t) && !attn_decode_kind(pp) && pp->page == 0 && fa3_dim(pp->d) && fa3_dim(pp->dv);
+}
+
+static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *c, fa3 *g, pt_err *e)
+{
+    memset(g, 0, sizeof *g);
+    g->pp = pp;
+    char tn[16];
+    int64_t impl = pt_config_get(c, "impl", ATTN_FA3);
+    if (impl != ATTN_FA3)
+        return pt_errf(e, PT_EINVAL, "impl=%lld: the sm_90a prefill kernel is impl=%d (fa3)", (long long)impl,
+                       ATTN_FA3);
+    if (!fa3_target(t))
+        return pt_errf(e, PT_EUNSUPPORTED, "impl=2 (fa3) needs sm_90a; target is %s",
+                       pt_target_name(t, tn, sizeof tn));
+    g->mma = kit_atom_get(pp->dt);
+    if (!g->mma || g->mma->kind != KIT_ATOM_MMA_SYNC || g->mma->k != 16 || g->mma->es != 2)
+        return pt_errf(e, PT_EUNSUPPORTED, "impl=2 (fa3): dtype %s (f16 or bf16)", pt_dtype_get(pp->dt)->name);
+    if (!fa3_dim(pp->d) || !fa3_dim(pp->dv))
+        return pt_errf(e, PT_EUNSUPPORTED,
+                       "impl=2 (fa3): head_dim=%lld head_dim_v=%lld: 64 128 256 (impl=0, fa2, serves 96)",
+                       (long long)pp->d, (long long)pp->dv);
+    if (pp->page)
+        return pt_errf(e, PT_EUNSUPPORTED, "impl=2 (fa3): paged K/V is not supported (impl=0, fa2, reads it)");
+    if (!(pp->scale > 0) || (pp->softcap != 0 && !(pp->softcap > 0)))
+        return pt_errf(e, PT_EUNSUPPORTED, "impl=2 (fa3): softmax_scale %g softcap %g (positive)",
+                       (double)pp->scale, (double)pp->softcap);
+    g->bm = (int)pt_config_get(c, "bm", 128);
+    g->bn = (int)pt_config_get(c, "bn", 128);
+    g->stages = (int)pt_config_get(c, "stages", 2);
+    if (g->bm != 64 && g->bm != 128 && g->bm != 192)
+        return pt_errf(e, PT_EINVAL, "bm=%d: 64, 128 or 192 (64 rows per consumer warpgroup)", g->bm);
+    if (g->bn < 16 || g->bn > 256 || g->bn % 16)
+        return pt_errf(e, PT_EINVAL, "bn=%d: a multiple of 16 up to 256 (the wgmma N of S, P V's k)", g->bn);
+    if (g->stages < 2 || g->stages > 4)
+        return pt_errf(e, PT_EINVAL, "stages=%d: 2..4", g->stages);
+    ptx_type ab = pp->dt == PT_BF16 ? PTX_T_BF16 : PTX_T_F16;
+    if (!kit_wgmma_atom(ab, PTX_T_F32, g->bn, &g->ws) || !kit_wgmma_atom(ab, PTX_T_F32, (int)pp->dv, &g->wo))
+        return pt_errf(e, PT_EINVAL, "bn=%d head_dim_v=%lld: not wgmma N values", g->bn, (long long)pp->dv);
+    g->cons = g->bm / 64;
+    g->threads = 128 * (1 + g->cons);
+    g->es = 2;
+    g->NI = g->bn / 8;
+    g->NO = (int)pp->dv / 8;
+    g->qsub = (int64_t)g->bm * 128;
+    g->ksub = (int64_t)g->bn * 128;
+    g->vbox = (int64_t)g->bn * 128;
+    g->qbytes = g->qsub * (pp->d / 64);
+    g->kbytes = g->ksub * (pp->d / 64);
+    g->vbytes = g->vbox * (pp->dv / 64);
+    g->region = g->qbytes + g->stages * (g->kbytes + g->vbytes);
+    g->smem = 1024 + g->region + 16 * (1 + 2 * g->stages);
+    g->k = pp->softcap > 0 ? pp->softcap : pp->scale;
+    return PT_OK;
+}
+
+/* Live values of a consumer thread: S bn / 2, P bn / 4 (packed), O dv / 2. */
+static int64_t live_regs(const fa3 *g) { return g->bn / 2 + g->bn / 4 + g->pp->dv / 2; }
+
+int attn_fa3_check(const pt_prepared *pp, const pt_target *t, const pt_config *c, pt_err *e)
+{
+    fa3 g;
+    int rc = geometry(pp, t, c, &g, e);
+    if (rc)
+        return rc;
+    uint32_t lim = pt_target_smem_limit(t->sm);
+    if (g.smem > (int64_t)lim)
+        return pt_errf(e, PT_EINVAL,
+                       "shared memory %lld bytes (Q %lld + %d x (K %lld + V %lld), 1 KB alignment slack, barriers) "
+                       "over sm_90a's %u", (long long)g.smem, (long long)g.qbytes, g.stages, (long long)g.kbytes,
+                       (long long)g.vbytes, lim);
+    int budget = 128 * prod_regs[g.cons] + 128 * g.cons * cons_regs[g.cons];
+    if (budget > 65536)
+        return pt_errf(e, PT_EINTERNAL, "bm=%d: setmaxnreg %d/%d needs %d registers, 65536 exist", g.bm,
+                       prod_regs[g.cons], cons_regs[g.cons], budget);
+    int64_t live = live_regs(&g), room = cons_regs[g.cons] - FA3_REG_RESERVE;
+    if (live > room)
+        return pt_errf(e, PT_EINVAL,
+                       "bm=%d bn=%d: %lld live values per consumer thread (S %d + P %d + O %lld) over %lld of its %d "
+                       "registers (would spill)", g.bm, g.bn, (long long)live, g.bn / 2, g.bn / 4,
+                       (long long)(pp->dv / 2), (long long)room, cons_regs[g.cons]);
+    int64_t nmb = (pp->Sq + g.bm - 1) / g.bm;
+    if (nmb > 0x7fffffffll)
+        return pt_errf(e, PT_ERANGE, "%lld m blocks: grid x holds at most 2^31-1", (long long)nmb);
+    return PT_OK;
+}
+
+int attn_fa3_space(const pt_prepared *pp, const pt_target *t, pt_space *out)
+{
+    (void)pp;
+    (void)t;
+    memset(out, 0, sizeof *out);
+    pt_param_space ps[] = {
+        {"impl", "kernel kind (2: fa3, sm_90a wgmma + TMA, warp-specialised prefill)", 1, {ATTN_FA3}},
+        {"bm", "query rows per CTA (64 per consumer warpgroup)", 3, {128, 64, 192}},
+        {"bn", "keys per K/V block (the wgmma N of S, a multiple of 16)", 8, {128, 64, 80, 96, 112, 144, 176, 192}},
+        {"stages", "K and V mbarrier ring depth", 2, {2, 3}},
+    };
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
+        out->p[out->nparams++] = ps[i];
+    return PT_OK;
+}
+
+/* Flash-attention 3's tile table (hopper/tile_size.h) within this
+ * kernel's register and shared-memory budget: bm 128 (64 for Sq <= 64),
+ * bn 128 for hd64 and hd128, 80 for hd256; 2 stages. */
+void attn_fa3_defaults(const pt_prepared *pp, const pt_target *t, pt_config *out)
+{
+    memset(out, 0, sizeof *out);
+    pt_space s;
+    attn_fa3_space(pp, t, &s);
+    for (int i = 0; i < s.nparams; i++)
+        pt_config_set(out, s.p[i].name, s.p[i].values[0]);
+    int64_t d = pp->d > pp->dv ? pp->d : pp->dv;
+    pt_config_set(out, "bm", pp->Sq <= 64 ? 64 : 128);
+    pt_config_set(out, "bn", d >= 256 ? 80 : 128);
+    pt_config_set(out, "stages", 2);
+    pt_space_default(&s, attn_fa3_check, pp, t, out);
+}
+
+/* ---- emission helpers ---- */
+
+static ptx_reg r32(fa3 *g) { return ptx_reg_new(g->f, PTX_T_B32); }
+static ptx_reg iop(fa3 *g, ptx_op op, ptx_opd a, ptx_opd b) { return kit_reg(g->f, kit_iop(g->f, op, a, b)); }
+
+static ptx_reg sreg(fa3 *g, ptx_sreg s)
+{
+    ptx_reg r = r32(g);
+    ptx_emit(g->f, PTX_OP_MOV, NOM, U32T, ptx_r(r), ptx_sr(s));
+    return r;
+}
+
+static ptx_reg setp(fa3 *g, ptx_mod cmp, ptx_opd a, ptx_opd b)
+{
+    ptx_reg p = ptx_reg_new(g->f, PTX_T_PRED);
+    ptx_emit(g->f, PTX_OP_SETP, M1(cmp), S32T, ptx_r(p), a, b);
+    return p;
+}
+
+static void bra(fa3 *g, int label, ptx_reg p, bool neg)
+{
+    ptx_ins *in = ptx_emit(g->f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(label));
+    if (p.id)
+        ptx_guard(in, p, neg);
+}
+
+/* p64 + a * bytes (a: a u32 register; bytes < 2^32). */
+static ptx_reg addr(fa3 *g, ptx_reg p64, ptx_reg a, int64_t bytes)
+{
+    ptx_fn *f = g->f;
+    if (bytes == 0)
+        return p64;
+    ptx_reg off = ptx_reg_new(f, PTX_T_B64), d = ptx_reg_new(f, PTX_T_B64);
+    if (bytes <= 0xffffffffll) {
+        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_WIDE), U32T, ptx_r(off), ptx_r(a), ptx_imm(bytes));
+    } else {
+        ptx_reg w = ptx_reg_new(f, PTX_T_B64);
+        ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U64, PTX_T_U32), ptx_r(w), ptx_r(a));
+        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), U64T, ptx_r(off), ptx_r(w), ptx_imm(bytes));
+    }
+    ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(d), ptx_r(p64), ptx_r(off));
+    return d;
+}
+
+static ptx_reg param_ptr(fa3 *g, pt_launch *l, const char *name, pt_arg arg)
+{
+    const char *pn = ptx_param_ptr(g->f, name, 16);
+    l->args[l->nargs++] = arg;
+    ptx_reg r = ptx_reg_new(g->f, PTX_T_B64), d = ptx_reg_new(g->f, PTX_T_B64);
+    ptx_emit(g->f, PTX_OP_LD, M1(PTX_M_PARAM), U64T, ptx_r(r), ptx_saddr(pn, 0));
+    ptx_emit(g->f, PTX_OP_CVTA, M2(PTX_M_TO, PTX_M_GLOBAL), U64T, ptx_r(d), ptx_r(r));
+    return d;
+}
+
+static ptx_reg param_u32(fa3 *g, pt_launch *l, const char *name, uint64_t v)
+{
+    const char *pn = ptx_param_add(g->f, name, PTX_T_U32);
+    l->args[l->nargs++] = (pt_arg){PT_ARG_U32, 0, v, 0};
+    ptx_reg r = r32(g);
+    ptx_emit(g->f, PTX_OP_LD, M1(PTX_M_PARAM), U32T, ptx_r(r), ptx_saddr(pn, 0));
+    return r;
+}
+
+static ptx_reg ld_s32(fa3 *g, ptx_reg p, ptx_reg idx)
+{
+    ptx_reg a = addr(g, p, idx, 4), r = r32(g);
+    ptx_emit(g->f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(r), ptx_addr(a, 0));
+    return r;
+}
+
+/* The TMA map of q (which 0), k (1) or v (2): innermost first (d, head,
+ * token, batch) for bshd, (d, token, head, batch) for bhsd, (d, head,
+ * token) over the packed rows for varlen; boxes of 64 columns x `rows`
+ * tokens x one head, 128B swizzle, zero fill. */
+static pt_tmap qkv_map(const fa3 *g, int which, int rows)
+{
+    const pt_prepared *pp = g->pp;
+    const int64_t *st = which == 0 ? pp->sq : which == 1 ? pp->sk : pp->sv;
+    int64_t S = which == 0 ? pp->Sq : pp->Sk, H = which == 0 ? pp->Hq : pp->Hkv;
+    int64_t D = which == 2 ? pp->dv : pp->d;
+    int idx = which == 0 ? pp->t.q : which == 1 ? pp->t.k : pp->t.v;
+    pt_tmap m = {.of = PT_ARG_INPUT, .index = idx, .dtype = kit_tma_dtype(pp->dt), .l2promo = EMU_TMAP_L2_256B,
+                 .oobfill = EMU_TMAP_OOB_ZERO, .swizzle = EMU_TMAP_SWIZZLE_128B};
+    int es = g->es;
+    m.dims[0] = (uint64_t)D;
+    m.box[0] = 64;
+    if (pp->varlen) {
+        m.rank = 3;
+        m.dims[1] = (uint64_t)H;
+        m.dims[2] = (uint64_t)(pp->B * S);
+        m.strides[0] = (uint64_t)(st[1] * es);
+        m.strides[1] = (uint64_t)(st[0] * es);
+        m.box[1] = 1;
+        m.box[2] = (uint32_t)rows;
+        return m;
+    }
+    m.rank = 4;
+    bool tok1 = pp->bhsd; /* dimension 1 is the token (bhsd) or the head (bshd) */
+    m.dims[1] = (uint64_t)(tok1 ? S : H);
+    m.dims[2] = (uint64_t)(tok1 ? H : S);
+    m.dims[3] = (uint64_t)pp->B;
+    m.strides[0] = (uint64_t)(st[tok1 ? 0 : 1] * es);
+    m.strides[1] = (uint64_t)(st[tok1 ? 1 : 0] * es);
+    m.strides[2] = (uint64_t)(st[2] * es);
+    m.box[1] = tok1 ? (uint32_t)rows : 1;
+    m.box[2] = tok1 ? 1 : (uint32_t)rows;
+    m.box[3] = 1;
+    return m;
+}
+
+/* The boxes of one tile (Q, a K stage or a V stage): ncol / 64 boxes of 64
+ * columns at dst + c step, tokens from tok, head hd, sequence b. */
+static void tile_load(fa3 *g, ptx_reg map, ptx_reg dst, int64_t step, int64_t ncol, ptx_reg tok, ptx_reg hd,
+                      ptx_reg b, ptx_reg bar)
+{
+    const pt_prepared *pp = g->pp;
+    for (int64_t c = 0; c < ncol / 64; c++) {
+        ptx_reg d = c ? iop(g, PTX_OP_ADD, ptx_r(dst), ptx_imm(c * step)) : dst;
+        ptx_opd co[4];
+        co[0] = ptx_imm(64 * c);
+        int rank = pp->varlen ? 3 : 4;
+        if (pp->varlen || !pp->bhsd) {
+            co[1] = ptx_r(hd);
+            co[2] = ptx_r(tok);
+        } else {
+            co[1] = ptx_r(tok);
+            co[2] = ptx_r(hd);
+        }
+        co[3] = ptx_r(b);
+        kit_tma_load(g->f, d, map, rank, co, bar);
+    }
+}
+
+/* ---- the kernel ---- */
+
+int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l, pt_err *e)
+{
+    fa3 G, *g = &G;
+    int rc = attn_fa3_check(pp, &pp->target, c, e);
+    if (rc)
+        return rc;
+    geometry(pp, &pp->target, c, g, e);
+    char cfg[256], name[128], sig[512];
+    pt_config_str(c, cfg, sizeof cfg);
+    snprintf(sig, sizeof sig, "%s|%lld %lld %lld %lld %lld %lld %lld %d %lld %lld %.9g %.9g %d %d %d %d", cfg,
+             (long long)pp->B, (long long)pp->Hq, (long long)pp->Hkv, (long long)pp->Sq, (long long)pp->Sk,
+             (long long)pp->d, (long long)pp->dv, pp->causal, (long long)pp->wl, (long long)pp->wr,
+             (double)pp->scale, (double)pp->softcap, pp->bhsd, pp->varlen, pp->seqused, pp->lse);
+    snprintf(name, sizeof name, "attn_fa3_%s_d%lld_%016llx", pt_dtype_get(pp->dt)->name, (long long)pp->d,
+             (unsigned long long)pt_hash64(sig, strlen(sig)));
+    g->f = ptx_fn_new(m, name);
+    ptx_fn *f = g->f;
+    f->cap_body = 0;
+    f->body = pt_arena_grow(m->arena, NULL, sizeof *f->body, &f->cap_body, 2048);
+    f->maxntid[0] = g->threads;
+    f->maxntid[1] = f->maxntid[2] = 1;
+    if (g->threads >= 384)
+        f->minnctapersm = 1; /* entry registers 65536 / threads: setmaxnreg is honoured */
+    else
+        f->maxnreg = 168;
+    ptx_module_extern_shared(m, "attn_smem", 128);
+    int es = g->es, NI = g->NI, NO = g->NO, C = g->cons;
+    ptx_reg none = {0};
+
+    /* parameters, in pt_launch order */
+    l->nargs = 0;
+    l->ntmaps = 0;
+    ptx_reg po = param_ptr(g, l, "o", (pt_arg){PT_ARG_OUTPUT, pp->t.o, 0, 0});
+    ptx_reg plse = pp->lse ? param_ptr(g, l, "lse", (pt_arg){PT_ARG_OUTPUT, pp->t.lse, 0, 0}) : none;
+    pt_tmap mq = qkv_map(g, 0, g->bm), mk = qkv_map(g, 1, g->bn), mv = qkv_map(g, 2, g->bn);
+    ptx_reg tq = kit_tma_param(f, l, "tmq", &mq);
+    ptx_reg tk = kit_tma_param(f, l, "tmk", &mk);
+    ptx_reg tv = kit_tma_param(f, l, "tmv", &mv);
+    ptx_reg pcq = none, pck = none, psu = none;
+    if (pp->varlen) {
+        pcq = param_ptr(g, l, "cu_seqlens_q", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_q, 0, 0});
+        pck = param_ptr(g, l, "cu_seqlens_k", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_k, 0, 0});
+    }
+    if (pp->seqused)
+        psu = param_ptr(g, l, "seqused_k", (pt_arg){PT_ARG_INPUT, pp->t.seqused_k, 0, 0});
+    ptx_reg sq = none, sk = none;
+    if (!pp->varlen) {
+        sq = param_u32(g, l, "seqlen_q", (uint64_t)pp->Sq);
+        if (!pp->seqused)
+            sk = param_u32(g, l, "seqlen_k", (uint64_t)pp->Sk);
+    }
+
+    /* the CTA: m block, head, sequence; lengths; visible key blocks */
+    ptx_reg tid = sreg(g, PTX_S_TID_X);
+    ptx_reg lane = iop(g, PTX_OP_AND, ptx_r(tid), ptx_imm(31));
+    ptx_reg mb = sreg(g, PTX_S_CTAID_X), h = sreg(g, PTX_S_CTAID_Y), b = sreg(g, PTX_S_CTAID_Z);
+    int64_t nmb = (pp->Sq + g->bm - 1) / g->bm;
+    if (pp->causal || pp->wr >= 0) /* the longest rows first */
+        mb = iop(g, PTX_OP_SUB, ptx_imm(nmb - 1), ptx_r(mb));
+    ptx_reg m0 = iop(g, PTX_OP_MUL, ptx_r(mb), ptx_imm(g->bm));
+    ptx_reg hk = h;
+    if (pp->group > 1)
+        hk = iop(g, PTX_OP_DIV, ptx_r(h), ptx_imm(pp->group));
+    ptx_reg tq0 = none, tk0 = none;
+    if (pp->varlen) {
+        ptx_reg b1 = iop(g, PTX_OP_ADD, ptx_r(b), ptx_imm(1));
+        tq0 = ld_s32(g, pcq, b);
+        sq = iop(g, PTX_OP_SUB, ptx_r(ld_s32(g, pcq, b1)), ptx_r(tq0));
+        tk0 = ld_s32(g, pck, b);
+        sk = iop(g, PTX_OP_SUB, ptx_r(ld_s32(g, pck, b1)), ptx_r(tk0));
+    }
+    if (pp->seqused)
+        sk = ld_s32(g, psu, b);
+    int done = ptx_label_new(f);
+    bra(g, done, setp(g, PTX_M_GE, ptx_r(m0), ptx_r(sq)), false);
+    ptx_reg plast = iop(g, PTX_OP_ADD, ptx_r(m0), ptx_imm(g->bm - 1));
+    kit_attn_blocks kb = kit_attn_block_range(f, m0, plast, sq, sk, pp->wl, pp->wr, g->bn);
+
+    /* shared memory and the three rings */
+    ptx_reg raw = r32(g);
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(raw), ptx_sym("attn_smem"));
+    ptx_reg base = iop(g, PTX_OP_AND, ptx_r(iop(g, PTX_OP_ADD, ptx_r(raw), ptx_imm(1023))), ptx_imm(-1024));
+    ptx_reg sK = iop(g, PTX_OP_ADD, ptx_r(base), ptx_imm(g->qbytes));
+    ptx_reg sV = iop(g, PTX_OP_ADD, ptx_r(sK), ptx_imm(g->stages * g->kbytes));
+    ptx_reg bq = iop(g, PTX_OP_ADD, ptx_r(base), ptx_imm(g->region));
+    ptx_reg bk = iop(g, PTX_OP_ADD, ptx_r(bq), ptx_imm(16));
+    ptx_reg bv = iop(g, PTX_OP_ADD, ptx_r(bk), ptx_imm(16 * g->stages));
+    kit_pipe pq, pk, pv;
+    if (kit_pipe_init_mbar(f, &pq, 1, g->qbytes, base, bq, 1) ||
+        kit_pipe_init_mbar(f, &pk, g->stages, g->kbytes, sK, bk, 4 * C) ||
+        kit_pipe_init_mbar(f, &pv, g->stages, g->vbytes, sV, bv, 4 * C))
+        return pt_errf(e, PT_EINTERNAL, "attention fa3: bad mbarrier ring");
+    ptx_reg t0 = setp(g, PTX_M_EQ, ptx_r(tid), ptx_imm(0));
+    kit_pipe_mbar_setup(&pq, t0);
+    kit_pipe_mbar_setup(&pk, t0);
+    kit_pipe_mbar_setup(&pv, t0);
+    ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(0));
+    ptx_reg nb0 = setp(g, PTX_M_LE, ptx_r(kb.nblk), ptx_imm(0));
+    ptx_reg n0 = r32(g); /* first key of the current block: the last visible block first */
+    ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), U32T, ptx_r(n0), ptx_r(iop(g, PTX_OP_SUB, ptx_r(kb.n_hi), ptx_imm(1))),
+             ptx_imm(g->bn));
+    ptx_reg j = r32(g);
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(j), ptx_imm(0));
+
+    /* warpgroup 0 produces, the others consume */
+    int cons = ptx_label_new(f);
+    ptx_reg wg = iop(g, PTX_OP_SHR, ptx_r(tid), ptx_imm(7));
+    bra(g, cons, setp(g, PTX_M_NE, ptx_r(wg), ptx_imm(0)), false);
+    {
+        ptx_emit(f, PTX_OP_SETMAXNREG, M3(PTX_M_DEC, PTX_M_SYNC, PTX_M_ALIGNED), U32T, ptx_imm(prod_regs[C]));
+        ptx_reg warp = iop(g, PTX_OP_SHR, ptx_r(tid), ptx_imm(5));
+        bra(g, done, setp(g, PTX_M_NE, ptx_r(warp), ptx_imm(0)), false);
+        ptx_reg lead = ptx_reg_new(f, PTX_T_PRED);
+        ptx_emit(f, PTX_OP_ELECT, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_pair((ptx_reg){0}, lead), ptx_hex(0xffffffff));
+        bra(g, done, lead, true);
+        bra(g, done, nb0, false);
+        kit_tma_prefetch(f, tq);
+        kit_tma_prefetch(f, tk);
+        kit_tma_prefetch(f, tv);
+        ptx_reg bz = pp->varlen ? none : b;
+        ptx_reg qtok = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(tq0), ptx_r(m0)) : m0;
+        ptx_reg st = kit_pipe_acquire(&pq);
+        kit_pipe_arrive_tx(&pq, g->qbytes);
+        tile_load(g, tq, st, g->qsub, pp->d, qtok, h, bz, kit_pipe_full(&pq));
+        kit_pipe_commit(&pq);
+        int top = ptx_label_new(f);
+        ptx_label_place(f, top);
+        ptx_pragma_nounroll(f);
+        ptx_reg ktok = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(tk0), ptx_r(n0)) : n0;
+        st = kit_pipe_acquire(&pk);
+        kit_pipe_arrive_tx(&pk, g->kbytes);
+        tile_load(g, tk, st, g->ksub, pp->d, ktok, hk, bz, kit_pipe_full(&pk));
+        kit_pipe_commit(&pk);
+        st = kit_pipe_acquire(&pv);
+        kit_pipe_arrive_tx(&pv, g->vbytes);
+        tile_load(g, tv, st, g->vbox, pp->dv, ktok, hk, bz, kit_pipe_full(&pv));
+        kit_pipe_commit(&pv);
+        ptx_emit(f, PTX_OP_SUB, NOM, S32T, ptx_r(n0), ptx_r(n0), ptx_imm(g->bn));
+        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(j), ptx_r(j), ptx_imm(1));
+        bra(g, top, setp(g, PTX_M_LT, ptx_r(j), ptx_r(kb.nblk)), false);
+        bra(g, done, none, false);
+    }
+
+    /* ---- consumers ---- */
+    ptx_label_place(f, cons);
+    ptx_emit(f, PTX_OP_SETMAXNREG, M3(PTX_M_INC, PTX_M_SYNC, PTX_M_ALIGNED), U32T, ptx_imm(cons_regs[C]));
+    ptx_reg ct = iop(g, PTX_OP_SUB, ptx_r(tid), ptx_imm(128));
+    ptx_reg cwg = iop(g, PTX_OP_SHR, ptx_r(ct), ptx_imm(7));
+    ptx_reg wrow = iop(g, PTX_OP_MUL, ptx_r(iop(g, PTX_OP_SHR, ptx_r(ct), ptx_imm(5))), ptx_imm(16));
+    pk.arrive_pred = pv.arrive_pred = setp(g, PTX_M_EQ, ptx_r(lane), ptx_imm(0));
+    int no = NO * 4, ns = NI * 4, nr = 2;
+    pt_arena *ar = m->arena;
+    ptx_reg *oacc = pt_arena_alloc(ar, (size_t)no * sizeof(ptx_reg));
+    ptx_reg *sacc = pt_arena_alloc(ar, (size_t)ns * sizeof(ptx_reg));
+    ptx_reg *preg = pt_arena_alloc(ar, (size_t)ns * sizeof(ptx_reg));
+    for (int i = 0; i < no; i++) {
+        oacc[i] = ptx_reg_new(f, PTX_T_F32);
+        ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(oacc[i]), ptx_f32(0.0f));
+    }
+    for (int i = 0; i < ns; i++)
+        sacc[i] = ptx_reg_new(f, PTX_T_F32);
+    kit_softmax sm[2];
+    for (int r = 0; r < nr; r++)
+        sm[r] = kit_softmax_new(f, g->k);
+    ptx_reg zero = kit_reg(f, ptx_imm(0));
+    kit_frag sf = kit_frag_mma_c(f, g->mma, 1, NI, sacc, wrow, zero, lane);
+    int epi = ptx_label_new(f);
+    bra(g, epi, nb0, false);
+    /* the mask's terms (gen/kit/attn.h kit_attn_mask) */
+    kit_attn_mask mask = {.wl = pp->wl, .wr = pp->wr};
+    mask.rowdiag = iop(g, PTX_OP_SUB, ptx_r(iop(g, PTX_OP_ADD, ptx_r(m0), ptx_r(sf.row_base))), ptx_r(sf.col_base));
+    mask.rowdiag = iop(g, PTX_OP_ADD, ptx_r(mask.rowdiag), ptx_r(kb.off));
+    mask.skc = iop(g, PTX_OP_SUB, ptx_r(sk), ptx_r(sf.col_base));
+    if (pp->wr >= 0)
+        mask.rlim = iop(g, PTX_OP_ADD, ptx_r(iop(g, PTX_OP_ADD, ptx_r(m0), ptx_r(kb.off))),
+                        ptx_imm(pp->wr + 1 - g->bn));
+    if (pp->wl >= 0)
+        mask.llim = iop(g, PTX_OP_SUB, ptx_r(iop(g, PTX_OP_ADD, ptx_r(plast), ptx_r(kb.off))), ptx_imm(pp->wl));
+    mask.skbn = iop(g, PTX_OP_SUB, ptx_r(sk), ptx_imm(g->bn));
+    ptx_reg qaddr = iop(g, PTX_OP_ADD, ptx_r(base), ptx_r(iop(g, PTX_OP_MUL, ptx_r(cwg), ptx_imm(64 * 128))));
+    kit_pipe_wait(&pq, 0);
+    {
+        int top = ptx_label_new(f);
+        ptx_label_place(f, top);
+        ptx_pragma_nounroll(f);
+        for (int r = 0; r < nr; r++)
+            sm[r].fresh = false;
+        ptx_reg kst = kit_pipe_wait(&pk, 0);
+        kit_attn_wg_qk(f, &g->ws, sacc, qaddr, g->qsub, kst, g->ksub, (int)pp->d);
+        ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(0));
+        kit_pipe_release(&pk);
+        if (pp->softcap > 0)
+            kit_attn_softcap(f, sacc, ns, (float)((double)pp->scale / (double)pp->softcap));
+        kit_attn_mask_block(f, &mask, &sf, sacc, nr, NI, n0);
+        kit_attn_softmax(f, sm, nr, NI, sacc, preg, NO, oacc);
+        ptx_reg vst = kit_pipe_wait(&pv, 0);
+        kit_frag pf = sf;
+        pf.r = preg;
+        kit_attn_wg_pv(f, &g->wo, oacc, &pf, g->mma, vst, g->vbox, g->bn);
+        ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(0));
+        kit_pipe_release(&pv);
+        ptx_emit(f, PTX_OP_SUB, NOM, S32T, ptx_r(n0), ptx_r(n0), ptx_imm(g->bn));
+        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(j), ptx_r(j), ptx_imm(1));
+        bra(g, top, setp(g, PTX_M_LT, ptx_r(j), ptx_r(kb.nblk)), false);
+    }
+
+    /* ---- epilogue ---- */
+    ptx_label_place(f, epi);
+    ptx_reg lrow[2], inv[2];
+    kit_attn_finalize(f, sm, nr, lrow, inv);
+    kit_frag of = kit_frag_mma_c(f, g->mma, 1, NO, oacc, wrow, zero, lane);
+    ptx_reg orow = iop(g, PTX_OP_ADD, ptx_r(m0), ptx_r(of.row_base)); /* the thread's row 0 */
+    ptx_reg orem = iop(g, PTX_OP_SUB, ptx_r(sq), ptx_r(orow));
+    ptx_reg ob = po;
+    if (pp->varlen)
+        ob = addr(g, ob, iop(g, PTX_OP_ADD, ptx_r(tq0), ptx_r(orow)), pp->so[0] * es);
+    else
+        ob = addr(g, addr(g, ob, orow, pp->so[0] * es), b, pp->so[2] * es);
+    ob = addr(g, addr(g, ob, h, pp->so[1] * es), of.col_base, es);
+    kit_io io = {.align = 2 * es};
+    for (int r = 0; r < nr; r++) {
+        io.guard = setp(g, PTX_M_GT, ptx_r(orem), ptx_imm(kit_attn_row_off(r)));
+        for (int bb = 0; bb < NO; bb++) {
+            ptx_opd v[2];
+            for (int q = 0; q < 2; q++) {
+                ptx_reg o = ptx_reg_new(f, PTX_T_F32);
+                ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(o), ptx_r(oacc[kit_attn_creg(NO, r, bb, q)]), ptx_r(inv[r]));
+                v[q] = ptx_r(o);
+            }
+            int64_t off = (int64_t)kit_attn_row_off(r) * pp->so[0] * es + (int64_t)of.col[kit_attn_creg(NO, r, bb, 0)] * es;
+            kit_store(f, &io, pp->dt, ob, off, 2, v);
+        }
+    }
+    if (pp->lse) {
+        /* lse [B, Hq, Sq] (varlen: b Hq Sq + h Sq + i as well); lane t = 0 of each row */
+        ptx_reg lb = addr(g, addr(g, addr(g, plse, b, pp->Hq * pp->Sq * 4), h, pp->Sq * 4), orow, 4);
+        ptx_reg q0 = setp(g, PTX_M_EQ, ptx_r(iop(g, PTX_OP_AND, ptx_r(lane), ptx_imm(3))), ptx_imm(0));
+        for (int r = 0; r < nr; r++) {
+            ptx_reg v = kit_attn_lse(f, &sm[r], lrow[r], g->k);
+            ptx_reg ok = setp(g, PTX_M_GT, ptx_r(orem), ptx_imm(kit_attn_row_off(r)));
+            ptx_reg w = ptx_reg_new(f, PTX_T_PRED);
+            ptx_emit(f, PTX_OP_AND, NOM, PREDT, ptx_r(w), ptx_r(ok), ptx_r(q0));
+            ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_GLOBAL), F32T, ptx_addr(lb, kit_attn_row_off(r) * 4), ptx_r(v)),
+                      w, false);
+        }
+    }
+    ptx_label_place(f, done);
+    ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
+
+    l->grid[0] = (unsigned)nmb;
+    l->grid[1] = (unsigned)pp->Hq;
+    l->grid[2] = (unsigned)pp->B;
+    l->block[0] = (unsigned)g->threads;
+    l->block[1] = l->block[2] = 1;
+    l->smem = (size_t)g->smem;
+    l->smem_optin = g->smem > 48 * 1024;
+    l->align = 16;
+    l->entry = f->name;
+    if (m->err.code)
+        return pt_errf(e, m->err.code, "%s", m->err.msg);
+    return PT_OK;
+}

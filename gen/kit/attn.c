@@ -1,0 +1,200 @@
+/* kit attn: flash-attention pieces on accumulator fragments (gen/kit/attn.h). */
+#include "gen/kit/attn.h"
+
+#include <math.h>
+
+#include "gen/kit/build.h"
+#include "gen/kit/layout.h"
+
+static ptx_reg iop(ptx_fn *f, ptx_op op, ptx_opd a, ptx_opd b) { return kit_reg(f, kit_iop(f, op, a, b)); }
+
+static ptx_reg setp(ptx_fn *f, ptx_mod cmp, ptx_opd a, ptx_opd b)
+{
+    ptx_reg p = ptx_reg_new(f, PTX_T_PRED);
+    ptx_emit(f, PTX_OP_SETP, M1(cmp), S32T, ptx_r(p), a, b);
+    return p;
+}
+
+kit_attn_blocks kit_attn_block_range(ptx_fn *f, ptx_reg p0, ptx_reg plast, ptx_reg sq, ptx_reg sk, int64_t wl,
+                                     int64_t wr, int bn)
+{
+    kit_attn_blocks r = {{0}, {0}, {0}, {0}};
+    r.off = iop(f, PTX_OP_SUB, ptx_r(sk), ptx_r(sq)); /* Sk_b - Sq_b */
+    ptx_reg kend = sk;
+    if (wr >= 0) {
+        ptx_reg last = iop(f, PTX_OP_MIN, ptx_r(iop(f, PTX_OP_ADD, ptx_r(plast), ptx_imm(1))), ptx_r(sq));
+        ptx_reg lim = iop(f, PTX_OP_ADD, ptx_r(iop(f, PTX_OP_ADD, ptx_r(last), ptx_r(r.off))), ptx_imm(wr));
+        kend = iop(f, PTX_OP_MAX, ptx_r(iop(f, PTX_OP_MIN, ptx_r(kend), ptx_r(lim))), ptx_imm(0));
+    }
+    r.n_hi = iop(f, PTX_OP_DIV, ptx_r(iop(f, PTX_OP_ADD, ptx_r(kend), ptx_imm(bn - 1))), ptx_imm(bn));
+    r.nblk = r.n_hi;
+    if (wl >= 0) {
+        ptx_reg first = iop(f, PTX_OP_SUB, ptx_r(iop(f, PTX_OP_ADD, ptx_r(p0), ptx_r(r.off))), ptx_imm(wl));
+        first = iop(f, PTX_OP_MAX, ptx_r(first), ptx_imm(0));
+        r.n_lo = iop(f, PTX_OP_DIV, ptx_r(first), ptx_imm(bn));
+        r.nblk = iop(f, PTX_OP_SUB, ptx_r(r.n_hi), ptx_r(r.n_lo));
+    }
+    return r;
+}
+
+void kit_attn_softcap(ptx_fn *f, ptx_reg *s, int n, float mul)
+{
+    for (int i = 0; i < n; i++) {
+        ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(s[i]), ptx_r(s[i]), ptx_f32(mul));
+        ptx_emit(f, PTX_OP_TANH, M1(PTX_M_APPROX), F32T, ptx_r(s[i]), ptx_r(s[i]));
+    }
+}
+
+static ptx_reg por(ptx_fn *f, ptx_reg a, ptx_reg b)
+{
+    ptx_reg o = ptx_reg_new(f, PTX_T_PRED);
+    ptx_emit(f, PTX_OP_OR, NOM, PREDT, ptx_r(o), ptx_r(a), ptx_r(b));
+    return o;
+}
+
+void kit_attn_mask_block(ptx_fn *f, const kit_attn_mask *mk, const kit_frag *sf, ptx_reg *s, int nr, int ni,
+                         ptx_reg n0)
+{
+    ptx_reg none = {0};
+    ptx_reg p = setp(f, PTX_M_GT, ptx_r(n0), ptx_r(mk->skbn));
+    if (mk->rlim.id)
+        p = por(f, p, setp(f, PTX_M_GT, ptx_r(n0), ptx_r(mk->rlim)));
+    if (mk->llim.id)
+        p = por(f, p, setp(f, PTX_M_LT, ptx_r(n0), ptx_r(mk->llim)));
+    int skip = ptx_label_new(f);
+    ptx_guard(ptx_emit(f, PTX_OP_BRA, M1(PTX_M_UNI), PTX_NOTYPES, ptx_lbl(skip)), p, true);
+    ptx_reg diag = mk->per_row ? none : iop(f, PTX_OP_SUB, ptx_r(mk->rowdiag), ptx_r(n0));
+    ptx_reg kl = iop(f, PTX_OP_SUB, ptx_r(mk->skc), ptx_r(n0)); /* keys in bounds from the lane's column 0 */
+    for (int r = 0; r < nr; r++) {
+        ptx_reg hi = kl, lo = none, dr = diag;
+        int ro = mk->per_row ? 0 : kit_attn_row_off(r);
+        if (mk->per_row && (mk->wr >= 0 || mk->wl >= 0))
+            dr = iop(f, PTX_OP_SUB, ptx_r(mk->rdiag[r]), ptx_r(n0));
+        if (mk->wr >= 0)
+            hi = iop(f, PTX_OP_MIN, ptx_r(hi), ptx_r(iop(f, PTX_OP_ADD, ptx_r(dr), ptx_imm(ro + mk->wr + 1))));
+        if (mk->wl >= 0)
+            lo = iop(f, PTX_OP_ADD, ptx_r(dr), ptx_imm(ro - mk->wl));
+        for (int b = 0; b < ni; b++)
+            for (int q = 0; q < 2; q++) {
+                int i = kit_attn_creg(ni, r, b, q);
+                int col = sf->col[i];
+                ptx_reg ok = setp(f, PTX_M_GT, ptx_r(hi), ptx_imm(col));
+                if (lo.id) {
+                    ptx_reg ok2 = setp(f, PTX_M_LE, ptx_r(lo), ptx_imm(col));
+                    ptx_reg o2 = ptx_reg_new(f, PTX_T_PRED);
+                    ptx_emit(f, PTX_OP_AND, NOM, PREDT, ptx_r(o2), ptx_r(ok), ptx_r(ok2));
+                    ok = o2;
+                }
+                ptx_emit(f, PTX_OP_SELP, NOM, F32T, ptx_r(s[i]), ptx_r(s[i]), ptx_f32(-INFINITY), ptx_r(ok));
+            }
+    }
+    ptx_label_place(f, skip);
+}
+
+void kit_attn_softmax(ptx_fn *f, kit_softmax *st, int nr, int ni, const ptx_reg *s, ptx_reg *p, int no,
+                      const ptx_reg *o)
+{
+    if (ni > 32) {
+        pt_errf(&f->mod->err, PT_EINVAL, "attention softmax: %d n8 atoms a row (at most 32)", ni);
+        return;
+    }
+    for (int r = 0; r < nr; r++) {
+        ptx_opd v[64], pv[64];
+        for (int b = 0; b < ni; b++)
+            for (int q = 0; q < 2; q++)
+                v[2 * b + q] = ptx_r(s[kit_attn_creg(ni, r, b, q)]);
+        ptx_opd alpha = kit_softmax_update_fma(f, &st[r], v, 2 * ni, 4, pv);
+        for (int b = 0; b < ni; b++)
+            for (int q = 0; q < 2; q++)
+                p[kit_attn_creg(ni, r, b, q)] = pv[2 * b + q].u.reg;
+        for (int b = 0; b < no; b++)
+            for (int q = 0; q < 2; q++) {
+                ptx_reg x = o[kit_attn_creg(no, r, b, q)];
+                ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(x), ptx_r(x), alpha);
+            }
+    }
+}
+
+void kit_attn_finalize(ptx_fn *f, const kit_softmax *st, int nr, ptx_reg *lrow, ptx_reg *inv)
+{
+    kit_redop sum = KIT_RED_SUM;
+    for (int r = 0; r < nr; r++) {
+        lrow[r] = st[r].s;
+        kit_red_lanes(f, &sum, &lrow[r], 1, 4);
+        /* 1 / l, 0 when l = 0 (no visible key) */
+        ptx_reg rc = ptx_reg_new(f, PTX_T_F32);
+        ptx_emit(f, PTX_OP_RCP, M1(PTX_M_RN), F32T, ptx_r(rc), ptx_r(lrow[r]));
+        ptx_reg z = ptx_reg_new(f, PTX_T_PRED);
+        ptx_emit(f, PTX_OP_SETP, M1(PTX_M_GT), F32T, ptx_r(z), ptx_r(lrow[r]), ptx_f32(0.0f));
+        inv[r] = ptx_reg_new(f, PTX_T_F32);
+        ptx_emit(f, PTX_OP_SELP, NOM, F32T, ptx_r(inv[r]), ptx_r(rc), ptx_f32(0.0f), ptx_r(z));
+    }
+}
+
+ptx_reg kit_attn_lse(ptx_fn *f, const kit_softmax *st, ptx_reg l, float k)
+{
+    ptx_reg lg = ptx_reg_new(f, PTX_T_F32), v = ptx_reg_new(f, PTX_T_F32);
+    ptx_emit(f, PTX_OP_LG2, M1(PTX_M_APPROX), F32T, ptx_r(lg), ptx_r(l));
+    ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(lg), ptx_r(lg), ptx_f32(0.693147180559945309f));
+    ptx_emit(f, PTX_OP_FMA, M1(PTX_M_RN), F32T, ptx_r(v), ptx_r(st->m), ptx_f32(k), ptx_r(lg));
+    return v;
+}
+
+void kit_wgmma_rs(ptx_fn *f, const kit_atom *at, ptx_opd d, const ptx_reg *a, ptx_reg desc_b, ptx_opd scale_d,
+                  bool trans_b)
+{
+    if (at->es != 2) {
+        pt_errf(&f->mod->err, PT_EINVAL, "%s: the RS form here takes 16-bit A only", at->name);
+        return;
+    }
+    ptx_opd o[7] = {d, ptx_vecr(f, 4, a), ptx_r(desc_b), scale_d, ptx_imm(1), ptx_imm(1), ptx_imm(trans_b ? 1 : 0)};
+    ptx_emit_shape_n(f, PTX_OP_WGMMA_RS, M2(PTX_M_SYNC, PTX_M_ALIGNED), ptx_mnk(64, at->n, at->k),
+                     PTX_TYPES(at->acc, at->ab, at->ab), 7, o);
+}
+
+/* desc + units (16-byte units of the start address field), a fresh b64. */
+static ptx_reg desc_plus(ptx_fn *f, ptx_reg desc, int64_t units)
+{
+    if (!units)
+        return desc;
+    ptx_reg r = ptx_reg_new(f, PTX_T_B64);
+    ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(r), ptx_r(desc), ptx_imm(units));
+    return r;
+}
+
+void kit_attn_wg_qk(ptx_fn *f, const kit_atom *ws, ptx_reg *s, ptx_reg q_addr, int64_t q_sub, ptx_reg k_addr,
+                    int64_t k_sub, int d)
+{
+    /* K-major 128B: rows of 128 bytes, 8-row groups 1024 apart, +32 bytes a k16 step */
+    ptx_reg dq = kit_wgmma_desc_emit(f, q_addr, 16, 1024, 128);
+    ptx_reg dk = kit_wgmma_desc_emit(f, k_addr, 16, 1024, 128);
+    ptx_opd sv = ptx_vecr(f, ws->c.regs, s);
+    ptx_emit0(f, PTX_OP_WGMMA_FENCE, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+    for (int ks = 0; ks < d / 16; ks++) {
+        int64_t sub = ks / 4, in = 2 * (ks % 4);
+        ptx_reg a = desc_plus(f, dq, sub * q_sub / 16 + in), b = desc_plus(f, dk, sub * k_sub / 16 + in);
+        kit_wgmma_ss(f, ws, sv, a, b, ptx_imm(ks ? 1 : 0), false, false);
+    }
+    ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+}
+
+void kit_attn_wg_pv(ptx_fn *f, const kit_atom *wo, ptx_reg *o, const kit_frag *pf, const kit_atom *mma,
+                    ptx_reg v_addr, int64_t box_bytes, int bn)
+{
+    int nk = bn / 16;
+    ptx_reg a[64][4];
+    if (nk > 64) {
+        pt_errf(&f->mod->err, PT_EINVAL, "attention P V: bn=%d (at most 1024)", bn);
+        return;
+    }
+    for (int kb = 0; kb < nk; kb++)
+        kit_frag_to_a(f, pf, mma, 0, kb, a[kb]);
+    /* MN-major 128B: 64-column boxes box_bytes apart (LBO), 8-k-row groups
+     * 1024 apart (SBO), +2048 bytes (16 rows of 128) a k16 step */
+    ptx_reg dv = kit_wgmma_desc_emit(f, v_addr, (uint32_t)box_bytes, 1024, 128);
+    ptx_opd ov = ptx_vecr(f, wo->c.regs, o);
+    ptx_emit0(f, PTX_OP_WGMMA_FENCE, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+    for (int kb = 0; kb < nk; kb++)
+        kit_wgmma_rs(f, wo, ov, a[kb], desc_plus(f, dv, 128 * kb), ptx_imm(1), true);
+    ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+}

@@ -1,0 +1,123 @@
+/* kit attn: the pieces of a flash-attention main loop that work on an
+ * accumulator fragment, shared by the mma.sync prefill kernel
+ * (gen/attention_prefill.c), the sm_90a wgmma prefill kernel
+ * (gen/attention_fa3.c) and the sm_90a decode kernel
+ * (gen/attention_fa3_decode.c). Design: ../shared/design/attention_hopper.md
+ * 1.7 and 1.8.
+ *
+ * Fragment contract. S (scores) and O (output) are m16n8 C fragments
+ * (kit_frag_mma_c of the m16n8k16 atom): a thread holds `nr` = 2 mi rows
+ * (per-thread row r = 2 a + h is atom a's row l/4 + 8 h, at row_off(r) =
+ * 16 (r / 2) + 8 (r % 2) from the fragment's row_base) and per n8 atom b
+ * of its row two consecutive columns; register creg(ni, r, b, j) =
+ * ((r / 2) ni + b) 4 + (r % 2) 2 + j. The wgmma D fragment of one warp of
+ * a warpgroup is exactly such a fragment with mi = 1 and ni = N / 8
+ * (shared/ref/ptx-sm90.md 1.3: register i at row 16 w + l/4 + 8 ((i >> 1)
+ * & 1), column 8 (i >> 2) + 2 (l % 4) + (i & 1)), so every function below
+ * serves both; the RS A fragment of k block kb of the next wgmma is
+ * kit_frag_to_a(.., mi 0, kb) of the m16n8k16 atom (ref 1.4).
+ *
+ *   kit_attn_block_range  visible key blocks [n_lo, n_hi) of a tile's rows
+ *   kit_attn_softcap      s <- tanh(s scale / c) (the exponent scale is c)
+ *   kit_attn_mask_block   -inf outside the mask, behind a uniform branch
+ *                         taken only by blocks at the end of the keys or
+ *                         meeting a diagonal / window edge
+ *   kit_attn_softmax      online softmax of each row (kit_softmax_update_fma:
+ *                         quad max, one fma + ex2 per score, the -inf
+ *                         rules), P into preg, O *= alpha
+ *   kit_attn_finalize     l quad-summed, 1 / l (0 when l = 0)
+ *   kit_attn_lse          lse = k m + ln l (-inf for l = 0)
+ *   kit_attn_wg_qk        S = Q K^T by wgmma SS (one warpgroup's 64 rows)
+ *   kit_attn_wg_pv        O += P V by wgmma RS (P from the S fragment)
+ *   kit_wgmma_rs          one wgmma.mma_async with A in registers
+ *
+ * Shared-memory layout the wgmma steps read (every tile on a 1024-byte
+ * boundary, 128B swizzle, as TMA with CU_TENSOR_MAP_SWIZZLE_128B writes
+ * boxes of 64 16-bit columns): Q and K K-major in d/64 sub-tiles of rows x
+ * 128 bytes (`sub_bytes` apart); V MN-major (dv contiguous) in dv/64 boxes
+ * of bn rows x 128 bytes (`box_bytes` = bn 128 apart). The wgmma steps
+ * emit wgmma.fence first and wgmma.commit_group last; the caller waits
+ * (wgmma.wait_group) before it reads S or rewrites P / O. */
+#ifndef GEN_KIT_ATTN_H
+#define GEN_KIT_ATTN_H
+
+#include "gen/kit/atom.h"
+#include "gen/kit/frag.h"
+#include "gen/kit/reduce.h"
+
+/* Per-thread rows and registers of the fragment contract above. */
+static inline int kit_attn_row_off(int r) { return 16 * (r / 2) + 8 * (r % 2); }
+static inline int kit_attn_creg(int nat, int r, int b, int j) { return ((r / 2) * nat + b) * 4 + (r % 2) * 2 + j; }
+
+/* The key blocks a tile's rows can see: p0, plast the query positions of
+ * its first and last rows, sq, sk this sequence's lengths (s32 registers);
+ * off = sk - sq; n_hi = ceil(min(sk, plast + 1 + off + wr) / bn) (wr >= 0),
+ * n_lo = max(0, p0 + off - wl) / bn (wl >= 0; id 0 otherwise), nblk =
+ * n_hi - n_lo (n_hi when n_lo is 0). A tile with nblk <= 0 sees no key. */
+typedef struct kit_attn_blocks {
+    ptx_reg off, n_hi, n_lo, nblk;
+} kit_attn_blocks;
+kit_attn_blocks kit_attn_block_range(ptx_fn *f, ptx_reg p0, ptx_reg plast, ptx_reg sq, ptx_reg sk, int64_t wl,
+                                     int64_t wr, int bn);
+
+/* s[i] = tanh.approx(s[i] * mul) for i < n (mul = scale / softcap). */
+void kit_attn_softcap(ptx_fn *f, ptx_reg *s, int n, float mul);
+
+/* The mask of one key block whose first key is n0 (s32 register). All
+ * registers s32, "the lane's column" is the fragment's col_base:
+ *   skbn    sk - bn: the block needs the key-end mask when n0 > skbn;
+ *   rlim    (wr >= 0) p0 + off + wr + 1 - bn: a right edge when n0 > rlim;
+ *   llim    (wl >= 0) plast + off - wl: a left edge when n0 < llim;
+ *   skc     sk - col_base;
+ *   rowdiag (rows at row_off) m0 + row_base - col_base + off, row 0's
+ *           diagonal relative to the lane's column;
+ *   rdiag   (per_row, windows) each per-thread row's own (position - col_base
+ *           + off), for packed rows whose positions are not row_off apart.
+ * Key j (column c of the block, c = col_base + col) of row i is kept iff
+ * j < sk, j <= i + off + wr (wr >= 0), j >= i + off - wl (wl >= 0). */
+typedef struct kit_attn_mask {
+    int64_t wl, wr;
+    ptx_reg skbn, rlim, llim, skc, rowdiag;
+    const ptx_reg *rdiag;
+    bool per_row;
+} kit_attn_mask;
+void kit_attn_mask_block(ptx_fn *f, const kit_attn_mask *mk, const kit_frag *sf, ptx_reg *s, int nr, int ni,
+                         ptx_reg n0);
+
+/* Online softmax of nr rows of S (ni n8 atoms a row, ni <= 32): st[r]
+ * updated (clear st[r].fresh first in a loop body), p[creg] the
+ * exponentials, O (no n8 atoms a row) rescaled by each row's alpha. */
+void kit_attn_softmax(ptx_fn *f, kit_softmax *st, int nr, int ni, const ptx_reg *s, ptx_reg *p, int no,
+                      const ptx_reg *o);
+
+/* After the loop: lrow[r] = st[r].s summed over the row's quad, inv[r] =
+ * 1 / lrow (0 when lrow is 0: a row without a visible key gives o = 0). */
+void kit_attn_finalize(ptx_fn *f, const kit_softmax *st, int nr, ptx_reg *lrow, ptx_reg *inv);
+
+/* lse = k m + ln l of a finished row (natural log; -inf when l = 0), a
+ * fresh f32 register. */
+ptx_reg kit_attn_lse(ptx_fn *f, const kit_softmax *st, ptx_reg l, float k);
+
+/* wgmma.mma_async m64n{at->n}k16 with A in registers (RS; 16-bit types):
+ * d the accumulator vector, a the four A registers, desc_b B's
+ * descriptor, scale_d as kit_wgmma_ss, trans_b: B MN-major. */
+void kit_wgmma_rs(ptx_fn *f, const kit_atom *at, ptx_opd d, const ptx_reg *a, ptx_reg desc_b, ptx_opd scale_d,
+                  bool trans_b);
+
+/* S = Q K^T of one warpgroup (ws: m64n{bn}k16, f32; s its bn / 2
+ * registers): q_addr the warpgroup's 64 rows in Q's first sub-tile (u32
+ * shared address), k_addr the K stage's first sub-tile, sub-tiles
+ * q_sub / k_sub bytes apart, d / 16 k steps (the first from zero).
+ * wgmma.fence, the wgmmas, commit_group. */
+void kit_attn_wg_qk(ptx_fn *f, const kit_atom *ws, ptx_reg *s, ptx_reg q_addr, int64_t q_sub, ptx_reg k_addr,
+                    int64_t k_sub, int d);
+
+/* O += P V of one warpgroup (wo: m64n{dv}k16, f32; o its dv / 2
+ * registers): P the S fragment pf (registers: the exponentials, f32) as
+ * bn / 16 RS A fragments (mma: the m16n8k16 atom of the dtype, cvt.rn
+ * pairs, converted before the fence), v_addr the V stage (dv / 64 boxes
+ * box_bytes apart). wgmma.fence, the wgmmas, commit_group. */
+void kit_attn_wg_pv(ptx_fn *f, const kit_atom *wo, ptx_reg *o, const kit_frag *pf, const kit_atom *mma,
+                    ptx_reg v_addr, int64_t box_bytes, int bn);
+
+#endif
