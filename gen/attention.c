@@ -215,7 +215,7 @@ static int space(const pt_prepared *pp, const pt_target *t, pt_space *s)
 {
     if (attn_decode_kind(pp))
         return attn_fa3_decode_applies(pp, t) ? attn_fa3_decode_space(pp, t, s) : attn_decode_space(pp, t, s);
-    return attn_prefill_space(pp, t, s);
+    return attn_fa3_applies(pp, t) ? attn_fa3_space(pp, t, s) : attn_prefill_space(pp, t, s);
 }
 
 static void defaults(const pt_prepared *pp, const pt_target *t, pt_config *c)
@@ -224,6 +224,8 @@ static void defaults(const pt_prepared *pp, const pt_target *t, pt_config *c)
         attn_fa3_decode_defaults(pp, t, c);
     else if (attn_decode_kind(pp))
         attn_decode_defaults(pp, t, c);
+    else if (attn_fa3_applies(pp, t))
+        attn_fa3_defaults(pp, t, c);
     else
         attn_prefill_defaults(pp, t, c);
 }
@@ -233,7 +235,8 @@ static int64_t impl_of(const pt_prepared *pp, const pt_config *c)
 {
     if (attn_decode_kind(pp))
         return pt_config_get(c, "impl", attn_fa3_decode_applies(pp, &pp->target) ? ATTN_FA3_SPLIT : ATTN_SPLIT);
-    return pt_config_get(c, "impl", ATTN_FA2);
+    return pt_config_get(c, "impl", attn_decode_kind(pp) ? ATTN_SPLIT
+                                    : attn_fa3_applies(pp, &pp->target) ? ATTN_FA3 : ATTN_FA2);
 }
 
 static int check(const pt_prepared *pp, const pt_target *t, const pt_config *c, pt_err *e)
@@ -242,8 +245,9 @@ static int check(const pt_prepared *pp, const pt_target *t, const pt_config *c, 
     case ATTN_FA2: return attn_prefill_check(pp, t, c, e);
     case ATTN_SPLIT: return attn_decode_check(pp, t, c, e);
     case ATTN_FA3_SPLIT: return attn_fa3_decode_check(pp, t, c, e);
+    case ATTN_FA3: return attn_fa3_check(pp, t, c, e);
     default:
-        return pt_errf(e, PT_EINVAL, "config impl=%lld: 0 (fa2, prefill) or 1 (split, decode)",
+        return pt_errf(e, PT_EINVAL, "config impl=%lld: 0 (fa2, prefill), 1 (split, decode) or 2 (fa3, sm_90a prefill)",
                        (long long)impl_of(pp, c));
     }
 }
@@ -254,8 +258,9 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
     case ATTN_FA2: return attn_prefill_emit(pp, c, m, l, e);
     case ATTN_SPLIT: return attn_decode_emit(pp, c, m, l, e);
     case ATTN_FA3_SPLIT: return attn_fa3_decode_emit(pp, c, m, l, e);
+    case ATTN_FA3: return attn_fa3_emit(pp, c, m, l, e);
     default:
-        return pt_errf(e, PT_EINVAL, "config impl=%lld: 0 (fa2, prefill) or 1 (split, decode)",
+        return pt_errf(e, PT_EINVAL, "config impl=%lld: 0 (fa2, prefill), 1 (split, decode) or 2 (fa3, sm_90a prefill)",
                        (long long)impl_of(pp, c));
     }
 }
