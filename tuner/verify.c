@@ -588,7 +588,9 @@ static int padding_masks(tuner_io *io, uint8_t **pad, pt_err *e)
         return PT_OK;
     for (int i = 0; i < io->nout; i++) {
         size_t n = (size_t)io->out[i].numel;
-        pad[i] = malloc(n ? n : 1);
+        /* zeroed: an op's hook marks only its padding (gemm's returns at
+         * once when D has none), and what it leaves is compared */
+        pad[i] = calloc(n ? n : 1, 1);
         if (!pad[i])
             return pt_errf(e, PT_ENOMEM, "out of memory for the padding of '%s'", io->out[i].name);
         int rc = io->op->padding(io->pp, io->in, i, pad[i], e);
