@@ -53,6 +53,7 @@
 
 #include "gen/expr_ptx.h"
 #include "gen/gemm_int.h"
+#include "ptx/emu/tmap.h"
 
 /* EPI_DIRECT_FLOPS: the most expression flops per thread the direct way
  * unrolls (the default epilogue of 128 accumulators is 256). */
@@ -1005,4 +1006,269 @@ void gemm_epilogue(gemm_ctx *g, const gemm_accs *acc)
         ptx_guard(ptx_emit(f, PTX_OP_BRA, M1(PTX_M_UNI), PTX_NOTYPES, ptx_lbl(top2)), more, false);
     }
     ptx_label_place(f, done);
+}
+
+/* ---- the TMA-store epilogue (the wgmma loop's epi=1) ----
+ *
+ * The expression epilogue runs on the fragment in registers as on the
+ * direct way (per-row and per-column vectors, C and the M x N epilogue
+ * tensors read with ld.global at the fragment's positions, predicated at
+ * the problem's edges), the values are converted to D's dtype and written
+ * into a staging tile laid out as the store tensor map's boxes expect:
+ * nbox column boxes of W bytes a row (W = min(128, bn es): one swizzle
+ * span, 128B, 64B or 32B swizzle, or 16 unswizzled bytes) and bm rows,
+ * each W bm bytes on a 1024-byte boundary (the swizzle pattern's), byte
+ * (r, c) of a box at r W + (c ^ (((r W) >> 7) & mask) << 4) (ref 2.3).
+ * 16-bit outputs go in with stmatrix.x4 (two m16n8 atoms: their four
+ * 8 x 8 halves, one cvt.rn.{bf16x2,f16x2}.f32 pair each), f32 pairs with
+ * st.shared.v2, fp8 pairs with st.shared.b16. Then every writer fences
+ * (fence.proxy.async.shared::cta: the TMA engine reads through the async
+ * proxy), the consumers meet on their named barrier and consumer thread 0
+ * issues one cp.async.bulk.tensor store per box and commits the bulk
+ * group. TMA clips at the map's bounds, so nothing is predicated at odd
+ * M or N. The staging is reused (persistent: the next tile) only after
+ * cp.async.bulk.wait_group.read 0 (gemm_epi_tma_reuse, before the
+ * barrier that precedes the next tile's epilogue), and the CTA waits the
+ * same way before it exits (gemm_epi_tma_drain). */
+
+typedef struct tma_tile {
+    int es, W, boxw, nbox, box_bytes, mask, swizzle;
+} tma_tile;
+
+static tma_tile tma_tile_of(const gemm_ctx *g)
+{
+    tma_tile t;
+    t.es = dt_bytes(g->pp->out_dt);
+    int row = g->bn * t.es;
+    t.W = row < 128 ? row : 128;
+    t.boxw = t.W / t.es;
+    t.nbox = row / t.W;
+    t.box_bytes = g->bm * t.W;
+    t.mask = t.W == 128 ? 7 : t.W == 64 ? 3 : t.W == 32 ? 1 : 0;
+    t.swizzle = t.W == 128 ? EMU_TMAP_SWIZZLE_128B
+              : t.W == 64  ? EMU_TMAP_SWIZZLE_64B
+              : t.W == 32  ? EMU_TMAP_SWIZZLE_32B
+                           : EMU_TMAP_SWIZZLE_NONE;
+    return t;
+}
+
+int gemm_epi_tma_check(const gemm_ctx *g, pt_err *e)
+{
+    const pt_prepared *pp = g->pp;
+    int es = dt_bytes(pp->out_dt);
+    if (pp->d_col)
+        return pt_errf(e, PT_EINVAL, "epi=1 (TMA store): a column-major D is not supported (epi=0 writes it)");
+    if (pp->out_dt == PT_S32 || kit_tma_dtype(pp->out_dt) < 0)
+        return pt_errf(e, PT_EINVAL, "epi=1 (TMA store): %s output is not supported (f32 f16 bf16 e4m3 e5m2; "
+                       "epi=0 writes it)", pt_dtype_get(pp->out_dt)->name);
+    if (pp->ldd * es % 16)
+        return pt_errf(e, PT_EINVAL, "epi=1 (TMA store): ldd=%lld is not a multiple of 16 bytes of %s (TMA "
+                       "strides): pad it", (long long)pp->ldd, pt_dtype_get(pp->out_dt)->name);
+    if (pp->batch > 1 && pp->sd * es % 16)
+        return pt_errf(e, PT_EINVAL, "epi=1 (TMA store): the batch stride of D is not a multiple of 16 bytes");
+    if (g->splitk > 1)
+        return pt_errf(e, PT_EINVAL, "epi=1 (TMA store): not with split-K or stream-K (the fixup writes D)");
+    if (g->bn * es < 16 || g->bn % 16 || g->bm > 256)
+        return pt_errf(e, PT_EINVAL, "epi=1 (TMA store): bm=%d bn=%d: the store boxes need bn a multiple of 16 "
+                       "and bm at most 256", g->bm, g->bn);
+    return PT_OK;
+}
+
+int gemm_epi_tma_smem(const gemm_ctx *g)
+{
+    tma_tile t = tma_tile_of(g);
+    return t.nbox * t.box_bytes;
+}
+
+pt_tmap gemm_epi_tma_map(const gemm_ctx *g)
+{
+    const pt_prepared *pp = g->pp;
+    tma_tile t = tma_tile_of(g);
+    pt_tmap m = {.of = PT_ARG_OUTPUT, .index = 0, .dtype = kit_tma_dtype(pp->out_dt),
+                 .rank = pp->batch > 1 ? 3 : 2, .l2promo = EMU_TMAP_L2_256B, .oobfill = EMU_TMAP_OOB_ZERO};
+    m.dims[0] = (uint64_t)pp->N;
+    m.dims[1] = (uint64_t)pp->M;
+    m.dims[2] = (uint64_t)pp->batch;
+    m.strides[0] = (uint64_t)(pp->ldd * t.es);
+    m.strides[1] = (uint64_t)(pp->sd * t.es);
+    m.box[0] = (uint32_t)t.boxw;
+    m.box[1] = (uint32_t)g->bm;
+    m.box[2] = 1;
+    m.swizzle = t.swizzle;
+    return m;
+}
+
+void gemm_epi_tma_reuse(gemm_ctx *g)
+{
+    ptx_emit(g->f, PTX_OP_BULK_WAIT, M1(PTX_M_READ), PTX_NOTYPES, ptx_imm(0));
+}
+
+void gemm_epi_tma_drain(gemm_ctx *g) { gemm_epi_tma_reuse(g); }
+
+/* An M x N tensor (C, a residual) at the fragment's positions: base is its
+ * (batch's) pointer, ld its row pitch in elements; pairs when the pitch and
+ * N keep them aligned; lanes past M or N load nothing (their values are
+ * clipped by the store). */
+static void frag_full(gemm_ctx *g, const kit_frag *fr, ptx_reg base, int64_t ld, pt_dtype dt, ptx_reg *v)
+{
+    const pt_prepared *pp = g->pp;
+    int es = dt_bytes(dt);
+    ptx_reg rg = gemm_op2(g, PTX_OP_ADD, ptx_r(g->m0), ptx_r(fr->row_base));
+    ptx_reg cg = gemm_op2(g, PTX_OP_ADD, ptx_r(g->n0), ptx_r(fr->col_base));
+    ptx_reg p = ptr2d(g, base, rg, ld, cg, es);
+    bool em = pp->M % g->bm != 0, en = pp->N % g->bn != 0;
+    int run = fr->vec == 2 && ld % 2 == 0 && pp->N % 2 == 0 ? 2 : 1;
+    ptx_reg rok[16];
+    memset(rok, 0, sizeof rok);
+    for (int i = 0; i < fr->n; i += run) {
+        ptx_reg ok = {0};
+        if (em) {
+            int h = fr->row[i] & 15;
+            if (!rok[h].id)
+                rok[h] = gemm_setp_s(g, PTX_M_LT, ptx_r(rg), ptx_imm(pp->M - fr->row[i]));
+            ok = rok[h];
+        }
+        if (en)
+            ok = gemm_pand(g, ok, gemm_setp_s(g, PTX_M_LT, ptx_r(cg), ptx_imm(pp->N - fr->col[i])));
+        load_vals(g, p, ((int64_t)fr->row[i] * ld + fr->col[i]) * es, dt, run, &v[i], ok, false);
+    }
+}
+
+/* Address registers of the staging writes: per 16-byte chunk q of a box
+ * row, rowaddr + (((q | hi) ^ rx) << 4), hi the lane's chunk bit (0 or 1,
+ * a register; id 0: none), rx the swizzle of the lane's row. */
+static ptx_reg chunk_addr(gemm_ctx *g, ptx_reg *cache, int q, ptx_reg rowaddr, ptx_reg hi, ptx_reg rx)
+{
+    if (cache[q].id)
+        return cache[q];
+    ptx_opd c = ptx_imm(q);
+    if (hi.id)
+        c = q ? ptx_r(gemm_op2(g, PTX_OP_OR, ptx_r(hi), c)) : ptx_r(hi);
+    if (rx.id)
+        c = ptx_r(gemm_op2(g, PTX_OP_XOR, c, ptx_r(rx)));
+    if (c.kind == PTX_O_IMM)
+        cache[q] = gemm_op2(g, PTX_OP_ADD, ptx_r(rowaddr), ptx_imm(16 * q));
+    else
+        cache[q] = gemm_op2(g, PTX_OP_ADD, ptx_r(rowaddr), ptx_r(gemm_op2(g, PTX_OP_SHL, c, ptx_imm(4))));
+    return cache[q];
+}
+
+/* The swizzle of rows r (r % 8 = r7): ((r7 W) >> 7) & mask (id 0: none). */
+static ptx_reg row_swizzle(gemm_ctx *g, const tma_tile *t, ptx_reg r7)
+{
+    if (!t->mask)
+        return (ptx_reg){0};
+    ptx_reg x = r7;
+    if (t->W != 128)
+        x = gemm_op2(g, PTX_OP_SHR, ptx_r(gemm_mul(g, ptx_r(r7), ptx_imm(t->W))), ptx_imm(7));
+    return t->mask == 7 && t->W == 128 ? x : gemm_op2(g, PTX_OP_AND, ptx_r(x), ptx_imm(t->mask));
+}
+
+void gemm_epilogue_tma(gemm_ctx *g, const gemm_accs *acc, ptx_reg map)
+{
+    const pt_prepared *pp = g->pp;
+    ptx_fn *f = g->f;
+    pt_arena *ar = f->mod->arena;
+    kit_frag fr = *acc;
+    tma_tile t = tma_tile_of(g);
+    int n = fr.n;
+    /* the wgmma D fragment: m16n8 atoms 1 x bn/8, register 4 j + v at row
+     * 8 ((v >> 1) & 1), column 8 j + (v & 1) of the lane's base */
+    bool shape = n == g->bn / 2 && fr.vec == 2 && n <= EPI_MAX_ACC && !pp->int_exact;
+    for (int i = 0; shape && i < n; i++)
+        shape = fr.row[i] == 8 * ((i >> 1) & 1) && fr.col[i] == 8 * (i >> 2) + (i & 1);
+    if (!shape) {
+        pt_errf(&f->mod->err, PT_EINTERNAL, "gemm TMA-store epilogue: the fragment (%d registers) is not the "
+                "wgmma D layout of a 16 x %d warp tile", n, g->bn);
+        return;
+    }
+    /* the expression per element, in registers */
+    ptx_reg *auxv = pt_arena_alloc(ar, (size_t)(pp->naux > 0 ? pp->naux : 1) * (size_t)n * sizeof(ptx_reg));
+    for (int j = 0; j < pp->naux; j++) {
+        const gemm_aux *x = &pp->aux[j];
+        if (x->kind == GEMM_AUX_FULL)
+            frag_full(g, &fr, g->paux[j], pp->N, pp->aux_dt, &auxv[j * n]);
+        else
+            frag_aux(g, &fr, x, g->paux[j], x->kind == GEMM_AUX_N ? pp->N % g->bn != 0 : pp->M % g->bm != 0,
+                     &auxv[j * n]);
+    }
+    ptx_reg *cv = NULL;
+    if (pp->has_c) {
+        cv = pt_arena_alloc(ar, (size_t)n * sizeof(ptx_reg));
+        frag_full(g, &fr, g->pc, pp->ldc, pp->c_dt, cv);
+    }
+    ptx_opd *val = pt_arena_alloc(ar, (size_t)pp->epi->nnodes * sizeof(ptx_opd));
+    ptx_reg out[EPI_MAX_ACC];
+    for (int i = 0; i < n; i++) {
+        ptx_reg ax[GEMM_MAX_AUX];
+        for (int j = 0; j < pp->naux; j++)
+            ax[j] = auxv[j * n + i];
+        out[i] = epi_value(g, fr.r[i], cv ? cv[i] : (ptx_reg){0}, ax, val);
+    }
+    /* into the staging tile */
+    ptx_reg cache[8];
+    memset(cache, 0, sizeof cache);
+    ptx_reg lane = g->lane;
+    if (t.es == 2) {
+        /* stmatrix.x4 of atoms 2p, 2p+1: matrix k (lanes 8k..8k+7 give its
+         * rows) is atom 2p + (k >> 1), rows 8 (k & 1) .. +8 */
+        const pt_dtype_info *di = pt_dtype_get(pp->out_dt);
+        ptx_reg r7 = gemm_op2(g, PTX_OP_AND, ptx_r(lane), ptx_imm(7));
+        ptx_reg k1 = gemm_op2(g, PTX_OP_AND, ptx_r(gemm_op2(g, PTX_OP_SHR, ptx_r(lane), ptx_imm(3))), ptx_imm(1));
+        ptx_reg hi = gemm_op2(g, PTX_OP_SHR, ptx_r(lane), ptx_imm(4));
+        ptx_reg row = gemm_op2(g, PTX_OP_ADD, ptx_r(gemm_mad(g, ptx_r(k1), ptx_imm(8), ptx_r(r7))),
+                               ptx_r(fr.grp_row));
+        ptx_reg rowaddr = gemm_mad(g, ptx_r(row), ptx_imm(t.W), ptx_r(g->smem));
+        ptx_reg rx = row_swizzle(g, &t, r7);
+        for (int p = 0; p < g->bn / 16; p++) {
+            int c0 = 32 * p, b = c0 / t.W, q0 = c0 % t.W / 16;
+            ptx_reg a = chunk_addr(g, cache, q0, rowaddr, hi, rx);
+            ptx_reg x[4];
+            for (int k = 0; k < 4; k++) {
+                int i = 4 * (2 * p + (k >> 1)) + 2 * (k & 1);
+                x[k] = ptx_reg_new(f, PTX_T_B32);
+                ptx_emit(f, PTX_OP_CVT, di->from_f32, PTX_TYPES(di->x2, PTX_T_F32), ptx_r(x[k]), ptx_r(out[i + 1]),
+                         ptx_r(out[i]));
+            }
+            ptx_emit(f, PTX_OP_STMATRIX, PTX_MODS(PTX_M_SYNC, PTX_M_ALIGNED, PTX_M_M8N8, PTX_M_X4, PTX_M_SHARED),
+                     PTX_T1(PTX_T_B16), ptx_addr(a, (int64_t)b * t.box_bytes), ptx_vecr(f, 4, x));
+        }
+    } else {
+        /* f32 or fp8 pairs at the fragment's own positions: lane l's row
+         * l / 4 (+ 8), bytes 2 (l % 4) es (+ 8 j es) */
+        ptx_reg r7 = gemm_op2(g, PTX_OP_AND, ptx_r(gemm_op2(g, PTX_OP_SHR, ptx_r(lane), ptx_imm(2))), ptx_imm(7));
+        ptx_reg lcb = gemm_mul(g, ptx_r(gemm_op2(g, PTX_OP_AND, ptx_r(lane), ptx_imm(3))), ptx_imm(2 * t.es));
+        ptx_reg hi = {0};
+        ptx_reg rowaddr = gemm_mad(g, ptx_r(fr.row_base), ptx_imm(t.W), ptx_r(g->smem));
+        if (t.es == 4) { /* 8 (l % 4) bytes: chunk bit (l % 4) >> 1, 8 (l & 1) within it */
+            hi = gemm_op2(g, PTX_OP_SHR, ptx_r(lcb), ptx_imm(4));
+            rowaddr = gemm_op2(g, PTX_OP_ADD, ptx_r(rowaddr),
+                               ptx_r(gemm_op2(g, PTX_OP_AND, ptx_r(lcb), ptx_imm(15))));
+        } else /* fp8: 2 (l % 4) bytes, inside the chunk */
+            rowaddr = gemm_op2(g, PTX_OP_ADD, ptx_r(rowaddr), ptx_r(lcb));
+        ptx_reg rx = row_swizzle(g, &t, r7);
+        for (int j = 0; j < g->bn / 8; j++) {
+            int cb = 8 * j * t.es, b = cb / t.W, q = cb % t.W / 16, cl = cb % 16;
+            ptx_reg a = chunk_addr(g, cache, q, rowaddr, hi, rx);
+            for (int h = 0; h < 2; h++)
+                store_vals_in(g, true, a, (int64_t)b * t.box_bytes + 8 * h * t.W + cl, pp->out_dt, 2,
+                              &out[4 * j + 2 * h], (ptx_reg){0}, false);
+        }
+    }
+    /* the async proxy reads what the generic proxy wrote */
+    ptx_emit0(f, PTX_OP_FENCE_PROXY_ASYNC, M1(PTX_M_SHARED_CTA), PTX_NOTYPES);
+    gemm_bar(g);
+    ptx_reg t0 = gemm_setp(g, PTX_M_EQ, ptx_r(g->tid), ptx_imm(0));
+    static const ptx_mod dims[] = {PTX_M_T2D, PTX_M_T3D};
+    int rank = pp->batch > 1 ? 3 : 2;
+    for (int b = 0; b < t.nbox; b++) {
+        ptx_opd c[3] = {ptx_r(g->n0), ptx_r(g->m0), ptx_r(g->bidx)};
+        if (b)
+            c[0] = ptx_r(gemm_op2(g, PTX_OP_ADD, ptx_r(g->n0), ptx_imm((int64_t)b * t.boxw)));
+        ptx_guard(ptx_emit(f, PTX_OP_TMA_ST, PTX_MODS(dims[rank - 2], PTX_M_GLOBAL, PTX_M_SHARED_CTA, PTX_M_BULK_GROUP),
+                           PTX_NOTYPES, ptx_tensor(f, ptx_r(map), rank, c),
+                           ptx_addr(g->smem, (int64_t)b * t.box_bytes)),
+                  t0, false);
+    }
+    ptx_guard(ptx_emit0(f, PTX_OP_BULK_COMMIT, NOM, PTX_NOTYPES), t0, false);
 }

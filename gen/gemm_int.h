@@ -160,5 +160,20 @@ int gemm_wgmma_resources(const pt_prepared *pp, const pt_config *c, int *smem, i
  * config in g (before any register exists). */
 int gemm_epi_smem(const gemm_ctx *g);
 void gemm_epilogue(gemm_ctx *g, const gemm_accs *acc);
+/* The TMA-store epilogue of the wgmma loop (config epi=1): the expression
+ * in registers, D's dtype into a swizzled staging tile (stmatrix for 16-bit
+ * outputs), fence.proxy.async, the consumers' barrier, one thread's
+ * cp.async.bulk.tensor stores through map (gemm_epi_tma_map's, a launch
+ * tensor map over output 0) and commit. _check: one line when the problem
+ * or tile cannot be stored so; _smem: the staging bytes (1024-aligned
+ * boxes at g->smem, itself 1024-aligned); _reuse: before the barrier that
+ * precedes a later tile's epilogue (cp.async.bulk.wait_group.read 0);
+ * _drain: the same before the CTA exits (every thread may run it). */
+int gemm_epi_tma_check(const gemm_ctx *g, pt_err *e);
+int gemm_epi_tma_smem(const gemm_ctx *g);
+pt_tmap gemm_epi_tma_map(const gemm_ctx *g);
+void gemm_epilogue_tma(gemm_ctx *g, const gemm_accs *acc, ptx_reg map);
+void gemm_epi_tma_reuse(gemm_ctx *g);
+void gemm_epi_tma_drain(gemm_ctx *g);
 
 #endif

@@ -65,6 +65,7 @@ typedef struct wg_geom {
     int stages, stage_bytes; /* the ring (g's pair is the epilogue's budget view) */
     int persistent;  /* CTAs of a persistent grid (0: one CTA per tile) */
     int epi_off;     /* staging offset from base: 0 (the ring, reused) or past the ring */
+    int epi;         /* epilogue: 0 direct, 1 TMA store (gemm_epilogue_tma) */
     int region;      /* ring and epilogue staging */
     int smem_bytes;  /* dynamic: slack + region + barriers */
 } wg_geom;
@@ -162,6 +163,10 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
         return pt_errf(e, PT_EINVAL, "wg_wait=%lld: 0 or 1 (wgmma groups in flight at each stage's wait)",
                        (long long)wgw);
     w->wg_wait = (int)wgw;
+    int64_t ep = pt_config_get(c, "epi", 0);
+    if (ep != 0 && ep != 1)
+        return pt_errf(e, PT_EINVAL, "epi=%lld: 0 (direct) or 1 (TMA store)", (long long)ep);
+    w->epi = (int)ep;
     if (pt_config_get(c, "splitk", 1) != 1)
         return pt_errf(e, PT_EINVAL, "impl=1 (wgmma): splitk is not supported yet");
     int64_t pers = pt_config_get(c, "persistent", 0);
@@ -196,6 +201,13 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     g->tiles = tm * tnn;
     if (g->tiles > 0x7fffffffll)
         return pt_errf(e, PT_ERANGE, "%lld tiles: the grid is limited to 2^31-1", (long long)g->tiles);
+    if (w->epi && pt_config_get(c, "sched", 0) != 0)
+        return pt_errf(e, PT_EINVAL, "epi=1 (TMA store) with sched=1 (pingpong): not supported (epi=0)");
+    if (w->epi && pt_config_get(c, "cluster", 1) != 1)
+        return pt_errf(e, PT_EINVAL, "epi=1 (TMA store) with a cluster: not supported (epi=0)");
+    int erc = w->epi ? gemm_epi_tma_check(g, e) : PT_OK;
+    if (erc)
+        return erc;
     w->stages = g->stages;
     w->stage_bytes = g->stage_bytes;
     int lim = (int)pt_target_smem_limit(t->sm);
@@ -213,6 +225,10 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     } else {
         int epi = gemm_epi_smem(g);
         w->region = (pipe > epi ? pipe : epi + 7) / 8 * 8;
+    }
+    if (w->epi) { /* the TMA store's staging (1024-byte boxes): past the ring when persistent */
+        int st = gemm_epi_tma_smem(g);
+        w->region = w->persistent ? pipe + st : pipe > st ? pipe : st;
     }
     w->smem_bytes = 1024 + w->region + 16 * w->stages;
     if (w->smem_bytes > lim)
@@ -274,6 +290,9 @@ int gemm_wgmma_space(const pt_prepared *pp, const pt_target *t, pt_space *s)
         pe.values[pe.nvalues++] = 132;
     }
     s->p[s->nparams++] = pe;
+    pt_param_space ep = {"epi", "epilogue: 0 direct (registers -> global), 1 TMA store (stmatrix into a "
+                         "swizzled tile, cp.async.bulk.tensor)", 2, {0, 1}};
+    s->p[s->nparams++] = ep;
     return PT_OK;
 }
 
@@ -493,7 +512,11 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
         return rc;
     gemm_ctx *g = &w.g;
     char cfg[256], name[96], sig[512];
-    pt_config_str(c, cfg, sizeof cfg);
+    pt_config hc = {0}; /* epi=0 is named as before the key existed */
+    for (int i = 0; i < c->n; i++)
+        if (strcmp(c->name[i], "epi") != 0 || c->value[i] != 0)
+            pt_config_set(&hc, c->name[i], c->value[i]);
+    pt_config_str(&hc, cfg, sizeof cfg);
     uint64_t h = pt_hash64(cfg, strlen(cfg));
     snprintf(sig, sizeof sig, "%lld %lld %lld %lld %lld %lld %lld %lld %d %d %s %g %g %g %g|%s",
              (long long)pp->M, (long long)pp->N, (long long)pp->K, (long long)pp->batch,
@@ -522,6 +545,11 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     pt_tmap ma = operand_map(&w, 0), mb = operand_map(&w, 1);
     ptx_reg tma = kit_tma_param(f, l, "tma", &ma);
     ptx_reg tmb = kit_tma_param(f, l, "tmb", &mb);
+    ptx_reg tmd = {0}; /* epi=1: the store map over D */
+    if (w.epi) {
+        pt_tmap md = gemm_epi_tma_map(g);
+        tmd = kit_tma_param(f, l, "tmd", &md);
+    }
     int next_in = 2;
     ptx_reg cp = {0};
     if (pp->has_c)
@@ -591,14 +619,21 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     int ttop = tile_head(&w, done);
     ptx_reg *acc = consumer(&w, &pipe, cwg);
     /* every consumer's wgmmas retired before the ring is reused as staging */
+    if (w.epi) /* and the previous tile's TMA stores read it */
+        gemm_epi_tma_reuse(g);
     gemm_bar(g);
     ptx_reg wrow = gemm_mul(g, ptx_r(g->warp), ptx_imm(16));
     ptx_reg wcol = gemm_r32(g);
     ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(wcol), ptx_imm(0));
     gemm_accs fr = kit_frag_mma_c(f, pp->at, 1, g->bn / 8, acc, wrow, wcol, g->lane);
-    gemm_epilogue(g, &fr);
+    if (w.epi)
+        gemm_epilogue_tma(g, &fr, tmd);
+    else
+        gemm_epilogue(g, &fr);
     tile_tail(&w, ttop);
     ptx_label_place(f, done);
+    if (w.epi) /* no CTA exits while its TMA stores read its staging */
+        gemm_epi_tma_drain(g);
     ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
 
     l->grid[0] = (unsigned)(w.persistent && w.persistent < g->tiles ? w.persistent : g->tiles);

@@ -1,0 +1,516 @@
+/* The TMA-store epilogue of the Hopper GEMM (issue 13 item 3; config
+ * epi=1 of the wgmma loop, gen/gemm_epi.c gemm_epilogue_tma): emulator
+ * cases against the float64 reference with every detector on under the
+ * lazy, eager and random async schedules (bf16/f16/e4m3/s8 inputs,
+ * f32/bf16/f16/e4m3 outputs, odd M and N, persistent grids, batches, bias
+ * + activation + residual + C epilogues); planted-bug twins that prove
+ * the generated kernel's fence.proxy.async and its
+ * cp.async.bulk.wait_group.read are needed; check()'s refusals; the PTX
+ * structure; ptxas for sm_90a over the new forms (0 spills, no C75xx).
+ *
+ * An emulated case is emit -> print -> parse (identical) -> [a planted
+ * edit of the text] -> the emu backend at the chosen schedule ->
+ * tuner_verify (random inputs, poisoned outputs and guard zones: D's row
+ * padding past N must stay untouched, which is what TMA's clipping
+ * promises). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dlfcn.h>
+#include <time.h>
+
+#include "gen/gemm.h"
+#include "ptx/compile.h"
+#include "ptx/parse.h"
+#include "ptx/emu/emu.h"
+#include "tuner/backend.h"
+#include "tuner/verify.h"
+#include "test_util.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Removes the first line of t containing s (in place); false if none. */
+static bool drop_line(char *t, const char *s)
+{
+    char *p = strstr(t, s);
+    if (!p)
+        return false;
+    char *b = p;
+    while (b > t && b[-1] != '\n')
+        b--;
+    char *nl = strchr(p, '\n');
+    memmove(b, nl ? nl + 1 : p + strlen(p), strlen(nl ? nl + 1 : p + strlen(p)) + 1);
+    return true;
+}
+
+static int count(const char *t, const char *s)
+{
+    int n = 0;
+    for (const char *p = strstr(t, s); p; p = strstr(p + 1, s))
+        n++;
+    return n;
+}
+
+typedef struct run_out {
+    double max_err;
+    char config[256];
+    bool dropped;
+} run_out;
+
+/* One problem on a backend at schedule sched: config over the op's
+ * defaults; drop: a line to plant out of the kernel's text (NULL: none). */
+static int run_on(const char *backend, const pt_problem *p, const char *config, emu_sched sched, uint64_t seed,
+                  const char *drop, run_out *o, pt_err *e)
+{
+    memset(o, 0, sizeof *o);
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp = NULL;
+    pt_config c;
+    ptx_module *built = NULL, *parsed = NULL;
+    tuner_dev *d = NULL;
+    tuner_kernel *k = NULL;
+    tuner_io *io = NULL;
+    char *text = NULL;
+    pt_launch l;
+    int rc = gen_gemm_op.prepare(a, p, &tg, &pp, e);
+    if (!rc) {
+        pt_space s;
+        gen_gemm_op.space(pp, &tg, &s);
+        gen_gemm_op.defaults(pp, &tg, &c);
+        rc = pt_config_parse(&s, config, &c, e);
+    }
+    if (!rc && (pt_config_get(&c, "impl", 0) != 1 || pt_config_get(&c, "epi", 0) != 1))
+        rc = pt_errf(e, PT_EINVAL, "not the TMA-store epilogue: %s", pt_config_str(&c, o->config, sizeof o->config));
+    if (!rc) {
+        pt_config_str(&c, o->config, sizeof o->config);
+        rc = pt_op_build(&gen_gemm_op, pp, &tg, 0, &c, &built, &l, e);
+    }
+    if (!rc) {
+        text = ptx_print(built);
+        rc = ptx_parse(text, strlen(text), "<emitted>", 0, &parsed, e);
+    }
+    if (!rc) {
+        char *again = ptx_print(parsed);
+        if (strcmp(again, text) != 0)
+            rc = pt_errf(e, PT_EINTERNAL, "parse(print(kernel)) does not print back identically");
+        free(again);
+    }
+    if (!rc && drop)
+        o->dropped = drop_line(text, drop);
+    tuner_dev_opts dopts = {.emu_threads = 1, .emu_arch = 90, .emu_schedule = (int)sched,
+                            .emu_schedule_seed = seed};
+    if (!rc)
+        rc = tuner_dev_open(backend, &dopts, &d, e);
+    tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, l.entry, &gen_gemm_op, pp};
+    if (!rc)
+        rc = tuner_load(d, &img, &k, e);
+    if (!rc)
+        rc = tuner_io_new(&gen_gemm_op, pp, &io, e);
+    if (!rc) {
+        tuner_io_random(io, (uint64_t)(p->m * 131 + p->n * 7 + p->k), 0, 0);
+        rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), e);
+    }
+    if (!rc) {
+        tuner_verify_opts vo = {.full_limit = INT64_MAX};
+        tuner_verify_result vr;
+        rc = tuner_verify(d, k, &l, io, &vo, &vr, e);
+        o->max_err = vr.max_err;
+    }
+    if (io)
+        tuner_io_free(d, io);
+    if (k)
+        tuner_unload(d, k);
+    if (d)
+        tuner_dev_close(d);
+    free(text);
+    ptx_module_free(parsed);
+    ptx_module_free(built);
+    pt_arena_free(a);
+    return rc;
+}
+
+static int64_t up16(int64_t v, int es) { return (v * es + 15) / 16 * 16 / es; }
+
+/* Leading dimensions padded to 16 bytes (TMA strides), D's too. */
+static pt_problem prob(int64_t m, int64_t n, int64_t k, const char *lay, pt_dtype dt, pt_dtype odt)
+{
+    pt_problem p = PT_GEMM(m, n, k, lay, dt, odt);
+    int es = pt_dtype_get(dt)->bytes;
+    p.lda = up16(lay[0] == 'n' ? k : m, es);
+    p.ldb = up16(lay[1] == 't' ? k : n, es);
+    pt_dtype o = odt == PT_F64 ? dt : odt;
+    if (o == PT_TF32)
+        o = PT_F32;
+    p.ldd = up16(n, pt_dtype_get(o)->bytes);
+    return p;
+}
+
+static const emu_sched scheds[3] = {EMU_SCHED_LAZY, EMU_SCHED_EAGER, EMU_SCHED_RANDOM};
+
+typedef struct grid {
+    int cases, failed;
+    double worst[4]; /* per output: f32 bf16 f16 e4m3 */
+    int per[4];
+    char first[2048];
+} grid;
+
+static int out_slot(pt_dtype o)
+{
+    return o == PT_F32 ? 0 : o == PT_BF16 ? 1 : o == PT_F16 ? 2 : 3;
+}
+
+static void grid_case(grid *g, const pt_problem *p, const char *config, emu_sched sched, uint64_t seed)
+{
+    pt_err e = {0};
+    run_out o;
+    int rc = run_on("emu", p, config, sched, seed, NULL, &o, &e);
+    int s = out_slot(p->out_dtype);
+    g->cases++;
+    g->per[s]++;
+    if (!rc && o.max_err > g->worst[s])
+        g->worst[s] = o.max_err;
+    if (rc) {
+        if (!g->failed)
+            snprintf(g->first, sizeof g->first, "%lldx%lldx%lld %s %s->%s [%s] sched %d: %s", (long long)p->m,
+                     (long long)p->n, (long long)p->k, p->layout, pt_dtype_get(p->dtype)->name,
+                     pt_dtype_get(p->out_dtype)->name, o.config[0] ? o.config : config, (int)sched, e.msg);
+        g->failed++;
+    }
+}
+
+/* Inputs bf16 f16 e4m3 s8, outputs f32 bf16 f16 e4m3, M and N among 1, 7,
+ * 65, 129, 257, persistent grids of several tiles per CTA, bias +
+ * activation + residual, C (beta), batches; every staging width and
+ * swizzle; each case under the three schedules. */
+Test(gemm_sm90_store, emulator_grid, .timeout = 600)
+{
+    double t0 = now();
+    grid g = {0};
+    struct {
+        int64_t m, n, k;
+        const char *lay;
+        pt_dtype dt, odt;
+        const char *epi;
+        double beta;
+        int64_t batch;
+        const char *cfg;
+    } cs[] = {
+        /* every staging width: 16-bit bn 16 (32B swizzle), 32 (64B), >= 64
+         * (128B); f32 bn 16 (64B), >= 32 (128B); fp8 bn 16 (unswizzled),
+         * 32 (32B), 64 (64B), >= 128 (128B) */
+        {65, 129, 64, "nt", PT_BF16, PT_BF16, "relu(acc + bias[n]) + r", 0, 1, "bm=128,bn=64"},
+        {257, 7, 72, "tt", PT_F16, PT_F16, NULL, 0, 1, "bm=64,bn=16,persistent=3"},
+        {129, 65, 96, "nt", PT_E4M3, PT_F32, "gelu(acc * s[m] + bias[n])", 0, 1, "bm=64,bn=32,persistent=2"},
+        {7, 257, 128, "nt", PT_E4M3, PT_E4M3, "silu(acc) + r", 0, 1, "bm=128,bn=128"},
+        {1, 65, 40, "nn", PT_BF16, PT_F32, NULL, 0.5, 1, "bm=64,bn=64"},
+        {65, 1, 64, "tn", PT_BF16, PT_BF16, "acc + bias[n]", 0, 1, "bm=64,bn=64,persistent=1"},
+        {129, 129, 64, "nt", PT_BF16, PT_F16, "tanh(acc) + r", 0, 1, "bm=128,bn=32,persistent=2,wg_wait=0"},
+        {100, 256, 64, "nt", PT_F16, PT_BF16, NULL, 0, 1, "bm=128,bn=256,stages=2"},
+        {40, 72, 64, "nt", PT_BF16, PT_BF16, "relu(acc) + beta * c", 0.25, 3, "bm=64,bn=64,persistent=2"},
+        {33, 48, 80, "nt", PT_S8, PT_F32, "acc + bias[n]", 0, 1, "bm=64,bn=16"},
+        {65, 130, 64, "nt", PT_S8, PT_BF16, "relu(acc)", 0, 1, "bm=128,bn=64,persistent=2"},
+        {129, 257, 32, "nt", PT_E5M2, PT_E4M3, NULL, 0, 1, "bm=64,bn=128,persistent=3,stages=3"},
+        {257, 65, 48, "tt", PT_BF16, PT_F32, "relu(acc + bias[m])", 0, 1, "bm=128,bn=16,persistent=2"},
+        {65, 129, 64, "nt", PT_F16, PT_E4M3, "gelu(acc) + r", 0, 1, "bm=64,bn=16,persistent=2"},
+        {129, 65, 64, "tt", PT_BF16, PT_E4M3, "relu(acc + bias[n])", 0, 1, "bm=128,bn=32"},
+        {7, 129, 64, "nt", PT_E4M3, PT_E4M3, NULL, 0, 2, "bm=64,bn=64,persistent=2"},
+        {257, 257, 32, "nn", PT_F16, PT_F32, "acc * alpha + bias[n]", 0, 1, "bm=128,bn=128,persistent=3"},
+        {1, 1, 64, "nt", PT_BF16, PT_BF16, "relu(acc + bias[n]) + r", 0, 1, "bm=64,bn=16"},
+        {65, 65, 64, "nt", PT_E4M3, PT_F16, "silu(acc + bias[m]) + r", 0, 1, "bm=64,bn=256,stages=2"},
+    };
+    int n = 0;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        pt_problem p = prob(cs[i].m, cs[i].n, cs[i].k, cs[i].lay, cs[i].dt, cs[i].odt);
+        p.epilogue = cs[i].epi;
+        p.beta = cs[i].beta;
+        p.batch = cs[i].batch;
+        if (cs[i].dt == PT_E4M3 || cs[i].dt == PT_E5M2 || cs[i].dt == PT_S8) {
+            p.scale_a = 0.5;
+            p.scale_b = 0.25;
+        }
+        if (cs[i].odt == PT_E4M3) {
+            p.out_scale = 2;
+            p.has_out_scale = true;
+        }
+        char cfg[160];
+        snprintf(cfg, sizeof cfg, "impl=1,epi=1,%s", cs[i].cfg);
+        if (cs[i].epi && strstr(cs[i].epi, "alpha"))
+            p.alpha = 0.75;
+        for (int sc = 0; sc < 3; sc++, n++)
+            grid_case(&g, &p, cfg, scheds[sc], (uint64_t)(300 + n));
+    }
+    printf("TMA-store grid: %d cases, %d failed, %.1f s\n", g.cases, g.failed, now() - t0);
+    static const char *const on[4] = {"f32", "bf16", "f16", "e4m3"};
+    for (int s = 0; s < 4; s++)
+        printf("  out %-5s %2d cases, worst error %.3g\n", on[s], g.per[s], g.worst[s]);
+    cr_expect_eq(g.failed, 0, "%d of %d failed; first: %s", g.failed, g.cases, g.first);
+}
+
+/* ---- planted bugs: the kernel's fence and wait are needed ---- */
+
+/* The generated kernel passes under the lazy schedule (stores complete
+ * only when waited for) and fails, with the detector's report, once its
+ * fence.proxy.async or its first cp.async.bulk.wait_group.read (the
+ * reuse of the staging by a persistent CTA's next tile) is taken out. */
+Test(gemm_sm90_store, planted_bugs_missing_fence_and_early_reuse, .timeout = 300)
+{
+    pt_problem p = prob(129, 128, 64, "nt", PT_BF16, PT_BF16);
+    const char *cfg = "impl=1,epi=1,bm=64,bn=64,persistent=2,stages=2";
+    pt_err e = {0};
+    run_out o;
+    cr_expect_eq(run_on("emu", &p, cfg, EMU_SCHED_LAZY, 1, NULL, &o, &e), PT_OK, "fixed twin: %s", e.msg);
+    memset(&e, 0, sizeof e);
+    int rc = run_on("emu", &p, cfg, EMU_SCHED_LAZY, 1, "fence.proxy.async.shared::cta;", &o, &e);
+    cr_assert(o.dropped, "the kernel has a fence.proxy.async");
+    cr_expect_neq(rc, PT_OK, "no fence: accepted");
+    printf("no fence: %s\n", e.msg);
+    cr_expect(strstr(e.msg, "missing-proxy-fence") && strstr(e.msg, "cp.async.bulk.tensor"), "no fence: %s", e.msg);
+    memset(&e, 0, sizeof e);
+    rc = run_on("emu", &p, cfg, EMU_SCHED_LAZY, 1, "cp.async.bulk.wait_group.read 0;", &o, &e);
+    cr_assert(o.dropped, "the kernel waits for its stores");
+    cr_expect_neq(rc, PT_OK, "staging reused before the store read it: accepted");
+    printf("early reuse: %s\n", e.msg);
+    cr_expect(strstr(e.msg, "async-race") && strstr(e.msg, "(stmatrix)"), "early reuse: %s", e.msg);
+}
+
+/* ---- check() ---- */
+
+static int check_cfg(const pt_problem *p, const char *config, pt_err *e)
+{
+    memset(e, 0, sizeof *e);
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_gemm_op.prepare(a, p, &tg, &pp, e), PT_OK, "%s", e->msg);
+    pt_config c;
+    gen_gemm_op.defaults(pp, &tg, &c);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", config);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        char *eq = strchr(tok, '=');
+        cr_assert(eq);
+        *eq = 0;
+        pt_config_set(&c, pt_arena_strdup(a, tok), atoll(eq + 1));
+    }
+    int rc = gen_gemm_op.check(pp, &tg, &c, e);
+    pt_arena_free(a);
+    return rc;
+}
+
+Test(gemm_sm90_store, check_refuses_what_cannot_be_stored)
+{
+    pt_err e = {0};
+    pt_problem ok = prob(65, 129, 64, "nt", PT_BF16, PT_BF16);
+    cr_expect_eq(check_cfg(&ok, "impl=1,epi=1,bm=64,bn=64", &e), PT_OK, "%s", e.msg);
+    pt_problem packed = PT_GEMM(64, 129, 64, "nt", PT_BF16, PT_BF16);
+    pt_problem col = ok;
+    col.d_colmajor = true;
+    col.ldd = 0;
+    pt_problem s32 = PT_GEMM(64, 64, 64, "nt", PT_S8, PT_S32);
+    pt_problem big = PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16);
+    struct {
+        const pt_problem *p;
+        const char *cfg, *msg;
+    } bad[] = {
+        {&ok, "impl=1,epi=2", "epi=2: 0 (direct) or 1 (TMA store)"},
+        {&packed, "impl=1,epi=1,bm=64,bn=64", "ldd=129 is not a multiple of 16 bytes of bf16"},
+        {&col, "impl=1,epi=1,bm=64,bn=64", "a column-major D is not supported"},
+        {&s32, "impl=1,epi=1,bm=64,bn=64", "s32 output is not supported"},
+        {&ok, "impl=1,epi=1,bm=64,bn=64,sched=1", "with sched=1 (pingpong): not supported"},
+        {&ok, "impl=1,epi=1,bm=64,bn=64,cluster=21", "with a cluster: not supported"},
+        {&big, "impl=1,epi=1,bm=128,bn=256,stages=4,persistent=132", "bytes of shared memory"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = check_cfg(bad[i].p, bad[i].cfg, &e);
+        cr_expect_neq(rc, PT_OK, "%s accepted", bad[i].cfg);
+        cr_expect(strstr(e.msg, bad[i].msg) != NULL, "%s: '%s', want '%s'", bad[i].cfg, e.msg, bad[i].msg);
+        cr_expect(!strchr(e.msg, '\n'), "one line: %s", e.msg);
+    }
+    /* the ring and the staging fit with one stage less */
+    cr_expect_eq(check_cfg(&big, "impl=1,epi=1,bm=128,bn=256,stages=3,persistent=132", &e), PT_OK, "%s", e.msg);
+    /* the default stays the direct epilogue */
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_gemm_op.prepare(a, &big, &tg, &pp, &e), PT_OK, "%s", e.msg);
+    pt_config c;
+    gen_gemm_op.defaults(pp, &tg, &c);
+    cr_expect_eq(pt_config_get(&c, "epi", -1), 0);
+    pt_arena_free(a);
+}
+
+/* ---- the emitted structure ---- */
+
+static char *emit_text(const pt_problem *p, const char *config, pt_launch *l)
+{
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_gemm_op.prepare(a, p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+    pt_space s;
+    gen_gemm_op.space(pp, &tg, &s);
+    pt_config c;
+    gen_gemm_op.defaults(pp, &tg, &c);
+    cr_assert_eq(pt_config_parse(&s, config, &c, &e), PT_OK, "%s", e.msg);
+    ptx_module *m = NULL;
+    cr_assert_eq(pt_op_build(&gen_gemm_op, pp, &tg, 0, &c, &m, l, &e), PT_OK, "%s: %s", config, e.msg);
+    char *t = ptx_print(m);
+    ptx_module_free(m);
+    pt_arena_free(a);
+    return t;
+}
+
+/* 128 x 256 bf16: 16 stmatrix.x4 per thread (two atoms each), four 64-column
+ * boxes stored by one thread, one commit, the fence, the reuse wait and
+ * the exit wait; the store map is the launch's third, over output 0. */
+Test(gemm_sm90_store, emitted_structure)
+{
+    pt_problem p = PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16);
+    pt_launch l;
+    char *t = emit_text(&p, "impl=1,epi=1,bm=128,bn=256,stages=3,persistent=132", &l);
+    cr_expect_eq(count(t, "stmatrix.sync.aligned.m8n8.x4.shared.b16"), 16);
+    cr_expect_eq(count(t, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 4);
+    cr_expect_eq(count(t, "cp.async.bulk.commit_group;"), 1);
+    cr_expect_eq(count(t, "fence.proxy.async.shared::cta;"), 1);
+    cr_expect_eq(count(t, "cp.async.bulk.wait_group.read 0;"), 2);
+    cr_expect_eq(count(t, "st.global"), 0, "D is written by TMA only");
+    cr_expect_eq(l.ntmaps, 3);
+    cr_expect_eq(l.tmaps[2].of, PT_ARG_OUTPUT);
+    cr_expect_eq(l.tmaps[2].index, 0);
+    cr_expect_eq(l.tmaps[2].box[0], 64u);
+    cr_expect_eq(l.tmaps[2].box[1], 128u);
+    cr_expect_eq(l.tmaps[2].dims[0], 8192u);
+    free(t);
+    /* f32 out: 32-column boxes, st.shared.v2.f32 pairs */
+    pt_problem q = PT_GEMM(256, 256, 64, "nt", PT_BF16, PT_F32);
+    t = emit_text(&q, "impl=1,epi=1,bm=128,bn=64", &l);
+    cr_expect_eq(count(t, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 2);
+    cr_expect_eq(count(t, "st.shared.v2.f32"), 16);
+    cr_expect_eq(l.tmaps[2].box[0], 32u);
+    free(t);
+    /* the default epilogue is unchanged: no TMA store */
+    t = emit_text(&p, "impl=1", &l);
+    cr_expect_eq(count(t, "cp.async.bulk.tensor.2d.global"), 0);
+    cr_expect_eq(l.ntmaps, 2);
+    free(t);
+}
+
+/* ---- ptxas: the new forms assemble for sm_90a ---- */
+
+Test(gemm_sm90_store, new_forms_assemble_with_ptxas, .timeout = 300)
+{
+    pt_compiler *comp = NULL;
+    pt_err e = {0};
+    if (pt_compiler_open(&comp, &e)) {
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_skip_test("no CUDA toolkit: %s", e.msg);
+    }
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    struct {
+        pt_problem p;
+        const char *epi, *cfg;
+    } cs[] = {
+        {PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16), NULL, "impl=1,epi=1,bm=128,bn=256,stages=3,persistent=132"},
+        {PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16), "relu(acc + bias[n]) + r", "impl=1,epi=1,bm=128,bn=256,stages=3"},
+        {PT_GEMM(4096, 4096, 4096, "tt", PT_F16, PT_F32), NULL, "impl=1,epi=1,bm=128,bn=128,stages=4"},
+        {PT_GEMM(4096, 4096, 4096, "nt", PT_E4M3, PT_E4M3), "gelu(acc)", "impl=1,epi=1,bm=128,bn=128,stages=4,persistent=132"},
+        {PT_GEMM(1024, 1024, 1024, "nt", PT_BF16, PT_F16), NULL, "impl=1,epi=1,bm=64,bn=64,stages=4"},
+    };
+    cs[3].p.out_scale = 2;
+    cs[3].p.has_out_scale = true;
+    pt_problem b3 = PT_GEMM(512, 512, 512, "nt", PT_BF16, PT_BF16);
+    b3.batch = 3;
+    for (size_t i = 0; i <= sizeof cs / sizeof cs[0]; i++) {
+        pt_problem p = i < sizeof cs / sizeof cs[0] ? cs[i].p : b3;
+        const char *cfg = i < sizeof cs / sizeof cs[0] ? cs[i].cfg : "impl=1,epi=1,bm=128,bn=128";
+        if (i < sizeof cs / sizeof cs[0])
+            p.epilogue = cs[i].epi;
+        pt_launch l;
+        char *t = emit_text(&p, cfg, &l);
+        pt_resource r;
+        memset(&r, 0, sizeof r);
+        int rc = pt_compile(comp, t, &tg, NULL, NULL, &r, &e);
+        cr_expect_eq(rc, PT_OK, "%s: %s", cfg, e.msg);
+        for (int k = 0; k < r.ncodes; k++)
+            cr_expect(strncmp(r.codes[k], "C75", 3) != 0, "%s: %s", cfg, r.codes[k]);
+        cr_expect_eq(r.spill_stores + r.spill_loads, 0, "%s: spills", cfg);
+        cr_expect_eq(r.stack_frame, 0, "%s: local memory", cfg);
+        printf("  %-52s regs %3d smem %6zu\n", cfg, r.registers, l.smem);
+        free(t);
+    }
+    pt_compiler_close(comp);
+}
+
+/* ---- the other paths that bind tensor maps: the cuda backend over the
+ * fake driver, and the CLI's run --check ---- */
+
+Test(gemm_sm90_store, cuda_backend_and_cli_bind_the_store_map, .timeout = 300)
+{
+    const char *lib = getenv("PTXTUNE_FAKE_CUDA");
+    if (lib) {
+        cr_assert(dlopen(lib, RTLD_NOW | RTLD_GLOBAL), "%s", dlerror());
+        pt_problem p = prob(65, 72, 64, "nt", PT_BF16, PT_BF16);
+        pt_err e = {0};
+        run_out o;
+        int rc = run_on("cuda", &p, "impl=1,epi=1,bm=64,bn=64,persistent=1", EMU_SCHED_LAZY, 0, NULL, &o, &e);
+        cr_expect_eq(rc, PT_OK, "fake driver [%s]: %s", o.config, e.msg);
+    }
+    const char *bin = getenv("PTXTUNE_BIN");
+    cr_assert(bin, "PTXTUNE_BIN not set (meson sets it)");
+    char cmd[1024], out[8192];
+    snprintf(cmd, sizeof cmd,
+             "%s run gemm m=65 n=128 k=96 dtype=bf16 layout=nt 'epilogue=relu(acc + bias[n])' --arch sm_90a "
+             "--backend emu --check --config impl=1,epi=1,bm=64,bn=64 2>&1",
+             bin);
+    FILE *fp = popen(cmd, "r");
+    cr_assert(fp);
+    size_t n = fread(out, 1, sizeof out - 1, fp);
+    out[n] = 0;
+    int st = pclose(fp);
+    cr_expect_eq(st, 0, "%s", out);
+    cr_expect(strstr(out, "epi=1") != NULL, "%s", out);
+    cr_expect(strstr(out, "check    ok:") != NULL, "%s", out);
+}
+
+/* D with a leading dimension past its rows (what a TMA store of odd N
+ * needs: 16-byte row pitches): the elements between rows are padding no
+ * kernel writes, for every GEMM (mma.sync on sm_80, the direct and the
+ * TMA-store epilogues on sm_90a). Before the gemm op declared its padding
+ * (pt_op.padding) the verifier called them "never written" and refused
+ * every such kernel. */
+Test(gemm_sm90_store, verifier_leaves_the_row_padding_of_d_alone, .timeout = 300)
+{
+    const char *bin = getenv("PTXTUNE_BIN");
+    cr_assert(bin, "PTXTUNE_BIN not set (meson sets it)");
+    static const char *const runs[] = {
+        "--arch sm_80",
+        "--arch sm_90a --config impl=1,epi=0,bm=128,bn=64",
+        "--arch sm_90a --config impl=1,epi=1,bm=128,bn=64 --batch 2",
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char cmd[1024], out[8192];
+        snprintf(cmd, sizeof cmd, "%s run gemm m=65 n=129 k=64 dtype=bf16 layout=nt ldd=136 %s --backend emu --check 2>&1",
+                 bin, runs[i]);
+        FILE *fp = popen(cmd, "r");
+        cr_assert(fp);
+        size_t n = fread(out, 1, sizeof out - 1, fp);
+        out[n] = 0;
+        int st = pclose(fp);
+        cr_expect_eq(st, 0, "%s:\n%s", runs[i], out);
+        cr_expect(strstr(out, "check    ok:") != NULL, "%s:\n%s", runs[i], out);
+    }
+}
