@@ -316,14 +316,6 @@ static pt_tmap kv_map(const pt_prepared *pp, const fgeo *g, int which)
     return m;
 }
 
-static void mbar_wgmma_rs(ptx_fn *f, const kit_atom *wa, ptx_opd d, const ptx_reg *a, ptx_reg desc_b)
-{
-    /* wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16,bf16}.{..} d, {a0..a3}, descB, 1, 1, 1, 1 (trans-b) */
-    ptx_opd o[7] = {d, ptx_vecr(f, 4, (ptx_reg *)a), ptx_r(desc_b), ptx_imm(1), ptx_imm(1), ptx_imm(1), ptx_imm(1)};
-    ptx_emit_shape_n(f, PTX_OP_WGMMA_RS, PTX_MODS(PTX_M_SYNC, PTX_M_ALIGNED), ptx_mnk(64, wa->n, wa->k),
-                     PTX_TYPES(wa->acc, wa->ab, wa->ab), 7, o);
-}
-
 int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l, pt_err *e)
 {
     fgeo G;
@@ -583,7 +575,6 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
     /* descriptors: Q and K K-major 128B (SBO 1024, +32 B a k16 step, next
      * 64 columns a sub-tile on); V MN-major 128B (LBO = a 64-column block
      * of bn rows, SBO 1024, +2048 B a k16 step) */
-    ptx_reg dq = kit_wgmma_desc_emit(f, qs, 16, 1024, 128);
 
     /* ---- main loop ---- */
     ptx_reg it = kit_reg(f, ptx_imm(0));
@@ -593,30 +584,9 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
     ptx_pragma_nounroll(f);
     {
         ptx_reg st = kit_pipe_wait(&pipe, 0);
-        ptx_reg dk = kit_wgmma_desc_emit(f, st, 16, 1024, 128);
         ptx_reg sv = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(g->k_bytes)));
         ptx_reg dvd = kit_wgmma_desc_emit(f, sv, (uint32_t)(g->bn * 128), 1024, 128);
-        ptx_reg *qd = pt_arena_alloc(m->arena, (size_t)(d / 16) * sizeof *qd);
-        ptx_reg *kd = pt_arena_alloc(m->arena, (size_t)(d / 16) * sizeof *kd);
-        for (int ks = 0; ks < d / 16; ks++) {
-            ptx_reg a = dq, b = dk;
-            int64_t ao_ = (int64_t)(ks / 4) * (F3D_BM * 128 / 16) + (ks % 4) * 2;
-            int64_t bo_ = (int64_t)(ks / 4) * (g->bn * 128 / 16) + (ks % 4) * 2;
-            if (ao_) {
-                a = r64(f);
-                ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(a), ptx_r(dq), ptx_imm(ao_));
-            }
-            if (bo_) {
-                b = r64(f);
-                ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(b), ptx_r(dk), ptx_imm(bo_));
-            }
-            qd[ks] = a;
-            kd[ks] = b;
-        }
-        ptx_emit0(f, PTX_OP_WGMMA_FENCE, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
-        for (int ks = 0; ks < d / 16; ks++)
-            kit_wgmma_ss(f, &wsa, ptx_vecr(f, nS, Sr), qd[ks], kd[ks], ptx_imm(ks ? 1 : 0), false, false);
-        ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+        kit_attn_wg_qk(f, &wsa, Sr, qs, F3D_BM * 128, st, (int64_t)g->bn * 128, (int)d);
         ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(0));
 
         /* softcap, the mask where some real row cannot see the whole tile */
@@ -673,8 +643,8 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
         }
         ptx_emit0(f, PTX_OP_WGMMA_FENCE, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
         for (int kb = 0; kb < nkb; kb++) {
-            mbar_wgmma_rs(f, &wpv, ptx_vecr(f, nO, Or), pa[kb], vb[kb]);
-            mbar_wgmma_rs(f, &wpv, ptx_vecr(f, nO, Or), pl[kb], vb[kb]);
+            kit_wgmma_rs(f, &wpv, ptx_vecr(f, nO, Or), pa[kb], vb[kb], ptx_imm(1), true);
+            kit_wgmma_rs(f, &wpv, ptx_vecr(f, nO, Or), pl[kb], vb[kb], ptx_imm(1), true);
         }
         ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
         ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(0));
