@@ -36,7 +36,8 @@ Usage:
   scripts/sass_report.py [--ptxtune BIN|git:REV] [--before BIN|git:REV]
       [--arch sm_80,sm_90] [--kernels K,...] [--triton-python PY]
       [--format md|tsv|json] [--keep DIR]
-  scripts/sass_report.py --ptx FILE --kind row|flat|gemm --geom N|bm,bn,bk,warps
+  scripts/sass_report.py --ptx FILE --kind row|flat|gemm|wgmma
+      --geom N|bm,bn,bk,warps|bm,bn,bk,consumer_warps,ksteps
   git:REV builds that revision in a temporary worktree (meson + ninja).
   tsv: one line "kernel<TAB>arch<TAB>metric<TAB>value" per figure (the test
   tests/test_sass.c reads it). Exit 0 ok, 1 a failed step, 2 bad usage,
@@ -79,7 +80,25 @@ KERNELS = {
                              "--layout", "tn"], "gemm"),
     "gemm_tf32_tn": ("gemm", ["--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "tf32",
                               "--layout", "tn"], "gemm"),
+    # the sm_90a wgmma loop (issue 13): assembled for sm_90a only
+    "wgmma_bf16_nt": ("gemm", ["--m", "8192", "--n", "8192", "--k", "8192", "--dtype", "bf16",
+                               "--layout", "nt"], "wgmma"),
+    "wgmma_bf16_nt_tma": ("gemm", ["--m", "8192", "--n", "8192", "--k", "8192", "--dtype", "bf16",
+                                   "--layout", "nt", "--config",
+                                   "impl=1,bm=128,bn=256,stages=3,persistent=132,epi=1"], "wgmma"),
+    "wgmma_bf16_tt": ("gemm", ["--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "bf16",
+                               "--layout", "tt"], "wgmma"),
+    "wgmma_e4m3_nt": ("gemm", ["--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "e4m3",
+                               "--layout", "nt", "--config",
+                               "impl=1,bm=128,bn=128,stages=4,wg_wait=1"], "wgmma"),
 }
+
+# kinds assembled for fixed archs (whatever --arch says)
+KIND_ARCHS = {"wgmma": ["sm_90a"]}
+
+
+def archs_of(name, archs):
+    return KIND_ARCHS.get(KERNELS[name][2], archs) if name in KERNELS else archs
 
 ROW_METRICS = ["regs", "insts", "elems_per_thread", "insts_per_elem", "mufu", "mufu_per_elem",
                "fchk", "call", "loops", "gaccess", "gaddr_per_access", "saccess",
@@ -87,6 +106,9 @@ ROW_METRICS = ["regs", "insts", "elems_per_thread", "insts_per_elem", "mufu", "m
 GEMM_METRICS = ["regs", "insts", "loop_insts_per_ktile", "mma_per_ktile", "ldgsts_per_ktile",
                 "ldsm_per_ktile", "lea_per_ktile", "loop_addr_per_access", "bar_to_mma",
                 "bars_per_ktile", "ktiles_per_iter"]
+WGMMA_METRICS = ["regs", "insts", "loop_insts_per_ktile", "ktiles_per_iter", "mma_per_ktile",
+                 "mma_expected_per_ktile", "depbar_per_ktile", "arrive_per_ktile", "bar_to_mma",
+                 "setmaxnreg_dec", "setmaxnreg_inc", "utmaldg", "utmastg", "stsm"]
 
 
 class Fail(Exception):
@@ -392,6 +414,8 @@ def analyse(sass_text, kind, geom, regs=None):
         f["iadd3"] = ops.count("IADD3")
         f["lea"] = ops.count("LEA")
         return f
+    if kind == "wgmma":
+        return analyse_wgmma(inss, lps, f, geom)
     bm, bn, bk, warps = geom
     best = None
     for (s, e) in lps:
@@ -423,6 +447,64 @@ def analyse(sass_text, kind, geom, regs=None):
         dist.append(after[0] if after else len(body) - b + mmas[0])
     f["bar_to_mma"] = max(dist) if dist else None
     f["bars_per_ktile"] = round(len(bars) / kt, 1)
+    return f
+
+
+def analyse_wgmma(inss, lps, f, geom):
+    """The sm_90a warp-specialised loop (geom: bm, bn, bk, consumer warps,
+    wgmma k-steps per k-tile): the consumers' k loop is the backward branch
+    whose body holds the most warpgroup MMAs (HGMMA/QGMMA/IGMMA; innermost on a
+    tie, so a persistent tile loop around it does not count); per k-tile:
+    its instructions, MMAs (expected: the k-steps, bk * es / 32),
+    WARPGROUP.DEPBAR (wgmma.wait_group; one per stage, more is a serialised
+    pipeline, ptxas's C7517 repair) and WARPGROUP.ARRIVE (wgmma.fence; C7519
+    adds more); the barrier (mbarrier wait) -> MMA distance; and over the
+    whole kernel the setmaxnreg splits (USETMAXREG .DEALLOC / .TRY_ALLOC:
+    the producer's and the consumers' register counts), TMA loads and
+    stores (UTMALDG, UTMASTG) and stmatrix (STSM)."""
+    bm, bn, bk, warps, ksteps = geom
+    gmma = ("HGMMA", "QGMMA", "IGMMA")
+    best = None
+    for (s, e) in lps:
+        n = sum(1 for i in inss[s:e + 1] if base(i.op) in gmma)
+        if n and (best is None or n > best[0] or (n == best[0] and e - s < best[2] - best[1])):
+            best = (n, s, e)
+    if best is None:
+        raise Fail("no loop with warpgroup MMA instructions found")
+    _, s, e = best
+    body = inss[s:e + 1]
+    macs = sum(mma_macs_per_warp(i.op) for i in body if base(i.op) in gmma)
+    kt = macs / (bm * bn * bk / warps)
+    f["ktiles_per_iter"] = round(kt, 2)
+    f["loop_insts_per_ktile"] = round(len(body) / kt, 1)
+    f["mma_per_ktile"] = round(sum(1 for i in body if base(i.op) in gmma) / kt, 1)
+    f["mma_expected_per_ktile"] = ksteps
+    f["depbar_per_ktile"] = round(sum(1 for i in body if i.op.startswith("WARPGROUP.DEPBAR")) / kt, 1)
+    f["arrive_per_ktile"] = round(sum(1 for i in body if i.op.startswith("WARPGROUP.ARRIVE")) / kt, 1)
+    bars = [n for n, i in enumerate(body) if i.op.startswith("SYNCS.PHASECHK")]
+    mmas = [n for n, i in enumerate(body) if base(i.op) in gmma]
+    dist = []
+    for b in bars:
+        after = [m - b for m in mmas if m > b]
+        dist.append(after[0] if after else len(body) - b + mmas[0])
+    f["bar_to_mma"] = max(dist) if dist else None
+    dec = inc = None
+    for i in inss:
+        if base(i.op) == "USETMAXREG":
+            v = re.findall(r"0x([0-9a-f]+)|\b(\d+)\b", i.ops)
+            v = [int(h, 16) if h else int(d) for h, d in v]
+            if not v:
+                continue
+            if ".DEALLOC" in i.op:
+                dec = v[-1]
+            elif "ALLOC" in i.op:
+                inc = v[-1]
+    f["setmaxnreg_dec"] = dec
+    f["setmaxnreg_inc"] = inc
+    ops = [base(i.op) for i in inss]
+    f["utmaldg"] = ops.count("UTMALDG")
+    f["utmastg"] = ops.count("UTMASTG")
+    f["stsm"] = ops.count("STSM")
     return f
 
 
@@ -475,6 +557,11 @@ def ours(bin_, name, arch, tool, ptxas, work):
             geom = cols // (int(cfg["wpr"]) * 32)
         elif kind == "flat":
             geom = int(cfg["vec"]) * int(cfg.get("unroll", "1"))
+        elif kind == "wgmma":
+            es = {"bf16": 2, "f16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1, "u8": 1}[
+                args[args.index("--dtype") + 1]]
+            geom = (int(cfg["bm"]), int(cfg["bn"]), int(cfg["bk"]), block // 32 - 4,
+                    int(cfg["bk"]) * es // 32)
         else:
             geom = (int(cfg["bm"]), int(cfg["bn"]), int(cfg["bk"]), block // 32)
     except (KeyError, ValueError) as e:
@@ -550,7 +637,30 @@ def matmul_k(d, a, b, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, BM: tl.
         pb += BK * N
     tl.store(d + rm[:, None] * N + rn[None, :], acc.to(d.dtype.element_ty))
 
-def main(out, archs):
+@triton.jit
+def matmul_nt_k(d, a, b, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, BM: tl.constexpr,
+                BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
+    # Triton's matmul tutorial (03) in its Hopper configuration, nt: A M x K,
+    # B N x K (both K-major, like ours), D M x N; grouped tile order
+    pid = tl.program_id(0)
+    width = GROUP * (N // BN)
+    first = (pid // width) * GROUP
+    gs = tl.minimum(M // BM - first, GROUP)
+    pm = first + (pid % width) % gs
+    pn = (pid % width) // gs
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    pa = a + rm[:, None] * K + rk[None, :]
+    pb = b + rn[None, :] * K + rk[:, None]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc += tl.dot(tl.load(pa), tl.load(pb))
+        pa += BK
+        pb += BK
+    tl.store(d + rm[:, None] * N + rn[None, :], acc.to(d.dtype.element_ty))
+
+def main(out, archs, hopper):
     P = {"f32": "*fp32", "bf16": "*bf16", "f16": "*fp16"}
     jobs = []
     for dt in ("f32", "bf16"):
@@ -573,42 +683,50 @@ def main(out, archs):
                       "BK": 16 if dt == "tf32" else 32, "PREC": prec}, 4, "gemm",
                      [128, 128, 16 if dt == "tf32" else 32, 4]))
     meta = {"version": triton.__version__, "kernels": []}
-    for arch in archs:
-        for name, fn, sig, cx, warps, kind, geom in jobs:
-            # what triton's launcher specialises for 16-byte aligned pointers
-            attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(sig.values())
-                     if t.startswith("*")}
-            k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=cx, attrs=attrs),
-                               target=GPUTarget("cuda", arch, 32),
-                               options={"num_warps": warps, "num_stages": 3})
-            base = os.path.join(out, "%s_sm_%d" % (name, arch))
-            with open(base + ".cubin", "wb") as fh:
-                fh.write(k.asm["cubin"])
-            with open(base + ".ptx", "w") as fh:
-                fh.write(k.asm["ptx"])
-            meta["kernels"].append({"name": name, "arch": "sm_%d" % arch, "kind": kind,
-                                    "geom": geom, "cubin": base + ".cubin", "ptx": base + ".ptx",
-                                    "config": "num_warps=%d,num_stages=3" % warps})
+    runs = [(arch, "sm_%d" % arch, 3, job) for arch in archs for job in jobs]
+    if hopper:  # beside our sm_90a wgmma loop: the tutorial's 128x256x64, 8 warps, 3 stages
+        runs.append((90, "sm_90a", 3, ("wgmma_bf16_nt", matmul_nt_k,
+                     {"d": "*bf16", "a": "*bf16", "b": "*bf16", "M": "constexpr", "N": "constexpr",
+                      "K": "constexpr", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
+                      "GROUP": "constexpr"},
+                     {"M": 8192, "N": 8192, "K": 8192, "BM": 128, "BN": 256, "BK": 64, "GROUP": 8},
+                     8, "wgmma", [128, 256, 64, 8, 4])))
+    for arch, aname, stages, (name, fn, sig, cx, warps, kind, geom) in runs:
+        # what triton's launcher specialises for 16-byte aligned pointers
+        attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(sig.values())
+                 if t.startswith("*")}
+        k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=cx, attrs=attrs),
+                           target=GPUTarget("cuda", arch, 32),
+                           options={"num_warps": warps, "num_stages": stages})
+        base = os.path.join(out, "%s_%s" % (name, aname))
+        with open(base + ".cubin", "wb") as fh:
+            fh.write(k.asm["cubin"])
+        with open(base + ".ptx", "w") as fh:
+            fh.write(k.asm["ptx"])
+        meta["kernels"].append({"name": name, "arch": aname, "kind": kind,
+                                "geom": geom, "cubin": base + ".cubin", "ptx": base + ".ptx",
+                                "config": "num_warps=%d,num_stages=%d" % (warps, stages)})
     with open(os.path.join(out, "meta.json"), "w") as fh:
         json.dump(meta, fh)
 
-main(sys.argv[1], [int(a) for a in sys.argv[2].split(",")])
+main(sys.argv[1], [int(a) for a in sys.argv[2].split(",") if a], sys.argv[3] == "1")
 '''
 
 
-def triton_figures(py, archs, tool, ptxas, work):
+def triton_figures(py, archs, tool, ptxas, work, hopper=False):
     d = os.path.join(work, "triton")
     os.makedirs(d, exist_ok=True)
     src = os.path.join(d, "kernels.py")
     with open(src, "w") as fh:
         fh.write(TRITON_SRC)
     env = dict(os.environ, TRITON_DEFAULT_FP_FUSION="1", TRITON_CACHE_DIR=os.path.join(d, "cache"))
-    run([py, src, d, ",".join(a[3:] for a in archs)], env=env)
+    run([py, src, d, ",".join(a[3:] for a in archs if a[3:].isdigit()), "1" if hopper else "0"],
+        env=env)
     with open(os.path.join(d, "meta.json")) as fh:
         meta = json.load(fh)
     res = {}
     for k in meta["kernels"]:
-        geom = tuple(k["geom"]) if k["kind"] == "gemm" else k["geom"]
+        geom = tuple(k["geom"]) if k["kind"] in ("gemm", "wgmma") else k["geom"]
         text = disassemble(tool, k["cubin"])
         f = analyse(text, k["kind"], geom, cuobjdump_regs(tool, k["cubin"]))
         # the same PTX through this machine's ptxas, for a same-assembler check
@@ -617,7 +735,8 @@ def triton_figures(py, archs, tool, ptxas, work):
             regs = assemble(ptxas, k["ptx"], k["arch"], c2)
             f2 = analyse(disassemble(tool, c2), k["kind"], geom, regs)
             f["ptxas_local"] = {m: f2.get(m) for m in ("regs", "insts", "insts_per_elem",
-                                                      "loop_insts_per_ktile", "bar_to_mma")}
+                                                      "loop_insts_per_ktile", "bar_to_mma",
+                                                      "mma_per_ktile", "depbar_per_ktile")}
         except Fail as e:
             f["ptxas_local"] = str(e)
         f["config"] = k["config"]
@@ -660,6 +779,12 @@ HEADS = {
              ("mma_per_ktile", "MMA/kt"), ("ldgsts_per_ktile", "LDGSTS/kt"),
              ("ldsm_per_ktile", "LDSM/kt"), ("lea_per_ktile", "LEA/kt"),
              ("loop_addr_per_access", "addr/access"), ("bar_to_mma", "bar->MMA")],
+    "wgmma": [("regs", "regs"), ("loop_insts_per_ktile", "insts/ktile"),
+              ("mma_per_ktile", "MMA/kt"), ("mma_expected_per_ktile", "MMA/kt wanted"),
+              ("depbar_per_ktile", "DEPBAR/kt"), ("arrive_per_ktile", "ARRIVE/kt"),
+              ("bar_to_mma", "bar->MMA"), ("setmaxnreg_dec", "producer regs"),
+              ("setmaxnreg_inc", "consumer regs"), ("utmaldg", "UTMALDG"),
+              ("utmastg", "UTMASTG"), ("stsm", "STSM")],
 }
 
 
@@ -667,14 +792,18 @@ def md_tables(cols, names, archs):
     """cols: [(label, {(name, arch): figures})]. Triton has one softmax per
     dtype: it stands beside the cached and the uncached one."""
     out = []
-    for group in ("row", "gemm"):
+    for group in ("row", "gemm", "wgmma"):
+        kinds = {"row": ("row", "flat"), "gemm": ("gemm",), "wgmma": ("wgmma",)}[group]
+        if not any(KERNELS[n][2] in kinds for n in names):
+            continue
         hs = HEADS[group]
         out.append("| kernel | arch | build | " + " | ".join(h for _, h in hs) + " |")
         out.append("|" + "---|" * (3 + len(hs)))
         for n in names:
-            if (KERNELS[n][2] == "gemm") != (group == "gemm"):
+            k = KERNELS[n][2]
+            if (k if k in ("gemm", "wgmma") else "row") != group:
                 continue
-            for x in archs:
+            for x in archs_of(n, archs):
                 for label, res in cols:
                     key = (n, x)
                     if key not in res and label == "triton":
@@ -708,8 +837,9 @@ def main(argv):
     ap.add_argument("--kernels", default=",".join(KERNELS))
     ap.add_argument("--triton-python", help="a python with triton installed: Triton's column")
     ap.add_argument("--ptx", help="analyse this PTX file instead (needs --kind and --geom)")
-    ap.add_argument("--kind", choices=("row", "flat", "gemm"), default="row")
-    ap.add_argument("--geom", help="--ptx: elements per thread, or bm,bn,bk,warps")
+    ap.add_argument("--kind", choices=("row", "flat", "gemm", "wgmma"), default="row")
+    ap.add_argument("--geom", help="--ptx: elements per thread, bm,bn,bk,warps (gemm), or "
+                    "bm,bn,bk,consumer warps,k steps (wgmma)")
     ap.add_argument("--format", default="md", choices=("md", "tsv", "json"))
     ap.add_argument("--keep", help="keep PTX, cubins and SASS in this directory")
     a = ap.parse_args(argv)
@@ -728,12 +858,12 @@ def main(argv):
     if a.ptx:
         try:
             g = [int(v) for v in (a.geom or "").split(",")]
-            geom = tuple(g) if a.kind == "gemm" else g[0]
-            if a.kind == "gemm" and len(g) != 4 or min(g) <= 0:
+            geom = tuple(g) if a.kind in ("gemm", "wgmma") else g[0]
+            if a.kind == "gemm" and len(g) != 4 or a.kind == "wgmma" and len(g) != 5 or min(g) <= 0:
                 raise ValueError
         except (ValueError, IndexError):
-            print("sass_report: bad --geom '%s' (elements per thread, or bm,bn,bk,warps)"
-                  % a.geom, file=sys.stderr)
+            print("sass_report: bad --geom '%s' (elements per thread, bm,bn,bk,warps, or "
+                  "bm,bn,bk,consumer warps,k steps)" % a.geom, file=sys.stderr)
             return 2
     srcs = {}
     try:
@@ -759,10 +889,11 @@ def main(argv):
                 d = os.path.join(work, label)
                 os.makedirs(d, exist_ok=True)
                 cols.append((label, {(n, x): ours(b, n, x, tool, ptxas, d)
-                                     for n in names for x in archs}))
+                                     for n in names for x in archs_of(n, archs)}))
             tver = None
             if a.triton_python and not a.ptx:
-                tver, tres = triton_figures(a.triton_python, archs, tool, ptxas, work)
+                tver, tres = triton_figures(a.triton_python, archs, tool, ptxas, work,
+                                            any(KERNELS[n][2] == "wgmma" for n in names))
                 srcs["triton"] = "triton " + tver
                 cols.append(("triton", tres))
         finally:
@@ -795,7 +926,7 @@ def main(argv):
             for (n, x), f in sorted(res.items()):
                 # a before config is listed only where it differs from after's
                 same = label == "before" and after.get((n, x), {}).get("config") == f.get("config")
-                if x == archs[0] and f.get("config") and not same:
+                if x == archs_of(n, archs)[0] and f.get("config") and not same:
                     print("- %s %s: %s" % (label, n, f["config"]))
         if tver:
             print("\nTriton's PTX through the ptxas above (%s):\n" % archs[0])

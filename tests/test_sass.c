@@ -187,3 +187,83 @@ Test(sass, gemm_first_hmma_after_barrier, .timeout = 600)
         }
     check_le("hmma", k, 3, "bar_to_mma", 12);
 }
+
+/* The sm_90a wgmma loop (issue 13): the 8192^3 bf16 nt default, its
+ * persistent TMA-store form (epi=1), an MN-major layout (tt: the
+ * transpose bits) and e4m3, each assembled for sm_90a. In the consumers'
+ * k loop: one warpgroup MMA per wgmma k-step of the k tile (bk * es / 32,
+ * so ptxas split or dropped none), one WARPGROUP.DEPBAR (wgmma.wait_group)
+ * and one WARPGROUP.ARRIVE (wgmma.fence) per k tile (ptxas's C7517 / C7519
+ * repairs would add more: a serialised pipeline); the producer warpgroup
+ * at the reduced register count (USETMAXREG.DEALLOC 40) and the consumers
+ * at 232 (TRY_ALLOC), below / above the 168 at entry; TMA loads, and for
+ * epi=1 the TMA stores (UTMASTG, 4 boxes of 64 columns) from stmatrix
+ * (STSM, 16 per thread for 16 x 256 bf16). */
+Test(sass, wgmma_main_loop, .timeout = 600)
+{
+    static const char *const k[] = {"wgmma_bf16_nt", "wgmma_bf16_nt_tma", "wgmma_bf16_tt", "wgmma_e4m3_nt"};
+    sass_run("--kernels wgmma_bf16_nt,wgmma_bf16_nt_tma,wgmma_bf16_tt,wgmma_e4m3_nt");
+    for (size_t i = 0; i < 4; i++) {
+        double mma = fig("after", k[i], "sm_90a", "mma_per_ktile");
+        double want = fig("after", k[i], "sm_90a", "mma_expected_per_ktile");
+        cr_assert(!isnan(mma) && !isnan(want), "%s: no figures:\n%s", k[i], tsv);
+        cr_expect_eq(fig("after", k[i], "sm_90a", "ktiles_per_iter"), 1.0, "%s: one k tile per iteration", k[i]);
+        cr_expect_eq(mma, want, "%s: %g warpgroup MMAs per k tile, the tile has %g", k[i], mma, want);
+        cr_expect_eq(fig("after", k[i], "sm_90a", "depbar_per_ktile"), 1.0, "%s: WARPGROUP.DEPBAR per k tile", k[i]);
+        cr_expect_eq(fig("after", k[i], "sm_90a", "arrive_per_ktile"), 1.0, "%s: WARPGROUP.ARRIVE per k tile", k[i]);
+        double dec = fig("after", k[i], "sm_90a", "setmaxnreg_dec"), inc = fig("after", k[i], "sm_90a", "setmaxnreg_inc");
+        double regs = fig("after", k[i], "sm_90a", "regs");
+        cr_expect_eq(dec, 40.0, "%s: producer at %g registers", k[i], dec);
+        cr_expect_eq(inc, 232.0, "%s: consumers at %g registers", k[i], inc);
+        cr_expect(dec < regs && inc > regs, "%s: entry %g, producer %g, consumers %g", k[i], regs, dec, inc);
+        cr_expect_geq(fig("after", k[i], "sm_90a", "utmaldg"), 2.0, "%s: TMA loads", k[i]);
+    }
+    cr_expect_eq(fig("after", "wgmma_bf16_nt_tma", "sm_90a", "utmastg"), 4.0, "%s", tsv);
+    cr_expect_eq(fig("after", "wgmma_bf16_nt_tma", "sm_90a", "stsm"), 16.0, "%s", tsv);
+    cr_expect_eq(fig("after", "wgmma_bf16_nt", "sm_90a", "utmastg"), 0.0, "epi=0 stores directly");
+}
+
+/* The wgmma instrument: a hand-written consumer loop whose wgmma reads an
+ * accumulator before its wait_group (ptxas repairs it with an injected
+ * wait, C7517) must show as more than one WARPGROUP.DEPBAR per k tile, so
+ * a broken parser cannot pass the target above with zeros. */
+Test(sass, wgmma_instrument_sees_serialisation, .timeout = 300)
+{
+    char dir[] = "/tmp/ptxtune_sass_wg_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char path[256], args[512];
+    snprintf(path, sizeof path, "%s/serial.ptx", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs(".version 8.0\n.target sm_90a\n.address_size 64\n"
+          ".visible .entry k(.param .u64 p, .param .u32 n)\n.maxntid 128, 1, 1\n{\n"
+          "\t.reg .b32 %r<8>;\n\t.reg .b64 %rd<8>;\n\t.reg .f32 %f<8>;\n\t.reg .pred %p<2>;\n"
+          "\t.shared .align 1024 .b8 s[4096];\n"
+          "\tld.param.u64 %rd0, [p];\n\tcvta.to.global.u64 %rd1, %rd0;\n\tld.param.u32 %r1, [n];\n"
+          "\tmov.u32 %r2, s;\n\tcvt.u64.u32 %rd2, %r2;\n\tshr.u64 %rd2, %rd2, 4;\n"
+          "\tor.b64 %rd3, %rd2, 4611686293305294848;\n"
+          "\tmov.f32 %f0, 0f00000000;\n\tmov.f32 %f1, 0f00000000;\n\tmov.f32 %f2, 0f00000000;\n"
+          "\tmov.f32 %f3, 0f00000000;\n\tmov.u32 %r3, 0;\n"
+          "L0:\n\t.pragma \"nounroll\";\n"
+          "\twgmma.fence.sync.aligned;\n"
+          "\twgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%f0, %f1, %f2, %f3}, %rd3, %rd3, 1, 1, 1, 0, 0;\n"
+          "\twgmma.commit_group.sync.aligned;\n"
+          "\tadd.f32 %f4, %f0, %f1;\n"
+          "\twgmma.fence.sync.aligned;\n"
+          "\twgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%f0, %f1, %f2, %f3}, %rd3, %rd3, 1, 1, 1, 0, 0;\n"
+          "\twgmma.commit_group.sync.aligned;\n"
+          "\twgmma.wait_group.sync.aligned 1;\n"
+          "\tadd.u32 %r3, %r3, 1;\n\tsetp.lt.u32 %p0, %r3, %r1;\n\t@%p0 bra L0;\n"
+          "\twgmma.wait_group.sync.aligned 0;\n"
+          "\tst.global.v4.f32 [%rd1], {%f0, %f1, %f2, %f4};\n\tret;\n}\n",
+          f);
+    fclose(f);
+    /* 64 x 8 x 32 per iteration (two k16 steps) over 4 warps; k steps 2 */
+    snprintf(args, sizeof args, "--ptx %s --kind wgmma --geom 64,8,32,4,2 --arch sm_90a", path);
+    sass_run(args);
+    remove(path);
+    rmdir(dir);
+    double dep = fig("ptx", "serial.ptx", "sm_90a", "depbar_per_ktile");
+    cr_expect_eq(fig("ptx", "serial.ptx", "sm_90a", "mma_per_ktile"), 2.0, "%s", tsv);
+    cr_expect_gt(dep, 1.0, "the early accumulator read serialises the loop: %g DEPBAR per k tile\n%s", dep, tsv);
+}
