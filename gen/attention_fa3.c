@@ -526,6 +526,18 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
         kit_attn_mask_block(f, &mask, &sf, sacc, nr, NI, n0);
         kit_attn_softmax(f, sm, nr, NI, sacc, preg, NO, oacc);
         ptx_reg vst = kit_pipe_wait(&pv, 0);
+        {
+            /* the block past the keys: zero V's rows there (another
+             * sequence's or unused keys: 0 P times NaN is NaN), ordered
+             * before every consumer's wgmma */
+            int skip = ptx_label_new(f);
+            bra(g, skip, setp(g, PTX_M_GT, ptx_r(n0), ptx_r(mask.skbn)), true);
+            kit_attn_zero_rows(f, vst, (int)(pp->dv / 64), g->vbox, g->bn,
+                               iop(g, PTX_OP_SUB, ptx_r(sk), ptx_r(n0)), ct, 128 * C);
+            ptx_emit0(f, PTX_OP_FENCE_PROXY_ASYNC, M1(PTX_M_SHARED_CTA), PTX_NOTYPES);
+            ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(1), ptx_imm(128 * C));
+            ptx_label_place(f, skip);
+        }
         kit_frag pf = sf;
         pf.r = preg;
         kit_attn_wg_pv(f, &g->wo, oacc, &pf, g->mma, vst, g->vbox, g->bn);

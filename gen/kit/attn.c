@@ -198,3 +198,29 @@ void kit_attn_wg_pv(ptx_fn *f, const kit_atom *wo, ptx_reg *o, const kit_frag *p
         kit_wgmma_rs(f, wo, ov, a[kb], desc_plus(f, dv, 128 * kb), ptx_imm(1), true);
     ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
 }
+
+void kit_attn_zero_rows(ptx_fn *f, ptx_reg base, int boxes, int64_t box_bytes, int rows, ptx_reg from, ptx_reg tid,
+                        int nthreads)
+{
+    int64_t total = (int64_t)boxes * rows * 8; /* 16-byte chunks */
+    ptx_reg z[4];
+    for (int q = 0; q < 4; q++)
+        z[q] = kit_reg(f, ptx_imm(0));
+    for (int64_t k = 0; k * nthreads < total; k++) {
+        ptx_reg L = iop(f, PTX_OP_ADD, ptx_r(tid), ptx_imm(k * nthreads));
+        ptx_reg box = iop(f, PTX_OP_DIV, ptx_r(L), ptx_imm((int64_t)rows * 8));
+        ptx_reg rem = iop(f, PTX_OP_REM, ptx_r(L), ptx_imm((int64_t)rows * 8));
+        ptx_reg row = iop(f, PTX_OP_SHR, ptx_r(rem), ptx_imm(3));
+        ptx_reg ok = setp(f, PTX_M_GE, ptx_r(row), ptx_r(from));
+        if ((k + 1) * nthreads > total) {
+            ptx_reg in = setp(f, PTX_M_LT, ptx_r(L), ptx_imm(total));
+            ptx_reg both = ptx_reg_new(f, PTX_T_PRED);
+            ptx_emit(f, PTX_OP_AND, NOM, PREDT, ptx_r(both), ptx_r(ok), ptx_r(in));
+            ok = both;
+        }
+        ptx_reg a = iop(f, PTX_OP_ADD, ptx_r(base), ptx_r(iop(f, PTX_OP_MUL, ptx_r(box), ptx_imm(box_bytes))));
+        a = iop(f, PTX_OP_ADD, ptx_r(a), ptx_r(iop(f, PTX_OP_SHL, ptx_r(rem), ptx_imm(4))));
+        ptx_guard(ptx_emit(f, PTX_OP_ST, M2(PTX_M_SHARED, PTX_M_V4), B32T, ptx_addr(a, 0), ptx_vecr(f, 4, z)), ok,
+                  false);
+    }
+}

@@ -30,6 +30,7 @@
  *   kit_attn_wg_qk        S = Q K^T by wgmma SS (one warpgroup's 64 rows)
  *   kit_attn_wg_pv        O += P V by wgmma RS (P from the S fragment)
  *   kit_wgmma_rs          one wgmma.mma_async with A in registers
+ *   kit_attn_zero_rows    zero a stage's rows past the keys (TMA tiles)
  *
  * Shared-memory layout the wgmma steps read (every tile on a 1024-byte
  * boundary, 128B swizzle, as TMA with CU_TENSOR_MAP_SWIZZLE_128B writes
@@ -97,6 +98,18 @@ void kit_attn_finalize(ptx_fn *f, const kit_softmax *st, int nr, ptx_reg *lrow, 
 /* lse = k m + ln l of a finished row (natural log; -inf when l = 0), a
  * fresh f32 register. */
 ptx_reg kit_attn_lse(ptx_fn *f, const kit_softmax *st, ptx_reg l, float k);
+
+/* Zeroes rows [from, rows) of a tile of `boxes` boxes of rows x 128
+ * bytes (box_bytes apart) at the u32 shared address base: 16-byte stores
+ * spread over nthreads threads (tid u32 in [0, nthreads)), each row's 128
+ * bytes whole (the 128B swizzle permutes chunks within a row). from: s32
+ * register (<= 0: every row). For a K/V stage whose last rows are past
+ * the sequence (TMA over a packed or padded tensor loads the next
+ * sequence's keys): a masked key's P is 0, but 0 times a NaN or an inf
+ * there is NaN. The caller then orders the stores before the wgmma
+ * (fence.proxy.async.shared::cta, a barrier of the threads). */
+void kit_attn_zero_rows(ptx_fn *f, ptx_reg base, int boxes, int64_t box_bytes, int rows, ptx_reg from, ptx_reg tid,
+                        int nthreads);
 
 /* wgmma.mma_async m64n{at->n}k16 with A in registers (RS; 16-bit types):
  * d the accumulator vector, a the four A registers, desc_b B's

@@ -1,0 +1,490 @@
+/* The sm_90a prefill kernel (gen/attention_fa3.c, impl=2: wgmma + TMA +
+ * mbarrier rings, warp-specialised) on the CPU emulator against the
+ * float64 reference, every detector on, under the lazy, eager and random
+ * async schedules (emit -> print -> parse -> print back identically ->
+ * emulate at sm_90a -> tuner_verify: the op's structured inputs,
+ * poisoned outputs, every element against the verifier's tolerances, lse
+ * by its own bound).
+ *
+ * Grid (issue 11's acceptance as far as this kernel goes): head dims 64,
+ * 128, 256; causal / non-causal / sliding window / softcap; Sq < Sk, Sq =
+ * Sk, Sq > Sk (rows with no visible key), Sq = 1; GQA 1:1, 4:1, MQA (a
+ * group of 6); lengths 1, 7, 77, 129; varlen (the op draws a length-1
+ * sequence), seqused_k; bshd and bhsd; f16 and bf16; bm 64 / 128 / 192 (1
+ * to 3 consumer warpgroups), bn 32..144, stages 2 and 3. Every case runs
+ * under one schedule (rotating), the first four under all three. Prints
+ * the case count and the worst error per dtype. Then the adversarial
+ * inputs of the fa2 tests (gen_attention_adversarial_op: NaN, +-inf, 2^14
+ * in q, k or v), the kernel's structure (wgmma per block, nounroll,
+ * setmaxnreg, the mask behind a branch), check()'s one-line refusals
+ * (paged K/V and hd96 are impl=0's: the sm_90a default falls back), and
+ * ptxas sm_90a assembly of a sample of the Llama-3-8B prefill space (Sq =
+ * Sk = 4096 causal, Hq 32, Hkv 8, d 128; every config with
+ * PTXTUNE_FULL_SPACE=1): 0 spills, no local memory, no C75xx. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gen/attention_int.h"
+#include "ptx/compile.h"
+#include "ptx/emu/emu.h"
+#include "ptx/parse.h"
+#include "tuner/backend.h"
+#include "tuner/verify.h"
+#include "test_util.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct fcase {
+    pt_dtype dt;
+    int64_t B, Hq, Hkv, Sq, Sk, d;
+    bool causal;
+    int64_t wl, wr;
+    double softcap;
+    bool varlen, seqused, lse, bhsd;
+    const char *config;
+} fcase;
+
+static pt_problem problem_of(const fcase *c)
+{
+    pt_problem p;
+    pt_schema_defaults(&gen_attention_op, &p);
+    p.op = "attention";
+    p.dtype = c->dt;
+    p.batch = c->B;
+    p.heads_q = c->Hq;
+    p.heads_kv = c->Hkv;
+    p.seqlen_q = c->Sq;
+    p.seqlen_k = c->Sk;
+    p.head_dim = p.head_dim_v = c->d;
+    p.causal = c->causal;
+    p.window_left = c->wl;
+    p.window_right = c->wr;
+    p.window_left_given = p.window_right_given = true;
+    p.softcap = c->softcap;
+    p.varlen = c->varlen;
+    p.seqused_k = c->seqused;
+    p.return_lse = c->lse;
+    p.layout = c->bhsd ? "bhsd" : "bshd";
+    return p;
+}
+
+static void describe(const fcase *c, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s B%lld Hq%lld Hkv%lld Sq%lld Sk%lld d%lld%s wl%lld wr%lld softcap%g%s%s%s%s [%s]",
+             pt_dtype_get(c->dt)->name, (long long)c->B, (long long)c->Hq, (long long)c->Hkv, (long long)c->Sq,
+             (long long)c->Sk, (long long)c->d, c->causal ? " causal" : "", (long long)c->wl, (long long)c->wr,
+             c->softcap, c->varlen ? " varlen" : "", c->seqused ? " seqused" : "", c->lse ? " lse" : "",
+             c->bhsd ? " bhsd" : "", c->config);
+}
+
+static const char *const sched_names[] = {"lazy", "eager", "random"};
+
+/* The fa3 config of a prepared problem: its defaults, c->config over them
+ * (parsed against the fa3 space, so decode-kind problems, Sq <= 16, take
+ * it too). */
+static int fa3_config(const pt_prepared *pp, const pt_target *tg, const char *config, pt_config *cf, pt_err *e)
+{
+    pt_space s;
+    attn_fa3_space(pp, tg, &s);
+    attn_fa3_defaults(pp, tg, cf);
+    return pt_config_parse(&s, config, cf, e);
+}
+
+/* One case with op (the attention op or an adversarial one) under sched. */
+static int run_case(const pt_op *op, const fcase *c, emu_sched sched, uint64_t seed, double *max_err, pt_err *e)
+{
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
+    pt_problem p = problem_of(c);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp = NULL;
+    pt_config cf;
+    ptx_module *built = NULL, *parsed = NULL;
+    tuner_dev *d = NULL;
+    tuner_kernel *k = NULL;
+    tuner_io *io = NULL;
+    char *text = NULL;
+    pt_launch l;
+    *max_err = 0;
+    int rc = op->prepare(a, &p, &tg, &pp, e);
+    if (!rc)
+        rc = fa3_config(pp, &tg, c->config, &cf, e);
+    if (!rc && pt_config_get(&cf, "impl", 0) != ATTN_FA3)
+        rc = pt_errf(e, PT_EINVAL, "not the fa3 kernel (impl=%lld)", (long long)pt_config_get(&cf, "impl", 0));
+    if (!rc)
+        rc = op->check(pp, &tg, &cf, e);
+    if (!rc)
+        rc = pt_op_build(op, pp, &tg, 0, &cf, &built, &l, e);
+    if (!rc) {
+        text = ptx_print(built);
+        rc = ptx_parse(text, strlen(text), "<emitted>", 0, &parsed, e);
+    }
+    if (!rc) {
+        char *again = ptx_print(parsed);
+        if (strcmp(again, text) != 0)
+            rc = pt_errf(e, PT_EINTERNAL, "parse(print(kernel)) does not print back identically");
+        free(again);
+    }
+    tuner_dev_opts dopts = {.emu_threads = 2, .emu_arch = 90, .emu_schedule = (int)sched,
+                            .emu_schedule_seed = seed};
+    if (!rc)
+        rc = tuner_dev_open("emu", &dopts, &d, e);
+    tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, l.entry, op, pp};
+    if (!rc)
+        rc = tuner_load(d, &img, &k, e);
+    if (!rc)
+        rc = tuner_io_new(op, pp, &io, e);
+    if (!rc) {
+        tuner_io_random(io, seed, 0, 0);
+        rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), e);
+    }
+    if (!rc) {
+        tuner_verify_opts vo = {.full_limit = INT64_MAX};
+        tuner_verify_result vr;
+        rc = tuner_verify(d, k, &l, io, &vo, &vr, e);
+        *max_err = vr.max_err;
+    }
+    if (io)
+        tuner_io_free(d, io);
+    if (k)
+        tuner_unload(d, k);
+    if (d)
+        tuner_dev_close(d);
+    free(text);
+    ptx_module_free(parsed);
+    ptx_module_free(built);
+    pt_arena_free(a);
+    return rc;
+}
+
+#define BF PT_BF16
+#define F16 PT_F16
+/* dt B Hq Hkv Sq Sk d causal wl wr softcap varlen seqused lse bhsd config */
+static const fcase grid[] = {
+    /* hd64: non-causal Sq < Sk; causal Sq = Sk (3 stages); Sq > Sk causal (rows without keys); Sq = 1 */
+    {BF, 2, 4, 4, 77, 129, 64, false, -1, -1, 0, false, false, true, false, "bm=128,bn=128"},
+    {F16, 1, 4, 1, 129, 129, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=64,stages=3"},
+    {BF, 1, 8, 2, 129, 7, 64, true, -1, -1, 0, false, false, true, false, "bm=128,bn=48"},
+    {F16, 3, 4, 1, 129, 129, 64, false, 20, -1, 0, true, true, true, false, "bm=192,bn=64"},
+    {F16, 1, 2, 2, 1, 77, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=32"},
+    {BF, 1, 6, 1, 7, 129, 64, false, 20, -1, 0, false, false, true, false, "bm=64,bn=64"},
+    /* hd128: causal GQA, window both sides, softcap bhsd, seqused_k */
+    {BF, 1, 8, 2, 77, 129, 128, true, -1, -1, 0, false, false, true, false, "bm=128,bn=128"},
+    {F16, 2, 4, 4, 77, 77, 128, false, 16, 3, 0, false, false, true, false, "bm=64,bn=96"},
+    {F16, 1, 4, 1, 129, 129, 128, false, -1, -1, 30, false, false, true, true, "bm=128,bn=144"},
+    {BF, 3, 8, 2, 77, 129, 128, true, -1, -1, 0, false, true, true, false, "bm=128,bn=64,stages=3"},
+    /* hd256 */
+    {BF, 1, 2, 1, 77, 129, 256, true, -1, -1, 0, false, false, true, false, "bm=128,bn=80"},
+    {F16, 1, 4, 4, 129, 77, 256, false, -1, -1, 0, false, false, false, false, "bm=64,bn=64"},
+    /* varlen (a length-1 sequence among the op's lengths) */
+    {BF, 3, 4, 1, 77, 129, 64, false, -1, -1, 0, true, false, true, false, "bm=64,bn=32"},
+    {F16, 4, 4, 4, 129, 77, 64, true, -1, -1, 0, true, false, true, false, "bm=128,bn=64"},
+    /* softcap with causal and window; odd lengths Sk 1 */
+    {BF, 1, 4, 1, 77, 129, 64, true, -1, -1, 50, false, false, true, false, "bm=64,bn=32"},
+    {F16, 1, 4, 2, 129, 129, 128, false, 20, 20, 15, false, false, true, false, "bm=128,bn=64"},
+    {BF, 2, 4, 1, 7, 1, 64, true, -1, -1, 0, false, false, true, true, "bm=64,bn=16"},
+};
+
+Test(attention_fa3, grid_against_float64_reference_every_schedule, .timeout = 600)
+{
+    int ran = 0, failed = 0, per[2] = {0, 0};
+    double worst[2] = {0, 0};
+    char first[2048] = "";
+    double t0 = now();
+    for (size_t i = 0; i < sizeof grid / sizeof *grid; i++)
+        for (int sch = 0; sch < 3; sch++) {
+            if (i >= 4 && sch != (int)(i % 3))
+                continue;
+            const fcase *c = &grid[i];
+            double err;
+            pt_err e = {0};
+            uint64_t seed = (uint64_t)(c->Sk * 131 + c->Hq * 7 + c->d + (int64_t)i);
+            int rc = run_case(&gen_attention_op, c, (emu_sched)sch, seed, &err, &e);
+            ran++;
+            int k = c->dt == BF;
+            per[k]++;
+            if (!rc && err > worst[k])
+                worst[k] = err;
+            if (rc) {
+                char what[512];
+                describe(c, what, sizeof what);
+                if (!failed)
+                    snprintf(first, sizeof first, "%s (%s): %.1200s", what, sched_names[sch], e.msg);
+                failed++;
+                fprintf(stderr, "FAIL %s (%s): %s\n", what, sched_names[sch], e.msg);
+            }
+        }
+    printf("attention prefill (impl=2, sm_90a wgmma/TMA): %d cases (%d f16, %d bf16; %zu shapes, 4 under all "
+           "three schedules), %d failed; worst error f16 %.3g, bf16 %.3g (tolerance 1e-2 for o, 1e-4 for lse); "
+           "%.1f s\n", ran, per[0], per[1], sizeof grid / sizeof *grid, failed, worst[0], worst[1], now() - t0);
+    fflush(stdout);
+    cr_assert_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
+}
+
+/* ---- adversarial inputs (the fa2 tests' kinds and semantics) ---- */
+static const fcase adv_shapes[] = {
+    {BF, 2, 4, 1, 77, 129, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=32"},
+    {F16, 1, 8, 2, 33, 77, 128, false, 20, 5, 0, false, false, true, false, "bm=128,bn=64"},
+    {BF, 3, 4, 2, 40, 77, 64, true, -1, -1, 0, true, true, true, false, "bm=64,bn=48"},
+    {F16, 2, 4, 4, 77, 77, 64, false, -1, -1, 30, false, false, true, true, "bm=128,bn=48"},
+};
+
+static const char *const adv_names[ATTN_ADV_N] = {
+    "none", "q NaN", "q +inf", "q -inf", "q huge", "k NaN", "k +inf", "k -inf", "k huge (first block)",
+    "k huge (last key)", "v NaN", "v +inf", "v -inf",
+};
+
+Test(attention_fa3, adversarial_inputs_match_the_reference, .timeout = 600)
+{
+    int ran = 0, failed = 0;
+    char first[2048] = "";
+    double t0 = now();
+    int ns = (int)(sizeof adv_shapes / sizeof *adv_shapes);
+    for (int kind = 1; kind < ATTN_ADV_N; kind++)
+        for (int v = 0; v < (kind >= ATTN_ADV_V_NAN ? 2 : 1); v++) {
+            const fcase *c = &adv_shapes[(kind + v) % ns];
+            const pt_op *op = gen_attention_adversarial_op((attn_adv)kind);
+            cr_assert(op);
+            double err;
+            pt_err e = {0};
+            emu_sched sch = (emu_sched)((kind + v) % 3);
+            int rc = run_case(op, c, sch, (uint64_t)(77 + 13 * kind + v), &err, &e);
+            ran++;
+            if (rc) {
+                char d[512];
+                describe(c, d, sizeof d);
+                failed++;
+                if (!first[0])
+                    snprintf(first, sizeof first, "%s: %.500s: %.1000s", adv_names[kind], d, e.msg);
+                printf("FAILED %s: %s (%s): %s\n", adv_names[kind], d, sched_names[sch], e.msg);
+            }
+        }
+    printf("attention prefill (impl=2) adversarial inputs: %d cases, %d failed, %.1f s\n", ran, failed,
+           now() - t0);
+    fflush(stdout);
+    cr_expect_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
+}
+
+/* ---- the kernel's structure, check(), defaults ---- */
+
+static pt_problem llama(void)
+{
+    fcase c = {BF, 1, 32, 8, 4096, 4096, 128, true, -1, -1, 0, false, false, false, false, ""};
+    return problem_of(&c);
+}
+
+static int count(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *s = strstr(text, what); s; s = strstr(s + 1, what))
+        n++;
+    return n;
+}
+
+Test(attention_fa3, structure_of_the_default_llama_kernel)
+{
+    pt_problem p = llama();
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), 0);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), 0, "%s", e.msg);
+    pt_config c;
+    gen_attention_op.defaults(pp, &tg, &c);
+    char cs[256];
+    pt_config_str(&c, cs, sizeof cs);
+    cr_expect_str_eq(cs, "impl=2,bm=128,bn=128,stages=2");
+    ptx_module *m;
+    pt_launch l;
+    cr_assert_eq(pt_op_build(&gen_attention_op, pp, &tg, 0, &c, &m, &l, &e), 0, "%s", e.msg);
+    char *text = ptx_print(m);
+    ptx_module_free(m);
+    /* one block: QK^T d/16 SS wgmmas of N bn, PV bn/16 RS wgmmas of N dv */
+    cr_expect_eq(count(text, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"), 8 + 8);
+    cr_expect_eq(count(text, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"), 8 + 8);
+    cr_expect_eq(count(text, "wgmma.commit_group"), 2);
+    cr_expect_eq(count(text, "wgmma.wait_group.sync.aligned 0"), 2);
+    cr_expect_eq(count(text, "cvt.rn.bf16x2.f32"), 128 / 4 + 128 / 4, "P: bn/4 pairs, o: dv/4 pairs");
+    cr_expect_eq(count(text, ".pragma \"nounroll\""), 2, "the producer's and the consumers' loops");
+    cr_expect_eq(count(text, "setmaxnreg.dec.sync.aligned.u32 40"), 1);
+    cr_expect_eq(count(text, "setmaxnreg.inc.sync.aligned.u32 232"), 1);
+    cr_expect_eq(count(text, "cp.async.bulk.tensor.4d"), 2 + 2 + 2, "Q, K, V: two 64-column boxes each");
+    cr_expect_eq(count(text, "ex2.approx.ftz.f32"), 64 + 2, "one per score (2 rows x 32) and one alpha a row");
+    cr_expect_eq(count(text, "ld.local") + count(text, "st.local"), 0);
+    cr_expect_eq(count(text, ".param .u32"), 2, "seqlen_q and seqlen_k are run-time parameters");
+    /* the mask: one selp to -inf per score of the thread, behind one branch */
+    cr_expect_eq(count(text, ", 0fFF800000, %p"), 64);
+    cr_expect_eq(l.grid[0], 32u);
+    cr_expect_eq(l.grid[1], 32u);
+    cr_expect_eq(l.block[0], 384u);
+    cr_expect_eq(l.ntmaps, 3);
+    cr_expect(l.smem_optin);
+    free(text);
+    pt_arena_free(a);
+}
+
+static int check_of(const fcase *c, const char *arch, const char *config, pt_err *e)
+{
+    pt_target tg;
+    cr_assert_eq(pt_target_parse(arch, &tg, e), PT_OK);
+    pt_problem p = problem_of(c);
+    p.page_size = 0;
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    int rc = gen_attention_op.prepare(a, &p, &tg, &pp, e);
+    if (!rc) {
+        pt_config cf;
+        rc = fa3_config(pp, &tg, config, &cf, e);
+        if (!rc)
+            rc = gen_attention_op.check(pp, &tg, &cf, e);
+    }
+    pt_arena_free(a);
+    return rc;
+}
+
+Test(attention_fa3, check_refuses_in_one_line)
+{
+    fcase l = {BF, 1, 32, 8, 4096, 4096, 128, true, -1, -1, 0, false, false, false, false, ""};
+    fcase hd96 = l, hd256 = l;
+    hd96.d = 96;
+    hd256.d = 256;
+    static const struct {
+        int which;
+        const char *arch, *config, *want;
+    } bad[] = {
+        {0, "sm_90", "", "impl=2 (fa3) needs sm_90a; target is sm_90"},
+        {1, "sm_90a", "", "head_dim=96 head_dim_v=96: 64 128 256"},
+        {0, "sm_90a", "bn=40", "bn=40: a multiple of 16"},
+        {0, "sm_90a", "bm=192,bn=176", "live values per consumer thread"},
+        {0, "sm_90a", "bm=128,bn=192", "would spill"},
+        {2, "sm_90a", "bm=128,bn=128,stages=3", "shared memory"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pt_err e = {0};
+        const fcase *c = bad[i].which == 0 ? &l : bad[i].which == 1 ? &hd96 : &hd256;
+        int rc = check_of(c, bad[i].arch, bad[i].config, &e);
+        cr_expect_neq(rc, PT_OK, "case %zu accepted", i);
+        cr_expect(strstr(e.msg, bad[i].want) != NULL, "case %zu: '%s' does not say '%s'", i, e.msg, bad[i].want);
+        cr_expect(strchr(e.msg, '\n') == NULL, "case %zu: more than one line: %s", i, e.msg);
+    }
+    /* paged K/V: refused by impl=2 in one line */
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    pt_problem p = llama();
+    p.page_size = 16;
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+    pt_config cf;
+    cr_assert_eq(fa3_config(pp, &tg, "", &cf, &e), PT_OK, "%s", e.msg);
+    cr_expect_neq(gen_attention_op.check(pp, &tg, &cf, &e), PT_OK);
+    cr_expect(strstr(e.msg, "paged K/V is not supported"), "%s", e.msg);
+    pt_arena_free(a);
+}
+
+static int64_t default_impl(pt_problem p, const char *arch)
+{
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse(arch, &tg, &e), PT_OK);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+    pt_config cf;
+    gen_attention_op.defaults(pp, &tg, &cf);
+    cr_assert_eq(gen_attention_op.check(pp, &tg, &cf, &e), PT_OK, "%s: %s", arch, e.msg);
+    int64_t impl = pt_config_get(&cf, "impl", -1);
+    pt_arena_free(a);
+    return impl;
+}
+
+Test(attention_fa3, the_sm_90a_prefill_default_is_fa3_where_it_applies)
+{
+    pt_problem p = llama();
+    cr_expect_eq(default_impl(p, "sm_90a"), ATTN_FA3);
+    cr_expect_eq(default_impl(p, "sm_90"), ATTN_FA2);
+    cr_expect_eq(default_impl(p, "sm_80"), ATTN_FA2);
+    pt_problem hd96 = p, paged = p, hd256 = p;
+    hd96.head_dim = hd96.head_dim_v = 96;
+    cr_expect_eq(default_impl(hd96, "sm_90a"), ATTN_FA2);
+    paged.page_size = 16;
+    cr_expect_neq(default_impl(paged, "sm_90a"), ATTN_FA3);
+    hd256.head_dim = hd256.head_dim_v = 256;
+    cr_expect_eq(default_impl(hd256, "sm_90a"), ATTN_FA3);
+    hd256.head_dim = hd256.head_dim_v = 64;
+    cr_expect_eq(default_impl(hd256, "sm_90a"), ATTN_FA3);
+}
+
+/* ---- assembly: the Llama-3-8B prefill space on sm_90a ---- */
+
+Test(attention_fa3, llama3_8b_prefill_space_assembles_for_sm_90a, .timeout = 1200)
+{
+    pt_compiler *comp = NULL;
+    pt_err e = {0};
+    if (pt_compiler_open(&comp, &e)) {
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_skip_test("no CUDA toolkit: %s", e.msg);
+    }
+    /* ptxas: nvJitLink drops setmaxnreg (C7504) */
+    if (pt_compiler_set_backend(comp, PT_BACKEND_PTXAS, &e)) {
+        pt_compiler_close(comp);
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but no ptxas: %s", e.msg);
+        cr_skip_test("no ptxas: %s", e.msg);
+    }
+    bool full = getenv("PTXTUNE_FULL_SPACE") && atoi(getenv("PTXTUNE_FULL_SPACE"));
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    pt_problem p = llama();
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+    pt_space s;
+    gen_attention_op.space(pp, &tg, &s);
+    double t0 = now();
+    int valid = 0, built = 0;
+    for (int64_t i = 0; i < pt_space_size(&s); i++) {
+        pt_config c;
+        pt_space_config(&s, i, &c);
+        pt_err ce = {0};
+        if (gen_attention_op.check(pp, &tg, &c, &ce))
+            continue;
+        if (valid++ % (full ? 1 : 5))
+            continue;
+        char cfg[256];
+        pt_config_str(&c, cfg, sizeof cfg);
+        cr_expect_eq(pt_config_get(&c, "impl", 0), ATTN_FA3, "%s", cfg);
+        ptx_module *m = NULL;
+        pt_launch l;
+        cr_assert_eq(pt_op_build(&gen_attention_op, pp, &tg, 0, &c, &m, &l, &ce), PT_OK, "%s: %s", cfg, ce.msg);
+        char *text = ptx_print(m);
+        cr_expect(!strstr(text, "ld.local") && !strstr(text, "st.local"), "%s: local memory in the PTX", cfg);
+        pt_resource r;
+        memset(&r, 0, sizeof r);
+        int rc = pt_compile(comp, text, &tg, NULL, NULL, &r, &ce);
+        cr_expect_eq(rc, PT_OK, "%s: %s", cfg, ce.msg);
+        for (int k = 0; k < r.ncodes; k++)
+            cr_expect(strncmp(r.codes[k], "C75", 3) != 0, "%s: %s", cfg, r.codes[k]);
+        cr_expect_eq(r.spill_stores + r.spill_loads, 0, "%s: spills", cfg);
+        cr_expect_eq(r.stack_frame, 0, "%s: stack frame", cfg);
+        printf("  %-40s regs %3d smem %6zu\n", cfg, r.registers, l.smem);
+        free(text);
+        ptx_module_free(m);
+        built++;
+    }
+    printf("Llama-3-8B prefill (Sq=Sk=4096 causal, Hq 32, Hkv 8, d 128, bf16) on sm_90a: %d of %d valid configs "
+           "through %s in %.1f s\n", built, valid, pt_compiler_describe(comp), now() - t0);
+    cr_expect_gt(built, 2);
+    pt_arena_free(a);
+    pt_compiler_close(comp);
+}
