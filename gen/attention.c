@@ -58,9 +58,25 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
     char tn[16];
     if (pb->dtype == PT_F64) /* unset: the command line leaves it to prepare */
         return pt_errf(e, PT_EINVAL, "missing dtype=... (attention takes f16 or bf16)");
-    if (pb->dtype != PT_F16 && pb->dtype != PT_BF16)
-        return pt_errf(e, PT_EINVAL, "dtype '%s' is not supported for attention (f16 bf16)",
+    if (pb->dtype != PT_F16 && pb->dtype != PT_BF16 && pb->dtype != PT_E4M3)
+        return pt_errf(e, PT_EINVAL, "dtype '%s' is not supported for attention (f16 bf16; e4m3 on sm_90a)",
                        pt_dtype_get(pb->dtype)->name);
+    bool fp8 = pb->dtype == PT_E4M3;
+    if (fp8 && !(t->sm == 90 && t->arch_specific))
+        return pt_errf(e, PT_EUNSUPPORTED, "dtype e4m3: fp8 attention runs on sm_90a (the wgmma decode "
+                       "kernel); target is %s", pt_target_name(t, tn, sizeof tn));
+    if (fp8 && pb->seqlen_q > ATTN_DECODE_MAX_SQ)
+        return pt_errf(e, PT_EUNSUPPORTED, "dtype e4m3: fp8 attention is decode only (seqlen_q <= %d), "
+                       "seqlen_q=%lld", ATTN_DECODE_MAX_SQ, (long long)pb->seqlen_q);
+    const double desc[3] = {pb->descale_q, pb->descale_k, pb->descale_v};
+    static const char *const desc_name[3] = {"descale_q", "descale_k", "descale_v"};
+    for (int i = 0; i < 3; i++) {
+        if (!(desc[i] >= 0) || isinf((float)desc[i]))
+            return pt_errf(e, PT_EINVAL, "%s=%g: must be a finite number > 0", desc_name[i], desc[i]);
+        if (!fp8 && desc[i] != 0 && desc[i] != 1)
+            return pt_errf(e, PT_EINVAL, "%s=%g: descales are for dtype e4m3 (q, k, v in fp8)", desc_name[i],
+                           desc[i]);
+    }
     if (t->sm < 80)
         return pt_errf(e, PT_EUNSUPPORTED, "attention needs sm_80 or newer; target is %s",
                        pt_target_name(t, tn, sizeof tn));
@@ -134,6 +150,10 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
     pp->target = *t;
     pp->dt = pb->dtype;
     pp->es = pt_dtype_get(pb->dtype)->bytes;
+    pp->odt = fp8 ? PT_BF16 : pb->dtype;
+    pp->oes = pt_dtype_get(pp->odt)->bytes;
+    double dq = desc[0] ? desc[0] : 1, dk = desc[1] ? desc[1] : 1;
+    pp->vscale = fp8 && desc[2] ? (float)desc[2] : 1.0f;
     pp->B = pb->batch;
     pp->Hq = pb->heads_q;
     pp->Hkv = pb->heads_kv;
@@ -146,6 +166,8 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
     pp->wl = wl;
     pp->wr = pp->causal ? 0 : wr; /* causal: j <= i + off, tighter than any wr >= 0 */
     pp->scale = pb->softmax_scale != 0 ? (float)pb->softmax_scale : (float)(1.0 / sqrt((double)pp->d));
+    if (fp8) /* the scores of the true q and k */
+        pp->scale = (float)((double)pp->scale * dq * dk);
     pp->softcap = (float)pb->softcap;
     pp->bhsd = bhsd;
     pp->varlen = pb->varlen;
@@ -280,14 +302,14 @@ static pt_tensor tensor(const char *name, pt_dtype dt, int ndim, const int64_t *
 }
 
 /* q / o: [B, S, H, D] (bshd), [B, H, S, D] (bhsd), packed [B*S, H, D]
- * (varlen: the maxima's room). */
-static pt_tensor rows(const pt_prepared *pp, const char *name, int64_t S, int64_t H, int64_t D)
+ * (varlen: the maxima's room), of dtype dt. */
+static pt_tensor rows(const pt_prepared *pp, const char *name, pt_dtype dt, int64_t S, int64_t H, int64_t D)
 {
     if (pp->varlen)
-        return tensor(name, pp->dt, 3, (int64_t[]){pp->B * S, H, D});
+        return tensor(name, dt, 3, (int64_t[]){pp->B * S, H, D});
     if (pp->bhsd)
-        return tensor(name, pp->dt, 4, (int64_t[]){pp->B, H, S, D});
-    return tensor(name, pp->dt, 4, (int64_t[]){pp->B, S, H, D});
+        return tensor(name, dt, 4, (int64_t[]){pp->B, H, S, D});
+    return tensor(name, dt, 4, (int64_t[]){pp->B, S, H, D});
 }
 
 /* k / v: like q, or the page pools [num_pages, page_size, Hkv, D]. */
@@ -295,7 +317,7 @@ static pt_tensor keys(const pt_prepared *pp, const char *name, int64_t D)
 {
     if (pp->page)
         return tensor(name, pp->dt, 4, (int64_t[]){pp->npages, pp->page, pp->Hkv, D});
-    return rows(pp, name, pp->Sk, pp->Hkv, D);
+    return rows(pp, name, pp->dt, pp->Sk, pp->Hkv, D);
 }
 
 static int tensors(const pt_prepared *pp, int *nin, int *nout, pt_tensor *in, pt_tensor *out)
@@ -304,7 +326,7 @@ static int tensors(const pt_prepared *pp, int *nin, int *nout, pt_tensor *in, pt
     *nin = x->nin;
     *nout = x->nout;
     if (in) {
-        in[x->q] = rows(pp, "q", pp->Sq, pp->Hq, pp->d);
+        in[x->q] = rows(pp, "q", pp->dt, pp->Sq, pp->Hq, pp->d);
         in[x->k] = keys(pp, "k", pp->d);
         in[x->v] = keys(pp, "v", pp->dv);
         if (x->block_table >= 0)
@@ -318,7 +340,7 @@ static int tensors(const pt_prepared *pp, int *nin, int *nout, pt_tensor *in, pt
             in[x->seqused_k] = tensor("seqused_k", PT_S32, 1, (int64_t[]){pp->B});
     }
     if (out) {
-        out[x->o] = rows(pp, "o", pp->Sq, pp->Hq, pp->dv);
+        out[x->o] = rows(pp, "o", pp->odt, pp->Sq, pp->Hq, pp->dv);
         if (x->lse >= 0)
             out[x->lse] = tensor("lse", PT_F32, 3, (int64_t[]){pp->B, pp->Hq, pp->Sq});
     }
@@ -413,8 +435,8 @@ static double bytes(const pt_prepared *pp)
 {
     double B = (double)pp->B, es = pp->es;
     double b = es * (B * (double)pp->Sq * (double)pp->Hq * (double)pp->d +
-                     B * (double)pp->Sk * (double)pp->Hkv * (double)(pp->d + pp->dv) +
-                     B * (double)pp->Sq * (double)pp->Hq * (double)pp->dv);
+                     B * (double)pp->Sk * (double)pp->Hkv * (double)(pp->d + pp->dv)) +
+               (double)pp->oes * B * (double)pp->Sq * (double)pp->Hq * (double)pp->dv;
     if (pp->lse)
         b += 4.0 * B * (double)pp->Hq * (double)pp->Sq;
     if (pp->page)

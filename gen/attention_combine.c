@@ -116,11 +116,10 @@ ptx_reg attn_inv_or_zero(ptx_fn *f, ptx_reg l)
 
 /* Global address of element 0 of packed row rg (u32) of this CTA's KV head
  * in q or o (element strides s[3] = token, head, batch). */
-ptx_reg attn_row_addr(const attn_out *x, ptx_reg base, const int64_t *s, ptx_reg rg)
+ptx_reg attn_row_addr(const attn_out *x, ptx_reg base, const int64_t *s, int es, ptx_reg rg)
 {
     ptx_fn *f = x->f;
     const pt_prepared *pp = x->pp;
-    int es = pp->es;
     ptx_opd i = pp->group == 1 ? ptx_r(rg) : kit_iop(x->f, PTX_OP_DIV, ptx_r(rg), ptx_imm(pp->group));
     ptx_opd hr = pp->group == 1 ? ptx_imm(0) : kit_iop(x->f, PTX_OP_REM, ptx_r(rg), ptx_imm(pp->group));
     ptx_opd h = kit_imad(f, ptx_r(x->hk), ptx_imm(pp->group), hr);
@@ -177,10 +176,10 @@ static void store_out(const attn_out *x, const unit *u, const ptx_opd *v, ptx_re
 {
     ptx_fn *f = x->f;
     const pt_prepared *pp = x->pp;
-    ptx_reg a = attn_row_addr(x, x->o, pp->so, u->rg);
-    a = attn_add64(f, a, ptx_r(u->c4), 4 * pp->es);
+    ptx_reg a = attn_row_addr(x, x->o, pp->so, pp->oes, u->rg);
+    a = attn_add64(f, a, ptx_r(u->c4), 4 * pp->oes);
     kit_io io = {.guard = u->ok};
-    kit_store(f, &io, pp->dt, a, 0, 4, v);
+    kit_store(f, &io, pp->odt, a, 0, 4, v);
     if (pp->lse) {
         ptx_reg la = lse_addr(x, u->rg);
         ptx_reg l = attn_fop2(f, PTX_OP_MUL, ptx_r(lse2), ptx_f32((float)M_LN2));

@@ -35,8 +35,9 @@ typedef struct attn_out {
 void attn_out_emit(const attn_out *a, ptx_reg ob);
 
 /* Global address of element 0 of packed row rg (u32) of the block's KV
- * head in q or o (element strides s[3] = token, head, batch). */
-ptx_reg attn_row_addr(const attn_out *a, ptx_reg base, const int64_t *s, ptx_reg rg);
+ * head in q or o (element strides s[3] = token, head, batch; es bytes an
+ * element). */
+ptx_reg attn_row_addr(const attn_out *a, ptx_reg base, const int64_t *s, int es, ptx_reg rg);
 
 /* Emission helpers of the decode kernels. */
 bool attn_pow2(int64_t v);

@@ -439,7 +439,7 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
         ptx_reg skb = attn_s32op(f, PTX_OP_SUB, ptx_r(k1), ptx_r(k0));
         len = attn_s32op(f, PTX_OP_MIN, ptx_r(skb), ptx_r(sk_u));
         x->q = attn_add64(f, x->q, ptx_r(q0), pp->sq[0] * pp->es);
-        x->o = attn_add64(f, x->o, ptx_r(q0), pp->so[0] * pp->es);
+        x->o = attn_add64(f, x->o, ptx_r(q0), pp->so[0] * pp->oes);
         if (!paged) {
             x->k = attn_add64(f, x->k, ptx_r(k0), pp->sk[0] * pp->es);
             x->v = attn_add64(f, x->v, ptx_r(k0), pp->sv[0] * pp->es);
@@ -473,7 +473,7 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
             ptx_reg have = (k + 1) * g->T > total ? attn_setp(f, PTX_M_LT, U32T, ptx_r(id), ptx_imm(total)) : none;
             ptx_reg rgs = r32(f); /* a real row, or row 0 (read nothing: src-size 0) */
             ptx_emit(f, PTX_OP_SELP, NOM, PTX_T1(PTX_T_B32), ptx_r(rgs), ptx_r(rg), ptx_imm(0), ptx_r(ok));
-            ptx_reg src = attn_add64(f, attn_row_addr(&x->ao, x->q, pp->sq, rgs), ptx_r(ch), 16);
+            ptx_reg src = attn_add64(f, attn_row_addr(&x->ao, x->q, pp->sq, pp->es, rgs), ptx_r(ch), 16);
             ptx_opd co[2] = {ptx_r(r), kit_iop(f, PTX_OP_SHL, ptx_r(ch), ptx_imm(4))};
             ptx_reg dst = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(qs), kit_emit(f, &g->qt, co, 0)));
             ptx_reg sz = r32(f);

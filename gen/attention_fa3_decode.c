@@ -420,7 +420,7 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
         ptx_reg skb = attn_s32op(f, PTX_OP_SUB, ptx_r(k1), ptx_r(k0));
         len = attn_s32op(f, PTX_OP_MIN, ptx_r(skb), ptx_r(sk_u));
         q = attn_add64(f, q, ptx_r(q0), pp->sq[0] * es);
-        ao.o = attn_add64(f, ao.o, ptx_r(q0), pp->so[0] * es);
+        ao.o = attn_add64(f, ao.o, ptx_r(q0), pp->so[0] * pp->oes);
     }
     if (pp->seqused) {
         ptx_reg a = attn_add64(f, su, ptx_r(ao.b), 4);
@@ -527,7 +527,7 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
             }
             ptx_reg rgs = r32(f);
             ptx_emit(f, PTX_OP_SELP, NOM, B32T, ptx_r(rgs), ptx_r(rg), ptx_imm(0), ptx_r(ok));
-            ptx_reg src = attn_add64(f, attn_row_addr(&ao, q, pp->sq, rgs), ptx_r(ch), 16);
+            ptx_reg src = attn_add64(f, attn_row_addr(&ao, q, pp->sq, pp->es, rgs), ptx_r(ch), 16);
             ptx_guard(ptx_emit(f, PTX_OP_LD, M3(PTX_M_GLOBAL, PTX_M_NC, PTX_M_V4), B32T, ptx_vecr(f, 4, v4),
                                ptx_addr(src, 0)),
                       ok, false);

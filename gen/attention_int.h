@@ -40,8 +40,12 @@ typedef struct attn_tensors {
 struct pt_prepared {
     pt_problem prob;
     pt_target target;
-    pt_dtype dt;          /* q, k, v, o storage (f16 / bf16) */
+    pt_dtype dt;          /* q, k, v storage (f16 / bf16 / e4m3) */
     int es;               /* bytes per element of dt */
+    pt_dtype odt;         /* o storage: dt, bf16 for e4m3 */
+    int oes;              /* bytes per element of odt */
+    float vscale;         /* e4m3: descale_v (o = vscale sum p v); else 1. descale_q
+                           * descale_k are folded into scale */
     int64_t B, Hq, Hkv, group; /* group = Hq / Hkv */
     int64_t Sq, Sk;       /* maxima (the exact lengths unless varlen / seqused_k) */
     int64_t d, dv;

@@ -114,7 +114,7 @@ static double unit_roundoff(pt_dtype dt) { return dt == PT_F16 ? 0x1p-11 : 0x1p-
 static int64_t f32_len(const pt_prepared *pp) { return pp->Sk > pp->d ? pp->Sk : pp->d; }
 static double f32_share(const pt_prepared *pp)
 {
-    return sqrt((double)f32_len(pp)) * 0x1p-24 / unit_roundoff(pp->dt);
+    return sqrt((double)f32_len(pp)) * 0x1p-24 / unit_roundoff(pp->odt);
 }
 
 /* One query row: o[dv] and lse, and (when mo is not NULL) the magnitudes:
@@ -187,6 +187,10 @@ static void row_eval(const pt_prepared *pp, const pt_tensor *in, ref_ws *w, int6
         ma += p * w->a[j];
     }
     *lse = m + log(l);
+    double vs = (double)pp->vscale; /* e4m3: o = descale_v sum p v (1 otherwise) */
+    if (vs != 1)
+        for (int64_t c = 0; c < dv; c++)
+            o[c] *= vs;
     if (!mo)
         return;
     *mlse = 1 + ma;
@@ -200,11 +204,11 @@ static void row_eval(const pt_prepared *pp, const pt_tensor *in, ref_ws *w, int6
         for (int64_t c = 0; c < dv; c++) {
             double t = w->s[j] * vv[c];
             w->sq[c] += t * t;
-            mo[c] += w->s[j] * (fabs(vv[c]) + fabs(vv[c] - o[c]) * w->a[j]);
+            mo[c] += w->s[j] * (fabs(vv[c]) + fabs(vv[c] - o[c] / vs) * w->a[j]);
         }
     }
     for (int64_t c = 0; c < dv; c++)
-        mo[c] = sqrt(w->sq[c]) + share * mo[c];
+        mo[c] = fabs(vs) * (sqrt(w->sq[c]) + share * mo[c]);
 }
 
 int attn_reference(const pt_prepared *pp, const pt_tensor *in, pt_tensor *out, pt_err *e)
@@ -355,7 +359,7 @@ int attn_magnitude(const pt_prepared *pp, const pt_tensor *in, int out, const in
     /* o: one rounding of each P.V term in the input dtype (the f32 sums
      * scaled into it, row_eval); lse: f32 sums over Sk_b keys and d */
     bool is_o = out == pp->t.o;
-    acc->dtype = is_o ? pp->dt : PT_F32;
+    acc->dtype = is_o ? pp->odt : PT_F32;
     acc->len = is_o ? 1 : f32_len(pp);
     return eval_at(pp, in, out, idx, n, NULL, mag, e);
 }

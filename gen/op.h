@@ -42,6 +42,9 @@ typedef struct pt_problem {
     double softmax_scale, softcap;     /* 0: 1/sqrt(head_dim); 0: off */
     bool varlen, seqused_k, return_lse;
     int64_t page_size, num_pages;      /* page_size 0: not paged */
+    /* fp8 (dtype e4m3) per-tensor descales: the true q, k, v are the stored
+     * ones times these (flash-attention 3's q/k/v_descale); 0: 1 */
+    double descale_q, descale_k, descale_v;
 } pt_problem;
 
 /* A parameter space: named integer parameters, each with its values. */
