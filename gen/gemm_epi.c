@@ -1015,8 +1015,9 @@ void gemm_epilogue(gemm_ctx *g, const gemm_accs *acc)
  * tensors read with ld.global at the fragment's positions, predicated at
  * the problem's edges), the values are converted to D's dtype and written
  * into a staging tile laid out as the store tensor map's boxes expect:
- * nbox column boxes of W bytes a row (W = min(128, bn es): one swizzle
- * span, 128B, 64B or 32B swizzle, or 16 unswizzled bytes) and bm rows,
+ * nbox column boxes of W bytes a row (W the widest of 128, 64, 32, 16
+ * dividing bn es: one swizzle span, 128B, 64B or 32B swizzle, or 16
+ * unswizzled bytes) and bm rows,
  * each W bm bytes on a 1024-byte boundary (the swizzle pattern's), byte
  * (r, c) of a box at r W + (c ^ (((r W) >> 7) & mask) << 4) (ref 2.3).
  * 16-bit outputs go in with stmatrix.x4 (two m16n8 atoms: their four
@@ -1040,7 +1041,9 @@ static tma_tile tma_tile_of(const gemm_ctx *g)
     tma_tile t;
     t.es = dt_bytes(g->pp->out_dt);
     int row = g->bn * t.es;
-    t.W = row < 128 ? row : 128;
+    t.W = 128; /* the widest span that tiles the row (bn 96 bf16: 64) */
+    while (t.W > 16 && row % t.W)
+        t.W /= 2;
     t.boxw = t.W / t.es;
     t.nbox = row / t.W;
     t.box_bytes = g->bm * t.W;
