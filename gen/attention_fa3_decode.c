@@ -44,6 +44,14 @@
  * last-arriver combine, deterministic in split order) on its 128 threads,
  * synchronised by bar.sync 1, 128.
  *
+ * fp8 (dtype e4m3, descale_q and descale_k folded into the scale,
+ * descale_v into the final 1 / l): S by wgmma e4m3 (k32 steps over the
+ * same 128-byte swizzled rows: a box is 128 elements); wgmma takes 8-bit
+ * B K-major only, so V ([keys][dv], MN-major) is converted to f16 (exact)
+ * by warps 1..3 of warpgroup 0 into an f16 V ring of its own (convert_v;
+ * its full barriers say "converted"), and P V runs in f16 as above. Head
+ * dims 128 and 256 (a 64-byte fp8 row would need another swizzle).
+ *
  * Registers: ctas=1 (one CTA an SM) producer 40 / consumer 256 (.maxnreg
  * 152 at entry); ctas=2: 40 / 216 (.maxnreg 128); the entry count fixed
  * so that ptxas honours setmaxnreg. */
@@ -69,6 +77,8 @@ typedef struct fgeo {
     int pr;                 /* rows of one TMA box: min(page, bn), or bn */
     int64_t rows, nrb;
     int64_t q_bytes, k_bytes, v_bytes, stage_bytes;
+    bool fp8;               /* e4m3 q, k, v: V converted to f16 by warps 1..3 of warpgroup 0 */
+    int64_t vc_off, vc_bytes, cbars_off; /* fp8: the f16 V ring and its barriers */
     int64_t ring_off, region, bars_off, lse_off, flag_off, smem;
     int64_t obuf_pitch, part_bytes, scratch_bytes, ws_bytes;
 } fgeo;
@@ -110,8 +120,13 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if ((pp->d != 64 && pp->d != 128 && pp->d != 256) || (pp->dv != 64 && pp->dv != 128 && pp->dv != 256))
         return pt_errf(e, PT_EUNSUPPORTED, "head_dim=%lld head_dim_v=%lld: impl=%d supports 64, 128, 256 "
                        "(64-column TMA boxes)", (long long)pp->d, (long long)pp->dv, ATTN_FA3_SPLIT);
-    if (pp->dt != PT_F16 && pp->dt != PT_BF16)
-        return pt_errf(e, PT_EUNSUPPORTED, "dtype %s: impl=%d supports f16 and bf16", pt_dtype_get(pp->dt)->name,
+    if (pp->dt != PT_F16 && pp->dt != PT_BF16 && pp->dt != PT_E4M3)
+        return pt_errf(e, PT_EUNSUPPORTED, "dtype %s: impl=%d supports f16, bf16 and e4m3", pt_dtype_get(pp->dt)->name,
+                       ATTN_FA3_SPLIT);
+    g->fp8 = pp->dt == PT_E4M3;
+    if (g->fp8 && (pp->d == 64 || pp->dv == 64))
+        return pt_errf(e, PT_EUNSUPPORTED, "dtype e4m3 with head_dim=%lld head_dim_v=%lld: impl=%d's fp8 rows are "
+                       "128-byte swizzle spans (head dims 128 and 256)", (long long)pp->d, (long long)pp->dv,
                        ATTN_FA3_SPLIT);
     if (!(pp->scale > 0.0f) || !isfinite(pp->scale))
         return pt_errf(e, PT_EUNSUPPORTED, "softmax_scale=%g: impl=%d needs a positive scale", (double)pp->scale,
@@ -139,9 +154,15 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     g->ring_off = g->q_bytes;
     g->obuf_pitch = pp->dv + F3D_OPAD;
     int64_t ring = g->stages * g->stage_bytes, obuf = F3D_BM * g->obuf_pitch * 4;
+    if (g->fp8) { /* the f16 copies of V, a stage each, after the ring */
+        g->vc_bytes = (int64_t)g->bn * pp->dv * 2;
+        g->vc_off = g->ring_off + ring;
+        ring += g->stages * g->vc_bytes;
+    }
     g->region = g->ring_off + (ring > obuf ? ring : obuf);
     g->bars_off = g->region;
-    g->lse_off = g->bars_off + 16 * g->stages;
+    g->cbars_off = g->bars_off + 16 * g->stages;
+    g->lse_off = g->cbars_off + (g->fp8 ? 16 * g->stages : 0);
     g->flag_off = g->lse_off + F3D_BM * 4;
     g->smem = 1024 + g->flag_off + 16; /* 1 KB: the base rounded up to the swizzle pattern */
     int64_t blocks = pp->B * pp->Hkv * g->nrb;
@@ -246,6 +267,8 @@ static ptx_reg r32(ptx_fn *f) { return ptx_reg_new(f, PTX_T_B32); }
 static ptx_reg r64(ptx_fn *f) { return ptx_reg_new(f, PTX_T_B64); }
 static ptx_reg rf(ptx_fn *f) { return ptx_reg_new(f, PTX_T_F32); }
 
+static ptx_reg none_reg(void) { return (ptx_reg){0}; }
+
 static ptx_reg sreg(ptx_fn *f, ptx_sreg s)
 {
     ptx_reg r = r32(f);
@@ -283,7 +306,7 @@ static pt_tmap kv_map(const pt_prepared *pp, const fgeo *g, int which)
                  .rank = 4, .l2promo = EMU_TMAP_L2_256B, .oobfill = EMU_TMAP_OOB_ZERO,
                  .swizzle = EMU_TMAP_SWIZZLE_128B};
     m.dims[0] = (uint64_t)D;
-    m.box[0] = 64;
+    m.box[0] = (uint32_t)(128 / es); /* one 128-byte swizzle span */
     if (pp->page) { /* (D, Hkv, page, pages) */
         m.dims[1] = (uint64_t)pp->Hkv;
         m.dims[2] = (uint64_t)pp->page;
@@ -316,6 +339,80 @@ static pt_tmap kv_map(const pt_prepared *pp, const fgeo *g, int which)
     return m;
 }
 
+/* fp8: warps 1..3 of warpgroup 0 (96 threads, conversion thread ct)
+ * turn each stage's e4m3 V ([bn rows] x dv bytes, 128B-swizzled rows of
+ * 128 elements: dv/128 sub-tiles bn x 128 bytes apart) into the f16 V the
+ * RS wgmma reads (MN-major: dv/64 boxes of bn rows x 128 bytes, 128B
+ * swizzle): wait full[s] (a copy of the ring's consumer end), convert
+ * 16 elements a unit (cvt.rn.f16x2.e4m3x2, exact), fence.proxy.async (the
+ * wgmma reads through the async proxy), bar.sync 2, 96, and one thread
+ * arrives on cvt[s] (the conversion ring's full barrier, count 1). The
+ * f16 stage s is rewritten only after full[s] completes again, which
+ * follows the consumer's release of the stage. */
+static void convert_v(ptx_fn *f, const fgeo *g, int64_t dv, kit_pipe *pw, kit_pipe *pc, ptx_reg ct, ptx_reg nblk)
+{
+    int64_t cpr = dv / 16, units = (int64_t)g->bn * cpr; /* 16-byte chunks a row, a stage */
+    ptx_reg it = kit_reg(f, ptx_imm(0));
+    int top = ptx_label_new(f), end = ptx_label_new(f);
+    attn_bra(f, end, attn_setp(f, PTX_M_LE, S32T, ptx_r(nblk), ptx_imm(0)), false);
+    ptx_label_place(f, top);
+    ptx_pragma_nounroll(f);
+    ptx_reg st = kit_pipe_wait(pw, 0);
+    ptx_reg raw = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(g->k_bytes)));
+    ptx_reg dst = pc->prod.addr; /* the stage to fill (nothing to wait for: see above) */
+    ptx_reg u = r32(f);
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(u), ptx_r(ct));
+    int ut = ptx_label_new(f), ue = ptx_label_new(f);
+    ptx_label_place(f, ut);
+    ptx_pragma_nounroll(f);
+    attn_bra(f, ue, attn_setp(f, PTX_M_GE, U32T, ptx_r(u), ptx_imm(units)), false);
+    {
+        ptx_reg r, cg;
+        attn_idx_div(f, u, cpr, &r, &cg);
+        ptx_opd r7 = kit_iop(f, PTX_OP_AND, ptx_r(r), ptx_imm(7));
+        /* raw: sub-tile cg / 8, row r, chunk (cg % 8) ^ (r % 8) */
+        ptx_opd sub = kit_iop(f, PTX_OP_MUL, kit_iop(f, PTX_OP_SHR, ptx_r(cg), ptx_imm(3)), ptx_imm(g->bn * 128));
+        ptx_opd c8 = kit_iop(f, PTX_OP_AND, ptx_r(cg), ptx_imm(7));
+        ptx_opd ra = kit_iop(f, PTX_OP_ADD, sub,
+                             kit_imad(f, ptx_r(r), ptx_imm(128),
+                                      kit_iop(f, PTX_OP_SHL, kit_iop(f, PTX_OP_XOR, c8, r7), ptx_imm(4))));
+        ptx_reg src = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(raw), ra));
+        ptx_reg w[4] = {r32(f), r32(f), r32(f), r32(f)};
+        ptx_emit(f, PTX_OP_LD, M2(PTX_M_SHARED, PTX_M_V4), B32T, ptx_vecr(f, 4, w), ptx_addr(src, 0));
+        ptx_reg h16[8];
+        for (int i = 0; i < 4; i++) {
+            ptx_reg b2[2] = {ptx_reg_new(f, PTX_T_B16), ptx_reg_new(f, PTX_T_B16)};
+            ptx_emit(f, PTX_OP_MOV, NOM, B32T, ptx_vecr(f, 2, b2), ptx_r(w[i]));
+            for (int j = 0; j < 2; j++) {
+                h16[2 * i + j] = r32(f);
+                ptx_emit(f, PTX_OP_CVT, M1(PTX_M_RN), PTX_TYPES(PTX_T_F16X2, PTX_T_E4M3X2), ptx_r(h16[2 * i + j]),
+                         ptx_r(b2[j]));
+            }
+        }
+        /* f16: columns 16 cg .. +16 are box cg / 4, chunks 2 (cg % 4) and +1 */
+        ptx_opd ob = kit_iop(f, PTX_OP_MUL, kit_iop(f, PTX_OP_SHR, ptx_r(cg), ptx_imm(2)), ptx_imm(g->bn * 128));
+        ptx_opd c2 = kit_iop(f, PTX_OP_SHL, kit_iop(f, PTX_OP_AND, ptx_r(cg), ptx_imm(3)), ptx_imm(1));
+        ptx_reg rb = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(dst), kit_imad(f, ptx_r(r), ptx_imm(128), ob)));
+        for (int hh = 0; hh < 2; hh++) {
+            ptx_opd ch = hh ? kit_iop(f, PTX_OP_ADD, c2, ptx_imm(1)) : c2;
+            ptx_opd sw = kit_iop(f, PTX_OP_SHL, kit_iop(f, PTX_OP_XOR, ch, r7), ptx_imm(4));
+            ptx_reg a = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(rb), sw));
+            ptx_emit(f, PTX_OP_ST, M2(PTX_M_SHARED, PTX_M_V4), B32T, ptx_addr(a, 0), ptx_vecr(f, 4, h16 + 4 * hh));
+        }
+    }
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(u), ptx_r(u), ptx_imm(96));
+    attn_bra(f, ut, none_reg(), false);
+    ptx_label_place(f, ue);
+    ptx_emit0(f, PTX_OP_FENCE_PROXY_ASYNC, M1(PTX_M_SHARED_CTA), PTX_NOTYPES);
+    attn_bar(f, 2, 96);
+    ptx_guard(ptx_emit(f, PTX_OP_MBAR_ARRIVE, M1(PTX_M_SHARED_CTA), B64T, ptx_sink(), ptx_addr(kit_pipe_full(pc), 0)),
+              attn_setp(f, PTX_M_EQ, U32T, ptx_r(ct), ptx_imm(0)), false);
+    kit_pipe_commit(pc);
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
+    attn_bra(f, top, attn_setp(f, PTX_M_LT, S32T, ptx_r(it), ptx_r(nblk)), false);
+    ptx_label_place(f, end);
+}
+
 int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l, pt_err *e)
 {
     fgeo G;
@@ -323,10 +420,13 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
     if (rc)
         return rc;
     const fgeo *g = &G;
-    const kit_atom *at = kit_atom_get(pp->dt); /* m16n8k16: the D / RS A fragment maps */
-    ptx_type ab = pp->dt == PT_BF16 ? PTX_T_BF16 : PTX_T_F16;
+    /* P V in 16 bits (fp8: f16, V converted exactly) */
+    pt_dtype pdt = g->fp8 ? PT_F16 : pp->dt;
+    const kit_atom *at = kit_atom_get(pdt); /* m16n8k16: the D / RS A fragment maps */
+    ptx_type ab = pdt == PT_BF16 ? PTX_T_BF16 : PTX_T_F16;
     kit_atom wsa, wpv;
-    if (!kit_wgmma_atom(ab, PTX_T_F32, g->bn, &wsa) || !kit_wgmma_atom(ab, PTX_T_F32, (int)pp->dv, &wpv))
+    if (!kit_wgmma_atom(g->fp8 ? PTX_T_E4M3 : ab, PTX_T_F32, g->bn, &wsa) ||
+        !kit_wgmma_atom(ab, PTX_T_F32, (int)pp->dv, &wpv))
         return pt_errf(e, PT_EINTERNAL, "fa3 decode: no wgmma atom");
     ptx_reg none = {0};
     int es = pp->es;
@@ -401,6 +501,16 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
     if (kit_pipe_init_mbar(f, &pipe, g->stages, g->stage_bytes, ring, bars, 4))
         return pt_errf(e, PT_EINTERNAL, "fa3 decode: bad mbarrier ring");
     kit_pipe_mbar_setup(&pipe, attn_setp(f, PTX_M_EQ, U32T, ptx_r(tid), ptx_imm(0)));
+    /* fp8: the f16 V ring, full = converted (count 1; its empty barriers unused) */
+    kit_pipe pcv = {0}, pwv = pipe;
+    if (g->fp8) {
+        ptx_reg vc = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(smem), ptx_imm(g->vc_off)));
+        ptx_reg cb = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(smem), ptx_imm(g->cbars_off)));
+        if (kit_pipe_init_mbar(f, &pcv, g->stages, g->vc_bytes, vc, cb, 1))
+            return pt_errf(e, PT_EINTERNAL, "fa3 decode: bad conversion ring");
+        kit_pipe_mbar_setup(&pcv, attn_setp(f, PTX_M_EQ, U32T, ptx_r(tid), ptx_imm(0)));
+        pwv = pipe; /* the converters' own consumer end of the ring (registers of their threads) */
+    }
     attn_bar(f, 0, 0);
 
     /* ---- lengths and this split's key blocks (both roles) ---- */
@@ -441,7 +551,16 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
     /* producer: one elected thread of warp 0 */
     {
         ptx_emit(f, PTX_OP_SETMAXNREG, M3(PTX_M_DEC, PTX_M_SYNC, PTX_M_ALIGNED), U32T, ptx_imm(F3D_PROD_REGS));
-        attn_bra(f, done, attn_setp(f, PTX_M_NE, U32T, ptx_r(warp), ptx_imm(0)), false);
+        if (g->fp8) {
+            int lead_warp = ptx_label_new(f);
+            attn_bra(f, lead_warp, attn_setp(f, PTX_M_EQ, U32T, ptx_r(warp), ptx_imm(0)), false);
+            ptx_reg ct = kit_reg(f, kit_iop(f, PTX_OP_SUB, ptx_r(tid), ptx_imm(32)));
+            convert_v(f, g, dv, &pwv, &pcv, ct, kr.nblk);
+            attn_bra(f, done, none, false);
+            ptx_label_place(f, lead_warp);
+        } else {
+            attn_bra(f, done, attn_setp(f, PTX_M_NE, U32T, ptx_r(warp), ptx_imm(0)), false);
+        }
         ptx_reg lead = ptx_reg_new(f, PTX_T_PRED);
         ptx_emit(f, PTX_OP_ELECT, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_pair(none, lead), ptx_hex(0xffffffff));
         attn_bra(f, done, lead, true);
@@ -487,10 +606,10 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
             for (int which = 0; which < 2; which++) {
                 int64_t D = which ? dv : d;
                 int64_t base = which ? g->k_bytes : 0;
-                for (int cc = 0; cc < D / 64; cc++) {
+                for (int cc = 0; cc < D * es / 128; cc++) {
                     int64_t off = base + (int64_t)cc * g->bn * 128 + (int64_t)pg * g->pr * 128;
                     ptx_reg dst = off ? kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(off))) : st;
-                    ptx_opd co[4] = {ptx_imm(cc * 64), c1, c2, c3};
+                    ptx_opd co[4] = {ptx_imm(cc * 128 / es), c1, c2, c3};
                     kit_tma_load(f, dst, which ? tmv : tmk, 4, co, full);
                 }
             }
@@ -584,9 +703,13 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
     ptx_pragma_nounroll(f);
     {
         ptx_reg st = kit_pipe_wait(&pipe, 0);
-        ptx_reg sv = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(g->k_bytes)));
-        ptx_reg dvd = kit_wgmma_desc_emit(f, sv, (uint32_t)(g->bn * 128), 1024, 128);
-        kit_attn_wg_qk(f, &wsa, Sr, qs, F3D_BM * 128, st, (int64_t)g->bn * 128, (int)d);
+        ptx_reg dvd = none;
+        if (!g->fp8) {
+            ptx_reg sv = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(g->k_bytes)));
+            dvd = kit_wgmma_desc_emit(f, sv, (uint32_t)(g->bn * 128), 1024, 128);
+        }
+        /* d es / 2: the 16-bit width of a row (e4m3: k32 steps of 32 bytes, as k16 steps of 16-bit ones) */
+        kit_attn_wg_qk(f, &wsa, Sr, qs, F3D_BM * 128, st, (int64_t)g->bn * 128, (int)(d * es / 2));
         ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(0));
 
         /* softcap, the mask where some real row cannot see the whole tile */
@@ -621,7 +744,11 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
                 if ((ofr.row[i] >= 8) == h)
                     ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(Or[i]), ptx_r(Or[i]), alpha);
         }
-        attn_p_split(f, pp->dt, Pr, Ph, Pl, nS);
+        attn_p_split(f, pdt, Pr, Ph, Pl, nS);
+        if (g->fp8) { /* V's f16 copy of this stage */
+            ptx_reg vst = kit_pipe_wait(&pcv, 0);
+            dvd = kit_wgmma_desc_emit(f, vst, (uint32_t)(g->bn * 128), 1024, 128);
+        }
         kit_frag phi = sfr, plo = sfr;
         phi.r = Ph;
         plo.r = Pl;
@@ -664,6 +791,8 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
     for (int h = 0; h < 2; h++) {
         kit_softmax_reduce(f, &sm[h], 4, NULL);
         fac[h] = attn_inv_or_zero(f, sm[h].s);
+        if (pp->vscale != 1.0f) /* e4m3: o = descale_v sum p v */
+            fac[h] = attn_fop2(f, PTX_OP_MUL, ptx_r(fac[h]), ptx_f32(pp->vscale));
         ptx_reg lg = rf(f);
         ptx_emit(f, PTX_OP_LG2, M1(PTX_M_APPROX), F32T, ptx_r(lg), ptx_r(sm[h].s));
         lse2[h] = rf(f);

@@ -12,7 +12,9 @@
  * 77, 129, 1000, pages 16, 64, 256 (smaller, equal to and larger than the
  * tile) and not paged (bshd, bhsd), varlen over pages, splits 1 to more
  * than the key blocks (empty splits), f16 and bf16, both register splits
- * (ctas 1, 2), ring depths 2..8. Then the adversarial inputs of the split
+ * (ctas 1, 2), ring depths 2..8; fp8: e4m3 q, k, v with descales (o
+ * bf16) against the reference of the e4m3-rounded inputs, 5 shapes x 3
+ * schedules. Then the adversarial inputs of the split
  * kernel's test (gen_attention_adversarial_op: NaN, +-inf, 2^14 in q, k or
  * v), check()'s one-line refusals, the sm_90a default, and ptxas sm_90a
  * assembly of a sample of the Llama-3-8B decode space (every config with
@@ -50,6 +52,7 @@ typedef struct fcase {
     double softcap;
     const char *config;
     bool varlen, bhsd;
+    double dq, dk, dv; /* e4m3 descales (0: not given) */
 } fcase;
 
 static pt_problem problem_of(const fcase *c)
@@ -71,6 +74,9 @@ static pt_problem problem_of(const fcase *c)
     p.softcap = c->softcap;
     p.varlen = c->varlen;
     p.layout = c->bhsd ? "bhsd" : "bshd";
+    p.descale_q = c->dq;
+    p.descale_k = c->dk;
+    p.descale_v = c->dv;
     if (c->wl >= 0) {
         p.window_left = c->wl;
         p.window_left_given = true;
@@ -88,6 +94,7 @@ static void describe(const fcase *c, char *buf, size_t n)
 }
 
 static const char *const sched_names[] = {"lazy", "eager", "random"};
+static int dtk(pt_dtype dt) { return dt == PT_BF16 ? 1 : dt == PT_E4M3 ? 2 : 0; }
 
 /* One case with op (the attention op or an adversarial one) at schedule
  * sched on the emulator (sm_90a); the config over the defaults must be
@@ -168,31 +175,31 @@ static int run_case(const pt_op *op, const fcase *c, emu_sched sched, uint64_t s
 /* B Hq Hkv Sq Sk d dt causal page wl seqused lse softcap config varlen bhsd */
 static const fcase grid[] = {
     /* paged decode, Llama-like GQA 4:1, shuffled tables, ragged lengths */
-    {3, 8, 2, 1, 77, 128, BF16, false, 16, -1, true, true, 0, "bn=64,stages=4,splits=3", false, false},
-    {2, 16, 2, 1, 1000, 128, F16, false, 16, -1, true, true, 0, "bn=64,stages=6,splits=8", false, false},
-    {2, 4, 4, 1, 129, 64, BF16, false, 64, -1, false, true, 0, "bn=128,stages=2,ctas=2,splits=2", false, false},
-    {2, 8, 1, 1, 1000, 256, BF16, false, 256, -1, true, true, 0, "bn=32,stages=3,splits=4", false, false},
+    {3, 8, 2, 1, 77, 128, BF16, false, 16, -1, true, true, 0, "bn=64,stages=4,splits=3", false, false, 0, 0, 0},
+    {2, 16, 2, 1, 1000, 128, F16, false, 16, -1, true, true, 0, "bn=64,stages=6,splits=8", false, false, 0, 0, 0},
+    {2, 4, 4, 1, 129, 64, BF16, false, 64, -1, false, true, 0, "bn=128,stages=2,ctas=2,splits=2", false, false, 0, 0, 0},
+    {2, 8, 1, 1, 1000, 256, BF16, false, 256, -1, true, true, 0, "bn=32,stages=3,splits=4", false, false, 0, 0, 0},
     /* Sq = 4 causal (packed rows = positions x heads), MQA in two row blocks */
-    {2, 8, 2, 4, 129, 64, F16, true, 16, -1, true, true, 0, "bn=64,stages=2,splits=3", false, false},
-    {1, 32, 1, 4, 77, 128, BF16, true, 64, -1, false, true, 0, "bn=64,stages=3,splits=2", false, false},
-    {1, 4, 4, 4, 1, 64, BF16, true, 16, -1, false, true, 0, "bn=64,stages=2,splits=3", false, false},
+    {2, 8, 2, 4, 129, 64, F16, true, 16, -1, true, true, 0, "bn=64,stages=2,splits=3", false, false, 0, 0, 0},
+    {1, 32, 1, 4, 77, 128, BF16, true, 64, -1, false, true, 0, "bn=64,stages=3,splits=2", false, false, 0, 0, 0},
+    {1, 4, 4, 4, 1, 64, BF16, true, 16, -1, false, true, 0, "bn=64,stages=2,splits=3", false, false, 0, 0, 0},
     /* window, softcap */
-    {2, 8, 2, 1, 1000, 64, F16, false, 16, 40, false, true, 0, "bn=64,stages=4,splits=5", false, false},
-    {1, 8, 2, 4, 129, 128, BF16, true, 0, 20, false, true, 30, "bn=32,stages=2,splits=2", false, false},
-    {2, 8, 1, 1, 77, 256, F16, false, 64, -1, true, true, 20, "bn=32,stages=2,ctas=2,splits=1", false, false},
+    {2, 8, 2, 1, 1000, 64, F16, false, 16, 40, false, true, 0, "bn=64,stages=4,splits=5", false, false, 0, 0, 0},
+    {1, 8, 2, 4, 129, 128, BF16, true, 0, 20, false, true, 30, "bn=32,stages=2,splits=2", false, false, 0, 0, 0},
+    {2, 8, 1, 1, 77, 256, F16, false, 64, -1, true, true, 20, "bn=32,stages=2,ctas=2,splits=1", false, false, 0, 0, 0},
     /* not paged (bshd, bhsd: TMA zero past seqlen_k), Sk 1 and 7 */
-    {2, 8, 2, 1, 7, 128, F16, false, 0, -1, false, true, 0, "bn=64,stages=2,splits=1", false, false},
-    {3, 4, 1, 1, 1, 64, BF16, false, 0, -1, false, true, 0, "bn=64,stages=2,splits=2", false, true},
-    {1, 8, 8, 1, 129, 256, BF16, false, 0, -1, true, true, 0, "bn=32,stages=4,splits=16", false, true},
+    {2, 8, 2, 1, 7, 128, F16, false, 0, -1, false, true, 0, "bn=64,stages=2,splits=1", false, false, 0, 0, 0},
+    {3, 4, 1, 1, 1, 64, BF16, false, 0, -1, false, true, 0, "bn=64,stages=2,splits=2", false, true, 0, 0, 0},
+    {1, 8, 8, 1, 129, 256, BF16, false, 0, -1, true, true, 0, "bn=32,stages=4,splits=16", false, true, 0, 0, 0},
     /* varlen over pages (a length-1 sequence), splits over the blocks */
-    {3, 8, 2, 2, 129, 64, BF16, true, 16, -1, false, true, 0, "bn=64,stages=2,splits=4", true, false},
-    {3, 4, 1, 1, 77, 128, F16, false, 64, -1, true, false, 0, "bn=128,stages=2,splits=2", true, false},
+    {3, 8, 2, 2, 129, 64, BF16, true, 16, -1, false, true, 0, "bn=64,stages=2,splits=4", true, false, 0, 0, 0},
+    {3, 4, 1, 1, 77, 128, F16, false, 64, -1, true, false, 0, "bn=128,stages=2,splits=2", true, false, 0, 0, 0},
 };
 
 Test(attention_fa3_decode, grid_against_float64_reference_every_schedule, .timeout = 900)
 {
     int ran = 0, failed = 0;
-    double worst[2] = {0, 0};
+    double worst[3] = {0, 0, 0};
     char first[2048] = "";
     double t0 = now();
     for (size_t i = 0; i < sizeof grid / sizeof *grid; i++)
@@ -203,7 +210,7 @@ Test(attention_fa3_decode, grid_against_float64_reference_every_schedule, .timeo
             uint64_t seed = (uint64_t)(c->Sk * 131 + c->Hq * 7 + c->d + (int64_t)i);
             int rc = run_case(&gen_attention_op, c, (emu_sched)sch, seed, &err, &e);
             ran++;
-            int k = c->dt == BF16;
+            int k = dtk(c->dt);
             if (!rc && err > worst[k])
                 worst[k] = err;
             if (rc) {
@@ -222,12 +229,59 @@ Test(attention_fa3_decode, grid_against_float64_reference_every_schedule, .timeo
     cr_assert_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
 }
 
+/* ---- fp8: e4m3 q, k, v with per-tensor descales, o bf16 ----------------------
+ * The verifier stores the inputs in e4m3 (rounded) and the float64
+ * reference reads them back: the reference of rounded inputs, true values
+ * = stored x descale. S by wgmma e4m3 (k32), V converted to f16 in shared
+ * memory by warps 1..3 of warpgroup 0, P V in f16. */
+#define E4M3 PT_E4M3
+static const fcase fp8_grid[] = {
+    {3, 8, 2, 1, 77, 128, E4M3, false, 16, -1, true, true, 0, "bn=64,stages=4,splits=3", false, false, 0.5, 2, 1.5},
+    {2, 16, 2, 1, 1000, 128, E4M3, false, 64, -1, true, true, 0, "bn=64,stages=4,splits=8", false, false, 0.25, 0.125,
+     3},
+    {2, 8, 1, 4, 129, 256, E4M3, true, 256, -1, false, true, 0, "bn=32,stages=3,splits=2", false, false, 1, 1, 1},
+    {1, 8, 2, 1, 129, 128, E4M3, false, 0, 40, false, true, 30, "bn=32,stages=2,ctas=2,splits=2", false, false, 2, 0.5,
+     0.75},
+    {2, 4, 4, 1, 7, 256, E4M3, false, 16, -1, false, true, 0, "bn=64,stages=2,splits=1", false, false, 0, 0, 0},
+};
+
+Test(attention_fa3_decode, fp8_e4m3_with_descales_against_the_reference_every_schedule, .timeout = 600)
+{
+    int ran = 0, failed = 0;
+    double worst = 0;
+    char first[2048] = "";
+    double t0 = now();
+    for (size_t i = 0; i < sizeof fp8_grid / sizeof *fp8_grid; i++)
+        for (int sch = 0; sch < 3; sch++) {
+            const fcase *c = &fp8_grid[i];
+            double err;
+            pt_err e = {0};
+            int rc = run_case(&gen_attention_op, c, (emu_sched)sch, (uint64_t)(c->Sk * 17 + (int64_t)i), &err, &e);
+            ran++;
+            if (!rc && err > worst)
+                worst = err;
+            if (rc) {
+                char what[512];
+                describe(c, what, sizeof what);
+                if (!failed)
+                    snprintf(first, sizeof first, "%s (%s): %.1200s", what, sched_names[sch], e.msg);
+                failed++;
+                fprintf(stderr, "FAIL %s (%s): %s\n", what, sched_names[sch], e.msg);
+            }
+        }
+    printf("attention decode (impl=3) e4m3 q/k/v with descales, o bf16: %d cases (%zu shapes x 3 schedules), %d "
+           "failed; worst error e4m3 %.3g; %.1f s\n",
+           ran, sizeof fp8_grid / sizeof *fp8_grid, failed, worst, now() - t0);
+    fflush(stdout);
+    cr_assert_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
+}
+
 /* ---- adversarial inputs (the split kernel's test's kinds and semantics) ---- */
 static const fcase adv_shapes[] = {
-    {3, 8, 2, 1, 77, 128, BF16, false, 16, -1, true, true, 0, "bn=64,stages=2,splits=3", false, false},
-    {2, 4, 1, 4, 129, 64, F16, true, 64, -1, false, true, 0, "bn=64,stages=2,splits=2", false, false},
-    {2, 4, 1, 1, 129, 64, BF16, false, 16, 40, false, true, 0, "bn=64,stages=2,splits=2", false, false},
-    {1, 8, 2, 1, 129, 128, F16, false, 0, -1, false, true, 30, "bn=64,stages=2,splits=1", false, false},
+    {3, 8, 2, 1, 77, 128, BF16, false, 16, -1, true, true, 0, "bn=64,stages=2,splits=3", false, false, 0, 0, 0},
+    {2, 4, 1, 4, 129, 64, F16, true, 64, -1, false, true, 0, "bn=64,stages=2,splits=2", false, false, 0, 0, 0},
+    {2, 4, 1, 1, 129, 64, BF16, false, 16, 40, false, true, 0, "bn=64,stages=2,splits=2", false, false, 0, 0, 0},
+    {1, 8, 2, 1, 129, 128, F16, false, 0, -1, false, true, 30, "bn=64,stages=2,splits=1", false, false, 0, 0, 0},
 };
 
 static const char *const adv_names[ATTN_ADV_N] = {
@@ -294,20 +348,30 @@ Test(attention_fa3_decode, check_refuses_in_one_line)
         fcase c;
         const char *arch, *config, *want;
     } bad[] = {
-        {{1, 8, 2, 1, 77, 128, BF16, false, 4, -1, false, false, 0, "", false, false}, "sm_90a", "",
+        {{1, 8, 2, 1, 77, 128, BF16, false, 4, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a", "",
          "page_size=4: impl=3 loads a page per TMA box"},
-        {{2, 8, 2, 1, 77, 128, BF16, false, 0, -1, false, false, 0, "", true, false}, "sm_90a", "",
+        {{2, 8, 2, 1, 77, 128, BF16, false, 0, -1, false, false, 0, "", true, false, 0, 0, 0}, "sm_90a", "",
          "varlen without paged KV"},
-        {{1, 8, 2, 1, 77, 96, BF16, false, 16, -1, false, false, 0, "", false, false}, "sm_90a", "",
+        {{1, 8, 2, 1, 77, 96, BF16, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a", "",
          "head_dim=96 head_dim_v=96: impl=3 supports 64, 128, 256"},
-        {{1, 8, 2, 1, 77, 128, BF16, false, 16, -1, false, false, 0, "", false, false}, "sm_90", "",
+        {{1, 8, 2, 1, 77, 128, BF16, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90", "",
          "needs sm_90a; target is sm_90"},
-        {{1, 8, 2, 1, 77, 128, BF16, false, 16, -1, false, false, 0, "", false, false}, "sm_90a", "bm=16",
+        {{1, 8, 2, 1, 77, 128, BF16, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a", "bm=16",
          "bm=16: impl=3's row block is the wgmma M"},
-        {{1, 8, 2, 1, 77, 256, BF16, false, 16, -1, false, false, 0, "", false, false}, "sm_90a",
+        {{1, 8, 2, 1, 77, 256, BF16, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a",
          "bn=128,ctas=2", "live registers per consumer thread"},
-        {{1, 8, 2, 1, 77, 256, BF16, false, 16, -1, false, false, 0, "", false, false}, "sm_90a",
+        {{1, 8, 2, 1, 77, 256, BF16, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a",
          "bn=32,stages=8", "bytes of shared memory"},
+        {{1, 8, 2, 1, 77, 64, E4M3, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a", "",
+         "dtype e4m3 with head_dim=64 head_dim_v=64"},
+        {{1, 8, 2, 1, 77, 128, E4M3, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90", "",
+         "dtype e4m3: fp8 attention runs on sm_90a"},
+        {{1, 8, 2, 64, 77, 128, E4M3, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a", "",
+         "dtype e4m3: fp8 attention is decode only"},
+        {{1, 8, 2, 1, 77, 128, BF16, false, 16, -1, false, false, 0, "", false, false, 2, 0, 0}, "sm_90a", "",
+         "descale_q=2: descales are for dtype e4m3"},
+        {{1, 8, 2, 1, 77, 128, E4M3, false, 16, -1, false, false, 0, "", false, false, 0, -1, 0}, "sm_90a", "",
+         "descale_k=-1: must be a finite number > 0"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         pt_err e = {0};
@@ -338,7 +402,7 @@ static int64_t default_impl(const fcase *c, const char *arch)
 
 Test(attention_fa3_decode, the_sm_90a_default_is_the_wgmma_kernel_where_it_applies)
 {
-    fcase llama = {16, 32, 8, 1, 8192, 128, BF16, false, 16, -1, false, false, 0, "", false, false};
+    fcase llama = {16, 32, 8, 1, 8192, 128, BF16, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0};
     cr_expect_eq(default_impl(&llama, "sm_90a"), ATTN_FA3_SPLIT);
     cr_expect_eq(default_impl(&llama, "sm_90"), ATTN_SPLIT);
     cr_expect_eq(default_impl(&llama, "sm_80"), ATTN_SPLIT);
@@ -370,7 +434,7 @@ Test(attention_fa3_decode, llama3_8b_decode_space_assembles_for_sm_90a, .timeout
     bool full = getenv("PTXTUNE_FULL_SPACE") && atoi(getenv("PTXTUNE_FULL_SPACE"));
     pt_target tg;
     cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
-    fcase llama = {16, 32, 8, 1, 8192, 128, BF16, false, 16, -1, false, false, 0, "", false, false};
+    fcase llama = {16, 32, 8, 1, 8192, 128, BF16, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0};
     pt_problem p = problem_of(&llama);
     pt_arena *a = pt_arena_new();
     pt_prepared *pp;
