@@ -14,7 +14,8 @@
 #    split combine is deterministic, so equal bits are expected).
 # 3. bench: the Llama-3-8B decode set (Hq 32, Hkv 8, d 128, page 16; Sk 8k x
 #    batch 64, 32k x 16, 32k x 1) with --bench: impl=3 on sm_90a (its
-#    default config) and the mma.sync split kernel (impl=1, sm_90 default),
+#    default config), the same with e4m3 q/k/v (fp8, item 3: half the K/V
+#    bytes) and the mma.sync split kernel (impl=1, sm_90 default),
 #    each as GB/s of the op's bytes against the same run's copy bandwidth
 #    (y = x * 1.0 over 8192 x 8192 f32: 512 MiB moved). Goal (issue 16):
 #    decode >= 80% of the copy bandwidth.
@@ -65,6 +66,8 @@ causal_sq4|batch=2 heads_q=8 heads_kv=2 seqlen_q=4 seqlen_k=129 head_dim=64 page
 mqa32_sq4|batch=1 heads_q=32 heads_kv=1 seqlen_q=4 seqlen_k=77 head_dim=128 page_size=64 causal=1 dtype=bf16|impl=3,bm=64,bn=64,stages=3,ctas=1,splits=2|1
 window|batch=2 heads_q=8 heads_kv=2 seqlen_q=1 seqlen_k=1000 head_dim=64 page_size=16 window_left=40 dtype=f16|impl=3,bm=64,bn=64,stages=4,ctas=1,splits=5|1
 softcap_unpaged|batch=1 heads_q=8 heads_kv=2 seqlen_q=4 seqlen_k=129 head_dim=128 causal=1 window_left=20 softcap=30 dtype=bf16|impl=3,bm=64,bn=32,stages=2,ctas=1,splits=2|1
+fp8_paged16|batch=3 heads_q=8 heads_kv=2 seqlen_q=1 seqlen_k=77 head_dim=128 page_size=16 seqused_k=1 return_lse=1 dtype=e4m3 descale_q=0.5 descale_k=2 descale_v=1.5|impl=3,bm=64,bn=64,stages=4,ctas=1,splits=3|1
+fp8_hd256_causal|batch=2 heads_q=8 heads_kv=1 seqlen_q=4 seqlen_k=129 head_dim=256 page_size=256 causal=1 return_lse=1 dtype=e4m3|impl=3,bm=64,bn=32,stages=3,ctas=1,splits=2|1
 llama_8k_b4|batch=4 heads_q=32 heads_kv=8 seqlen_q=1 seqlen_k=8192 head_dim=128 page_size=16 dtype=bf16|-|0
 EOF
 }
@@ -101,8 +104,10 @@ if [ $nogpu = 0 ]; then
 fi
 
 # the op's bytes (docs/attention.md "Counts": q, k, v, o once, the block table)
-bytes_of() { # B Sk -> bytes of the Llama decode problem (Hq 32, Hkv 8, d 128, bf16, page 16)
-  python3 -c "B,S=$1,$2; print(2*(B*32*128 + B*S*8*256 + B*32*128) + 4*B*((S+15)//16))"
+bytes_of() { # B Sk impl -> bytes of the Llama decode problem (Hq 32, Hkv 8, d 128, page 16; bf16, or e4m3 q k v)
+  local es=2
+  [ "$3" = fp8 ] && es=1
+  python3 -c "B,S,e=$1,$2,$es; print(e*(B*32*128 + B*S*8*256) + 2*B*32*128 + 4*B*((S+15)//16))"
 }
 us_of() { grep -E '^bench +median' | head -1 | grep -oE 'median [0-9.]+' | grep -oE '[0-9.]+'; }
 
@@ -119,12 +124,15 @@ if [ $nogpu = 0 ]; then
     [ "$(elapsed)" -gt "$budget" ] && { log "budget spent: bench stops"; break; }
     read -r b sk <<<"$s"
     items="batch=$b heads_q=32 heads_kv=8 seqlen_q=1 seqlen_k=$sk head_dim=128 page_size=16 dtype=bf16"
-    by=$(bytes_of "$b" "$sk")
-    for impl in 3 1; do
+    for impl in 3 1 fp8; do
       arch=sm_90a
       [ $impl = 1 ] && arch=sm_90
+      run_items=$items
+      # fp8: e4m3 q, k, v (half the K/V bytes), o bf16
+      [ $impl = fp8 ] && run_items="${items/dtype=bf16/dtype=e4m3}"
+      by=$(bytes_of "$b" "$sk" "$impl")
       # shellcheck disable=SC2086
-      us=$("$PT" run attention $items --arch $arch --backend cuda --check --bench 2>&1 | tee -a "$OUT/log.txt" | us_of)
+      us=$("$PT" run attention $run_items --arch $arch --backend cuda --check --bench 2>&1 | tee -a "$OUT/log.txt" | us_of)
       gbs=$(python3 -c "print(f'{$by / ($us * 1e-6) / 1e9:.0f}')" 2>/dev/null || echo)
       frac=$(python3 -c "print(f'{$gbs / $copy:.2f}')" 2>/dev/null || echo)
       echo "B${b}_Sk${sk},$impl,$us,$gbs,$frac" >> "$OUT/bench.csv"
