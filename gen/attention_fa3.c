@@ -63,6 +63,7 @@ typedef struct fa3 {
     const kit_atom *mma;   /* m16n8k16 of the dtype: the fragment maps */
     kit_atom ws, wo;       /* wgmma m64n{bn}k16, m64n{dv}k16 */
     int bm, bn, stages, cons, threads;
+    bool overlap, pingpong;  /* intra-warpgroup overlap; pingpong between the consumers */
     int es, NI, NO;
     int64_t qsub, ksub, vbox;  /* sub-tile / box bytes */
     int64_t qbytes, kbytes, vbytes, region, smem;
@@ -105,12 +106,23 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     g->bm = (int)pt_config_get(c, "bm", 128);
     g->bn = (int)pt_config_get(c, "bn", 128);
     g->stages = (int)pt_config_get(c, "stages", 2);
+    int64_t ov = pt_config_get(c, "overlap", 1), ppg = pt_config_get(c, "pingpong", 0);
     if (g->bm != 64 && g->bm != 128 && g->bm != 192)
         return pt_errf(e, PT_EINVAL, "bm=%d: 64, 128 or 192 (64 rows per consumer warpgroup)", g->bm);
     if (g->bn < 16 || g->bn > 256 || g->bn % 16)
         return pt_errf(e, PT_EINVAL, "bn=%d: a multiple of 16 up to 256 (the wgmma N of S, P V's k)", g->bn);
     if (g->stages < 2 || g->stages > 4)
         return pt_errf(e, PT_EINVAL, "stages=%d: 2..4", g->stages);
+    if (ov != 0 && ov != 1)
+        return pt_errf(e, PT_EINVAL, "overlap=%lld: 0 or 1 (the next block's QK^T under this block's softmax)",
+                       (long long)ov);
+    if (ppg != 0 && ppg != 1)
+        return pt_errf(e, PT_EINVAL, "pingpong=%lld: 0 or 1", (long long)ppg);
+    if (ppg && g->bm == 64)
+        return pt_errf(e, PT_EINVAL, "pingpong=1 needs 2 or 3 consumer warpgroups (bm=128 or 192); bm=%d has one",
+                       g->bm);
+    g->overlap = ov != 0;
+    g->pingpong = ppg != 0;
     ptx_type ab = pp->dt == PT_BF16 ? PTX_T_BF16 : PTX_T_F16;
     if (!kit_wgmma_atom(ab, PTX_T_F32, g->bn, &g->ws) || !kit_wgmma_atom(ab, PTX_T_F32, (int)pp->dv, &g->wo))
         return pt_errf(e, PT_EINVAL, "bn=%d head_dim_v=%lld: not wgmma N values", g->bn, (long long)pp->dv);
@@ -172,6 +184,9 @@ int attn_fa3_space(const pt_prepared *pp, const pt_target *t, pt_space *out)
         {"bm", "query rows per CTA (64 per consumer warpgroup)", 3, {128, 64, 192}},
         {"bn", "keys per K/V block (the wgmma N of S, a multiple of 16)", 8, {128, 64, 80, 96, 112, 144, 176, 192}},
         {"stages", "K and V mbarrier ring depth", 2, {2, 3}},
+        {"overlap", "intra-warpgroup overlap: the next block's QK^T and this block's PV in flight together", 2,
+         {1, 0}},
+        {"pingpong", "consumer warpgroups take turns issuing their GEMMs (named barriers)", 2, {1, 0}},
     };
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
         out->p[out->nparams++] = ps[i];
@@ -192,6 +207,9 @@ void attn_fa3_defaults(const pt_prepared *pp, const pt_target *t, pt_config *out
     pt_config_set(out, "bm", pp->Sq <= 64 ? 64 : 128);
     pt_config_set(out, "bn", d >= 256 ? 80 : 128);
     pt_config_set(out, "stages", 2);
+    pt_config_set(out, "overlap", 1);
+    /* flash-attention 3 pingpongs two or more consumers for d <= 128 */
+    pt_config_set(out, "pingpong", pp->Sq > 64 && d <= 128 ? 1 : 0);
     pt_space_default(&s, attn_fa3_check, pp, t, out);
 }
 
@@ -326,6 +344,234 @@ static void tile_load(fa3 *g, ptx_reg map, ptx_reg dst, int64_t step, int64_t nc
         co[3] = ptx_r(b);
         kit_tma_load(g->f, d, map, rank, co, bar);
     }
+}
+
+/* ---- the consumers' main loop ---- */
+
+typedef struct cons_loop {
+    fa3 *g;
+    kit_pipe *pk, *pv;
+    kit_softmax *sm;
+    const kit_attn_mask *mask;
+    const kit_frag *sf;
+    ptx_reg *sacc, *preg, *oacc;
+    ptx_reg qaddr, n0, j, nblk, sk, ct, cwg;
+    ptx_reg pa[16][4]; /* P's RS A fragments, carried across iterations (overlap) */
+} cons_loop;
+
+static void wg_wait(fa3 *g, int n)
+{
+    ptx_emit(g->f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(n));
+}
+
+/* Pingpong (named barriers 2 + w, 256 threads: warpgroup w and the one
+ * before it): a warpgroup issues its GEMMs only after the previous one
+ * issued its own, so one's softmax runs under the other's wgmmas. */
+static void sched_sync(cons_loop *c)
+{
+    fa3 *g = c->g;
+    if (!g->pingpong)
+        return;
+    ptx_reg id = iop(g, PTX_OP_ADD, ptx_r(c->cwg), ptx_imm(2));
+    ptx_emit(g->f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_r(id), ptx_imm(256));
+}
+
+static void sched_arrive(cons_loop *c)
+{
+    fa3 *g = c->g;
+    if (!g->pingpong)
+        return;
+    /* the next warpgroup's barrier: 2 + (w + 1) % C */
+    ptx_reg nx = iop(g, PTX_OP_ADD, ptx_r(c->cwg), ptx_imm(1));
+    ptx_reg wrap = setp(g, PTX_M_GE, ptx_r(nx), ptx_imm(g->cons));
+    ptx_emit(g->f, PTX_OP_SELP, NOM, B32T, ptx_r(nx), ptx_imm(0), ptx_r(nx), ptx_r(wrap));
+    ptx_reg id = iop(g, PTX_OP_ADD, ptx_r(nx), ptx_imm(2));
+    ptx_emit(g->f, PTX_OP_BAR, M1(PTX_M_ARRIVE), PTX_NOTYPES, ptx_r(id), ptx_imm(256));
+}
+
+/* S = Q K^T of the current K stage (issued, not waited). */
+static void qk_issue(cons_loop *c, ptx_reg kst)
+{
+    fa3 *g = c->g;
+    kit_attn_wg_qk(g->f, &g->ws, c->sacc, c->qaddr, g->qsub, kst, g->ksub, (int)g->pp->d);
+}
+
+/* The V stage of block nv0 waited for; its rows past the keys zeroed when
+ * the block crosses them (another sequence's or unused keys: 0 P times a
+ * NaN there is NaN), ordered before every consumer's wgmma (a barrier of
+ * the consumers, outside any pingpong window). */
+static ptx_reg v_wait(cons_loop *c, ptx_reg nv0)
+{
+    fa3 *g = c->g;
+    ptx_fn *f = g->f;
+    ptx_reg vst = kit_pipe_wait(c->pv, 0);
+    int skip = ptx_label_new(f);
+    bra(g, skip, setp(g, PTX_M_GT, ptx_r(nv0), ptx_r(c->mask->skbn)), true);
+    kit_attn_zero_rows(f, vst, (int)(g->pp->dv / 64), g->vbox, g->bn, iop(g, PTX_OP_SUB, ptx_r(c->sk), ptx_r(nv0)),
+                       c->ct, 128 * g->cons);
+    ptx_emit0(f, PTX_OP_FENCE_PROXY_ASYNC, M1(PTX_M_SHARED_CTA), PTX_NOTYPES);
+    ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(1), ptx_imm(128 * g->cons));
+    ptx_label_place(f, skip);
+    return vst;
+}
+
+/* softcap, mask and the online softmax of S (block n0): P's exponentials
+ * into preg, each row's alpha. */
+static void s_post(cons_loop *c, ptx_reg n0, ptx_opd *alpha)
+{
+    fa3 *g = c->g;
+    const pt_prepared *pp = g->pp;
+    if (pp->softcap > 0)
+        kit_attn_softcap(g->f, c->sacc, g->NI * 4, (float)((double)pp->scale / (double)pp->softcap));
+    kit_attn_mask_block(g->f, c->mask, c->sf, c->sacc, 2, g->NI, n0);
+    kit_attn_softmax_rows(g->f, c->sm, 2, g->NI, c->sacc, c->preg, alpha);
+}
+
+/* P's exponentials -> the carried A fragments. */
+static void p_convert(cons_loop *c)
+{
+    fa3 *g = c->g;
+    kit_frag pf = *c->sf;
+    pf.r = c->preg;
+    ptx_reg a[16][4];
+    kit_attn_p_to_a(g->f, &pf, g->mma, g->bn, a);
+    for (int kb = 0; kb < g->bn / 16; kb++)
+        for (int q = 0; q < 4; q++)
+            ptx_emit(g->f, PTX_OP_MOV, NOM, B32T, ptx_r(c->pa[kb][q]), ptx_r(a[kb][q]));
+}
+
+static void pv_issue(cons_loop *c, ptx_reg vst)
+{
+    fa3 *g = c->g;
+    kit_attn_wg_pv_issue(g->f, &g->wo, c->oacc, c->pa, vst, g->vbox, g->bn);
+}
+
+static void next_block(cons_loop *c)
+{
+    fa3 *g = c->g;
+    ptx_emit(g->f, PTX_OP_SUB, NOM, S32T, ptx_r(c->n0), ptx_r(c->n0), ptx_imm(g->bn));
+    ptx_emit(g->f, PTX_OP_ADD, NOM, U32T, ptx_r(c->j), ptx_r(c->j), ptx_imm(1));
+}
+
+static void alloc_pa(cons_loop *c)
+{
+    for (int kb = 0; kb < c->g->bn / 16; kb++)
+        for (int q = 0; q < 4; q++)
+            c->pa[kb][q] = r32(c->g);
+}
+
+/* The first warpgroup's extra sync at the end takes the arrival the last
+ * one gave it at the start (pingpong: every barrier's arrivals balanced). */
+static void sched_start(cons_loop *c)
+{
+    fa3 *g = c->g;
+    if (!g->pingpong)
+        return;
+    int skip = ptx_label_new(g->f);
+    bra(g, skip, setp(g, PTX_M_NE, ptx_r(c->cwg), ptx_imm(g->cons - 1)), false);
+    ptx_emit(g->f, PTX_OP_BAR, M1(PTX_M_ARRIVE), PTX_NOTYPES, ptx_imm(2), ptx_imm(256));
+    ptx_label_place(g->f, skip);
+}
+
+static void sched_end(cons_loop *c)
+{
+    fa3 *g = c->g;
+    if (!g->pingpong)
+        return;
+    int skip = ptx_label_new(g->f);
+    bra(g, skip, setp(g, PTX_M_NE, ptx_r(c->cwg), ptx_imm(0)), false);
+    ptx_emit(g->f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(2), ptx_imm(256));
+    ptx_label_place(g->f, skip);
+}
+
+/* One block at a time: S, softmax, O *= alpha, O += P V, each wgmma group
+ * waited for at once. */
+static void loop_plain(cons_loop *c)
+{
+    fa3 *g = c->g;
+    ptx_fn *f = g->f;
+    alloc_pa(c);
+    sched_start(c);
+    int top = ptx_label_new(f);
+    ptx_label_place(f, top);
+    ptx_pragma_nounroll(f);
+    for (int r = 0; r < 2; r++)
+        c->sm[r].fresh = false;
+    ptx_reg kst = kit_pipe_wait(c->pk, 0);
+    sched_sync(c);
+    qk_issue(c, kst);
+    sched_arrive(c);
+    wg_wait(g, 0);
+    kit_pipe_release(c->pk);
+    ptx_opd alpha[2];
+    s_post(c, c->n0, alpha);
+    kit_attn_rescale(f, 2, g->NO, c->oacc, alpha);
+    ptx_reg vst = v_wait(c, c->n0);
+    p_convert(c);
+    sched_sync(c);
+    pv_issue(c, vst);
+    sched_arrive(c);
+    wg_wait(g, 0);
+    kit_pipe_release(c->pv);
+    next_block(c);
+    bra(g, top, setp(g, PTX_M_LT, ptx_r(c->j), ptx_r(c->nblk)), false);
+    sched_end(c);
+}
+
+/* Intra-warpgroup overlap (flash-attention 3's fwd_step): the next
+ * block's S = Q K^T and this block's O += P V issued together (two
+ * groups), the softmax of the next block after wait_group 1 (its S
+ * retired, P V still running), O *= alpha and P's conversion after
+ * wait_group 0. */
+static void loop_overlap(cons_loop *c)
+{
+    fa3 *g = c->g;
+    ptx_fn *f = g->f;
+    alloc_pa(c);
+    sched_start(c);
+    /* the first block: S, softmax, P */
+    ptx_reg kst = kit_pipe_wait(c->pk, 0);
+    sched_sync(c);
+    qk_issue(c, kst);
+    sched_arrive(c);
+    wg_wait(g, 0);
+    kit_pipe_release(c->pk);
+    ptx_opd alpha[2];
+    s_post(c, c->n0, alpha); /* fresh states: O is zero, no rescale */
+    p_convert(c);
+    next_block(c);
+    int tail = ptx_label_new(f), top = ptx_label_new(f);
+    bra(g, tail, setp(g, PTX_M_GE, ptx_r(c->j), ptx_r(c->nblk)), false);
+    ptx_label_place(f, top);
+    ptx_pragma_nounroll(f);
+    for (int r = 0; r < 2; r++)
+        c->sm[r].fresh = false;
+    ptx_reg nv0 = iop(g, PTX_OP_ADD, ptx_r(c->n0), ptx_imm(g->bn)); /* the previous block's V */
+    ptx_reg vst = v_wait(c, nv0);
+    kst = kit_pipe_wait(c->pk, 0);
+    sched_sync(c);
+    qk_issue(c, kst);
+    pv_issue(c, vst);
+    sched_arrive(c);
+    wg_wait(g, 1);
+    kit_pipe_release(c->pk);
+    s_post(c, c->n0, alpha);
+    wg_wait(g, 0);
+    kit_pipe_release(c->pv);
+    kit_attn_rescale(f, 2, g->NO, c->oacc, alpha);
+    p_convert(c);
+    next_block(c);
+    bra(g, top, setp(g, PTX_M_LT, ptx_r(c->j), ptx_r(c->nblk)), false);
+    /* the last block's P V */
+    ptx_label_place(f, tail);
+    nv0 = iop(g, PTX_OP_ADD, ptx_r(c->n0), ptx_imm(g->bn));
+    vst = v_wait(c, nv0);
+    sched_sync(c);
+    pv_issue(c, vst);
+    sched_arrive(c);
+    wg_wait(g, 0);
+    kit_pipe_release(c->pv);
+    sched_end(c);
 }
 
 /* ---- the kernel ---- */
@@ -511,42 +757,13 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     mask.skbn = iop(g, PTX_OP_SUB, ptx_r(sk), ptx_imm(g->bn));
     ptx_reg qaddr = iop(g, PTX_OP_ADD, ptx_r(base), ptx_r(iop(g, PTX_OP_MUL, ptx_r(cwg), ptx_imm(64 * 128))));
     kit_pipe_wait(&pq, 0);
-    {
-        int top = ptx_label_new(f);
-        ptx_label_place(f, top);
-        ptx_pragma_nounroll(f);
-        for (int r = 0; r < nr; r++)
-            sm[r].fresh = false;
-        ptx_reg kst = kit_pipe_wait(&pk, 0);
-        kit_attn_wg_qk(f, &g->ws, sacc, qaddr, g->qsub, kst, g->ksub, (int)pp->d);
-        ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(0));
-        kit_pipe_release(&pk);
-        if (pp->softcap > 0)
-            kit_attn_softcap(f, sacc, ns, (float)((double)pp->scale / (double)pp->softcap));
-        kit_attn_mask_block(f, &mask, &sf, sacc, nr, NI, n0);
-        kit_attn_softmax(f, sm, nr, NI, sacc, preg, NO, oacc);
-        ptx_reg vst = kit_pipe_wait(&pv, 0);
-        {
-            /* the block past the keys: zero V's rows there (another
-             * sequence's or unused keys: 0 P times NaN is NaN), ordered
-             * before every consumer's wgmma */
-            int skip = ptx_label_new(f);
-            bra(g, skip, setp(g, PTX_M_GT, ptx_r(n0), ptx_r(mask.skbn)), true);
-            kit_attn_zero_rows(f, vst, (int)(pp->dv / 64), g->vbox, g->bn,
-                               iop(g, PTX_OP_SUB, ptx_r(sk), ptx_r(n0)), ct, 128 * C);
-            ptx_emit0(f, PTX_OP_FENCE_PROXY_ASYNC, M1(PTX_M_SHARED_CTA), PTX_NOTYPES);
-            ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(1), ptx_imm(128 * C));
-            ptx_label_place(f, skip);
-        }
-        kit_frag pf = sf;
-        pf.r = preg;
-        kit_attn_wg_pv(f, &g->wo, oacc, &pf, g->mma, vst, g->vbox, g->bn);
-        ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(0));
-        kit_pipe_release(&pv);
-        ptx_emit(f, PTX_OP_SUB, NOM, S32T, ptx_r(n0), ptx_r(n0), ptx_imm(g->bn));
-        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(j), ptx_r(j), ptx_imm(1));
-        bra(g, top, setp(g, PTX_M_LT, ptx_r(j), ptx_r(kb.nblk)), false);
-    }
+    cons_loop cl = {.g = g, .pk = &pk, .pv = &pv, .sm = sm, .mask = &mask, .sf = &sf, .sacc = sacc, .preg = preg,
+                    .oacc = oacc, .qaddr = qaddr, .n0 = n0, .j = j, .nblk = kb.nblk, .sk = sk, .ct = ct,
+                    .cwg = cwg};
+    if (g->overlap)
+        loop_overlap(&cl);
+    else
+        loop_plain(&cl);
 
     /* ---- epilogue ---- */
     ptx_label_place(f, epi);

@@ -172,26 +172,26 @@ static int run_case(const pt_op *op, const fcase *c, emu_sched sched, uint64_t s
 static const fcase grid[] = {
     /* hd64: non-causal Sq < Sk; causal Sq = Sk (3 stages); Sq > Sk causal (rows without keys); Sq = 1 */
     {BF, 2, 4, 4, 77, 129, 64, false, -1, -1, 0, false, false, true, false, "bm=128,bn=128"},
-    {F16, 1, 4, 1, 129, 129, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=64,stages=3"},
-    {BF, 1, 8, 2, 129, 7, 64, true, -1, -1, 0, false, false, true, false, "bm=128,bn=48"},
+    {F16, 1, 4, 1, 129, 129, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=64,stages=3,pingpong=0"},
+    {BF, 1, 8, 2, 129, 7, 64, true, -1, -1, 0, false, false, true, false, "bm=128,bn=48,overlap=0"},
     {F16, 3, 4, 1, 129, 129, 64, false, 20, -1, 0, true, true, true, false, "bm=192,bn=64"},
-    {F16, 1, 2, 2, 1, 77, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=32"},
-    {BF, 1, 6, 1, 7, 129, 64, false, 20, -1, 0, false, false, true, false, "bm=64,bn=64"},
+    {F16, 1, 2, 2, 1, 77, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=32,pingpong=0"},
+    {BF, 1, 6, 1, 7, 129, 64, false, 20, -1, 0, false, false, true, false, "bm=64,bn=64,pingpong=0"},
     /* hd128: causal GQA, window both sides, softcap bhsd, seqused_k */
     {BF, 1, 8, 2, 77, 129, 128, true, -1, -1, 0, false, false, true, false, "bm=128,bn=128"},
-    {F16, 2, 4, 4, 77, 77, 128, false, 16, 3, 0, false, false, true, false, "bm=64,bn=96"},
-    {F16, 1, 4, 1, 129, 129, 128, false, -1, -1, 30, false, false, true, true, "bm=128,bn=144"},
-    {BF, 3, 8, 2, 77, 129, 128, true, -1, -1, 0, false, true, true, false, "bm=128,bn=64,stages=3"},
+    {F16, 2, 4, 4, 77, 77, 128, false, 16, 3, 0, false, false, true, false, "bm=64,bn=96,pingpong=0"},
+    {F16, 1, 4, 1, 129, 129, 128, false, -1, -1, 30, false, false, true, true, "bm=128,bn=144,pingpong=0"},
+    {BF, 3, 8, 2, 77, 129, 128, true, -1, -1, 0, false, true, true, false, "bm=128,bn=64,stages=3,overlap=0,pingpong=0"},
     /* hd256 */
     {BF, 1, 2, 1, 77, 129, 256, true, -1, -1, 0, false, false, true, false, "bm=128,bn=80"},
-    {F16, 1, 4, 4, 129, 77, 256, false, -1, -1, 0, false, false, false, false, "bm=64,bn=64"},
+    {F16, 1, 4, 4, 129, 77, 256, false, -1, -1, 0, false, false, false, false, "bm=64,bn=64,pingpong=0"},
     /* varlen (a length-1 sequence among the op's lengths) */
-    {BF, 3, 4, 1, 77, 129, 64, false, -1, -1, 0, true, false, true, false, "bm=64,bn=32"},
-    {F16, 4, 4, 4, 129, 77, 64, true, -1, -1, 0, true, false, true, false, "bm=128,bn=64"},
+    {BF, 3, 4, 1, 77, 129, 64, false, -1, -1, 0, true, false, true, false, "bm=64,bn=32,pingpong=0"},
+    {F16, 4, 4, 4, 129, 77, 64, true, -1, -1, 0, true, false, true, false, "bm=128,bn=64,overlap=0"},
     /* softcap with causal and window; odd lengths Sk 1 */
-    {BF, 1, 4, 1, 77, 129, 64, true, -1, -1, 50, false, false, true, false, "bm=64,bn=32"},
+    {BF, 1, 4, 1, 77, 129, 64, true, -1, -1, 50, false, false, true, false, "bm=64,bn=32,pingpong=0"},
     {F16, 1, 4, 2, 129, 129, 128, false, 20, 20, 15, false, false, true, false, "bm=128,bn=64"},
-    {BF, 2, 4, 1, 7, 1, 64, true, -1, -1, 0, false, false, true, true, "bm=64,bn=16"},
+    {BF, 2, 4, 1, 7, 1, 64, true, -1, -1, 0, false, false, true, true, "bm=64,bn=16,pingpong=0"},
 };
 
 Test(attention_fa3, grid_against_float64_reference_every_schedule, .timeout = 600)
@@ -232,9 +232,9 @@ Test(attention_fa3, grid_against_float64_reference_every_schedule, .timeout = 60
 
 /* ---- adversarial inputs (the fa2 tests' kinds and semantics) ---- */
 static const fcase adv_shapes[] = {
-    {BF, 2, 4, 1, 77, 129, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=32"},
+    {BF, 2, 4, 1, 77, 129, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=32,pingpong=0"},
     {F16, 1, 8, 2, 33, 77, 128, false, 20, 5, 0, false, false, true, false, "bm=128,bn=64"},
-    {BF, 3, 4, 2, 40, 77, 64, true, -1, -1, 0, true, true, true, false, "bm=64,bn=48"},
+    {BF, 3, 4, 2, 40, 77, 64, true, -1, -1, 0, true, true, true, false, "bm=64,bn=48,pingpong=0"},
     {F16, 2, 4, 4, 77, 77, 64, false, -1, -1, 30, false, false, true, true, "bm=128,bn=48"},
 };
 
@@ -303,27 +303,34 @@ Test(attention_fa3, structure_of_the_default_llama_kernel)
     gen_attention_op.defaults(pp, &tg, &c);
     char cs[256];
     pt_config_str(&c, cs, sizeof cs);
-    cr_expect_str_eq(cs, "impl=2,bm=128,bn=128,stages=2");
+    cr_expect_str_eq(cs, "impl=2,bm=128,bn=128,stages=2,overlap=1,pingpong=1");
     ptx_module *m;
     pt_launch l;
     cr_assert_eq(pt_op_build(&gen_attention_op, pp, &tg, 0, &c, &m, &l, &e), 0, "%s", e.msg);
     char *text = ptx_print(m);
     ptx_module_free(m);
-    /* one block: QK^T d/16 SS wgmmas of N bn, PV bn/16 RS wgmmas of N dv */
-    cr_expect_eq(count(text, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"), 8 + 8);
-    cr_expect_eq(count(text, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"), 8 + 8);
-    cr_expect_eq(count(text, "wgmma.commit_group"), 2);
-    cr_expect_eq(count(text, "wgmma.wait_group.sync.aligned 0"), 2);
-    cr_expect_eq(count(text, "cvt.rn.bf16x2.f32"), 128 / 4 + 128 / 4, "P: bn/4 pairs, o: dv/4 pairs");
+    /* intra-warpgroup overlap: QK^T (d/16 SS wgmmas of N bn) in the first
+     * block and the loop, PV (bn/16 RS of N dv) in the loop and the tail;
+     * the loop's two groups: wait_group 1 (S), then 0 (PV) */
+    cr_expect_eq(count(text, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"), 2 * 8 + 2 * 8);
+    cr_expect_eq(count(text, "wgmma.commit_group"), 4);
+    cr_expect_eq(count(text, "wgmma.wait_group.sync.aligned 1;"), 1);
+    cr_expect_eq(count(text, "wgmma.wait_group.sync.aligned 0;"), 3);
+    cr_expect_eq(count(text, "cvt.rn.bf16x2.f32"), 2 * 128 / 4 + 128 / 4, "P: bn/4 pairs twice, o: dv/4 pairs");
     cr_expect_eq(count(text, ".pragma \"nounroll\""), 2, "the producer's and the consumers' loops");
     cr_expect_eq(count(text, "setmaxnreg.dec.sync.aligned.u32 40"), 1);
     cr_expect_eq(count(text, "setmaxnreg.inc.sync.aligned.u32 232"), 1);
     cr_expect_eq(count(text, "cp.async.bulk.tensor.4d"), 2 + 2 + 2, "Q, K, V: two 64-column boxes each");
-    cr_expect_eq(count(text, "ex2.approx.ftz.f32"), 64 + 2, "one per score (2 rows x 32) and one alpha a row");
+    cr_expect_eq(count(text, "ex2.approx.ftz.f32"), 2 * 64 + 2,
+                 "one per score (2 rows x 32) in the first block and the loop, one alpha a row in the loop");
     cr_expect_eq(count(text, "ld.local") + count(text, "st.local"), 0);
     cr_expect_eq(count(text, ".param .u32"), 2, "seqlen_q and seqlen_k are run-time parameters");
-    /* the mask: one selp to -inf per score of the thread, behind one branch */
-    cr_expect_eq(count(text, ", 0fFF800000, %p"), 64);
+    /* pingpong: each GEMM issue between a bar.sync of this warpgroup's
+     * barrier and a bar.arrive of the next one's (3 issues; 1 start, 1 end) */
+    cr_expect_eq(count(text, "bar.arrive "), 3 + 1);
+    cr_expect_eq(count(text, "bar.sync %r"), 3);
+    /* the mask: one selp to -inf per score of the thread, behind a branch */
+    cr_expect_eq(count(text, ", 0fFF800000, %p"), 2 * 64);
     cr_expect_eq(l.grid[0], 32u);
     cr_expect_eq(l.grid[1], 32u);
     cr_expect_eq(l.block[0], 384u);

@@ -91,28 +91,60 @@ void kit_attn_mask_block(ptx_fn *f, const kit_attn_mask *mk, const kit_frag *sf,
     ptx_label_place(f, skip);
 }
 
+/* Row r's online-softmax update: p[creg] the exponentials; returns alpha. */
+static ptx_opd softmax_row(ptx_fn *f, kit_softmax *st, int r, int ni, const ptx_reg *s, ptx_reg *p)
+{
+    ptx_opd v[64] = {{0}}, pv[64];
+    if (ni < 1 || ni > 32)
+        return ptx_imm(0);
+    for (int b = 0; b < ni; b++)
+        for (int q = 0; q < 2; q++)
+            v[2 * b + q] = ptx_r(s[kit_attn_creg(ni, r, b, q)]);
+    ptx_opd alpha = kit_softmax_update_fma(f, &st[r], v, 2 * ni, 4, pv);
+    for (int b = 0; b < ni; b++)
+        for (int q = 0; q < 2; q++)
+            p[kit_attn_creg(ni, r, b, q)] = pv[2 * b + q].u.reg;
+    return alpha;
+}
+
+static void rescale_row(ptx_fn *f, int r, int no, const ptx_reg *o, ptx_opd alpha)
+{
+    for (int b = 0; b < no; b++)
+        for (int q = 0; q < 2; q++) {
+            ptx_reg x = o[kit_attn_creg(no, r, b, q)];
+            ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(x), ptx_r(x), alpha);
+        }
+}
+
+static bool ni_ok(ptx_fn *f, int ni)
+{
+    if (ni >= 1 && ni <= 32)
+        return true;
+    pt_errf(&f->mod->err, PT_EINVAL, "attention softmax: %d n8 atoms a row (at most 32)", ni);
+    return false;
+}
+
 void kit_attn_softmax(ptx_fn *f, kit_softmax *st, int nr, int ni, const ptx_reg *s, ptx_reg *p, int no,
                       const ptx_reg *o)
 {
-    if (ni > 32) {
-        pt_errf(&f->mod->err, PT_EINVAL, "attention softmax: %d n8 atoms a row (at most 32)", ni);
+    if (!ni_ok(f, ni))
         return;
-    }
-    for (int r = 0; r < nr; r++) {
-        ptx_opd v[64], pv[64];
-        for (int b = 0; b < ni; b++)
-            for (int q = 0; q < 2; q++)
-                v[2 * b + q] = ptx_r(s[kit_attn_creg(ni, r, b, q)]);
-        ptx_opd alpha = kit_softmax_update_fma(f, &st[r], v, 2 * ni, 4, pv);
-        for (int b = 0; b < ni; b++)
-            for (int q = 0; q < 2; q++)
-                p[kit_attn_creg(ni, r, b, q)] = pv[2 * b + q].u.reg;
-        for (int b = 0; b < no; b++)
-            for (int q = 0; q < 2; q++) {
-                ptx_reg x = o[kit_attn_creg(no, r, b, q)];
-                ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(x), ptx_r(x), alpha);
-            }
-    }
+    for (int r = 0; r < nr; r++)
+        rescale_row(f, r, no, o, softmax_row(f, st, r, ni, s, p));
+}
+
+void kit_attn_softmax_rows(ptx_fn *f, kit_softmax *st, int nr, int ni, const ptx_reg *s, ptx_reg *p, ptx_opd *alpha)
+{
+    if (!ni_ok(f, ni))
+        return;
+    for (int r = 0; r < nr; r++)
+        alpha[r] = softmax_row(f, st, r, ni, s, p);
+}
+
+void kit_attn_rescale(ptx_fn *f, int nr, int no, const ptx_reg *o, const ptx_opd *alpha)
+{
+    for (int r = 0; r < nr; r++)
+        rescale_row(f, r, no, o, alpha[r]);
 }
 
 void kit_attn_finalize(ptx_fn *f, const kit_softmax *st, int nr, ptx_reg *lrow, ptx_reg *inv)
@@ -178,25 +210,35 @@ void kit_attn_wg_qk(ptx_fn *f, const kit_atom *ws, ptx_reg *s, ptx_reg q_addr, i
     ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
 }
 
-void kit_attn_wg_pv(ptx_fn *f, const kit_atom *wo, ptx_reg *o, const kit_frag *pf, const kit_atom *mma,
-                    ptx_reg v_addr, int64_t box_bytes, int bn)
+void kit_attn_p_to_a(ptx_fn *f, const kit_frag *pf, const kit_atom *mma, int bn, ptx_reg (*a)[4])
 {
-    int nk = bn / 16;
-    ptx_reg a[64][4];
-    if (nk > 64) {
-        pt_errf(&f->mod->err, PT_EINVAL, "attention P V: bn=%d (at most 1024)", bn);
-        return;
-    }
-    for (int kb = 0; kb < nk; kb++)
+    for (int kb = 0; kb < bn / 16; kb++)
         kit_frag_to_a(f, pf, mma, 0, kb, a[kb]);
+}
+
+void kit_attn_wg_pv_issue(ptx_fn *f, const kit_atom *wo, ptx_reg *o, ptx_reg (*a)[4], ptx_reg v_addr,
+                          int64_t box_bytes, int bn)
+{
     /* MN-major 128B: 64-column boxes box_bytes apart (LBO), 8-k-row groups
      * 1024 apart (SBO), +2048 bytes (16 rows of 128) a k16 step */
     ptx_reg dv = kit_wgmma_desc_emit(f, v_addr, (uint32_t)box_bytes, 1024, 128);
     ptx_opd ov = ptx_vecr(f, wo->c.regs, o);
     ptx_emit0(f, PTX_OP_WGMMA_FENCE, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
-    for (int kb = 0; kb < nk; kb++)
+    for (int kb = 0; kb < bn / 16; kb++)
         kit_wgmma_rs(f, wo, ov, a[kb], desc_plus(f, dv, 128 * kb), ptx_imm(1), true);
     ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+}
+
+void kit_attn_wg_pv(ptx_fn *f, const kit_atom *wo, ptx_reg *o, const kit_frag *pf, const kit_atom *mma,
+                    ptx_reg v_addr, int64_t box_bytes, int bn)
+{
+    ptx_reg a[64][4];
+    if (bn / 16 > 64) {
+        pt_errf(&f->mod->err, PT_EINVAL, "attention P V: bn=%d (at most 1024)", bn);
+        return;
+    }
+    kit_attn_p_to_a(f, pf, mma, bn, a);
+    kit_attn_wg_pv_issue(f, wo, o, a, v_addr, box_bytes, bn);
 }
 
 void kit_attn_zero_rows(ptx_fn *f, ptx_reg base, int boxes, int64_t box_bytes, int rows, ptx_reg from, ptx_reg tid,

@@ -91,6 +91,12 @@ void kit_attn_mask_block(ptx_fn *f, const kit_attn_mask *mk, const kit_frag *sf,
 void kit_attn_softmax(ptx_fn *f, kit_softmax *st, int nr, int ni, const ptx_reg *s, ptx_reg *p, int no,
                       const ptx_reg *o);
 
+/* The same split for a loop that rescales O later (O += P V of the
+ * previous block in flight): alpha[r] each row's factor, applied by
+ * kit_attn_rescale once that wgmma retired. */
+void kit_attn_softmax_rows(ptx_fn *f, kit_softmax *st, int nr, int ni, const ptx_reg *s, ptx_reg *p, ptx_opd *alpha);
+void kit_attn_rescale(ptx_fn *f, int nr, int no, const ptx_reg *o, const ptx_opd *alpha);
+
 /* After the loop: lrow[r] = st[r].s summed over the row's quad, inv[r] =
  * 1 / lrow (0 when lrow is 0: a row without a visible key gives o = 0). */
 void kit_attn_finalize(ptx_fn *f, const kit_softmax *st, int nr, ptx_reg *lrow, ptx_reg *inv);
@@ -132,5 +138,11 @@ void kit_attn_wg_qk(ptx_fn *f, const kit_atom *ws, ptx_reg *s, ptx_reg q_addr, i
  * box_bytes apart). wgmma.fence, the wgmmas, commit_group. */
 void kit_attn_wg_pv(ptx_fn *f, const kit_atom *wo, ptx_reg *o, const kit_frag *pf, const kit_atom *mma,
                     ptx_reg v_addr, int64_t box_bytes, int bn);
+/* Its two halves, for P converted ahead of the issue (a loop carrying
+ * P): a[kb] (fresh registers) the RS A fragment of k block kb < bn / 16;
+ * the issue (fence, bn / 16 RS wgmmas, commit) from given A registers. */
+void kit_attn_p_to_a(ptx_fn *f, const kit_frag *pf, const kit_atom *mma, int bn, ptx_reg (*a)[4]);
+void kit_attn_wg_pv_issue(ptx_fn *f, const kit_atom *wo, ptx_reg *o, ptx_reg (*a)[4], ptx_reg v_addr,
+                          int64_t box_bytes, int bn);
 
 #endif
