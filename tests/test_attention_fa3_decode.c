@@ -33,6 +33,7 @@
 #include "ptx/emu/emu.h"
 #include "ptx/parse.h"
 #include "tuner/backend.h"
+#include "tuner/emu_check.h"
 #include "tuner/verify.h"
 #include "test_util.h"
 
@@ -99,7 +100,8 @@ static int dtk(pt_dtype dt) { return dt == PT_BF16 ? 1 : dt == PT_E4M3 ? 2 : 0; 
 /* One case with op (the attention op or an adversarial one) at schedule
  * sched on the emulator (sm_90a); the config over the defaults must be
  * impl=3. */
-static int run_case(const pt_op *op, const fcase *c, emu_sched sched, uint64_t seed, double *max_err, pt_err *e)
+static int run_case_st(const pt_op *op, const fcase *c, emu_sched sched, uint64_t seed, double *max_err,
+                       emu_stats *st, pt_err *e)
 {
     pt_target tg;
     cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
@@ -156,6 +158,8 @@ static int run_case(const pt_op *op, const fcase *c, emu_sched sched, uint64_t s
         tuner_verify_result vr;
         rc = tuner_verify(d, k, &l, io, &vo, &vr, e);
         *max_err = vr.max_err;
+        if (!rc && st)
+            rc = tuner_emu_last_run(d, st);
     }
     if (io)
         tuner_io_free(d, io);
@@ -168,6 +172,11 @@ static int run_case(const pt_op *op, const fcase *c, emu_sched sched, uint64_t s
     ptx_module_free(built);
     pt_arena_free(a);
     return rc;
+}
+
+static int run_case(const pt_op *op, const fcase *c, emu_sched sched, uint64_t seed, double *max_err, pt_err *e)
+{
+    return run_case_st(op, c, sched, seed, max_err, NULL, e);
 }
 
 #define F16 PT_F16
@@ -274,6 +283,41 @@ Test(attention_fa3_decode, fp8_e4m3_with_descales_against_the_reference_every_sc
            ran, sizeof fp8_grid / sizeof *fp8_grid, failed, worst, now() - t0);
     fflush(stdout);
     cr_assert_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
+}
+
+
+/* ---- issue cost: warp instructions per KB of K and V ----------------------
+ * The Llama-3-8B decode shape (Hq 32, Hkv 8, d 128, page 16, one sequence
+ * of 1024 keys, one split: every CTA streams its KV head's keys) on the
+ * emulator: warp instructions of the whole launch over the K/V bytes read.
+ * An H200 issues ~132 SMs x 4 x 1.98 GHz warp instructions a second against
+ * ~4.8 TB/s: ~0.22 warp instructions per byte, 223 per KB, at full issue
+ * (measured here: bf16 80, 36% of it; e4m3 214, whose KB holds twice the
+ * keys, each with the 64 packed rows' softmax, and V's conversion: near
+ * full issue, so fp8 decode may be issue-bound). The bounds (1.25 x those)
+ * catch a regression in the instructions a block costs. */
+Test(attention_fa3_decode, warp_instructions_per_kv_kilobyte, .timeout = 300)
+{
+    static const struct {
+        pt_dtype dt;
+        double bound;
+    } dts[] = {{BF16, 100}, {E4M3, 270}};
+    for (int i = 0; i < 2; i++) {
+        fcase c = {1, 32, 8, 1, 1024, 128, dts[i].dt, false, 16, -1, false, false, 0, "bn=64,stages=4,splits=1",
+                   false, false, 0, 0, 0};
+        double err;
+        emu_stats st;
+        pt_err e = {0};
+        memset(&st, 0, sizeof st);
+        cr_assert_eq(run_case_st(&gen_attention_op, &c, EMU_SCHED_LAZY, 5, &err, &st, &e), PT_OK, "%s", e.msg);
+        double kb = (double)(c.Sk * c.Hkv * 2 * c.d * pt_dtype_get(c.dt)->bytes) / 1024.0;
+        double per = (double)st.warp_instructions / kb;
+        printf("attention decode (impl=3) %s, Llama-3-8B heads, 1024 keys: %llu warp instructions, %.1f per K/V KB "
+               "(full H200 issue at 4.8 TB/s: ~223)\n",
+               pt_dtype_get(c.dt)->name, (unsigned long long)st.warp_instructions, per);
+        cr_expect(per <= dts[i].bound, "%s: %.1f warp instructions per K/V KB, bound %.0f", pt_dtype_get(c.dt)->name,
+                  per, dts[i].bound);
+    }
 }
 
 /* ---- adversarial inputs (the split kernel's test's kinds and semantics) ---- */
