@@ -33,7 +33,8 @@
  *     cannot see entirely: a warpgroup-uniform branch), the online softmax
  *     on the D fragment (one warp's D is an mma.sync m16n8 C row of
  *     atoms: kit_frag_mma_c over the warp's 16 rows; quad reductions);
- *     O *= alpha; P as two 16-bit parts (hi, lo; gen/attention_combine.h
+ *     O *= alpha (a warp whose 16 rows are all padding, as most are in
+ *     GQA decode, skips the softmax: P = 0, alpha = 0); P as two 16-bit parts (hi, lo; gen/attention_combine.h
  *     attn_p_split, as the split kernel), each the RS A fragment (the
  *     mma.sync A fragment, kit_frag_to_a); O += P V by bn/16 x 2 wgmma
  *     m64n{dv}k16 RS (V MN-major, 128B swizzle, transpose-B); commit,
@@ -689,6 +690,11 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
     kit_softmax sm[2] = {kit_softmax_new(f, kexp), kit_softmax_new(f, kexp)};
     sm[0].fresh = sm[1].fresh = false;
     ptx_reg kcol = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(kr.key0), ptx_r(sfr.col_base)));
+    /* this warp's rows are all padding (warp-uniform) */
+    ptx_reg dead = attn_setp(f, PTX_M_GE, S32T, kit_iop(f, PTX_OP_ADD, kit_iop(f, PTX_OP_MUL, ptx_r(ao.rb),
+                                                                             ptx_imm(F3D_BM)), ptx_r(wrow)),
+                             ptx_r(kr.rowsr));
+    ptx_reg alr[2] = {rf(f), rf(f)};
     ptx_reg tkey = r32(f);
     ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(tkey), ptx_r(kr.key0));
     /* descriptors: Q and K K-major 128B (SBO 1024, +32 B a k16 step, next
@@ -712,6 +718,10 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
         kit_attn_wg_qk(f, &wsa, Sr, qs, F3D_BM * 128, st, (int64_t)g->bn * 128, (int)(d * es / 2));
         ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(0));
 
+        /* a warp whose 16 rows are all padding (GQA decode: Sq x group < 64)
+         * skips the softmax: its P is 0 and its O stays 0 (never stored) */
+        int dead_path = ptx_label_new(f), join = ptx_label_new(f);
+        attn_bra(f, dead_path, dead, false);
         /* softcap, the mask where some real row cannot see the whole tile */
         ptx_reg *mvr = pt_arena_alloc(m->arena, (size_t)nS * sizeof(ptx_reg));
         for (int i = 0; i < nS; i++) {
@@ -740,11 +750,22 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
             ptx_opd alpha = kit_softmax_update(f, &sm[h], vals[h], NULL, nv[h], 4, p2);
             for (int j = 0; j < nv[h]; j++)
                 Pr[idx[h][j]] = p2[j].u.reg;
-            for (int i = 0; i < nO; i++)
-                if ((ofr.row[i] >= 8) == h)
-                    ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(Or[i]), ptx_r(Or[i]), alpha);
+            ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(alr[h]), alpha);
         }
         attn_p_split(f, pdt, Pr, Ph, Pl, nS);
+        attn_bra(f, join, none, false);
+        ptx_label_place(f, dead_path);
+        for (int h = 0; h < 2; h++)
+            ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(alr[h]), ptx_f32(0.0f));
+        for (int i = 0; i < nS; i++) {
+            ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(Ph[i]), ptx_f32(0.0f));
+            ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(Pl[i]), ptx_f32(0.0f));
+        }
+        ptx_label_place(f, join);
+        /* O *= alpha on both paths (O is a wgmma accumulator: not written on
+         * a divergent path) */
+        for (int i = 0; i < nO; i++)
+            ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(Or[i]), ptx_r(Or[i]), ptx_r(alr[ofr.row[i] >= 8]));
         if (g->fp8) { /* V's f16 copy of this stage */
             ptx_reg vst = kit_pipe_wait(&pcv, 0);
             dvd = kit_wgmma_desc_emit(f, vst, (uint32_t)(g->bn * 128), 1024, 128);
