@@ -32,6 +32,38 @@
  * Shared memory (dynamic, rounded up to 1024 at run time, 1 KB slack):
  * stage s at base + s (A + B bytes): A then B, every tile on its swizzle
  * pattern; the epilogue's staging reuses the ring; then full[S], empty[S].
+ * Consumer schedules and clusters (config sched, cluster; the walk
+ * functions walk_head / sched_pingpong_head below):
+ *   sched=1, pingpong (bm=64, two consumer warpgroups): each consumer owns
+ *     whole 64 x BN tiles and the CTA's tiles (units) alternate between
+ *     them, cwg 0 the even ones; the producer fills the ring for every
+ *     unit in order, so a consumer moves its ring ends past the other's
+ *     KT stages after each tile (kit_pipe_skip; empty counts one
+ *     consumer's 4 warps). Order: a consumer issues its k loop when it is
+ *     its turn (bar.sync 2 + cwg, 256, but at the CTA's first unit) and
+ *     hands the turn over once its wgmmas are issued (bar.arrive 3 - cwg,
+ *     256, when the CTA has a next unit), so one consumer's epilogue
+ *     (staged in a region of its own past the ring, on named barrier
+ *     4 + cwg of its 128 threads) overlaps the other's MMAs. The order is
+ *     for speed: the full/empty ring alone keeps the result right.
+ *     Without persistent, each CTA takes two units (grid ceil(units/2)).
+ *   cluster=21 (2x1: CTA pairs along M share B) / 12 (1x2: along N, A):
+ *     launched with pt_launch.cluster {2,1,1} (.explicitcluster,
+ *     .reqnctapercluster 2,1,1); a unit is the pair's 2 BM x BN (BM x 2 BN)
+ *     tile, walked by cluster (%ctaid.x / 2; both CTAs walk the same units
+ *     and k tiles), rank r = %cluster_ctarank taking its half. The shared
+ *     operand is loaded once: each CTA loads half (K-major: half the rows,
+ *     box rows / 2; MN-major: the 64-row boxes j with j % 2 == r) with
+ *     .multicast::cluster (mask 0b11) into both CTAs' stage, completing on
+ *     both full barriers (each still expects the whole stage). Empty counts
+ *     both CTAs' consumer warps: a release arrives locally and on the
+ *     peer's empty barrier (mapa + arrive.release.cluster), and the
+ *     producer waits .acquire.cluster, so no stage is overwritten in
+ *     either CTA before both released it. fence.mbarrier_init +
+ *     barrier.cluster after the init (no multicast or remote arrive
+ *     before the peer's barriers exist), barrier.cluster before exit (no
+ *     CTA exits while its peer may still arrive on its barriers).
+ *   Both take whole tiles only (no splitk or streamk); they combine.
  * Tensor maps: K-major operand {K, rows[, batch]} with box {BK, rows}, the
  * k tile's row being one swizzle span (BK es = 128 or 64 bytes); MN-major
  * (A 't', B 'n') {MN, K[, batch]} with boxes {64, BK} (128 bytes of MN,
@@ -66,6 +98,13 @@ typedef struct wg_geom {
     int persistent;  /* CTAs of a persistent grid (0: one CTA per tile) */
     int epi_off;     /* staging offset from base: 0 (the ring, reused) or past the ring */
     int epi;         /* epilogue: 0 direct, 1 TMA store (gemm_epilogue_tma) */
+    int sched;       /* 0 cooperative, 1 pingpong (two consumers alternate 64-row tiles) */
+    int cluster;     /* config value: 1 none, 21 (2x1: a pair along M shares B), 12 (1x2: along N, A) */
+    int csize;       /* CTAs per cluster (1, 2) */
+    int shared_op;   /* csize 2: the operand the pair shares, multicast (0 A, 1 B) */
+    int64_t units;   /* what the CTAs walk: tiles, or pairs of tiles (csize 2) */
+    int64_t slots;   /* walkers: CTAs, or clusters (csize 2) */
+    int epi_bytes;   /* pingpong: one consumer's staging (each has its own) */
     int region;      /* ring and epilogue staging */
     int smem_bytes;  /* dynamic: slack + region + barriers */
 } wg_geom;
@@ -107,6 +146,65 @@ bool gemm_wgmma_applies(const pt_prepared *pp, const pt_target *t)
     return gemm_wgmma_target(t) && !dynamic(pp) && dtype_ok(pp->at->dt) && kmaj && !tma_problem(pp);
 }
 
+/* The consumer schedule and the cluster of a config (sched, cluster):
+ * pingpong takes two consumer warpgroups, each owning a whole 64-row tile
+ * (bm=64 is the tile of one); a cluster of 2 pairs CTAs along M (21: they
+ * share B) or N (12: they share A). */
+static int sched_geometry(const pt_prepared *pp, const pt_config *c, wg_geom *w, pt_err *e)
+{
+    int64_t sc = pt_config_get(c, "sched", 0), cl = pt_config_get(c, "cluster", 1);
+    if (sc != 0 && sc != 1)
+        return pt_errf(e, PT_EINVAL, "sched=%lld: 0 (cooperative) or 1 (pingpong)", (long long)sc);
+    if (cl != 1 && cl != 21 && cl != 12)
+        return pt_errf(e, PT_EINVAL, "cluster=%lld: 1 (none), 21 (2x1: a pair along M shares B) or 12 (1x2: a "
+                       "pair along N shares A)", (long long)cl);
+    w->sched = (int)sc;
+    w->cluster = (int)cl;
+    w->csize = cl == 1 ? 1 : 2;
+    w->shared_op = cl == 21 ? 1 : 0;
+    if (w->sched) {
+        if (w->g.bm != 64)
+            return pt_errf(e, PT_EINVAL, "sched=1 (pingpong): bm=%d, must be 64 (each of the two consumer "
+                           "warpgroups owns a 64-row tile)", w->g.bm);
+        w->consumers = 2;
+    }
+    if (w->csize == 2 && pt_config_get(c, "persistent", 0) == 1)
+        return pt_errf(e, PT_EINVAL, "persistent=1: a cluster of 2 needs at least 2 CTAs");
+    if ((w->sched || w->csize > 1) && pt_config_get(c, "splitk", 1) != 1)
+        return pt_errf(e, PT_EINVAL, "splitk=%lld: not with sched=1 or a cluster (whole tiles only)",
+                       (long long)pt_config_get(c, "splitk", 1));
+    if ((w->sched || w->csize > 1) && pt_config_get(c, "streamk", 0) != 0)
+        return pt_errf(e, PT_EINVAL, "streamk=%lld: not with sched=1 or a cluster (whole tiles only)",
+                       (long long)pt_config_get(c, "streamk", 0));
+    if ((w->sched || w->csize > 1) && dynamic(pp))
+        return pt_errf(e, PT_EINVAL, "dyn=%s: not with sched=1 or a cluster (the units are counted at emit time)",
+                       pp->prob.dyn);
+    return PT_OK;
+}
+
+/* What the CTAs (clusters) walk and how many walk it: units are tiles, or
+ * the pair's 2 bm x bn (21) or bm x 2 bn (12) tiles; each walker takes
+ * units from its index, stepping by the walkers (pingpong: its consumers
+ * take them in turn); the plain grid has one walker per unit (pingpong:
+ * one per two). */
+static void sched_units(wg_geom *w)
+{
+    const gemm_ctx *g = &w->g;
+    const pt_prepared *pp = g->pp;
+    int64_t tm = (pp->M + g->bm - 1) / g->bm, tnn = (pp->N + g->bn - 1) / g->bn;
+    if (w->csize == 2 && w->shared_op == 1)
+        tm = (tm + 1) / 2;
+    else if (w->csize == 2)
+        tnn = (tnn + 1) / 2;
+    w->units = tm * tnn;
+    int64_t per = w->persistent / w->csize;
+    w->slots = per ? (per < w->units ? per : w->units) : (w->units + w->sched) / (1 + w->sched);
+}
+
+/* Whether the config takes the scheduled walk (pingpong or a cluster)
+ * rather than tile_head's. */
+static bool scheduled(const wg_geom *w) { return w->sched || w->csize > 1; }
+
 static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *c, wg_geom *w, pt_err *e)
 {
     memset(w, 0, sizeof *w);
@@ -138,6 +236,9 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if (g->bm != 64 && g->bm != 128)
         return pt_errf(e, PT_EINVAL, "bm=%d: 64 or 128 (64 rows per consumer warpgroup)", g->bm);
     w->consumers = g->bm / 64;
+    int rc = sched_geometry(pp, c, w, e);
+    if (rc)
+        return rc;
     bool isint = at->int_acc;
     if (!kit_wgmma_atom(at->ab, isint ? PTX_T_S32 : PTX_T_F32, g->bn, &w->wa))
         return pt_errf(e, PT_EINVAL, "bn=%d: not a wgmma N for %s (%s)", g->bn, pt_dtype_get(at->dt)->name,
@@ -183,8 +284,9 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if (w->wa.c.regs + 64 > WG_CONSUMER_REGS)
         return pt_errf(e, PT_EINVAL, "bn=%d: %d accumulators per thread leave too few of %d registers",
                        g->bn, w->wa.c.regs, WG_CONSUMER_REGS);
-    /* the epilogue's view: consumer threads, 16 x bn warp tiles stacked along M */
-    g->threads = 128 * w->consumers;
+    /* the epilogue's view: consumer threads, 16 x bn warp tiles stacked along M
+     * (pingpong: one consumer's, on its own tile) */
+    g->threads = 128 * (w->sched ? 1 : w->consumers);
     g->wm = 16;
     g->wn = g->bn;
     g->warps_m = g->bm / 16;
@@ -212,7 +314,17 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     w->stage_bytes = g->stage_bytes;
     int lim = (int)pt_target_smem_limit(t->sm);
     int pipe = w->stages * w->stage_bytes;
-    if (w->persistent) {
+    if (w->sched) {
+        /* pingpong: one consumer's epilogue overlaps the other's main loop
+         * and the producer's next fills: each consumer stages in a region
+         * of its own past the ring */
+        int left = (lim - 1024 - pipe - 16 * w->stages) / 2 / 16 * 16;
+        g->stages = 1;
+        g->stage_bytes = left > 16 ? left : 16;
+        w->epi_bytes = (gemm_epi_smem(g) + 15) / 16 * 16;
+        w->epi_off = pipe;
+        w->region = pipe + 2 * w->epi_bytes;
+    } else if (w->persistent) {
         /* the producer fills the ring with the next tile while the consumers
          * run this one's epilogue: the staging is a region of its own, as
          * large as what the ring leaves (the epilogue bands to fit it) */
@@ -235,6 +347,7 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
         return pt_errf(e, PT_EINVAL, "%d bytes of shared memory (%d stages of %d, 1 KB alignment slack, "
                        "barriers): %s allows %d per block", w->smem_bytes, w->stages, w->stage_bytes,
                        pt_target_name(t, tn, sizeof tn), lim);
+    sched_units(w);
     return PT_OK;
 }
 
@@ -242,6 +355,24 @@ int gemm_wgmma_check(const pt_prepared *pp, const pt_target *t, const pt_config 
 {
     wg_geom w;
     return geometry(pp, t, c, &w, e);
+}
+
+/* The consumer schedule in the space: pingpong where a CTA has two 64-row
+ * tiles to alternate. The cluster is a parameter of one value (1): a
+ * config may name 21 or 12 (check() judges it), the search does not offer
+ * them: with them, every config of the 8192^3 space through ptxas
+ * (test_gemm_sm90) took 384 compiles, 247 s on this 2-core machine, over
+ * the test suite's budget. */
+static void sched_space(const pt_prepared *pp, pt_space *s)
+{
+    pt_param_space sc = {"sched", "consumers: 0 cooperative (split the tile), 1 pingpong (alternate 64-row tiles)",
+                         1, {0}};
+    if ((pp->M + 63) / 64 * ((pp->N + 255) / 256) * pp->batch >= 2)
+        sc.values[sc.nvalues++] = 1;
+    pt_param_space cl = {"cluster", "CTA pairs sharing an operand by TMA multicast: 1 none, 21 (2x1, along M: B), "
+                         "12 (1x2, along N: A)", 1, {1}};
+    s->p[s->nparams++] = sc;
+    s->p[s->nparams++] = cl;
 }
 
 int gemm_wgmma_space(const pt_prepared *pp, const pt_target *t, pt_space *s)
@@ -293,6 +424,7 @@ int gemm_wgmma_space(const pt_prepared *pp, const pt_target *t, pt_space *s)
     pt_param_space ep = {"epi", "epilogue: 0 direct (registers -> global), 1 TMA store (stmatrix into a "
                          "swizzled tile, cp.async.bulk.tensor)", 2, {0, 1}};
     s->p[s->nparams++] = ep;
+    sched_space(pp, s);
     return PT_OK;
 }
 
@@ -345,6 +477,68 @@ static void tile_tail(wg_geom *w, int top)
     ptx_emit(g->f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(top));
 }
 
+/* The walk of a role over the units of a scheduled config (pingpong or a
+ * cluster): walker = %ctaid.x (a cluster of 2: %ctaid.x / 2, the cluster's
+ * index, so both CTAs walk the same units in the same order), walkers =
+ * %nctaid.x (/ 2); unit u from the walker's index, stepping by the
+ * walkers; a pingpong consumer cwg starts cwg walkers on and steps twice
+ * as far (the CTA's units alternate between its two consumers). The tile
+ * of this CTA in unit u: the pair's 2 bm x bn (21) or bm x 2 bn (12) unit
+ * tile through gemm_tile_coords (raster groups of unit rows), then this
+ * rank's half. */
+typedef struct sched_walk {
+    ptx_reg walker, walkers; /* u32 */
+    ptx_reg u, step;         /* u32: the unit, the step */
+    int top;
+} sched_walk;
+
+static void walk_head(wg_geom *w, sched_walk *sw, ptx_reg cwg, ptx_reg crank, int out)
+{
+    gemm_ctx *g = &w->g;
+    ptx_fn *f = g->f;
+    sw->walker = gemm_sreg(g, PTX_S_CTAID_X);
+    sw->walkers = gemm_sreg(g, PTX_S_NCTAID_X);
+    if (w->csize == 2) {
+        sw->walker = gemm_op2(g, PTX_OP_SHR, ptx_r(sw->walker), ptx_imm(1));
+        sw->walkers = gemm_op2(g, PTX_OP_SHR, ptx_r(sw->walkers), ptx_imm(1));
+    }
+    sw->step = sw->walkers;
+    if (cwg.id) {
+        sw->u = gemm_mad(g, ptx_r(cwg), ptx_r(sw->walkers), ptx_r(sw->walker));
+        sw->step = gemm_op2(g, PTX_OP_SHL, ptx_r(sw->walkers), ptx_imm(1));
+    } else {
+        sw->u = gemm_r32(g);
+        ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(sw->u), ptx_r(sw->walker));
+    }
+    sw->top = ptx_label_new(f);
+    ptx_label_place(f, sw->top);
+    ptx_reg fin = gemm_setp(g, PTX_M_GE, ptx_r(sw->u), ptx_imm(w->units));
+    ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(out)), fin, false);
+    g->tile = sw->u;
+    if (w->csize == 1) {
+        gemm_tile_coords(g);
+        return;
+    }
+    int bm = g->bm, bn = g->bn;
+    if (w->shared_op == 1)
+        g->bm = 2 * bm;
+    else
+        g->bn = 2 * bn;
+    gemm_tile_coords(g);
+    g->bm = bm;
+    g->bn = bn;
+    if (w->shared_op == 1)
+        g->m0 = gemm_mad(g, ptx_r(crank), ptx_imm(bm), ptx_r(g->m0));
+    else
+        g->n0 = gemm_mad(g, ptx_r(crank), ptx_imm(bn), ptx_r(g->n0));
+}
+
+static void walk_tail(wg_geom *w, const sched_walk *sw)
+{
+    ptx_emit(w->g.f, PTX_OP_ADD, NOM, U32T, ptx_r(sw->u), ptx_r(sw->u), ptx_r(sw->step));
+    ptx_emit(w->g.f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(sw->top));
+}
+
 /* The map of operand A (which 0) or B (1): K-major {K, rows[, batch]} with
  * box {bk, tile rows}; MN-major {MN, K[, batch]} with box {64, bk}. */
 static pt_tmap operand_map(const wg_geom *w, int which)
@@ -365,6 +559,8 @@ static pt_tmap operand_map(const wg_geom *w, int which)
     m.strides[1] = (uint64_t)(bs * es);
     m.box[0] = (uint32_t)(kmaj ? g->bk : 64);
     m.box[1] = (uint32_t)(kmaj ? rows : g->bk);
+    if (kmaj && w->csize == 2 && which == w->shared_op)
+        m.box[1] = (uint32_t)(rows / 2); /* each CTA of the pair loads half and multicasts it */
     m.box[2] = 1;
     int span = kmaj ? w->kbytes : 128;
     m.swizzle = span == 128 ? EMU_TMAP_SWIZZLE_128B : span == 64 ? EMU_TMAP_SWIZZLE_64B : EMU_TMAP_SWIZZLE_32B;
@@ -390,8 +586,36 @@ static void operand_load(gemm_ctx *g, ptx_reg dst, ptx_reg map, bool kmajor, ptx
     }
 }
 
+/* The operand the pair of a cluster shares, multicast into both CTAs'
+ * stage (mask 0b11, completing on both full barriers): K-major, rank r
+ * loads the r-th half of the rows (box rows / 2); MN-major, the 64-row
+ * boxes j with j % 2 == r (rank 0 alone when there is one). */
+static void operand_load_mc(gemm_ctx *g, ptx_reg dst, ptx_reg map, bool kmajor, ptx_reg origin, int rows,
+                            ptx_reg k0, int rank, ptx_opd bz, ptx_reg full, ptx_reg crank, ptx_reg mask, int W)
+{
+    ptx_fn *f = g->f;
+    if (kmajor) {
+        ptx_reg d = gemm_mad(g, ptx_r(crank), ptx_imm((int64_t)rows / 2 * W), ptx_r(dst));
+        ptx_reg o = gemm_mad(g, ptx_r(crank), ptx_imm(rows / 2), ptx_r(origin));
+        ptx_opd c[3] = {ptx_r(k0), ptx_r(o), bz};
+        kit_tma_load_mc(f, d, map, rank, c, full, mask);
+        return;
+    }
+    int nb = rows / 64;
+    for (int j = 0; j < nb; j++) {
+        int skip = ptx_label_new(f);
+        ptx_reg mine = gemm_setp(g, PTX_M_EQ, ptx_r(crank), ptx_imm(j % 2));
+        ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(skip)), mine, true);
+        ptx_reg d = gemm_op2(g, PTX_OP_ADD, ptx_r(dst), ptx_imm((int64_t)j * g->bk * 128));
+        ptx_reg o = gemm_op2(g, PTX_OP_ADD, ptx_r(origin), ptx_imm(64 * j));
+        ptx_opd c[3] = {ptx_r(o), ptx_r(k0), bz};
+        kit_tma_load_mc(f, d, map, rank, c, full, mask);
+        ptx_label_place(f, skip);
+    }
+}
+
 /* The producer: one elected thread of warp 0 fills the ring. */
-static void producer(wg_geom *w, kit_pipe *p, ptx_reg tma, ptx_reg tmb, int done)
+static void producer(wg_geom *w, kit_pipe *p, ptx_reg tma, ptx_reg tmb, ptx_reg crank, int done)
 {
     gemm_ctx *g = &w->g;
     ptx_fn *f = g->f;
@@ -404,7 +628,18 @@ static void producer(wg_geom *w, kit_pipe *p, ptx_reg tma, ptx_reg tmb, int done
     ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(done)), lead, true);
     kit_tma_prefetch(f, tma);
     kit_tma_prefetch(f, tmb);
-    int ttop = tile_head(w, done), kend = ptx_label_new(f);
+    sched_walk sw;
+    ptx_reg mask = {0};
+    if (w->csize == 2) {
+        mask = ptx_reg_new(f, PTX_T_B16);
+        ptx_emit(f, PTX_OP_MOV, NOM, PTX_T1(PTX_T_B16), ptx_r(mask), ptx_imm(3));
+    }
+    int ttop = -1;
+    if (scheduled(w))
+        walk_head(w, &sw, (ptx_reg){0}, crank, done);
+    else
+        ttop = tile_head(w, done);
+    int kend = ptx_label_new(f);
     ptx_reg kt = gemm_r32(g), k0 = gemm_r32(g);
     ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(kt), ptx_imm(0));
     ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(k0), ptx_imm(0));
@@ -418,20 +653,40 @@ static void producer(wg_geom *w, kit_pipe *p, ptx_reg tma, ptx_reg tmb, int done
     ptx_reg full = kit_pipe_full(p);
     int rank = pp->batch > 1 ? 3 : 2;
     ptx_opd bz = ptx_r(g->bidx);
-    operand_load(g, st, tma, pp->a_kmajor, g->m0, g->bm, k0, rank, bz, full);
+    if (w->csize == 2 && w->shared_op == 0)
+        operand_load_mc(g, st, tma, pp->a_kmajor, g->m0, g->bm, k0, rank, bz, full, crank, mask, w->kbytes);
+    else
+        operand_load(g, st, tma, pp->a_kmajor, g->m0, g->bm, k0, rank, bz, full);
     ptx_reg sb = gemm_op2(g, PTX_OP_ADD, ptx_r(st), ptx_imm(w->a_bytes));
-    operand_load(g, sb, tmb, pp->b_kmajor, g->n0, g->bn, k0, rank, bz, full);
+    if (w->csize == 2 && w->shared_op == 1)
+        operand_load_mc(g, sb, tmb, pp->b_kmajor, g->n0, g->bn, k0, rank, bz, full, crank, mask, w->kbytes);
+    else
+        operand_load(g, sb, tmb, pp->b_kmajor, g->n0, g->bn, k0, rank, bz, full);
     kit_pipe_commit(p);
     gemm_inc32(g, kt, 1);
     gemm_inc32(g, k0, g->bk);
     ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(top));
     ptx_label_place(f, kend);
-    tile_tail(w, ttop);
+    if (scheduled(w))
+        walk_tail(w, &sw);
+    else
+        tile_tail(w, ttop);
     ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(done));
 }
 
-/* A consumer warpgroup's k loop; returns its accumulators (bn / 2). */
-static ptx_reg *consumer(wg_geom *w, kit_pipe *p, ptx_reg cwg)
+/* Pingpong's order (CUTLASS's and FA3's named-barrier sequence): the
+ * consumer whose turn it is issues its whole k loop, then hands the turn
+ * to the other (bar.arrive on the other's barrier, counted 256 with the
+ * other's bar.sync), when the CTA has a next unit. */
+typedef struct sched_order {
+    ptx_reg next;  /* pred: the CTA's sequence has a unit after this one */
+    ptx_reg other; /* u32: the other consumer's barrier id */
+} sched_order;
+
+/* A consumer warpgroup's k loop; returns its accumulators (bn / 2). cwg:
+ * its 64-row part of a cooperative tile (id 0: the whole tile); o:
+ * pingpong's hand-over after the loop (NULL: none). */
+static ptx_reg *consumer(wg_geom *w, kit_pipe *p, ptx_reg cwg, const sched_order *o)
 {
     gemm_ctx *g = &w->g;
     ptx_fn *f = g->f;
@@ -458,7 +713,7 @@ static ptx_reg *consumer(wg_geom *w, kit_pipe *p, ptx_reg cwg)
     uint32_t b_lbo = pp->b_kmajor ? 16 : box, b_sbo = pp->b_kmajor ? (uint32_t)(8 * W) : 1024;
     int a_sw = pp->a_kmajor ? W : 128, b_sw = pp->b_kmajor ? W : 128;
     int64_t a_step = pp->a_kmajor ? 2 : 128, b_step = pp->b_kmajor ? 2 : 128; /* descriptor units (16 B) */
-    ptx_reg aoff = gemm_mul(g, ptx_r(cwg), ptx_imm(a_off));
+    ptx_reg aoff = cwg.id ? gemm_mul(g, ptx_r(cwg), ptx_imm(a_off)) : (ptx_reg){0};
     ptx_reg kt = gemm_r32(g);
     ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(kt), ptx_imm(0));
     int top = ptx_label_new(f), end = ptx_label_new(f);
@@ -467,7 +722,7 @@ static ptx_reg *consumer(wg_geom *w, kit_pipe *p, ptx_reg cwg)
     ptx_reg fin = gemm_setp(g, PTX_M_GE, ptx_r(kt), ptx_imm(g->kt_total));
     ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(end)), fin, false);
     ptx_reg st = kit_pipe_wait(p, 0);
-    ptx_reg sa = gemm_op2(g, PTX_OP_ADD, ptx_r(st), ptx_r(aoff));
+    ptx_reg sa = aoff.id ? gemm_op2(g, PTX_OP_ADD, ptx_r(st), ptx_r(aoff)) : st;
     ptx_reg sb = gemm_op2(g, PTX_OP_ADD, ptx_r(st), ptx_imm(w->a_bytes));
     ptx_reg da = kit_wgmma_desc_emit(f, sa, a_lbo, a_sbo, a_sw);
     ptx_reg db = kit_wgmma_desc_emit(f, sb, b_lbo, b_sbo, b_sw);
@@ -497,11 +752,73 @@ static ptx_reg *consumer(wg_geom *w, kit_pipe *p, ptx_reg cwg)
     gemm_inc32(g, kt, 1);
     ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(top));
     ptx_label_place(f, end);
+    if (o) /* every wgmma of this tile issued: the other consumer's turn */
+        ptx_guard(ptx_emit(f, PTX_OP_BAR, M1(PTX_M_ARRIVE), PTX_NOTYPES, ptx_r(o->other), ptx_imm(256)), o->next,
+                  false);
     if (w->wg_wait) { /* the last group, and its stage */
         ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(0));
         kit_pipe_release(p);
     }
     return acc;
+}
+
+/* Arrivals that free a stage: lane 0 of every warp of the consumers that
+ * read it (cooperative: all of them; pingpong: the one owning the unit), in
+ * both CTAs of a cluster (each releases the stage in its peer's ring too:
+ * the peer multicasts into it). */
+static int sched_empty_count(const wg_geom *w) { return 4 * (w->sched ? 1 : w->consumers) * w->csize; }
+
+/* After the barriers' init: a CTA of its own syncs its threads (bar.sync
+ * 0); a cluster publishes every CTA's inits cluster-wide (fence +
+ * barrier.cluster) before any peer multicasts into this CTA or arrives on
+ * its barriers, and returns %cluster_ctarank (the pipe releases to the
+ * peer, rank ^ 1, and its producer waits cluster-wide). */
+static ptx_reg sched_start(wg_geom *w, kit_pipe *p, ptx_reg t0)
+{
+    gemm_ctx *g = &w->g;
+    ptx_fn *f = g->f;
+    if (w->csize == 1) {
+        ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(0));
+        return (ptx_reg){0};
+    }
+    ptx_guard(ptx_emit0(f, PTX_OP_FENCE_MBAR_INIT, M2(PTX_M_RELEASE, PTX_M_CLUSTER), PTX_NOTYPES), t0, false);
+    ptx_emit0(f, PTX_OP_BAR_CLUSTER_ARRIVE, NOM, PTX_NOTYPES);
+    ptx_emit0(f, PTX_OP_BAR_CLUSTER_WAIT, NOM, PTX_NOTYPES);
+    ptx_reg crank = gemm_sreg(g, PTX_S_CLUSTER_CTARANK);
+    p->peer = gemm_op2(g, PTX_OP_XOR, ptx_r(crank), ptx_imm(1));
+    p->cluster = true;
+    return crank;
+}
+
+/* A pingpong consumer (cwg 0 or 1) before its k loop: its own thread
+ * numbering, staging and epilogue barrier (id 4 + cwg, 128 threads); the
+ * walk over its units (every other one of the CTA's); the ring ends moved
+ * past the other consumer's first unit (cwg 1); then, at each unit, its
+ * turn: bar.sync 2 + cwg, 256 unless the unit is the CTA's first, and the
+ * order the loop hands the turn on with (bar.arrive 3 - cwg when the CTA
+ * has a next unit). */
+static void sched_pingpong_head(wg_geom *w, kit_pipe *p, sched_walk *sw, sched_order *o, ptx_reg cwg,
+                                ptx_reg crank, int done)
+{
+    gemm_ctx *g = &w->g;
+    ptx_fn *f = g->f;
+    g->tid = gemm_op2(g, PTX_OP_AND, ptx_r(g->tid), ptx_imm(127));
+    g->warp = gemm_op2(g, PTX_OP_SHR, ptx_r(g->tid), ptx_imm(5));
+    g->smem = gemm_mad(g, ptx_r(cwg), ptx_imm(w->epi_bytes), ptx_r(g->smem));
+    g->bar_id = gemm_op2(g, PTX_OP_ADD, ptx_r(cwg), ptx_imm(4));
+    ptx_reg mine = gemm_op2(g, PTX_OP_ADD, ptx_r(cwg), ptx_imm(2));
+    o->other = gemm_op2(g, PTX_OP_XOR, ptx_r(cwg), ptx_imm(3)); /* 3 - cwg */
+    int first = ptx_label_new(f);
+    ptx_reg c0 = gemm_setp(g, PTX_M_EQ, ptx_r(cwg), ptx_imm(0));
+    ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(first)), c0, false);
+    kit_pipe_skip(p, &p->cons, g->kt_total);
+    kit_pipe_skip(p, &p->rel, g->kt_total);
+    ptx_label_place(f, first);
+    walk_head(w, sw, cwg, crank, done);
+    ptx_reg nx = gemm_op2(g, PTX_OP_ADD, ptx_r(sw->u), ptx_r(sw->walkers));
+    o->next = gemm_setp(g, PTX_M_LT, ptx_r(nx), ptx_imm(w->units));
+    ptx_reg later = gemm_setp(g, PTX_M_NE, ptx_r(sw->u), ptx_r(sw->walker));
+    ptx_guard(ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_r(mine), ptx_imm(256)), later, false);
 }
 
 int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l, pt_err *e)
@@ -514,7 +831,9 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     char cfg[256], name[96], sig[512];
     pt_config hc = {0}; /* epi=0 is named as before the key existed */
     for (int i = 0; i < c->n; i++)
-        if (strcmp(c->name[i], "epi") != 0 || c->value[i] != 0)
+        if ((strcmp(c->name[i], "epi") != 0 || c->value[i] != 0) &&
+            (strcmp(c->name[i], "sched") != 0 || c->value[i] != 0) &&
+            (strcmp(c->name[i], "cluster") != 0 || c->value[i] != 1))
             pt_config_set(&hc, c->name[i], c->value[i]);
     pt_config_str(&hc, cfg, sizeof cfg);
     uint64_t h = pt_hash64(cfg, strlen(cfg));
@@ -536,6 +855,11 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
         f->minnctapersm = 1; /* 65536 / 384 -> 168 */
     else
         f->maxnreg = WG_ENTRY_REGS;
+    if (w.csize == 2) { /* launched with the cluster shape too (l->cluster) */
+        f->explicitcluster = true;
+        f->reqnctapercluster[0] = 2;
+        f->reqnctapercluster[1] = f->reqnctapercluster[2] = 1;
+    }
     ptx_module_extern_shared(m, "gemm_smem", 128);
 
     /* parameters, in pt_launch order */
@@ -576,11 +900,11 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     g->smem = gemm_op2(g, PTX_OP_AND, ptx_r(up), ptx_imm(-1024));
     ptx_reg bars = gemm_op2(g, PTX_OP_ADD, ptx_r(g->smem), ptx_imm(w.region));
     kit_pipe pipe;
-    if (kit_pipe_init_mbar(f, &pipe, w.stages, w.stage_bytes, g->smem, bars, 4 * w.consumers))
+    if (kit_pipe_init_mbar(f, &pipe, w.stages, w.stage_bytes, g->smem, bars, sched_empty_count(&w)))
         return pt_errf(e, PT_EINTERNAL, "gemm wgmma: bad mbarrier ring");
     ptx_reg t0 = gemm_setp(g, PTX_M_EQ, ptx_r(tid), ptx_imm(0));
     kit_pipe_mbar_setup(&pipe, t0);
-    ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(0));
+    ptx_reg crank = sched_start(&w, &pipe, t0);
 
     /* batch */
     if (pp->batch > 1) {
@@ -606,7 +930,7 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     ptx_reg wg = gemm_op2(g, PTX_OP_SHR, ptx_r(tid), ptx_imm(7));
     ptx_reg isc = gemm_setp(g, PTX_M_NE, ptx_r(wg), ptx_imm(0));
     ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(cons)), isc, false);
-    producer(&w, &pipe, tma, tmb, done);
+    producer(&w, &pipe, tma, tmb, crank, done);
 
     ptx_label_place(f, cons);
     ptx_emit(f, PTX_OP_SETMAXNREG, M3(PTX_M_INC, PTX_M_SYNC, PTX_M_ALIGNED), U32T, ptx_imm(WG_CONSUMER_REGS));
@@ -616,8 +940,17 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     pipe.arrive_pred = gemm_setp(g, PTX_M_EQ, ptx_r(g->lane), ptx_imm(0));
     ptx_reg ring = g->smem;
     g->smem = gemm_op2(g, PTX_OP_ADD, ptx_r(ring), ptx_imm(w.epi_off)); /* the staging */
-    int ttop = tile_head(&w, done);
-    ptx_reg *acc = consumer(&w, &pipe, cwg);
+    sched_walk sw;
+    sched_order ord;
+    int ttop = -1;
+    if (w.sched) {
+        sched_pingpong_head(&w, &pipe, &sw, &ord, cwg, crank, done);
+        cwg = (ptx_reg){0}; /* each consumer's tile is whole */
+    } else if (scheduled(&w))
+        walk_head(&w, &sw, (ptx_reg){0}, crank, done);
+    else
+        ttop = tile_head(&w, done);
+    ptx_reg *acc = consumer(&w, &pipe, cwg, w.sched ? &ord : NULL);
     /* every consumer's wgmmas retired before the ring is reused as staging */
     if (w.epi) /* and the previous tile's TMA stores read it */
         gemm_epi_tma_reuse(g);
@@ -630,14 +963,32 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
         gemm_epilogue_tma(g, &fr, tmd);
     else
         gemm_epilogue(g, &fr);
-    tile_tail(&w, ttop);
+    if (w.sched) { /* the other consumer's unit: its k tiles */
+        kit_pipe_skip(&pipe, &pipe.cons, g->kt_total);
+        kit_pipe_skip(&pipe, &pipe.rel, g->kt_total);
+    }
+    if (scheduled(&w))
+        walk_tail(&w, &sw);
+    else
+        tile_tail(&w, ttop);
     ptx_label_place(f, done);
     if (w.epi) /* no CTA exits while its TMA stores read its staging */
         gemm_epi_tma_drain(g);
+    if (w.csize == 2) { /* no CTA exits while its peer may still arrive on its barriers */
+        ptx_emit0(f, PTX_OP_BAR_CLUSTER_ARRIVE, NOM, PTX_NOTYPES);
+        ptx_emit0(f, PTX_OP_BAR_CLUSTER_WAIT, NOM, PTX_NOTYPES);
+    }
     ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
 
     l->grid[0] = (unsigned)(w.persistent && w.persistent < g->tiles ? w.persistent : g->tiles);
     l->grid[1] = 1;
+    if (scheduled(&w)) {
+        l->grid[0] = (unsigned)(w.slots * w.csize);
+        if (w.csize == 2) {
+            l->cluster[0] = 2;
+            l->cluster[1] = l->cluster[2] = 1;
+        }
+    }
     l->grid[2] = (unsigned)pp->batch;
     l->block[0] = (unsigned)threads;
     l->block[1] = l->block[2] = 1;
