@@ -9,9 +9,10 @@
  * backend (a cluster launch through pt_launch.cluster) at the lazy, eager
  * or random async schedule, every detector on -> tuner_verify against the
  * float64 reference. The new forms also go through ptxas (sm_90a: 0
- * spills, no local memory, no C75xx), and two planted bugs (a cluster
- * kernel without its exit barrier, one without the release to the peer)
- * must be reported. */
+ * spills, no local memory, no C75xx), and three planted bugs (a cluster
+ * kernel without its exit barrier, one without the release to the peer,
+ * a pingpong kernel whose consumers share one staging region) must be
+ * reported. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -392,6 +393,43 @@ Test(gemm_sm90_sched, new_forms_assemble, .timeout = 300)
     }
     printf("new forms: %zu through ptxas in %.1f s\n", sizeof cs / sizeof cs[0], now() - t0);
     pt_compiler_close(comp);
+}
+
+/* A planted pingpong bug, a text edit of a correct kernel's PTX: both
+ * consumers stage their epilogue in the same region (the per-consumer
+ * offset, mad.lo.u32 of cwg by the region's bytes after the consumer's
+ * thread renumbering, made 0). The epilogues of two units overlap (what
+ * pingpong is for), so the staged epilogue (a residual) races: reported
+ * under every schedule; the unedited kernel passes. (A kernel without the
+ * order barriers is not a bug: the ring alone keeps the result right.) */
+static bool share_staging(char *t)
+{
+    char *q = strstr(t, ", 127;\n");
+    q = q ? strstr(q, "\tmad.lo.u32 ") : NULL;
+    if (!q)
+        return false;
+    char *c1 = strchr(q, ','), *c2 = c1 ? strchr(c1 + 1, ',') : NULL, *c3 = c2 ? strchr(c2 + 1, ',') : NULL;
+    if (!c3 || c3 - c2 < 3)
+        return false;
+    memset(c2 + 1, ' ', (size_t)(c3 - c2 - 1));
+    c3[-1] = '0';
+    return true;
+}
+
+Test(gemm_sm90_sched, planted_pingpong_bug_is_reported, .timeout = 300)
+{
+    pt_problem p = prob(130, 64, 64, "nt", PT_BF16, PT_F32);
+    p.epilogue = "acc + r";
+    const char *cfg = "impl=1,bm=64,bn=64,stages=2,sched=1";
+    pt_err e = {0};
+    run_out o;
+    cr_expect_eq(run_emu(&p, cfg, EMU_SCHED_LAZY, 1, NULL, &o, &e), PT_OK, "the fixed twin: %s", e.msg);
+    for (int sc = 0; sc < 3; sc++) {
+        memset(&e, 0, sizeof e);
+        int rc = run_emu(&p, cfg, scheds[sc], (uint64_t)(11 + sc), share_staging, &o, &e);
+        cr_expect_neq(rc, PT_OK, "one staging region, schedule %d: not reported", sc);
+        printf("  one staging region, schedule %d: %s\n", sc, e.msg);
+    }
 }
 
 /* Planted bugs, text edits of a correct cluster kernel's PTX: (1) the exit
