@@ -187,12 +187,30 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     return PT_OK;
 }
 
-/* FA's wave-efficiency rule, as the split kernel applies it
- * (attn_split_heuristic), over ctas CTAs an SM. */
+/* Splits that fill the SMs: decode streams memory, so an idle SM is lost
+ * bandwidth. No split when the CTAs already fill 80% of the CTA slots or
+ * there are few key blocks (as FA's rule); else the fewest splits whose
+ * last wave is at least 95% full (FA's rule, attn_split_heuristic, stops
+ * at 85% of the best: 112 of 132 SMs for the Llama 32k x B1 decode), or
+ * the fullest. */
 static int heuristic_splits(const pt_prepared *pp, int bn, int ctas)
 {
     int64_t rows = pp->Sq * pp->group, nrb = (rows + F3D_BM - 1) / F3D_BM;
-    return attn_split_heuristic(pp->B * pp->Hkv * nrb, (pp->Sk + bn - 1) / bn, 132 * ctas);
+    int64_t n = pp->B * pp->Hkv * nrb, nblocks = (pp->Sk + bn - 1) / bn;
+    int slots = 132 * ctas, best = 1;
+    if (n >= (int64_t)(0.8 * slots) || nblocks <= 4)
+        return 1;
+    double beff = 0;
+    for (int sp = 1; sp <= F3D_MAX_SPLITS && sp <= nblocks; sp++) {
+        double w = (double)(n * sp) / slots, eff = w / ceil(w);
+        if (eff >= 0.95)
+            return sp;
+        if (eff > beff) {
+            beff = eff;
+            best = sp;
+        }
+    }
+    return best;
 }
 
 bool attn_fa3_decode_applies(const pt_prepared *pp, const pt_target *t)
