@@ -1003,6 +1003,12 @@ static int64_t dpos(const pt_prepared *pp, int64_t b, int64_t m, int64_t n, int6
     return b * s + (pp->d_col ? n * ld + m : m * ld + n);
 }
 
+/* The accumulator is f32 (floating inputs): a dot product past its range
+ * holds +-inf in every kernel (the last rounding overflows, or a partial
+ * sum did and an infinity stays), so the reference's does too; int8 sums
+ * (s32, exact) never get there. docs/gemm.md, non-finite inputs. */
+static double acc_f32(double s) { return fabs(s) >= 0x1.ffffffp127 ? copysign(INFINITY, s) : s; }
+
 static int reference(const pt_prepared *pp, const pt_tensor *in, pt_tensor *out, pt_err *e)
 {
     int64_t B = pp->batch, M = pp->M, N = pp->N, K = pp->K;
@@ -1042,7 +1048,7 @@ static int reference(const pt_prepared *pp, const pt_tensor *in, pt_tensor *out,
                     for (int64_t k = 0; k < K; k++)
                         s += av[k] * bb[k * pp->ldb + n];
                 }
-                acc[b * MN + m * N + n] = s;
+                acc[b * MN + m * N + n] = acc_f32(s);
             }
         }
     free(av);
@@ -1227,7 +1233,7 @@ static int reference_at(const pt_prepared *pp, const pt_tensor *in, int out, con
             continue;
         }
         int64_t m = pp->d_col ? col : row, nn = pp->d_col ? row : col;
-        double acc = acc_at(pp, A, Bm, b, m, nn);
+        double acc = acc_f32(acc_at(pp, A, Bm, b, m, nn));
         double cv = C ? C[dpos(pp, b, m, nn, pp->ldc, pp->sc)] : 0.0;
         if (pp->int_exact) {
             vals[j] = acc + cv;

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gemm_adv.h"
 #include "gen/gemm.h"
 #include "tuner/emu_check.h"
 
@@ -505,4 +506,153 @@ Test(gemm_emu, dyn_m_one_kernel_many_m, .timeout = 1800)
     report("dyn=m: one kernel, m = 1 7 64 65 100 128", &t, now() - t0);
     cr_expect_eq(t.ran, 6 * (int)(sizeof cases / sizeof cases[0]));
     cr_expect_eq(t.failed, 0, "first failure: %s", t.first);
+}
+
+/* ---- adversarial inputs (tests/gemm_adv.h; docs/gemm.md "Non-finite and
+ * extreme inputs") ---- */
+
+#define NAN_ NAN
+#define INF_ INFINITY
+static const adv_spec adv_a_nan = {"NaN in A", ADV_NONE, 1, {{"a", 3, -1, NAN_}}, 1};
+static const adv_spec adv_b_nan = {"NaN in B", ADV_NONE, 1, {{"b", 0, 2, NAN_}}, 1};
+/* +inf at A(i, 0) and -inf at A(i + 1, K - 1): a kernel that reads A or B
+ * past the K edge into the next row multiplies an infinity by a zero fill */
+static const adv_spec adv_a_inf = {"+-inf in A at both K ends", ADV_NONE, 2,
+                                   {{"a", 1, 0, INF_}, {"a", 2, -1, -INF_}}, 2};
+static const adv_spec adv_b_inf = {"+-inf in B at both K ends", ADV_NONE, 2,
+                                   {{"b", 0, 1, -INF_}, {"b", -1, 0, INF_}}, 2};
+/* inf in A row i and B column j: +inf, -inf or NaN by the product signs */
+static const adv_spec adv_ab_inf = {"inf in A and B", ADV_NONE, 4,
+                                    {{"a", 0, 1, INF_}, {"b", 1, 0, -INF_}, {"a", 1, 2, INF_},
+                                     {"b", 3, 1, INF_}}, 2};
+/* +inf * 0: B(0, 3) = 0 under A(2, 0) = +inf -> D(2, 3) NaN, the rest of row 2 +-inf */
+static const adv_spec adv_inf_zero = {"inf * 0", ADV_NONE, 2, {{"a", 2, 0, INF_}, {"b", 0, 3, 0.0}}, 2};
+static const adv_spec adv_huge = {"values near the maximum", ADV_HUGE, 0, {{0}}, 0};
+static const adv_spec adv_huge_f16out = {"A row at the maximum, f16 out overflows", ADV_HUGE_ROW, 0, {{0}}, 8};
+/* one element near the format's maximum (bf16 2^127 x 1.99: its products
+ * pass the f32 range for |b| > 1.004, so the accumulator overflows) */
+static const adv_spec adv_one_max_bf16 = {"one bf16 maximum", ADV_NONE, 1, {{"a", 1, 3, 0x1.fep127}}, 1};
+static const adv_spec adv_one_max_f32 = {"one f32 near its maximum", ADV_NONE, 1, {{"a", 1, 3, 0x1.fffffep127}}, 1};
+static const adv_spec adv_tiny = {"subnormal A", ADV_TINY_A, 0, {{0}}, 0};
+static const adv_spec adv_int = {"integer extremes", ADV_INT_EXT, 0, {{0}}, 0};
+static const adv_spec adv_int_ovf = {"integer extremes, f16 out overflows", ADV_INT_EXT, 0, {{0}}, 1};
+static const adv_spec adv_ties = {"rounding ties", ADV_TIES, 0, {{0}}, 0};
+static const adv_spec adv_bias_inf = {"bias +-inf", ADV_NONE, 2, {{"bias", 0, 1, INF_}, {"bias", 0, -1, -INF_}}, 2};
+static const adv_spec adv_bias_nan = {"bias NaN", ADV_NONE, 1, {{"bias", 0, 2, NAN_}}, 1};
+static const adv_spec adv_c_nan = {"NaN and inf in C", ADV_NONE, 2, {{"c", 1, 1, NAN_}, {"c", -1, -1, -INF_}}, 2};
+static const adv_spec adv_a_neginf_row = {"-inf and +inf in A (activations)", ADV_NONE, 3,
+                                          {{"a", 0, 0, -INF_}, {"a", 1, 1, INF_}, {"a", 2, 2, NAN_}}, 0};
+static const adv_spec adv_e5m2_inf = {"e5m2 +-inf and NaN", ADV_NONE, 3,
+                                      {{"a", 0, 0, INF_}, {"b", 2, 1, -INF_}, {"a", 3, -1, NAN_}}, 3};
+
+typedef struct adv_case {
+    int64_t m, n, k;
+    const char *layout;
+    pt_dtype dt, odt;
+    double alpha, beta;
+    const char *epi, *arch, *config;
+    const adv_spec *s;
+} adv_case;
+
+/* Runs one case; returns 0 when it passed. */
+static int adv_run(tally *t, const adv_case *ac)
+{
+    pt_problem p = PT_GEMM(ac->m, ac->n, ac->k, ac->layout, ac->dt, ac->odt);
+    p.alpha = ac->alpha;
+    p.beta = ac->beta;
+    p.epilogue = ac->epi;
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse(ac->arch, &tg, &e), 0, "%s", e.msg);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    int rc = gen_gemm_op.prepare(a, &p, &tg, &pp, &e);
+    pt_config c;
+    if (!rc) {
+        pt_space s;
+        gen_gemm_op.space(pp, &tg, &s);
+        gen_gemm_op.defaults(pp, &tg, &c);
+        rc = pt_config_parse(&s, ac->config, &c, &e);
+    }
+    adv_arg g = {.s = ac->s, .layout = ac->layout, .m = ac->m, .n = ac->n, .k = ac->k};
+    pt_check_result r;
+    memset(&r, 0, sizeof r);
+    if (!rc) {
+        pt_check_opts o = {.seed = (uint64_t)(ac->m * 131 + ac->n * 7 + ac->k), .threads = 2,
+                           .plant = adv_plant, .plant_arg = &g};
+        rc = pt_check_emu(&gen_gemm_op, pp, &tg, &c, &o, &r, &e);
+    }
+    if (!rc && g.rc)
+        rc = pt_errf(&e, g.rc, "the reference failed at the plant");
+    /* every element of D compared (packed D: no padding) */
+    if (!rc && r.checked != ac->m * ac->n)
+        rc = pt_errf(&e, PT_EINVAL, "the verifier compared %lld of %lld elements", (long long)r.checked,
+                     (long long)(ac->m * ac->n));
+    if (!rc && g.nonfinite < ac->s->min_nonfinite)
+        rc = pt_errf(&e, PT_EINVAL, "vacuous: the reference has %lld non-finite outputs, want >= %lld",
+                     (long long)g.nonfinite, (long long)ac->s->min_nonfinite);
+    t->ran++;
+    if (rc) {
+        printf("  FAIL %s %lldx%lldx%lld %s %s->%s [%s] %s: %s\n", ac->arch, (long long)ac->m,
+               (long long)ac->n, (long long)ac->k, ac->layout, pt_dtype_get(ac->dt)->name,
+               pt_dtype_get(ac->odt)->name, ac->config, ac->s->name, e.msg);
+        if (!t->failed)
+            snprintf(t->first, sizeof t->first, "%s %s: %s", pt_dtype_get(ac->dt)->name, ac->s->name, e.msg);
+        t->failed++;
+    }
+    pt_arena_free(a);
+    return rc;
+}
+
+Test(gemm_emu, adversarial_inputs_match_the_reference, .timeout = 600)
+{
+    static const adv_case cases[] = {
+        /* f16 (sm_86), every layout, ragged K (65: a partial last k tile), split-K and k-slices */
+        {33, 40, 65, "nn", PT_F16, PT_F16, 1, 0, NULL, "sm_86", "", &adv_a_nan},
+        {33, 40, 65, "nt", PT_F16, PT_F16, 1, 0, NULL, "sm_86", "splitk=2", &adv_b_nan},
+        {33, 40, 65, "tn", PT_F16, PT_F16, 1, 0, NULL, "sm_86", "bm=32,bn=32,wm=16,wn=16", &adv_a_inf},
+        {33, 40, 65, "tt", PT_F16, PT_F32, 1, 0, NULL, "sm_86", "splitk=3", &adv_b_inf},
+        {33, 40, 65, "nn", PT_F16, PT_F16, 1, 0, NULL, "sm_86", "bm=64,bn=32,wm=32,wn=16,kslice=2,bk=64", &adv_ab_inf},
+        {33, 40, 65, "nt", PT_F16, PT_F32, 1, 0, NULL, "sm_86", "", &adv_inf_zero},
+        {33, 40, 65, "tn", PT_F16, PT_F16, 1, 0, NULL, "sm_86", "", &adv_huge_f16out},
+        {33, 40, 65, "tn", PT_F16, PT_F32, 1, 0, NULL, "sm_86", "splitk=2", &adv_huge},
+        {33, 40, 65, "nn", PT_F16, PT_F16, 1, 0, NULL, "sm_86", "", &adv_tiny},
+        {33, 40, 65, "nt", PT_F16, PT_F16, 1, 0, NULL, "sm_86", "", &adv_ties},
+        /* bf16 (sm_80) */
+        {17, 24, 40, "tn", PT_BF16, PT_BF16, 1, 0, NULL, "sm_80", "", &adv_a_inf},
+        {17, 24, 40, "nt", PT_BF16, PT_F32, 1, 0, NULL, "sm_80", "splitk=2", &adv_ab_inf},
+        {17, 24, 40, "nn", PT_BF16, PT_BF16, 1, 0, NULL, "sm_80", "", &adv_one_max_bf16},
+        {17, 24, 40, "tt", PT_BF16, PT_F32, 1, 0, NULL, "sm_80", "", &adv_huge},
+        {17, 24, 40, "nn", PT_BF16, PT_F32, 1, 0, NULL, "sm_80", "", &adv_tiny},
+        /* tf32 and f32 (SIMT) */
+        {17, 24, 40, "tt", PT_TF32, PT_F32, 1, 0, NULL, "sm_80", "", &adv_a_nan},
+        {17, 24, 40, "nn", PT_TF32, PT_F32, 1, 0, NULL, "sm_80", "", &adv_inf_zero},
+        {17, 24, 40, "tn", PT_TF32, PT_F32, 1, 0, NULL, "sm_80", "", &adv_one_max_f32},
+        {17, 24, 40, "nt", PT_F32, PT_F32, 1, 0, NULL, "sm_80", "", &adv_ab_inf},
+        {17, 24, 40, "tn", PT_F32, PT_F32, 1, 0, NULL, "sm_80", "splitk=2", &adv_b_inf},
+        {17, 24, 40, "nn", PT_F32, PT_F32, 1, 0, NULL, "sm_80", "", &adv_one_max_f32},
+        {17, 24, 40, "tt", PT_F32, PT_F32, 1, 0, NULL, "sm_80", "", &adv_tiny},
+        /* int8: exact s32 at the extremes; an f16 output that overflows */
+        {33, 40, 200, "nt", PT_S8, PT_S32, 1, 0, NULL, "sm_80", "splitk=2", &adv_int},
+        {33, 40, 200, "nt", PT_U8, PT_S32, 1, 0, NULL, "sm_86", "", &adv_int},
+        {33, 40, 200, "nt", PT_S8, PT_F16, 1, 0, NULL, "sm_80", "", &adv_int_ovf},
+        /* fp8 (sm_89): NaN, e5m2 infinities, saturating e4m3 outputs */
+        {33, 40, 64, "nt", PT_E4M3, PT_BF16, 1, 0, NULL, "sm_89", "", &adv_a_nan},
+        {33, 40, 64, "nt", PT_E4M3, PT_E4M3, 1, 0, NULL, "sm_89", "", &adv_huge},
+        {33, 40, 64, "nt", PT_E5M2, PT_F32, 1, 0, NULL, "sm_89", "", &adv_e5m2_inf},
+        {33, 40, 64, "nt", PT_E5M2, PT_E4M3, 1, 0, NULL, "sm_89", "", &adv_e5m2_inf},
+        /* epilogues: bias with +-inf and NaN, activations of +-inf and NaN, beta * C */
+        {33, 40, 65, "tn", PT_BF16, PT_BF16, 1, 0, "acc + bias[n]", "sm_80", "", &adv_bias_inf},
+        {33, 40, 65, "tn", PT_F16, PT_F16, 1, 0, "gelu(acc + bias[n])", "sm_86", "splitk=2", &adv_bias_nan},
+        {33, 40, 65, "nn", PT_F16, PT_F32, 1, 0, "relu(acc)", "sm_86", "", &adv_a_neginf_row},
+        {33, 40, 65, "nn", PT_BF16, PT_F32, 1, 0, "gelu(acc)", "sm_80", "", &adv_a_neginf_row},
+        {33, 40, 65, "nn", PT_BF16, PT_BF16, 1, 0, "silu(acc) + tanh(acc)", "sm_80", "", &adv_a_neginf_row},
+        {33, 40, 65, "tt", PT_F16, PT_F16, 0.5, 0.5, NULL, "sm_86", "", &adv_c_nan},
+    };
+    tally t = {0};
+    double t0 = now();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        adv_run(&t, &cases[i]);
+    report("adversarial inputs", &t, now() - t0);
+    cr_expect_eq(t.failed, 0, "%d of %d failed; first: %s", t.failed, t.ran, t.first);
 }

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gemm_adv.h"
 #include "gen/gemm.h"
 #include "ptx/compile.h"
 #include "ptx/emu/tmap.h"
@@ -87,14 +88,16 @@ static double now(void)
 typedef struct run_out {
     double max_err, seconds;
     uint64_t lanes;
+    int64_t checked; /* output elements the verifier compared */
     char config[256];
 } run_out;
 
 /* One problem on the emulator at schedule sched (seed for the random one):
  * config over the op's defaults (NULL: the defaults), which must be the
  * wgmma loop's (impl=1). Returns the verifier's status; the message in e. */
-static int run_on(const char *backend, const pt_problem *p, const char *config, emu_sched sched, uint64_t seed,
-                  run_out *o, pt_err *e)
+static int run_on_plant(const char *backend, const pt_problem *p, const char *config, emu_sched sched,
+                        uint64_t seed, void (*plant)(tuner_io *, void *), void *plant_arg, run_out *o,
+                        pt_err *e)
 {
     memset(o, 0, sizeof *o);
     pt_target tg;
@@ -142,6 +145,8 @@ static int run_on(const char *backend, const pt_problem *p, const char *config, 
         rc = tuner_io_new(&gen_gemm_op, pp, &io, e);
     if (!rc) {
         tuner_io_random(io, (uint64_t)(p->m * 131 + p->n * 7 + p->k), 0, 0);
+        if (plant)
+            plant(io, plant_arg);
         rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), e);
     }
     if (!rc) {
@@ -149,6 +154,7 @@ static int run_on(const char *backend, const pt_problem *p, const char *config, 
         tuner_verify_result vr;
         rc = tuner_verify(d, k, &l, io, &vo, &vr, e);
         o->max_err = vr.max_err;
+        o->checked = vr.checked;
         emu_stats st;
         if (tuner_emu_last_run(d, &st) == PT_OK) {
             o->lanes = st.lane_instructions;
@@ -166,6 +172,12 @@ static int run_on(const char *backend, const pt_problem *p, const char *config, 
     ptx_module_free(built);
     pt_arena_free(a);
     return rc;
+}
+
+static int run_on(const char *backend, const pt_problem *p, const char *config, emu_sched sched, uint64_t seed,
+                  run_out *o, pt_err *e)
+{
+    return run_on_plant(backend, p, config, sched, seed, NULL, NULL, o, e);
 }
 
 static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uint64_t seed, run_out *o, pt_err *e)
@@ -364,7 +376,7 @@ Test(gemm_sm90, sm90a_defaults_to_wgmma_and_check_refuses)
         {"sm_90a", "impl=2", "impl=2: 0 (mma.sync) or 1 (wgmma, sm_90a)"},
         {"sm_90a", "impl=1,bm=128,bn=256,stages=5", "bytes of shared memory"},
         {"sm_90a", "impl=1,bn=264", "bn=264: not a wgmma N for bf16"},
-        {"sm_90a", "impl=1,bn=24", "bn=24: a power of two"},
+        {"sm_90a", "impl=1,bn=20", "bn=20: not a wgmma N for bf16"},
         {"sm_90a", "impl=1,bm=256", "bm=256: 64 or 128"},
         {"sm_90a", "impl=1,bk=16", "bk=16: the k tile is one 128B or 64B swizzle span"},
     };
@@ -713,4 +725,103 @@ Test(gemm_sm90, main_loop_structure)
     free(t);
     ptx_module_free(m);
     pt_arena_free(a);
+}
+
+/* ---- adversarial inputs through the wgmma loop (tests/gemm_adv.h;
+ * docs/gemm.md "Non-finite and extreme inputs") ---- */
+
+static const adv_spec sa_a_nan = {"NaN in A", ADV_NONE, 1, {{"a", 3, -1, NAN}}, 1};
+static const adv_spec sa_b_nan = {"NaN in B", ADV_NONE, 1, {{"b", 0, 2, NAN}}, 1};
+/* +inf at A(1, 0), -inf at A(2, K - 1), and +inf in row 3's padding (k = K:
+ * lda > K), which no kernel may read (TMA stops at the tensor's K) */
+static const adv_spec sa_a_inf = {"+-inf in A at both K ends, inf in its padding", ADV_NONE, 3,
+                                  {{"a", 1, 0, INFINITY}, {"a", 2, -1, -INFINITY}, {"a", 3, 65, INFINITY}}, 2};
+static const adv_spec sa_b_inf = {"+-inf in B at both K ends", ADV_NONE, 2,
+                                  {{"b", 0, 1, -INFINITY}, {"b", -1, 0, INFINITY}}, 2};
+static const adv_spec sa_ab_inf = {"inf in A and B", ADV_NONE, 4,
+                                   {{"a", 0, 1, INFINITY}, {"b", 1, 0, -INFINITY}, {"a", 70, 2, INFINITY},
+                                    {"b", 3, 1, INFINITY}}, 2};
+static const adv_spec sa_inf_zero = {"inf * 0", ADV_NONE, 2, {{"a", 2, 0, INFINITY}, {"b", 0, 3, 0.0}}, 2};
+static const adv_spec sa_max_bf16 = {"one bf16 maximum", ADV_NONE, 1, {{"a", 1, 3, 0x1.fep127}}, 1};
+static const adv_spec sa_max_f32 = {"one f32 near its maximum", ADV_NONE, 1, {{"a", 1, 3, 0x1.fffffep127}}, 1};
+static const adv_spec sa_row_max = {"A row at the maximum, f16 out overflows", ADV_HUGE_ROW, 0, {{0}}, 8};
+static const adv_spec sa_huge = {"values near the maximum", ADV_HUGE, 0, {{0}}, 0};
+static const adv_spec sa_tiny = {"subnormal A", ADV_TINY_A, 0, {{0}}, 0};
+static const adv_spec sa_int = {"integer extremes", ADV_INT_EXT, 0, {{0}}, 0};
+static const adv_spec sa_int_ovf = {"integer extremes, f16 out overflows", ADV_INT_EXT, 0, {{0}}, 1};
+static const adv_spec sa_ties = {"rounding ties", ADV_TIES, 0, {{0}}, 0};
+static const adv_spec sa_e5m2 = {"e5m2 +-inf and NaN", ADV_NONE, 3,
+                                 {{"a", 0, 0, INFINITY}, {"b", 2, 1, -INFINITY}, {"a", 3, -1, NAN}}, 3};
+static const adv_spec sa_bias = {"bias +-inf and NaN", ADV_NONE, 3,
+                                 {{"bias", 0, 1, INFINITY}, {"bias", 0, -1, -INFINITY}, {"bias", 0, 5, NAN}}, 3};
+static const adv_spec sa_act = {"-inf, +inf and NaN in A (activations)", ADV_NONE, 3,
+                                {{"a", 0, 0, -INFINITY}, {"a", 1, 1, INFINITY}, {"a", 2, 2, NAN}}, 0};
+static const adv_spec sa_c = {"NaN and inf in C", ADV_NONE, 2, {{"c", 1, 1, NAN}, {"c", -1, -1, -INFINITY}}, 2};
+
+Test(gemm_sm90, adversarial_inputs_every_schedule, .timeout = 600)
+{
+    double t0 = now();
+    static const struct {
+        int64_t m, n, k;
+        const char *lay;
+        pt_dtype dt, odt;
+        const char *epi;
+        double beta;
+        const char *cfg;
+        const adv_spec *s;
+    } cs[] = {
+        {65, 64, 72, "nt", PT_BF16, PT_BF16, NULL, 0, "impl=1,bm=64,bn=64,stages=2", &sa_a_nan},
+        {129, 64, 65, "nn", PT_BF16, PT_F32, NULL, 0, "impl=1,bm=64,bn=64,sched=1", &sa_a_inf},
+        {65, 128, 40, "tt", PT_F16, PT_F16, NULL, 0, "impl=1,bm=64,bn=128,epi=1", &sa_b_inf},
+        {129, 64, 72, "nt", PT_BF16, PT_BF16, NULL, 0, "impl=1,bm=64,bn=64,cluster=21", &sa_ab_inf},
+        {65, 64, 256, "nt", PT_BF16, PT_F32, NULL, 0, "impl=1,bm=64,bn=64,splitk=2", &sa_b_nan},
+        {65, 64, 72, "tn", PT_BF16, PT_BF16, NULL, 0, "impl=1,bm=64,bn=64", &sa_max_bf16},
+        {65, 64, 72, "nt", PT_F16, PT_F16, NULL, 0, "impl=1,bm=64,bn=64,epi=1", &sa_row_max},
+        {65, 64, 72, "nt", PT_F16, PT_F32, NULL, 0, "impl=1,bm=64,bn=64", &sa_huge},
+        {65, 64, 72, "nt", PT_BF16, PT_F32, NULL, 0, "impl=1,bm=64,bn=64", &sa_tiny},
+        {65, 64, 72, "nt", PT_F16, PT_F16, NULL, 0, "impl=1,bm=64,bn=64", &sa_ties},
+        {65, 64, 40, "nt", PT_TF32, PT_F32, NULL, 0, "impl=1,bm=64,bn=64", &sa_inf_zero},
+        {65, 64, 40, "nt", PT_TF32, PT_F32, NULL, 0, "impl=1,bm=64,bn=64", &sa_max_f32},
+        {65, 64, 64, "nt", PT_E4M3, PT_BF16, NULL, 0, "impl=1,bm=64,bn=64", &sa_a_nan},
+        {65, 64, 64, "nt", PT_E4M3, PT_E4M3, NULL, 0, "impl=1,bm=64,bn=64", &sa_huge},
+        {65, 64, 64, "nt", PT_E5M2, PT_F32, NULL, 0, "impl=1,bm=64,bn=64", &sa_e5m2},
+        {65, 64, 128, "nt", PT_S8, PT_S32, NULL, 0, "impl=1,bm=64,bn=64", &sa_int},
+        {65, 64, 128, "nt", PT_U8, PT_S32, NULL, 0, "impl=1,bm=64,bn=64", &sa_int},
+        {65, 64, 200, "nt", PT_S8, PT_F16, NULL, 0, "impl=1,bm=64,bn=64", &sa_int_ovf},
+        {65, 64, 72, "nt", PT_BF16, PT_BF16, "acc + bias[n]", 0, "impl=1,bm=64,bn=64,epi=1", &sa_bias},
+        {65, 64, 72, "nt", PT_F16, PT_F32, "relu(acc) + gelu(acc)", 0, "impl=1,bm=64,bn=64", &sa_act},
+        {65, 64, 72, "nt", PT_BF16, PT_BF16, "silu(acc) + tanh(acc)", 0, "impl=1,bm=64,bn=64,epi=1", &sa_act},
+        {65, 64, 72, "nt", PT_BF16, PT_F32, NULL, 0.5, "impl=1,bm=64,bn=64", &sa_c},
+    };
+    int ran = 0, failed = 0;
+    char first[1400] = "";
+    for (size_t ci = 0; ci < 3 * sizeof cs / sizeof cs[0]; ci++) {
+        size_t i = ci / 3;
+        pt_problem p = prob(cs[i].m, cs[i].n, cs[i].k, cs[i].lay, cs[i].dt, cs[i].odt);
+        p.epilogue = cs[i].epi;
+        p.beta = cs[i].beta;
+        adv_arg g = {.s = cs[i].s, .layout = cs[i].lay, .m = p.m, .n = p.n, .k = p.k, .lda = p.lda, .ldb = p.ldb};
+        pt_err e = {0};
+        run_out o;
+        emu_sched sc = scheds[ci % 3];
+        int rc = run_on_plant("emu", &p, cs[i].cfg, sc, (uint64_t)(300 + ci), adv_plant, &g, &o, &e);
+        if (!rc && g.rc)
+            rc = pt_errf(&e, g.rc, "the reference failed at the plant");
+        if (!rc && o.checked != p.m * p.n)
+            rc = pt_errf(&e, PT_EINVAL, "the verifier compared %lld of %lld elements", (long long)o.checked,
+                         (long long)(p.m * p.n));
+        if (!rc && g.nonfinite < cs[i].s->min_nonfinite)
+            rc = pt_errf(&e, PT_EINVAL, "vacuous: %lld non-finite reference outputs, want >= %lld",
+                         (long long)g.nonfinite, (long long)cs[i].s->min_nonfinite);
+        ran++;
+        if (rc) {
+            printf("  FAIL %lldx%lldx%lld %s %s->%s [%s] sched %d %s: %s\n", (long long)p.m, (long long)p.n,
+                   (long long)p.k, cs[i].lay, pt_dtype_get(cs[i].dt)->name, pt_dtype_get(cs[i].odt)->name,
+                   cs[i].cfg, (int)sc, cs[i].s->name, e.msg);
+            if (!failed++)
+                snprintf(first, sizeof first, "%s %s: %s", pt_dtype_get(cs[i].dt)->name, cs[i].s->name, e.msg);
+        }
+    }
+    printf("wgmma adversarial inputs: %d cases, %d failed, %.1f s\n", ran, failed, now() - t0);
+    cr_expect_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
 }

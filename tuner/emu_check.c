@@ -49,6 +49,8 @@ int pt_check_emu(const pt_op *op, const pt_prepared *pp, const pt_target *t, con
         rc = tuner_io_new(op, pp, &io, e);
     if (!rc) {
         tuner_io_random(io, o ? o->seed : 0, o ? o->lo : 0, o ? o->hi : 0);
+        if (o && o->plant)
+            o->plant(io, o->plant_arg);
         rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), e);
     }
     if (!rc) {

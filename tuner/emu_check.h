@@ -11,12 +11,19 @@
 #include "ptx/emu/emu.h"
 #include "tuner/backend.h"
 
+struct tuner_io; /* tuner/verify.h */
+
 typedef struct pt_check_opts {
     uint64_t seed;   /* input values; fixed seeds make failures repeatable */
     int threads;     /* emulator threads across CTAs (0: serial) */
     double lo, hi;   /* input range; 0,0: [-2, 2] */
     int smem_shift;  /* bytes before the first shared array beyond the target's reserved
                         region (0: EMU_SMEM_SHIFT_DEFAULT; -1: none, the hardware layout) */
+    /* called after the random inputs are made, before the upload (NULL:
+     * none): a test's adversarial values (NaN, inf, extremes) written over
+     * them, in io->in[i].data and io->in_bits[i] alike */
+    void (*plant)(struct tuner_io *io, void *arg);
+    void *plant_arg;
 } pt_check_opts;
 
 typedef struct pt_check_result {

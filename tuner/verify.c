@@ -341,6 +341,20 @@ static double fp8_ulp(pt_dtype dt, double w)
     return ldexp(1.0, ex - mant);
 }
 
+/* The magnitude from which round-to-nearest stores +-inf in dt (halfway
+ * between its largest finite value and the next power of two); inf for
+ * f64, fp8 (saturated by the kernels' cvt.rn.satfinite) and integers. */
+static double overflow_at(pt_dtype dt)
+{
+    switch (dt) {
+    case PT_F16: return 65520.0;
+    case PT_BF16: return 0x1.ffp127;
+    case PT_F32:
+    case PT_TF32: return 0x1.ffffffp127;
+    default: return INFINITY;
+    }
+}
+
 int64_t tuner_compare_bound(const char *name, pt_dtype dt, const double *got, const double *ref,
                             const double *allow, const int64_t *idx, int64_t n,
                             tuner_verify_result *r)
@@ -364,7 +378,7 @@ int64_t tuner_compare_tol(const char *name, pt_dtype dt, const pt_tol *ot, const
         if (isfinite(ref[j]) && fabs(ref[j]) > scale)
             scale = fabs(ref[j]);
     double floor_ = scale > 0 ? floor_frac * scale : 1e-30;
-    double fmax_ = dt == PT_E4M3 ? 448.0 : 57344.0;
+    double fmax_ = dt == PT_E4M3 ? 448.0 : 57344.0, ovf = overflow_at(dt);
     int64_t finite = 0;
     for (int64_t j = 0; j < n; j++) {
         double w = ref[j], g = got[j];
@@ -372,13 +386,24 @@ int64_t tuner_compare_tol(const char *name, pt_dtype dt, const pt_tol *ot, const
             w = fmax(fmin(w, fmax_), -fmax_);
         /* a non-finite or negative allowance allows nothing */
         double a = !exact && allow && isfinite(allow[j]) && allow[j] > 0 ? allow[j] : 0;
+        /* overflow is part of the format too: a value whose whole error
+         * band lies past the rounding threshold is +-inf, one whose band
+         * straddles it may be either (docs/gemm.md) */
+        bool either = false;
+        if (isfinite(w) && fabs(w) + tol * fabs(w) + a >= ovf) {
+            if (fabs(w) - tol * fabs(w) - a >= ovf)
+                w = copysign(INFINITY, w);
+            else
+                either = true;
+        }
         double err;
+        finite += isfinite(w) != 0;
         if (isnan(w) || isnan(g)) {
             err = isnan(w) && isnan(g) ? 0 : INFINITY;
         } else if (isinf(w) || isinf(g)) {
-            err = g == w ? 0 : INFINITY; /* an infinity matches only itself, sign included */
+            /* an infinity matches only itself, sign included */
+            err = g == w || (either && g == copysign(INFINITY, w)) ? 0 : INFINITY;
         } else {
-            finite++;
             /* tol * |g - w| / (tol * scale + a): the relative error where
              * a is 0, and err <= tol exactly when |g - w| <= tol * scale + a */
             double sc = fp8 ? fp8_ulp(dt, w) : fmax(fabs(w), floor_);

@@ -40,6 +40,12 @@
  *     the format) and err = |g - w| / (spacing of the format at w + a / tol)
  *     (ulps where a is 0);
  *   integers: err = |g - w| / max(|w|, 1e-2 * S), no allowance;
+ *   overflow (f16, bf16, f32/tf32 outputs): a finite w with |w| - tol |w|
+ *     - a at or past the round-to-nearest overflow threshold of the dtype
+ *     (f16 65520, bf16 2^128 - 2^119, f32 2^128 - 2^103: halfway past
+ *     the largest finite value) is expected as +-inf (the store overflows
+ *     in every summation order); where that band straddles the threshold
+ *     the inf of w's sign matches too, besides a finite g within tolerance;
  *   NaN and inf, explicitly: g and w both NaN: 0; one of them NaN: failure;
  *     an inf matches only the same inf (sign included), anything else
  *     against an inf or an inf against a finite w fails; an err that comes
