@@ -64,6 +64,8 @@ typedef struct fa3 {
     kit_atom ws, wo;       /* wgmma m64n{bn}k16, m64n{dv}k16 */
     int bm, bn, stages, cons, threads;
     bool overlap, pingpong;  /* intra-warpgroup overlap; pingpong between the consumers */
+    bool pack;             /* pack_gqa: tile rows are (query position, head) pairs of one kv head */
+    int64_t grp;           /* query heads per packed position: group with pack, else 1 */
     int es, NI, NO;
     int64_t qsub, ksub, vbox;  /* sub-tile / box bytes */
     int64_t qbytes, kbytes, vbytes, region, smem;
@@ -123,6 +125,20 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
                        g->bm);
     g->overlap = ov != 0;
     g->pingpong = ppg != 0;
+    int64_t pk = pt_config_get(c, "pack_gqa", 0);
+    if (pk != 0 && pk != 1)
+        return pt_errf(e, PT_EINVAL, "pack_gqa=%lld: 0 or 1", (long long)pk);
+    if (pk && pp->group == 1)
+        return pt_errf(e, PT_EINVAL, "pack_gqa=1: heads_q=%lld equals heads_kv (no query heads to pack)",
+                       (long long)pp->Hq);
+    if (pk && pp->bhsd)
+        return pt_errf(e, PT_EINVAL, "pack_gqa=1 with layout bhsd: impl=2 packs bshd rows (one TMA box of the "
+                       "group's heads)");
+    if (pk && (g->bm % pp->group || g->bm / pp->group > 256))
+        return pt_errf(e, PT_EINVAL, "pack_gqa=1: bm=%d is not a multiple of the group %lld (whole positions a "
+                       "tile)", g->bm, (long long)pp->group);
+    g->pack = pk != 0;
+    g->grp = g->pack ? pp->group : 1;
     ptx_type ab = pp->dt == PT_BF16 ? PTX_T_BF16 : PTX_T_F16;
     if (!kit_wgmma_atom(ab, PTX_T_F32, g->bn, &g->ws) || !kit_wgmma_atom(ab, PTX_T_F32, (int)pp->dv, &g->wo))
         return pt_errf(e, PT_EINVAL, "bn=%d head_dim_v=%lld: not wgmma N values", g->bn, (long long)pp->dv);
@@ -168,15 +184,22 @@ int attn_fa3_check(const pt_prepared *pp, const pt_target *t, const pt_config *c
                        "bm=%d bn=%d: %lld live values per consumer thread (S %d + P %d + O %lld) over %lld of its %d "
                        "registers (would spill)", g.bm, g.bn, (long long)live, g.bn / 2, g.bn / 4,
                        (long long)(pp->dv / 2), (long long)room, cons_regs[g.cons]);
-    int64_t nmb = (pp->Sq + g.bm - 1) / g.bm;
+    int64_t nmb = (pp->Sq * g.grp + g.bm - 1) / g.bm;
     if (nmb > 0x7fffffffll)
         return pt_errf(e, PT_ERANGE, "%lld m blocks: grid x holds at most 2^31-1", (long long)nmb);
     return PT_OK;
 }
 
+/* pack_gqa=1 in the space: query heads share a kv head (bshd rows) and
+ * some tile of the unpacked kernel is partly empty (a length that is not
+ * a multiple of 128 rows, or varlen). */
+static bool pack_useful(const pt_prepared *pp)
+{
+    return pp->group > 1 && !pp->bhsd && (pp->varlen || pp->Sq % 128 != 0);
+}
+
 int attn_fa3_space(const pt_prepared *pp, const pt_target *t, pt_space *out)
 {
-    (void)pp;
     (void)t;
     memset(out, 0, sizeof *out);
     pt_param_space ps[] = {
@@ -187,6 +210,8 @@ int attn_fa3_space(const pt_prepared *pp, const pt_target *t, pt_space *out)
         {"overlap", "intra-warpgroup overlap: the next block's QK^T and this block's PV in flight together", 2,
          {1, 0}},
         {"pingpong", "consumer warpgroups take turns issuing their GEMMs (named barriers)", 2, {1, 0}},
+        {"pack_gqa", "tile rows are (query position, head) pairs of the query heads of one kv head (GQA, MQA)",
+         pack_useful(pp) ? 2 : 1, {0, 1}},
     };
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
         out->p[out->nparams++] = ps[i];
@@ -210,6 +235,21 @@ void attn_fa3_defaults(const pt_prepared *pp, const pt_target *t, pt_config *out
     pt_config_set(out, "overlap", 1);
     /* flash-attention 3 pingpongs two or more consumers for d <= 128 */
     pt_config_set(out, "pingpong", pp->Sq > 64 && d <= 128 ? 1 : 0);
+    /* pack the group's heads when that fills the tiles better (flash-attention
+     * 3's rule, as impl=0's: the unpacked rows' efficiency under 0.9 of the
+     * packed one's; always for varlen); bm 128 then, whole positions a tile */
+    int pack = 0;
+    if (pack_useful(pp) && 128 % pp->group == 0) {
+        int bm = pp->Sq <= 64 ? 64 : 128;
+        double rows = (double)pp->Sq, prow = rows * (double)pp->group;
+        double eff = rows / (ceil(rows / bm) * bm), peff = prow / (ceil(prow / 128) * 128);
+        pack = pp->varlen || eff < 0.9 * peff;
+        if (pack) {
+            pt_config_set(out, "bm", 128);
+            pt_config_set(out, "pingpong", d <= 128 ? 1 : 0);
+        }
+    }
+    pt_config_set(out, "pack_gqa", pack);
     pt_space_default(&s, attn_fa3_check, pp, t, out);
 }
 
@@ -287,7 +327,7 @@ static ptx_reg ld_s32(fa3 *g, ptx_reg p, ptx_reg idx)
  * token, batch) for bshd, (d, token, head, batch) for bhsd, (d, head,
  * token) over the packed rows for varlen; boxes of 64 columns x `rows`
  * tokens x one head, 128B swizzle, zero fill. */
-static pt_tmap qkv_map(const fa3 *g, int which, int rows)
+static pt_tmap qkv_map(const fa3 *g, int which, int rows, int heads)
 {
     const pt_prepared *pp = g->pp;
     const int64_t *st = which == 0 ? pp->sq : which == 1 ? pp->sk : pp->sv;
@@ -305,7 +345,7 @@ static pt_tmap qkv_map(const fa3 *g, int which, int rows)
         m.dims[2] = (uint64_t)(pp->B * S);
         m.strides[0] = (uint64_t)(st[1] * es);
         m.strides[1] = (uint64_t)(st[0] * es);
-        m.box[1] = 1;
+        m.box[1] = (uint32_t)heads;
         m.box[2] = (uint32_t)rows;
         return m;
     }
@@ -317,8 +357,8 @@ static pt_tmap qkv_map(const fa3 *g, int which, int rows)
     m.strides[0] = (uint64_t)(st[tok1 ? 0 : 1] * es);
     m.strides[1] = (uint64_t)(st[tok1 ? 1 : 0] * es);
     m.strides[2] = (uint64_t)(st[2] * es);
-    m.box[1] = tok1 ? (uint32_t)rows : 1;
-    m.box[2] = tok1 ? 1 : (uint32_t)rows;
+    m.box[1] = tok1 ? (uint32_t)rows : (uint32_t)heads;
+    m.box[2] = tok1 ? (uint32_t)heads : (uint32_t)rows;
     m.box[3] = 1;
     return m;
 }
@@ -610,7 +650,9 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     l->ntmaps = 0;
     ptx_reg po = param_ptr(g, l, "o", (pt_arg){PT_ARG_OUTPUT, pp->t.o, 0, 0});
     ptx_reg plse = pp->lse ? param_ptr(g, l, "lse", (pt_arg){PT_ARG_OUTPUT, pp->t.lse, 0, 0}) : none;
-    pt_tmap mq = qkv_map(g, 0, g->bm), mk = qkv_map(g, 1, g->bn), mv = qkv_map(g, 2, g->bn);
+    /* packed: one box is bm / group positions x the group's heads */
+    pt_tmap mq = qkv_map(g, 0, (int)(g->bm / g->grp), (int)g->grp), mk = qkv_map(g, 1, g->bn, 1),
+            mv = qkv_map(g, 2, g->bn, 1);
     ptx_reg tq = kit_tma_param(f, l, "tmq", &mq);
     ptx_reg tk = kit_tma_param(f, l, "tmk", &mk);
     ptx_reg tv = kit_tma_param(f, l, "tmv", &mv);
@@ -632,12 +674,14 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     ptx_reg tid = sreg(g, PTX_S_TID_X);
     ptx_reg lane = iop(g, PTX_OP_AND, ptx_r(tid), ptx_imm(31));
     ptx_reg mb = sreg(g, PTX_S_CTAID_X), h = sreg(g, PTX_S_CTAID_Y), b = sreg(g, PTX_S_CTAID_Z);
-    int64_t nmb = (pp->Sq + g->bm - 1) / g->bm;
+    int64_t nmb = (pp->Sq * g->grp + g->bm - 1) / g->bm;
     if (pp->causal || pp->wr >= 0) /* the longest rows first */
         mb = iop(g, PTX_OP_SUB, ptx_imm(nmb - 1), ptx_r(mb));
-    ptx_reg m0 = iop(g, PTX_OP_MUL, ptx_r(mb), ptx_imm(g->bm));
+    ptx_reg m0 = iop(g, PTX_OP_MUL, ptx_r(mb), ptx_imm(g->bm)); /* packed: the first packed row */
     ptx_reg hk = h;
-    if (pp->group > 1)
+    if (g->pack) /* the CTA's head index is the kv head's; h: the group's first query head */
+        h = iop(g, PTX_OP_MUL, ptx_r(hk), ptx_imm(g->grp));
+    else if (pp->group > 1)
         hk = iop(g, PTX_OP_DIV, ptx_r(h), ptx_imm(pp->group));
     ptx_reg tq0 = none, tk0 = none;
     if (pp->varlen) {
@@ -650,9 +694,14 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     if (pp->seqused)
         sk = ld_s32(g, psu, b);
     int done = ptx_label_new(f);
-    bra(g, done, setp(g, PTX_M_GE, ptx_r(m0), ptx_r(sq)), false);
-    ptx_reg plast = iop(g, PTX_OP_ADD, ptx_r(m0), ptx_imm(g->bm - 1));
-    kit_attn_blocks kb = kit_attn_block_range(f, m0, plast, sq, sk, pp->wl, pp->wr, g->bn);
+    /* the query positions of the tile's first and last rows (packed: row / group) */
+    ptx_reg p0 = m0, plast = iop(g, PTX_OP_ADD, ptx_r(m0), ptx_imm(g->bm - 1));
+    if (g->pack) {
+        p0 = iop(g, PTX_OP_DIV, ptx_r(m0), ptx_imm(g->grp));
+        plast = iop(g, PTX_OP_DIV, ptx_r(plast), ptx_imm(g->grp));
+    }
+    bra(g, done, setp(g, PTX_M_GE, ptx_r(p0), ptx_r(sq)), false);
+    kit_attn_blocks kb = kit_attn_block_range(f, p0, plast, sq, sk, pp->wl, pp->wr, g->bn);
 
     /* shared memory and the three rings */
     ptx_reg raw = r32(g);
@@ -696,7 +745,7 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
         kit_tma_prefetch(f, tk);
         kit_tma_prefetch(f, tv);
         ptx_reg bz = pp->varlen ? none : b;
-        ptx_reg qtok = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(tq0), ptx_r(m0)) : m0;
+        ptx_reg qtok = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(tq0), ptx_r(p0)) : p0;
         ptx_reg st = kit_pipe_acquire(&pq);
         kit_pipe_arrive_tx(&pq, g->qbytes);
         tile_load(g, tq, st, g->qsub, pp->d, qtok, h, bz, kit_pipe_full(&pq));
@@ -746,11 +795,24 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     bra(g, epi, nb0, false);
     /* the mask's terms (gen/kit/attn.h kit_attn_mask) */
     kit_attn_mask mask = {.wl = pp->wl, .wr = pp->wr};
-    mask.rowdiag = iop(g, PTX_OP_SUB, ptx_r(iop(g, PTX_OP_ADD, ptx_r(m0), ptx_r(sf.row_base))), ptx_r(sf.col_base));
-    mask.rowdiag = iop(g, PTX_OP_ADD, ptx_r(mask.rowdiag), ptx_r(kb.off));
+    ptx_reg rdiag[2];
+    mask.per_row = g->pack;
+    if (!g->pack) {
+        mask.rowdiag = iop(g, PTX_OP_SUB, ptx_r(iop(g, PTX_OP_ADD, ptx_r(m0), ptx_r(sf.row_base))),
+                           ptx_r(sf.col_base));
+        mask.rowdiag = iop(g, PTX_OP_ADD, ptx_r(mask.rowdiag), ptx_r(kb.off));
+    } else if (pp->wr >= 0 || pp->wl >= 0) { /* each row its own position: (m0 + row) / group */
+        for (int r = 0; r < nr; r++) {
+            ptx_reg pr = iop(g, PTX_OP_ADD, ptx_r(m0), ptx_r(iop(g, PTX_OP_ADD, ptx_r(sf.row_base),
+                                                                 ptx_imm(kit_attn_row_off(r)))));
+            rdiag[r] = iop(g, PTX_OP_SUB, ptx_r(iop(g, PTX_OP_DIV, ptx_r(pr), ptx_imm(g->grp))), ptx_r(sf.col_base));
+            rdiag[r] = iop(g, PTX_OP_ADD, ptx_r(rdiag[r]), ptx_r(kb.off));
+        }
+        mask.rdiag = rdiag;
+    }
     mask.skc = iop(g, PTX_OP_SUB, ptx_r(sk), ptx_r(sf.col_base));
     if (pp->wr >= 0)
-        mask.rlim = iop(g, PTX_OP_ADD, ptx_r(iop(g, PTX_OP_ADD, ptx_r(m0), ptx_r(kb.off))),
+        mask.rlim = iop(g, PTX_OP_ADD, ptx_r(iop(g, PTX_OP_ADD, ptx_r(p0), ptx_r(kb.off))),
                         ptx_imm(pp->wr + 1 - g->bn));
     if (pp->wl >= 0)
         mask.llim = iop(g, PTX_OP_SUB, ptx_r(iop(g, PTX_OP_ADD, ptx_r(plast), ptx_r(kb.off))), ptx_imm(pp->wl));
@@ -770,17 +832,25 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     ptx_reg lrow[2], inv[2];
     kit_attn_finalize(f, sm, nr, lrow, inv);
     kit_frag of = kit_frag_mma_c(f, g->mma, 1, NO, oacc, wrow, zero, lane);
-    ptx_reg orow = iop(g, PTX_OP_ADD, ptx_r(m0), ptx_r(of.row_base)); /* the thread's row 0 */
-    ptx_reg orem = iop(g, PTX_OP_SUB, ptx_r(sq), ptx_r(orow));
-    ptx_reg ob = po;
-    if (pp->varlen)
-        ob = addr(g, ob, iop(g, PTX_OP_ADD, ptx_r(tq0), ptx_r(orow)), pp->so[0] * es);
-    else
-        ob = addr(g, addr(g, ob, orow, pp->so[0] * es), b, pp->so[2] * es);
-    ob = addr(g, addr(g, ob, h, pp->so[1] * es), of.col_base, es);
+    /* each of the thread's two rows: its o row's address, its lse element's, whether it is stored */
+    ptx_reg orow = iop(g, PTX_OP_ADD, ptx_r(m0), ptx_r(of.row_base)); /* the thread's row 0 (packed) */
+    ptx_reg ob[2], lb[2], ok[2];
     kit_io io = {.align = 2 * es};
     for (int r = 0; r < nr; r++) {
-        io.guard = setp(g, PTX_M_GT, ptx_r(orem), ptx_imm(kit_attn_row_off(r)));
+        ptx_reg pos = iop(g, PTX_OP_ADD, ptx_r(orow), ptx_imm(kit_attn_row_off(r))), hd = h;
+        if (g->pack) {
+            hd = iop(g, PTX_OP_ADD, ptx_r(h), ptx_r(iop(g, PTX_OP_REM, ptx_r(pos), ptx_imm(g->grp))));
+            pos = iop(g, PTX_OP_DIV, ptx_r(pos), ptx_imm(g->grp));
+        }
+        ok[r] = setp(g, PTX_M_LT, ptx_r(pos), ptx_r(sq));
+        ptx_reg a = pp->varlen ? addr(g, po, iop(g, PTX_OP_ADD, ptx_r(tq0), ptx_r(pos)), pp->so[0] * es)
+                               : addr(g, addr(g, po, pos, pp->so[0] * es), b, pp->so[2] * es);
+        ob[r] = addr(g, addr(g, a, hd, pp->so[1] * es), of.col_base, es);
+        if (pp->lse) /* lse [B, Hq, Sq] (varlen: b Hq Sq + h Sq + i as well) */
+            lb[r] = addr(g, addr(g, addr(g, plse, b, pp->Hq * pp->Sq * 4), hd, pp->Sq * 4), pos, 4);
+    }
+    for (int r = 0; r < nr; r++) {
+        io.guard = ok[r];
         for (int bb = 0; bb < NO; bb++) {
             ptx_opd v[2];
             for (int q = 0; q < 2; q++) {
@@ -788,28 +858,23 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
                 ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(o), ptx_r(oacc[kit_attn_creg(NO, r, bb, q)]), ptx_r(inv[r]));
                 v[q] = ptx_r(o);
             }
-            int64_t off = (int64_t)kit_attn_row_off(r) * pp->so[0] * es + (int64_t)of.col[kit_attn_creg(NO, r, bb, 0)] * es;
-            kit_store(f, &io, pp->dt, ob, off, 2, v);
+            kit_store(f, &io, pp->dt, ob[r], (int64_t)of.col[kit_attn_creg(NO, r, bb, 0)] * es, 2, v);
         }
     }
-    if (pp->lse) {
-        /* lse [B, Hq, Sq] (varlen: b Hq Sq + h Sq + i as well); lane t = 0 of each row */
-        ptx_reg lb = addr(g, addr(g, addr(g, plse, b, pp->Hq * pp->Sq * 4), h, pp->Sq * 4), orow, 4);
+    if (pp->lse) { /* lane t = 0 of each row */
         ptx_reg q0 = setp(g, PTX_M_EQ, ptx_r(iop(g, PTX_OP_AND, ptx_r(lane), ptx_imm(3))), ptx_imm(0));
         for (int r = 0; r < nr; r++) {
             ptx_reg v = kit_attn_lse(f, &sm[r], lrow[r], g->k);
-            ptx_reg ok = setp(g, PTX_M_GT, ptx_r(orem), ptx_imm(kit_attn_row_off(r)));
             ptx_reg w = ptx_reg_new(f, PTX_T_PRED);
-            ptx_emit(f, PTX_OP_AND, NOM, PREDT, ptx_r(w), ptx_r(ok), ptx_r(q0));
-            ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_GLOBAL), F32T, ptx_addr(lb, kit_attn_row_off(r) * 4), ptx_r(v)),
-                      w, false);
+            ptx_emit(f, PTX_OP_AND, NOM, PREDT, ptx_r(w), ptx_r(ok[r]), ptx_r(q0));
+            ptx_guard(ptx_emit(f, PTX_OP_ST, M1(PTX_M_GLOBAL), F32T, ptx_addr(lb[r], 0), ptx_r(v)), w, false);
         }
     }
     ptx_label_place(f, done);
     ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
 
     l->grid[0] = (unsigned)nmb;
-    l->grid[1] = (unsigned)pp->Hq;
+    l->grid[1] = (unsigned)(g->pack ? pp->Hkv : pp->Hq);
     l->grid[2] = (unsigned)pp->B;
     l->block[0] = (unsigned)g->threads;
     l->block[1] = l->block[2] = 1;

@@ -9,7 +9,8 @@
  * Grid (issue 11's acceptance as far as this kernel goes): head dims 64,
  * 128, 256; causal / non-causal / sliding window / softcap; Sq < Sk, Sq =
  * Sk, Sq > Sk (rows with no visible key), Sq = 1; GQA 1:1, 4:1, MQA (a
- * group of 6); lengths 1, 7, 77, 129; varlen (the op draws a length-1
+ * group of 6), packed GQA (pack_gqa=1: 4:1, MQA 6 and 32, Sq 1 5 7 77);
+ * lengths 1, 7, 77, 129; varlen (the op draws a length-1
  * sequence), seqused_k; bshd and bhsd; f16 and bf16; bm 64 / 128 / 192 (1
  * to 3 consumer warpgroups), bn 32..144, stages 2 and 3. Every case runs
  * under one schedule (rotating), the first four under all three. Prints
@@ -19,8 +20,9 @@
  * setmaxnreg, the mask behind a branch), check()'s one-line refusals
  * (paged K/V and hd96 are impl=0's: the sm_90a default falls back), and
  * ptxas sm_90a assembly of a sample of the Llama-3-8B prefill space (Sq =
- * Sk = 4096 causal, Hq 32, Hkv 8, d 128; every config with
- * PTXTUNE_FULL_SPACE=1): 0 spills, no local memory, no C75xx. */
+ * Sk = 4096 causal, Hq 32, Hkv 8, d 128) and of its packed configs at Sq
+ * = 77 (every config with PTXTUNE_FULL_SPACE=1): 0 spills, no local
+ * memory, no C75xx. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -192,6 +194,13 @@ static const fcase grid[] = {
     {BF, 1, 4, 1, 77, 129, 64, true, -1, -1, 50, false, false, true, false, "bm=64,bn=32,pingpong=0"},
     {F16, 1, 4, 2, 129, 129, 128, false, 20, 20, 15, false, false, true, false, "bm=128,bn=64"},
     {BF, 2, 4, 1, 7, 1, 64, true, -1, -1, 0, false, false, true, true, "bm=64,bn=16,pingpong=0"},
+    /* pack_gqa: the query heads of a kv head share a tile (rows are (position, head) pairs, one
+     * TMA box of the group's heads), Sq 1, 5, 7, 77, GQA 4:1, MQA (6, 32), masks per row's position */
+    {BF, 2, 8, 2, 77, 129, 64, true, -1, -1, 0, false, false, true, false, "pack_gqa=1"},
+    {BF, 1, 6, 1, 7, 129, 64, false, 20, 2, 0, false, false, true, false, "bm=192,bn=64,pack_gqa=1"},
+    {F16, 2, 8, 2, 1, 77, 128, true, -1, -1, 0, false, false, true, false, "bm=64,bn=64,pingpong=0,pack_gqa=1"},
+    {F16, 3, 8, 2, 77, 129, 128, false, 20, 3, 0, true, false, true, false, "bm=128,bn=64,overlap=0,pack_gqa=1"},
+    {F16, 1, 32, 1, 5, 300, 64, true, -1, -1, 20, false, true, true, false, "bm=128,bn=64,pack_gqa=1"},
 };
 
 Test(attention_fa3, grid_against_float64_reference_every_schedule, .timeout = 600)
@@ -236,6 +245,7 @@ static const fcase adv_shapes[] = {
     {F16, 1, 8, 2, 33, 77, 128, false, 20, 5, 0, false, false, true, false, "bm=128,bn=64"},
     {BF, 3, 4, 2, 40, 77, 64, true, -1, -1, 0, true, true, true, false, "bm=64,bn=48,pingpong=0"},
     {F16, 2, 4, 4, 77, 77, 64, false, -1, -1, 30, false, false, true, true, "bm=128,bn=48"},
+    {BF, 2, 8, 2, 7, 129, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=64,pingpong=0,pack_gqa=1"},
 };
 
 static const char *const adv_names[ATTN_ADV_N] = {
@@ -303,7 +313,7 @@ Test(attention_fa3, structure_of_the_default_llama_kernel)
     gen_attention_op.defaults(pp, &tg, &c);
     char cs[256];
     pt_config_str(&c, cs, sizeof cs);
-    cr_expect_str_eq(cs, "impl=2,bm=128,bn=128,stages=2,overlap=1,pingpong=1");
+    cr_expect_str_eq(cs, "impl=2,bm=128,bn=128,stages=2,overlap=1,pingpong=1,pack_gqa=0");
     ptx_module *m;
     pt_launch l;
     cr_assert_eq(pt_op_build(&gen_attention_op, pp, &tg, 0, &c, &m, &l, &e), 0, "%s", e.msg);
@@ -362,9 +372,15 @@ static int check_of(const fcase *c, const char *arch, const char *config, pt_err
 Test(attention_fa3, check_refuses_in_one_line)
 {
     fcase l = {BF, 1, 32, 8, 4096, 4096, 128, true, -1, -1, 0, false, false, false, false, ""};
-    fcase hd96 = l, hd256 = l;
+    fcase hd96 = l, hd256 = l, mqa6 = l, bhsd = l, mha = l;
     hd96.d = 96;
     hd256.d = 256;
+    mqa6.Hq = 6;
+    mqa6.Hkv = 1;
+    mqa6.Sq = 77;
+    bhsd.bhsd = true;
+    bhsd.Sq = 77;
+    mha.Hkv = 32;
     static const struct {
         int which;
         const char *arch, *config, *want;
@@ -375,10 +391,14 @@ Test(attention_fa3, check_refuses_in_one_line)
         {0, "sm_90a", "bm=192,bn=176", "live values per consumer thread"},
         {0, "sm_90a", "bm=128,bn=192", "would spill"},
         {2, "sm_90a", "bm=128,bn=128,stages=3", "shared memory"},
+        {3, "sm_90a", "bm=128,pack_gqa=1", "bm=128 is not a multiple of the group 6"},
+        {4, "sm_90a", "pack_gqa=1", "pack_gqa=1 with layout bhsd"},
+        {5, "sm_90a", "pack_gqa=1", "no query heads to pack"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         pt_err e = {0};
-        const fcase *c = bad[i].which == 0 ? &l : bad[i].which == 1 ? &hd96 : &hd256;
+        const fcase *const all[] = {&l, &hd96, &hd256, &mqa6, &bhsd, &mha};
+        const fcase *c = all[bad[i].which];
         int rc = check_of(c, bad[i].arch, bad[i].config, &e);
         cr_expect_neq(rc, PT_OK, "case %zu accepted", i);
         cr_expect(strstr(e.msg, bad[i].want) != NULL, "case %zu: '%s' does not say '%s'", i, e.msg, bad[i].want);
@@ -452,46 +472,52 @@ Test(attention_fa3, llama3_8b_prefill_space_assembles_for_sm_90a, .timeout = 120
     bool full = getenv("PTXTUNE_FULL_SPACE") && atoi(getenv("PTXTUNE_FULL_SPACE"));
     pt_target tg;
     cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
-    pt_problem p = llama();
-    pt_arena *a = pt_arena_new();
-    pt_prepared *pp;
-    cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
-    pt_space s;
-    gen_attention_op.space(pp, &tg, &s);
-    double t0 = now();
-    int valid = 0, built = 0;
-    for (int64_t i = 0; i < pt_space_size(&s); i++) {
-        pt_config c;
-        pt_space_config(&s, i, &c);
-        pt_err ce = {0};
-        if (gen_attention_op.check(pp, &tg, &c, &ce))
-            continue;
-        if (valid++ % (full ? 1 : 5))
-            continue;
-        char cfg[256];
-        pt_config_str(&c, cfg, sizeof cfg);
-        cr_expect_eq(pt_config_get(&c, "impl", 0), ATTN_FA3, "%s", cfg);
-        ptx_module *m = NULL;
-        pt_launch l;
-        cr_assert_eq(pt_op_build(&gen_attention_op, pp, &tg, 0, &c, &m, &l, &ce), PT_OK, "%s: %s", cfg, ce.msg);
-        char *text = ptx_print(m);
-        cr_expect(!strstr(text, "ld.local") && !strstr(text, "st.local"), "%s: local memory in the PTX", cfg);
-        pt_resource r;
-        memset(&r, 0, sizeof r);
-        int rc = pt_compile(comp, text, &tg, NULL, NULL, &r, &ce);
-        cr_expect_eq(rc, PT_OK, "%s: %s", cfg, ce.msg);
-        for (int k = 0; k < r.ncodes; k++)
-            cr_expect(strncmp(r.codes[k], "C75", 3) != 0, "%s: %s", cfg, r.codes[k]);
-        cr_expect_eq(r.spill_stores + r.spill_loads, 0, "%s: spills", cfg);
-        cr_expect_eq(r.stack_frame, 0, "%s: stack frame", cfg);
-        printf("  %-40s regs %3d smem %6zu\n", cfg, r.registers, l.smem);
-        free(text);
-        ptx_module_free(m);
-        built++;
+    /* the Llama space (every 15th config), and its packed configs at Sq = 77 (every 25th) */
+    for (int which = 0; which < 2; which++) {
+        pt_problem p = llama();
+        if (which)
+            p.seqlen_q = 77;
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+        pt_space s;
+        gen_attention_op.space(pp, &tg, &s);
+        double t0 = now();
+        int valid = 0, built = 0;
+        for (int64_t i = 0; i < pt_space_size(&s); i++) {
+            pt_config c;
+            pt_space_config(&s, i, &c);
+            pt_err ce = {0};
+            if ((which && !pt_config_get(&c, "pack_gqa", 0)) || gen_attention_op.check(pp, &tg, &c, &ce))
+                continue;
+            if (valid++ % (full ? 1 : which ? 25 : 15))
+                continue;
+            char cfg[256];
+            pt_config_str(&c, cfg, sizeof cfg);
+            cr_expect_eq(pt_config_get(&c, "impl", 0), ATTN_FA3, "%s", cfg);
+            ptx_module *m = NULL;
+            pt_launch l;
+            cr_assert_eq(pt_op_build(&gen_attention_op, pp, &tg, 0, &c, &m, &l, &ce), PT_OK, "%s: %s", cfg, ce.msg);
+            char *text = ptx_print(m);
+            cr_expect(!strstr(text, "ld.local") && !strstr(text, "st.local"), "%s: local memory in the PTX", cfg);
+            pt_resource r;
+            memset(&r, 0, sizeof r);
+            int rc = pt_compile(comp, text, &tg, NULL, NULL, &r, &ce);
+            cr_expect_eq(rc, PT_OK, "%s: %s", cfg, ce.msg);
+            for (int k = 0; k < r.ncodes; k++)
+                cr_expect(strncmp(r.codes[k], "C75", 3) != 0, "%s: %s", cfg, r.codes[k]);
+            cr_expect_eq(r.spill_stores + r.spill_loads, 0, "%s: spills", cfg);
+            cr_expect_eq(r.stack_frame, 0, "%s: stack frame", cfg);
+            printf("  %-62s regs %3d smem %6zu\n", cfg, r.registers, l.smem);
+            free(text);
+            ptx_module_free(m);
+            built++;
+        }
+        printf("Llama-3-8B prefill (%s, Hq 32, Hkv 8, d 128, bf16) on sm_90a: %d of %d valid configs "
+               "through %s in %.1f s\n", which ? "Sq=77 Sk=4096 causal, pack_gqa=1" : "Sq=Sk=4096 causal", built,
+               valid, pt_compiler_describe(comp), now() - t0);
+        cr_expect_gt(built, 2);
+        pt_arena_free(a);
     }
-    printf("Llama-3-8B prefill (Sq=Sk=4096 causal, Hq 32, Hkv 8, d 128, bf16) on sm_90a: %d of %d valid configs "
-           "through %s in %.1f s\n", built, valid, pt_compiler_describe(comp), now() - t0);
-    cr_expect_gt(built, 2);
-    pt_arena_free(a);
     pt_compiler_close(comp);
 }

@@ -57,15 +57,16 @@ log() { echo "[$(printf '%4d' "$(elapsed)")s] $*" | tee -a "$OUT/log.txt" >&2; }
 fail=0
 
 # problem keys | config (the fa3 space's keys; impl=2 is added; seqlen_q <= 16 is a
-# decode-kind problem, whose defaults the CLI fills in: name every fa3 key)
+# decode-kind problem: the CLI parses its config against the decode space and fills
+# that space's defaults, so name bm, bn and stages; overlap=1, pingpong=0, pack_gqa=0)
 cases() {
   cat <<'EOF'
 batch=2 heads_q=4 heads_kv=4 seqlen_q=77 seqlen_k=129 head_dim=64 dtype=bf16 return_lse=1|bm=128,bn=128
 batch=1 heads_q=4 heads_kv=1 seqlen_q=129 seqlen_k=129 head_dim=64 causal=1 dtype=f16 return_lse=1|bm=64,bn=64,stages=3,pingpong=0
 batch=1 heads_q=8 heads_kv=2 seqlen_q=129 seqlen_k=7 head_dim=64 causal=1 dtype=bf16 return_lse=1|bm=128,bn=48
 batch=3 heads_q=4 heads_kv=1 seqlen_q=129 seqlen_k=129 head_dim=64 window_left=20 varlen=1 seqused_k=1 dtype=f16 return_lse=1|bm=192,bn=64
-batch=1 heads_q=2 heads_kv=2 seqlen_q=1 seqlen_k=77 head_dim=64 causal=1 dtype=f16 return_lse=1|bm=64,bn=32,stages=2,pingpong=0
-batch=1 heads_q=6 heads_kv=1 seqlen_q=7 seqlen_k=129 head_dim=64 window_left=20 dtype=bf16 return_lse=1|bm=64,bn=64,stages=2,pingpong=0
+batch=1 heads_q=2 heads_kv=2 seqlen_q=1 seqlen_k=77 head_dim=64 causal=1 dtype=f16 return_lse=1|bm=64,bn=32,stages=2
+batch=1 heads_q=6 heads_kv=1 seqlen_q=7 seqlen_k=129 head_dim=64 window_left=20 dtype=bf16 return_lse=1|bm=64,bn=64,stages=2
 batch=1 heads_q=8 heads_kv=2 seqlen_q=77 seqlen_k=129 head_dim=128 causal=1 dtype=bf16 return_lse=1|bm=128,bn=128
 batch=2 heads_q=4 heads_kv=4 seqlen_q=77 seqlen_k=77 head_dim=128 window_left=16 window_right=3 dtype=f16 return_lse=1|bm=64,bn=96,pingpong=0
 batch=1 heads_q=4 heads_kv=1 seqlen_q=129 seqlen_k=129 head_dim=128 softcap=30 layout=bhsd dtype=f16 return_lse=1|bm=128,bn=144
@@ -76,7 +77,9 @@ batch=3 heads_q=4 heads_kv=1 seqlen_q=77 seqlen_k=129 head_dim=64 varlen=1 dtype
 batch=4 heads_q=4 heads_kv=4 seqlen_q=129 seqlen_k=77 head_dim=64 causal=1 varlen=1 dtype=f16 return_lse=1|bm=128,bn=64
 batch=1 heads_q=4 heads_kv=1 seqlen_q=77 seqlen_k=129 head_dim=64 causal=1 softcap=50 dtype=bf16 return_lse=1|bm=64,bn=32,pingpong=0
 batch=1 heads_q=4 heads_kv=2 seqlen_q=129 seqlen_k=129 head_dim=128 window_left=20 window_right=20 softcap=15 dtype=f16 return_lse=1|bm=128,bn=64
-batch=2 heads_q=4 heads_kv=1 seqlen_q=7 seqlen_k=1 head_dim=64 causal=1 layout=bhsd dtype=bf16 return_lse=1|bm=64,bn=16,stages=2,pingpong=0
+batch=2 heads_q=4 heads_kv=1 seqlen_q=7 seqlen_k=1 head_dim=64 causal=1 layout=bhsd dtype=bf16 return_lse=1|bm=64,bn=16,stages=2
+batch=2 heads_q=8 heads_kv=2 seqlen_q=77 seqlen_k=129 head_dim=64 causal=1 dtype=bf16 return_lse=1|pack_gqa=1
+batch=3 heads_q=6 heads_kv=1 seqlen_q=77 seqlen_k=129 head_dim=128 window_left=20 window_right=3 varlen=1 dtype=f16 return_lse=1|bm=192,bn=64,pack_gqa=1
 batch=1 heads_q=32 heads_kv=8 seqlen_q=1024 seqlen_k=1024 head_dim=128 causal=1 dtype=bf16|-
 EOF
 }
