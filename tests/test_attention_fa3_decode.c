@@ -478,53 +478,58 @@ Test(attention_fa3_decode, llama3_8b_decode_space_assembles_for_sm_90a, .timeout
     bool full = getenv("PTXTUNE_FULL_SPACE") && atoi(getenv("PTXTUNE_FULL_SPACE"));
     pt_target tg;
     cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
-    fcase llama = {16, 32, 8, 1, 8192, 128, BF16, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0};
-    pt_problem p = problem_of(&llama);
-    pt_arena *a = pt_arena_new();
-    pt_prepared *pp;
-    cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
-    pt_space s;
-    gen_attention_op.space(pp, &tg, &s);
-    double t0 = now();
-    int valid = 0, built = 0;
-    /* the kernel's text is one for every split count above 1: compile
-     * splits 1 and 2 only; a sample of every fourth (all with the
-     * environment variable) */
-    for (int64_t i = 0; i < pt_space_size(&s); i++) {
-        pt_config c;
-        pt_space_config(&s, i, &c);
-        pt_err ce = {0};
-        int64_t sp = pt_config_get(&c, "splits", 1);
-        if ((sp != 1 && sp != 2) || gen_attention_op.check(pp, &tg, &c, &ce))
-            continue;
-        if (valid++ % (full ? 1 : 4))
-            continue;
-        char cfg[256];
-        pt_config_str(&c, cfg, sizeof cfg);
-        cr_expect_eq(pt_config_get(&c, "impl", 0), ATTN_FA3_SPLIT, "%s", cfg);
-        ptx_module *m = NULL;
-        pt_launch l;
-        cr_assert_eq(pt_op_build(&gen_attention_op, pp, &tg, 0, &c, &m, &l, &ce), PT_OK, "%s: %s", cfg, ce.msg);
-        char *text = ptx_print(m);
-        cr_expect(!strstr(text, "ld.local") && !strstr(text, "st.local"), "%s: local memory in the PTX", cfg);
-        pt_resource r;
-        memset(&r, 0, sizeof r);
-        int rc = pt_compile(comp, text, &tg, NULL, NULL, &r, &ce);
-        cr_expect_eq(rc, PT_OK, "%s: %s", cfg, ce.msg);
-        for (int k = 0; k < r.ncodes; k++)
-            cr_expect(strncmp(r.codes[k], "C75", 3) != 0, "%s: %s", cfg, r.codes[k]);
-        cr_expect_eq(r.spill_stores + r.spill_loads, 0, "%s: spills", cfg);
-        cr_expect_eq(r.stack_frame, 0, "%s: stack frame", cfg);
-        if (built < 3)
-            printf("  %-48s regs %3d smem %6zu\n", cfg, r.registers, l.smem);
-        free(text);
-        ptx_module_free(m);
-        built++;
+    /* bf16, then e4m3 (every eighth valid config: its converter warps
+     * are the difference) */
+    for (int di = 0; di < 2; di++) {
+        fcase llama = {16, 32, 8, 1, 8192, 128, di ? E4M3 : BF16, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0};
+        int every = full ? 1 : di ? 8 : 4;
+        pt_problem p = problem_of(&llama);
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+        pt_space s;
+        gen_attention_op.space(pp, &tg, &s);
+        double t0 = now();
+        int valid = 0, built = 0;
+        /* the kernel's text is one for every split count above 1: compile
+         * splits 1 and 2 only; a sample of every fourth (all with the
+         * environment variable) */
+        for (int64_t i = 0; i < pt_space_size(&s); i++) {
+            pt_config c;
+            pt_space_config(&s, i, &c);
+            pt_err ce = {0};
+            int64_t sp = pt_config_get(&c, "splits", 1);
+            if ((sp != 1 && sp != 2) || gen_attention_op.check(pp, &tg, &c, &ce))
+                continue;
+            if (valid++ % every)
+                continue;
+            char cfg[256];
+            pt_config_str(&c, cfg, sizeof cfg);
+            cr_expect_eq(pt_config_get(&c, "impl", 0), ATTN_FA3_SPLIT, "%s", cfg);
+            ptx_module *m = NULL;
+            pt_launch l;
+            cr_assert_eq(pt_op_build(&gen_attention_op, pp, &tg, 0, &c, &m, &l, &ce), PT_OK, "%s: %s", cfg, ce.msg);
+            char *text = ptx_print(m);
+            cr_expect(!strstr(text, "ld.local") && !strstr(text, "st.local"), "%s: local memory in the PTX", cfg);
+            pt_resource r;
+            memset(&r, 0, sizeof r);
+            int rc = pt_compile(comp, text, &tg, NULL, NULL, &r, &ce);
+            cr_expect_eq(rc, PT_OK, "%s: %s", cfg, ce.msg);
+            for (int k = 0; k < r.ncodes; k++)
+                cr_expect(strncmp(r.codes[k], "C75", 3) != 0, "%s: %s", cfg, r.codes[k]);
+            cr_expect_eq(r.spill_stores + r.spill_loads, 0, "%s: spills", cfg);
+            cr_expect_eq(r.stack_frame, 0, "%s: stack frame", cfg);
+            if (built < 3)
+                printf("  %-48s regs %3d smem %6zu\n", cfg, r.registers, l.smem);
+            free(text);
+            ptx_module_free(m);
+            built++;
+        }
+        printf("Llama-3-8B decode (B16 Sk 8192 page 16 Hq 32 Hkv 8 d 128 %s) on sm_90a: %d of %d valid configs "
+               "(splits 1 and 2: the text of every split count) through %s in %.1f s\n",
+               di ? "e4m3" : "bf16", built, valid, pt_compiler_describe(comp), now() - t0);
+        cr_expect_gt(built, 0);
+        pt_arena_free(a);
     }
-    printf("Llama-3-8B decode (B16 Sk 8192 page 16 Hq 32 Hkv 8 d 128 bf16) on sm_90a: %d of %d valid configs "
-           "(splits 1 and 2: the text of every split count) through %s in %.1f s\n",
-           built, valid, pt_compiler_describe(comp), now() - t0);
-    cr_expect_gt(built, 0);
-    pt_arena_free(a);
     pt_compiler_close(comp);
 }
