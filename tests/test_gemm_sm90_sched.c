@@ -221,6 +221,37 @@ Test(gemm_sm90_sched, pingpong_and_clusters_on_the_emulator, .timeout = 600)
     grid_report(&g, "pingpong / clusters", t0);
 }
 
+/* Batches (grid z) under both forms; an MN-major shared B of two 64-row
+ * boxes (one per rank) and of one (rank 0 alone); fp8 output with a scale;
+ * raster groups over pair tiles; beta C. */
+Test(gemm_sm90_sched, batches_boxes_and_rasters, .timeout = 300)
+{
+    double t0 = now();
+    grid g = {0};
+    struct {
+        int64_t m, n, k, batch;
+        const char *lay;
+        pt_dtype dt, odt;
+        const char *epi, *cfg;
+        double beta;
+    } cs[] = {
+        {129, 100, 72, 2, "nt", PT_BF16, PT_BF16, "gelu(acc)", "impl=1,bm=64,bn=32,sched=1,persistent=2", 0},
+        {200, 65, 64, 3, "nt", PT_F16, PT_F32, NULL, "impl=1,bm=64,bn=64,cluster=21,stages=3", 0.5},
+        {257, 256, 64, 1, "tn", PT_BF16, PT_F32, "acc + bias[n]", "impl=1,bm=64,bn=128,cluster=21", 0},
+        {130, 129, 96, 1, "nn", PT_BF16, PT_F32, NULL, "impl=1,bm=64,bn=64,sched=1,cluster=21,persistent=4", 0},
+        {300, 520, 64, 1, "nt", PT_BF16, PT_F32, NULL, "impl=1,bm=64,bn=32,cluster=12,raster=2,persistent=6", 0},
+        {96, 257, 128, 1, "nt", PT_E4M3, PT_E4M3, "relu(acc)", "impl=1,bm=64,bn=64,sched=1,cluster=12", 0},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        pt_problem p = prob(cs[i].m, cs[i].n, cs[i].k, cs[i].lay, cs[i].dt, cs[i].odt);
+        p.epilogue = cs[i].epi;
+        p.batch = cs[i].batch;
+        p.beta = cs[i].beta;
+        grid_case(&g, &p, cs[i].cfg, scheds[i % 3], (uint64_t)(300 + i));
+    }
+    grid_report(&g, "batches / boxes / rasters", t0);
+}
+
 /* check() refuses what the schedules cannot do, in one line each. */
 static int check_cfg(const pt_problem *p, const char *config, pt_err *e)
 {
