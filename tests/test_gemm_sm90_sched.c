@@ -14,6 +14,7 @@
  * a pingpong kernel whose consumers share one staging region) must be
  * reported. */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,8 +48,8 @@ typedef struct run_out {
 
 /* One problem with config (over the op's defaults) on the emulator at
  * schedule sched; the verifier's status, its message in e. */
-static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uint64_t seed, mutate_fn mut,
-                   run_out *o, pt_err *e)
+static int run_on(const char *backend, const pt_problem *p, const char *config, emu_sched sched, uint64_t seed,
+                  mutate_fn mut, run_out *o, pt_err *e)
 {
     memset(o, 0, sizeof *o);
     pt_target tg;
@@ -87,7 +88,7 @@ static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uin
     tuner_dev_opts dopts = {.emu_threads = 1, .emu_arch = 90, .emu_schedule = (int)sched,
                             .emu_schedule_seed = seed};
     if (!rc)
-        rc = tuner_dev_open("emu", &dopts, &d, e);
+        rc = tuner_dev_open(backend, &dopts, &d, e);
     tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, o->l.entry, &gen_gemm_op, pp};
     if (!rc)
         rc = tuner_load(d, &img, &k, e);
@@ -117,6 +118,12 @@ static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uin
     ptx_module_free(built);
     pt_arena_free(a);
     return rc;
+}
+
+static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uint64_t seed, mutate_fn mut,
+                   run_out *o, pt_err *e)
+{
+    return run_on("emu", p, config, sched, seed, mut, o, e);
 }
 
 static int64_t up16(int64_t v, int es) { return (v * es + 15) / 16 * 16 / es; }
@@ -250,6 +257,28 @@ Test(gemm_sm90_sched, batches_boxes_and_rasters, .timeout = 300)
         grid_case(&g, &p, cs[i].cfg, scheds[i % 3], (uint64_t)(300 + i));
     }
     grid_report(&g, "batches / boxes / rasters", t0);
+}
+
+/* The cuda backend over the fake driver (tests/fake_cuda.c: its
+ * cuLaunchKernelEx takes the cluster attribute and runs the launch on the
+ * emulator): pt_launch.cluster reaches the driver as
+ * CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION. */
+Test(gemm_sm90_sched, cuda_backend_launches_clusters_through_the_fake_driver, .timeout = 120)
+{
+    const char *lib = getenv("PTXTUNE_FAKE_CUDA");
+    if (!lib)
+        cr_skip_test("PTXTUNE_FAKE_CUDA not set (built without CUDA headers)");
+    cr_assert(dlopen(lib, RTLD_NOW | RTLD_GLOBAL), "%s", dlerror());
+    static const char *const cfgs[] = {"impl=1,bm=128,bn=64,cluster=21,persistent=2",
+                                       "impl=1,bm=64,bn=64,sched=1,cluster=12"};
+    for (int i = 0; i < 2; i++) {
+        pt_problem p = prob(257, 129, 72, "nt", PT_BF16, PT_F64);
+        pt_err e = {0};
+        run_out o;
+        int rc = run_on("cuda", &p, cfgs[i], EMU_SCHED_LAZY, 0, NULL, &o, &e);
+        cr_expect_eq(rc, PT_OK, "[%s]: %s", o.config, e.msg);
+        cr_expect_eq(o.l.cluster[0], 2u);
+    }
 }
 
 /* check() refuses what the schedules cannot do, in one line each. */
