@@ -944,6 +944,31 @@ int db_merge(db_store *s, const char *src_path, db_merge_stats *st, pt_err *e)
 static int bundle_launches(db_store *b, const db_export_sel *x, pt_err *e);
 static bool sel_is_set(const db_export_sel *x, size_t i);
 
+/* The contracts' sizes, indexed for the runtime's open (docs/runtime.md,
+ * start-up; README, "Formats"): per winner whose launch has a contract with
+ * an integer version and integer sizes, the version, the byte length of the
+ * launch text it was cut from (the runtime uses a row only while the launch
+ * still has that length, else reads the contract itself) and per size
+ * "index:tuned:min:max:group", comma-separated, in the contract's order.
+ * A reader without this table (an older runtime) never looks at it; one
+ * that finds no table (an older bundle) reads the contracts instead. */
+static const char bundle_sizes[] =
+    "CREATE TABLE rt_sizes(measurement_id INTEGER PRIMARY KEY, v INTEGER NOT NULL,"
+    " launch_bytes INTEGER NOT NULL, sizes TEXT NOT NULL);"
+    "INSERT INTO rt_sizes SELECT m.id, json_extract(m.launch, '$.contract.v'),"
+    " length(CAST(m.launch AS BLOB)), coalesce((SELECT group_concat(d.key || ':' ||"
+    " json_extract(d.value, '$.tuned') || ':' || json_extract(d.value, '$.min') || ':' ||"
+    " json_extract(d.value, '$.max') || ':' || json_extract(d.value, '$.group'), ',') FROM"
+    " json_each(m.launch, '$.contract.dims') d), '')"
+    " FROM winners w JOIN measurements m ON m.id = w.measurement_id"
+    " WHERE CASE WHEN json_valid(m.launch) THEN"
+    " json_type(m.launch, '$.contract.v') = 'integer' AND"
+    " json_type(m.launch, '$.contract.dims') = 'array' AND NOT EXISTS (SELECT 1 FROM"
+    " json_each(m.launch, '$.contract.dims') d WHERE json_type(d.value, '$.tuned') IS NOT"
+    " 'integer' OR json_type(d.value, '$.min') IS NOT 'integer' OR json_type(d.value, '$.max')"
+    " IS NOT 'integer' OR json_type(d.value, '$.group') IS NOT 'integer') ELSE 0 END"
+    " ORDER BY m.id";
+
 static int bundle_of(db_store *s, const db_export_sel *x, const char *path, int *nrows,
                      pt_err *e)
 {
@@ -985,6 +1010,8 @@ static int bundle_of(db_store *s, const db_export_sel *x, const char *path, int 
             rc = bundle_launches(b, x, e);
         db__detach(b);
     }
+    if (!rc)
+        rc = db__exec(b, bundle_sizes, e);
     /* a bundle is one file: fold the WAL back in */
     if (!rc)
         rc = db__exec(b, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE", e);

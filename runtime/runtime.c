@@ -83,6 +83,10 @@ typedef struct rt_tmap {
     uint64_t offset; /* bytes from that pointer to the map's origin */
     int dtype, rank; /* CUtensorMapDataType; 1..5 */
     uint64_t dims[RT_TMAP_RANK], strides[RT_TMAP_RANK - 1];
+    /* the size each dim / stride follows (value / tuned * the launch's), -1
+     * none: a map over a tensor whose extent is a run-time size (a dyn=m
+     * GEMM's A and D rows) is encoded at the launch's sizes */
+    int dim_of[RT_TMAP_RANK], stride_of[RT_TMAP_RANK - 1];
     uint32_t box[RT_TMAP_RANK];
     int swizzle, oobfill, l2promo;
 } rt_tmap;
@@ -108,7 +112,9 @@ typedef struct rt_grid {
 struct ptxtune_entry {
     char *op, *klass, *problem, *config, *entry, *arch;
     uint64_t klass_hash;
-    int klass_id; /* index of its class among the runtime's distinct classes */
+    int klass_id; /* index of its class's first entry */
+    int next_cls; /* the next entry of its class; -1 */
+    bool grouped; /* two run-time sizes share a group (serves checks them) */
     int ndims;
     int64_t tuned[PTXTUNE_MAX_DIMS], lo[PTXTUNE_MAX_DIMS], hi[PTXTUNE_MAX_DIMS];
     double lg[PTXTUNE_MAX_DIMS], lg_sum; /* log2 of the tuned sizes, their sum */
@@ -128,8 +134,9 @@ struct ptxtune_entry {
     int64_t kernel_id; /* bundle: kernels.id; 0 none */
     json_t *kjson, *cjson; /* JSON table: borrowed from the runtime's document */
     /* the contract past its sizes: read at open from a JSON table, at the
-     * entry's first selection or load from a bundle (its launch text, kept) */
-    char *launch_text;
+     * entry's first selection or load from a bundle (its measurement's
+     * launch, read then) */
+    int64_t meas_id;
     atomic_int ready;      /* 1: the whole contract is read (release) */
     ptxtune_runtime *rt;
     double time_s;
@@ -149,19 +156,59 @@ struct ptxtune_runtime {
     char fp_key[17];
     ptxtune_entry *v;
     int n, cap;
+    int *heads, nheads; /* the first entry of each class */
     pthread_mutex_t mu;
     sqlite3 *bundle;   /* the bundle, open read-only until close (loads read it) */
     sqlite3_stmt *kernel_q;
+    sqlite3_stmt *launch_q; /* a bundle entry's launch, at its first use (under mu) */
     json_t *json;      /* the JSON table's document (loads read it) */
 };
+
+static int fail(ptxtune_error *e, int code, const char *fmt, ...) PT_PRINTF(3, 4);
 
 /* The class id of klass (hash, then one strcmp), -1 when none has it. */
 static int class_id(const ptxtune_runtime *rt, const char *klass, uint64_t h)
 {
-    for (int j = 0; j < rt->n; j++)
-        if (rt->v[j].klass_hash == h && rt->v[j].klass_id == j && strcmp(rt->v[j].klass, klass) == 0)
-            return j;
+    for (int c = 0; c < rt->nheads; c++) {
+        const ptxtune_entry *k = &rt->v[rt->heads[c]];
+        if (k->klass_hash == h && strcmp(k->klass, klass) == 0)
+            return rt->heads[c];
+    }
     return -1;
+}
+
+/* After the rows: each class's entries linked in order, the class heads. */
+static int link_classes(ptxtune_runtime *rt, ptxtune_error *e)
+{
+    int *last = malloc(((size_t)rt->n + 1) * sizeof *last);
+    rt->heads = malloc(((size_t)rt->n + 1) * sizeof *rt->heads);
+    if (!rt->heads || !last) {
+        free(last);
+        return fail(e, PTXTUNE_ENOMEM, "out of memory");
+    }
+    rt->nheads = 0;
+    for (int j = 0; j < rt->n; j++)
+        last[j] = -1;
+    for (int j = rt->n - 1; j >= 0; j--) {
+        ptxtune_entry *k = &rt->v[j];
+        k->next_cls = last[k->klass_id];
+        last[k->klass_id] = j;
+    }
+    for (int j = 0; j < rt->n; j++)
+        if (rt->v[j].klass_id == j)
+            rt->heads[rt->nheads++] = j;
+    free(last);
+    return PTXTUNE_OK;
+}
+
+/* Whether two sizes of k that change together are taken at run time. */
+static bool any_group(const ptxtune_entry *k)
+{
+    for (int i = 0; i < k->ndims; i++)
+        for (int j = 0; j < i; j++)
+            if (k->group[j] == k->group[i] && k->lo[i] != k->hi[i])
+                return true;
+    return false;
 }
 
 static int fail(ptxtune_error *e, int code, const char *fmt, ...) PT_PRINTF(3, 4);
@@ -246,7 +293,6 @@ static int contract_ensure(ptxtune_runtime *rt, ptxtune_entry *k, ptxtune_error 
 
 static void entry_free(ptxtune_entry *k)
 {
-    free(k->launch_text);
     free(k->op);
     free(k->klass);
     free(k->problem);
@@ -310,6 +356,32 @@ static bool juarr(json_t *a, uint64_t *v, int n)
     return true;
 }
 
+/* The map's dims and strides at sizes at (the tuned ones scaled). */
+static void tmap_at(const ptxtune_entry *k, const rt_tmap *m, const int64_t *at, uint64_t *dims,
+                    uint64_t *strides)
+{
+    for (int d = 0; d < m->rank; d++)
+        dims[d] = m->dim_of[d] < 0 ? m->dims[d]
+                                   : m->dims[d] / (uint64_t)k->tuned[m->dim_of[d]] *
+                                         (uint64_t)at[m->dim_of[d]];
+    for (int d = 0; d + 1 < m->rank; d++)
+        strides[d] = m->stride_of[d] < 0 ? m->strides[d]
+                                         : m->strides[d] / (uint64_t)k->tuned[m->stride_of[d]] *
+                                               (uint64_t)at[m->stride_of[d]];
+}
+
+/* Elements of the tensor a map spans at sizes at (its own launch tensor). */
+static int64_t tmap_extent(const ptxtune_entry *k, const rt_tmap *m, const int64_t *at)
+{
+    uint64_t dims[RT_TMAP_RANK], strides[RT_TMAP_RANK];
+    tmap_at(k, m, at, dims, strides);
+    int esz = tmap_elem_bytes(m->dtype);
+    uint64_t bytes = m->offset + dims[0] * (uint64_t)esz;
+    for (int d = 1; d < m->rank; d++)
+        bytes += (dims[d] - 1) * strides[d - 1];
+    return (int64_t)((bytes + (uint64_t)esz - 1) / (uint64_t)esz);
+}
+
 /* Argument i's "tmap": the map's encode parameters (tuner/contract.c). */
 static int read_tmap(ptxtune_entry *k, int i, json_t *t, ptxtune_error *e)
 {
@@ -329,6 +401,26 @@ static int read_tmap(ptxtune_entry *k, int i, json_t *t, ptxtune_error *e)
     ok = ok && juarr(json_object_get(t, "dims"), m->dims, (int)rank) &&
          juarr(json_object_get(t, "strides"), m->strides, (int)rank - 1) &&
          juarr(json_object_get(t, "box"), box, (int)rank);
+    /* "dims_scale" / "strides_scale": per dim / stride the size it follows
+     * (-1 none; a multiple of that size's tuned value), both optional */
+    json_t *sc[2] = {json_object_get(t, "dims_scale"), json_object_get(t, "strides_scale")};
+    for (int w = 0; ok && w < 2; w++) {
+        int n = w ? (int)rank - 1 : (int)rank;
+        int *of_v = w ? m->stride_of : m->dim_of;
+        const uint64_t *val = w ? m->strides : m->dims;
+        for (int d = 0; d < n; d++)
+            of_v[d] = -1;
+        if (!sc[w])
+            continue;
+        ok = json_array_size(sc[w]) == (size_t)n;
+        for (int d = 0; ok && d < n; d++) {
+            json_t *x = json_array_get(sc[w], (size_t)d);
+            json_int_t v = json_integer_value(x);
+            ok = json_is_integer(x) && v >= -1 && v < k->ndims &&
+                 (v < 0 || val[d] % (uint64_t)k->tuned[v] == 0);
+            of_v[d] = (int)v;
+        }
+    }
     if (!ok)
         return fail(e, PTXTUNE_EINVAL, "%s: argument %d ('%s'): malformed tensor map", k->problem,
                     i, r->name);
@@ -380,6 +472,50 @@ static int read_dims(ptxtune_entry *k, json_t *c, const char *dims, ptxtune_erro
     return PTXTUNE_OK;
 }
 
+/* The same from a bundle's size index (rt_sizes, db/export.c): version v
+ * and "index:tuned:min:max:group" per size, comma-separated; no JSON. */
+static int read_dims_text(ptxtune_entry *k, int64_t v, const char *sizes, const char *dims,
+                          ptxtune_error *e)
+{
+    if (v != 1)
+        return fail(e, PTXTUNE_EINVAL, "%s: launch contract version is not 1", k->problem);
+    k->ndims = parse_dims(dims, k->tuned, PTXTUNE_MAX_DIMS);
+    if (k->ndims < 0)
+        return fail(e, PTXTUNE_EINVAL, "%s: the contract's dims do not match the problem's (%s)",
+                    k->problem, dims);
+    const char *p = sizes;
+    int n = 0;
+    while (*p) {
+        int64_t f[5];
+        for (int j = 0; j < 5; j++) {
+            char *end;
+            errno = 0;
+            long long x = strtoll(p, &end, 10);
+            if (end == p || errno || *end != (j < 4 ? ':' : *end) || (j == 4 && *end && *end != ','))
+                return fail(e, PTXTUNE_EINVAL, "%s: malformed size index (rt_sizes '%s')",
+                            k->problem, sizes);
+            f[j] = x;
+            p = *end ? end + 1 : end;
+        }
+        if (f[0] != n || n == k->ndims || f[1] != k->tuned[n] || f[2] > f[1] || f[3] < f[1] ||
+            f[2] < 1 || f[4] < INT32_MIN || f[4] > INT32_MAX)
+            return fail(e, PTXTUNE_EINVAL, "%s: malformed launch contract (dim %d)", k->problem, n);
+        k->lo[n] = f[2];
+        k->hi[n] = f[3];
+        k->group[n] = (int)f[4];
+        n++;
+    }
+    if (n != k->ndims)
+        return fail(e, PTXTUNE_EINVAL, "%s: the contract's dims do not match the problem's (%s)",
+                    k->problem, dims);
+    k->lg_sum = 0;
+    for (int i = 0; i < k->ndims; i++) {
+        k->lg[i] = log2((double)k->tuned[i]);
+        k->lg_sum += k->lg[i];
+    }
+    return PTXTUNE_OK;
+}
+
 /* The rest of the contract (launch, arguments), after read_dims. */
 static int read_contract(ptxtune_entry *k, json_t *c, ptxtune_error *e)
 {
@@ -421,6 +557,20 @@ static int read_contract(ptxtune_entry *k, json_t *c, ptxtune_error *e)
     if ((size_t)k->ndims != json_array_size(dm)) {
         rc = fail(e, PTXTUNE_EINVAL, "%s: the contract's dims changed", k->problem);
         goto out;
+    }
+    /* what selection used (a bundle's size index, or the same contract) */
+    for (int i = 0; i < k->ndims; i++) {
+        json_t *d = json_array_get(dm, (size_t)i);
+        int64_t t, lo, hi, g;
+        if (!jint(d, "tuned", &t) || !jint(d, "min", &lo) || !jint(d, "max", &hi) ||
+            !jint(d, "group", &g) || t != k->tuned[i] || lo != k->lo[i] || hi != k->hi[i] ||
+            g != k->group[i]) {
+            rc = fail(e, PTXTUNE_EINVAL,
+                      "%s: the bundle's size index (rt_sizes) does not match its launch contract "
+                      "(dim %d): export the bundle again",
+                      k->problem, i);
+            goto out;
+        }
     }
     for (int i = 0; i < 3; i++)
         if (k->grid[i].dim >= k->ndims) {
@@ -497,11 +647,7 @@ static int read_contract(ptxtune_entry *k, json_t *c, ptxtune_error *e)
         if (m->src < 0) {
             m->src = r->tensor = k->ntensors++;
             snprintf(r->dtype, sizeof r->dtype, "%s", tmap_dtype_name(m->dtype));
-            int esz = tmap_elem_bytes(m->dtype);
-            uint64_t bytes = m->offset + m->dims[0] * (uint64_t)esz;
-            for (int d = 1; d < m->rank; d++)
-                bytes += (m->dims[d] - 1) * m->strides[d - 1];
-            r->elements = (int64_t)((bytes + (uint64_t)esz - 1) / (uint64_t)esz);
+            r->elements = tmap_extent(k, m, k->tuned);
         }
     }
     json_t *cl = json_object_get(c, "cluster");
@@ -519,8 +665,10 @@ out:
 typedef struct row_view {
     const char *op, *klass, *problem, *dims, *config, *entry, *arch, *khash;
     json_t *launch;      /* JSON table: the launch object, read whole */
-    json_t *dims_c;      /* bundle: {"v", "dims"} of its contract */
-    const char *launch_text; /* bundle: the launch, read at first use */
+    json_t *dims_c;      /* bundle: {"v", "dims"} of its contract, or */
+    const char *sizes;   /* bundle: its size index (v in sizes_v), NULL none */
+    int64_t sizes_v;
+    int64_t meas_id;     /* bundle: the measurement (its launch, read at first use) */
     int64_t kernel_id;
     json_t *kjson, *cjson;
     double t_median;
@@ -565,16 +713,15 @@ static int add_entry(ptxtune_runtime *rt, const row_view *r, ptxtune_error *e)
     atomic_init(&k->loaded, 0);
     atomic_init(&k->ready, 0);
     json_t *c = r->launch ? json_object_get(r->launch, "contract") : r->dims_c;
-    int rc = read_dims(k, c, r->dims, e);
+    int rc = r->sizes ? read_dims_text(k, r->sizes_v, r->sizes, r->dims, e)
+                      : read_dims(k, c, r->dims, e);
+    if (!rc)
+        k->grouped = any_group(k);
     if (!rc && r->launch)
         rc = read_contract(k, c, e);
     if (!rc && r->launch)
         atomic_store_explicit(&k->ready, 1, memory_order_relaxed);
-    if (!rc && !r->launch) {
-        k->launch_text = strdup(r->launch_text ? r->launch_text : "");
-        if (!k->launch_text)
-            rc = fail(e, PTXTUNE_ENOMEM, "out of memory");
-    }
+    k->meas_id = r->meas_id;
     if (rc) {
         entry_free(k);
         return rc;
@@ -643,11 +790,12 @@ static int sql_fail(ptxtune_error *e, sqlite3 *db, const char *path, const char 
 
 /* The served rows: the winners, never the mock device's (db/query.c's
  * NOT_MOCK: the export's rule). */
-#define RT_WINNERS                                                                          \
+#define RT_JOINS                                                                            \
     " FROM winners w JOIN measurements m ON m.id = w.measurement_id"                        \
     " JOIN runs r ON r.id = m.run_id JOIN fingerprints f ON f.id = w.fingerprint_id"        \
-    " JOIN problems p ON p.id = w.problem_id LEFT JOIN kernels k ON k.id = m.kernel_id"     \
-    " WHERE m.source <> 'mock'"
+    " JOIN problems p ON p.id = w.problem_id LEFT JOIN kernels k ON k.id = m.kernel_id"
+#define RT_WHERE " WHERE m.source <> 'mock'"
+#define RT_WINNERS RT_JOINS RT_WHERE
 
 /* A bundle (export --format bundle, a SQLite store): its fingerprints are
  * checked (key against fields) and one chosen, then that fingerprint's rows
@@ -694,27 +842,55 @@ static int read_bundle(ptxtune_runtime *rt, const char *path, fp_pick *pk, ptxtu
     return rc;
 }
 
+/* The served fingerprint's rows, without their kernels and without their
+ * contracts past the sizes. The sizes come from the bundle's size index
+ * (rt_sizes, written by export: no JSON read at open) while the launch still
+ * has the length the index was cut from; else (an older bundle, a row the
+ * index lacks or a launch changed since) from the contract, cut out by
+ * SQLite's JSON functions and parsed. */
 static int read_bundle_rows(ptxtune_runtime *rt, const char *path, ptxtune_error *e)
 {
-    /* the contract's sizes cut out by SQLite (its JSON reader is several
-     * times jansson's speed); the rest of it is read at the entry's first use */
-    static const char q[] =
-        "SELECT p.op, p.class, p.key, p.dims, m.config, k.entry, r.arch, k.hash, m.launch,"
-        " m.t_median, k.id, CASE WHEN json_type(m.launch, '$.contract') = 'object' THEN"
-        " json_object('v', json_extract(m.launch, '$.contract.v'), 'dims',"
-        " json_extract(m.launch, '$.contract.dims')) END" RT_WINNERS
-        " AND f.key = ?1 ORDER BY p.key";
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(rt->bundle, q, -1, &st, NULL) != SQLITE_OK)
+#define RT_ROW_COLS                                                                         \
+    "SELECT p.op, p.class, p.key, p.dims, m.config, k.entry, r.arch, k.hash, m.id,"         \
+    " m.t_median, k.id,"
+    static const char q_index[] =
+        RT_ROW_COLS " s.sizes, s.v, s.launch_bytes = length(CAST(m.launch AS BLOB))" RT_JOINS
+        " LEFT JOIN rt_sizes s ON s.measurement_id = m.id" RT_WHERE " AND f.key = ?1 ORDER BY p.key";
+    static const char q_plain[] =
+        RT_ROW_COLS " NULL, NULL, 0" RT_WINNERS " AND f.key = ?1 ORDER BY p.key";
+#undef RT_ROW_COLS
+    static const char q_cut[] =
+        "SELECT CASE WHEN json_type(launch, '$.contract') = 'object' THEN json_object('v',"
+        " json_extract(launch, '$.contract.v'), 'dims', json_extract(launch, '$.contract.dims'))"
+        " END FROM measurements WHERE id = ?1";
+    sqlite3_stmt *st = NULL, *cut = NULL;
+    if (sqlite3_prepare_v2(rt->bundle, q_index, -1, &st, NULL) != SQLITE_OK &&
+        sqlite3_prepare_v2(rt->bundle, q_plain, -1, &st, NULL) != SQLITE_OK)
         return sql_fail(e, rt->bundle, path, "reading its rows");
     sqlite3_bind_text(st, 1, rt->fp_key, -1, SQLITE_STATIC);
     int rc = PTXTUNE_OK, src;
     while (!rc && (src = sqlite3_step(st)) == SQLITE_ROW) {
-        json_error_t je;
-        const char *dc = col(st, 11);
-        json_t *d = *dc ? json_loads(dc, 0, &je) : NULL;
+        bool indexed = sqlite3_column_type(st, 11) != SQLITE_NULL && sqlite3_column_int(st, 13);
+        json_t *d = NULL;
+        int64_t mid = sqlite3_column_int64(st, 8);
+        if (!indexed) { /* the contract's sizes, cut out of it */
+            if (!cut && sqlite3_prepare_v2(rt->bundle, q_cut, -1, &cut, NULL) != SQLITE_OK) {
+                rc = sql_fail(e, rt->bundle, path, "reading its contracts");
+                break;
+            }
+            sqlite3_reset(cut);
+            sqlite3_bind_int64(cut, 1, mid);
+            if (sqlite3_step(cut) != SQLITE_ROW) {
+                rc = sql_fail(e, rt->bundle, path, "reading its contracts");
+                break;
+            }
+            json_error_t je;
+            const char *dc = col(cut, 0);
+            d = *dc ? json_loads(dc, 0, &je) : NULL;
+        }
         row_view v = {col(st, 0), col(st, 1), col(st, 2), col(st, 3), col(st, 4), col(st, 5),
-                      col(st, 6), col(st, 7), NULL, d, col(st, 8),
+                      col(st, 6), col(st, 7), NULL, d, indexed ? col(st, 11) : NULL,
+                      indexed ? sqlite3_column_int64(st, 12) : 0, mid,
                       sqlite3_column_int64(st, 10), NULL, NULL,
                       sqlite3_column_type(st, 9) == SQLITE_NULL ? NAN
                                                                 : sqlite3_column_double(st, 9)};
@@ -724,6 +900,7 @@ static int read_bundle_rows(ptxtune_runtime *rt, const char *path, ptxtune_error
     if (!rc && src != SQLITE_DONE)
         rc = sql_fail(e, rt->bundle, path, "reading its rows");
     sqlite3_finalize(st);
+    sqlite3_finalize(cut);
     if (!rc && sqlite3_prepare_v2(rt->bundle,
                                   "SELECT k.ptx, k.hash, c.cubin FROM kernels k LEFT JOIN cubins c"
                                   " ON c.kernel_id = k.id AND c.arch = ?2 WHERE k.id = ?1",
@@ -799,7 +976,7 @@ static int read_json(ptxtune_runtime *rt, const char *path, int pass, fp_pick *p
             json_t *med = json_object_get(tm, "median");
             row_view v = {jstr(pb, "op"), jstr(pb, "class"), jstr(pb, "key"), jstr(pb, "dims"),
                           jstr(r, "config"), jstr(kn, "entry"), cb ? jstr(cb, "arch") : "",
-                          jstr(kn, "hash"), json_object_get(r, "launch"), NULL, NULL, 0, kn,
+                          jstr(kn, "hash"), json_object_get(r, "launch"), NULL, NULL, 0, 0, 0, kn,
                           cb && jstr(cb, "base64") ? cb : NULL,
                           json_is_number(med) ? json_number_value(med) : NAN};
             rc = add_entry(rt, &v, e);
@@ -971,7 +1148,9 @@ PTXTUNE_EXPORT void ptxtune_close(ptxtune_runtime *rt)
         ctx_leave(rt, pushed);
 #endif
     free(rt->v);
+    free(rt->heads);
     sqlite3_finalize(rt->kernel_q);
+    sqlite3_finalize(rt->launch_q);
     sqlite3_close(rt->bundle);
     json_decref(rt->json);
 #ifdef PT_HAVE_CUDA_HEADERS
@@ -1059,6 +1238,8 @@ PTXTUNE_EXPORT int ptxtune_open(const char *path, const ptxtune_options *o, ptxt
         snprintf(rt->fp_key, sizeof rt->fp_key, "%s", pk.key);
         rc = bundle ? read_bundle_rows(rt, path, e) : read_json(rt, path, 1, &pk, e);
     }
+    if (!rc)
+        rc = link_classes(rt, e);
     for (int i = 0; !rc && (rt->flags & PTXTUNE_LOAD_EAGER) && i < rt->n; i++)
         rc = ptxtune_load(rt, &rt->v[i], e);
     if (rc) {
@@ -1111,7 +1292,7 @@ static bool serves(const ptxtune_entry *k, const int64_t *r, bool pad, int64_t *
 {
     *padded = false;
     for (int i = 0; i < k->ndims; i++) {
-        for (int j = 0; j < i; j++)
+        for (int j = 0; k->grouped && j < i; j++)
             if (k->group[j] == k->group[i] && r[j] != r[i] && k->lo[i] != k->hi[i])
                 return false; /* a group takes one value */
         if (r[i] >= k->lo[i] && r[i] <= k->hi[i]) {
@@ -1190,23 +1371,24 @@ PTXTUNE_EXPORT int ptxtune_select(const ptxtune_runtime *rt, const char *klass,
     if (rt->flags & PTXTUNE_BUCKET_TUNED) /* the next tuned size of the class */
         for (int i = 0; i < ndims; i++) {
             int64_t best = 0;
-            for (int j = 0; j < rt->n; j++) {
+            for (int j = cid; j >= 0; j = rt->v[j].next_cls) {
                 const ptxtune_entry *k = &rt->v[j];
-                if (k->klass_id == cid && k->ndims == ndims && k->tuned[i] >= dims[i] &&
-                    (!best || k->tuned[i] < best))
+                if (k->ndims == ndims && k->tuned[i] >= dims[i] && (!best || k->tuned[i] < best))
                     best = k->tuned[i];
             }
             bucket[i] = best ? best : dims[i];
         }
+    /* the class's entries (linked at open); the first exact one ends the
+     * walk (it wins); the others are kept as entries, their sizes to run at
+     * computed again for the one chosen */
     const ptxtune_entry *exact = NULL, *inb = NULL, *above = NULL, *dflt = NULL;
     double above_d = 0, dflt_d = 0;
-    int64_t at[PTXTUNE_MAX_DIMS], at_ex[PTXTUNE_MAX_DIMS], at_b[PTXTUNE_MAX_DIMS],
-        at_a[PTXTUNE_MAX_DIMS], at_d[PTXTUNE_MAX_DIMS];
-    bool pd, pd_ex = false, pd_b = false, pd_a = false, pd_d = false;
+    int64_t at[PTXTUNE_MAX_DIMS];
+    bool pd;
     int nclass = 0;
-    for (int j = 0; j < rt->n; j++) {
+    for (int j = cid; j >= 0; j = rt->v[j].next_cls) {
         const ptxtune_entry *k = &rt->v[j];
-        if (k->klass_id != cid || k->ndims != ndims)
+        if (k->ndims != ndims)
             continue;
         nclass++;
         if (!serves(k, dims, pad, at, &pd))
@@ -1217,36 +1399,32 @@ PTXTUNE_EXPORT int ptxtune_select(const ptxtune_runtime *rt, const char *klass,
             is_b = is_b && k->tuned[i] == bucket[i];
             up = up && k->tuned[i] >= dims[i];
         }
-#define TAKE(slot, a_, p_)                                                                   \
-    do {                                                                                     \
-        slot = k;                                                                            \
-        memcpy(a_, at, sizeof at);                                                           \
-        p_ = pd;                                                                             \
-    } while (0)
-        if (eq && !exact)
-            TAKE(exact, at_ex, pd_ex);
+        if (eq) {
+            exact = k;
+            break;
+        }
         if (is_b && (!inb || strcmp(k->problem, inb->problem) < 0))
-            TAKE(inb, at_b, pd_b);
+            inb = k;
         double d = up ? dist_up(k, 0) : 0;
         if (up && (!above || d < above_d || (d == above_d && strcmp(k->problem, above->problem) < 0))) {
-            TAKE(above, at_a, pd_a);
+            above = k;
             above_d = d;
         }
         double size = k->lg_sum;
         if (!dflt || size > dflt_d || (size == dflt_d && strcmp(k->problem, dflt->problem) < 0)) {
-            TAKE(dflt, at_d, pd_d);
+            dflt = k;
             dflt_d = size;
         }
-#undef TAKE
     }
-    if (exact)
-        return fill_selection(rt, exact, dims, ndims, at_ex, pd_ex, PTXTUNE_MATCH_EXACT, sel, e);
-    if (inb)
-        return fill_selection(rt, inb, dims, ndims, at_b, pd_b, PTXTUNE_MATCH_BUCKET, sel, e);
-    if (above)
-        return fill_selection(rt, above, dims, ndims, at_a, pd_a, PTXTUNE_MATCH_BUCKET, sel, e);
-    if (dflt)
-        return fill_selection(rt, dflt, dims, ndims, at_d, pd_d, PTXTUNE_MATCH_DEFAULT, sel, e);
+    const ptxtune_entry *pick = exact ? exact : inb ? inb : above ? above : dflt;
+    if (pick) {
+        serves(pick, dims, pad, at, &pd);
+        return fill_selection(rt, pick, dims, ndims, at, pd,
+                              exact ? PTXTUNE_MATCH_EXACT
+                              : inb || above ? PTXTUNE_MATCH_BUCKET
+                                             : PTXTUNE_MATCH_DEFAULT,
+                              sel, e);
+    }
     char req[256] = "";
     size_t o = 0;
     for (int i = 0; i < ndims && o < sizeof req - 24; i++)
@@ -1277,6 +1455,8 @@ PTXTUNE_EXPORT int ptxtune_arg_get(const ptxtune_selection *sel, int i, ptxtune_
     for (int d = 0; d < k->ndims; d++)
         if (r->scales >> d & 1 && k->tuned[d] > 0)
             a->elements = a->elements / k->tuned[d] * sel->dims[d];
+    if (r->kind == K_TENSORMAP && r->tmap >= 0 && k->tmaps[r->tmap].src == r->tensor)
+        a->elements = tmap_extent(k, &k->tmaps[r->tmap], sel->dims);
     return PTXTUNE_OK;
 }
 
@@ -1292,12 +1472,27 @@ static int contract_ensure(ptxtune_runtime *rt, ptxtune_entry *k, ptxtune_error 
     int rc = PTXTUNE_OK;
     if (!atomic_load_explicit(&k->ready, memory_order_relaxed)) {
         json_error_t je;
-        json_t *l = json_loads(k->launch_text ? k->launch_text : "", 0, &je);
-        if (!l)
+        json_t *l = NULL;
+        if (!rt->launch_q &&
+            sqlite3_prepare_v2(rt->bundle, "SELECT launch FROM measurements WHERE id = ?1", -1,
+                               &rt->launch_q, NULL) != SQLITE_OK)
+            rc = fail(e, PTXTUNE_EINVAL, "%s: reading its launch contract: %s", k->problem,
+                      sqlite3_errmsg(rt->bundle));
+        if (!rc) {
+            sqlite3_reset(rt->launch_q);
+            sqlite3_bind_int64(rt->launch_q, 1, k->meas_id);
+            if (sqlite3_step(rt->launch_q) != SQLITE_ROW)
+                rc = fail(e, PTXTUNE_EINVAL, "%s: reading its launch contract: %s", k->problem,
+                          sqlite3_errmsg(rt->bundle));
+        }
+        if (!rc && !(l = json_loadb((const char *)sqlite3_column_text(rt->launch_q, 0),
+                                    (size_t)sqlite3_column_bytes(rt->launch_q, 0), 0, &je)))
             rc = fail(e, PTXTUNE_EINVAL, "%s: the launch contract is not JSON (%s)", k->problem,
                       je.text);
-        else
+        if (!rc)
             rc = read_contract(k, json_object_get(l, "contract"), e);
+        if (rt->launch_q)
+            sqlite3_reset(rt->launch_q);
         json_decref(l);
         if (!rc)
             atomic_store_explicit(&k->ready, 1, memory_order_release);
@@ -1396,7 +1591,8 @@ out:
 
 /* One map over the launch's pointers, into out (64-byte aligned). */
 static int tmap_encode(const ptxtune_runtime *rt, const ptxtune_entry *k, const rt_tmap *m,
-                       const uint64_t *tensors, unsigned char *out, ptxtune_error *e)
+                       const int64_t *at, const uint64_t *tensors, unsigned char *out,
+                       ptxtune_error *e)
 {
 #ifdef PT_HAVE_CUDA_HEADERS
     if (!rt->api.cuTensorMapEncodeTiled)
@@ -1406,9 +1602,11 @@ static int tmap_encode(const ptxtune_runtime *rt, const ptxtune_entry *k, const 
                     k->problem);
     cuuint64_t dims[RT_TMAP_RANK] = {0}, strides[RT_TMAP_RANK] = {0};
     cuuint32_t box[RT_TMAP_RANK] = {0}, es[RT_TMAP_RANK];
+    uint64_t md[RT_TMAP_RANK], ms[RT_TMAP_RANK];
+    tmap_at(k, m, at, md, ms);
     for (int d = 0; d < RT_TMAP_RANK; d++) {
-        dims[d] = d < m->rank ? m->dims[d] : 1;
-        strides[d] = d + 1 < m->rank ? m->strides[d] : 0;
+        dims[d] = d < m->rank ? md[d] : 1;
+        strides[d] = d + 1 < m->rank ? ms[d] : 0;
         box[d] = d < m->rank ? m->box[d] : 1;
         es[d] = 1;
     }
@@ -1425,6 +1623,7 @@ static int tmap_encode(const ptxtune_runtime *rt, const ptxtune_entry *k, const 
 #else
     (void)rt;
     (void)m;
+    (void)at;
     (void)tensors;
     (void)out;
     return fail(e, PTXTUNE_ENODRIVER, "%s: built without CUDA headers", k->problem);
@@ -1465,7 +1664,7 @@ PTXTUNE_EXPORT int ptxtune_launch(ptxtune_runtime *rt, const ptxtune_selection *
                                 k->problem, k->args[j].name, (unsigned long long)a->tensors[i],
                                 k->align);
     for (int i = 0; i < k->ntmaps; i++)
-        if ((rc = tmap_encode(rt, k, &k->tmaps[i], a->tensors, maps[i], e)))
+        if ((rc = tmap_encode(rt, k, &k->tmaps[i], sel->dims, a->tensors, maps[i], e)))
             return rc;
     for (int i = 0; i < k->nargs; i++) {
         const rt_arg *r = &k->args[i];

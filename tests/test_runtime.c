@@ -564,6 +564,109 @@ Test(runtime, a_damaged_contract_is_refused_at_its_first_selection)
     cr_expect(strstr(e.msg, "malformed launch contract"), "%s", e.msg);
 }
 
+/* issue 14 item 6 (start-up): a bundle carries its contracts' sizes as a
+ * table (rt_sizes: per winner the contract version and "i:tuned:min:max:group"
+ * per size, and the length of the launch text they were cut from), which the
+ * open reads instead of any JSON. A bundle without it (an older export) is
+ * read as before, to the same entries; an index that disagrees with its
+ * contract is refused at that entry's first selection, never used. */
+static void entry_ranges(ptxtune_runtime *rt, char *out, size_t n)
+{
+    size_t o = 0;
+    for (int i = 0; i < ptxtune_entry_count(rt) && o + 128 < n; i++) {
+        ptxtune_entry_info info;
+        cr_assert_eq(ptxtune_entry_info_get(ptxtune_entry_get(rt, i), &info), PTXTUNE_OK);
+        o += (size_t)snprintf(out + o, n - o, "%s:", info.problem);
+        for (int d = 0; d < info.ndims; d++)
+            o += (size_t)snprintf(out + o, n - o, " %lld..%lld", (long long)info.min[d],
+                                  (long long)info.max[d]);
+        o += (size_t)snprintf(out + o, n - o, "\n");
+    }
+}
+
+Test(runtime, a_bundle_indexes_its_contract_sizes_and_an_older_one_reads_the_same)
+{
+    need_store();
+    sqlite3 *db;
+    int64_t nw = -1, ns = -2;
+    cr_assert_eq(sqlite3_open_v2(P("b.db"), &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM winners),"
+                                        " (SELECT count(*) FROM rt_sizes)", -1, &st, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(db));
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    nw = sqlite3_column_int64(st, 0);
+    ns = sqlite3_column_int64(st, 1);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    cr_expect_eq(ns, nw, "%lld sizes rows for %lld winners", (long long)ns, (long long)nw);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", P("b.db"), P("old.db"));
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(sqlite3_open(P("old.db"), &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db, "DROP TABLE rt_sizes", NULL, NULL, NULL), SQLITE_OK, "%s",
+                 sqlite3_errmsg(db));
+    sqlite3_close(db);
+    static char a[16384], b[16384];
+    ptxtune_runtime *rt = open_rt("b.db", ALL);
+    entry_ranges(rt, a, sizeof a);
+    ptxtune_close(rt);
+    rt = open_rt("old.db", ALL);
+    entry_ranges(rt, b, sizeof b);
+    cr_expect_str_eq(b, a);
+    cr_expect(strstr(a, " 1..") != NULL, "no size taken at run time: %s", a);
+    drv d;
+    cr_assert_eq(drv_open(&d), 0);
+    cr_expect_eq(run_softmax(rt, &d, softmax_class, 40, 256), 0);
+    cr_expect_eq(run_gemm(rt, &d, gemm_class, 16, 64, 32), 0);
+    ptxtune_close(rt);
+}
+
+Test(runtime, a_size_index_that_disagrees_with_its_contract_is_refused)
+{
+    need_store();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", P("b.db"), P("bads.db"));
+    cr_assert_eq(system(cmd), 0);
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(P("bads.db"), &db), SQLITE_OK);
+    /* the 16-row softmax's first size: its max one larger than the contract's */
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db, "SELECT s.measurement_id, s.sizes FROM rt_sizes s JOIN"
+                                        " winners w ON w.measurement_id = s.measurement_id JOIN"
+                                        " problems p ON p.id = w.problem_id WHERE p.key LIKE"
+                                        " '%x=16x256%'", -1, &st, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(db));
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    int64_t id = sqlite3_column_int64(st, 0);
+    long long i0, t, lo, hi, g;
+    char rest[512] = "";
+    cr_assert_geq(sscanf((const char *)sqlite3_column_text(st, 1), "%lld:%lld:%lld:%lld:%lld%511s",
+                         &i0, &t, &lo, &hi, &g, rest), 5);
+    sqlite3_finalize(st);
+    char upd[1024];
+    snprintf(upd, sizeof upd, "UPDATE rt_sizes SET sizes = '%lld:%lld:%lld:%lld:%lld%s' WHERE"
+                              " measurement_id = %lld", i0, t, lo, hi + 1, g, rest, (long long)id);
+    cr_assert_eq(sqlite3_exec(db, upd, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+    cr_assert_eq(sqlite3_changes(db), 1);
+    sqlite3_close(db);
+    ptxtune_runtime *rt = open_rt("bads.db", ALL);
+    ptxtune_selection sel;
+    ptxtune_error e;
+    int64_t dims[2] = {16, 256};
+    cr_expect_eq(ptxtune_select(rt, softmax_class, dims, 2, &sel, &e), PTXTUNE_EINVAL);
+    cr_expect(strstr(e.msg, "does not match its launch contract") && strstr(e.msg, "x=16x256"),
+              "%s", e.msg);
+    drv d;
+    cr_assert_eq(drv_open(&d), 0);
+    cr_expect_eq(run_softmax(rt, &d, softmax_class, 40, 256), 0, "the 64-row entry serves");
+    cr_expect_eq(run_gemm(rt, &d, gemm_class, 16, 64, 32), 0);
+    ptxtune_close(rt);
+    ptxtune_options o = {.flags = ALL | PTXTUNE_LOAD_EAGER};
+    cr_expect_eq(ptxtune_open(P("bads.db"), &o, &rt, &e), PTXTUNE_EINVAL);
+    cr_expect(strstr(e.msg, "does not match its launch contract"), "%s", e.msg);
+}
+
 /* issue 14: a kernel that takes a tensor map (tests/ptx/sm90/tma_load_sm90.ptx,
  * the TMA-load probe: one 2-D box of a 64 x 64 f32 tensor copied to out)
  * from a hand-made JSON table entry whose contract carries the map's encode
@@ -571,7 +674,8 @@ Test(runtime, a_damaged_contract_is_refused_at_its_first_selection)
  * (cuTensorMapEncodeTiled; the fake encodes as ptx/emu/tmap.h does) and
  * passes the 128 bytes by value. The tensor has no pointer argument of its
  * own, so the map's argument is a tensor of the launch. */
-static const char *tma_table(const char *file, const char *tmap_json)
+static const char *tma_table_at(const char *file, const char *tmap_json, const char *pkey,
+                                const char *pdims)
 {
     const char *t = getenv("PTXTUNE_TESTS_DIR");
     char path[1024];
@@ -591,7 +695,7 @@ static const char *tma_table(const char *file, const char *tmap_json)
         "fingerprint", "key", key, "gpu", fake_fp.gpu, "cc", fake_fp.cc, "sm_count",
         fake_fp.sm_count, "driver", fake_fp.driver, "compiler", fake_fp.compiler, "ptx_version",
         fake_fp.ptx_version, "generator", fake_fp.generator, "protocol", fake_fp.protocol,
-        "problem", "key", "probe tma n=1", "class", "probe tma", "dims", "1", "op", "probe",
+        "problem", "key", pkey, "class", "probe tma", "dims", pdims, "op", "probe",
         "config", "box=16x8", "kernel", "entry", "tma_load_2d", "hash", hash, "ptx", ptx,
         "launch", launch, "time_s", "median", 1e-6);
     cr_assert(row);
@@ -599,6 +703,11 @@ static const char *tma_table(const char *file, const char *tmap_json)
     cr_assert_eq(json_dump_file(root, P(file), 0), 0);
     json_decref(root);
     return P(file);
+}
+
+static const char *tma_table(const char *file, const char *tmap_json)
+{
+    return tma_table_at(file, tmap_json, "probe tma n=1", "1");
 }
 
 #define TMA_CONTRACT(TMAP)                                                                    \
@@ -699,6 +808,80 @@ static int sh(const char *cmd, char *out, size_t n)
     test_slurp(tmp, out, n);
     remove(tmp);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A map over a tensor whose rows are a run-time size (a dyn=m GEMM's A):
+ * the contract's "dims_scale" says the map's row count follows size 0
+ * (tuned 64, served 1..128), so a launch at 8 rows encodes an 8-row map and
+ * the box's rows past 8 are the TMA's zero fill; the map's launch tensor is
+ * 8 rows long. */
+Test(runtime, a_tensor_map_follows_a_run_time_size)
+{
+    load_fake();
+    const char *contract =
+        "{\"contract\":{\"v\":1,\"entry\":\"tma_load_2d\",\"block\":[128,1,1],\"smem\":2560,"
+        "\"smem_optin\":false,\"cluster\":[1,1,1],\"align\":16,\"workspace\":{\"bytes\":0,"
+        "\"zero_fill\":\"once\",\"scratch_bytes\":0},\"dims\":[{\"name\":\"rows\",\"tuned\":64,"
+        "\"min\":1,\"max\":128,\"group\":0}],\"grid\":[{\"const\":1},{\"const\":1},{\"const\":1}],"
+        "\"args\":[{\"name\":\"tmap\",\"kind\":\"tensormap\",\"tmap\":{\"of\":\"input\","
+        "\"tensor\":0,\"offset\":0,\"dtype\":7,\"rank\":2,\"dims\":[64,64],\"dims_scale\":[-1,0],"
+        "\"strides\":[256],\"strides_scale\":[-1],\"box\":[16,8],\"swizzle\":0,\"oobfill\":0,"
+        "\"l2promo\":0}},{\"name\":\"out\",\"kind\":\"output\",\"tensor\":0,\"dtype\":\"f32\","
+        "\"elements\":128,\"scales\":[]},{\"name\":\"c0\",\"kind\":\"u32\",\"value\":8},"
+        "{\"name\":\"c1\",\"kind\":\"u32\",\"value\":4},{\"name\":\"nbytes\",\"kind\":\"u32\","
+        "\"value\":512}]}}";
+    const char *table = tma_table_at("tma_dyn.json", contract, "probe tma rows=64", "64");
+    char key[17];
+    db_fingerprint_key(&fake_fp, key);
+    ptxtune_options o = {.flags = PTXTUNE_ALLOW_PTX_JIT, .fingerprint = key};
+    ptxtune_runtime *rt;
+    ptxtune_error e;
+    cr_assert_eq(ptxtune_open(table, &o, &rt, &e), PTXTUNE_OK, "%s", e.msg);
+    ptxtune_selection sel;
+    int64_t rows = 8;
+    cr_assert_eq(ptxtune_select(rt, "probe tma", &rows, 1, &sel, &e), PTXTUNE_OK, "%s", e.msg);
+    cr_expect_eq(sel.match, PTXTUNE_MATCH_BUCKET);
+    ptxtune_arg_info ai;
+    ptxtune_arg_get(&sel, 0, &ai);
+    cr_expect_str_eq(ai.kind, "tensormap");
+    cr_expect_eq(ai.elements, 8 * 64, "the map's tensor at 8 rows: %lld", (long long)ai.elements);
+    drv d;
+    cr_assert_eq(drv_open(&d), 0);
+    static float in[64 * 64], got[128];
+    for (int i = 0; i < 64 * 64; i++)
+        in[i] = (float)(i + 1);
+    uint64_t din = upload(&d, in, 64 * 64), dout = upload(&d, NULL, 128);
+    cr_assert(din && dout);
+    uint64_t ptrs[2] = {dout, din};
+    ptxtune_launch_args la = {.tensors = ptrs, .ntensors = 2};
+    cr_assert_eq(ptxtune_launch(rt, &sel, &la, &e), PTXTUNE_OK, "%s", e.msg);
+    cr_assert_eq(d.sync(), 0);
+    cr_assert_eq(d.d2h(got, dout, sizeof got), 0);
+    int bad = 0;
+    for (int r = 0; r < 8; r++)
+        for (int c = 0; c < 16; c++) {
+            float want = 4 + r < 8 ? in[(4 + r) * 64 + 8 + c] : 0.0f; /* rows 8.. out of the map */
+            if (got[r * 16 + c] != want && bad++ < 4)
+                cr_expect_eq(got[r * 16 + c], want, "box (%d, %d)", r, c);
+        }
+    cr_expect_eq(bad, 0);
+    /* at the tuned 64 rows the whole box is in the map */
+    rows = 64;
+    cr_assert_eq(ptxtune_select(rt, "probe tma", &rows, 1, &sel, &e), PTXTUNE_OK, "%s", e.msg);
+    cr_assert_eq(ptxtune_launch(rt, &sel, &la, &e), PTXTUNE_OK, "%s", e.msg);
+    cr_assert_eq(d.sync(), 0);
+    cr_assert_eq(d.d2h(got, dout, sizeof got), 0);
+    cr_expect_eq(got[127], in[11 * 64 + 23]);
+    ptxtune_close(rt);
+    /* a scale naming a size the contract lacks: refused at open naming the argument */
+    char c2[4096];
+    snprintf(c2, sizeof c2, "%s", contract);
+    char *at = strstr(c2, "\"dims_scale\":[-1,0]");
+    cr_assert(at);
+    at[strlen("\"dims_scale\":[-1,")] = '1';
+    table = tma_table_at("tma_dyn_bad.json", c2, "probe tma rows=64", "64");
+    cr_expect_eq(ptxtune_open(table, &o, &rt, &e), PTXTUNE_EINVAL);
+    cr_expect(strstr(e.msg, "'tmap'") && strstr(e.msg, "malformed tensor map"), "%s", e.msg);
 }
 
 Test(runtime, the_library_exports_the_api_and_links_no_generator)
