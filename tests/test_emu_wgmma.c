@@ -10,6 +10,7 @@
  * code. Inputs are small integers, exact in every input type, so every
  * product is exact and so is the f32 sum. */
 #include "gen/kit/atom.h"
+#include "ptx/emu/tmap.h"
 #include "ptx/parse.h"
 #include "test_emu_util.h"
 
@@ -652,6 +653,91 @@ Test(emu_wgmma, detect_missing_proxy_fence_after_a_peer_write)
     run_cluster_proxy("cluster_proxy_fixed", false, false);
     run_cluster_proxy("cluster_proxy_bulk_bug", true, true);
     run_cluster_proxy("cluster_proxy_bulk_fixed", false, true);
+}
+/* issue 12 item 3, "an mbarrier whose tx count ... does not reach zero":
+ * every arrival in, fewer bytes completed than announced, and no waiter
+ * (a waiter gets the deadlock report): expect-tx when the CTA ends. */
+Test(emu_wgmma, detect_tx_count_left_above_zero)
+{
+    run_file("mbar_tx_left_bug", EMU_R_EXPECT_TX);
+    run_file("mbar_tx_left_fixed", EMU_NREPORT_KINDS);
+}
+/* issue 12 item 3, "a TMA box out of the tensor map's constraints": maps
+ * are validated at encode (exec, the fake driver, the verifier: one line,
+ * exit 2); what a kernel can still hand a TMA is a map whose box does not
+ * fit its instruction or whose bytes were changed after encoding. The TMA
+ * round trip (tma_fixed.ptx, 64 threads, 2-D tin and tout maps, the fixed
+ * twin: test_emu_async runs it clean) with (1) tin a 3-D map, (2) tin's
+ * box field rewritten to 512 rows (over the 256 limit; the map's checksum
+ * refuses the change before the box check): bad-tensormap at the first
+ * instruction reading the map, one line naming it. */
+static void bad_map_case(int variant)
+{
+    char *text;
+    ptx_module *m = load_file("tma_fixed", &text);
+    emu_ctx *c = emu_new(NULL);
+    emu_kernel *k;
+    pt_err e = {0};
+    cr_assert_eq(emu_load(c, m, NULL, &k, &e), PT_OK, "%s", e.msg);
+    float in[64 * 16];
+    for (int i = 0; i < 64 * 16; i++)
+        in[i] = (float)i;
+    uint64_t din = emu_alloc(c, sizeof in, "in"), dout = emu_alloc(c, 32 * 8 * 4, "out"),
+             draw = emu_alloc(c, 32 * 8 * 4, "raw");
+    cr_assert_eq(emu_write(c, din, in, sizeof in, &e), PT_OK);
+    emu_tmap_desc a = {.dtype = EMU_TMAP_F32, .rank = 2, .gaddr = din, .dims = {64, 16},
+                       .strides = {64 * 4}, .box = {32, 8}, .estrides = {1, 1},
+                       .swizzle = EMU_TMAP_SWIZZLE_128B};
+    emu_tmap_desc b = a;
+    b.gaddr = dout;
+    b.dims[0] = 32;
+    b.dims[1] = 8;
+    b.strides[0] = 32 * 4;
+    if (variant == 1) { /* a 3-D map (the same box, one plane) for a 2-D load */
+        a.rank = 3;
+        a.dims[2] = 1;
+        a.strides[1] = 64 * 16 * 4;
+        a.box[2] = 1;
+        a.estrides[2] = 1;
+    }
+    uint8_t tin[EMU_TMAP_BYTES], tout[EMU_TMAP_BYTES];
+    cr_assert_eq(emu_tmap_encode(&a, tin, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(emu_tmap_encode(&b, tout, &e), PT_OK, "%s", e.msg);
+    if (variant == 2) { /* the box's row count (2 bytes of dims[1]'s box) becomes 512 */
+        emu_tmap_desc big = a;
+        big.box[1] = 8;
+        uint8_t ref[EMU_TMAP_BYTES];
+        cr_assert_eq(emu_tmap_encode(&big, ref, &e), PT_OK);
+        bool changed = false;
+        for (int i = 0; i + 1 < EMU_TMAP_BYTES && !changed; i++)
+            if (tin[i] == 8 && tin[i + 1] == 0 && i > 0 && tin[i - 2] == 32 && tin[i - 1] == 0) {
+                tin[i] = 0;
+                tin[i + 1] = 2; /* 512 */
+                changed = true;
+            }
+        cr_assert(changed, "the box field was not found");
+    }
+    const void *args[] = {tin, tout, &draw};
+    emu_launch l = {{1, 1, 1}, {64, 1, 1}, 0};
+    int rc = emu_run(c, k, &l, args, NULL, &e);
+    for (int i = 0; i < emu_nreports(c); i++)
+        fprintf(stderr, "  bad map %d: %s\n", variant, emu_report(c, i));
+    cr_assert_eq(rc, PT_EEMU, "variant %d: no report", variant);
+    cr_assert_eq(emu_report_kind_of(c, 0), EMU_R_BAD_TENSORMAP, "%s", e.msg);
+    /* at the first instruction that reads the map: the prefetch, or the load */
+    cr_assert((strstr(e.msg, "(cp.async.bulk.tensor)") || strstr(e.msg, "(prefetch)")) &&
+                  strstr(e.msg, "line ") && !strchr(e.msg, '\n'),
+              "%s", e.msg);
+    cr_assert(strstr(e.msg, variant == 1 ? "rank 3" : "modified"), "%s", e.msg);
+    emu_kernel_free(k);
+    emu_free(c);
+    ptx_module_free(m);
+    free(text);
+}
+Test(emu_wgmma, detect_a_bad_tensor_map_at_the_tma)
+{
+    bad_map_case(1);
+    bad_map_case(2);
 }
 Test(emu_wgmma, detect_missing_proxy_fence)
 {

@@ -431,6 +431,8 @@ typedef struct emu_mbar {
     uint64_t inflight; /* bytes of async operations issued in the current phase, not landed */
     int32_t init_line, last_line; /* PTX lines of the init and the last arrival */
     int last_tid;
+    uint32_t tx_pc;    /* the last instruction that announced tx (expect_tx), and its thread */
+    int tx_tid;
 } emu_mbar;
 enum { EMU_MBS_FREE, EMU_MBS_LIVE, EMU_MBS_INVAL };
 
@@ -502,6 +504,9 @@ void emu__mbar_complete_tx(emu_cta *c, emu_mbar *b, uint64_t bytes, uint64_t pha
                            const emu_ins *in, int tid, const uint32_t *vc);
 /* The deadlock report for parked mbarrier waiters; false when none waits. */
 bool emu__mbar_deadlock(emu_cta *c);
+/* The CTA ends (its copies landed): a live barrier whose phase has every
+ * arrival in and a tx count above zero can never complete (expect-tx). */
+void emu__mbar_end(emu_cta *c);
 
 /* async.c */
 int emu__async_cta_init(emu_cta *c);

@@ -932,8 +932,10 @@ static int cta_round(emu_cta *c)
 
 static void cta_end(emu_cta *c)
 {
-    if (c->as && !c->dead)
+    if (c->as && !c->dead) {
         emu__async_drain(c); /* copies still in flight land before the CTA retires */
+        emu__mbar_end(c);
+    }
     flush_steps(c, NULL, -1);
     c->clock += c->steps;
 }

@@ -236,8 +236,11 @@ void emu__mbar_complete_tx(emu_cta *c, emu_mbar *b, uint64_t bytes, uint64_t pha
 static uint64_t arrive(emu_cta *c, emu_cta *who, emu_mbar *b, const emu_ins *in, int tid,
                        uint64_t cnt, bool drop, bool tx, uint64_t bytes)
 {
-    if (tx)
+    if (tx) {
         b->tx += (int64_t)bytes;
+        b->tx_pc = (uint32_t)(in - c->k->code);
+        b->tx_tid = tid;
+    }
     if (cnt > b->pending) {
         if (c->o->detect_async)
             emu__report(c, EMU_R_MBARRIER, in, tid, EMU_SP_SHARED, b->off, 8,
@@ -355,6 +358,10 @@ bool emu__mbar(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint32_t 
                 return true;
             int64_t v = (int64_t)(B[l] & 0xffffffffu);
             b->tx += in->sub == EMU_MB_EXPECT_TX ? v : -v;
+            if (in->sub == EMU_MB_EXPECT_TX) {
+                b->tx_pc = (uint32_t)(in - c->k->code);
+                b->tx_tid = tid;
+            }
             mb_check(o, b, in, tid);
             break;
         }
@@ -415,6 +422,26 @@ static void mb_name(const emu_cta *c, uint32_t off, char *buf, size_t n)
         }
     }
     snprintf(buf, n, "+0x%x", off);
+}
+
+void emu__mbar_end(emu_cta *c)
+{
+    emu_asc *a = c->as;
+    if (!a || !c->o->detect_async || c->dead)
+        return;
+    for (uint32_t i = 0; i < a->nmb; i++) {
+        const emu_mbar *b = &a->mb[i];
+        if (b->state != EMU_MBS_LIVE || b->pending || b->tx <= 0 || b->tx_pc >= c->k->ncode)
+            continue;
+        char where[96];
+        mb_name(c, b->off, where, sizeof where);
+        emu__report(c, EMU_R_EXPECT_TX, &c->k->code[b->tx_pc], b->tx_tid, EMU_SP_SHARED, b->off, 8,
+                    "the CTA ends with phase %llu of mbarrier %s holding every arrival and a tx "
+                    "count of %lld: expect_tx announced %lld bytes more than the copies "
+                    "completed, so the phase can never complete",
+                    (unsigned long long)b->phase, where, (long long)b->tx, (long long)b->tx);
+        return;
+    }
 }
 
 bool emu__mbar_deadlock(emu_cta *c)
