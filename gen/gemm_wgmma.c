@@ -303,10 +303,6 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     g->tiles = tm * tnn;
     if (g->tiles > 0x7fffffffll)
         return pt_errf(e, PT_ERANGE, "%lld tiles: the grid is limited to 2^31-1", (long long)g->tiles);
-    if (w->epi && pt_config_get(c, "sched", 0) != 0)
-        return pt_errf(e, PT_EINVAL, "epi=1 (TMA store) with sched=1 (pingpong): not supported (epi=0)");
-    if (w->epi && pt_config_get(c, "cluster", 1) != 1)
-        return pt_errf(e, PT_EINVAL, "epi=1 (TMA store) with a cluster: not supported (epi=0)");
     int erc = w->epi ? gemm_epi_tma_check(g, e) : PT_OK;
     if (erc)
         return erc;
@@ -338,9 +334,14 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
         int epi = gemm_epi_smem(g);
         w->region = (pipe > epi ? pipe : epi + 7) / 8 * 8;
     }
-    if (w->epi) { /* the TMA store's staging (1024-byte boxes): past the ring when persistent */
+    if (w->epi) { /* the TMA store's staging (1024-byte boxes): past the ring when persistent,
+                   * one per consumer with pingpong */
         int st = gemm_epi_tma_smem(g);
-        w->region = w->persistent ? pipe + st : pipe > st ? pipe : st;
+        if (w->sched) {
+            w->epi_bytes = st;
+            w->region = pipe + 2 * st;
+        } else
+            w->region = w->persistent ? pipe + st : pipe > st ? pipe : st;
     }
     w->smem_bytes = 1024 + w->region + 16 * w->stages;
     if (w->smem_bytes > lim)

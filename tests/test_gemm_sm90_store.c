@@ -194,7 +194,8 @@ static void grid_case(grid *g, const pt_problem *p, const char *config, emu_sche
 /* Inputs bf16 f16 e4m3 s8, outputs f32 bf16 f16 e4m3, M and N among 1, 7,
  * 65, 129, 257, persistent grids of several tiles per CTA, bias +
  * activation + residual, C (beta), batches; every staging width and
- * swizzle; each case under the three schedules. */
+ * swizzle; pingpong and clusters of 2; each case under the three
+ * schedules. */
 Test(gemm_sm90_store, emulator_grid, .timeout = 600)
 {
     double t0 = now();
@@ -230,6 +231,12 @@ Test(gemm_sm90_store, emulator_grid, .timeout = 600)
         {257, 257, 32, "nn", PT_F16, PT_F32, "acc * alpha + bias[n]", 0, 1, "bm=128,bn=128,persistent=3"},
         {1, 1, 64, "nt", PT_BF16, PT_BF16, "relu(acc + bias[n]) + r", 0, 1, "bm=64,bn=16"},
         {65, 65, 64, "nt", PT_E4M3, PT_F16, "silu(acc + bias[m]) + r", 0, 1, "bm=64,bn=256,stages=2"},
+        /* pingpong (each consumer stores its own 64-row tile from its own
+         * staging) and clusters of 2 (each CTA its own tile) */
+        {129, 100, 72, "nt", PT_BF16, PT_BF16, "gelu(acc) + r", 0, 2, "bm=64,bn=32,sched=1,persistent=2"},
+        {257, 65, 64, "tt", PT_F16, PT_F32, "acc + bias[n]", 0, 1, "bm=64,bn=64,sched=1"},
+        {200, 65, 64, "nt", PT_E4M3, PT_E4M3, NULL, 0, 1, "bm=128,bn=64,cluster=21,stages=3"},
+        {130, 129, 96, "nn", PT_BF16, PT_BF16, "relu(acc)", 0, 1, "bm=64,bn=64,sched=1,cluster=12,persistent=4"},
     };
     int n = 0;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
@@ -330,8 +337,6 @@ Test(gemm_sm90_store, check_refuses_what_cannot_be_stored)
         {&packed, "impl=1,epi=1,bm=64,bn=64", "ldd=129 is not a multiple of 16 bytes of bf16"},
         {&col, "impl=1,epi=1,bm=64,bn=64", "a column-major D is not supported"},
         {&s32, "impl=1,epi=1,bm=64,bn=64", "s32 output is not supported"},
-        {&ok, "impl=1,epi=1,bm=64,bn=64,sched=1", "with sched=1 (pingpong): not supported"},
-        {&ok, "impl=1,epi=1,bm=64,bn=64,cluster=21", "with a cluster: not supported"},
         {&big, "impl=1,epi=1,bm=128,bn=256,stages=4,persistent=132", "bytes of shared memory"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -340,6 +345,8 @@ Test(gemm_sm90_store, check_refuses_what_cannot_be_stored)
         cr_expect(strstr(e.msg, bad[i].msg) != NULL, "%s: '%s', want '%s'", bad[i].cfg, e.msg, bad[i].msg);
         cr_expect(!strchr(e.msg, '\n'), "one line: %s", e.msg);
     }
+    /* pingpong: a staging per consumer past the ring */
+    cr_expect_eq(check_cfg(&big, "impl=1,epi=1,bm=64,bn=256,sched=1,stages=4", &e), PT_OK, "%s", e.msg);
     /* the ring and the staging fit with one stage less */
     cr_expect_eq(check_cfg(&big, "impl=1,epi=1,bm=128,bn=256,stages=3,persistent=132", &e), PT_OK, "%s", e.msg);
     /* the default stays the direct epilogue */
@@ -433,6 +440,8 @@ Test(gemm_sm90_store, new_forms_assemble_with_ptxas, .timeout = 300)
         {PT_GEMM(4096, 4096, 4096, "tt", PT_F16, PT_F32), NULL, "impl=1,epi=1,bm=128,bn=128,stages=4"},
         {PT_GEMM(4096, 4096, 4096, "nt", PT_E4M3, PT_E4M3), "gelu(acc)", "impl=1,epi=1,bm=128,bn=128,stages=4,persistent=132"},
         {PT_GEMM(1024, 1024, 1024, "nt", PT_BF16, PT_F16), NULL, "impl=1,epi=1,bm=64,bn=64,stages=4"},
+        {PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16), NULL, "impl=1,epi=1,bm=64,bn=256,sched=1,stages=4,persistent=132"},
+        {PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16), NULL, "impl=1,epi=1,bm=128,bn=256,cluster=21,stages=3"},
     };
     cs[3].p.out_scale = 2;
     cs[3].p.has_out_scale = true;
