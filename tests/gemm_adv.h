@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -217,6 +218,25 @@ static void adv_plant(tuner_io *io, void *arg)
         g->nonfinite += !isfinite(fl && isfinite(o.data[j]) ? pt_dtype_round(o.dtype, o.data[j]) : o.data[j]);
 
     free(o.data);
+}
+
+/* ADV_TIES: D(i, j) = 1 + (2 (j mod 8) + 1) 2^-11 exactly, a tie of f16 and
+ * of bf16 neighbours; the store must round it to even (cvt.rn), which the
+ * verifier's tolerance cannot see. The kernel's D (io->out[0].data after
+ * tuner_verify, row-major, packed) against that; returns the mismatches. */
+static int64_t adv_ties_exact(const tuner_io *io, const adv_arg *g, char *msg, size_t n)
+{
+    int64_t bad = 0;
+    pt_dtype dt = io->out[0].dtype;
+    for (int64_t i = 0; i < g->m; i++)
+        for (int64_t j = 0; j < g->n; j++) {
+            double want = pt_dtype_round(dt, 1.0 + (double)(2 * (j % 8) + 1) * 0x1p-11);
+            double got = io->out[0].data[i * g->n + j];
+            if (got != want && !bad++)
+                snprintf(msg, n, "D(%lld, %lld) = %.9g, round-to-nearest-even gives %.9g",
+                         (long long)i, (long long)j, got, want);
+        }
+    return bad;
 }
 
 #endif

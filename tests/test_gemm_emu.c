@@ -554,6 +554,17 @@ typedef struct adv_case {
     const adv_spec *s;
 } adv_case;
 
+/* The exact tie check of ADV_TIES (f16/bf16 outputs: round to even). */
+static int ties_post(const tuner_io *io, void *arg, pt_err *e)
+{
+    const adv_arg *g = arg;
+    char msg[256];
+    if (g->s->fill != ADV_TIES || (io->out[0].dtype != PT_F16 && io->out[0].dtype != PT_BF16))
+        return PT_OK;
+    int64_t bad = adv_ties_exact(io, g, msg, sizeof msg);
+    return bad ? pt_errf(e, PT_ERANGE, "%lld ties not rounded to even; first %s", (long long)bad, msg) : PT_OK;
+}
+
 /* Runs one case; returns 0 when it passed. */
 static int adv_run(tally *t, const adv_case *ac)
 {
@@ -579,7 +590,7 @@ static int adv_run(tally *t, const adv_case *ac)
     memset(&r, 0, sizeof r);
     if (!rc) {
         pt_check_opts o = {.seed = (uint64_t)(ac->m * 131 + ac->n * 7 + ac->k), .threads = 2,
-                           .plant = adv_plant, .plant_arg = &g};
+                           .plant = adv_plant, .plant_arg = &g, .post = ties_post};
         rc = pt_check_emu(&gen_gemm_op, pp, &tg, &c, &o, &r, &e);
     }
     if (!rc && g.rc)
@@ -618,6 +629,8 @@ Test(gemm_emu, adversarial_inputs_match_the_reference, .timeout = 600)
         {33, 40, 65, "tn", PT_F16, PT_F32, 1, 0, NULL, "sm_86", "splitk=2", &adv_huge},
         {33, 40, 65, "nn", PT_F16, PT_F16, 1, 0, NULL, "sm_86", "", &adv_tiny},
         {33, 40, 65, "nt", PT_F16, PT_F16, 1, 0, NULL, "sm_86", "", &adv_ties},
+        {33, 40, 65, "tn", PT_F16, PT_F16, 1, 0, NULL, "sm_86", "splitk=2", &adv_ties},
+        {17, 24, 40, "nn", PT_BF16, PT_BF16, 1, 0, NULL, "sm_80", "", &adv_ties},
         /* bf16 (sm_80) */
         {17, 24, 40, "tn", PT_BF16, PT_BF16, 1, 0, NULL, "sm_80", "", &adv_a_inf},
         {17, 24, 40, "nt", PT_BF16, PT_F32, 1, 0, NULL, "sm_80", "splitk=2", &adv_ab_inf},

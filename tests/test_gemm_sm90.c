@@ -95,6 +95,10 @@ typedef struct run_out {
 /* One problem on the emulator at schedule sched (seed for the random one):
  * config over the op's defaults (NULL: the defaults), which must be the
  * wgmma loop's (impl=1). Returns the verifier's status; the message in e. */
+/* post (NULL: none): called with the kernel's outputs in io->out[i].data
+ * after a passing verification; its status is the run's. */
+static int (*run_post)(const tuner_io *io, void *arg, pt_err *e);
+
 static int run_on_plant(const char *backend, const pt_problem *p, const char *config, emu_sched sched,
                         uint64_t seed, void (*plant)(tuner_io *, void *), void *plant_arg, run_out *o,
                         pt_err *e)
@@ -155,6 +159,8 @@ static int run_on_plant(const char *backend, const pt_problem *p, const char *co
         rc = tuner_verify(d, k, &l, io, &vo, &vr, e);
         o->max_err = vr.max_err;
         o->checked = vr.checked;
+        if (!rc && run_post)
+            rc = run_post(io, plant_arg, e);
         emu_stats st;
         if (tuner_emu_last_run(d, &st) == PT_OK) {
             o->lanes = st.lane_instructions;
@@ -758,6 +764,16 @@ static const adv_spec sa_act = {"-inf, +inf and NaN in A (activations)", ADV_NON
                                 {{"a", 0, 0, -INFINITY}, {"a", 1, 1, INFINITY}, {"a", 2, 2, NAN}}, 0};
 static const adv_spec sa_c = {"NaN and inf in C", ADV_NONE, 2, {{"c", 1, 1, NAN}, {"c", -1, -1, -INFINITY}}, 2};
 
+static int ties_post(const tuner_io *io, void *arg, pt_err *e)
+{
+    const adv_arg *g = arg;
+    char msg[256];
+    if (g->s->fill != ADV_TIES || (io->out[0].dtype != PT_F16 && io->out[0].dtype != PT_BF16))
+        return PT_OK;
+    int64_t bad = adv_ties_exact(io, g, msg, sizeof msg);
+    return bad ? pt_errf(e, PT_ERANGE, "%lld ties not rounded to even; first %s", (long long)bad, msg) : PT_OK;
+}
+
 Test(gemm_sm90, adversarial_inputs_every_schedule, .timeout = 600)
 {
     double t0 = now();
@@ -780,6 +796,7 @@ Test(gemm_sm90, adversarial_inputs_every_schedule, .timeout = 600)
         {65, 64, 72, "nt", PT_F16, PT_F32, NULL, 0, "impl=1,bm=64,bn=64", &sa_huge},
         {65, 64, 72, "nt", PT_BF16, PT_F32, NULL, 0, "impl=1,bm=64,bn=64", &sa_tiny},
         {65, 64, 72, "nt", PT_F16, PT_F16, NULL, 0, "impl=1,bm=64,bn=64", &sa_ties},
+        {65, 64, 72, "tt", PT_BF16, PT_BF16, NULL, 0, "impl=1,bm=64,bn=64,epi=1", &sa_ties},
         {65, 64, 40, "nt", PT_TF32, PT_F32, NULL, 0, "impl=1,bm=64,bn=64", &sa_inf_zero},
         {65, 64, 40, "nt", PT_TF32, PT_F32, NULL, 0, "impl=1,bm=64,bn=64", &sa_max_f32},
         {65, 64, 64, "nt", PT_E4M3, PT_BF16, NULL, 0, "impl=1,bm=64,bn=64", &sa_a_nan},
@@ -795,6 +812,7 @@ Test(gemm_sm90, adversarial_inputs_every_schedule, .timeout = 600)
     };
     int ran = 0, failed = 0;
     char first[1400] = "";
+    run_post = ties_post;
     for (size_t ci = 0; ci < 3 * sizeof cs / sizeof cs[0]; ci++) {
         size_t i = ci / 3;
         pt_problem p = prob(cs[i].m, cs[i].n, cs[i].k, cs[i].lay, cs[i].dt, cs[i].odt);
@@ -822,6 +840,7 @@ Test(gemm_sm90, adversarial_inputs_every_schedule, .timeout = 600)
                 snprintf(first, sizeof first, "%s %s: %s", pt_dtype_get(cs[i].dt)->name, cs[i].s->name, e.msg);
         }
     }
+    run_post = NULL;
     printf("wgmma adversarial inputs: %d cases, %d failed, %.1f s\n", ran, failed, now() - t0);
     cr_expect_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
 }

@@ -57,6 +57,8 @@ int pt_check_emu(const pt_op *op, const pt_prepared *pp, const pt_target *t, con
         tuner_verify_opts vo = {.full_limit = INT64_MAX};
         tuner_verify_result vr;
         rc = tuner_verify(d, k, &l, io, &vo, &vr, e);
+        if (!rc && o && o->post)
+            rc = o->post(io, o->plant_arg, e);
         r->checked = vr.checked;
         r->bad = vr.bad;
         r->max_err = vr.max_err;

@@ -24,6 +24,10 @@ typedef struct pt_check_opts {
      * them, in io->in[i].data and io->in_bits[i] alike */
     void (*plant)(struct tuner_io *io, void *arg);
     void *plant_arg;
+    /* called after a passing comparison with the kernel's outputs in
+     * io->out[i].data (NULL: none): a test's exact check; its status and
+     * message are the run's */
+    int (*post)(const struct tuner_io *io, void *arg, pt_err *e);
 } pt_check_opts;
 
 typedef struct pt_check_result {
