@@ -235,6 +235,34 @@ static pt_problem with_group(const cctx *x, pt_arena *a, const pt_problem *p, in
     return q;
 }
 
+/* v0 at T is v1 at P: equal, or proportional to the size. */
+static bool follows(uint64_t v0, uint64_t v1, int64_t T, int64_t P)
+{
+    return v1 == v0 || (v0 % (uint64_t)T == 0 && v1 == v0 / (uint64_t)T * (uint64_t)P);
+}
+
+/* The same maps, but for dims and strides proportional to the size (a map
+ * over a tensor whose rows are the run-time size: the runtime encodes it at
+ * the launch's sizes, the contract's dims_scale / strides_scale). */
+static bool same_tmaps(const pt_launch *l, const pt_launch *q, int64_t T, int64_t P)
+{
+    if (l->ntmaps != q->ntmaps)
+        return false;
+    for (int i = 0; i < l->ntmaps; i++) {
+        const pt_tmap *a = &l->tmaps[i], *b = &q->tmaps[i];
+        if (a->of != b->of || a->index != b->index || a->offset != b->offset ||
+            a->dtype != b->dtype || a->rank != b->rank || a->swizzle != b->swizzle ||
+            a->oobfill != b->oobfill || a->l2promo != b->l2promo ||
+            memcmp(a->box, b->box, sizeof a->box))
+            return false;
+        for (int r = 0; r < a->rank && r < 5; r++)
+            if (!follows(a->dims[r], b->dims[r], T, P) ||
+                (r + 1 < a->rank && !follows(a->strides[r], b->strides[r], T, P)))
+                return false;
+    }
+    return true;
+}
+
 /* Whether probe pr (group at P, tuned T) runs the same kernel: same PTX,
  * block, smem, workspace, argument kinds; scalars equal or following the
  * dim; tensor sizes equal or proportional. */
@@ -259,8 +287,7 @@ static bool same_kernel(const emission *b, const emission *pr, int64_t T, int64_
             !(u->u == (uint64_t)T && v->u == (uint64_t)P))
             return false;
     }
-    if (l->ntmaps != q->ntmaps || memcmp(l->tmaps, q->tmaps, sizeof l->tmaps[0] * (size_t)l->ntmaps) ||
-        memcmp(l->cluster, q->cluster, sizeof l->cluster))
+    if (!same_tmaps(l, q, T, P) || memcmp(l->cluster, q->cluster, sizeof l->cluster))
         return false;
     if (b->nin != pr->nin || b->nout != pr->nout)
         return false;
@@ -383,6 +410,13 @@ int tuner_contract_json(const pt_op *op, const pt_problem *p, const pt_target *t
     for (int i = 0; i < 24; i++)
         arg_dim[i] = -1;
     uint64_t tensor_scales[2 * C_MAX_TENSORS] = {0}; /* bit g: scales with group g */
+    int tmap_dim[8][5], tmap_stride[8][4]; /* the dim a map's dim / stride follows; -1 */
+    for (int i = 0; i < 8; i++)
+        for (int r = 0; r < 5; r++) {
+            tmap_dim[i][r] = -1;
+            if (r < 4)
+                tmap_stride[i][r] = -1;
+        }
     pt_arena *a = pt_arena_new();
     if (!a) {
         emission_free(&base);
@@ -485,6 +519,13 @@ int tuner_contract_json(const pt_op *op, const pt_problem *p, const pt_target *t
                 if (n1 != n0)
                     tensor_scales[i] |= 1ull << g;
             }
+            for (int i = 0; i < base.l.ntmaps && i < 8; i++)
+                for (int r = 0; r < base.l.tmaps[i].rank && r < 5; r++) {
+                    if (base.l.tmaps[i].dims[r] != pr[1].l.tmaps[i].dims[r])
+                        tmap_dim[i][r] = first;
+                    if (r < 4 && base.l.tmaps[i].strides[r] != pr[1].l.tmaps[i].strides[r])
+                        tmap_stride[i][r] = first;
+                }
         }
         for (int k = 1; k < n; k++)
             emission_free(&pr[k]);
@@ -586,6 +627,19 @@ int tuner_contract_json(const pt_op *op, const pt_problem *p, const pt_target *t
             pt_buf_puts(out, "],\"strides\":[");
             for (int r = 0; r + 1 < m->rank && r < 4; r++)
                 pt_buf_printf(out, "%s%llu", r ? "," : "", (unsigned long long)m->strides[r]);
+            /* the sizes dims and strides follow, when any does */
+            bool scaled = false;
+            for (int r = 0; u->index < 8 && r < m->rank && r < 5; r++)
+                scaled = scaled || tmap_dim[u->index][r] >= 0 ||
+                         (r < 4 && tmap_stride[u->index][r] >= 0);
+            if (scaled) {
+                pt_buf_puts(out, "],\"dims_scale\":[");
+                for (int r = 0; r < m->rank && r < 5; r++)
+                    pt_buf_printf(out, "%s%d", r ? "," : "", tmap_dim[u->index][r]);
+                pt_buf_puts(out, "],\"strides_scale\":[");
+                for (int r = 0; r + 1 < m->rank && r < 4; r++)
+                    pt_buf_printf(out, "%s%d", r ? "," : "", tmap_stride[u->index][r]);
+            }
             pt_buf_puts(out, "],\"box\":[");
             for (int r = 0; r < m->rank && r < 5; r++)
                 pt_buf_printf(out, "%s%u", r ? "," : "", m->box[r]);
