@@ -989,10 +989,10 @@ static int padding(const pt_prepared *pp, const pt_tensor *in, int out, uint8_t 
     (void)in;
     (void)e;
     int64_t cols = pp->d_col ? pp->M : pp->N;
-    if (out != 0 || pp->ldd <= cols)
+    if (out != 0)
         return PT_OK;
-    for (int64_t j = 0; j < pp->batch * pp->sd; j++)
-        mask[j] = (uint8_t)(j % pp->sd % pp->ldd >= cols);
+    for (int64_t j = 0; j < pp->batch * pp->sd; j++) /* every byte: 0 where D is written */
+        mask[j] = (uint8_t)(pp->ldd > cols && j % pp->sd % pp->ldd >= cols);
     return PT_OK;
 }
 
