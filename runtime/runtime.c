@@ -804,7 +804,8 @@ static int sql_fail(ptxtune_error *e, sqlite3 *db, const char *path, const char 
  * (read-only) until ptxtune_close. */
 static int read_bundle(ptxtune_runtime *rt, const char *path, fp_pick *pk, ptxtune_error *e)
 {
-    int rc = sqlite3_open_v2(path, &rt->bundle, SQLITE_OPEN_READONLY, NULL);
+    /* one connection, used under rt->mu after open: no SQLite mutexes */
+    int rc = sqlite3_open_v2(path, &rt->bundle, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK)
         return rt->bundle ? sql_fail(e, rt->bundle, path, "cannot open")
                           : fail(e, PTXTUNE_ENOMEM, "out of memory");
