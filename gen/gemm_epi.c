@@ -48,7 +48,10 @@
  * clears the partials it read and the counter. No CTA waits on another, so
  * it is also correct on a serial emulator. Workspace (PT_ARG_WORKSPACE):
  * S * tiles * batch partial tiles, then one u32 counter per (batch, tile);
- * zero before the first launch and zero again after every launch. */
+ * zero before the first launch and zero again after every launch.
+ * Stream-K (the wgmma loop) takes the same path with S the most units any
+ * tile has and the tile's own count at run time (g->arrivals): the slots
+ * past it are never written, so they add zeros, and are cleared anyway. */
 #include <string.h>
 
 #include "gen/expr_ptx.h"
@@ -163,6 +166,20 @@ static int64_t staging_cost(const epi_geom *e, const kit_frag *fr, bool dc, int6
     return cost;
 }
 
+/* Units per thread and band: upr <= T, T / upr whole staging rows per
+ * pass (a row's units never split over passes; threads past
+ * (T / upr) upr idle when upr does not divide T, e.g. bn 192); upr > T,
+ * ceil(upr / T) passes per row. Powers of two: br upr / T either way. */
+static int units_per_thread(const epi_geom *e)
+{
+    int T = e->threads;
+    if (e->upr <= T) {
+        int rp = T / e->upr;
+        return (e->br + rp - 1) / rp;
+    }
+    return e->br * ((e->upr + T - 1) / T);
+}
+
 static epi_geom geom(const pt_prepared *pp, const epi_desc *d)
 {
     epi_geom e;
@@ -207,7 +224,7 @@ static epi_geom geom(const pt_prepared *pp, const epi_desc *d)
     for (int pad = 0; pad < 128; pad += 16) {
         e.pitch = row_bytes + pad;
         e.br = e.srows;
-        e.nu = (e.br * e.upr + d->threads - 1) / d->threads;
+        e.nu = units_per_thread(&e);
         int64_t ideal, c = staging_cost(&e, &m.fr, dc, &ideal);
         if (best < 0 || c < best) {
             best = c;
@@ -222,7 +239,7 @@ static epi_geom geom(const pt_prepared *pp, const epi_desc *d)
            e.srows / (2 * e.nb) >= 8)
         e.nb *= 2;
     e.br = e.srows / e.nb;
-    e.nu = (e.br * e.upr + d->threads - 1) / d->threads;
+    e.nu = units_per_thread(&e);
     if (d->slices > 1) {
         int nq = m.fr.n / 4, per = (d->slices - 1) * (d->threads / d->slices) * 16;
         e.qround = d->budget / per;
@@ -329,6 +346,7 @@ typedef struct unit_map {
     ptx_reg ur0, uc0;      /* thread's first unit: band row, unit column */
     int *urimm, *ucimm;    /* per unit i */
     ptx_reg *guard;        /* per unit: thread has it (id 0: always) */
+    ptx_reg idle;          /* the thread has units at all (id 0: always; upr not dividing T) */
     ptx_reg sbuf;          /* staging byte address of the first unit */
 } unit_map;
 
@@ -339,22 +357,37 @@ static void unit_map_init(gemm_ctx *g, const epi_geom *e, unit_map *u)
     u->urimm = pt_arena_alloc(ar, (size_t)e->nu * sizeof(int));
     u->ucimm = pt_arena_alloc(ar, (size_t)e->nu * sizeof(int));
     u->guard = pt_arena_alloc(ar, (size_t)e->nu * sizeof(ptx_reg));
+    u->idle = (ptx_reg){0};
     if (e->upr <= T) {
-        u->uc0 = gemm_op2(g, PTX_OP_AND, ptx_r(g->tid), ptx_imm(e->upr - 1));
-        u->ur0 = gemm_op2(g, PTX_OP_SHR, ptx_r(g->tid), ptx_imm(ilog2i(e->upr)));
+        int rp = T / e->upr; /* staging rows per pass (units_per_thread) */
+        if (!(e->upr & (e->upr - 1))) {
+            u->uc0 = gemm_op2(g, PTX_OP_AND, ptx_r(g->tid), ptx_imm(e->upr - 1));
+            u->ur0 = gemm_op2(g, PTX_OP_SHR, ptx_r(g->tid), ptx_imm(ilog2i(e->upr)));
+        } else {
+            u->uc0 = gemm_op2(g, PTX_OP_REM, ptx_r(g->tid), ptx_imm(e->upr));
+            u->ur0 = gemm_op2(g, PTX_OP_DIV, ptx_r(g->tid), ptx_imm(e->upr));
+        }
+        if (rp * e->upr < T) /* the threads past rp whole rows have no unit */
+            u->idle = gemm_setp(g, PTX_M_LT, ptx_r(g->tid), ptx_imm(rp * e->upr));
         for (int i = 0; i < e->nu; i++) {
-            u->urimm[i] = i * (T / e->upr);
+            u->urimm[i] = i * rp;
             u->ucimm[i] = 0;
-            if (u->urimm[i] + T / e->upr > e->br)
-                u->guard[i] = gemm_setp(g, PTX_M_LT, ptx_r(u->ur0), ptx_imm(e->br - u->urimm[i]));
+            u->guard[i] = u->idle;
+            if (u->urimm[i] + rp > e->br)
+                u->guard[i] = gemm_pand(g, u->idle,
+                                        gemm_setp(g, PTX_M_LT, ptx_r(u->ur0), ptx_imm(e->br - u->urimm[i])));
         }
     } else {
+        int cpr = (e->upr + T - 1) / T; /* passes per staging row */
         u->uc0 = g->tid;
         u->ur0 = gemm_r32(g);
         ptx_emit(g->f, PTX_OP_MOV, NOM, U32T, ptx_r(u->ur0), ptx_imm(0));
         for (int i = 0; i < e->nu; i++) {
-            u->urimm[i] = (i * T) / e->upr;
-            u->ucimm[i] = (i * T) % e->upr;
+            u->urimm[i] = i / cpr;
+            u->ucimm[i] = (i % cpr) * T;
+            u->guard[i] = (ptx_reg){0};
+            if (u->ucimm[i] + T > e->upr) /* the row's last pass: some threads */
+                u->guard[i] = gemm_setp(g, PTX_M_LT, ptx_r(g->tid), ptx_imm(e->upr - u->ucimm[i]));
         }
     }
     /* ur0 * pitch + uc0 * E * ses */
@@ -810,8 +843,9 @@ static void emit_all_units(gemm_ctx *g, const epi_geom *e, const unit_map *u, co
     ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(i), ptx_imm(0));
     int top = ptx_label_new(f);
     ptx_label_place(f, top);
+    guard1 = u->idle;
     if (ur.id)
-        guard1 = gemm_setp(g, PTX_M_LT, ptx_r(ur), ptx_imm(e->br));
+        guard1 = gemm_pand(g, u->idle, gemm_setp(g, PTX_M_LT, ptx_r(ur), ptx_imm(e->br)));
     emit_units(g, &e1, &u1, &up1, src);
     for (int k = 0; k < n32; k++)
         gemm_inc32(g, *adv32[k], step32[k]);
@@ -979,7 +1013,9 @@ void gemm_epilogue(gemm_ctx *g, const gemm_accs *acc)
     gemm_bar(g);
     ptx_reg seen = gemm_r32(g);
     ptx_emit(f, PTX_OP_LD, M1(PTX_M_SHARED), U32T, ptx_r(seen), ptx_addr(g->smem, 0));
-    ptx_reg notlast = gemm_setp(g, PTX_M_NE, ptx_r(seen), ptx_imm(e.splitk - 1));
+    ptx_reg notlast = g->arrivals.id
+                          ? gemm_setp(g, PTX_M_NE, ptx_r(seen), ptx_r(gemm_op2(g, PTX_OP_SUB, ptx_r(g->arrivals), ptx_imm(1))))
+                          : gemm_setp(g, PTX_M_NE, ptx_r(seen), ptx_imm(e.splitk - 1));
     ptx_guard(ptx_emit(f, PTX_OP_BRA, M1(PTX_M_UNI), PTX_NOTYPES, ptx_lbl(done)), notlast, false);
     ptx_reg zero = gemm_r32(g);
     ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(zero), ptx_imm(0));

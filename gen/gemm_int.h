@@ -87,6 +87,8 @@ typedef struct gemm_ctx {
     ptx_reg m0, n0;                  /* u32 tile origin */
     ptx_reg bidx;                    /* u32 batch index */
     ptx_reg split;                   /* u32 split-K index (splitk > 1) */
+    ptx_reg arrivals;                /* u32 CTAs counting in this tile's fixup (stream-K:
+                                      * run-time, at most splitk; id 0: splitk) */
     ptx_reg kt_begin, nkt;           /* u32 first k tile of this CTA, count */
     ptx_reg pa, pb, pc, pd, pws;     /* u64 global pointers (batch applied) */
     ptx_reg paux[GEMM_MAX_AUX];

@@ -32,6 +32,21 @@
  * Shared memory (dynamic, rounded up to 1024 at run time, 1 KB slack):
  * stage s at base + s (A + B bytes): A then B, every tile on its swizzle
  * pattern; the epilogue's staging reuses the ring; then full[S], empty[S].
+ * Decompositions (gen/gemm_wgmma_sched.h): splitk = S (grid.y, each
+ * split a k range of every tile) and streamk = 1 (the tiles' k iterations
+ * cut into persistent-grid units, a unit's segments walked tile by tile):
+ * both roles walk the same k range; a tile with several contributors goes
+ * through the shared epilogue's split-K fixup (partial to the workspace
+ * slot, fence, per-tile atomic counter, the last arriver sums the slots
+ * in unit order and runs the expression epilogue, then zeroes the slots
+ * and the counter: the PT_ARG_WORKSPACE contract of the mma.sync path,
+ * zero-filled once, left zero by every launch; stream-K sends every tile
+ * through it, a tile one unit covers with one arrival). No CTA waits on
+ * another. Workspace: batch x tiles x S partial tiles (S the splits, or
+ * the most units of any tile), then a u32 counter per (batch, tile).
+ * Tile N is any wgmma N of the dtype (multiples of 8, the int types 8, 16,
+ * 24 then multiples of 16; an MN-major B multiples of 64): the space adds
+ * 3/4 of its largest power of two (192 beside 256) and N rounded to 16.
  * Consumer schedules and clusters (config sched, cluster; the walk
  * functions walk_head / sched_pingpong_head below):
  *   sched=1, pingpong (bm=64, two consumer warpgroups): each consumer owns
@@ -72,6 +87,7 @@
 #include <string.h>
 
 #include "gen/gemm_int.h"
+#include "gen/gemm_wgmma_sched.h"
 #include "ptx/emu/tmap.h"
 
 enum { WG_PRODUCER_REGS = 40, WG_CONSUMER_REGS = 232, WG_ENTRY_REGS = 168, WG_REG_FILE = 65536 };
@@ -96,6 +112,10 @@ typedef struct wg_geom {
     int a_bytes, b_bytes;
     int stages, stage_bytes; /* the ring (g's pair is the epilogue's budget view) */
     int persistent;  /* CTAs of a persistent grid (0: one CTA per tile) */
+    int splitk;      /* CTAs splitting K (grid.y; gen/gemm_wgmma_sched.h) */
+    bool streamk;    /* stream-K units over the persistent grid (sk) */
+    wg_sk sk;
+    int fix_slots;   /* split-K/stream-K fixup slots per tile in the workspace (1: none) */
     int epi_off;     /* staging offset from base: 0 (the ring, reused) or past the ring */
     int epi;         /* epilogue: 0 direct, 1 TMA store (gemm_epilogue_tma) */
     int sched;       /* 0 cooperative, 1 pingpong (two consumers alternate 64-row tiles) */
@@ -144,6 +164,49 @@ bool gemm_wgmma_applies(const pt_prepared *pp, const pt_target *t)
     /* tf32 and 8-bit operands are K-major in shared memory (no transpose) */
     bool kmaj = pp->at->es == 2 || (pp->a_kmajor && pp->b_kmajor);
     return gemm_wgmma_target(t) && !dynamic(pp) && dtype_ok(pp->at->dt) && kmaj && !tma_problem(pp);
+}
+
+/* ---- split-K and stream-K (issue 13 item 2; the scheduler is
+ * gen/gemm_wgmma_sched.c) ---- */
+
+/* splitk and streamk of a config: w's split count, stream-K plan and the
+ * fixup's slots per tile (g->splitk, the epilogue's S); after the tiles
+ * and k tiles are known. */
+static int decomp_geometry(const pt_prepared *pp, const pt_config *c, wg_geom *w, pt_err *e)
+{
+    gemm_ctx *g = &w->g;
+    int64_t sk = pt_config_get(c, "splitk", 1), st = pt_config_get(c, "streamk", 0);
+    if (sk < 1 || sk > 16)
+        return pt_errf(e, PT_EINVAL, "splitk=%lld: must be 1..16", (long long)sk);
+    if (sk > g->kt_total)
+        return pt_errf(e, PT_EINVAL, "splitk=%lld: more splits than k tiles (%lld)", (long long)sk,
+                       (long long)g->kt_total);
+    if (st != 0 && st != 1)
+        return pt_errf(e, PT_EINVAL, "streamk=%lld: 0 (off) or 1 (stream-K units over the persistent grid)",
+                       (long long)st);
+    w->splitk = (int)sk;
+    w->streamk = st == 1;
+    w->fix_slots = w->splitk;
+    if (w->streamk) {
+        if (sk > 1)
+            return pt_errf(e, PT_EINVAL, "streamk=1 with splitk=%lld: one or the other", (long long)sk);
+        if (!w->persistent)
+            return pt_errf(e, PT_EINVAL, "streamk=1 needs persistent > 0 (the units spread over that grid)");
+        int rc = wg_sk_plan(g->tiles, g->kt_total, w->persistent, &w->sk, e);
+        if (rc)
+            return rc;
+        w->fix_slots = w->sk.slots;
+    }
+    g->splitk = w->fix_slots;
+    /* the TMA-store epilogue loses its third and later 64-byte-swizzle box
+     * (rows of 192, 320 ... bytes: f32 bn 48, 80, 208; bf16 bn 96: never
+     * written on the emulator), reachable since bn need not be a power of
+     * two: refused until it is fixed */
+    int row = g->bn * pt_dtype_get(pp->out_dt)->bytes;
+    if (w->epi && row % 128 == 64 && row > 64)
+        return pt_errf(e, PT_EINVAL, "epi=1 (TMA store) with bn=%d: %d-byte rows of 64-byte boxes are not "
+                       "supported yet (epi=0, or a bn whose row is a multiple of 128 bytes)", g->bn, row);
+    return PT_OK;
 }
 
 /* The consumer schedule and the cluster of a config (sched, cluster):
@@ -243,9 +306,6 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if (!kit_wgmma_atom(at->ab, isint ? PTX_T_S32 : PTX_T_F32, g->bn, &w->wa))
         return pt_errf(e, PT_EINVAL, "bn=%d: not a wgmma N for %s (%s)", g->bn, pt_dtype_get(at->dt)->name,
                        isint ? "8, 16, 24, then multiples of 16 up to 256" : "multiples of 8 up to 256");
-    if (g->bn & (g->bn - 1))
-        return pt_errf(e, PT_EINVAL, "bn=%d: a power of two (16..256; the shared epilogue walks power-of-two "
-                       "tiles)", g->bn);
     w->kbytes = g->bk * es;
     if (w->kbytes != 128 && w->kbytes != 64)
         return pt_errf(e, PT_EINVAL, "bk=%d: the k tile is one 128B or 64B swizzle span (%d or %d %s elements)",
@@ -268,8 +328,6 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if (ep != 0 && ep != 1)
         return pt_errf(e, PT_EINVAL, "epi=%lld: 0 (direct) or 1 (TMA store)", (long long)ep);
     w->epi = (int)ep;
-    if (pt_config_get(c, "splitk", 1) != 1)
-        return pt_errf(e, PT_EINVAL, "impl=1 (wgmma): splitk is not supported yet");
     int64_t pers = pt_config_get(c, "persistent", 0);
     if (pers < 0 || pers > 0x7fffffffll)
         return pt_errf(e, PT_EINVAL, "persistent=%lld: must be 0 (off) or a CTA count", (long long)pers);
@@ -303,6 +361,9 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     g->tiles = tm * tnn;
     if (g->tiles > 0x7fffffffll)
         return pt_errf(e, PT_ERANGE, "%lld tiles: the grid is limited to 2^31-1", (long long)g->tiles);
+    int drc = decomp_geometry(pp, c, w, e); /* splitk, streamk: g->splitk */
+    if (drc)
+        return drc;
     int erc = w->epi ? gemm_epi_tma_check(g, e) : PT_OK;
     if (erc)
         return erc;
@@ -358,6 +419,59 @@ int gemm_wgmma_check(const pt_prepared *pp, const pt_target *t, const pt_config 
     return geometry(pp, t, c, &w, e);
 }
 
+/* Tile N need not be a power of two (issue 13 item 5; any wgmma N the
+ * dtype allows, check() says which): the space adds 3/4 of its largest
+ * value (192 beside 256, 96 beside 128) and, when one tile spans N, N
+ * rounded up to 16 (an MN-major B: 64), e.g. 144 for N = 129. */
+static void bn_extra(const pt_prepared *pp, int64_t top, int lo, pt_param_space *bn)
+{
+    int step = pp->b_kmajor ? 16 : 64;
+    int64_t cand[2] = {top * 3 / 4, (pp->N + step - 1) / step * step};
+    for (int i = 0; i < 2; i++) {
+        int64_t v = cand[i];
+        bool have = false;
+        for (int j = 0; j < bn->nvalues; j++)
+            have |= bn->values[j] == v;
+        if (have || v < lo || v > 256 || v % step || (i == 1 && pp->N > 256) || bn->nvalues == PT_MAX_VALUES)
+            continue;
+        bn->values[bn->nvalues++] = v;
+    }
+}
+
+/* splitk {1, 2, 4} when the tiles are few and K is deep (as the mma.sync
+ * space offers it); streamk {0, 1} where a persistent grid of 132 leaves a
+ * partial wave (fewer than 4 waves of 128 x 256 tiles, not a whole number
+ * of them) or the tiles are few and K is deep (stream-K then spreads K
+ * over the grid; persistent gains 132 for it). */
+static void decomp_space(const pt_prepared *pp, pt_space *s)
+{
+    int es = pp->at->es;
+    int64_t t128 = (pp->M + 127) / 128 * ((pp->N + 127) / 128) * pp->batch;
+    int64_t t256 = (pp->M + 127) / 128 * ((pp->N + 255) / 256) * pp->batch;
+    bool few = t128 < 64;
+    pt_param_space sk = {"splitk", "CTAs splitting K (split-K: the last to arrive reduces in split order)", 1, {1}};
+    if (few && pp->K * es >= 512) {
+        sk.values[sk.nvalues++] = 2;
+        sk.values[sk.nvalues++] = 4;
+    }
+    pt_param_space st = {"streamk", "stream-K: k iterations spread over the persistent grid (1), or tiles (0)",
+                         1, {0}};
+    bool tail = t256 > 132 && t256 < 4 * 132 && t256 % 132;
+    bool deep = few && pp->K * es >= 4096;
+    if (tail || deep)
+        st.values[st.nvalues++] = 1;
+    pt_param_space *pe = NULL;
+    for (int i = 0; i < s->nparams; i++)
+        if (strcmp(s->p[i].name, "persistent") == 0)
+            pe = &s->p[i];
+    if (deep && pe && pe->nvalues == 1)
+        pe->values[pe->nvalues++] = 132;
+    if (s->nparams + 2 <= PT_MAX_PARAMS) {
+        s->p[s->nparams++] = sk;
+        s->p[s->nparams++] = st;
+    }
+}
+
 /* The consumer schedule in the space: pingpong where a CTA has two 64-row
  * tiles to alternate. The cluster is a parameter of one value (1): a
  * config may name 21 or 12 (check() judges it), the search does not offer
@@ -400,6 +514,7 @@ int gemm_wgmma_space(const pt_prepared *pp, const pt_target *t, pt_space *s)
     for (int v = 256; v >= lo; v /= 2)
         if (v <= top && v >= top / 4)
             bn.values[bn.nvalues++] = v;
+    bn_extra(pp, top, lo, &bn);
     pt_param_space bk = {"bk", "k elements per stage (one 128B or 64B swizzle span)", 1, {128 / es}};
     if (pp->K * es <= 64)
         bk.values[bk.nvalues++] = 64 / es;
@@ -425,6 +540,7 @@ int gemm_wgmma_space(const pt_prepared *pp, const pt_target *t, pt_space *s)
     pt_param_space ep = {"epi", "epilogue: 0 direct (registers -> global), 1 TMA store (stmatrix into a "
                          "swizzled tile, cp.async.bulk.tensor)", 2, {0, 1}};
     s->p[s->nparams++] = ep;
+    decomp_space(pp, s);
     sched_space(pp, s);
     return PT_OK;
 }
@@ -540,6 +656,53 @@ static void walk_tail(wg_geom *w, const sched_walk *sw)
     ptx_emit(w->g.f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(sw->top));
 }
 
+/* A role's walk with split-K and stream-K (gen/gemm_wgmma_sched.h):
+ * stream-K's unit segments, or the tile loop (split-K: the split's k
+ * range of every tile); -1 or the loop's label for role_tail. */
+static int role_head(wg_geom *w, int out)
+{
+    gemm_ctx *g = &w->g;
+    g->kt_begin = g->nkt = (ptx_reg){0};
+    if (w->streamk) {
+        wg_sk_head(g, &w->sk, out);
+        return w->sk.top;
+    }
+    int top = tile_head(w, out);
+    if (w->splitk > 1)
+        wg_splitk_range(g);
+    return top;
+}
+
+static void role_tail(wg_geom *w, int top)
+{
+    if (w->streamk)
+        wg_sk_tail(&w->g, &w->sk);
+    else
+        tile_tail(w, top);
+}
+
+/* The k loop's trip count and first k element (the whole K, or the
+ * split's / segment's range). */
+static ptx_opd kloop_count(const gemm_ctx *g) { return g->nkt.id ? ptx_r(g->nkt) : ptx_imm(g->kt_total); }
+
+static ptx_opd kloop_k0(gemm_ctx *g)
+{
+    return g->kt_begin.id ? ptx_r(gemm_mul(g, ptx_r(g->kt_begin), ptx_imm(g->bk))) : ptx_imm(0);
+}
+
+/* The epilogue of a tile: plain, or split-K's / stream-K's fixup (the
+ * tile's unit slot and run-time count). Stream-K sends the tiles one unit
+ * covers through the fixup too (one arrival, the sum of its own slot and
+ * zeros): emitting the plain epilogue beside it, behind a branch, made
+ * ptxas spill (bn 96 and 192: up to 600 bytes), the fixup alone does not. */
+static void decomp_epilogue(wg_geom *w, const gemm_accs *fr)
+{
+    gemm_ctx *g = &w->g;
+    if (w->streamk && w->fix_slots > 1)
+        wg_sk_fixup(g, &w->sk);
+    gemm_epilogue(g, fr);
+}
+
 /* The map of operand A (which 0) or B (1): K-major {K, rows[, batch]} with
  * box {bk, tile rows}; MN-major {MN, K[, batch]} with box {64, bk}. */
 static pt_tmap operand_map(const wg_geom *w, int which)
@@ -639,15 +802,15 @@ static void producer(wg_geom *w, kit_pipe *p, ptx_reg tma, ptx_reg tmb, ptx_reg 
     if (scheduled(w))
         walk_head(w, &sw, (ptx_reg){0}, crank, done);
     else
-        ttop = tile_head(w, done);
+        ttop = role_head(w, done);
     int kend = ptx_label_new(f);
     ptx_reg kt = gemm_r32(g), k0 = gemm_r32(g);
     ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(kt), ptx_imm(0));
-    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(k0), ptx_imm(0));
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(k0), kloop_k0(g));
     int top = ptx_label_new(f);
     ptx_label_place(f, top);
     ptx_pragma_nounroll(f);
-    ptx_reg fin = gemm_setp(g, PTX_M_GE, ptx_r(kt), ptx_imm(g->kt_total));
+    ptx_reg fin = gemm_setp(g, PTX_M_GE, ptx_r(kt), kloop_count(g));
     ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(kend)), fin, false);
     ptx_reg st = kit_pipe_acquire(p);
     kit_pipe_arrive_tx(p, w->stage_bytes);
@@ -671,7 +834,7 @@ static void producer(wg_geom *w, kit_pipe *p, ptx_reg tma, ptx_reg tmb, ptx_reg 
     if (scheduled(w))
         walk_tail(w, &sw);
     else
-        tile_tail(w, ttop);
+        role_tail(w, ttop);
     ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(done));
 }
 
@@ -720,7 +883,7 @@ static ptx_reg *consumer(wg_geom *w, kit_pipe *p, ptx_reg cwg, const sched_order
     int top = ptx_label_new(f), end = ptx_label_new(f);
     ptx_label_place(f, top);
     ptx_pragma_nounroll(f);
-    ptx_reg fin = gemm_setp(g, PTX_M_GE, ptx_r(kt), ptx_imm(g->kt_total));
+    ptx_reg fin = gemm_setp(g, PTX_M_GE, ptx_r(kt), kloop_count(g));
     ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(end)), fin, false);
     ptx_reg st = kit_pipe_wait(p, 0);
     ptx_reg sa = aoff.id ? gemm_op2(g, PTX_OP_ADD, ptx_r(st), ptx_r(aoff)) : st;
@@ -882,6 +1045,9 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     ptx_reg aux[GEMM_MAX_AUX];
     for (int j = 0; j < pp->naux; j++)
         aux[j] = gemm_param_ptr(g, l, pp->aux[j].base, (pt_arg){PT_ARG_INPUT, next_in++, 0, 0});
+    ptx_reg ws = {0}; /* split-K / stream-K partials and counters (gen/gemm_wgmma_sched.h) */
+    if (w.fix_slots > 1)
+        ws = gemm_param_ptr(g, l, "ws", (pt_arg){PT_ARG_WORKSPACE, 0, (uint64_t)wg_ws_bytes(g, w.fix_slots), 0});
     if (pp->in_alpha >= 0)
         g->alpha = gemm_param_f32(g, l, "alpha", pp->alpha);
     if (pp->in_beta >= 0)
@@ -926,6 +1092,8 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
             g->paux[j] = aux[j];
     }
 
+    g->pws = ws;
+
     /* warpgroup 0 produces, the others consume */
     int cons = ptx_label_new(f), done = ptx_label_new(f);
     ptx_reg wg = gemm_op2(g, PTX_OP_SHR, ptx_r(tid), ptx_imm(7));
@@ -950,7 +1118,7 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     } else if (scheduled(&w))
         walk_head(&w, &sw, (ptx_reg){0}, crank, done);
     else
-        ttop = tile_head(&w, done);
+        ttop = role_head(&w, done);
     ptx_reg *acc = consumer(&w, &pipe, cwg, w.sched ? &ord : NULL);
     /* every consumer's wgmmas retired before the ring is reused as staging */
     if (w.epi) /* and the previous tile's TMA stores read it */
@@ -963,7 +1131,7 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     if (w.epi)
         gemm_epilogue_tma(g, &fr, tmd);
     else
-        gemm_epilogue(g, &fr);
+        decomp_epilogue(&w, &fr);
     if (w.sched) { /* the other consumer's unit: its k tiles */
         kit_pipe_skip(&pipe, &pipe.cons, g->kt_total);
         kit_pipe_skip(&pipe, &pipe.rel, g->kt_total);
@@ -971,7 +1139,7 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     if (scheduled(&w))
         walk_tail(&w, &sw);
     else
-        tile_tail(&w, ttop);
+        role_tail(&w, ttop);
     ptx_label_place(f, done);
     if (w.epi) /* no CTA exits while its TMA stores read its staging */
         gemm_epi_tma_drain(g);
@@ -983,6 +1151,10 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
 
     l->grid[0] = (unsigned)(w.persistent && w.persistent < g->tiles ? w.persistent : g->tiles);
     l->grid[1] = 1;
+    if (w.splitk > 1)
+        l->grid[1] = (unsigned)w.splitk;
+    if (w.streamk)
+        l->grid[0] = (unsigned)w.sk.units;
     if (scheduled(&w)) {
         l->grid[0] = (unsigned)(w.slots * w.csize);
         if (w.csize == 2) {

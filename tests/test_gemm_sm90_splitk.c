@@ -1,0 +1,542 @@
+/* The sm_90a wgmma GEMM's decompositions and tiles (issue 13 items 2 and
+ * 5): split-K (splitk 2..4) and stream-K (streamk=1 over a persistent
+ * grid) with the deterministic fixup (the last CTA to arrive sums the
+ * partials in unit order; no CTA waits on another), and tile N any
+ * multiple of 8 (or the int types' rule) up to 256 (bn 24, 40, 96, 144,
+ * 160, 192 ...). Emulator cases against the float64 reference, every
+ * detector on, the lazy, eager and random async schedules; two runs at
+ * different random-schedule seeds give bit-identical outputs; check()'s
+ * refusals; ptxas sm_90a on the new forms (0 spills, no C75xx).
+ *
+ * An emulated case is emit -> print -> parse (identical) -> the emu
+ * backend -> tuner_verify (random inputs, poisoned outputs, the workspace
+ * zero-filled once and checked zero after the launch by the contract). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gen/gemm.h"
+#include "ptx/compile.h"
+#include "ptx/parse.h"
+#include "tuner/backend.h"
+#include "tuner/emu_check.h"
+#include "tuner/verify.h"
+#include "test_util.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int64_t up16(int64_t v, int es) { return (v * es + 15) / 16 * 16 / es; }
+
+/* A problem with leading dimensions padded to 16 bytes (TMA strides). */
+static pt_problem prob(int64_t m, int64_t n, int64_t k, const char *lay, pt_dtype dt, pt_dtype odt)
+{
+    pt_problem p = PT_GEMM(m, n, k, lay, dt, odt);
+    int es = pt_dtype_get(dt)->bytes;
+    p.lda = up16(lay[0] == 'n' ? k : m, es);
+    p.ldb = up16(lay[1] == 't' ? k : n, es);
+    return p;
+}
+
+typedef struct run_out {
+    double max_err;
+    char config[256];
+    pt_launch l;
+    void *bits; /* output 0's bytes (determinism) */
+    size_t nbits;
+} run_out;
+
+/* One problem on the emulator at schedule sched (seed for the random one),
+ * config over the defaults; verify (or, with keep, only run and keep
+ * output 0's bytes in o->bits). */
+static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uint64_t seed, bool keep, run_out *o,
+                   pt_err *e)
+{
+    memset(o, 0, sizeof *o);
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp = NULL;
+    pt_config c;
+    ptx_module *built = NULL, *parsed = NULL;
+    tuner_dev *d = NULL;
+    tuner_kernel *k = NULL;
+    tuner_io *io = NULL;
+    char *text = NULL;
+    int rc = gen_gemm_op.prepare(a, p, &tg, &pp, e);
+    if (!rc) {
+        pt_space s;
+        gen_gemm_op.space(pp, &tg, &s);
+        gen_gemm_op.defaults(pp, &tg, &c);
+        rc = config ? pt_config_parse(&s, config, &c, e) : PT_OK;
+    }
+    if (!rc && pt_config_get(&c, "impl", 0) != 1)
+        rc = pt_errf(e, PT_EINVAL, "not the wgmma loop: %s", pt_config_str(&c, o->config, sizeof o->config));
+    if (!rc) {
+        pt_config_str(&c, o->config, sizeof o->config);
+        rc = pt_op_build(&gen_gemm_op, pp, &tg, 0, &c, &built, &o->l, e);
+    }
+    if (!rc) {
+        text = ptx_print(built);
+        rc = ptx_parse(text, strlen(text), "<emitted>", 0, &parsed, e);
+    }
+    if (!rc) {
+        char *again = ptx_print(parsed);
+        if (strcmp(again, text) != 0)
+            rc = pt_errf(e, PT_EINTERNAL, "parse(print(kernel)) does not print back identically");
+        free(again);
+    }
+    tuner_dev_opts dopts = {.emu_threads = 1, .emu_arch = 90, .emu_schedule = (int)sched,
+                            .emu_schedule_seed = seed};
+    if (!rc)
+        rc = tuner_dev_open("emu", &dopts, &d, e);
+    tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, o->l.entry, &gen_gemm_op, pp};
+    if (!rc)
+        rc = tuner_load(d, &img, &k, e);
+    if (!rc)
+        rc = tuner_io_new(&gen_gemm_op, pp, &io, e);
+    if (!rc) {
+        tuner_io_random(io, (uint64_t)(p->m * 131 + p->n * 7 + p->k), 0, 0);
+        rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), e);
+    }
+    if (!rc && keep) {
+        rc = tuner_io_upload(d, io, e);
+        if (!rc)
+            rc = tuner_io_run(d, k, &o->l, io, e);
+        if (!rc)
+            rc = tuner_io_download(d, io, e);
+        if (!rc) {
+            o->nbits = io->out_bytes[0];
+            o->bits = malloc(o->nbits);
+            memcpy(o->bits, io->out_bits[0], o->nbits);
+        }
+    } else if (!rc) {
+        tuner_verify_opts vo = {.full_limit = INT64_MAX};
+        tuner_verify_result vr;
+        rc = tuner_verify(d, k, &o->l, io, &vo, &vr, e);
+        o->max_err = vr.max_err;
+    }
+    if (io)
+        tuner_io_free(d, io);
+    if (k)
+        tuner_unload(d, k);
+    if (d)
+        tuner_dev_close(d);
+    free(text);
+    ptx_module_free(parsed);
+    ptx_module_free(built);
+    pt_arena_free(a);
+    return rc;
+}
+
+enum { NDT = 5 };
+static const pt_dtype dts[NDT] = {PT_BF16, PT_F16, PT_TF32, PT_E4M3, PT_S8};
+static const emu_sched scheds[3] = {EMU_SCHED_LAZY, EMU_SCHED_EAGER, EMU_SCHED_RANDOM};
+
+typedef struct grid {
+    int cases, failed;
+    int per_dt[NDT];
+    double worst[NDT];
+    char first[2048];
+} grid;
+
+static int dt_index(pt_dtype dt)
+{
+    for (int i = 0; i < NDT; i++)
+        if (dts[i] == dt)
+            return i;
+    return 0;
+}
+
+/* One verified case; *ws_seen: the launch takes a workspace. */
+static void grid_case(grid *g, const pt_problem *p, const char *config, emu_sched sched, uint64_t seed,
+                      bool *ws_seen)
+{
+    pt_err e = {0};
+    run_out o;
+    if (getenv("GEMM_SM90_TRACE"))
+        fprintf(stderr, "case %lldx%lldx%lld %s %s [%s] sched %d\n", (long long)p->m, (long long)p->n,
+                (long long)p->k, p->layout, pt_dtype_get(p->dtype)->name, config ? config : "-", (int)sched);
+    int rc = run_emu(p, config, sched, seed, false, &o, &e);
+    int di = dt_index(p->dtype);
+    g->cases++;
+    g->per_dt[di]++;
+    if (!rc && o.max_err > g->worst[di])
+        g->worst[di] = o.max_err;
+    for (int i = 0; !rc && ws_seen && i < o.l.nargs; i++)
+        *ws_seen |= o.l.args[i].kind == PT_ARG_WORKSPACE;
+    if (rc) {
+        if (!g->failed)
+            snprintf(g->first, sizeof g->first, "%lldx%lldx%lld %s %s [%s] sched %d: %s", (long long)p->m,
+                     (long long)p->n, (long long)p->k, p->layout, pt_dtype_get(p->dtype)->name,
+                     config ? config : o.config, (int)sched, e.msg);
+        g->failed++;
+    }
+}
+
+static void grid_report(const grid *g, const char *what, double t0)
+{
+    printf("%s: %d cases, %d failed, %.1f s\n", what, g->cases, g->failed, now() - t0);
+    for (int i = 0; i < NDT; i++)
+        if (g->per_dt[i])
+            printf("  %-5s %3d cases, worst error %.3g\n", pt_dtype_get(dts[i])->name, g->per_dt[i], g->worst[i]);
+    fflush(stdout);
+    cr_expect_eq(g->failed, 0, "%d of %d failed; first: %s", g->failed, g->cases, g->first);
+}
+
+/* Split-K 2, 3, 4 over every dtype, odd M/N and K from 1 (one k tile: the
+ * split count is capped at the k tiles) to 1000, tf32 and 8-bit K-major
+ * (nt), 16-bit also MN-major; the three schedules in turn. */
+Test(gemm_sm90_splitk, splitk_dtypes_odd_shapes, .timeout = 300)
+{
+    double t0 = now();
+    grid g = {0};
+    bool ws = false;
+    static const int64_t ks[] = {1, 7, 65, 129, 257, 1000};
+    static const int64_t mn[][2] = {{65, 33}, {7, 129}, {129, 65}, {1, 200}, {100, 7}, {33, 64}};
+    int n = 0;
+    for (int di = 0; di < NDT; di++)
+        for (int ki = 0; ki < 6; ki++, n++) {
+            int es = pt_dtype_get(dts[di])->bytes;
+            const char *lay = es == 2 ? (ki % 3 == 1 ? "tt" : ki % 3 == 2 ? "tn" : "nt") : "nt";
+            pt_problem p = prob(mn[ki][0], mn[ki][1], ks[ki], lay, dts[di], PT_F64);
+            int64_t kt = (ks[ki] * es + 127) / 128;
+            int sk = 2 + (n % 3);
+            if (sk > kt)
+                sk = (int)kt;
+            char cfg[128];
+            snprintf(cfg, sizeof cfg, "impl=1,bm=%d,bn=%d,stages=%d,splitk=%d", ki % 2 ? 64 : 128,
+                     lay[1] == 'n' ? 64 : ki % 2 ? 32 : 64, 2 + ki % 3, sk);
+            grid_case(&g, &p, cfg, scheds[n % 3], (uint64_t)n, &ws);
+        }
+    grid_report(&g, "wgmma split-K", t0);
+    cr_expect(ws, "no split-K case took a workspace");
+}
+
+/* Stream-K: persistent grids of 2..7 CTAs over 2..12 tiles whose k
+ * iterations do not divide evenly, so units start and end inside tiles
+ * (2 or 3 units per tile; some tiles one unit covers, the plain
+ * epilogue), every dtype, the three schedules. */
+Test(gemm_sm90_splitk, streamk_dtypes_odd_shapes, .timeout = 300)
+{
+    double t0 = now();
+    grid g = {0};
+    bool ws = false;
+    struct {
+        int64_t m, n, k;
+        const char *lay, *cfg;
+    } cs[] = {
+        {129, 65, 1000, "nt", "impl=1,bm=64,bn=32,stages=3,persistent=5,streamk=1"},
+        {65, 129, 257, "tt", "impl=1,bm=128,bn=64,stages=2,persistent=3,streamk=1"},
+        {200, 33, 129, "nt", "impl=1,bm=64,bn=16,stages=4,persistent=7,streamk=1,raster=2"},
+        {7, 257, 65, "nt", "impl=1,bm=64,bn=64,stages=2,persistent=3,streamk=1"},
+        {100, 100, 257, "tn", "impl=1,bm=64,bn=64,stages=3,persistent=2,streamk=1,wg_wait=0"},
+    };
+    int n = 0;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+        for (int di = 0; di < NDT; di++, n++) {
+            bool sixteen = pt_dtype_get(dts[di])->bytes == 2;
+            pt_problem p = prob(cs[i].m, cs[i].n, cs[i].k, sixteen ? cs[i].lay : "nt", dts[di], PT_F64);
+            grid_case(&g, &p, cs[i].cfg, scheds[n % 3], (uint64_t)(50 + n), &ws);
+        }
+    /* off: the same grid walks whole tiles */
+    pt_problem p = prob(129, 65, 1000, "nt", PT_BF16, PT_F64);
+    grid_case(&g, &p, "impl=1,bm=64,bn=32,stages=3,persistent=5,streamk=0", EMU_SCHED_RANDOM, 99, NULL);
+    grid_report(&g, "wgmma stream-K", t0);
+    cr_expect(ws, "no stream-K case took a workspace");
+}
+
+/* The expression epilogue after the fixup: bias + activation + residual,
+ * beta C, fp8 output with a scale, s8 -> s32 exact, a batch, a
+ * column-major D; split-K and stream-K. */
+Test(gemm_sm90_splitk, fixup_epilogues, .timeout = 300)
+{
+    double t0 = now();
+    grid g = {0};
+    struct {
+        int64_t m, n, k;
+        const char *lay;
+        pt_dtype dt, odt;
+        const char *epi;
+        double beta, osc;
+        int64_t batch;
+        bool dcol;
+        const char *cfg;
+    } cs[] = {
+        {65, 129, 257, "nt", PT_BF16, PT_BF16, "relu(acc + bias[n]) + r", 0, 0, 1, false,
+         "impl=1,bm=64,bn=64,stages=3,splitk=3"},
+        {129, 64, 1000, "nn", PT_F16, PT_F32, "gelu(acc * alpha + bias[n]) + r", 0, 0, 1, false,
+         "impl=1,bm=128,bn=64,stages=2,persistent=3,streamk=1"},
+        {100, 96, 300, "nt", PT_BF16, PT_E4M3, "silu(acc + bias[n])", 0, 0.5, 1, false,
+         "impl=1,bm=64,bn=96,stages=2,splitk=2"},
+        {70, 72, 512, "nt", PT_E4M3, PT_E4M3, "relu(acc) + r", 0, 2, 1, false,
+         "impl=1,bm=64,bn=32,stages=3,persistent=3,streamk=1"},
+        {64, 80, 700, "nt", PT_S8, PT_S32, NULL, 0, 0, 1, false, "impl=1,bm=64,bn=16,stages=2,splitk=4"},
+        {40, 72, 300, "nt", PT_TF32, PT_F32, NULL, 0.5, 0, 2, false, "impl=1,bm=64,bn=72,stages=2,splitk=2"},
+        {70, 64, 260, "tn", PT_BF16, PT_F32, "tanh(acc) * 2", 0, 0, 1, true,
+         "impl=1,bm=64,bn=64,stages=2,persistent=2,streamk=1"},
+        {70, 48, 400, "nt", PT_BF16, PT_BF16, "relu(acc)", 0, 0, 3, false,
+         "impl=1,bm=64,bn=48,stages=2,persistent=4,streamk=1"},
+    };
+    int n = 0;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+        for (int sc = 0; sc < 3; sc++, n++) {
+            pt_problem p = prob(cs[i].m, cs[i].n, cs[i].k, cs[i].lay, cs[i].dt, cs[i].odt);
+            p.epilogue = cs[i].epi;
+            p.beta = cs[i].beta;
+            if (cs[i].osc != 0) {
+                p.out_scale = cs[i].osc;
+                p.has_out_scale = true;
+            }
+            if (cs[i].dt == PT_E4M3) {
+                p.scale_a = 0.5;
+                p.scale_b = 0.25;
+            }
+            p.batch = cs[i].batch;
+            p.d_colmajor = cs[i].dcol;
+            grid_case(&g, &p, cs[i].cfg, scheds[sc], (uint64_t)(300 + n), NULL);
+        }
+    grid_report(&g, "wgmma fixup epilogues", t0);
+}
+
+/* Deterministic whatever the arrival order: the random schedule at two
+ * seeds (different CTA orders, so different last arrivers) gives the same
+ * output bytes, for split-K and stream-K. */
+Test(gemm_sm90_splitk, fixup_is_deterministic, .timeout = 300)
+{
+    struct {
+        int64_t m, n, k;
+        pt_dtype dt;
+        const char *cfg;
+    } cs[] = {
+        {65, 64, 1000, PT_BF16, "impl=1,bm=64,bn=64,stages=3,splitk=4"},
+        {129, 65, 700, PT_F16, "impl=1,bm=64,bn=32,stages=2,persistent=5,streamk=1"},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        pt_problem p = prob(cs[i].m, cs[i].n, cs[i].k, "nt", cs[i].dt, PT_F32);
+        run_out a, b;
+        pt_err e = {0};
+        cr_assert_eq(run_emu(&p, cs[i].cfg, EMU_SCHED_RANDOM, 11, true, &a, &e), PT_OK, "%s", e.msg);
+        cr_assert_eq(run_emu(&p, cs[i].cfg, EMU_SCHED_RANDOM, 12345, true, &b, &e), PT_OK, "%s", e.msg);
+        cr_assert_eq(a.nbits, b.nbits);
+        cr_expect(memcmp(a.bits, b.bits, a.nbits) == 0, "%s: outputs differ between schedule seeds", cs[i].cfg);
+        free(a.bits);
+        free(b.bits);
+    }
+}
+
+/* Tile N not a power of two: the wgmma N of every dtype's rule (16-bit,
+ * tf32, fp8: multiples of 8; s8: 8, 16, 24, then multiples of 16), one
+ * and two consumers, staging rows whose units do not divide the threads
+ * (bn 192 of bf16: 24 units of 8 per row for 256 threads) or span more
+ * than the threads (an odd N: one-element units, 192 per row for 128). */
+Test(gemm_sm90_splitk, non_power_of_two_tile_n, .timeout = 300)
+{
+    double t0 = now();
+    grid g = {0};
+    struct {
+        int64_t m, n, k;
+        const char *lay;
+        pt_dtype dt, odt;
+        const char *epi, *cfg;
+    } cs[] = {
+        {129, 385, 64, "nt", PT_BF16, PT_BF16, NULL, "impl=1,bm=128,bn=192,stages=2"},
+        {65, 191, 72, "nt", PT_BF16, PT_F32, "relu(acc + bias[n])", "impl=1,bm=64,bn=192,stages=2"},
+        {100, 200, 64, "tn", PT_F16, PT_F16, NULL, "impl=1,bm=64,bn=192,stages=3"},
+        {65, 150, 96, "nt", PT_F16, PT_F32, "acc + r", "impl=1,bm=128,bn=160,stages=2"},
+        {33, 97, 40, "nt", PT_TF32, PT_F32, NULL, "impl=1,bm=64,bn=96,stages=2"},
+        {65, 129, 128, "nt", PT_E4M3, PT_BF16, NULL, "impl=1,bm=64,bn=144,stages=2"},
+        {40, 70, 64, "nt", PT_S8, PT_S32, NULL, "impl=1,bm=64,bn=24,stages=2"},
+        {40, 100, 64, "nt", PT_S8, PT_S32, NULL, "impl=1,bm=128,bn=48,stages=3"},
+        {65, 120, 64, "nt", PT_BF16, PT_BF16, NULL, "impl=1,bm=64,bn=40,stages=2"},
+        {130, 300, 64, "nt", PT_BF16, PT_F32, NULL, "impl=1,bm=64,bn=96,stages=2,persistent=3"},
+        {65, 190, 300, "nt", PT_BF16, PT_F32, NULL, "impl=1,bm=64,bn=192,stages=2,splitk=2"},
+    };
+    int n = 0;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++, n++) {
+        pt_problem p = prob(cs[i].m, cs[i].n, cs[i].k, cs[i].lay, cs[i].dt, cs[i].odt);
+        p.epilogue = cs[i].epi;
+        grid_case(&g, &p, cs[i].cfg, scheds[n % 3], (uint64_t)(400 + n), NULL);
+    }
+    /* column-major D: the staging rows are n, bn = 192 of them */
+    pt_problem p = prob(64, 192, 64, "nt", PT_BF16, PT_F32);
+    p.d_colmajor = true;
+    grid_case(&g, &p, "impl=1,bm=64,bn=192,stages=2", EMU_SCHED_RANDOM, 499, NULL);
+    grid_report(&g, "wgmma non-power-of-two bn", t0);
+}
+
+/* ---- check() ---- */
+
+static int check_cfg(const pt_problem *p, const char *config, pt_err *e)
+{
+    memset(e, 0, sizeof *e);
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_gemm_op.prepare(a, p, &tg, &pp, e), PT_OK, "%s", e->msg);
+    pt_config c;
+    gen_gemm_op.defaults(pp, &tg, &c);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", config);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        char *eq = strchr(tok, '=');
+        cr_assert(eq);
+        *eq = 0;
+        pt_config_set(&c, pt_arena_strdup(a, tok), atoll(eq + 1));
+    }
+    int rc = gen_gemm_op.check(pp, &tg, &c, e);
+    pt_arena_free(a);
+    return rc;
+}
+
+Test(gemm_sm90_splitk, check_enforces_decompositions_and_wgmma_n)
+{
+    pt_err e = {0};
+    pt_problem p = prob(256, 256, 1024, "nt", PT_BF16, PT_F64);
+    pt_problem q = prob(256, 256, 1024, "nt", PT_S8, PT_F64);
+    struct {
+        const pt_problem *p;
+        const char *cfg, *msg; /* msg NULL: accepted */
+    } cs[] = {
+        {&p, "impl=1,bm=128,bn=128,splitk=4", NULL},
+        {&p, "impl=1,bm=128,bn=128,splitk=3", NULL},
+        {&p, "impl=1,bm=128,bn=128,persistent=3,streamk=1", NULL},
+        {&p, "impl=1,bm=128,bn=192", NULL},
+        {&p, "impl=1,bm=128,bn=200", NULL},
+        {&p, "impl=1,bm=64,bn=8", NULL},
+        {&q, "impl=1,bm=64,bn=24", NULL},
+        {&q, "impl=1,bm=64,bn=208", NULL},
+        {&p, "impl=1,bm=128,bn=128,splitk=17", "splitk=17: must be 1..16"},
+        {&p, "impl=1,bm=128,bn=128,splitk=0", "splitk=0: must be 1..16"},
+        {&p, "impl=1,bm=128,bn=128,bk=64,splitk=16,persistent=0", NULL},
+        {&p, "impl=1,bm=128,bn=128,streamk=1", "streamk=1 needs persistent > 0"},
+        {&p, "impl=1,bm=128,bn=128,streamk=2", "streamk=2: 0 (off) or 1"},
+        {&p, "impl=1,bm=128,bn=128,persistent=3,streamk=1,splitk=2", "one or the other"},
+        {&p, "impl=1,bm=128,bn=20", "bn=20: not a wgmma N for bf16"},
+        {&p, "impl=1,bm=128,bn=264", "bn=264: not a wgmma N for bf16"},
+        {&q, "impl=1,bm=64,bn=40", "bn=40: not a wgmma N for s8"},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        int rc = check_cfg(cs[i].p, cs[i].cfg, &e);
+        if (!cs[i].msg) {
+            cr_expect_eq(rc, PT_OK, "%s: %s", cs[i].cfg, e.msg);
+            continue;
+        }
+        cr_expect_neq(rc, PT_OK, "%s accepted", cs[i].cfg);
+        cr_expect(strstr(e.msg, cs[i].msg) != NULL, "%s: '%s', want '%s'", cs[i].cfg, e.msg, cs[i].msg);
+        cr_expect(!strchr(e.msg, '\n'), "one line: %s", e.msg);
+    }
+    /* more splits than k tiles (K = 100 bf16: 2 k tiles of 64) */
+    pt_problem s = prob(64, 64, 100, "nt", PT_BF16, PT_F64);
+    cr_expect_neq(check_cfg(&s, "impl=1,bm=64,bn=64,splitk=3", &e), PT_OK);
+    cr_expect(strstr(e.msg, "splitk=3: more splits than k tiles (2)") != NULL, "%s", e.msg);
+}
+
+/* The space: non-power-of-two N values where they help, split-K and
+ * stream-K where the tiles are few or leave a partial wave; the 8192^3
+ * bf16 space takes 192 beside 256 and no decomposition. */
+Test(gemm_sm90_splitk, space_offers_the_new_values)
+{
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    struct {
+        int64_t m, n, k;
+        const char *want; /* name=value that must be in the space */
+    } cs[] = {
+        {8192, 8192, 8192, "bn=192"}, {64, 129, 4096, "bn=144"}, {64, 129, 4096, "splitk=4"},
+        {64, 129, 4096, "streamk=1"}, {2048, 4096, 512, "streamk=1"}, {64, 100, 256, "bn=96"},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        pt_problem p = PT_GEMM(cs[i].m, cs[i].n, cs[i].k, "nt", PT_BF16, PT_F64);
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        cr_assert_eq(gen_gemm_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+        pt_space s;
+        gen_gemm_op.space(pp, &tg, &s);
+        char name[32];
+        long long v = 0;
+        cr_assert_eq(sscanf(cs[i].want, "%31[^=]=%lld", name, &v), 2);
+        bool found = false;
+        for (int j = 0; j < s.nparams; j++)
+            if (strcmp(s.p[j].name, name) == 0)
+                for (int k = 0; k < s.p[j].nvalues; k++)
+                    found |= s.p[j].values[k] == v;
+        cr_expect(found, "%lldx%lldx%lld: %s not in the space", (long long)cs[i].m, (long long)cs[i].n,
+                  (long long)cs[i].k, cs[i].want);
+        if (cs[i].m == 8192) {
+            for (int j = 0; j < s.nparams; j++)
+                if (!strcmp(s.p[j].name, "splitk") || !strcmp(s.p[j].name, "streamk"))
+                    cr_expect_eq(s.p[j].nvalues, 1, "8192^3: %s has %d values", s.p[j].name, s.p[j].nvalues);
+        }
+        pt_arena_free(a);
+    }
+}
+
+/* ---- ptxas sm_90a on the new forms ---- */
+
+Test(gemm_sm90_splitk, new_forms_assemble, .timeout = 300)
+{
+    pt_compiler *comp = NULL;
+    pt_err e = {0};
+    if (pt_compiler_open(&comp, &e)) {
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_skip_test("no CUDA toolkit: %s", e.msg);
+    }
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    struct {
+        int64_t m, n, k;
+        pt_dtype dt, odt;
+        const char *epi, *cfg;
+    } cs[] = {
+        {256, 512, 4096, PT_BF16, PT_BF16, NULL, "impl=1,bm=128,bn=256,stages=4,splitk=3"},
+        {2048, 4096, 512, PT_BF16, PT_BF16, NULL, "impl=1,bm=128,bn=256,stages=4,persistent=132,streamk=1"},
+        {2048, 4096, 512, PT_BF16, PT_F32, "relu(acc + bias[n]) + r",
+         "impl=1,bm=128,bn=128,stages=4,persistent=132,streamk=1"},
+        {8192, 8192, 8192, PT_BF16, PT_BF16, NULL, "impl=1,bm=128,bn=192,stages=4"},
+        {8192, 8192, 8192, PT_BF16, PT_BF16, NULL, "impl=1,bm=128,bn=192,stages=4,persistent=132"},
+        {4096, 4096, 4096, PT_E4M3, PT_E4M3, NULL, "impl=1,bm=128,bn=160,stages=4,splitk=2"},
+        {1024, 1024, 4096, PT_S8, PT_S32, NULL, "impl=1,bm=64,bn=96,stages=4,persistent=132,streamk=1"},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        pt_problem p = PT_GEMM(cs[i].m, cs[i].n, cs[i].k, "nt", cs[i].dt, cs[i].odt);
+        p.epilogue = cs[i].epi;
+        if (cs[i].odt == PT_E4M3) {
+            p.out_scale = 0.5;
+            p.has_out_scale = true;
+        }
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        cr_assert_eq(gen_gemm_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+        pt_space s;
+        pt_config c;
+        gen_gemm_op.space(pp, &tg, &s);
+        gen_gemm_op.defaults(pp, &tg, &c);
+        cr_assert_eq(pt_config_parse(&s, cs[i].cfg, &c, &e), PT_OK, "%s: %s", cs[i].cfg, e.msg);
+        ptx_module *m = NULL;
+        pt_launch l;
+        cr_assert_eq(pt_op_build(&gen_gemm_op, pp, &tg, 0, &c, &m, &l, &e), PT_OK, "%s: %s", cs[i].cfg, e.msg);
+        char *text = ptx_print(m);
+        pt_resource r;
+        memset(&r, 0, sizeof r);
+        int rc = pt_compile(comp, text, &tg, NULL, NULL, &r, &e);
+        cr_expect_eq(rc, PT_OK, "%s: %s", cs[i].cfg, e.msg);
+        for (int k = 0; k < r.ncodes; k++)
+            cr_expect(strncmp(r.codes[k], "C75", 3) != 0, "%s: %s", cs[i].cfg, r.codes[k]);
+        cr_expect_eq(r.spill_stores + r.spill_loads, 0, "%s: spills", cs[i].cfg);
+        cr_expect_eq(r.stack_frame, 0, "%s: local memory", cs[i].cfg);
+        printf("  %-60s regs %3d smem %6zu grid %u x %u\n", cs[i].cfg, r.registers, l.smem, l.grid[0], l.grid[1]);
+        free(text);
+        ptx_module_free(m);
+        pt_arena_free(a);
+    }
+    pt_compiler_close(comp);
+}
