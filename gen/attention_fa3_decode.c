@@ -358,6 +358,24 @@ static pt_tmap kv_map(const pt_prepared *pp, const fgeo *g, int which)
     return m;
 }
 
+/* Paged: the pool pages of the npg pages of the tile from key `key` (the
+ * block table's row tab), into pages[] (registers kept across the loop);
+ * a page past the sequence's len keys is num_pages, which TMA fills with
+ * zeros, and its table entry is not read. */
+static void load_pages(ptx_fn *f, const pt_prepared *pp, const fgeo *g, ptx_reg tab, ptx_reg key, ptx_reg len,
+                       ptx_reg *pages)
+{
+    for (int pg = 0; pg < g->bn / g->pr; pg++) {
+        ptx_reg j = pg ? kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(key), ptx_imm(pg * g->pr))) : key;
+        ptx_reg in = attn_setp(f, PTX_M_LT, S32T, ptx_r(j), ptx_r(len));
+        ptx_emit(f, PTX_OP_MOV, NOM, S32T, ptx_r(pages[pg]), ptx_imm(pp->npages));
+        ptx_reg pi = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(j), ptx_imm(attn_ilog2(pp->page))));
+        ptx_reg pa = attn_add64(f, tab, ptx_r(pi), 4);
+        ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(pages[pg]), ptx_addr(pa, 0)), in,
+                  false);
+    }
+}
+
 /* fp8: warps 1..3 of warpgroup 0 (96 threads, conversion thread ct)
  * turn each stage's e4m3 V ([bn rows] x dv bytes, 128B-swizzled rows of
  * 128 elements: dv/128 sub-tiles bn x 128 bytes apart) into the f16 V the
@@ -589,6 +607,17 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
         ptx_reg it = kit_reg(f, ptx_imm(0));
         ptx_reg key = r32(f);
         ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(key), ptx_r(kr.key0));
+        /* paged: the next tile's table entries are read while this tile's
+         * loads go out (their latency overlaps the next empty wait), when
+         * they are at most 4 (more would not stay in the producer's 40
+         * registers: bn 128 over pages of 16 spilled) */
+        int npg = g->bn / g->pr;
+        bool ahead = paged && npg <= 4;
+        ptx_reg pages[64];
+        for (int pg = 0; paged && pg < npg; pg++)
+            pages[pg] = r32(f);
+        if (ahead)
+            load_pages(f, pp, g, tab, key, len, pages);
         int top = ptx_label_new(f);
         attn_bra(f, done, attn_setp(f, PTX_M_LE, S32T, ptx_r(kr.nblk), ptx_imm(0)), false);
         ptx_label_place(f, top);
@@ -596,23 +625,16 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
         ptx_reg st = kit_pipe_acquire(&pipe);
         kit_pipe_arrive_tx(&pipe, g->stage_bytes);
         ptx_reg full = kit_pipe_full(&pipe);
-        int npg = g->bn / g->pr;
+        if (paged && !ahead)
+            load_pages(f, pp, g, tab, key, len, pages);
         for (int pg = 0; pg < npg; pg++) {
             ptx_reg j = pg ? kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(key), ptx_imm(pg * g->pr))) : key;
             ptx_opd c1, c2, c3;
-            if (paged) {
-                /* page of key j, or num_pages (zero-filled) past the keys */
-                ptx_reg in = attn_setp(f, PTX_M_LT, S32T, ptx_r(j), ptx_r(len));
-                ptx_reg page = r32(f);
-                ptx_emit(f, PTX_OP_MOV, NOM, S32T, ptx_r(page), ptx_imm(pp->npages));
-                ptx_reg pi = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(j), ptx_imm(attn_ilog2(pp->page))));
-                ptx_reg pa = attn_add64(f, tab, ptx_r(pi), 4);
-                ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(page), ptx_addr(pa, 0)), in,
-                          false);
+            if (paged) { /* page pages[pg] (num_pages past the keys), row j % page */
                 ptx_reg row = kit_reg(f, kit_iop(f, PTX_OP_AND, ptx_r(j), ptx_imm(pp->page - 1)));
                 c1 = ptx_r(ao.hk);
                 c2 = ptx_r(row);
-                c3 = ptx_r(page);
+                c3 = ptx_r(pages[pg]);
             } else if (!pp->bhsd) {
                 c1 = ptx_r(ao.hk);
                 c2 = ptx_r(j);
@@ -635,6 +657,8 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
         }
         kit_pipe_commit(&pipe);
         ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(key), ptx_r(key), ptx_imm(g->bn));
+        if (ahead) /* the next tile's pages (past the split's last tile: guarded by len, or unused) */
+            load_pages(f, pp, g, tab, key, len, pages);
         ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
         attn_bra(f, top, attn_setp(f, PTX_M_LT, S32T, ptx_r(it), ptx_r(kr.nblk)), false);
         attn_bra(f, done, none, false);

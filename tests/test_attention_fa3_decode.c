@@ -188,6 +188,10 @@ static const fcase grid[] = {
     {2, 16, 2, 1, 1000, 128, F16, false, 16, -1, true, true, 0, "bn=64,stages=6,splits=8", false, false, 0, 0, 0},
     {2, 4, 4, 1, 129, 64, BF16, false, 64, -1, false, true, 0, "bn=128,stages=2,ctas=2,splits=2", false, false, 0, 0, 0},
     {2, 8, 1, 1, 1000, 256, BF16, false, 256, -1, true, true, 0, "bn=32,stages=3,splits=4", false, false, 0, 0, 0},
+    /* pages of 8 (the least a box takes): 8 pages a tile, their table
+     * entries read in the tile's own iteration (more than 4 are not read
+     * ahead) */
+    {2, 8, 2, 1, 300, 64, BF16, false, 8, -1, true, true, 0, "bn=64,stages=3,splits=3", false, false, 0, 0, 0},
     /* Sq = 4 causal (packed rows = positions x heads), MQA in two row blocks */
     {2, 8, 2, 4, 129, 64, F16, true, 16, -1, true, true, 0, "bn=64,stages=2,splits=3", false, false, 0, 0, 0},
     {1, 32, 1, 4, 77, 128, BF16, true, 64, -1, false, true, 0, "bn=64,stages=3,splits=2", false, false, 0, 0, 0},
