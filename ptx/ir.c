@@ -3,6 +3,7 @@
 #include "ptx/ir.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define TYB(x) (1u << PTX_T_##x)
@@ -445,10 +446,14 @@ ptx_module *ptx_module_new(const pt_target *t, int max_ptx)
     return m;
 }
 
+static void sig_free(struct ptx_sigtab *t); /* the builder's signature table, below */
+
 void ptx_module_free(ptx_module *m)
 {
-    if (m)
+    if (m) {
+        sig_free(m->sigs);
         pt_arena_free(m->arena);
+    }
 }
 
 int ptx_module_error(const ptx_module *m) { return m->err.code; }
@@ -695,6 +700,51 @@ static int ins_err(const ptx_fn *f, const ptx_ins *ins, pt_err *e, int code, con
 static inline int type_bits_(int t) { return type_tab[t].bits; }
 static inline char type_cls_(int t) { return type_tab[t].cls; }
 
+/* Whether a register of type rt may be an operand under rule (an operand
+ * typing letter, isa.def): RF_OK, or why not (check_reg words it; *want:
+ * the bits needed). A pure function of the instruction's types and
+ * modifiers, rule and rt, so the builder's fast path (opds_fast) keeps its
+ * verdicts per signature. */
+enum { RF_OK, RF_PRED, RF_FIXED, RF_PREDMIX, RF_SIZE };
+static int reg_fail(const ptx_ins *ins, ptx_type rt, char rule, int *want)
+{
+    int rbits = type_bits_(rt);
+    if (rule == 'P')
+        return rt != PTX_T_PRED ? RF_PRED : RF_OK;
+    if (rule == '6' || rule == 'h' || rule == 'K' || rule == 'V' || rule == 'Z' || rule == 'A') {
+        /* fixed sizes: 64-bit integer (descriptors, cache policies, mbarrier
+         * states), 16-bit (multicast masks), 32-bit vector elements */
+        *want = rule == '6' || rule == 'K' ? 64 : rule == 'h' ? 16 : 32;
+        bool fl = type_cls_(rt) == 'f';
+        bool ok = rbits == *want && rt != PTX_T_PRED;
+        if (rule == '6' || rule == 'K' || rule == 'A')
+            ok = ok && !fl;
+        if (rule == 'Z')
+            ok = ok && (!fl || (ins->ntypes && ins->types[0] == PTX_T_F32));
+        return ok ? RF_OK : RF_FIXED;
+    }
+    if (rule == '-' || ins->ntypes == 0)
+        return RF_OK;
+    ptx_type it = ins->types[0];
+    *want = type_bits_(it);
+    if (rule == 'U' && ins->ntypes > 1) {
+        it = ins->types[1];
+        *want = type_bits_(it);
+    } else if (rule == '3')
+        *want = 32;
+    else if (rule == 'W' && has_mod(ins, PTX_M_WIDE))
+        *want *= 2;
+    if (it == PTX_T_PRED || rt == PTX_T_PRED)
+        return (it == PTX_T_PRED) != (rt == PTX_T_PRED) && rule != '3' ? RF_PREDMIX : RF_OK;
+    bool ok = rule == 'L' ? rbits >= *want : rbits == *want;
+    if (*want == 8 && rbits == 16 && rule != '3') /* no 8-bit registers: .u8/.s8 live in 16 bits */
+        ok = true;
+    if (ok && type_cls_(rt) == 'f' && type_cls_(it) != 'f' && type_cls_(it) != 'b' &&
+        rule != '3')
+        ok = false;
+    return ok ? RF_OK : RF_SIZE;
+}
+
 static int check_reg(const ptx_fn *f, const ptx_ins *ins, ptx_reg r, char rule, pt_err *e,
                      int pos)
 {
@@ -702,62 +752,49 @@ static int check_reg(const ptx_fn *f, const ptx_ins *ins, ptx_reg r, char rule, 
     if (b < 0 || (size_t)b >= f->nbanks || PTX_REG_IDX(r) >= f->banks[b].count)
         return ins_err(f, ins, e, PT_EINVAL, "undeclared register", "");
     ptx_type rt = f->banks[b].type;
-    int rbits = type_bits_(rt);
+    int want = 0;
     char buf[96];
-    if (rule == 'P') {
-        if (rt != PTX_T_PRED) {
-            snprintf(buf, sizeof buf, " %d", pos + 1);
-            return ins_err(f, ins, e, PT_EINVAL, "expects a predicate at operand", buf);
-        }
-        return PT_OK;
-    }
-    if (rule == '6' || rule == 'h' || rule == 'K' || rule == 'V' || rule == 'Z' || rule == 'A') {
-        /* fixed sizes: 64-bit integer (descriptors, cache policies, mbarrier
-         * states), 16-bit (multicast masks), 32-bit vector elements */
-        int want = rule == '6' || rule == 'K' ? 64 : rule == 'h' ? 16 : 32;
+    switch (reg_fail(ins, rt, rule, &want)) {
+    case RF_OK: return PT_OK;
+    case RF_PRED:
+        snprintf(buf, sizeof buf, " %d", pos + 1);
+        return ins_err(f, ins, e, PT_EINVAL, "expects a predicate at operand", buf);
+    case RF_FIXED: {
         bool fl = type_cls_(rt) == 'f';
-        bool ok = rbits == want && rt != PTX_T_PRED;
-        if (rule == '6' || rule == 'K' || rule == 'A')
-            ok = ok && !fl;
-        if (rule == 'Z')
-            ok = ok && (!fl || (ins->ntypes && ins->types[0] == PTX_T_F32));
-        if (!ok) {
-            snprintf(buf, sizeof buf, " %d: register of type .%s where %d %sbits are needed",
-                     pos + 1, ptx_type_name(rt), want, fl && rbits == want ? "non-float " : "");
-            return ins_err(f, ins, e, PT_EINVAL, "type mismatch at operand", buf);
-        }
-        return PT_OK;
+        snprintf(buf, sizeof buf, " %d: register of type .%s where %d %sbits are needed", pos + 1,
+                 ptx_type_name(rt), want, fl && type_bits_(rt) == want ? "non-float " : "");
+        return ins_err(f, ins, e, PT_EINVAL, "type mismatch at operand", buf);
     }
-    if (rule == '-' || ins->ntypes == 0)
-        return PT_OK;
-    ptx_type it = ins->types[0];
-    int want = type_bits_(it);
-    if (rule == 'U' && ins->ntypes > 1) {
-        it = ins->types[1];
-        want = type_bits_(it);
-    } else if (rule == '3')
-        want = 32;
-    else if (rule == 'W' && has_mod(ins, PTX_M_WIDE))
-        want *= 2;
-    if (it == PTX_T_PRED || rt == PTX_T_PRED) {
-        if ((it == PTX_T_PRED) != (rt == PTX_T_PRED) && rule != '3') {
-            snprintf(buf, sizeof buf, " %d has register type .%s", pos + 1, ptx_type_name(rt));
-            return ins_err(f, ins, e, PT_EINVAL, "operand", buf);
-        }
-        return PT_OK;
-    }
-    bool ok = rule == 'L' ? rbits >= want : rbits == want;
-    if (want == 8 && rbits == 16 && rule != '3') /* no 8-bit registers: .u8/.s8 live in 16 bits */
-        ok = true;
-    if (ok && type_cls_(rt) == 'f' && type_cls_(it) != 'f' && type_cls_(it) != 'b' &&
-        rule != '3')
-        ok = false;
-    if (!ok) {
+    case RF_PREDMIX:
+        snprintf(buf, sizeof buf, " %d has register type .%s", pos + 1, ptx_type_name(rt));
+        return ins_err(f, ins, e, PT_EINVAL, "operand", buf);
+    default:
         snprintf(buf, sizeof buf, " %d: register of type .%s where %d bits are needed", pos + 1,
                  ptx_type_name(rt), want);
         return ins_err(f, ins, e, PT_EINVAL, "type mismatch at operand", buf);
     }
-    return PT_OK;
+}
+
+/* Whether operand class cls (isa.def) takes an operand of kind k. */
+static bool cls_takes(char cls, int k)
+{
+    switch (cls) {
+    case 'd': return k == PTX_O_REG || k == PTX_O_VEC || k == PTX_O_SINK;
+    case 's':
+        return k == PTX_O_REG || k == PTX_O_IMM || k == PTX_O_F32 || k == PTX_O_F64 || k == PTX_O_VEC ||
+               k == PTX_O_SREG || k == PTX_O_SYM;
+    case 'a': return k == PTX_O_ADDR;
+    case 'v': return k == PTX_O_VEC;
+    case 'p':
+    case 'q':
+    case 'r': return k == PTX_O_REG;
+    case 'e': return k == PTX_O_REG || k == PTX_O_IMM;
+    case 'c': return k == PTX_O_PAIR;
+    case 't': return k == PTX_O_TENSOR;
+    case 'l': return k == PTX_O_LABEL;
+    case 'i': return k == PTX_O_IMM;
+    default: return false;
+    }
 }
 
 static int check_opd(const ptx_fn *f, const ptx_ins *ins, int pos, char cls, char rule,
@@ -767,26 +804,7 @@ static int check_opd(const ptx_fn *f, const ptx_ins *ins, int pos, char cls, cha
     char buf[16] = " ?";
     if (pos < 9) /* the message's position, without printf on the hot path */
         buf[1] = (char)('1' + pos);
-    bool ok;
-    switch (cls) {
-    case 'd': ok = o->kind == PTX_O_REG || o->kind == PTX_O_VEC || o->kind == PTX_O_SINK; break;
-    case 's':
-        ok = o->kind == PTX_O_REG || o->kind == PTX_O_IMM || o->kind == PTX_O_F32 ||
-             o->kind == PTX_O_F64 || o->kind == PTX_O_VEC || o->kind == PTX_O_SREG ||
-             o->kind == PTX_O_SYM;
-        break;
-    case 'a': ok = o->kind == PTX_O_ADDR; break;
-    case 'v': ok = o->kind == PTX_O_VEC; break;
-    case 'p':
-    case 'q':
-    case 'r': ok = o->kind == PTX_O_REG; break;
-    case 'e': ok = o->kind == PTX_O_REG || o->kind == PTX_O_IMM; break;
-    case 'c': ok = o->kind == PTX_O_PAIR; break;
-    case 't': ok = o->kind == PTX_O_TENSOR; break;
-    case 'l': ok = o->kind == PTX_O_LABEL; break;
-    case 'i': ok = o->kind == PTX_O_IMM; break;
-    default: ok = false;
-    }
+    bool ok = cls_takes(cls, o->kind);
     if (!ok)
         return ins_err(f, ins, e, PT_EINVAL, "wrong kind of operand at position", buf);
     if (rule == 'K' && has_mod(ins, PTX_M_SHARED_CLUSTER) && o->kind != PTX_O_SINK)
@@ -912,11 +930,25 @@ static bool claim_opnd(uint32_t *done, int opnd)
 
 /* Immediate rules: the first key (modifier or ANY) that matches decides the
  * operand; its consecutive rows are the alternatives. */
-static int check_imms(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
+/* The rows that decide an instruction's operands (which rows apply is a
+ * matter of the signature; check_sig keeps the selection, check_opds
+ * applies it): the operand, and its alternatives imm_tab[r, end) or its
+ * vector length. At most one per operand. */
+typedef struct imm_sel {
+    uint8_t opnd;
+    uint16_t r, end;
+} imm_sel;
+typedef struct vec_sel {
+    uint8_t opnd;
+    int16_t want;
+} vec_sel;
+
+static int sel_imms(const ptx_ins *ins, imm_sel out[PTX_MAX_OPDS])
 {
     size_t lo, hi;
     OP_ROWS(imm_tab, ins->op, &lo, &hi);
     uint32_t done = 0;
+    int n = 0;
     for (size_t r = lo; r < hi; r++) {
         const imm_row *row = &imm_tab[r];
         if (!key_hit(ins, row->mod) || !claim_opnd(&done, row->opnd))
@@ -924,7 +956,18 @@ static int check_imms(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
         size_t end = r;
         while (end < hi && imm_tab[end].mod == row->mod && imm_tab[end].opnd == row->opnd)
             end++;
-        if (row->opnd >= ins->nopd || ins->opd[row->opnd].kind != PTX_O_IMM)
+        if (row->opnd < ins->nopd && n < PTX_MAX_OPDS)
+            out[n++] = (imm_sel){(uint8_t)row->opnd, (uint16_t)r, (uint16_t)end};
+    }
+    return n;
+}
+
+static int check_imms(const ptx_fn *f, const ptx_ins *ins, const imm_sel *sel, int nsel, pt_err *e)
+{
+    for (int i = 0; i < nsel; i++) {
+        size_t r = sel[i].r, end = sel[i].end;
+        const imm_row *row = &imm_tab[r];
+        if (ins->opd[row->opnd].kind != PTX_O_IMM)
             continue;
         int64_t v = ins->opd[row->opnd].u.imm;
         bool ok = false;
@@ -957,11 +1000,12 @@ static int check_imms(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
 }
 
 /* Vector rules: the first matching row of each operand gives its length. */
-static int check_vecs(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
+static int sel_vecs(const ptx_ins *ins, vec_sel out[PTX_MAX_OPDS])
 {
     size_t lo, hi;
     OP_ROWS(vec_tab, ins->op, &lo, &hi);
     uint32_t done = 0;
+    int n = 0;
     for (size_t r = lo; r < hi; r++) {
         const vec_row *row = &vec_tab[r];
         bool any_type = row->types == TY_ALL;
@@ -971,18 +1015,28 @@ static int check_vecs(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
             continue;
         if (row->opnd >= ins->nopd)
             continue;
-        const ptx_opd *o = &ins->opd[row->opnd];
         int want = row->n;
         if (want < 0) { /* a share of the shape's N */
             if (!ins->shape.m)
                 continue;
             want = ins->shape.n / -want;
         }
+        if (n < PTX_MAX_OPDS)
+            out[n++] = (vec_sel){(uint8_t)row->opnd, (int16_t)want};
+    }
+    return n;
+}
+
+static int check_vecs(const ptx_fn *f, const ptx_ins *ins, const vec_sel *sel, int nsel, pt_err *e)
+{
+    for (int i = 0; i < nsel; i++) {
+        const ptx_opd *o = &ins->opd[sel[i].opnd];
+        int want = sel[i].want;
         bool tensor = o->kind == PTX_O_TENSOR;
         int got = o->kind == PTX_O_VEC ? o->u.vec.n : tensor ? o->u.vec.n - 1 : 1;
         if (got != want) {
             char buf[112];
-            snprintf(buf, sizeof buf, " operand %d has %d %s%s where %d %s needed", row->opnd + 1,
+            snprintf(buf, sizeof buf, " operand %d has %d %s%s where %d %s needed", sel[i].opnd + 1,
                      got, tensor ? "coordinate" : "register", got == 1 ? "" : "s", want,
                      want == 1 ? "is" : "are");
             return ins_err(f, ins, e, PT_EINVAL, "vector size mismatch:", buf);
@@ -993,10 +1047,8 @@ static int check_vecs(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
 
 /* Pack rules: each {vector} operand of a PACK opcode holds registers of one
  * size that add up to the type's size, and the type is a packing one. */
-static int check_packs(const ptx_fn *f, const ptx_ins *ins, pt_err *e)
+static int check_packs(const ptx_fn *f, const ptx_ins *ins, size_t lo, size_t hi, pt_err *e)
 {
-    size_t lo, hi;
-    OP_ROWS(pack_tab, ins->op, &lo, &hi);
     if (lo == hi || ins->ntypes == 0)
         return PT_OK;
     char buf[128];
@@ -1239,14 +1291,53 @@ static int check_mods_types(const ptx_fn *f, const ptx_ins *ins, pt_err *e, int 
     return PT_OK;
 }
 
-int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
+/* What the table decides from an instruction's signature alone: the
+ * opcode, its modifiers in order, its types, its shape and its operand
+ * count. check_sig computes it (check_mods_types, the operand count, the
+ * operand classes and typing letters, the requirement of the feature rows
+ * that key on types, modifiers or the count, and the rule rows the operand
+ * checks walk); check_opds applies what depends on the operands
+ * themselves. ptx_check_ins is the two in a row; the builder keeps the
+ * signatures that passed per module (struct ptx_sigtab below), so it runs
+ * check_sig once per distinct signature and check_opds every time. */
+enum { SIG_PROWS = 4 };
+/* per operand position: the class takes a negated operand; a .shared::cluster
+ * destination must be the sink; an address needs a 64-bit register; a
+ * {vector}'s elements are registers of the rule's size */
+enum { PF_NEGOK = 1, PF_KSINK = 2, PF_G64 = 4, PF_EL = 8 };
+_Static_assert(NROWS(vec_tab) < 65536 && NROWS(imm_tab) < 65536 && NROWS(pack_tab) < 65536 &&
+                   NROWS(feat_tab) < 65536,
+               "struct sig keeps rule row indices in 16 bits");
+typedef struct sig {
+    char opnds[24], typing[24];
+    int sm, ver;
+    bool arch;
+    int8_t nprows;                 /* FEAT P rows of the opcode; -1: more than SIG_PROWS */
+    uint16_t prow[SIG_PROWS];      /* their feat_tab indices */
+    uint16_t plo, phi;             /* the opcode's PACK rows */
+    int8_t nvsel, nisel;           /* its VEC and IMM rows that apply */
+    vec_sel vsel[PTX_MAX_OPDS];
+    imm_sel isel[PTX_MAX_OPDS];
+    /* operand i: its class, its register rule (a predicate class's 'P'),
+     * its typing letter, the kinds the class takes, PF_* flags; and the
+     * register types seen there and those reg_fail passed (filled as they
+     * come: rseen/rok for a register operand, eseen/eok for {vector}
+     * elements; gseen/gok for the guard) */
+    char cls[PTX_MAX_OPDS], rrule[PTX_MAX_OPDS], rule[PTX_MAX_OPDS];
+    uint16_t kinds[PTX_MAX_OPDS];
+    uint8_t pflags[PTX_MAX_OPDS];
+    uint32_t rseen[PTX_MAX_OPDS], rok[PTX_MAX_OPDS], eseen[PTX_MAX_OPDS], eok[PTX_MAX_OPDS];
+    uint32_t gseen, gok;
+} sig;
+_Static_assert(PTX_O_TENSOR < 16, "sig.kinds holds 16 operand kinds");
+
+static int check_sig(const ptx_fn *f, const ptx_ins *ins, sig *s, pt_err *e)
 {
     if (ins->op >= PTX_NOPS)
         return pt_errf(e, PT_EINVAL, "unknown opcode %u", ins->op);
-    char opnds[24], typing[24];
-    ptx_ins_opnds(ins, opnds, typing);
+    ptx_ins_opnds(ins, s->opnds, s->typing);
     int min, max;
-    count_opnds(opnds, &min, &max);
+    count_opnds(s->opnds, &min, &max);
     char buf[96];
     int rc = check_mods_types(f, ins, e, &min, &max);
     if (rc)
@@ -1258,22 +1349,36 @@ int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
             snprintf(buf, sizeof buf, " %d operands, expected %d..%d", ins->nopd, min, max);
         return ins_err(f, ins, e, PT_EINVAL, "wrong operand count:", buf);
     }
+    bool g64 = !has_mod(ins, PTX_M_SHARED) && !has_mod(ins, PTX_M_SHARED_CTA) &&
+               !has_mod(ins, PTX_M_SHARED_CLUSTER);
+    bool ksink = has_mod(ins, PTX_M_SHARED_CLUSTER);
     for (int i = 0, k = 0; i < ins->nopd; i++, k++) {
-        while (opnds[k] == '?')
+        while (s->opnds[k] == '?')
             k++;
-        char rule = typing[i] ? typing[i] : '-';
-        if ((rc = check_opd(f, ins, i, opnds[k], rule, e)))
-            return rc;
+        char c = s->opnds[k], r = s->typing[i] ? s->typing[i] : '-';
+        s->cls[i] = c;
+        s->rule[i] = r;
+        s->rrule[i] = c == 'p' || c == 'q' || c == 'e' ? 'P' : r;
+        s->kinds[i] = 0;
+        for (int kd = 0; kd <= PTX_O_TENSOR; kd++)
+            s->kinds[i] |= (uint16_t)(cls_takes(c, kd) << kd);
+        s->pflags[i] = (uint8_t)((c == 'q' || c == 'e' ? PF_NEGOK : 0) | (r == 'K' && ksink ? PF_KSINK : 0) |
+                                 (r == 'G' && g64 ? PF_G64 : 0) |
+                                 (r == 'V' || r == 'Z' || r == 'A' ? PF_EL : 0));
+        s->rseen[i] = s->rok[i] = s->eseen[i] = s->eok[i] = 0;
     }
-    if (ins->guard.id && (rc = check_reg(f, ins, ins->guard, 'P', e, -1)))
-        return rc;
-    if ((rc = check_vecs(f, ins, e)) || (rc = check_imms(f, ins, e)) ||
-        (rc = check_packs(f, ins, e)))
-        return rc;
-    /* target requirements: the opcode row, raised by matching feature rows */
+    s->gseen = s->gok = 0;
+    s->nvsel = (int8_t)sel_vecs(ins, s->vsel);
+    s->nisel = (int8_t)sel_imms(ins, s->isel);
+    size_t lo, hi;
+    OP_ROWS(pack_tab, ins->op, &lo, &hi);
+    s->plo = (uint16_t)lo, s->phi = (uint16_t)hi;
+    /* target requirements: the opcode row, raised by matching feature rows
+     * (the P rows look at an operand: check_opds) */
     int sm = op_tab[ins->op].sm, ver = op_tab[ins->op].ver;
     bool arch = op_tab[ins->op].arch;
     bool has_feat = (feat_ops[ins->op >> 6] >> (ins->op & 63)) & 1;
+    s->nprows = 0;
     for (size_t i = 0; has_feat && i < sizeof feat_tab / sizeof feat_tab[0]; i++) {
         if (feat_tab[i].op != ins->op)
             continue;
@@ -1290,9 +1395,10 @@ int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
             hit = a < ins->ntypes && b < ins->ntypes &&
                   type_tab[ins->types[a]].cls != type_tab[ins->types[b]].cls;
         } else { /* P: operand `value` is a predicate register */
-            const ptx_opd *o = &ins->opd[feat_tab[i].value];
-            hit = feat_tab[i].value < ins->nopd && o->kind == PTX_O_REG &&
-                  f->banks[PTX_REG_BANK(o->u.reg)].type == PTX_T_PRED;
+            if (s->nprows >= 0 && s->nprows < SIG_PROWS)
+                s->prow[s->nprows++] = (uint16_t)i;
+            else
+                s->nprows = -1;
         }
         if (hit) {
             if (feat_tab[i].sm > sm)
@@ -1302,13 +1408,141 @@ int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
             arch |= feat_tab[i].arch;
         }
     }
+    s->sm = sm;
+    s->ver = ver;
+    s->arch = arch;
+    return PT_OK;
+}
+
+/* A FEAT P row: operand `value` is a predicate register. */
+static bool feat_p_hit(const ptx_fn *f, const ptx_ins *ins, size_t i)
+{
+    const ptx_opd *o = &ins->opd[feat_tab[i].value];
+    return feat_tab[i].value < ins->nopd && o->kind == PTX_O_REG &&
+           f->banks[PTX_REG_BANK(o->u.reg)].type == PTX_T_PRED;
+}
+
+/* reg_fail's verdict on register r under rule, kept per type in *seen /
+ * *ok; false for an undeclared register. */
+static bool reg_ok(const ptx_fn *f, const ptx_ins *ins, ptx_reg r, char rule, uint32_t *seen,
+                   uint32_t *ok)
+{
+    int b = PTX_REG_BANK(r);
+    if (b < 0 || (size_t)b >= f->nbanks || PTX_REG_IDX(r) >= f->banks[b].count)
+        return false;
+    unsigned rt = f->banks[b].type;
+    if (rt >= 32)
+        return false;
+    if (!((*seen >> rt) & 1)) {
+        int want;
+        *seen |= 1u << rt;
+        if (reg_fail(ins, (ptx_type)rt, rule, &want) == RF_OK)
+            *ok |= 1u << rt;
+    }
+    return (*ok >> rt) & 1;
+}
+
+static bool reg_declared(const ptx_fn *f, ptx_reg r)
+{
+    int b = PTX_REG_BANK(r);
+    return b >= 0 && (size_t)b < f->nbanks && PTX_REG_IDX(r) < f->banks[b].count;
+}
+
+/* True when check_opd would pass every operand and check_reg the guard,
+ * decided from the signature's per-operand facts; false when it cannot
+ * tell (or they would fail): check_opds then runs check_opd itself. Covers
+ * the kinds templates emit all the time; special registers, d|p pairs and
+ * tensors always go to check_opd. */
+static bool opds_fast(const ptx_fn *f, const ptx_ins *ins, sig *s)
+{
+    for (int i = 0; i < ins->nopd; i++) {
+        const ptx_opd *o = &ins->opd[i];
+        unsigned fl = s->pflags[i];
+        if (o->kind > PTX_O_TENSOR || !((s->kinds[i] >> o->kind) & 1) || (o->neg && !(fl & PF_NEGOK)) ||
+            ((fl & PF_KSINK) && o->kind != PTX_O_SINK))
+            return false;
+        switch (o->kind) {
+        case PTX_O_REG:
+            if (!reg_ok(f, ins, o->u.reg, s->rrule[i], &s->rseen[i], &s->rok[i]))
+                return false;
+            break;
+        case PTX_O_IMM:
+        case PTX_O_F32:
+        case PTX_O_F64:
+        case PTX_O_SYM:
+        case PTX_O_SINK: break;
+        case PTX_O_LABEL:
+            if (o->u.label < 0 || (size_t)o->u.label >= f->nlabels)
+                return false;
+            break;
+        case PTX_O_ADDR:
+            if (!o->u.addr.sym) {
+                if (!reg_declared(f, o->u.addr.base))
+                    return false;
+                int bits = type_bits_(f->banks[PTX_REG_BANK(o->u.addr.base)].type);
+                if (bits < 32 || ((fl & PF_G64) && bits != 64))
+                    return false;
+            }
+            break;
+        case PTX_O_VEC:
+            for (int k = 0; k < o->u.vec.n; k++) {
+                const ptx_opd *v = &o->u.vec.e[k];
+                if (fl & PF_EL) {
+                    if (v->kind != PTX_O_REG || !reg_ok(f, ins, v->u.reg, s->rule[i], &s->eseen[i], &s->eok[i]))
+                        return false;
+                } else if (v->kind == PTX_O_REG && !reg_declared(f, v->u.reg))
+                    return false;
+            }
+            break;
+        default: return false;
+        }
+    }
+    return !ins->guard.id || reg_ok(f, ins, ins->guard, 'P', &s->gseen, &s->gok);
+}
+
+/* fast: try opds_fast first (the builder); ptx_check_ins (the parser, the
+ * decoder, tests/test_isa_walk.c's reference) runs check_opd on every
+ * operand. */
+static int check_opds(ptx_fn *f, const ptx_ins *ins, sig *s, bool fast, pt_err *e)
+{
+    int rc;
+    if (!fast || !opds_fast(f, ins, s)) {
+        for (int i = 0; i < ins->nopd; i++)
+            if ((rc = check_opd(f, ins, i, s->cls[i], s->rule[i], e)))
+                return rc;
+        if (ins->guard.id && (rc = check_reg(f, ins, ins->guard, 'P', e, -1)))
+            return rc;
+    }
+    if ((rc = check_vecs(f, ins, s->vsel, s->nvsel, e)) || (rc = check_imms(f, ins, s->isel, s->nisel, e)) ||
+        (rc = check_packs(f, ins, s->plo, s->phi, e)))
+        return rc;
+    int sm = s->sm, ver = s->ver;
+    bool arch = s->arch;
+    for (int k = 0; k < s->nprows; k++) {
+        size_t i = s->prow[k];
+        if (feat_p_hit(f, ins, i)) {
+            if (feat_tab[i].sm > sm)
+                sm = feat_tab[i].sm;
+            if (feat_tab[i].ver > ver)
+                ver = feat_tab[i].ver;
+            arch |= feat_tab[i].arch;
+        }
+    }
+    for (size_t i = 0; s->nprows < 0 && i < sizeof feat_tab / sizeof feat_tab[0]; i++)
+        if (feat_tab[i].op == ins->op && feat_tab[i].kind == FEAT_P && feat_p_hit(f, ins, i)) {
+            if (feat_tab[i].sm > sm)
+                sm = feat_tab[i].sm;
+            if (feat_tab[i].ver > ver)
+                ver = feat_tab[i].ver;
+            arch |= feat_tab[i].arch;
+        }
     for (int i = 0; i < ins->nopd; i++) /* cluster special registers: sm_90 */
         if (ins->opd[i].kind == PTX_O_SREG) {
-            const int s = ins->opd[i].u.sreg;
-            if (sreg_tab[s].sm > sm)
-                sm = sreg_tab[s].sm;
-            if (sreg_tab[s].ver > ver)
-                ver = sreg_tab[s].ver;
+            const int sr = ins->opd[i].u.sreg;
+            if (sreg_tab[sr].sm > sm)
+                sm = sreg_tab[sr].sm;
+            if (sreg_tab[sr].ver > ver)
+                ver = sreg_tab[sr].ver;
         }
     const pt_target *t = &f->mod->target;
     bool arch_miss = arch && !t->arch_specific;
@@ -1339,6 +1573,139 @@ int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
     if (ver > f->need_ver)
         f->need_ver = ver;
     return PT_OK;
+}
+
+int ptx_check_ins(ptx_fn *f, const ptx_ins *ins, pt_err *e)
+{
+    sig s;
+    int rc = check_sig(f, ins, &s, e);
+    return rc ? rc : check_opds(f, ins, &s, false, e);
+}
+
+/* The builder's signature table: open addressing over the signatures of
+ * one module that passed check_sig (a refused one is checked again each
+ * time, so its message is always the table's). The key packs every field
+ * check_sig reads; a module's kernels repeat a few dozen signatures over
+ * thousands of instructions. Without memory the builder checks uncached. */
+typedef struct sig_slot_t {
+    uint64_t key[4]; /* key[0] 0: empty */
+    size_t idx;      /* the entry in v */
+} sig_slot_t;
+struct ptx_sigtab {
+    size_t cap, n;    /* slots (a power of two) and entries, n < cap / 2 */
+    sig_slot_t *slot; /* cap slots */
+    sig *v;           /* cap / 2 entries, n of them used */
+};
+
+static void sig_free(struct ptx_sigtab *t)
+{
+    if (t) {
+        free(t->slot);
+        free(t->v);
+        free(t);
+    }
+}
+
+static bool sig_key(const ptx_ins *ins, uint64_t key[4])
+{
+    unsigned nm = ins->nmods, nt = ins->ntypes;
+    if (nm > PTX_MAX_MODS || nt > PTX_MAX_TYPES)
+        return false;
+    _Static_assert(PTX_MAX_MODS <= 10 && PTX_MAX_TYPES <= 4, "sig_key packs 10 modifiers and 4 types");
+    uint64_t m0 = 0, m1 = 0, ty = 0; /* only the written ones (the rest may be anything) */
+    for (unsigned i = 0; i < nm && i < 8; i++)
+        m0 |= (uint64_t)ins->mods[i] << 8 * i;
+    for (unsigned i = 8; i < nm; i++)
+        m1 |= (uint64_t)ins->mods[i] << 8 * (i - 8);
+    for (unsigned i = 0; i < nt; i++)
+        ty |= (uint64_t)ins->types[i] << 8 * i;
+    key[0] = ins->op | (uint64_t)nm << 16 | (uint64_t)nt << 24 | (uint64_t)ins->nopd << 32 |
+             (uint64_t)ins->shape.m << 40 | (uint64_t)ins->shape.at << 48 | 1ull << 56; /* 1: used */
+    key[1] = m0;
+    key[2] = m1 | ty << 16 | (uint64_t)ins->shape.k << 48;
+    key[3] = ins->shape.n;
+    return true;
+}
+
+static size_t sig_hash(const uint64_t k[4])
+{
+    uint64_t h = k[0] * 0x9e3779b97f4a7c15ull + k[1] * 0xc2b2ae3d27d4eb4full +
+                 k[2] * 0x165667b19e3779f9ull + k[3];
+    h = (h ^ h >> 31) * 0xbf58476d1ce4e5b9ull;
+    return (size_t)(h ^ h >> 29);
+}
+
+static bool sig_eq(const uint64_t a[4], const uint64_t b[4])
+{
+    return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
+/* The slot of key in t: its own, or the empty slot where it goes. */
+static sig_slot_t *sig_slot(sig_slot_t *slot, size_t cap, const uint64_t key[4])
+{
+    for (size_t i = sig_hash(key) & (cap - 1);; i = (i + 1) & (cap - 1))
+        if (!slot[i].key[0] || sig_eq(slot[i].key, key))
+            return &slot[i];
+}
+
+/* Room for one more entry (twice the slots and entries once half full);
+ * false when out of memory (the table stays as it was). */
+static bool sig_room(ptx_module *m)
+{
+    struct ptx_sigtab *t = m->sigs;
+    if (t && 2 * (t->n + 1) < t->cap)
+        return true;
+    if (!t) {
+        t = calloc(1, sizeof *t);
+        if (!t)
+            return false;
+        m->sigs = t;
+    }
+    size_t cap = t->cap ? 2 * t->cap : 128;
+    sig_slot_t *slot = calloc(cap, sizeof *slot);
+    sig *v = malloc(cap / 2 * sizeof *v);
+    if (!slot || !v) {
+        free(slot);
+        free(v);
+        return false;
+    }
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->slot[i].key[0])
+            *sig_slot(slot, cap, t->slot[i].key) = t->slot[i];
+    if (t->n)
+        memcpy(v, t->v, t->n * sizeof *v);
+    free(t->slot);
+    free(t->v);
+    t->slot = slot;
+    t->v = v;
+    t->cap = cap;
+    return true;
+}
+
+/* ptx_check_ins for the builder: check_sig once per signature. */
+static int check_ins_cached(ptx_fn *f, const ptx_ins *ins, pt_err *e)
+{
+    uint64_t key[4];
+    struct ptx_sigtab *t = f->mod->sigs;
+    if (!sig_key(ins, key))
+        return ptx_check_ins(f, ins, e);
+    if (t && t->cap) {
+        const sig_slot_t *sl = sig_slot(t->slot, t->cap, key);
+        if (sl->key[0])
+            return check_opds(f, ins, &t->v[sl->idx], true, e);
+    }
+    sig s;
+    int rc = check_sig(f, ins, &s, e);
+    if (rc)
+        return rc;
+    if (!sig_room(f->mod))
+        return check_opds(f, ins, &s, true, e);
+    t = f->mod->sigs;
+    sig_slot_t *sl = sig_slot(t->slot, t->cap, key);
+    memcpy(sl->key, key, sizeof sl->key);
+    sl->idx = t->n;
+    t->v[t->n] = s;
+    return check_opds(f, ins, &t->v[t->n++], true, e);
 }
 
 /* ---- the rule rows, for tests ---- */
@@ -1601,7 +1968,7 @@ ptx_ins *ptx_emit_shape_n(ptx_fn *f, ptx_op op, ptx_mods mods, ptx_shape shape, 
     memcpy(ins->types, types.t, sizeof ins->types);
     if (n)
         memcpy(ins->opd, opd, (size_t)n * sizeof *opd);
-    if (ptx_check_ins(f, ins, &f->mod->err))
+    if (check_ins_cached(f, ins, &f->mod->err))
         return NULL;
     return &f->body[f->nbody++];
 }

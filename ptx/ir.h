@@ -205,6 +205,10 @@ struct ptx_module {
     ptx_fn **fns;
     size_t nfns, cap_fns;
     pt_err err; /* first building error, sticky */
+    /* the builder's verdicts on instruction signatures (opcode, modifiers,
+     * types, shape, operand count) that passed the table (ir.c); malloc'd,
+     * freed by ptx_module_free; NULL until the first ptx_emit */
+    struct ptx_sigtab *sigs;
 };
 
 /* Module lifetime. max_ptx is the highest .version the toolchain accepts

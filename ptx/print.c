@@ -24,21 +24,104 @@ const char *ptx_reg_name(const ptx_fn *f, ptx_reg r, char *buf, size_t n)
 
 /* The instruction printer writes through a cursor into space reserved
  * once per instruction (printf and per-token appends dominated emission
- * profiles). opd_room bounds what an operand can print. */
+ * profiles). Names from the ISA table are copied from padded rows with one
+ * fixed-size copy and the cursor advanced by their length; register
+ * prefixes likewise from a per-entry table (print_ctx). So a write may
+ * store up to PAD bytes past its end: the reservation has that slack
+ * (PT_SLACK), and later writes or the final NUL cover the bytes. opd_room
+ * bounds what an operand can print. */
+enum { PAD = 32, PT_SLACK = PAD, BPAD = 16 };
+
+#define PADCHK(text) (1 / (int)(sizeof(text) <= PAD)) /* 1 / 0: a name too long for its row */
+static const char op_pad[PTX_NOPS][PAD] = {
+#define PTX_OP(id, text, opnds, typing, types, mods, sm, ver, arch) text,
+#include "ptx/isa.def"
+};
+static const uint8_t op_len[PTX_NOPS] = {
+#define PTX_OP(id, text, opnds, typing, types, mods, sm, ver, arch) (uint8_t)(PADCHK(text) * (sizeof(text) - 1)),
+#include "ptx/isa.def"
+};
+static const char mod_pad[PTX_NMODS][PAD] = {
+#define PTX_MOD(id, text) text,
+#include "ptx/isa.def"
+};
+static const uint8_t mod_len[PTX_NMODS] = {
+#define PTX_MOD(id, text) (uint8_t)(PADCHK(text) * (sizeof(text) - 1)),
+#include "ptx/isa.def"
+};
+static const char type_pad[PTX_NTYPES][PAD] = {
+#define PTX_TYPE(id, text, bits, cls) text,
+#include "ptx/isa.def"
+};
+static const uint8_t type_len[PTX_NTYPES] = {
+#define PTX_TYPE(id, text, bits, cls) (uint8_t)(PADCHK(text) * (sizeof(text) - 1)),
+#include "ptx/isa.def"
+};
+static const char sreg_pad[PTX_NSREGS][PAD] = {
+#define PTX_SREG(id, text, bits, sm, ver) text,
+#include "ptx/isa.def"
+};
+static const uint8_t sreg_len[PTX_NSREGS] = {
+#define PTX_SREG(id, text, bits, sm, ver) (uint8_t)(PADCHK(text) * (sizeof(text) - 1)),
+#include "ptx/isa.def"
+};
+#undef PADCHK
+
+/* Register banks of the entry being printed: prefixes shorter than BPAD
+ * padded (len < BPAD), else copied as strings. */
+enum { PRINT_BANKS = 32 };
+typedef struct print_bank {
+    char pad[BPAD];
+    uint8_t len;
+} print_bank;
+typedef struct print_ctx {
+    const ptx_fn *f;
+    size_t nb; /* banks in b (the first PRINT_BANKS of f) */
+    print_bank b[PRINT_BANKS];
+} print_ctx;
+
+static void ctx_init(print_ctx *c, const ptx_fn *f)
+{
+    c->f = f;
+    c->nb = f->nbanks < PRINT_BANKS ? f->nbanks : PRINT_BANKS;
+    for (size_t i = 0; i < c->nb; i++) {
+        size_t n = strlen(f->banks[i].prefix);
+        memset(c->b[i].pad, 0, BPAD);
+        if (n < BPAD)
+            memcpy(c->b[i].pad, f->banks[i].prefix, n);
+        c->b[i].len = (uint8_t)(n < BPAD ? n : BPAD);
+    }
+}
+
+enum { SIMPLE = 40 + PTX_MAX_BANK_NAME }; /* a register, number, special register or [reg+off] */
+
+/* Operands whose room is SIMPLE (opd_room's answer, without the call). */
+static bool opd_simple(const ptx_opd *o)
+{
+    return o->kind <= PTX_O_F64 || o->kind == PTX_O_SREG || o->kind == PTX_O_SINK ||
+           (o->kind == PTX_O_ADDR && !o->u.addr.sym);
+}
+
 static size_t opd_room(const ptx_fn *f, const ptx_opd *o)
 {
-    size_t n = 40 + PTX_MAX_BANK_NAME; /* a register, number or special register */
-    if (o->kind == PTX_O_VEC || o->kind == PTX_O_TENSOR)
-        for (int i = 0; i < o->u.vec.n; i++)
-            n += opd_room(f, &o->u.vec.e[i]) + 2;
-    else if (o->kind == PTX_O_PAIR)
-        n += PTX_MAX_BANK_NAME + 16;
-    else if (o->kind == PTX_O_ADDR && o->u.addr.sym)
-        n += strlen(o->u.addr.sym);
-    else if (o->kind == PTX_O_SYM)
-        n += strlen(o->u.sym);
-    else if (o->kind == PTX_O_LABEL)
-        n += strlen(f->labels[o->u.label]);
+    size_t n = SIMPLE;
+    switch ((ptx_opd_kind)o->kind) {
+    case PTX_O_VEC:
+    case PTX_O_TENSOR:
+        for (int i = 0; i < o->u.vec.n; i++) {
+            const ptx_opd *v = &o->u.vec.e[i];
+            n += (opd_simple(v) ? SIMPLE : opd_room(f, v)) + 2;
+        }
+        break;
+    case PTX_O_PAIR: n += PTX_MAX_BANK_NAME + 16; break;
+    case PTX_O_ADDR:
+        if (o->u.addr.sym)
+            n += strlen(o->u.addr.sym);
+        break;
+    case PTX_O_SYM: n += strlen(o->u.sym); break;
+    case PTX_O_LABEL: n += strlen(f->labels[o->u.label]); break;
+    default: break;
+    }
     return n;
 }
 
@@ -49,8 +132,30 @@ static char *cp(char *d, const char *s)
     return d;
 }
 
+static const char digits2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                 "8081828384858687888990919293949596979899";
+
 static char *u64s(char *d, uint64_t v)
 {
+    if (v < 10) {
+        *d++ = (char)('0' + v);
+        return d;
+    }
+    if (v < 100) {
+        memcpy(d, digits2 + 2 * v, 2);
+        return d + 2;
+    }
+    if (v < 1000) {
+        *d = (char)('0' + v / 100);
+        memcpy(d + 1, digits2 + 2 * (v % 100), 2);
+        return d + 3;
+    }
+    if (v < 10000) {
+        memcpy(d, digits2 + 2 * (v / 100), 2);
+        memcpy(d + 2, digits2 + 2 * (v % 100), 2);
+        return d + 4;
+    }
     char tmp[24];
     int n = 0;
     do {
@@ -89,25 +194,30 @@ static char *hexs(char *d, uint64_t v, int digits, bool upper)
     return d;
 }
 
-static char *regs(const ptx_fn *f, ptx_reg r, char *d)
+static char *regs(const print_ctx *c, ptx_reg r, char *d)
 {
+    const ptx_fn *f = c->f;
     int b = PTX_REG_BANK(r);
     if (b < 0 || (size_t)b >= f->nbanks) {
         char buf[32];
         return cp(d, ptx_reg_name(f, r, buf, sizeof buf));
     }
-    d = cp(d, f->banks[b].prefix);
+    if ((size_t)b < c->nb && c->b[b].len < BPAD) {
+        memcpy(d, c->b[b].pad, BPAD);
+        d += c->b[b].len;
+    } else
+        d = cp(d, f->banks[b].prefix);
     return f->banks[b].scalar ? d : u64s(d, PTX_REG_IDX(r));
 }
 
-static char *opds(const ptx_fn *f, const ptx_opd *o, char *d)
+static char *opds(const print_ctx *c, const ptx_opd *o, char *d)
 {
     switch ((ptx_opd_kind)o->kind) {
     case PTX_O_NONE: break;
     case PTX_O_REG:
         if (o->neg)
             *d++ = '!';
-        d = regs(f, o->u.reg, d);
+        d = regs(c, o->u.reg, d);
         break;
     case PTX_O_IMM:
         if (o->hex) {
@@ -130,7 +240,7 @@ static char *opds(const ptx_fn *f, const ptx_opd *o, char *d)
     }
     case PTX_O_ADDR:
         *d++ = '[';
-        d = o->u.addr.sym ? cp(d, o->u.addr.sym) : regs(f, o->u.addr.base, d);
+        d = o->u.addr.sym ? cp(d, o->u.addr.sym) : regs(c, o->u.addr.base, d);
         if (o->u.addr.off) {
             *d++ = '+';
             d = i64s(d, o->u.addr.off);
@@ -140,32 +250,37 @@ static char *opds(const ptx_fn *f, const ptx_opd *o, char *d)
     case PTX_O_VEC:
         *d++ = '{';
         for (int i = 0; i < o->u.vec.n; i++) {
-            if (i)
-                d = cp(d, ", ");
-            d = opds(f, &o->u.vec.e[i], d);
+            if (i) {
+                *d++ = ',';
+                *d++ = ' ';
+            }
+            d = opds(c, &o->u.vec.e[i], d);
         }
         *d++ = '}';
         break;
-    case PTX_O_SREG: d = cp(d, ptx_sreg_name(o->u.sreg)); break;
+    case PTX_O_SREG:
+        memcpy(d, sreg_pad[o->u.sreg], PAD);
+        d += sreg_len[o->u.sreg];
+        break;
     case PTX_O_SYM: d = cp(d, o->u.sym); break;
-    case PTX_O_LABEL: d = cp(d, f->labels[o->u.label]); break;
+    case PTX_O_LABEL: d = cp(d, c->f->labels[o->u.label]); break;
     case PTX_O_SINK: *d++ = '_'; break;
     case PTX_O_PAIR:
         if (o->u.pair.d.id)
-            d = regs(f, o->u.pair.d, d);
+            d = regs(c, o->u.pair.d, d);
         else
             *d++ = '_';
         *d++ = '|';
-        d = regs(f, o->u.pair.p, d);
+        d = regs(c, o->u.pair.p, d);
         break;
     case PTX_O_TENSOR:
         *d++ = '[';
-        d = opds(f, &o->u.vec.e[0], d);
+        d = opds(c, &o->u.vec.e[0], d);
         d = cp(d, ", {");
         for (int i = 1; i < o->u.vec.n; i++) {
             if (i > 1)
                 d = cp(d, ", ");
-            d = opds(f, &o->u.vec.e[i], d);
+            d = opds(c, &o->u.vec.e[i], d);
         }
         d = cp(d, "}]");
         break;
@@ -173,11 +288,13 @@ static char *opds(const ptx_fn *f, const ptx_opd *o, char *d)
     return d;
 }
 
-void ptx_print_ins(const ptx_fn *f, const ptx_ins *ins, pt_buf *out)
+static void print_ins(const print_ctx *c, const ptx_ins *ins, pt_buf *out)
 {
-    size_t room = 96 + (size_t)(ins->nmods + ins->ntypes) * 32; /* mbarrier::complete_tx::bytes */
+    const ptx_fn *f = c->f;
+    /* mbarrier::complete_tx::bytes; PT_SLACK: the padded copies' overshoot */
+    size_t room = 96 + PT_SLACK + (size_t)(ins->nmods + ins->ntypes) * 32;
     for (int i = 0; i < ins->nopd; i++)
-        room += opd_room(f, &ins->opd[i]);
+        room += opd_simple(&ins->opd[i]) ? SIMPLE : opd_room(f, &ins->opd[i]);
     if (ins->op == PTX_OP_LABEL)
         room += strlen(f->labels[ins->opd[0].u.label]);
     if (!pt_buf_room(out, room))
@@ -199,10 +316,11 @@ void ptx_print_ins(const ptx_fn *f, const ptx_ins *ins, pt_buf *out)
         *d++ = '\t';
         if (ins->guard.id) {
             d = cp(d, ins->guard_neg ? "@!" : "@");
-            d = regs(f, ins->guard, d);
+            d = regs(c, ins->guard, d);
             *d++ = ' ';
         }
-        d = cp(d, ptx_op_name(ins->op));
+        memcpy(d, op_pad[ins->op], PAD);
+        d += op_len[ins->op];
         for (int i = 0; i <= ins->nmods; i++) {
             if (ins->shape.m && (ins->shape.at == i || (i == ins->nmods && ins->shape.at > i))) {
                 d = u64s(cp(d, ".m"), ins->shape.m);
@@ -212,20 +330,32 @@ void ptx_print_ins(const ptx_fn *f, const ptx_ins *ins, pt_buf *out)
             if (i == ins->nmods)
                 break;
             *d++ = '.';
-            d = cp(d, ptx_mod_name(ins->mods[i]));
+            memcpy(d, mod_pad[ins->mods[i]], PAD);
+            d += mod_len[ins->mods[i]];
         }
         for (int i = 0; i < ins->ntypes; i++) {
             *d++ = '.';
-            d = cp(d, ptx_type_name(ins->types[i]));
+            memcpy(d, type_pad[ins->types[i]], PAD);
+            d += type_len[ins->types[i]];
         }
         for (int i = 0; i < ins->nopd; i++) {
-            d = cp(d, i ? ", " : " ");
-            d = opds(f, &ins->opd[i], d);
+            if (i)
+                *d++ = ',';
+            *d++ = ' ';
+            d = opds(c, &ins->opd[i], d);
         }
-        d = cp(d, ";\n");
+        *d++ = ';';
+        *d++ = '\n';
     }
     *d = '\0';
     out->len = (size_t)(d - out->s);
+}
+
+void ptx_print_ins(const ptx_fn *f, const ptx_ins *ins, pt_buf *out)
+{
+    print_ctx c;
+    ctx_init(&c, f);
+    print_ins(&c, ins, out);
 }
 
 static int count_lines(const pt_buf *b)
@@ -292,9 +422,11 @@ static void print_fn(ptx_fn *f, pt_buf *out)
     if (f->nbanks || f->nshared)
         pt_buf_putc(out, '\n');
     int line = count_lines(out);
+    print_ctx c;
+    ctx_init(&c, f);
     for (size_t i = 0; i < f->nbody; i++) {
         f->body[i].line = line++;
-        ptx_print_ins(f, &f->body[i], out);
+        print_ins(&c, &f->body[i], out);
     }
     pt_buf_puts(out, "}\n");
 }

@@ -1298,3 +1298,116 @@ Test(isa_walk, dsmem_forms_against_ptxas)
         }
     pt_compiler_close(cc);
 }
+
+/* The builder keeps, per module, the signatures (opcode, modifiers, types,
+ * shape, operand count) that passed the table, and checks each
+ * instruction's operands through a fast path that decides from the
+ * signature's per-operand facts (ptx/ir.c: check_sig once per signature,
+ * opds_fast, else check_opd as ptx_check_ins runs it). Every form of the
+ * walk, legal and illegal, and variants of it with one operand changed (a
+ * register of each bank at each register, {vector} element or address
+ * base, an immediate for a register and a register for anything else), is
+ * built one after the other into one module per
+ * target, forward then backward, so later forms meet a warm table and the
+ * variants meet the signatures of legal forms with other operands: each
+ * must get the verdict and the message ptx_check_ins gives it. */
+static int n_variants(const ptx_ins *in)
+{
+    int n = 1; /* itself */
+    for (int i = 0; i < in->nopd; i++)
+        n += in->opd[i].kind == PTX_O_VEC ? 2 * NBANKS : NBANKS + 1;
+    return n;
+}
+
+/* Variant v of in (0: in itself) into out; el: room for a {vector}'s copy. */
+static void variant(const ptx_ins *in, int v, ptx_ins *out, ptx_opd *el)
+{
+    *out = *in;
+    if (v-- == 0)
+        return;
+    for (int i = 0; i < in->nopd; i++) {
+        ptx_opd *o = &out->opd[i];
+        int nv = o->kind == PTX_O_VEC ? 2 * NBANKS : NBANKS + 1;
+        if (v >= nv) {
+            v -= nv;
+            continue;
+        }
+        if (o->kind == PTX_O_VEC) { /* its first or its last element */
+            int n = o->u.vec.n;
+            memcpy(el, o->u.vec.e, (size_t)n * sizeof *el);
+            el[v < NBANKS ? 0 : n - 1] = ptx_r(reg(v % NBANKS, 2));
+            o->u.vec.e = el;
+        } else if (v == NBANKS) /* a register for anything else, an immediate for a register */
+            *o = o->kind == PTX_O_REG ? ptx_imm(16) : ptx_r(reg(B_R, 3));
+        else if (o->kind == PTX_O_ADDR && !o->u.addr.sym)
+            o->u.addr.base = reg(v, 4);
+        else
+            *o = ptx_r(reg(v, 5));
+        return;
+    }
+}
+
+Test(isa_walk, the_builder_agrees_with_the_table_on_a_warm_module)
+{
+    walk w;
+    memset(&w, 0, sizeof w);
+    pt_err e;
+    pt_err_clear(&e);
+    for (int ti = 0; ti < NTGT; ti++)
+        cr_assert_eq(pt_target_parse(tgt_names[ti], &w.tg[ti], &e), PT_OK, "%.250s", e.msg);
+    w.forms = calloc(MAXFORMS, sizeof *w.forms);
+    w.pool = calloc(POOL, sizeof *w.pool);
+    ptx_opd *el = calloc(REGS_PER_BANK, sizeof *el);
+    cr_assert(w.forms && w.pool && el);
+    generate(&w);
+    gen_packs(&w);
+    long built = 0, refused = 0, hits = 0;
+    for (int ti = 0; ti < NTGT; ti++) {
+        ptx_module *m, *rm;
+        ptx_fn *f = new_fn(&m, &w.tg[ti], 90), *rf = new_fn(&rm, &w.tg[ti], 90);
+        for (int pass = 0; pass < 2; pass++)
+            for (int k = 0; k < w.n; k++) {
+                const ptx_ins *base = &w.forms[pass ? w.n - 1 - k : k].ins;
+                for (int v = 0; v < (pass ? 1 : n_variants(base)); v++) {
+                    ptx_ins in;
+                    variant(base, v, &in, el);
+                    pt_err re;
+                    pt_err_clear(&re);
+                    bool legal = ptx_check_ins(rf, &in, &re) == PT_OK;
+                    ptx_mods mods = {.n = in.nmods};
+                    memcpy(mods.m, in.mods, sizeof mods.m);
+                    ptx_types types = {.n = in.ntypes};
+                    memcpy(types.t, in.types, sizeof types.t);
+                    ptx_ins *got = ptx_emit_shape_n(f, (ptx_op)in.op, mods, in.shape, types, in.nopd, in.opd);
+                    if ((got != NULL) != legal) {
+                        pt_buf b;
+                        pt_buf_init(&b);
+                        ptx_print_ins(f, &in, &b);
+                        cr_assert_fail("%s on %s: the builder %s, ptx_check_ins %s (%s)", b.s ? b.s : "?", tgt_names[ti],
+                                       got ? "accepts" : "refuses", legal ? "accepts" : "refuses",
+                                       got ? re.msg : ptx_module_errmsg(m));
+                    }
+                    if (!got) {
+                        pt_buf b;
+                        pt_buf_init(&b);
+                        ptx_print_ins(f, &in, &b);
+                        cr_assert_str_eq(ptx_module_errmsg(m), re.msg, "%s on %s", b.s ? b.s : "?", tgt_names[ti]);
+                        pt_buf_free(&b);
+                        pt_err_clear(&m->err);
+                        refused++;
+                    } else
+                        hits += pass; /* the second pass meets every signature the first built */
+                    built++;
+                }
+            }
+        ptx_module_free(m);
+        ptx_module_free(rm);
+    }
+    fprintf(stderr, "isa walk (builder, warm): %ld instructions built on %d targets, %ld refused as "
+            "the table refuses them, %ld accepted from a warm table\n", built, NTGT, refused, hits);
+    cr_expect_gt(refused, 10000);
+    cr_expect_gt(hits, 4000);
+    free(el);
+    free(w.forms);
+    free(w.pool);
+}
