@@ -33,9 +33,11 @@
  * whole tensors (bshd (d, H, S, B), bhsd (d, S, H, B), varlen (d, H,
  * total)), so a block's rows past the tensor are zero-filled by TMA and
  * rows past the sequence (varlen: the next sequence's) are masked (K) or
- * not stored (Q). Paged K/V and head dim 96 are refused by check() in one
- * line; on sm_90a those problems default to impl=fa2 (which reads paged
- * K/V and serves hd96). Not yet: pingpong between the consumers and
+ * not stored (Q). Paged K/V: the K and V maps are over the pools (d, Hkv,
+ * page row, page) and a block is one box of one page (page_size a multiple
+ * of bn; the producer reads the block-table entry), so pages under 64 keys
+ * and head dim 96 are refused by check() in one line, and on sm_90a those
+ * problems default to impl=fa2 (which gathers small pages and serves hd96). Not yet: pingpong between the consumers and
  * intra-warpgroup overlap of the softmax with the next QK^T (the waits are
  * wait_group 0), packed GQA, a TMA O store.
  *
@@ -78,7 +80,8 @@ static bool fa3_dim(int64_t d) { return d == 64 || d == 128 || d == 256; }
 
 bool attn_fa3_applies(const pt_prepared *pp, const pt_target *t)
 {
-    return fa3_target(t) && !attn_decode_kind(pp) && pp->page == 0 && fa3_dim(pp->d) && fa3_dim(pp->dv);
+    return fa3_target(t) && !attn_decode_kind(pp) && (pp->page == 0 || pp->page >= 64) && fa3_dim(pp->d) &&
+           fa3_dim(pp->dv);
 }
 
 static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *c, fa3 *g, pt_err *e)
@@ -100,8 +103,6 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
         return pt_errf(e, PT_EUNSUPPORTED,
                        "impl=2 (fa3): head_dim=%lld head_dim_v=%lld: 64 128 256 (impl=0, fa2, serves 96)",
                        (long long)pp->d, (long long)pp->dv);
-    if (pp->page)
-        return pt_errf(e, PT_EUNSUPPORTED, "impl=2 (fa3): paged K/V is not supported (impl=0, fa2, reads it)");
     if (!(pp->scale > 0) || (pp->softcap != 0 && !(pp->softcap > 0)))
         return pt_errf(e, PT_EUNSUPPORTED, "impl=2 (fa3): softmax_scale %g softcap %g (positive)",
                        (double)pp->scale, (double)pp->softcap);
@@ -142,6 +143,10 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     ptx_type ab = pp->dt == PT_BF16 ? PTX_T_BF16 : PTX_T_F16;
     if (!kit_wgmma_atom(ab, PTX_T_F32, g->bn, &g->ws) || !kit_wgmma_atom(ab, PTX_T_F32, (int)pp->dv, &g->wo))
         return pt_errf(e, PT_EINVAL, "bn=%d head_dim_v=%lld: not wgmma N values", g->bn, (long long)pp->dv);
+    if (pp->page && pp->page % g->bn)
+        return pt_errf(e, PT_EUNSUPPORTED, "impl=2 (fa3): page_size=%lld with bn=%d: a K/V block is one TMA box of "
+                       "one page (page_size a multiple of bn; impl=0, fa2, gathers smaller pages)",
+                       (long long)pp->page, g->bn);
     g->cons = g->bm / 64;
     g->threads = 128 * (1 + g->cons);
     g->es = 2;
@@ -230,7 +235,10 @@ void attn_fa3_defaults(const pt_prepared *pp, const pt_target *t, pt_config *out
         pt_config_set(out, s.p[i].name, s.p[i].values[0]);
     int64_t d = pp->d > pp->dv ? pp->d : pp->dv;
     pt_config_set(out, "bm", pp->Sq <= 64 ? 64 : 128);
-    pt_config_set(out, "bn", d >= 256 ? 80 : 128);
+    int bn = d >= 256 ? 80 : 128;
+    if (pp->page && pp->page % bn) /* paged: a K/V block within one page */
+        bn = 64;
+    pt_config_set(out, "bn", bn);
     pt_config_set(out, "stages", 2);
     pt_config_set(out, "overlap", 1);
     /* flash-attention 3 pingpongs two or more consumers for d <= 128 */
@@ -316,6 +324,14 @@ static ptx_reg param_u32(fa3 *g, pt_launch *l, const char *name, uint64_t v)
     return r;
 }
 
+static int log2i(int64_t v)
+{
+    int sh = 0;
+    while ((INT64_C(1) << sh) < v)
+        sh++;
+    return sh;
+}
+
 static ptx_reg ld_s32(fa3 *g, ptx_reg p, ptx_reg idx)
 {
     ptx_reg a = addr(g, p, idx, 4), r = r32(g);
@@ -339,6 +355,19 @@ static pt_tmap qkv_map(const fa3 *g, int which, int rows, int heads)
     int es = g->es;
     m.dims[0] = (uint64_t)D;
     m.box[0] = 64;
+    if (which && pp->page) { /* the pools [num_pages, page_size, Hkv, D]: (D, Hkv, page row, page) */
+        m.rank = 4;
+        m.dims[1] = (uint64_t)H;
+        m.dims[2] = (uint64_t)pp->page;
+        m.dims[3] = (uint64_t)pp->npages;
+        m.strides[0] = (uint64_t)(st[1] * es);
+        m.strides[1] = (uint64_t)(st[0] * es);
+        m.strides[2] = (uint64_t)(st[2] * es);
+        m.box[1] = 1;
+        m.box[2] = (uint32_t)rows;
+        m.box[3] = 1;
+        return m;
+    }
     if (pp->varlen) {
         m.rank = 3;
         m.dims[1] = (uint64_t)H;
@@ -366,15 +395,15 @@ static pt_tmap qkv_map(const fa3 *g, int which, int rows, int heads)
 /* The boxes of one tile (Q, a K stage or a V stage): ncol / 64 boxes of 64
  * columns at dst + c step, tokens from tok, head hd, sequence b. */
 static void tile_load(fa3 *g, ptx_reg map, ptx_reg dst, int64_t step, int64_t ncol, ptx_reg tok, ptx_reg hd,
-                      ptx_reg b, ptx_reg bar)
+                      ptx_reg b, ptx_reg bar, bool paged)
 {
     const pt_prepared *pp = g->pp;
     for (int64_t c = 0; c < ncol / 64; c++) {
         ptx_reg d = c ? iop(g, PTX_OP_ADD, ptx_r(dst), ptx_imm(c * step)) : dst;
         ptx_opd co[4];
         co[0] = ptx_imm(64 * c);
-        int rank = pp->varlen ? 3 : 4;
-        if (pp->varlen || !pp->bhsd) {
+        int rank = pp->varlen && !paged ? 3 : 4;
+        if (paged || pp->varlen || !pp->bhsd) { /* paged: (head, page row, page) */
             co[1] = ptx_r(hd);
             co[2] = ptx_r(tok);
         } else {
@@ -656,6 +685,8 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     ptx_reg tq = kit_tma_param(f, l, "tmq", &mq);
     ptx_reg tk = kit_tma_param(f, l, "tmk", &mk);
     ptx_reg tv = kit_tma_param(f, l, "tmv", &mv);
+    bool paged = pp->page > 0;
+    ptx_reg pbt = paged ? param_ptr(g, l, "block_table", (pt_arg){PT_ARG_INPUT, pp->t.block_table, 0, 0}) : none;
     ptx_reg pcq = none, pck = none, psu = none;
     if (pp->varlen) {
         pcq = param_ptr(g, l, "cu_seqlens_q", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_q, 0, 0});
@@ -744,23 +775,29 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
         kit_tma_prefetch(f, tq);
         kit_tma_prefetch(f, tk);
         kit_tma_prefetch(f, tv);
+        ptx_reg btab = paged ? addr(g, pbt, b, pp->pages_per_seq * 4) : none; /* this sequence's row */
         ptx_reg bz = pp->varlen ? none : b;
         ptx_reg qtok = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(tq0), ptx_r(p0)) : p0;
         ptx_reg st = kit_pipe_acquire(&pq);
         kit_pipe_arrive_tx(&pq, g->qbytes);
-        tile_load(g, tq, st, g->qsub, pp->d, qtok, h, bz, kit_pipe_full(&pq));
+        tile_load(g, tq, st, g->qsub, pp->d, qtok, h, bz, kit_pipe_full(&pq), false);
         kit_pipe_commit(&pq);
         int top = ptx_label_new(f);
         ptx_label_place(f, top);
         ptx_pragma_nounroll(f);
-        ptx_reg ktok = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(tk0), ptx_r(n0)) : n0;
+        ptx_reg ktok = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(tk0), ptx_r(n0)) : n0, kb_ = bz;
+        if (paged) { /* the block's page from the block table, its first row in the page */
+            ktok = iop(g, PTX_OP_AND, ptx_r(n0), ptx_imm(pp->page - 1));
+            ptx_reg pg = iop(g, PTX_OP_SHR, ptx_r(n0), ptx_imm(log2i(pp->page)));
+            kb_ = ld_s32(g, btab, pg);
+        }
         st = kit_pipe_acquire(&pk);
         kit_pipe_arrive_tx(&pk, g->kbytes);
-        tile_load(g, tk, st, g->ksub, pp->d, ktok, hk, bz, kit_pipe_full(&pk));
+        tile_load(g, tk, st, g->ksub, pp->d, ktok, hk, kb_, kit_pipe_full(&pk), paged);
         kit_pipe_commit(&pk);
         st = kit_pipe_acquire(&pv);
         kit_pipe_arrive_tx(&pv, g->vbytes);
-        tile_load(g, tv, st, g->vbox, pp->dv, ktok, hk, bz, kit_pipe_full(&pv));
+        tile_load(g, tv, st, g->vbox, pp->dv, ktok, hk, kb_, kit_pipe_full(&pv), paged);
         kit_pipe_commit(&pv);
         ptx_emit(f, PTX_OP_SUB, NOM, S32T, ptx_r(n0), ptx_r(n0), ptx_imm(g->bn));
         ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(j), ptx_r(j), ptx_imm(1));

@@ -73,8 +73,9 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
                       pt_err *e);
 
 /* impl=fa3 (attention_fa3.c): sm_90a wgmma + TMA prefill; applies: the
- * target is sm_90a and the problem a prefill one it takes (not paged,
- * head dims 64 128 256), where it is the space and the default. */
+ * target is sm_90a and the problem a prefill one it takes (head dims 64
+ * 128 256; not paged, or pages of >= 64 keys), where it is the space and
+ * the default. */
 bool attn_fa3_applies(const pt_prepared *pp, const pt_target *t);
 int attn_fa3_space(const pt_prepared *pp, const pt_target *t, pt_space *out);
 void attn_fa3_defaults(const pt_prepared *pp, const pt_target *t, pt_config *out);

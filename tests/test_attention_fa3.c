@@ -10,7 +10,8 @@
  * 128, 256; causal / non-causal / sliding window / softcap; Sq < Sk, Sq =
  * Sk, Sq > Sk (rows with no visible key), Sq = 1; GQA 1:1, 4:1, MQA (a
  * group of 6), packed GQA (pack_gqa=1: 4:1, MQA 6 and 32, Sq 1 5 7 77);
- * lengths 1, 7, 77, 129; varlen (the op draws a length-1
+ * paged K/V (pages 64, 128, 256, shuffled block tables); lengths 1, 7,
+ * 77, 129; varlen (the op draws a length-1
  * sequence), seqused_k; bshd and bhsd; f16 and bf16; bm 64 / 128 / 192 (1
  * to 3 consumer warpgroups), bn 32..144, stages 2 and 3. Every case runs
  * under one schedule (rotating), the first four under all three. Prints
@@ -53,6 +54,7 @@ typedef struct fcase {
     double softcap;
     bool varlen, seqused, lse, bhsd;
     const char *config;
+    int64_t page; /* paged K/V: page_size (num_pages: the op's default; shuffled block tables) */
 } fcase;
 
 static pt_problem problem_of(const fcase *c)
@@ -76,6 +78,7 @@ static pt_problem problem_of(const fcase *c)
     p.seqused_k = c->seqused;
     p.return_lse = c->lse;
     p.layout = c->bhsd ? "bhsd" : "bshd";
+    p.page_size = c->page;
     return p;
 }
 
@@ -173,34 +176,39 @@ static int run_case(const pt_op *op, const fcase *c, emu_sched sched, uint64_t s
 /* dt B Hq Hkv Sq Sk d causal wl wr softcap varlen seqused lse bhsd config */
 static const fcase grid[] = {
     /* hd64: non-causal Sq < Sk; causal Sq = Sk (3 stages); Sq > Sk causal (rows without keys); Sq = 1 */
-    {BF, 2, 4, 4, 77, 129, 64, false, -1, -1, 0, false, false, true, false, "bm=128,bn=128"},
-    {F16, 1, 4, 1, 129, 129, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=64,stages=3,pingpong=0"},
-    {BF, 1, 8, 2, 129, 7, 64, true, -1, -1, 0, false, false, true, false, "bm=128,bn=48,overlap=0"},
-    {F16, 3, 4, 1, 129, 129, 64, false, 20, -1, 0, true, true, true, false, "bm=192,bn=64"},
-    {F16, 1, 2, 2, 1, 77, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=32,pingpong=0"},
-    {BF, 1, 6, 1, 7, 129, 64, false, 20, -1, 0, false, false, true, false, "bm=64,bn=64,pingpong=0"},
+    {BF, 2, 4, 4, 77, 129, 64, false, -1, -1, 0, false, false, true, false, "bm=128,bn=128", 0},
+    {F16, 1, 4, 1, 129, 129, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=64,stages=3,pingpong=0", 0},
+    {BF, 1, 8, 2, 129, 7, 64, true, -1, -1, 0, false, false, true, false, "bm=128,bn=48,overlap=0", 0},
+    {F16, 3, 4, 1, 129, 129, 64, false, 20, -1, 0, true, true, true, false, "bm=192,bn=64", 0},
+    {F16, 1, 2, 2, 1, 77, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=32,pingpong=0", 0},
+    {BF, 1, 6, 1, 7, 129, 64, false, 20, -1, 0, false, false, true, false, "bm=64,bn=64,pingpong=0", 0},
     /* hd128: causal GQA, window both sides, softcap bhsd, seqused_k */
-    {BF, 1, 8, 2, 77, 129, 128, true, -1, -1, 0, false, false, true, false, "bm=128,bn=128"},
-    {F16, 2, 4, 4, 77, 77, 128, false, 16, 3, 0, false, false, true, false, "bm=64,bn=96,pingpong=0"},
-    {F16, 1, 4, 1, 129, 129, 128, false, -1, -1, 30, false, false, true, true, "bm=128,bn=144,pingpong=0"},
-    {BF, 3, 8, 2, 77, 129, 128, true, -1, -1, 0, false, true, true, false, "bm=128,bn=64,stages=3,overlap=0,pingpong=0"},
+    {BF, 1, 8, 2, 77, 129, 128, true, -1, -1, 0, false, false, true, false, "bm=128,bn=128", 0},
+    {F16, 2, 4, 4, 77, 77, 128, false, 16, 3, 0, false, false, true, false, "bm=64,bn=96,pingpong=0", 0},
+    {F16, 1, 4, 1, 129, 129, 128, false, -1, -1, 30, false, false, true, true, "bm=128,bn=144,pingpong=0", 0},
+    {BF, 3, 8, 2, 77, 129, 128, true, -1, -1, 0, false, true, true, false, "bm=128,bn=64,stages=3,overlap=0,pingpong=0", 0},
     /* hd256 */
-    {BF, 1, 2, 1, 77, 129, 256, true, -1, -1, 0, false, false, true, false, "bm=128,bn=80"},
-    {F16, 1, 4, 4, 129, 77, 256, false, -1, -1, 0, false, false, false, false, "bm=64,bn=64,pingpong=0"},
+    {BF, 1, 2, 1, 77, 129, 256, true, -1, -1, 0, false, false, true, false, "bm=128,bn=80", 0},
+    {F16, 1, 4, 4, 129, 77, 256, false, -1, -1, 0, false, false, false, false, "bm=64,bn=64,pingpong=0", 0},
     /* varlen (a length-1 sequence among the op's lengths) */
-    {BF, 3, 4, 1, 77, 129, 64, false, -1, -1, 0, true, false, true, false, "bm=64,bn=32,pingpong=0"},
-    {F16, 4, 4, 4, 129, 77, 64, true, -1, -1, 0, true, false, true, false, "bm=128,bn=64,overlap=0"},
+    {BF, 3, 4, 1, 77, 129, 64, false, -1, -1, 0, true, false, true, false, "bm=64,bn=32,pingpong=0", 0},
+    {F16, 4, 4, 4, 129, 77, 64, true, -1, -1, 0, true, false, true, false, "bm=128,bn=64,overlap=0", 0},
     /* softcap with causal and window; odd lengths Sk 1 */
-    {BF, 1, 4, 1, 77, 129, 64, true, -1, -1, 50, false, false, true, false, "bm=64,bn=32,pingpong=0"},
-    {F16, 1, 4, 2, 129, 129, 128, false, 20, 20, 15, false, false, true, false, "bm=128,bn=64"},
-    {BF, 2, 4, 1, 7, 1, 64, true, -1, -1, 0, false, false, true, true, "bm=64,bn=16,pingpong=0"},
+    {BF, 1, 4, 1, 77, 129, 64, true, -1, -1, 50, false, false, true, false, "bm=64,bn=32,pingpong=0", 0},
+    {F16, 1, 4, 2, 129, 129, 128, false, 20, 20, 15, false, false, true, false, "bm=128,bn=64", 0},
+    {BF, 2, 4, 1, 7, 1, 64, true, -1, -1, 0, false, false, true, true, "bm=64,bn=16,pingpong=0", 0},
     /* pack_gqa: the query heads of a kv head share a tile (rows are (position, head) pairs, one
      * TMA box of the group's heads), Sq 1, 5, 7, 77, GQA 4:1, MQA (6, 32), masks per row's position */
-    {BF, 2, 8, 2, 77, 129, 64, true, -1, -1, 0, false, false, true, false, "pack_gqa=1"},
-    {BF, 1, 6, 1, 7, 129, 64, false, 20, 2, 0, false, false, true, false, "bm=192,bn=64,pack_gqa=1"},
-    {F16, 2, 8, 2, 1, 77, 128, true, -1, -1, 0, false, false, true, false, "bm=64,bn=64,pingpong=0,pack_gqa=1"},
-    {F16, 3, 8, 2, 77, 129, 128, false, 20, 3, 0, true, false, true, false, "bm=128,bn=64,overlap=0,pack_gqa=1"},
-    {F16, 1, 32, 1, 5, 300, 64, true, -1, -1, 20, false, true, true, false, "bm=128,bn=64,pack_gqa=1"},
+    {BF, 2, 8, 2, 77, 129, 64, true, -1, -1, 0, false, false, true, false, "pack_gqa=1", 0},
+    {BF, 1, 6, 1, 7, 129, 64, false, 20, 2, 0, false, false, true, false, "bm=192,bn=64,pack_gqa=1", 0},
+    {F16, 2, 8, 2, 1, 77, 128, true, -1, -1, 0, false, false, true, false, "bm=64,bn=64,pingpong=0,pack_gqa=1", 0},
+    {F16, 3, 8, 2, 77, 129, 128, false, 20, 3, 0, true, false, true, false, "bm=128,bn=64,overlap=0,pack_gqa=1", 0},
+    {F16, 1, 32, 1, 5, 300, 64, true, -1, -1, 20, false, true, true, false, "bm=128,bn=64,pack_gqa=1", 0},
+    /* paged K/V (the op's block tables: shuffled distinct pages), a block one box of one page:
+     * pages of 64, 128, 256 keys (bn 64 and 128), seqused_k, varlen, packed, causal, window */
+    {BF, 2, 8, 2, 77, 300, 64, true, -1, -1, 0, false, false, true, false, "bm=128,bn=64", 64},
+    {F16, 3, 4, 1, 129, 129, 128, false, -1, -1, 0, false, true, true, false, "bm=128,bn=64,pack_gqa=1", 128},
+    {BF, 3, 4, 4, 77, 300, 64, false, 30, 2, 0, true, false, true, false, "bm=64,bn=128,pingpong=0", 256},
 };
 
 Test(attention_fa3, grid_against_float64_reference_every_schedule, .timeout = 600)
@@ -241,11 +249,12 @@ Test(attention_fa3, grid_against_float64_reference_every_schedule, .timeout = 60
 
 /* ---- adversarial inputs (the fa2 tests' kinds and semantics) ---- */
 static const fcase adv_shapes[] = {
-    {BF, 2, 4, 1, 77, 129, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=32,pingpong=0"},
-    {F16, 1, 8, 2, 33, 77, 128, false, 20, 5, 0, false, false, true, false, "bm=128,bn=64"},
-    {BF, 3, 4, 2, 40, 77, 64, true, -1, -1, 0, true, true, true, false, "bm=64,bn=48,pingpong=0"},
-    {F16, 2, 4, 4, 77, 77, 64, false, -1, -1, 30, false, false, true, true, "bm=128,bn=48"},
-    {BF, 2, 8, 2, 7, 129, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=64,pingpong=0,pack_gqa=1"},
+    {BF, 2, 4, 1, 77, 129, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=32,pingpong=0", 0},
+    {F16, 1, 8, 2, 33, 77, 128, false, 20, 5, 0, false, false, true, false, "bm=128,bn=64", 0},
+    {BF, 3, 4, 2, 40, 77, 64, true, -1, -1, 0, true, true, true, false, "bm=64,bn=48,pingpong=0", 0},
+    {F16, 2, 4, 4, 77, 77, 64, false, -1, -1, 30, false, false, true, true, "bm=128,bn=48", 0},
+    {BF, 2, 8, 2, 7, 129, 64, true, -1, -1, 0, false, false, true, false, "bm=64,bn=64,pingpong=0,pack_gqa=1", 0},
+    {F16, 2, 4, 1, 77, 300, 64, true, -1, -1, 0, false, true, true, false, "bm=128,bn=64", 64},
 };
 
 static const char *const adv_names[ATTN_ADV_N] = {
@@ -288,7 +297,7 @@ Test(attention_fa3, adversarial_inputs_match_the_reference, .timeout = 600)
 
 static pt_problem llama(void)
 {
-    fcase c = {BF, 1, 32, 8, 4096, 4096, 128, true, -1, -1, 0, false, false, false, false, ""};
+    fcase c = {BF, 1, 32, 8, 4096, 4096, 128, true, -1, -1, 0, false, false, false, false, "", 0};
     return problem_of(&c);
 }
 
@@ -371,7 +380,7 @@ static int check_of(const fcase *c, const char *arch, const char *config, pt_err
 
 Test(attention_fa3, check_refuses_in_one_line)
 {
-    fcase l = {BF, 1, 32, 8, 4096, 4096, 128, true, -1, -1, 0, false, false, false, false, ""};
+    fcase l = {BF, 1, 32, 8, 4096, 4096, 128, true, -1, -1, 0, false, false, false, false, "", 0};
     fcase hd96 = l, hd256 = l, mqa6 = l, bhsd = l, mha = l;
     hd96.d = 96;
     hd256.d = 256;
@@ -404,7 +413,7 @@ Test(attention_fa3, check_refuses_in_one_line)
         cr_expect(strstr(e.msg, bad[i].want) != NULL, "case %zu: '%s' does not say '%s'", i, e.msg, bad[i].want);
         cr_expect(strchr(e.msg, '\n') == NULL, "case %zu: more than one line: %s", i, e.msg);
     }
-    /* paged K/V: refused by impl=2 in one line */
+    /* pages smaller than a K/V block: refused by impl=2 in one line */
     pt_target tg;
     pt_err e = {0};
     cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
@@ -416,7 +425,7 @@ Test(attention_fa3, check_refuses_in_one_line)
     pt_config cf;
     cr_assert_eq(fa3_config(pp, &tg, "", &cf, &e), PT_OK, "%s", e.msg);
     cr_expect_neq(gen_attention_op.check(pp, &tg, &cf, &e), PT_OK);
-    cr_expect(strstr(e.msg, "paged K/V is not supported"), "%s", e.msg);
+    cr_expect(strstr(e.msg, "page_size=16 with bn=64: a K/V block is one TMA box of one page"), "%s", e.msg);
     pt_arena_free(a);
 }
 
@@ -447,6 +456,8 @@ Test(attention_fa3, the_sm_90a_prefill_default_is_fa3_where_it_applies)
     cr_expect_eq(default_impl(hd96, "sm_90a"), ATTN_FA2);
     paged.page_size = 16;
     cr_expect_neq(default_impl(paged, "sm_90a"), ATTN_FA3);
+    paged.page_size = 64;
+    cr_expect_eq(default_impl(paged, "sm_90a"), ATTN_FA3);
     hd256.head_dim = hd256.head_dim_v = 256;
     cr_expect_eq(default_impl(hd256, "sm_90a"), ATTN_FA3);
     hd256.head_dim = hd256.head_dim_v = 64;

@@ -6,8 +6,8 @@
 #   scripts/gpu/attention_fa3.sh [--no-gpu] [--budget SECONDS]
 #
 # 1. verify: the shapes of tests/test_attention_fa3.c (head dims 64 128 256,
-#    masks, softcap, GQA, varlen, seqused_k, bhsd, odd lengths, 1 to 3
-#    consumer warpgroups) with `ptxtune run attention ... --arch sm_90a
+#    masks, softcap, GQA (packed and not), varlen, seqused_k, bhsd, paged
+#    K/V (shuffled block tables), odd lengths, 1 to 3 consumer warpgroups) with `ptxtune run attention ... --arch sm_90a
 #    --config impl=2,... --check` on the GPU (--no-gpu: on the emulator).
 # 2. bits: the small cases on the emulator and on the GPU with the same
 #    inputs (--seed), o compared byte for byte (a GPU run only; the
@@ -80,6 +80,8 @@ batch=1 heads_q=4 heads_kv=2 seqlen_q=129 seqlen_k=129 head_dim=128 window_left=
 batch=2 heads_q=4 heads_kv=1 seqlen_q=7 seqlen_k=1 head_dim=64 causal=1 layout=bhsd dtype=bf16 return_lse=1|bm=64,bn=16,stages=2
 batch=2 heads_q=8 heads_kv=2 seqlen_q=77 seqlen_k=129 head_dim=64 causal=1 dtype=bf16 return_lse=1|pack_gqa=1
 batch=3 heads_q=6 heads_kv=1 seqlen_q=77 seqlen_k=129 head_dim=128 window_left=20 window_right=3 varlen=1 dtype=f16 return_lse=1|bm=192,bn=64,pack_gqa=1
+batch=2 heads_q=8 heads_kv=2 seqlen_q=77 seqlen_k=300 head_dim=64 causal=1 page_size=64 dtype=bf16 return_lse=1|bm=128,bn=64
+batch=3 heads_q=4 heads_kv=4 seqlen_q=77 seqlen_k=300 head_dim=64 window_left=30 window_right=2 varlen=1 page_size=256 dtype=bf16 return_lse=1|bm=64,bn=128,pingpong=0
 batch=1 heads_q=32 heads_kv=8 seqlen_q=1024 seqlen_k=1024 head_dim=128 causal=1 dtype=bf16|-
 EOF
 }
