@@ -7,8 +7,9 @@
  * softcap, online softmax, finalize, lse, S = Q K^T by wgmma SS, O += P V
  * by wgmma RS).
  *
- * Grid (m blocks, Hq, B); one CTA of 128 (1 + C) threads per bm = 64 C
- * query rows of one (sequence, query head); the kv head is h / group.
+ * Grid (m blocks, Hq, B) (pack_gqa: (m blocks of packed rows, Hkv, B));
+ * one CTA of 128 (1 + C) threads per bm = 64 C query rows of one
+ * (sequence, query head); the kv head is h / group.
  *   warpgroup 0, the producer: setmaxnreg.dec; one elected thread of its
  *     warp 0 loads Q once (d / 64 TMA boxes of 64 columns x bm rows, 128B
  *     swizzle) on its own mbarrier, then for every visible key block, from
@@ -16,14 +17,20 @@
  *     each into a `stages`-deep full/empty mbarrier ring (acquire waits for
  *     the consumers to free the stage);
  *   warpgroups 1..C, the consumers (setmaxnreg.inc), 64 rows each: per key
- *     block wait K; S = Q K^T (wgmma SS m64n{bn}k16, d / 16 steps, the
- *     first from zero); wait_group 0; release K; softcap; the mask only on
- *     blocks at the end of the keys or meeting a diagonal / window edge
- *     (a uniform branch around it); the online softmax of the wgmma D
- *     fragment (one fma + ex2 a score, the scale folded in; quad max); O *=
- *     alpha; wait V; P = cvt.rn pairs of the exponentials, which are the RS
- *     A fragments; O += P V (wgmma RS m64n{dv}k16, V MN-major); wait_group
- *     0; release V. The loops carry .pragma "nounroll".
+ *     block S = Q K^T (wgmma SS m64n{bn}k16, d / 16 steps, the first from
+ *     zero); softcap; the mask only on blocks at the end of the keys or
+ *     meeting a diagonal / window edge (a uniform branch around it); the
+ *     online softmax of the wgmma D fragment (one fma + ex2 a score, the
+ *     scale folded in; quad max); O *= alpha; P = cvt.rn pairs of the
+ *     exponentials, which are the RS A fragments; O += P V (wgmma RS
+ *     m64n{dv}k16, V MN-major). Stages are released after the wgmmas
+ *     reading them retired. overlap=0 (loop_plain) waits for each group at
+ *     once; overlap=1 (loop_overlap, flash-attention 3's fwd_step) issues
+ *     the next block's QK^T and this block's PV as two groups, runs the
+ *     softmax after wait_group 1, rescales O and converts P after
+ *     wait_group 0. pingpong=1: the consumers issue their GEMMs in turn
+ *     (named barriers 2 + w), so one's softmax overlaps another's wgmmas.
+ *     The loops carry .pragma "nounroll".
  *   epilogue (consumers): l quad-summed, O / l (0 for a row without a
  *     visible key), stored from the fragment 4 bytes a pair (rows past the
  *     sequence not stored); lse from the row statistics.
@@ -32,14 +39,18 @@
  * parameters or come from cu_seqlens / seqused_k; the TMA maps are over
  * whole tensors (bshd (d, H, S, B), bhsd (d, S, H, B), varlen (d, H,
  * total)), so a block's rows past the tensor are zero-filled by TMA and
- * rows past the sequence (varlen: the next sequence's) are masked (K) or
- * not stored (Q). Paged K/V: the K and V maps are over the pools (d, Hkv,
- * page row, page) and a block is one box of one page (page_size a multiple
- * of bn; the producer reads the block-table entry), so pages under 64 keys
- * and head dim 96 are refused by check() in one line, and on sm_90a those
- * problems default to impl=fa2 (which gathers small pages and serves hd96). Not yet: pingpong between the consumers and
- * intra-warpgroup overlap of the softmax with the next QK^T (the waits are
- * wait_group 0), packed GQA, a TMA O store.
+ * rows past the sequence (varlen: the next sequence's) are masked (K),
+ * zeroed in shared memory in the key-end block (V: 0 P times a NaN is
+ * NaN) or not stored (Q). pack_gqa=1 (bshd, varlen): tile row r is packed
+ * row m0 + r, position (m0 + r) / group of head hk group + (m0 + r) %
+ * group; Q is one box of bm / group positions x the group's heads; masks,
+ * o and lse take each row's own position. Paged K/V: the K and V maps are
+ * over the pools (d, Hkv, page row, page) and a block is one box of one
+ * page (page_size a multiple of bn; the producer reads the block-table
+ * entry), so pages under 64 keys and head dim 96 are refused by check()
+ * in one line, and on sm_90a those problems default to impl=fa2 (which
+ * gathers small pages and serves hd96). Not yet: a TMA O store, clusters,
+ * a persistent scheduler.
  *
  * Shared memory (dynamic, base rounded up to 1024 at run time, 1 KB of
  * slack): sQ d / 64 sub-tiles of bm x 128 bytes; K ring `stages` x d / 64
