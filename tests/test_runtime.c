@@ -29,6 +29,9 @@
 #include "search/problem.h"
 #include "test_util.h"
 #include "tuner/tune.h"
+#include "tuner/verify.h"
+#include "gen/attention.h"
+#include "ptx/target.h"
 
 static char dir[256];            /* the shared store, bundle and table */
 static char softmax_class[512];
@@ -882,6 +885,155 @@ Test(runtime, a_tensor_map_follows_a_run_time_size)
     table = tma_table_at("tma_dyn_bad.json", c2, "probe tma rows=64", "64");
     cr_expect_eq(ptxtune_open(table, &o, &rt, &e), PTXTUNE_EINVAL);
     cr_expect(strstr(e.msg, "'tmap'") && strstr(e.msg, "malformed tensor map"), "%s", e.msg);
+}
+
+/* issue 14 acceptance: a paged-decode attention kernel runs from the export
+ * alone. One decode problem (paged KV in pages of 16, GQA 4:2) tuned
+ * in-process (mock timings), exported as a bundle by the CLI; the runtime
+ * selects it, the test binds the op's tensors to the launch's pointers by
+ * the contract's tensor indices, launches through the fake driver and
+ * compares o with the op's float64 reference (the inputs and page table are
+ * the verifier's: tuner_io_random with the op's structured inputs). */
+static int measure1(void *ctx, const sweep_cand *c, sweep_meas *m, pt_err *e)
+{
+    (void)ctx;
+    (void)e;
+    uint64_t h = pt_hash64(c->config_str, strlen(c->config_str));
+    double t = 1e-5 * (1 + (double)(h % 1000) / 1000.0);
+    snprintf(m->cls, sizeof m->cls, "ok");
+    m->verified = m->timed = true;
+    m->t_min = m->t_median = m->t_max = t;
+    m->spread = 0.001;
+    m->reps = 10;
+    return PT_OK;
+}
+
+Test(runtime, a_paged_decode_attention_kernel_runs_from_the_export, .timeout = 300)
+{
+    load_fake();
+    static const char item[] = "batch=2 heads_q=4 heads_kv=2 seqlen_q=1 seqlen_k=40 head_dim=64"
+                               " page_size=16 dtype=f16";
+    pt_arena *a = pt_arena_new();
+    pt_err pe = {0};
+    search_problem sp;
+    cr_assert_eq(search_problem_parse(a, "attention", item, &sp, &pe), PT_OK, "%s", pe.msg);
+    char path[512];
+    snprintf(path, sizeof path, "%s/attn_%ld.db", dir, (long)getpid());
+    unlink(path);
+    db_store *s;
+    cr_assert_eq(db_open(path, NULL, &s, &pe), PT_OK, "%s", pe.msg);
+    sweep_opts so = {.arch = "sm_90", .strategy = SEARCH_RANDOM, .budget = 2, .seed = 1,
+                     .no_compile = true, .tool_version = "test", .git_rev = "test",
+                     .measure = measure1, .fingerprint = &fake_fp};
+    sweep_summary sum;
+    cr_assert_eq(sweep_run(s, &sp, 1, &so, &sum, &pe), PT_OK, "sweep: %s", pe.msg);
+    db_close(s);
+    char args[1400], out[4096], err[4096], bpath[600];
+    snprintf(bpath, sizeof bpath, "%s.bundle", path);
+    unlink(bpath);
+    snprintf(args, sizeof args, "export --db '%s' --format bundle --out '%s'", path, bpath);
+    cr_assert_eq(test_run_ptxtune(dir, args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    /* the contract's tensor indices, in launch order */
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open_v2(bpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db, "SELECT m.launch FROM winners w JOIN measurements m ON"
+                                        " m.id = w.measurement_id", -1, &st, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    json_t *launch = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    cr_assert(launch);
+    json_t *cargs = json_object_get(json_object_get(launch, "contract"), "args");
+    int kind_of[16], index_of[16], nt = 0; /* per launch tensor: input 0 / output 1, op index */
+    for (size_t i = 0; i < json_array_size(cargs); i++) {
+        json_t *x = json_array_get(cargs, i);
+        const char *kind = json_string_value(json_object_get(x, "kind"));
+        cr_assert(strcmp(kind, "tensormap") != 0, "a tensor map: not expected on sm_90");
+        if (strcmp(kind, "input") && strcmp(kind, "output"))
+            continue;
+        cr_assert_lt(nt, 16);
+        kind_of[nt] = strcmp(kind, "output") == 0;
+        index_of[nt++] = (int)json_integer_value(json_object_get(x, "tensor"));
+    }
+    json_decref(launch);
+    /* the runtime: the entry at its tuned sizes */
+    ptxtune_options o = {.flags = PTXTUNE_ALLOW_PTX_JIT};
+    ptxtune_runtime *rt;
+    ptxtune_error e;
+    cr_assert_eq(ptxtune_open(bpath, &o, &rt, &e), PTXTUNE_OK, "%s", e.msg);
+    cr_assert_eq(ptxtune_entry_count(rt), 1);
+    ptxtune_entry_info info;
+    cr_assert_eq(ptxtune_entry_info_get(ptxtune_entry_get(rt, 0), &info), PTXTUNE_OK);
+    cr_expect_str_eq(info.op, "attention");
+    ptxtune_selection sel;
+    cr_assert_eq(ptxtune_select(rt, info.klass, info.tuned, info.ndims, &sel, &e), PTXTUNE_OK,
+                 "%s", e.msg);
+    /* the op's tensors and inputs, as the verifier makes them */
+    pt_target t;
+    cr_assert_eq(pt_target_parse("sm_90", &t, &pe), PT_OK);
+    pt_prepared *pp = NULL;
+    cr_assert_eq(gen_attention_op.prepare(a, &sp.prob, &t, &pp, &pe), PT_OK, "%s", pe.msg);
+    tuner_io *io;
+    cr_assert_eq(tuner_io_new(&gen_attention_op, pp, &io, &pe), PT_OK, "%s", pe.msg);
+    tuner_io_random(io, 7, 0, 0);
+    cr_assert_eq(tuner_io_check_inputs(io, &pe), PT_OK, "%s", pe.msg);
+    drv d;
+    cr_assert_eq(drv_open(&d), 0);
+    uint64_t ptrs[16], outp[TUNER_MAX_TENSORS] = {0};
+    for (int i = 0; i < nt; i++) {
+        int j = index_of[i];
+        size_t bytes = kind_of[i] ? io->out_bytes[j] : io->in_bytes[j];
+        cr_assert_eq(d.alloc(&ptrs[i], bytes ? bytes : 16), 0);
+        if (!kind_of[i])
+            cr_assert_eq(d.h2d(ptrs[i], io->in_bits[j], bytes), 0);
+        else
+            outp[j] = ptrs[i];
+    }
+    uint64_t ws = 0;
+    if (sel.workspace_bytes) {
+        void *z = calloc(1, sel.workspace_bytes);
+        cr_assert(z);
+        cr_assert_eq(d.alloc(&ws, sel.workspace_bytes), 0);
+        cr_assert_eq(d.h2d(ws, z, sel.workspace_bytes), 0);
+        free(z);
+    }
+    ptxtune_launch_args la = {.tensors = ptrs, .ntensors = nt, .workspace = ws};
+    cr_assert_eq(ptxtune_launch(rt, &sel, &la, &e), PTXTUNE_OK, "%s", e.msg);
+    cr_assert_eq(d.sync(), 0);
+    /* o against the float64 reference */
+    pt_tensor ref[TUNER_MAX_TENSORS];
+    for (int i = 0; i < io->nout; i++) {
+        cr_assert(outp[i], "output %d has no pointer", i);
+        void *bits = malloc(io->out_bytes[i]);
+        cr_assert(bits);
+        cr_assert_eq(d.d2h(bits, outp[i], io->out_bytes[i]), 0);
+        io->out[i].data = malloc((size_t)io->out[i].numel * sizeof(double));
+        cr_assert(io->out[i].data);
+        for (int64_t j = 0; j < io->out[i].numel; j++)
+            io->out[i].data[j] = pt_dtype_load(io->out[i].dtype, bits, (size_t)j);
+        free(bits);
+        ref[i] = io->out[i];
+        ref[i].data = calloc((size_t)ref[i].numel, sizeof(double));
+        cr_assert(ref[i].data);
+    }
+    cr_assert_eq(gen_attention_op.reference(pp, io->in, ref, &pe), PT_OK, "%s", pe.msg);
+    for (int i = 0; i < io->nout; i++) {
+        tuner_verify_result r;
+        memset(&r, 0, sizeof r);
+        tuner_compare(io->out[i].name, io->out[i].dtype, io->out[i].data, ref[i].data, NULL,
+                      io->out[i].numel, &r);
+        double maxref = 0;
+        for (int64_t j = 0; j < ref[i].numel; j++)
+            maxref = fabs(ref[i].data[j]) > maxref ? fabs(ref[i].data[j]) : maxref;
+        cr_expect_gt(maxref, 0.01, "a vacuous reference");
+        cr_expect_eq(r.bad, 0, "%s: %lld of %lld elements wrong (worst %g)", io->out[i].name,
+                     (long long)r.bad, (long long)io->out[i].numel, r.max_err);
+        free(ref[i].data);
+    }
+    ptxtune_close(rt);
+    tuner_io_free(NULL, io);
+    pt_arena_free(a);
 }
 
 Test(runtime, the_library_exports_the_api_and_links_no_generator)
