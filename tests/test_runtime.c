@@ -31,6 +31,7 @@
 #include "tuner/tune.h"
 #include "tuner/verify.h"
 #include "gen/attention.h"
+#include "gen/gemm.h"
 #include "ptx/target.h"
 
 static char dir[256];            /* the shared store, bundle and table */
@@ -908,21 +909,22 @@ static int measure1(void *ctx, const sweep_cand *c, sweep_meas *m, pt_err *e)
     return PT_OK;
 }
 
-Test(runtime, a_paged_decode_attention_kernel_runs_from_the_export, .timeout = 300)
+/* One problem of op opname tuned at arch, exported, run by the runtime at
+ * its tuned sizes on the verifier's inputs, checked against the reference. */
+static void run_exported(const pt_op *op, const char *opname, const char *item, const char *arch,
+                         const char *tag, bool want_maps)
 {
     load_fake();
-    static const char item[] = "batch=2 heads_q=4 heads_kv=2 seqlen_q=1 seqlen_k=40 head_dim=64"
-                               " page_size=16 dtype=f16";
     pt_arena *a = pt_arena_new();
     pt_err pe = {0};
     search_problem sp;
-    cr_assert_eq(search_problem_parse(a, "attention", item, &sp, &pe), PT_OK, "%s", pe.msg);
+    cr_assert_eq(search_problem_parse(a, opname, item, &sp, &pe), PT_OK, "%s", pe.msg);
     char path[512];
-    snprintf(path, sizeof path, "%s/attn_%ld.db", dir, (long)getpid());
+    snprintf(path, sizeof path, "%s/%s_%ld.db", dir, tag, (long)getpid());
     unlink(path);
     db_store *s;
     cr_assert_eq(db_open(path, NULL, &s, &pe), PT_OK, "%s", pe.msg);
-    sweep_opts so = {.arch = "sm_90", .strategy = SEARCH_RANDOM, .budget = 2, .seed = 1,
+    sweep_opts so = {.arch = arch, .strategy = SEARCH_RANDOM, .budget = 2, .seed = 1,
                      .no_compile = true, .tool_version = "test", .git_rev = "test",
                      .measure = measure1, .fingerprint = &fake_fp};
     sweep_summary sum;
@@ -946,17 +948,44 @@ Test(runtime, a_paged_decode_attention_kernel_runs_from_the_export, .timeout = 3
     cr_assert(launch);
     json_t *cargs = json_object_get(json_object_get(launch, "contract"), "args");
     int kind_of[16], index_of[16], nt = 0; /* per launch tensor: input 0 / output 1, op index */
+    int map_kind[8], map_index[8], nmaps = 0; /* maps' own tensors, after the pointers */
     for (size_t i = 0; i < json_array_size(cargs); i++) {
         json_t *x = json_array_get(cargs, i);
         const char *kind = json_string_value(json_object_get(x, "kind"));
-        cr_assert(strcmp(kind, "tensormap") != 0, "a tensor map: not expected on sm_90");
+        json_t *tm = json_object_get(x, "tmap");
+        if (strcmp(kind, "tensormap") == 0) { /* over a tensor without a pointer: one of its own */
+            bool has_ptr = false;
+            const char *of = json_string_value(json_object_get(tm, "of"));
+            int ti = (int)json_integer_value(json_object_get(tm, "tensor"));
+            for (size_t j = 0; j < json_array_size(cargs); j++) {
+                json_t *y = json_array_get(cargs, j);
+                has_ptr = has_ptr || (strcmp(json_string_value(json_object_get(y, "kind")), of) == 0 &&
+                                      json_integer_value(json_object_get(y, "tensor")) == ti);
+            }
+            for (int j = 0; j < nmaps && !has_ptr; j++)
+                has_ptr = map_kind[j] == (strcmp(of, "output") == 0) && map_index[j] == ti;
+            if (has_ptr)
+                continue;
+            map_kind[nmaps] = strcmp(of, "output") == 0;
+            map_index[nmaps++] = ti;
+            continue;
+        }
         if (strcmp(kind, "input") && strcmp(kind, "output"))
             continue;
         cr_assert_lt(nt, 16);
         kind_of[nt] = strcmp(kind, "output") == 0;
         index_of[nt++] = (int)json_integer_value(json_object_get(x, "tensor"));
     }
+    int ntm = 0;
+    for (size_t i = 0; i < json_array_size(cargs); i++)
+        ntm += strcmp(json_string_value(json_object_get(json_array_get(cargs, i), "kind")),
+                      "tensormap") == 0;
+    cr_expect_eq(ntm > 0, want_maps, "%d tensor maps", ntm);
     json_decref(launch);
+    for (int i = 0; i < nmaps; i++) {
+        kind_of[nt] = map_kind[i];
+        index_of[nt++] = map_index[i];
+    }
     /* the runtime: the entry at its tuned sizes */
     ptxtune_options o = {.flags = PTXTUNE_ALLOW_PTX_JIT};
     ptxtune_runtime *rt;
@@ -965,17 +994,17 @@ Test(runtime, a_paged_decode_attention_kernel_runs_from_the_export, .timeout = 3
     cr_assert_eq(ptxtune_entry_count(rt), 1);
     ptxtune_entry_info info;
     cr_assert_eq(ptxtune_entry_info_get(ptxtune_entry_get(rt, 0), &info), PTXTUNE_OK);
-    cr_expect_str_eq(info.op, "attention");
+    cr_expect_str_eq(info.op, opname);
     ptxtune_selection sel;
     cr_assert_eq(ptxtune_select(rt, info.klass, info.tuned, info.ndims, &sel, &e), PTXTUNE_OK,
                  "%s", e.msg);
     /* the op's tensors and inputs, as the verifier makes them */
     pt_target t;
-    cr_assert_eq(pt_target_parse("sm_90", &t, &pe), PT_OK);
+    cr_assert_eq(pt_target_parse(arch, &t, &pe), PT_OK);
     pt_prepared *pp = NULL;
-    cr_assert_eq(gen_attention_op.prepare(a, &sp.prob, &t, &pp, &pe), PT_OK, "%s", pe.msg);
+    cr_assert_eq(op->prepare(a, &sp.prob, &t, &pp, &pe), PT_OK, "%s", pe.msg);
     tuner_io *io;
-    cr_assert_eq(tuner_io_new(&gen_attention_op, pp, &io, &pe), PT_OK, "%s", pe.msg);
+    cr_assert_eq(tuner_io_new(op, pp, &io, &pe), PT_OK, "%s", pe.msg);
     tuner_io_random(io, 7, 0, 0);
     cr_assert_eq(tuner_io_check_inputs(io, &pe), PT_OK, "%s", pe.msg);
     drv d;
@@ -1017,7 +1046,7 @@ Test(runtime, a_paged_decode_attention_kernel_runs_from_the_export, .timeout = 3
         ref[i].data = calloc((size_t)ref[i].numel, sizeof(double));
         cr_assert(ref[i].data);
     }
-    cr_assert_eq(gen_attention_op.reference(pp, io->in, ref, &pe), PT_OK, "%s", pe.msg);
+    cr_assert_eq(op->reference(pp, io->in, ref, &pe), PT_OK, "%s", pe.msg);
     for (int i = 0; i < io->nout; i++) {
         tuner_verify_result r;
         memset(&r, 0, sizeof r);
@@ -1034,6 +1063,22 @@ Test(runtime, a_paged_decode_attention_kernel_runs_from_the_export, .timeout = 3
     ptxtune_close(rt);
     tuner_io_free(NULL, io);
     pt_arena_free(a);
+}
+
+Test(runtime, a_paged_decode_attention_kernel_runs_from_the_export, .timeout = 300)
+{
+    run_exported(&gen_attention_op, "attention",
+                 "batch=2 heads_q=4 heads_kv=2 seqlen_q=1 seqlen_k=40 head_dim=64 page_size=16"
+                 " dtype=f16",
+                 "sm_90", "attn", false);
+}
+
+/* An sm_90a wgmma GEMM (TMA loads: its A and B are tensor maps, encoded by
+ * the runtime from the contract at every launch) from the export alone. */
+Test(runtime, an_sm90a_wgmma_gemm_with_tensor_maps_runs_from_the_export, .timeout = 300)
+{
+    run_exported(&gen_gemm_op, "gemm", "m=128 n=128 k=64 dtype=bf16 layout=nt", "sm_90a", "wg",
+                 true);
 }
 
 Test(runtime, the_library_exports_the_api_and_links_no_generator)
