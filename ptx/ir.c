@@ -1595,7 +1595,35 @@ struct ptx_sigtab {
     size_t cap, n;    /* slots (a power of two) and entries, n < cap / 2 */
     sig_slot_t *slot; /* cap slots */
     sig *v;           /* cap / 2 entries, n of them used */
+    /* the last instruction looked up (its signature's fields, every
+     * modifier and type slot) and its entry: templates emit runs of one
+     * signature */
+    ptx_ins last;
+    size_t last_idx; /* n: none */
 };
+
+/* Whether b has a's signature: every field sig_key reads, the modifier
+ * and type slots compared whole (a slot past the count may differ: then
+ * only a lookup is not saved). */
+static bool same_sig(const ptx_ins *a, const ptx_ins *b)
+{
+    return a->op == b->op && a->nmods == b->nmods && a->ntypes == b->ntypes && a->nopd == b->nopd &&
+           a->shape.m == b->shape.m && a->shape.k == b->shape.k && a->shape.at == b->shape.at &&
+           a->shape.n == b->shape.n && memcmp(a->mods, b->mods, sizeof a->mods) == 0 &&
+           memcmp(a->types, b->types, sizeof a->types) == 0;
+}
+
+static void sig_last(struct ptx_sigtab *t, const ptx_ins *ins, size_t idx)
+{
+    t->last.op = ins->op;
+    t->last.nmods = ins->nmods;
+    t->last.ntypes = ins->ntypes;
+    t->last.nopd = ins->nopd;
+    t->last.shape = ins->shape;
+    memcpy(t->last.mods, ins->mods, sizeof ins->mods);
+    memcpy(t->last.types, ins->types, sizeof ins->types);
+    t->last_idx = idx;
+}
 
 static void sig_free(struct ptx_sigtab *t)
 {
@@ -1687,12 +1715,16 @@ static int check_ins_cached(ptx_fn *f, const ptx_ins *ins, pt_err *e)
 {
     uint64_t key[4];
     struct ptx_sigtab *t = f->mod->sigs;
+    if (t && t->last_idx < t->n && same_sig(&t->last, ins))
+        return check_opds(f, ins, &t->v[t->last_idx], true, e);
     if (!sig_key(ins, key))
         return ptx_check_ins(f, ins, e);
     if (t && t->cap) {
         const sig_slot_t *sl = sig_slot(t->slot, t->cap, key);
-        if (sl->key[0])
+        if (sl->key[0]) {
+            sig_last(t, ins, sl->idx);
             return check_opds(f, ins, &t->v[sl->idx], true, e);
+        }
     }
     sig s;
     int rc = check_sig(f, ins, &s, e);
@@ -1705,6 +1737,7 @@ static int check_ins_cached(ptx_fn *f, const ptx_ins *ins, pt_err *e)
     memcpy(sl->key, key, sizeof sl->key);
     sl->idx = t->n;
     t->v[t->n] = s;
+    sig_last(t, ins, t->n);
     return check_opds(f, ins, &t->v[t->n++], true, e);
 }
 
