@@ -43,7 +43,8 @@ nice ninja -C "$build" -j1 "${targets[@]}" >/dev/null || { echo "check_spaces: b
 
 logdir=$(mktemp -d "${TMPDIR:-/tmp}/check_spaces.XXXXXX")
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-git diff --quiet HEAD -- gen ptx tests 2>/dev/null || commit="$commit (+ uncommitted changes in gen/ptx/tests)"
+dirty=$(git diff --name-only HEAD -- gen ptx tests 2>/dev/null | tr '\n' ' ')
+[ -z "$dirty" ] || commit="$commit (+ uncommitted changes in: $dirty)"
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -108,7 +109,7 @@ for s in $spaces; do
     fa3 | fa3decode)
         while IFS= read -r l; do
             [ -n "$l" ] || continue
-            what=$(sed -n 's/^\(Llama-3-8B [a-z]*\) (\([^)]*\)).*/\1 \2/p' <<<"$l" | cut -c1-70)
+            what=$(sed -n 's/^\(Llama-3-8B [a-z]*\) (\([^)]*\)).*/\1 \2/p' <<<"$l" | cut -c1-100)
             built=$(sed -n 's/.*on sm_90a: \([0-9]*\) of \([0-9]*\) valid.*/\1/p' <<<"$l")
             valid=$(sed -n 's/.*on sm_90a: \([0-9]*\) of \([0-9]*\) valid.*/\2/p' <<<"$l")
             tt=$(sed -n 's/.* in \([0-9.]*\) s$/\1/p' <<<"$l")
