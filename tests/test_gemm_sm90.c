@@ -25,6 +25,7 @@
 #include "tuner/emu_check.h"
 #include "tuner/verify.h"
 #include "test_space.h"
+#include "gemm_sm90_util.h"
 #include "test_util.h"
 
 /* ---- item 4: the verifier binds tensor maps ---- */
@@ -78,13 +79,6 @@ Test(gemm_sm90, args_bind_encodes_tensor_maps)
 }
 
 /* ---- items 1-3 and 5: the wgmma GEMM on the emulator ---- */
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 typedef struct run_out {
     double max_err, seconds;
@@ -190,18 +184,6 @@ static int run_on(const char *backend, const pt_problem *p, const char *config, 
 static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uint64_t seed, run_out *o, pt_err *e)
 {
     return run_on("emu", p, config, sched, seed, o, e);
-}
-
-static int64_t up16(int64_t v, int es) { return (v * es + 15) / 16 * 16 / es; }
-
-/* A problem with leading dimensions padded to 16 bytes (TMA strides). */
-static pt_problem prob(int64_t m, int64_t n, int64_t k, const char *lay, pt_dtype dt, pt_dtype odt)
-{
-    pt_problem p = PT_GEMM(m, n, k, lay, dt, odt);
-    int es = pt_dtype_get(dt)->bytes;
-    p.lda = up16(lay[0] == 'n' ? k : m, es);
-    p.ldb = up16(lay[1] == 't' ? k : n, es);
-    return p;
 }
 
 enum { NDT = 7 };
@@ -334,7 +316,7 @@ Test(gemm_sm90, emulator_grid_epilogues, .timeout = 600)
 
 /* ---- item 2: the default on sm_90a, and check()'s refusals ---- */
 
-static int check_cfg(const char *arch, const pt_problem *p, const char *config, pt_config *out, pt_err *e)
+static int check_cfg_on(const char *arch, const pt_problem *p, const char *config, pt_config *out, pt_err *e)
 {
     memset(e, 0, sizeof *e);
     pt_target tg;
@@ -368,12 +350,12 @@ Test(gemm_sm90, sm90a_defaults_to_wgmma_and_check_refuses)
     pt_err e = {0};
     pt_config c;
     pt_problem p = PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_F64);
-    cr_assert_eq(check_cfg("sm_90a", &p, NULL, &c, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(check_cfg_on("sm_90a", &p, NULL, &c, &e), PT_OK, "%s", e.msg);
     cr_expect_eq(pt_config_get(&c, "impl", 0), 1, "sm_90a: the wgmma loop by default");
     cr_expect_eq(pt_config_get(&c, "bm", 0), 128);
     cr_expect_eq(pt_config_get(&c, "bn", 0), 256);
     cr_expect_eq(pt_config_get(&c, "stages", 0), 4);
-    cr_assert_eq(check_cfg("sm_90", &p, NULL, &c, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(check_cfg_on("sm_90", &p, NULL, &c, &e), PT_OK, "%s", e.msg);
     cr_expect_eq(pt_config_get(&c, "impl", 0), 0, "sm_90 keeps mma.sync");
     struct {
         const char *arch, *cfg, *msg;
@@ -388,7 +370,7 @@ Test(gemm_sm90, sm90a_defaults_to_wgmma_and_check_refuses)
         {"sm_90a", "impl=1,bk=16", "bk=16: the k tile is one 128B or 64B swizzle span"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int rc = check_cfg(bad[i].arch, &p, bad[i].cfg, &c, &e);
+        int rc = check_cfg_on(bad[i].arch, &p, bad[i].cfg, &c, &e);
         cr_expect_neq(rc, PT_OK, "%s %s accepted", bad[i].arch, bad[i].cfg);
         cr_expect(strstr(e.msg, bad[i].msg) != NULL, "%s %s: '%s', want '%s'", bad[i].arch, bad[i].cfg, e.msg,
                   bad[i].msg);
@@ -396,28 +378,28 @@ Test(gemm_sm90, sm90a_defaults_to_wgmma_and_check_refuses)
     }
     /* an MN-major B takes 64-column boxes: small N still gets a valid default */
     pt_problem q = prob(7, 1, 129, "nn", PT_BF16, PT_F64);
-    cr_assert_eq(check_cfg("sm_90a", &q, NULL, &c, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(check_cfg_on("sm_90a", &q, NULL, &c, &e), PT_OK, "%s", e.msg);
     cr_expect_eq(pt_config_get(&c, "impl", 0), 1);
     cr_expect_eq(pt_config_get(&c, "bn", 0), 64);
-    cr_expect_eq(check_cfg("sm_90a", &q, "bn=16", &c, &e), PT_EINVAL);
+    cr_expect_eq(check_cfg_on("sm_90a", &q, "bn=16", &c, &e), PT_EINVAL);
     cr_expect(strstr(e.msg, "64-column boxes") != NULL, "%s", e.msg);
     /* tf32 takes the wgmma loop K-major only; other layouts keep mma.sync */
     pt_problem tf = PT_GEMM(128, 128, 128, "nt", PT_TF32, PT_F64);
-    cr_assert_eq(check_cfg("sm_90a", &tf, NULL, &c, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(check_cfg_on("sm_90a", &tf, NULL, &c, &e), PT_OK, "%s", e.msg);
     cr_expect_eq(pt_config_get(&c, "impl", 0), 1);
     tf.layout = "tn";
-    cr_assert_eq(check_cfg("sm_90a", &tf, NULL, &c, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(check_cfg_on("sm_90a", &tf, NULL, &c, &e), PT_OK, "%s", e.msg);
     cr_expect_eq(pt_config_get(&c, "impl", 0), 0, "tf32 tn: mma.sync");
-    cr_expect_eq(check_cfg("sm_90a", &tf, "impl=1,bm=128,bn=128,bk=32,stages=4", &c, &e), PT_EINVAL);
+    cr_expect_eq(check_cfg_on("sm_90a", &tf, "impl=1,bm=128,bn=128,bk=32,stages=4", &c, &e), PT_EINVAL);
     cr_expect(strstr(e.msg, "tf32 operands must be K-major (layout nt)") != NULL, "%s", e.msg);
     /* 8-bit int: N 8, 16, 24, then multiples of 16 */
     pt_problem r = PT_GEMM(128, 128, 128, "nt", PT_S8, PT_F64);
-    cr_expect_eq(check_cfg("sm_90a", &r, "bn=8", &c, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(check_cfg_on("sm_90a", &r, "bn=8", &c, &e), PT_OK, "%s", e.msg);
     /* strides TMA cannot describe: the mma.sync space */
     pt_problem u = PT_GEMM(64, 64, 7, "nt", PT_BF16, PT_F64);
-    cr_assert_eq(check_cfg("sm_90a", &u, NULL, &c, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(check_cfg_on("sm_90a", &u, NULL, &c, &e), PT_OK, "%s", e.msg);
     cr_expect_eq(pt_config_get(&c, "impl", 0), 0, "K=7 packed: 14-byte rows, not TMA-able");
-    cr_expect_eq(check_cfg("sm_90a", &u, "impl=1,bm=64,bn=64,bk=64,stages=4,raster=1", &c, &e), PT_EINVAL);
+    cr_expect_eq(check_cfg_on("sm_90a", &u, "impl=1,bm=64,bn=64,bk=64,stages=4,raster=1", &c, &e), PT_EINVAL);
     cr_expect(strstr(e.msg, "lda is not a multiple of 16 bytes") != NULL, "%s", e.msg);
 }
 
@@ -725,14 +707,6 @@ Test(gemm_sm90, cli_run_check_and_tune_on_the_emulator, .timeout = 300)
  * fences once, issues bk*es/32 wgmma, commits once and waits once
  * (wait_group 1, plus the tail's wait_group 0) and arrives once (plus the
  * tail's release); both loops carry the pragma; setmaxnreg 40 / 232. */
-static int count(const char *t, const char *s)
-{
-    int n = 0;
-    for (const char *p = strstr(t, s); p; p = strstr(p + 1, s))
-        n++;
-    return n;
-}
-
 Test(gemm_sm90, main_loop_structure)
 {
     pt_target tg;

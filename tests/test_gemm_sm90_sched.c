@@ -27,14 +27,8 @@
 #include "tuner/backend.h"
 #include "tuner/emu_check.h"
 #include "tuner/verify.h"
+#include "gemm_sm90_util.h"
 #include "test_util.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* A text edit of the emitted PTX before it runs (a planted bug); returns
  * false when the text has nothing to edit. */
@@ -124,18 +118,6 @@ static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uin
                    run_out *o, pt_err *e)
 {
     return run_on("emu", p, config, sched, seed, mut, o, e);
-}
-
-static int64_t up16(int64_t v, int es) { return (v * es + 15) / 16 * 16 / es; }
-
-/* A problem with leading dimensions padded to 16 bytes (TMA strides). */
-static pt_problem prob(int64_t m, int64_t n, int64_t k, const char *lay, pt_dtype dt, pt_dtype odt)
-{
-    pt_problem p = PT_GEMM(m, n, k, lay, dt, odt);
-    int es = pt_dtype_get(dt)->bytes;
-    p.lda = up16(lay[0] == 'n' ? k : m, es);
-    p.ldb = up16(lay[1] == 't' ? k : n, es);
-    return p;
 }
 
 enum { NDT = 3 };
@@ -282,29 +264,6 @@ Test(gemm_sm90_sched, cuda_backend_launches_clusters_through_the_fake_driver, .t
 }
 
 /* check() refuses what the schedules cannot do, in one line each. */
-static int check_cfg(const pt_problem *p, const char *config, pt_err *e)
-{
-    memset(e, 0, sizeof *e);
-    pt_target tg;
-    cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
-    pt_arena *a = pt_arena_new();
-    pt_prepared *pp;
-    cr_assert_eq(gen_gemm_op.prepare(a, p, &tg, &pp, e), PT_OK, "%s", e->msg);
-    pt_config c;
-    gen_gemm_op.defaults(pp, &tg, &c);
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", config);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        char *eq = strchr(tok, '=');
-        cr_assert(eq);
-        *eq = 0;
-        pt_config_set(&c, pt_arena_strdup(a, tok), atoll(eq + 1));
-    }
-    int rc = gen_gemm_op.check(pp, &tg, &c, e);
-    pt_arena_free(a);
-    return rc;
-}
-
 Test(gemm_sm90_sched, check_refuses_illegal_combinations)
 {
     pt_problem p = PT_GEMM(4096, 4096, 4096, "nt", PT_BF16, PT_F64);
@@ -329,18 +288,6 @@ Test(gemm_sm90_sched, check_refuses_illegal_combinations)
     cr_expect_eq(check_cfg(&p, "impl=1,bm=128,cluster=12", &e), PT_OK, "%s", e.msg);
 }
 
-/* The launch of a cluster form: grid a multiple of the cluster (2, 1, 1),
- * the entry's .explicitcluster / .reqnctapercluster, and the PTX's
- * multicast loads, remote releases and cluster barriers; pingpong's named
- * barriers. */
-static int count(const char *t, const char *s)
-{
-    int n = 0;
-    for (const char *q = strstr(t, s); q; q = strstr(q + 1, s))
-        n++;
-    return n;
-}
-
 /* Lines holding both a and b, a first. */
 static int count_lines(const char *t, const char *a, const char *b)
 {
@@ -352,27 +299,10 @@ static int count_lines(const char *t, const char *a, const char *b)
     return n;
 }
 
-static char *emit_text(const pt_problem *p, const char *config, pt_launch *l)
-{
-    pt_target tg;
-    pt_err e = {0};
-    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
-    pt_arena *a = pt_arena_new();
-    pt_prepared *pp;
-    cr_assert_eq(gen_gemm_op.prepare(a, p, &tg, &pp, &e), PT_OK, "%s", e.msg);
-    pt_space s;
-    gen_gemm_op.space(pp, &tg, &s);
-    pt_config c;
-    gen_gemm_op.defaults(pp, &tg, &c);
-    cr_assert_eq(pt_config_parse(&s, config, &c, &e), PT_OK, "%s", e.msg);
-    ptx_module *m = NULL;
-    cr_assert_eq(pt_op_build(&gen_gemm_op, pp, &tg, 0, &c, &m, l, &e), PT_OK, "%s: %s", config, e.msg);
-    char *t = ptx_print(m);
-    ptx_module_free(m);
-    pt_arena_free(a);
-    return t;
-}
-
+/* The launch of a cluster form: grid a multiple of the cluster (2, 1, 1),
+ * the entry's .explicitcluster / .reqnctapercluster, and the PTX's
+ * multicast loads, remote releases and cluster barriers; pingpong's named
+ * barriers. */
 Test(gemm_sm90_sched, launch_and_structure)
 {
     pt_problem p = PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_F64);

@@ -23,26 +23,8 @@
 #include "tuner/backend.h"
 #include "tuner/emu_check.h"
 #include "tuner/verify.h"
+#include "gemm_sm90_util.h"
 #include "test_util.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int64_t up16(int64_t v, int es) { return (v * es + 15) / 16 * 16 / es; }
-
-/* A problem with leading dimensions padded to 16 bytes (TMA strides). */
-static pt_problem prob(int64_t m, int64_t n, int64_t k, const char *lay, pt_dtype dt, pt_dtype odt)
-{
-    pt_problem p = PT_GEMM(m, n, k, lay, dt, odt);
-    int es = pt_dtype_get(dt)->bytes;
-    p.lda = up16(lay[0] == 'n' ? k : m, es);
-    p.ldb = up16(lay[1] == 't' ? k : n, es);
-    return p;
-}
 
 typedef struct run_out {
     double max_err;
@@ -372,29 +354,6 @@ Test(gemm_sm90_splitk, non_power_of_two_tile_n, .timeout = 300)
 }
 
 /* ---- check() ---- */
-
-static int check_cfg(const pt_problem *p, const char *config, pt_err *e)
-{
-    memset(e, 0, sizeof *e);
-    pt_target tg;
-    cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
-    pt_arena *a = pt_arena_new();
-    pt_prepared *pp;
-    cr_assert_eq(gen_gemm_op.prepare(a, p, &tg, &pp, e), PT_OK, "%s", e->msg);
-    pt_config c;
-    gen_gemm_op.defaults(pp, &tg, &c);
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", config);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        char *eq = strchr(tok, '=');
-        cr_assert(eq);
-        *eq = 0;
-        pt_config_set(&c, pt_arena_strdup(a, tok), atoll(eq + 1));
-    }
-    int rc = gen_gemm_op.check(pp, &tg, &c, e);
-    pt_arena_free(a);
-    return rc;
-}
 
 Test(gemm_sm90_splitk, check_enforces_decompositions_and_wgmma_n)
 {

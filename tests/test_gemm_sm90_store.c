@@ -30,15 +30,9 @@
 #include "tuner/verify.h"
 #include "ptxtune/ptxtune.h"
 #include "search/problem.h"
+#include "gemm_sm90_util.h"
 #include "test_util.h"
 #include "tuner/tune.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Removes the first line of t containing s (in place); false if none. */
 static bool drop_line(char *t, const char *s)
@@ -52,14 +46,6 @@ static bool drop_line(char *t, const char *s)
     char *nl = strchr(p, '\n');
     memmove(b, nl ? nl + 1 : p + strlen(p), strlen(nl ? nl + 1 : p + strlen(p)) + 1);
     return true;
-}
-
-static int count(const char *t, const char *s)
-{
-    int n = 0;
-    for (const char *p = strstr(t, s); p; p = strstr(p + 1, s))
-        n++;
-    return n;
 }
 
 typedef struct run_out {
@@ -140,22 +126,6 @@ static int run_on(const char *backend, const pt_problem *p, const char *config, 
     ptx_module_free(built);
     pt_arena_free(a);
     return rc;
-}
-
-static int64_t up16(int64_t v, int es) { return (v * es + 15) / 16 * 16 / es; }
-
-/* Leading dimensions padded to 16 bytes (TMA strides), D's too. */
-static pt_problem prob(int64_t m, int64_t n, int64_t k, const char *lay, pt_dtype dt, pt_dtype odt)
-{
-    pt_problem p = PT_GEMM(m, n, k, lay, dt, odt);
-    int es = pt_dtype_get(dt)->bytes;
-    p.lda = up16(lay[0] == 'n' ? k : m, es);
-    p.ldb = up16(lay[1] == 't' ? k : n, es);
-    pt_dtype o = odt == PT_F64 ? dt : odt;
-    if (o == PT_TF32)
-        o = PT_F32;
-    p.ldd = up16(n, pt_dtype_get(o)->bytes);
-    return p;
 }
 
 static const emu_sched scheds[3] = {EMU_SCHED_LAZY, EMU_SCHED_EAGER, EMU_SCHED_RANDOM};
@@ -240,7 +210,7 @@ Test(gemm_sm90_store, emulator_grid, .timeout = 600)
     };
     int n = 0;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
-        pt_problem p = prob(cs[i].m, cs[i].n, cs[i].k, cs[i].lay, cs[i].dt, cs[i].odt);
+        pt_problem p = prob_ldd(cs[i].m, cs[i].n, cs[i].k, cs[i].lay, cs[i].dt, cs[i].odt);
         p.epilogue = cs[i].epi;
         p.beta = cs[i].beta;
         p.batch = cs[i].batch;
@@ -274,7 +244,7 @@ Test(gemm_sm90_store, emulator_grid, .timeout = 600)
  * reuse of the staging by a persistent CTA's next tile) is taken out. */
 Test(gemm_sm90_store, planted_bugs_missing_fence_and_early_reuse, .timeout = 300)
 {
-    pt_problem p = prob(129, 128, 64, "nt", PT_BF16, PT_BF16);
+    pt_problem p = prob_ldd(129, 128, 64, "nt", PT_BF16, PT_BF16);
     const char *cfg = "impl=1,epi=1,bm=64,bn=64,persistent=2,stages=2";
     pt_err e = {0};
     run_out o;
@@ -295,33 +265,10 @@ Test(gemm_sm90_store, planted_bugs_missing_fence_and_early_reuse, .timeout = 300
 
 /* ---- check() ---- */
 
-static int check_cfg(const pt_problem *p, const char *config, pt_err *e)
-{
-    memset(e, 0, sizeof *e);
-    pt_target tg;
-    cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
-    pt_arena *a = pt_arena_new();
-    pt_prepared *pp;
-    cr_assert_eq(gen_gemm_op.prepare(a, p, &tg, &pp, e), PT_OK, "%s", e->msg);
-    pt_config c;
-    gen_gemm_op.defaults(pp, &tg, &c);
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", config);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        char *eq = strchr(tok, '=');
-        cr_assert(eq);
-        *eq = 0;
-        pt_config_set(&c, pt_arena_strdup(a, tok), atoll(eq + 1));
-    }
-    int rc = gen_gemm_op.check(pp, &tg, &c, e);
-    pt_arena_free(a);
-    return rc;
-}
-
 Test(gemm_sm90_store, check_refuses_what_cannot_be_stored)
 {
     pt_err e = {0};
-    pt_problem ok = prob(65, 129, 64, "nt", PT_BF16, PT_BF16);
+    pt_problem ok = prob_ldd(65, 129, 64, "nt", PT_BF16, PT_BF16);
     cr_expect_eq(check_cfg(&ok, "impl=1,epi=1,bm=64,bn=64", &e), PT_OK, "%s", e.msg);
     pt_problem packed = PT_GEMM(64, 129, 64, "nt", PT_BF16, PT_BF16);
     pt_problem col = ok;
@@ -362,27 +309,6 @@ Test(gemm_sm90_store, check_refuses_what_cannot_be_stored)
 }
 
 /* ---- the emitted structure ---- */
-
-static char *emit_text(const pt_problem *p, const char *config, pt_launch *l)
-{
-    pt_target tg;
-    pt_err e = {0};
-    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
-    pt_arena *a = pt_arena_new();
-    pt_prepared *pp;
-    cr_assert_eq(gen_gemm_op.prepare(a, p, &tg, &pp, &e), PT_OK, "%s", e.msg);
-    pt_space s;
-    gen_gemm_op.space(pp, &tg, &s);
-    pt_config c;
-    gen_gemm_op.defaults(pp, &tg, &c);
-    cr_assert_eq(pt_config_parse(&s, config, &c, &e), PT_OK, "%s", e.msg);
-    ptx_module *m = NULL;
-    cr_assert_eq(pt_op_build(&gen_gemm_op, pp, &tg, 0, &c, &m, l, &e), PT_OK, "%s: %s", config, e.msg);
-    char *t = ptx_print(m);
-    ptx_module_free(m);
-    pt_arena_free(a);
-    return t;
-}
 
 /* 128 x 256 bf16: 16 stmatrix.x4 per thread (two atoms each), four 64-column
  * boxes stored by one thread, one commit, the fence, the reuse wait and
@@ -476,7 +402,7 @@ Test(gemm_sm90_store, cuda_backend_and_cli_bind_the_store_map, .timeout = 300)
     const char *lib = getenv("PTXTUNE_FAKE_CUDA");
     if (lib) {
         cr_assert(dlopen(lib, RTLD_NOW | RTLD_GLOBAL), "%s", dlerror());
-        pt_problem p = prob(65, 72, 64, "nt", PT_BF16, PT_BF16);
+        pt_problem p = prob_ldd(65, 72, 64, "nt", PT_BF16, PT_BF16);
         pt_err e = {0};
         run_out o;
         int rc = run_on("cuda", &p, "impl=1,epi=1,bm=64,bn=64,persistent=1", EMU_SCHED_LAZY, 0, NULL, &o, &e);

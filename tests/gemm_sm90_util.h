@@ -1,0 +1,105 @@
+/* Helpers shared by the sm_90a wgmma GEMM tests (test_gemm_sm90*.c): the
+ * clock, the problems with TMA-padded leading dimensions, check() and emit
+ * over a config string, and substring counting. Header-only: each test
+ * program is one translation unit. */
+#ifndef PT_GEMM_SM90_UTIL_H
+#define PT_GEMM_SM90_UTIL_H
+
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gen/gemm.h"
+#include "ptx/parse.h"
+
+static inline double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline int64_t up16(int64_t v, int es) { return (v * es + 15) / 16 * 16 / es; }
+
+/* A problem with leading dimensions padded to 16 bytes (TMA strides). */
+static inline pt_problem prob(int64_t m, int64_t n, int64_t k, const char *lay, pt_dtype dt, pt_dtype odt)
+{
+    pt_problem p = PT_GEMM(m, n, k, lay, dt, odt);
+    int es = pt_dtype_get(dt)->bytes;
+    p.lda = up16(lay[0] == 'n' ? k : m, es);
+    p.ldb = up16(lay[1] == 't' ? k : n, es);
+    return p;
+}
+
+/* The same, D's leading dimension padded too (the TMA-store epilogue). */
+static inline pt_problem prob_ldd(int64_t m, int64_t n, int64_t k, const char *lay, pt_dtype dt, pt_dtype odt)
+{
+    pt_problem p = prob(m, n, k, lay, dt, odt);
+    pt_dtype o = odt == PT_F64 ? dt : odt;
+    if (o == PT_TF32)
+        o = PT_F32;
+    p.ldd = up16(n, pt_dtype_get(o)->bytes);
+    return p;
+}
+
+/* Occurrences of s in t. */
+static inline int count(const char *t, const char *s)
+{
+    int n = 0;
+    for (const char *q = strstr(t, s); q; q = strstr(q + 1, s))
+        n++;
+    return n;
+}
+
+/* gen_gemm_op.check on sm_90a of the defaults with config ("k=v,k=v")
+ * set over them; the message in e. */
+static inline int check_cfg(const pt_problem *p, const char *config, pt_err *e)
+{
+    memset(e, 0, sizeof *e);
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_gemm_op.prepare(a, p, &tg, &pp, e), PT_OK, "%s", e->msg);
+    pt_config c;
+    gen_gemm_op.defaults(pp, &tg, &c);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", config);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        char *eq = strchr(tok, '=');
+        cr_assert(eq);
+        *eq = 0;
+        pt_config_set(&c, pt_arena_strdup(a, tok), atoll(eq + 1));
+    }
+    int rc = gen_gemm_op.check(pp, &tg, &c, e);
+    pt_arena_free(a);
+    return rc;
+}
+
+/* The printed PTX of the sm_90a kernel at config (parsed over the
+ * defaults), its launch in l; the caller frees the text. */
+static inline char *emit_text(const pt_problem *p, const char *config, pt_launch *l)
+{
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_gemm_op.prepare(a, p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+    pt_space s;
+    gen_gemm_op.space(pp, &tg, &s);
+    pt_config c;
+    gen_gemm_op.defaults(pp, &tg, &c);
+    cr_assert_eq(pt_config_parse(&s, config, &c, &e), PT_OK, "%s", e.msg);
+    ptx_module *m = NULL;
+    cr_assert_eq(pt_op_build(&gen_gemm_op, pp, &tg, 0, &c, &m, l, &e), PT_OK, "%s: %s", config, e.msg);
+    char *t = ptx_print(m);
+    ptx_module_free(m);
+    pt_arena_free(a);
+    return t;
+}
+
+#endif
