@@ -54,6 +54,36 @@ static inline int count(const char *t, const char *s)
     return n;
 }
 
+/* gen_gemm_op.prepare of p on tg, and the defaults with config (NULL:
+ * none) parsed over them into c. */
+static inline int prepare_config(pt_arena *a, const pt_problem *p, const pt_target *tg, const char *config,
+                                 pt_prepared **pp, pt_config *c, pt_err *e)
+{
+    int rc = gen_gemm_op.prepare(a, p, tg, pp, e);
+    if (!rc) {
+        pt_space s;
+        gen_gemm_op.space(*pp, tg, &s);
+        gen_gemm_op.defaults(*pp, tg, c);
+        rc = config ? pt_config_parse(&s, config, c, e) : PT_OK;
+    }
+    return rc;
+}
+
+/* The built kernel printed (*text, malloc'd), parsed (*parsed) and printed
+ * again, which must give the same text. */
+static inline int print_round_trip(ptx_module *built, char **text, ptx_module **parsed, pt_err *e)
+{
+    *text = ptx_print(built);
+    int rc = ptx_parse(*text, strlen(*text), "<emitted>", 0, parsed, e);
+    if (!rc) {
+        char *again = ptx_print(*parsed);
+        if (strcmp(again, *text) != 0)
+            rc = pt_errf(e, PT_EINTERNAL, "parse(print(kernel)) does not print back identically");
+        free(again);
+    }
+    return rc;
+}
+
 /* gen_gemm_op.check on sm_90a of the defaults with config ("k=v,k=v")
  * set over them; the message in e. */
 static inline int check_cfg(const pt_problem *p, const char *config, pt_err *e)

@@ -56,27 +56,13 @@ static int run_on(const char *backend, const pt_problem *p, const char *config, 
     tuner_kernel *k = NULL;
     tuner_io *io = NULL;
     char *text = NULL;
-    int rc = gen_gemm_op.prepare(a, p, &tg, &pp, e);
-    if (!rc) {
-        pt_space s;
-        gen_gemm_op.space(pp, &tg, &s);
-        gen_gemm_op.defaults(pp, &tg, &c);
-        rc = pt_config_parse(&s, config, &c, e);
-    }
+    int rc = prepare_config(a, p, &tg, config, &pp, &c, e);
     if (!rc) {
         pt_config_str(&c, o->config, sizeof o->config);
         rc = pt_op_build(&gen_gemm_op, pp, &tg, 0, &c, &built, &o->l, e);
     }
-    if (!rc) {
-        text = ptx_print(built);
-        rc = ptx_parse(text, strlen(text), "<emitted>", 0, &parsed, e);
-    }
-    if (!rc) {
-        char *again = ptx_print(parsed);
-        if (strcmp(again, text) != 0)
-            rc = pt_errf(e, PT_EINTERNAL, "parse(print(kernel)) does not print back identically");
-        free(again);
-    }
+    if (!rc)
+        rc = print_round_trip(built, &text, &parsed, e);
     if (!rc && mut && !mut(text))
         rc = pt_errf(e, PT_EINTERNAL, "the planted bug found nothing to edit");
     tuner_dev_opts dopts = {.emu_threads = 1, .emu_arch = 90, .emu_schedule = (int)sched,
