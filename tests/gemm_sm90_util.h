@@ -14,6 +14,7 @@
 
 #include "gen/gemm.h"
 #include "ptx/parse.h"
+#include "tuner/backend.h"
 
 static inline double now(void)
 {
@@ -82,6 +83,48 @@ static inline int print_round_trip(ptx_module *built, char **text, ptx_module **
         free(again);
     }
     return rc;
+}
+
+/* The kernel's text loaded on backend (the emulator at schedule sched,
+ * seed for the random one), its io with seeded random inputs (then
+ * plant(io, plant_arg) where plant is not NULL) allocated with the
+ * device's guard bytes. The caller releases *d, *k and *io (run_release). */
+static inline int open_load_io(const char *backend, emu_sched sched, uint64_t seed, const char *text,
+                               const char *entry, const pt_prepared *pp, const pt_problem *p,
+                               void (*plant)(tuner_io *, void *), void *plant_arg, tuner_dev **d,
+                               tuner_kernel **k, tuner_io **io, pt_err *e)
+{
+    tuner_dev_opts dopts = {.emu_threads = 1, .emu_arch = 90, .emu_schedule = (int)sched,
+                            .emu_schedule_seed = seed};
+    int rc = tuner_dev_open(backend, &dopts, d, e);
+    tuner_image img = {text, strlen(text), NULL, 0, entry, &gen_gemm_op, pp};
+    if (!rc)
+        rc = tuner_load(*d, &img, k, e);
+    if (!rc)
+        rc = tuner_io_new(&gen_gemm_op, pp, io, e);
+    if (!rc) {
+        tuner_io_random(*io, (uint64_t)(p->m * 131 + p->n * 7 + p->k), 0, 0);
+        if (plant)
+            plant(*io, plant_arg);
+        rc = tuner_io_alloc(*d, *io, tuner_dev_guard_bytes(*d), e);
+    }
+    return rc;
+}
+
+/* Frees what a run made (any of them may be NULL). */
+static inline void run_release(tuner_dev *d, tuner_kernel *k, tuner_io *io, char *text, ptx_module *parsed,
+                               ptx_module *built, pt_arena *a)
+{
+    if (io)
+        tuner_io_free(d, io);
+    if (k)
+        tuner_unload(d, k);
+    if (d)
+        tuner_dev_close(d);
+    free(text);
+    ptx_module_free(parsed);
+    ptx_module_free(built);
+    pt_arena_free(a);
 }
 
 /* gen_gemm_op.check on sm_90a of the defaults with config ("k=v,k=v")

@@ -60,19 +60,8 @@ static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uin
     }
     if (!rc)
         rc = print_round_trip(built, &text, &parsed, e);
-    tuner_dev_opts dopts = {.emu_threads = 1, .emu_arch = 90, .emu_schedule = (int)sched,
-                            .emu_schedule_seed = seed};
     if (!rc)
-        rc = tuner_dev_open("emu", &dopts, &d, e);
-    tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, o->l.entry, &gen_gemm_op, pp};
-    if (!rc)
-        rc = tuner_load(d, &img, &k, e);
-    if (!rc)
-        rc = tuner_io_new(&gen_gemm_op, pp, &io, e);
-    if (!rc) {
-        tuner_io_random(io, (uint64_t)(p->m * 131 + p->n * 7 + p->k), 0, 0);
-        rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), e);
-    }
+        rc = open_load_io("emu", sched, seed, text, o->l.entry, pp, p, NULL, NULL, &d, &k, &io, e);
     if (!rc && keep) {
         rc = tuner_io_upload(d, io, e);
         if (!rc)
@@ -90,16 +79,7 @@ static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uin
         rc = tuner_verify(d, k, &o->l, io, &vo, &vr, e);
         o->max_err = vr.max_err;
     }
-    if (io)
-        tuner_io_free(d, io);
-    if (k)
-        tuner_unload(d, k);
-    if (d)
-        tuner_dev_close(d);
-    free(text);
-    ptx_module_free(parsed);
-    ptx_module_free(built);
-    pt_arena_free(a);
+    run_release(d, k, io, text, parsed, built, a);
     return rc;
 }
 
