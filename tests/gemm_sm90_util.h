@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "gen/gemm.h"
+#include "ptx/compile.h"
 #include "ptx/parse.h"
 #include "tuner/backend.h"
 
@@ -125,6 +126,22 @@ static inline void run_release(tuner_dev *d, tuner_kernel *k, tuner_io *io, char
     ptx_module_free(parsed);
     ptx_module_free(built);
     pt_arena_free(a);
+}
+
+/* ptxas on text for tg, its resources in *r: it must assemble with no
+ * C75xx warning, no spills and no local memory (expectations, each message
+ * led by what). */
+static inline void expect_assembles_clean(const pt_compiler *comp, const char *text, const pt_target *tg,
+                                          const char *what, pt_resource *r)
+{
+    pt_err e = {0};
+    memset(r, 0, sizeof *r);
+    int rc = pt_compile(comp, text, tg, NULL, NULL, r, &e);
+    cr_expect_eq(rc, PT_OK, "%s: %s", what, e.msg);
+    for (int k = 0; k < r->ncodes; k++)
+        cr_expect(strncmp(r->codes[k], "C75", 3) != 0, "%s: %s", what, r->codes[k]);
+    cr_expect_eq(r->spill_stores + r->spill_loads, 0, "%s: spills", what);
+    cr_expect_eq(r->stack_frame, 0, "%s: local memory", what);
 }
 
 /* gen_gemm_op.check on sm_90a of the defaults with config ("k=v,k=v")

@@ -335,14 +335,10 @@ Test(gemm_sm90_sched, new_forms_assemble, .timeout = 300)
             p.epilogue = "relu(acc + bias[n]) + r";
         pt_launch l;
         char *text = emit_text(&p, cs[i].cfg, &l);
+        char what[128];
+        snprintf(what, sizeof what, "%s %s", cs[i].lay, cs[i].cfg);
         pt_resource r;
-        memset(&r, 0, sizeof r);
-        int rc = pt_compile(comp, text, &tg, NULL, NULL, &r, &e);
-        cr_expect_eq(rc, PT_OK, "%s %s: %s", cs[i].lay, cs[i].cfg, e.msg);
-        for (int k = 0; k < r.ncodes; k++)
-            cr_expect(strncmp(r.codes[k], "C75", 3) != 0, "%s %s: %s", cs[i].lay, cs[i].cfg, r.codes[k]);
-        cr_expect_eq(r.spill_stores + r.spill_loads, 0, "%s %s: spills", cs[i].lay, cs[i].cfg);
-        cr_expect_eq(r.stack_frame, 0, "%s %s: local memory", cs[i].lay, cs[i].cfg);
+        expect_assembles_clean(comp, text, &tg, what, &r);
         printf("  %s %-52s regs %3d smem %6zu grid %u cluster %u\n", cs[i].lay, cs[i].cfg, r.registers, l.smem,
                l.grid[0], l.cluster[0]);
         free(text);

@@ -451,13 +451,7 @@ Test(gemm_sm90_splitk, new_forms_assemble, .timeout = 300)
         cr_assert_eq(pt_op_build(&gen_gemm_op, pp, &tg, 0, &c, &m, &l, &e), PT_OK, "%s: %s", cs[i].cfg, e.msg);
         char *text = ptx_print(m);
         pt_resource r;
-        memset(&r, 0, sizeof r);
-        int rc = pt_compile(comp, text, &tg, NULL, NULL, &r, &e);
-        cr_expect_eq(rc, PT_OK, "%s: %s", cs[i].cfg, e.msg);
-        for (int k = 0; k < r.ncodes; k++)
-            cr_expect(strncmp(r.codes[k], "C75", 3) != 0, "%s: %s", cs[i].cfg, r.codes[k]);
-        cr_expect_eq(r.spill_stores + r.spill_loads, 0, "%s: spills", cs[i].cfg);
-        cr_expect_eq(r.stack_frame, 0, "%s: local memory", cs[i].cfg);
+        expect_assembles_clean(comp, text, &tg, cs[i].cfg, &r);
         printf("  %-60s regs %3d smem %6zu grid %u x %u\n", cs[i].cfg, r.registers, l.smem, l.grid[0], l.grid[1]);
         free(text);
         ptx_module_free(m);

@@ -347,13 +347,7 @@ Test(gemm_sm90_store, new_forms_assemble_with_ptxas, .timeout = 300)
         pt_launch l;
         char *t = emit_text(&p, cfg, &l);
         pt_resource r;
-        memset(&r, 0, sizeof r);
-        int rc = pt_compile(comp, t, &tg, NULL, NULL, &r, &e);
-        cr_expect_eq(rc, PT_OK, "%s: %s", cfg, e.msg);
-        for (int k = 0; k < r.ncodes; k++)
-            cr_expect(strncmp(r.codes[k], "C75", 3) != 0, "%s: %s", cfg, r.codes[k]);
-        cr_expect_eq(r.spill_stores + r.spill_loads, 0, "%s: spills", cfg);
-        cr_expect_eq(r.stack_frame, 0, "%s: local memory", cfg);
+        expect_assembles_clean(comp, t, &tg, cfg, &r);
         printf("  %-52s regs %3d smem %6zu\n", cfg, r.registers, l.smem);
         free(t);
     }
