@@ -6,6 +6,7 @@
 #define PT_GEMM_SM90_UTIL_H
 
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,6 +191,62 @@ static inline char *emit_text(const pt_problem *p, const char *config, pt_launch
     ptx_module_free(m);
     pt_arena_free(a);
     return t;
+}
+
+/* ---- a grid of emulated cases, tallied per input dtype ---- */
+
+enum { GRID_MAXDT = 8 };
+
+typedef struct sm90_grid {
+    int cases, failed;
+    int per_dt[GRID_MAXDT];
+    double worst[GRID_MAXDT];
+    double emu_s;
+    char first[2048];
+} sm90_grid;
+
+/* With GEMM_SM90_TRACE set, the case on stderr before it runs. */
+static inline void grid_trace(const pt_problem *p, const char *config, emu_sched sched)
+{
+    if (getenv("GEMM_SM90_TRACE"))
+        fprintf(stderr, "case %lldx%lldx%lld %s %s [%s] sched %d\n", (long long)p->m, (long long)p->n,
+                (long long)p->k, p->layout, pt_dtype_get(p->dtype)->name, config ? config : "-", (int)sched);
+}
+
+/* One case's result (rc, the verifier's max_err, emulated seconds emu_s)
+ * tallied at dtype slot di; the first failure kept with its config shown. */
+static inline void grid_tally(sm90_grid *g, int di, int rc, double max_err, double emu_s, const pt_problem *p,
+                              const char *shown, emu_sched sched, const char *msg)
+{
+    g->cases++;
+    g->per_dt[di]++;
+    g->emu_s += emu_s;
+    if (!rc && max_err > g->worst[di])
+        g->worst[di] = max_err;
+    if (rc) {
+        if (!g->failed)
+            snprintf(g->first, sizeof g->first, "%lldx%lldx%lld %s %s [%s] sched %d: %s", (long long)p->m,
+                     (long long)p->n, (long long)p->k, p->layout, pt_dtype_get(p->dtype)->name, shown,
+                     (int)sched, msg);
+        g->failed++;
+    }
+}
+
+/* The grid's count line (with the emulated seconds where emulated), the
+ * worst error per dtype of dts[0..ndt), and no failure expected. */
+static inline void grid_report_dts(const sm90_grid *g, const char *what, double t0, const pt_dtype *dts, int ndt,
+                                   bool emulated)
+{
+    if (emulated)
+        printf("%s: %d cases, %d failed, %.1f s (emulated %.1f s)\n", what, g->cases, g->failed, now() - t0,
+               g->emu_s);
+    else
+        printf("%s: %d cases, %d failed, %.1f s\n", what, g->cases, g->failed, now() - t0);
+    for (int i = 0; i < ndt; i++)
+        if (g->per_dt[i])
+            printf("  %-5s %3d cases, worst error %.3g\n", pt_dtype_get(dts[i])->name, g->per_dt[i], g->worst[i]);
+    fflush(stdout);
+    cr_expect_eq(g->failed, 0, "%d of %d failed; first: %s", g->failed, g->cases, g->first);
 }
 
 #endif

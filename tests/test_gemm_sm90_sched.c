@@ -90,46 +90,24 @@ enum { NDT = 3 };
 static const pt_dtype dts[NDT] = {PT_BF16, PT_F16, PT_E4M3};
 static const emu_sched scheds[3] = {EMU_SCHED_LAZY, EMU_SCHED_EAGER, EMU_SCHED_RANDOM};
 
-typedef struct grid {
-    int cases, failed;
-    int per_dt[NDT];
-    double worst[NDT];
-    double emu_s;
-    char first[2048];
-} grid;
+_Static_assert((int)NDT <= (int)GRID_MAXDT, "the grid tallies NDT dtypes");
+typedef sm90_grid grid;
 
 static void grid_case(grid *g, const pt_problem *p, const char *config, emu_sched sched, uint64_t seed)
 {
     pt_err e = {0};
     run_out o;
-    if (getenv("GEMM_SM90_TRACE"))
-        fprintf(stderr, "case %lldx%lldx%lld %s %s [%s] sched %d\n", (long long)p->m, (long long)p->n,
-                (long long)p->k, p->layout, pt_dtype_get(p->dtype)->name, config, (int)sched);
+    grid_trace(p, config, sched);
     int rc = run_emu(p, config, sched, seed, NULL, &o, &e);
     int di = 0;
     while (di < NDT - 1 && dts[di] != p->dtype)
         di++;
-    g->cases++;
-    g->per_dt[di]++;
-    g->emu_s += o.seconds;
-    if (!rc && o.max_err > g->worst[di])
-        g->worst[di] = o.max_err;
-    if (rc) {
-        if (!g->failed)
-            snprintf(g->first, sizeof g->first, "%lldx%lldx%lld %s %s [%s] sched %d: %s", (long long)p->m,
-                     (long long)p->n, (long long)p->k, p->layout, pt_dtype_get(p->dtype)->name, o.config,
-                     (int)sched, e.msg);
-        g->failed++;
-    }
+    grid_tally(g, di, rc, o.max_err, o.seconds, p, o.config, sched, e.msg);
 }
 
 static void grid_report(const grid *g, const char *what, double t0)
 {
-    printf("%s: %d cases, %d failed, %.1f s (emulated %.1f s)\n", what, g->cases, g->failed, now() - t0, g->emu_s);
-    for (int i = 0; i < NDT; i++)
-        if (g->per_dt[i])
-            printf("  %-5s %3d cases, worst error %.3g\n", pt_dtype_get(dts[i])->name, g->per_dt[i], g->worst[i]);
-    cr_expect_eq(g->failed, 0, "%d of %d failed; first: %s", g->failed, g->cases, g->first);
+    grid_report_dts(g, what, t0, dts, NDT, true);
 }
 
 /* The schedules under test, each with persistent off and on (3 CTAs or

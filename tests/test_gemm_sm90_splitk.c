@@ -87,12 +87,8 @@ enum { NDT = 5 };
 static const pt_dtype dts[NDT] = {PT_BF16, PT_F16, PT_TF32, PT_E4M3, PT_S8};
 static const emu_sched scheds[3] = {EMU_SCHED_LAZY, EMU_SCHED_EAGER, EMU_SCHED_RANDOM};
 
-typedef struct grid {
-    int cases, failed;
-    int per_dt[NDT];
-    double worst[NDT];
-    char first[2048];
-} grid;
+_Static_assert((int)NDT <= (int)GRID_MAXDT, "the grid tallies NDT dtypes");
+typedef sm90_grid grid;
 
 static int dt_index(pt_dtype dt)
 {
@@ -108,34 +104,17 @@ static void grid_case(grid *g, const pt_problem *p, const char *config, emu_sche
 {
     pt_err e = {0};
     run_out o;
-    if (getenv("GEMM_SM90_TRACE"))
-        fprintf(stderr, "case %lldx%lldx%lld %s %s [%s] sched %d\n", (long long)p->m, (long long)p->n,
-                (long long)p->k, p->layout, pt_dtype_get(p->dtype)->name, config ? config : "-", (int)sched);
+    grid_trace(p, config, sched);
     int rc = run_emu(p, config, sched, seed, false, &o, &e);
     int di = dt_index(p->dtype);
-    g->cases++;
-    g->per_dt[di]++;
-    if (!rc && o.max_err > g->worst[di])
-        g->worst[di] = o.max_err;
+    grid_tally(g, di, rc, o.max_err, 0, p, config ? config : o.config, sched, e.msg);
     for (int i = 0; !rc && ws_seen && i < o.l.nargs; i++)
         *ws_seen |= o.l.args[i].kind == PT_ARG_WORKSPACE;
-    if (rc) {
-        if (!g->failed)
-            snprintf(g->first, sizeof g->first, "%lldx%lldx%lld %s %s [%s] sched %d: %s", (long long)p->m,
-                     (long long)p->n, (long long)p->k, p->layout, pt_dtype_get(p->dtype)->name,
-                     config ? config : o.config, (int)sched, e.msg);
-        g->failed++;
-    }
 }
 
 static void grid_report(const grid *g, const char *what, double t0)
 {
-    printf("%s: %d cases, %d failed, %.1f s\n", what, g->cases, g->failed, now() - t0);
-    for (int i = 0; i < NDT; i++)
-        if (g->per_dt[i])
-            printf("  %-5s %3d cases, worst error %.3g\n", pt_dtype_get(dts[i])->name, g->per_dt[i], g->worst[i]);
-    fflush(stdout);
-    cr_expect_eq(g->failed, 0, "%d of %d failed; first: %s", g->failed, g->cases, g->first);
+    grid_report_dts(g, what, t0, dts, NDT, false);
 }
 
 /* Split-K 2, 3, 4 over every dtype, odd M/N and K from 1 (one k tile: the
