@@ -17,6 +17,7 @@
 #include "ptx/compile.h"
 #include "ptx/parse.h"
 #include "tuner/backend.h"
+#include "test_util.h"
 
 static inline double now(void)
 {
@@ -128,6 +129,17 @@ static inline void run_release(tuner_dev *d, tuner_kernel *k, tuner_io *io, char
     ptx_module_free(built);
     pt_arena_free(a);
 }
+
+/* ptxas opened into comp (a pt_compiler *), or the test skipped (a
+ * failure when PTXTUNE_REQUIRE_TOOLKIT=1); e: the test's pt_err. A macro:
+ * the skip must come from the test itself. */
+#define OPEN_PTXAS_OR_SKIP(comp, e)                                                                     \
+    do {                                                                                               \
+        if (pt_compiler_open(&(comp), &(e))) {                                                         \
+            cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", (e).msg);         \
+            cr_skip_test("no CUDA toolkit: %s", (e).msg);                                              \
+        }                                                                                              \
+    } while (0)
 
 /* ptxas on text for tg, its resources in *r: it must assemble with no
  * C75xx warning, no spills and no local memory (expectations, each message

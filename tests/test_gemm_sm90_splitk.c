@@ -390,10 +390,7 @@ Test(gemm_sm90_splitk, new_forms_assemble, .timeout = 300)
 {
     pt_compiler *comp = NULL;
     pt_err e = {0};
-    if (pt_compiler_open(&comp, &e)) {
-        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
-        cr_skip_test("no CUDA toolkit: %s", e.msg);
-    }
+    OPEN_PTXAS_OR_SKIP(comp, e);
     pt_target tg;
     cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
     struct {
