@@ -6,6 +6,7 @@
 #define PT_GEMM_SM90_UTIL_H
 
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -129,6 +130,17 @@ static inline void run_release(tuner_dev *d, tuner_kernel *k, tuner_io *io, char
     ptx_module_free(built);
     pt_arena_free(a);
 }
+
+/* The fake CUDA driver (tests/fake_cuda.c, PTXTUNE_FAKE_CUDA) loaded
+ * globally, or the test skipped where it was not built. A macro: the skip
+ * must come from the test itself. */
+#define LOAD_FAKE_CUDA_OR_SKIP()                                                                        \
+    do {                                                                                               \
+        const char *fake_lib_ = getenv("PTXTUNE_FAKE_CUDA");                                           \
+        if (!fake_lib_)                                                                                \
+            cr_skip_test("PTXTUNE_FAKE_CUDA not set (built without CUDA headers)");                    \
+        cr_assert(dlopen(fake_lib_, RTLD_NOW | RTLD_GLOBAL), "%s", dlerror());                         \
+    } while (0)
 
 /* ptxas opened into comp (a pt_compiler *), or the test skipped (a
  * failure when PTXTUNE_REQUIRE_TOOLKIT=1); e: the test's pt_err. A macro:

@@ -579,10 +579,7 @@ Test(gemm_sm90, emulator_persistent_grids, .timeout = 600)
 
 Test(gemm_sm90, cuda_backend_binds_tensor_maps_through_the_fake_driver, .timeout = 120)
 {
-    const char *lib = getenv("PTXTUNE_FAKE_CUDA");
-    if (!lib)
-        cr_skip_test("PTXTUNE_FAKE_CUDA not set (built without CUDA headers)");
-    cr_assert(dlopen(lib, RTLD_NOW | RTLD_GLOBAL), "%s", dlerror());
+    LOAD_FAKE_CUDA_OR_SKIP();
     struct {
         int64_t m, n, k;
         const char *lay;

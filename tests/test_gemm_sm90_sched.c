@@ -191,10 +191,7 @@ Test(gemm_sm90_sched, batches_boxes_and_rasters, .timeout = 300)
  * CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION. */
 Test(gemm_sm90_sched, cuda_backend_launches_clusters_through_the_fake_driver, .timeout = 120)
 {
-    const char *lib = getenv("PTXTUNE_FAKE_CUDA");
-    if (!lib)
-        cr_skip_test("PTXTUNE_FAKE_CUDA not set (built without CUDA headers)");
-    cr_assert(dlopen(lib, RTLD_NOW | RTLD_GLOBAL), "%s", dlerror());
+    LOAD_FAKE_CUDA_OR_SKIP();
     static const char *const cfgs[] = {"impl=1,bm=128,bn=64,cluster=21,persistent=2",
                                        "impl=1,bm=64,bn=64,sched=1,cluster=12"};
     for (int i = 0; i < 2; i++) {

@@ -455,10 +455,7 @@ static float f32_of_bf16(uint16_t b)
 
 Test(gemm_sm90_store, an_exported_bundle_launches_through_the_runtime, .timeout = 300)
 {
-    const char *lib = getenv("PTXTUNE_FAKE_CUDA");
-    if (!lib)
-        cr_skip_test("PTXTUNE_FAKE_CUDA not set (built without CUDA headers)");
-    cr_assert(dlopen(lib, RTLD_NOW | RTLD_GLOBAL), "%s", dlerror());
+    LOAD_FAKE_CUDA_OR_SKIP();
     char dir[] = "/tmp/ptxtune_sm90_store_XXXXXX";
     cr_assert(mkdtemp(dir));
     static const db_fingerprint fp = {"Fake GPU (ptxtune emulator)", 90, 4, "13000", "none", 90,
