@@ -342,6 +342,22 @@ void attn_p_split(ptx_fn *f, pt_dtype dt, const ptx_reg *p, ptx_reg *hi, ptx_reg
  * blocks; otherwise the fewest splits within 85% of the best efficiency
  * n_waves / ceil(n_waves), both over the counts that change the blocks per
  * split. */
+static const int attn_decode_splits[] = {1, 2, 3, 4, 8, 16, 32, 64, 128};
+
+void attn_splits_param(pt_param_space *p, int h)
+{
+    bool have = false;
+    for (size_t i = 0; i < sizeof attn_decode_splits / sizeof *attn_decode_splits; i++) {
+        if (!have && h < attn_decode_splits[i]) {
+            p->values[p->nvalues++] = h;
+            have = true;
+        }
+        if (attn_decode_splits[i] == h)
+            have = true;
+        p->values[p->nvalues++] = attn_decode_splits[i];
+    }
+}
+
 int attn_split_heuristic(int64_t ctas, int64_t nblocks, int sms)
 {
     if (ctas >= (int64_t)(0.8 * sms) || nblocks <= 4)

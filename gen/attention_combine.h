@@ -93,6 +93,9 @@ void attn_p_split(ptx_fn *f, pt_dtype dt, const ptx_reg *p, ptx_reg *hi, ptx_reg
  * for ctas CTAs, nblocks key blocks and sms CTA slots. */
 enum { ATTN_MAX_SPLITS = 128 };
 int attn_split_heuristic(int64_t ctas, int64_t nblocks, int sms);
+/* The split counts a decode space offers (attn_decode_splits, ascending),
+ * with the default h inserted in order when it is not one of them. */
+void attn_splits_param(pt_param_space *p, int h);
 ptx_reg attn_s32op(ptx_fn *f, ptx_op op, ptx_opd a, ptx_opd b);
 
 /* impl=3 (gen/attention_fa3_decode.c): split-KV decode on the sm_90a

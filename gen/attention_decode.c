@@ -54,7 +54,6 @@ enum { DEC_BM = 16, DEC_MAX_SPLITS = 128, DEC_OPAD = 8, DEC_CUNITS = 4 };
 static const int dec_bn[] = {32, 64, 128, 256};
 static const int dec_warps[] = {1, 2, 4};
 static const int dec_stages[] = {2, 3};
-static const int dec_splits[] = {1, 2, 3, 4, 8, 16, 32, 64, 128};
 
 /* SMs of the usual part of each arch, for the split heuristic (A100 108,
  * A10 / RTX 3090 84 / 82, L40 / RTX 4090 142 / 128, H100 / H200 132). */
@@ -197,16 +196,7 @@ int attn_decode_space(const pt_prepared *pp, const pt_target *t, pt_space *out)
     pt_config dc;
     attn_decode_defaults(pp, t, &dc);
     int h = (int)pt_config_get(&dc, "splits", 1);
-    bool have = false;
-    for (size_t i = 0; i < sizeof dec_splits / sizeof *dec_splits; i++) {
-        if (!have && h < dec_splits[i]) {
-            p[5].values[p[5].nvalues++] = h;
-            have = true;
-        }
-        if (dec_splits[i] == h)
-            have = true;
-        p[5].values[p[5].nvalues++] = dec_splits[i];
-    }
+    attn_splits_param(&p[5], h);
     out->nparams = 6;
     return PT_OK;
 }

@@ -67,7 +67,6 @@ enum { F3D_BM = 64, F3D_T = 256, F3D_MAX_SPLITS = 128, F3D_PROD_REGS = 40, F3D_O
 
 static const int f3d_bn[] = {64, 128, 32};
 static const int f3d_stages[] = {2, 3, 4, 6, 8};
-static const int f3d_splits[] = {1, 2, 3, 4, 8, 16, 32, 64, 128};
 
 bool attn_fa3_decode_target(const pt_target *t) { return t->sm == 90 && t->arch_specific; }
 
@@ -239,16 +238,7 @@ int attn_fa3_decode_space(const pt_prepared *pp, const pt_target *t, pt_space *o
     pt_config dc;
     attn_fa3_decode_defaults(pp, t, &dc);
     int h = (int)pt_config_get(&dc, "splits", 1);
-    bool have = false;
-    for (size_t i = 0; i < sizeof f3d_splits / sizeof *f3d_splits; i++) {
-        if (!have && h < f3d_splits[i]) {
-            p[5].values[p[5].nvalues++] = h;
-            have = true;
-        }
-        if (f3d_splits[i] == h)
-            have = true;
-        p[5].values[p[5].nvalues++] = f3d_splits[i];
-    }
+    attn_splits_param(&p[5], h);
     out->nparams = 6;
     return PT_OK;
 }
