@@ -302,6 +302,41 @@ void attn_mask_scores(ptx_fn *f, const kit_frag *fr, const attn_rows_mask *rm, p
     }
 }
 
+ptx_opd attn_softmax_half(ptx_fn *f, kit_softmax *st, const kit_frag *fr, const ptx_reg *s, int n, int h,
+                          ptx_reg *p)
+{
+    ptx_opd vals[128] = {0}, p2[128];
+    int nv = 0, idx[128];
+    for (int i = 0; i < n; i++)
+        if ((fr->row[i] >= 8) == h) {
+            idx[nv] = i;
+            vals[nv++] = ptx_r(s[i]);
+        }
+    ptx_opd alpha = kit_softmax_update(f, &st[h], vals, NULL, nv, 4, p2);
+    for (int j = 0; j < nv; j++)
+        p[idx[j]] = p2[j].u.reg;
+    return alpha;
+}
+
+ptx_reg attn_param_ptr(ptx_fn *f, pt_launch *l, const char *name, pt_arg arg)
+{
+    const char *pn = ptx_param_ptr(f, name, 16);
+    l->args[l->nargs++] = arg;
+    ptx_reg r = ptx_reg_new(f, PTX_T_B64), d = ptx_reg_new(f, PTX_T_B64);
+    ptx_emit(f, PTX_OP_LD, M1(PTX_M_PARAM), U64T, ptx_r(r), ptx_saddr(pn, 0));
+    ptx_emit(f, PTX_OP_CVTA, M2(PTX_M_TO, PTX_M_GLOBAL), U64T, ptx_r(d), ptx_r(r));
+    return d;
+}
+
+ptx_reg attn_param_u32(ptx_fn *f, pt_launch *l, const char *name, uint64_t v)
+{
+    const char *pn = ptx_param_add(f, name, PTX_T_U32);
+    l->args[l->nargs++] = (pt_arg){PT_ARG_U32, 0, v, 0};
+    ptx_reg r = r32(f);
+    ptx_emit(f, PTX_OP_LD, M1(PTX_M_PARAM), U32T, ptx_r(r), ptx_saddr(pn, 0));
+    return r;
+}
+
 ptx_reg attn_score(ptx_fn *f, const pt_prepared *pp, ptx_reg s)
 {
     if (!(pp->softcap > 0.0f))

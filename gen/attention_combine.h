@@ -85,7 +85,16 @@ ptx_reg attn_mask_needed(ptx_fn *f, const attn_kv_range *kr, ptx_reg key, int n)
  * visible); kcol the key of the thread's column 0. */
 void attn_mask_scores(ptx_fn *f, const kit_frag *fr, const attn_rows_mask *rm, ptx_reg kcol, ptx_reg *v, int n);
 /* The score the softmax sees: s, or softcap tanh(s scale / softcap) (a fresh register). */
+/* Kernel parameters: a global pointer (a .u64 param, cvta.to.global) or a
+ * u32 value, each appended to the launch's arguments as arg / v. */
+ptx_reg attn_param_ptr(ptx_fn *f, pt_launch *l, const char *name, pt_arg arg);
+ptx_reg attn_param_u32(ptx_fn *f, pt_launch *l, const char *name, uint64_t v);
 ptx_reg attn_score(ptx_fn *f, const pt_prepared *pp, ptx_reg s);
+/* The online-softmax update of row half h (rows >= 8 of the m16 fragment
+ * fr, or below) over the n scores s: st[h] moves on, p gets the half's
+ * probabilities at their fragment positions; returns the rescale alpha. */
+ptx_opd attn_softmax_half(ptx_fn *f, kit_softmax *st, const kit_frag *fr, const ptx_reg *s, int n, int h,
+                          ptx_reg *p);
 /* P as two 16-bit parts for P V (docs/attention.md): hi = P rounded toward
  * zero, lo = P - hi, at least the dtype's tiniest positive value for P > 0. */
 void attn_p_split(ptx_fn *f, pt_dtype dt, const ptx_reg *p, ptx_reg *hi, ptx_reg *lo, int n);

@@ -276,27 +276,6 @@ static ptx_reg sreg(ptx_fn *f, ptx_sreg s)
 }
 
 
-static ptx_reg param_ptr(dctx *x, pt_launch *l, const char *name, pt_arg arg)
-{
-    ptx_fn *f = x->f;
-    const char *pn = ptx_param_ptr(f, name, 16);
-    l->args[l->nargs++] = arg;
-    ptx_reg r = r64(f), d = r64(f);
-    ptx_emit(f, PTX_OP_LD, M1(PTX_M_PARAM), U64T, ptx_r(r), ptx_saddr(pn, 0));
-    ptx_emit(f, PTX_OP_CVTA, M2(PTX_M_TO, PTX_M_GLOBAL), U64T, ptx_r(d), ptx_r(r));
-    return d;
-}
-
-static ptx_reg param_u32(dctx *x, pt_launch *l, const char *name, uint64_t v)
-{
-    ptx_fn *f = x->f;
-    const char *pn = ptx_param_add(f, name, PTX_T_U32);
-    l->args[l->nargs++] = (pt_arg){PT_ARG_U32, 0, v, 0};
-    ptx_reg r = r32(f);
-    ptx_emit(f, PTX_OP_LD, M1(PTX_M_PARAM), U32T, ptx_r(r), ptx_saddr(pn, 0));
-    return r;
-}
-
 /* ---- the kernel -------------------------------------------------------- */
 
 /* One K and one V tile through the pages; with equal row bytes the two
@@ -378,26 +357,26 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
 
     /* ---- parameters ---- */
     l->nargs = 0;
-    x->o = param_ptr(x, l, "o", (pt_arg){PT_ARG_OUTPUT, pp->t.o, 0, 0});
+    x->o = attn_param_ptr(x->f, l, "o", (pt_arg){PT_ARG_OUTPUT, pp->t.o, 0, 0});
     if (pp->lse)
-        x->lse = param_ptr(x, l, "lse", (pt_arg){PT_ARG_OUTPUT, pp->t.lse, 0, 0});
-    x->q = param_ptr(x, l, "q", (pt_arg){PT_ARG_INPUT, pp->t.q, 0, 0});
-    x->k = param_ptr(x, l, "k", (pt_arg){PT_ARG_INPUT, pp->t.k, 0, 0});
-    x->v = param_ptr(x, l, "v", (pt_arg){PT_ARG_INPUT, pp->t.v, 0, 0});
+        x->lse = attn_param_ptr(x->f, l, "lse", (pt_arg){PT_ARG_OUTPUT, pp->t.lse, 0, 0});
+    x->q = attn_param_ptr(x->f, l, "q", (pt_arg){PT_ARG_INPUT, pp->t.q, 0, 0});
+    x->k = attn_param_ptr(x->f, l, "k", (pt_arg){PT_ARG_INPUT, pp->t.k, 0, 0});
+    x->v = attn_param_ptr(x->f, l, "v", (pt_arg){PT_ARG_INPUT, pp->t.v, 0, 0});
     if (paged)
-        x->bt = param_ptr(x, l, "block_table", (pt_arg){PT_ARG_INPUT, pp->t.block_table, 0, 0});
+        x->bt = attn_param_ptr(x->f, l, "block_table", (pt_arg){PT_ARG_INPUT, pp->t.block_table, 0, 0});
     if (pp->varlen) {
-        x->cq = param_ptr(x, l, "cu_seqlens_q", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_q, 0, 0});
-        x->ck = param_ptr(x, l, "cu_seqlens_k", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_k, 0, 0});
+        x->cq = attn_param_ptr(x->f, l, "cu_seqlens_q", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_q, 0, 0});
+        x->ck = attn_param_ptr(x->f, l, "cu_seqlens_k", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_k, 0, 0});
     }
     if (pp->seqused)
-        x->su = param_ptr(x, l, "seqused_k", (pt_arg){PT_ARG_INPUT, pp->t.seqused_k, 0, 0});
+        x->su = attn_param_ptr(x->f, l, "seqused_k", (pt_arg){PT_ARG_INPUT, pp->t.seqused_k, 0, 0});
     if (split) {
-        x->scr = param_ptr(x, l, "partials", (pt_arg){PT_ARG_SCRATCH, 0, (uint64_t)g->scratch_bytes, 0});
-        x->ws = param_ptr(x, l, "counters", (pt_arg){PT_ARG_WORKSPACE, 0, (uint64_t)g->ws_bytes, 0});
+        x->scr = attn_param_ptr(x->f, l, "partials", (pt_arg){PT_ARG_SCRATCH, 0, (uint64_t)g->scratch_bytes, 0});
+        x->ws = attn_param_ptr(x->f, l, "counters", (pt_arg){PT_ARG_WORKSPACE, 0, (uint64_t)g->ws_bytes, 0});
     }
-    ptx_reg sq_u = param_u32(x, l, "seqlen_q", (uint64_t)pp->Sq);
-    ptx_reg sk_u = param_u32(x, l, "seqlen_k", (uint64_t)pp->Sk);
+    ptx_reg sq_u = attn_param_u32(x->f, l, "seqlen_q", (uint64_t)pp->Sq);
+    ptx_reg sk_u = attn_param_u32(x->f, l, "seqlen_k", (uint64_t)pp->Sk);
 
     /* ---- coordinates ---- */
     x->tid = sreg(f, PTX_S_TID_X);
@@ -644,18 +623,8 @@ int attn_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, p
         attn_bra(f, nomask, attn_mask_needed(f, &kr, wkey, g->kw), true);
         attn_mask_scores(f, &sfr, &rm, kcol, mvr, nS);
         ptx_label_place(f, nomask);
-        ptx_opd vals[2][64];
-        int nv[2] = {0, 0}, idx[2][64];
-        for (int i = 0; i < nS; i++) {
-            int h = sfr.row[i] >= 8;
-            idx[h][nv[h]] = i;
-            vals[h][nv[h]++] = ptx_r(mvr[i]);
-        }
         for (int h = 0; h < 2; h++) {
-            ptx_opd p2[64];
-            ptx_opd alpha = kit_softmax_update(f, &sm[h], vals[h], NULL, nv[h], 4, p2);
-            for (int j = 0; j < nv[h]; j++)
-                Pr[idx[h][j]] = p2[j].u.reg;
+            ptx_opd alpha = attn_softmax_half(f, sm, &sfr, mvr, nS, h, Pr);
             for (int i = 0; i < nO; i++)
                 if ((ofr.row[i] >= 8) == h)
                     ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(Or[i]), ptx_r(Or[i]), alpha);

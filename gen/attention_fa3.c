@@ -61,6 +61,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gen/attention_combine.h"
 #include "gen/attention_int.h"
 #include "ptx/emu/tmap.h"
 #include "ptx/target.h"
@@ -314,25 +315,6 @@ static ptx_reg addr(fa3 *g, ptx_reg p64, ptx_reg a, int64_t bytes)
     }
     ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(d), ptx_r(p64), ptx_r(off));
     return d;
-}
-
-static ptx_reg param_ptr(fa3 *g, pt_launch *l, const char *name, pt_arg arg)
-{
-    const char *pn = ptx_param_ptr(g->f, name, 16);
-    l->args[l->nargs++] = arg;
-    ptx_reg r = ptx_reg_new(g->f, PTX_T_B64), d = ptx_reg_new(g->f, PTX_T_B64);
-    ptx_emit(g->f, PTX_OP_LD, M1(PTX_M_PARAM), U64T, ptx_r(r), ptx_saddr(pn, 0));
-    ptx_emit(g->f, PTX_OP_CVTA, M2(PTX_M_TO, PTX_M_GLOBAL), U64T, ptx_r(d), ptx_r(r));
-    return d;
-}
-
-static ptx_reg param_u32(fa3 *g, pt_launch *l, const char *name, uint64_t v)
-{
-    const char *pn = ptx_param_add(g->f, name, PTX_T_U32);
-    l->args[l->nargs++] = (pt_arg){PT_ARG_U32, 0, v, 0};
-    ptx_reg r = r32(g);
-    ptx_emit(g->f, PTX_OP_LD, M1(PTX_M_PARAM), U32T, ptx_r(r), ptx_saddr(pn, 0));
-    return r;
 }
 
 static int log2i(int64_t v)
@@ -688,8 +670,8 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     /* parameters, in pt_launch order */
     l->nargs = 0;
     l->ntmaps = 0;
-    ptx_reg po = param_ptr(g, l, "o", (pt_arg){PT_ARG_OUTPUT, pp->t.o, 0, 0});
-    ptx_reg plse = pp->lse ? param_ptr(g, l, "lse", (pt_arg){PT_ARG_OUTPUT, pp->t.lse, 0, 0}) : none;
+    ptx_reg po = attn_param_ptr(g->f, l, "o", (pt_arg){PT_ARG_OUTPUT, pp->t.o, 0, 0});
+    ptx_reg plse = pp->lse ? attn_param_ptr(g->f, l, "lse", (pt_arg){PT_ARG_OUTPUT, pp->t.lse, 0, 0}) : none;
     /* packed: one box is bm / group positions x the group's heads */
     pt_tmap mq = qkv_map(g, 0, (int)(g->bm / g->grp), (int)g->grp), mk = qkv_map(g, 1, g->bn, 1),
             mv = qkv_map(g, 2, g->bn, 1);
@@ -697,19 +679,19 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     ptx_reg tk = kit_tma_param(f, l, "tmk", &mk);
     ptx_reg tv = kit_tma_param(f, l, "tmv", &mv);
     bool paged = pp->page > 0;
-    ptx_reg pbt = paged ? param_ptr(g, l, "block_table", (pt_arg){PT_ARG_INPUT, pp->t.block_table, 0, 0}) : none;
+    ptx_reg pbt = paged ? attn_param_ptr(g->f, l, "block_table", (pt_arg){PT_ARG_INPUT, pp->t.block_table, 0, 0}) : none;
     ptx_reg pcq = none, pck = none, psu = none;
     if (pp->varlen) {
-        pcq = param_ptr(g, l, "cu_seqlens_q", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_q, 0, 0});
-        pck = param_ptr(g, l, "cu_seqlens_k", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_k, 0, 0});
+        pcq = attn_param_ptr(g->f, l, "cu_seqlens_q", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_q, 0, 0});
+        pck = attn_param_ptr(g->f, l, "cu_seqlens_k", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_k, 0, 0});
     }
     if (pp->seqused)
-        psu = param_ptr(g, l, "seqused_k", (pt_arg){PT_ARG_INPUT, pp->t.seqused_k, 0, 0});
+        psu = attn_param_ptr(g->f, l, "seqused_k", (pt_arg){PT_ARG_INPUT, pp->t.seqused_k, 0, 0});
     ptx_reg sq = none, sk = none;
     if (!pp->varlen) {
-        sq = param_u32(g, l, "seqlen_q", (uint64_t)pp->Sq);
+        sq = attn_param_u32(g->f, l, "seqlen_q", (uint64_t)pp->Sq);
         if (!pp->seqused)
-            sk = param_u32(g, l, "seqlen_k", (uint64_t)pp->Sk);
+            sk = attn_param_u32(g->f, l, "seqlen_k", (uint64_t)pp->Sk);
     }
 
     /* the CTA: m block, head, sequence; lengths; visible key blocks */

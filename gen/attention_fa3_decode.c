@@ -286,25 +286,6 @@ static ptx_reg sreg(ptx_fn *f, ptx_sreg s)
 }
 
 
-static ptx_reg param_ptr(ptx_fn *f, pt_launch *l, const char *name, pt_arg arg)
-{
-    const char *pn = ptx_param_ptr(f, name, 16);
-    l->args[l->nargs++] = arg;
-    ptx_reg r = r64(f), d = r64(f);
-    ptx_emit(f, PTX_OP_LD, M1(PTX_M_PARAM), U64T, ptx_r(r), ptx_saddr(pn, 0));
-    ptx_emit(f, PTX_OP_CVTA, M2(PTX_M_TO, PTX_M_GLOBAL), U64T, ptx_r(d), ptx_r(r));
-    return d;
-}
-
-static ptx_reg param_u32(ptx_fn *f, pt_launch *l, const char *name, uint64_t v)
-{
-    const char *pn = ptx_param_add(f, name, PTX_T_U32);
-    l->args[l->nargs++] = (pt_arg){PT_ARG_U32, 0, v, 0};
-    ptx_reg r = r32(f);
-    ptx_emit(f, PTX_OP_LD, M1(PTX_M_PARAM), U32T, ptx_r(r), ptx_saddr(pn, 0));
-    return r;
-}
-
 /* The map of k (which 0) or v (1): boxes of 64 columns and g->pr rows. */
 static pt_tmap kv_map(const pt_prepared *pp, const fgeo *g, int which)
 {
@@ -482,28 +463,28 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
     l->ntmaps = 0;
     attn_out ao = {.pp = pp, .f = f, .bm = F3D_BM, .T = 128, .W = 1, .splits = g->splits, .nrb = g->nrb,
                    .part_bytes = g->part_bytes, .obuf_pitch = g->obuf_pitch, .bar_id = 1, .bar_threads = 128};
-    ao.o = param_ptr(f, l, "o", (pt_arg){PT_ARG_OUTPUT, pp->t.o, 0, 0});
+    ao.o = attn_param_ptr(f, l, "o", (pt_arg){PT_ARG_OUTPUT, pp->t.o, 0, 0});
     if (pp->lse)
-        ao.lse = param_ptr(f, l, "lse", (pt_arg){PT_ARG_OUTPUT, pp->t.lse, 0, 0});
-    ptx_reg q = param_ptr(f, l, "q", (pt_arg){PT_ARG_INPUT, pp->t.q, 0, 0});
+        ao.lse = attn_param_ptr(f, l, "lse", (pt_arg){PT_ARG_OUTPUT, pp->t.lse, 0, 0});
+    ptx_reg q = attn_param_ptr(f, l, "q", (pt_arg){PT_ARG_INPUT, pp->t.q, 0, 0});
     pt_tmap mk = kv_map(pp, g, 0), mv = kv_map(pp, g, 1);
     ptx_reg tmk = kit_tma_param(f, l, "tmk", &mk);
     ptx_reg tmv = kit_tma_param(f, l, "tmv", &mv);
     ptx_reg bt = none, cq = none, ck = none, su = none;
     if (paged)
-        bt = param_ptr(f, l, "block_table", (pt_arg){PT_ARG_INPUT, pp->t.block_table, 0, 0});
+        bt = attn_param_ptr(f, l, "block_table", (pt_arg){PT_ARG_INPUT, pp->t.block_table, 0, 0});
     if (pp->varlen) {
-        cq = param_ptr(f, l, "cu_seqlens_q", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_q, 0, 0});
-        ck = param_ptr(f, l, "cu_seqlens_k", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_k, 0, 0});
+        cq = attn_param_ptr(f, l, "cu_seqlens_q", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_q, 0, 0});
+        ck = attn_param_ptr(f, l, "cu_seqlens_k", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_k, 0, 0});
     }
     if (pp->seqused)
-        su = param_ptr(f, l, "seqused_k", (pt_arg){PT_ARG_INPUT, pp->t.seqused_k, 0, 0});
+        su = attn_param_ptr(f, l, "seqused_k", (pt_arg){PT_ARG_INPUT, pp->t.seqused_k, 0, 0});
     if (split) {
-        ao.scr = param_ptr(f, l, "partials", (pt_arg){PT_ARG_SCRATCH, 0, (uint64_t)g->scratch_bytes, 0});
-        ao.ws = param_ptr(f, l, "counters", (pt_arg){PT_ARG_WORKSPACE, 0, (uint64_t)g->ws_bytes, 0});
+        ao.scr = attn_param_ptr(f, l, "partials", (pt_arg){PT_ARG_SCRATCH, 0, (uint64_t)g->scratch_bytes, 0});
+        ao.ws = attn_param_ptr(f, l, "counters", (pt_arg){PT_ARG_WORKSPACE, 0, (uint64_t)g->ws_bytes, 0});
     }
-    ptx_reg sq_u = param_u32(f, l, "seqlen_q", (uint64_t)pp->Sq);
-    ptx_reg sk_u = param_u32(f, l, "seqlen_k", (uint64_t)pp->Sk);
+    ptx_reg sq_u = attn_param_u32(f, l, "seqlen_q", (uint64_t)pp->Sq);
+    ptx_reg sk_u = attn_param_u32(f, l, "seqlen_k", (uint64_t)pp->Sk);
 
     /* ---- coordinates, shared memory, barriers ---- */
     ptx_reg tid = sreg(f, PTX_S_TID_X);
@@ -770,18 +751,8 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
         attn_bra(f, nomask, attn_mask_needed(f, &kr, tkey, g->bn), true);
         attn_mask_scores(f, &sfr, &rm, kcol, mvr, nS);
         ptx_label_place(f, nomask);
-        ptx_opd vals[2][128];
-        int nv[2] = {0, 0}, idx[2][128];
-        for (int i = 0; i < nS; i++) {
-            int h = sfr.row[i] >= 8;
-            idx[h][nv[h]] = i;
-            vals[h][nv[h]++] = ptx_r(mvr[i]);
-        }
         for (int h = 0; h < 2; h++) {
-            ptx_opd p2[128];
-            ptx_opd alpha = kit_softmax_update(f, &sm[h], vals[h], NULL, nv[h], 4, p2);
-            for (int j = 0; j < nv[h]; j++)
-                Pr[idx[h][j]] = p2[j].u.reg;
+            ptx_opd alpha = attn_softmax_half(f, sm, &sfr, mvr, nS, h, Pr);
             ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(alr[h]), alpha);
         }
         attn_p_split(f, pdt, Pr, Ph, Pl, nS);

@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gen/attention_combine.h"
 #include "gen/attention_int.h"
 #include "ptx/target.h"
 
@@ -342,25 +343,6 @@ static ptx_reg addr(fa2 *g, ptx_reg p64, ptx_opd a, int64_t bytes)
     return d;
 }
 
-static ptx_reg param_ptr(fa2 *g, pt_launch *l, const char *name, pt_arg arg)
-{
-    const char *pn = ptx_param_ptr(g->f, name, 16);
-    l->args[l->nargs++] = arg;
-    ptx_reg r = ptx_reg_new(g->f, PTX_T_B64), d = ptx_reg_new(g->f, PTX_T_B64);
-    ptx_emit(g->f, PTX_OP_LD, M1(PTX_M_PARAM), U64T, ptx_r(r), ptx_saddr(pn, 0));
-    ptx_emit(g->f, PTX_OP_CVTA, M2(PTX_M_TO, PTX_M_GLOBAL), U64T, ptx_r(d), ptx_r(r));
-    return d;
-}
-
-static ptx_reg param_u32(fa2 *g, pt_launch *l, const char *name, uint64_t v)
-{
-    const char *pn = ptx_param_add(g->f, name, PTX_T_U32);
-    l->args[l->nargs++] = (pt_arg){PT_ARG_U32, 0, v, 0};
-    ptx_reg r = r32(g);
-    ptx_emit(g->f, PTX_OP_LD, M1(PTX_M_PARAM), U32T, ptx_r(r), ptx_saddr(pn, 0));
-    return r;
-}
-
 /* s32 element idx of an int32 tensor at p. */
 static ptx_reg ld_s32(fa2 *g, ptx_reg p, ptx_opd idx)
 {
@@ -573,25 +555,25 @@ int attn_prefill_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, 
 
     /* parameters, in pt_launch order */
     l->nargs = 0;
-    ptx_reg po = param_ptr(g, l, "o", (pt_arg){PT_ARG_OUTPUT, pp->t.o, 0, 0});
-    ptx_reg plse = pp->lse ? param_ptr(g, l, "lse", (pt_arg){PT_ARG_OUTPUT, pp->t.lse, 0, 0}) : none;
-    ptx_reg pq = param_ptr(g, l, "q", (pt_arg){PT_ARG_INPUT, pp->t.q, 0, 0});
-    ptx_reg pk = param_ptr(g, l, "k", (pt_arg){PT_ARG_INPUT, pp->t.k, 0, 0});
-    ptx_reg pv = param_ptr(g, l, "v", (pt_arg){PT_ARG_INPUT, pp->t.v, 0, 0});
+    ptx_reg po = attn_param_ptr(g->f, l, "o", (pt_arg){PT_ARG_OUTPUT, pp->t.o, 0, 0});
+    ptx_reg plse = pp->lse ? attn_param_ptr(g->f, l, "lse", (pt_arg){PT_ARG_OUTPUT, pp->t.lse, 0, 0}) : none;
+    ptx_reg pq = attn_param_ptr(g->f, l, "q", (pt_arg){PT_ARG_INPUT, pp->t.q, 0, 0});
+    ptx_reg pk = attn_param_ptr(g->f, l, "k", (pt_arg){PT_ARG_INPUT, pp->t.k, 0, 0});
+    ptx_reg pv = attn_param_ptr(g->f, l, "v", (pt_arg){PT_ARG_INPUT, pp->t.v, 0, 0});
     bool paged = pp->page > 0;
-    ptx_reg pbt = paged ? param_ptr(g, l, "block_table", (pt_arg){PT_ARG_INPUT, pp->t.block_table, 0, 0}) : none;
+    ptx_reg pbt = paged ? attn_param_ptr(g->f, l, "block_table", (pt_arg){PT_ARG_INPUT, pp->t.block_table, 0, 0}) : none;
     ptx_reg pcq = none, pck = none, psu = none;
     if (pp->varlen) {
-        pcq = param_ptr(g, l, "cu_seqlens_q", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_q, 0, 0});
-        pck = param_ptr(g, l, "cu_seqlens_k", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_k, 0, 0});
+        pcq = attn_param_ptr(g->f, l, "cu_seqlens_q", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_q, 0, 0});
+        pck = attn_param_ptr(g->f, l, "cu_seqlens_k", (pt_arg){PT_ARG_INPUT, pp->t.cu_seqlens_k, 0, 0});
     }
     if (pp->seqused)
-        psu = param_ptr(g, l, "seqused_k", (pt_arg){PT_ARG_INPUT, pp->t.seqused_k, 0, 0});
+        psu = attn_param_ptr(g->f, l, "seqused_k", (pt_arg){PT_ARG_INPUT, pp->t.seqused_k, 0, 0});
     ptx_reg psq = none, psk = none;
     if (!pp->varlen) {
-        psq = param_u32(g, l, "seqlen_q", (uint64_t)pp->Sq);
+        psq = attn_param_u32(g->f, l, "seqlen_q", (uint64_t)pp->Sq);
         if (!pp->seqused)
-            psk = param_u32(g, l, "seqlen_k", (uint64_t)pp->Sk);
+            psk = attn_param_u32(g->f, l, "seqlen_k", (uint64_t)pp->Sk);
     }
 
     /* thread, CTA: m block, head, sequence */
