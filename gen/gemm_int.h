@@ -65,6 +65,10 @@ struct pt_prepared {
      * largest M the split-K workspace is laid out for */
     bool dyn_m;
     int64_t m_cap;
+    /* dyn=m with a column-major D: D's (C's) leading dimension is the
+     * run-time M (ldd, ldc not given: they follow M; M x N epilogue tensors,
+     * stored like D, always do) */
+    bool ldd_m, ldc_m;
 };
 
 /* The emission context of one kernel. */
