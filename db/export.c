@@ -563,6 +563,188 @@ static int export_row(void *ctx, sqlite3_stmt *st, const db_winner *w)
     return PT_OK;
 }
 
+/* ---- the JSON table, version 2 (docs/db.md, Formats) ------------------------
+ *
+ *   {"format": "ptxtune-table", "version": 2, "index": INDEX,
+ *    "rows": [
+ *   ROW,
+ *   ...
+ *   ]}
+ *
+ * Each ROW is the version 1 row (row_json), on one line. INDEX is what the
+ * runtime's open reads instead of the whole document (docs/runtime.md,
+ * start-up): {"file_bytes": the document's length, "columns": the names of
+ * the row columns, "fingerprints": [the rows' fingerprint objects],
+ * "rows": [one array per row, in "columns" order: its fingerprint's index,
+ * [byte offset, length] of the row object and of its "launch" value (offsets
+ * from the document's first byte), op, class, problem key, dims, config,
+ * entry, kernel hash, cubin arch, median time, the contract's version and
+ * its sizes as "index:tuned:min:max:group,..." (null when the contract has
+ * none that read so)]}. The offsets include the index's own length: found by
+ * iterating to the fixed point (the index's length grows with its numbers). */
+
+static const char json_v2_cols[] =
+    "[\"fingerprint\", \"row\", \"launch\", \"op\", \"class\", \"problem\", \"dims\", \"config\", "
+    "\"entry\", \"hash\", \"arch\", \"time_s\", \"contract_v\", \"sizes\"]";
+
+static const char *jget_str(json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+/* The contract's version and sizes (the bundle's rt_sizes text) of a launch
+ * object; false when they are not all integers. */
+static bool json_sizes(json_t *launch, json_int_t *v, pt_buf *sz)
+{
+    json_t *c = json_object_get(launch, "contract"), *dm = json_object_get(c, "dims");
+    json_t *jv = json_object_get(c, "v");
+    if (!json_is_integer(jv) || !json_is_array(dm))
+        return false;
+    *v = json_integer_value(jv);
+    static const char *const f[] = {"tuned", "min", "max", "group"};
+    for (size_t i = 0; i < json_array_size(dm); i++) {
+        pt_buf_printf(sz, "%s%zu", i ? "," : "", i);
+        for (int j = 0; j < 4; j++) {
+            json_t *x = json_object_get(json_array_get(dm, i), f[j]);
+            if (!json_is_integer(x))
+                return false;
+            pt_buf_printf(sz, ":%lld", (long long)json_integer_value(x));
+        }
+    }
+    return true;
+}
+
+static int json_table_text(json_t *rows, pt_buf *out, pt_err *e)
+{
+    static const char prefix[] = "{\"format\": \"ptxtune-table\", \"version\": 2, \"index\": ";
+    static const char mid[] = ",\n \"rows\": [\n", tail[] = "\n]}\n";
+    const size_t flags = JSON_ENCODE_ANY | JSON_PRESERVE_ORDER;
+    size_t n = json_array_size(rows);
+    char **text = calloc(n + 1, sizeof *text);
+    size_t *lat = calloc(n + 1, sizeof *lat), *llen = calloc(n + 1, sizeof *llen);
+    json_t *fps = json_array(), *irows = json_array(), *cols = json_loads(json_v2_cols, 0, NULL);
+    json_t *fbytes = json_integer(0), **pos = calloc(4 * n + 1, sizeof *pos);
+    json_t *index = json_pack("{s:O,s:O,s:O,s:O}", "file_bytes", fbytes, "columns", cols,
+                              "fingerprints", fps, "rows", irows);
+    pt_buf row, sz;
+    pt_buf_init(&row);
+    pt_buf_init(&sz);
+    int rc = text && lat && llen && pos && index ? PT_OK : PT_ENOMEM;
+    /* the rows' texts, each launch value's place in its row */
+    for (size_t i = 0; !rc && i < n; i++) {
+        json_t *r = json_array_get(rows, i);
+        row.len = 0;
+        pt_buf_putc(&row, '{');
+        bool first = true;
+        for (void *it = json_object_iter(r); it && !rc; it = json_object_iter_next(r, it)) {
+            json_t *ks = json_string(json_object_iter_key(it));
+            char *kt = ks ? json_dumps(ks, flags) : NULL;
+            char *vt = json_dumps(json_object_iter_value(it), flags);
+            json_decref(ks);
+            if (!kt || !vt)
+                rc = PT_ENOMEM;
+            else {
+                pt_buf_printf(&row, "%s%s: ", first ? "" : ", ", kt);
+                if (strcmp(json_object_iter_key(it), "launch") == 0) {
+                    lat[i] = row.len;
+                    llen[i] = strlen(vt);
+                }
+                pt_buf_puts(&row, vt);
+            }
+            first = false;
+            free(kt);
+            free(vt);
+        }
+        pt_buf_putc(&row, '}');
+        if (!rc && !(text[i] = pt_buf_take(&row)))
+            rc = PT_ENOMEM;
+        pt_buf_init(&row);
+        if (rc)
+            break;
+        /* its index row */
+        json_t *fp = json_object_get(r, "fingerprint"), *pb = json_object_get(r, "problem"),
+               *kn = json_object_get(r, "kernel"), *cb = json_object_get(r, "cubin"),
+               *ln = json_object_get(r, "launch"),
+               *med = json_object_get(json_object_get(r, "time_s"), "median");
+        size_t fi = 0;
+        while (fi < json_array_size(fps) &&
+               strcmp(jget_str(json_array_get(fps, fi), "key"), jget_str(fp, "key")) != 0)
+            fi++;
+        if (fi == json_array_size(fps) && json_array_append(fps, fp))
+            rc = PT_ENOMEM;
+        json_int_t v = 0;
+        sz.len = 0;
+        if (sz.s)
+            sz.s[0] = '\0';
+        bool have = json_is_object(ln) && json_sizes(ln, &v, &sz);
+        for (int j = 0; j < 4; j++)
+            pos[4 * i + (size_t)j] = json_integer(0);
+        json_t *ir = json_pack(
+            "[I,[O,O],[O,O],s,s,s,s,s,s,s,s,O,o,o]", (json_int_t)fi, pos[4 * i], pos[4 * i + 1],
+            pos[4 * i + 2], pos[4 * i + 3], jget_str(pb, "op"), jget_str(pb, "class"),
+            jget_str(pb, "key"), jget_str(pb, "dims"), jget_str(r, "config"),
+            jget_str(kn, "entry"), jget_str(kn, "hash"), jget_str(cb, "arch"),
+            json_is_number(med) ? med : json_null(), have ? json_integer(v) : json_null(),
+            have ? json_string(sz.s ? sz.s : "") : json_null());
+        if (!rc && (!ir || json_array_append_new(irows, ir)))
+            rc = PT_ENOMEM;
+    }
+    /* the offsets, to the index's fixed point */
+    char *itext = NULL;
+    size_t ilen = 0;
+    for (int round = 0; !rc && round < 32; round++) {
+        size_t at = strlen(prefix) + ilen + strlen(mid);
+        for (size_t i = 0; i < n; i++) {
+            size_t len = strlen(text[i]);
+            json_integer_set(pos[4 * i], (json_int_t)at);
+            json_integer_set(pos[4 * i + 1], (json_int_t)len);
+            json_integer_set(pos[4 * i + 2], (json_int_t)(at + lat[i]));
+            json_integer_set(pos[4 * i + 3], (json_int_t)llen[i]);
+            at += len + (i + 1 < n ? 2 : 0);
+        }
+        json_integer_set(fbytes, (json_int_t)(at + strlen(tail)));
+        free(itext);
+        if (!(itext = json_dumps(index, flags))) {
+            rc = PT_ENOMEM;
+            break;
+        }
+        if (strlen(itext) == ilen)
+            break;
+        ilen = strlen(itext);
+    }
+    if (!rc && (!itext || strlen(itext) != ilen))
+        rc = PT_ENOMEM;
+    if (!rc) {
+        pt_buf_puts(out, prefix);
+        pt_buf_puts(out, itext);
+        pt_buf_puts(out, mid);
+        for (size_t i = 0; i < n; i++) {
+            pt_buf_puts(out, text[i]);
+            if (i + 1 < n)
+                pt_buf_puts(out, ",\n");
+        }
+        pt_buf_puts(out, tail);
+    }
+    free(itext);
+    for (size_t i = 0; text && i < n; i++)
+        free(text[i]);
+    for (size_t i = 0; pos && i < 4 * n; i++)
+        json_decref(pos[i]);
+    free(text);
+    free(lat);
+    free(llen);
+    free(pos);
+    json_decref(fps);
+    json_decref(irows);
+    json_decref(cols);
+    json_decref(fbytes);
+    json_decref(index);
+    pt_buf_free(&row);
+    pt_buf_free(&sz);
+    return rc ? pt_errf(e, rc, "out of memory (building the JSON table)") : PT_OK;
+}
+
 typedef struct rows_ctx {
     export_ctx x;
     db_export_row_fn fn;
@@ -625,16 +807,9 @@ static int text_of(db_store *s, db_format f, const db_export_sel *sel, pt_buf *o
         x.csv_cols = json_array();
     }
     rc = sel_rows(s, sel, export_row, &x, e);
-    if (!rc && f == DB_FMT_JSON) {
-        json_t *root = json_pack("{s:s,s:i,s:o}", "format", "ptxtune-table", "version", 1,
-                                 "rows", x.rows);
-        char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-        pt_buf_puts(out, text);
-        pt_buf_putc(out, '\n');
-        free(text);
-        json_decref(root);
-        x.rows = NULL;
-    } else if (!rc && f == DB_FMT_CHEADER) {
+    if (!rc && f == DB_FMT_JSON)
+        rc = json_table_text(x.rows, out, e);
+    else if (!rc && f == DB_FMT_CHEADER) {
         pt_buf_printf(out,
                       "/* ptxtune tuned kernel table: %d entries. Generated by ptxtune %s;\n"
                       " * do not edit. Include it everywhere; define\n"

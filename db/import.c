@@ -479,10 +479,11 @@ int db_import_json(db_store *s, const char *text, size_t len, const char *name,
         !json_is_array(rows))
         rc = pt_errf(e, PT_EINVAL, "%s: not a ptxtune table (expected \"format\": "
                      "\"ptxtune-table\" and a \"rows\" array)", name);
-    else if (!json_is_integer(ver) || json_integer_value(ver) != 1)
-        rc = pt_errf(e, PT_EINVAL, "%s: table version %s%s is not supported (the integer 1)",
+    else if (!json_is_integer(ver) || json_integer_value(ver) < 1 || json_integer_value(ver) > 2)
+        /* version 2 adds the runtime's index before the rows (docs/db.md); the rows are read */
+        rc = pt_errf(e, PT_EINVAL, "%s: table version %s%s is not supported (the integer 1 or 2)",
                      name, json_is_integer(ver) ? "" : "of type ",
-                     json_is_integer(ver) ? "other than 1" : jtype(ver));
+                     json_is_integer(ver) ? "other than 1 or 2" : jtype(ver));
     if (!rc)
         rc = db__begin(s, e);
     if (rc) {

@@ -16,6 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "db/db.h"
 #include "ptx/base.h"
@@ -133,6 +136,10 @@ struct ptxtune_entry {
     char khash[17];    /* its identity: db_kernel_hash of the PTX, checked at load */
     int64_t kernel_id; /* bundle: kernels.id; 0 none */
     json_t *kjson, *cjson; /* JSON table: borrowed from the runtime's document */
+    /* a JSON table read through its index (version 2): [offset, length] of
+     * the row object and of its launch value, read at first use; its row */
+    int64_t jrow[2], jlaunch[2];
+    int jrowno;
     /* the contract past its sizes: read at open from a JSON table, at the
      * entry's first selection or load from a bundle (its measurement's
      * launch, read then) */
@@ -162,6 +169,8 @@ struct ptxtune_runtime {
     sqlite3_stmt *kernel_q;
     sqlite3_stmt *launch_q; /* a bundle entry's launch, at its first use (under mu) */
     json_t *json;      /* the JSON table's document (loads read it) */
+    int jfd;           /* a version 2 JSON table read through its index: the file; -1 */
+    char *jpath;       /* its path (messages) */
 };
 
 static int fail(ptxtune_error *e, int code, const char *fmt, ...) PT_PRINTF(3, 4);
@@ -284,7 +293,7 @@ static void ctx_leave(const ptxtune_runtime *rt, bool pushed)
 
 static uint64_t hash_str(const char *s) { return pt_hash64(s, strlen(s)); }
 
-static char *dup(const char *s)
+static char *sdup(const char *s)
 {
     return strdup(s ? s : ""); /* oom: caller checks */
 }
@@ -566,9 +575,10 @@ static int read_contract(ptxtune_entry *k, json_t *c, ptxtune_error *e)
             !jint(d, "group", &g) || t != k->tuned[i] || lo != k->lo[i] || hi != k->hi[i] ||
             g != k->group[i]) {
             rc = fail(e, PTXTUNE_EINVAL,
-                      "%s: the bundle's size index (rt_sizes) does not match its launch contract "
-                      "(dim %d): export the bundle again",
-                      k->problem, i);
+                      "%s: the %s does not match its launch contract (dim %d): export the table "
+                      "again",
+                      k->problem,
+                      k->jrow[1] ? "JSON table's index" : "bundle's size index (rt_sizes)", i);
             goto out;
         }
     }
@@ -672,6 +682,8 @@ typedef struct row_view {
     int64_t kernel_id;
     json_t *kjson, *cjson;
     double t_median;
+    const int64_t *jat; /* JSON index: row offset, length, launch offset, length; NULL */
+    int jrowno;
 } row_view;
 
 static int add_entry(ptxtune_runtime *rt, const row_view *r, ptxtune_error *e)
@@ -686,12 +698,12 @@ static int add_entry(ptxtune_runtime *rt, const row_view *r, ptxtune_error *e)
     }
     ptxtune_entry *k = &rt->v[rt->n];
     memset(k, 0, sizeof *k);
-    k->op = dup(r->op);
-    k->klass = dup(r->klass);
-    k->problem = dup(r->problem);
-    k->config = dup(r->config);
-    k->entry = dup(r->entry);
-    k->arch = dup(r->arch);
+    k->op = sdup(r->op);
+    k->klass = sdup(r->klass);
+    k->problem = sdup(r->problem);
+    k->config = sdup(r->config);
+    k->entry = sdup(r->entry);
+    k->arch = sdup(r->arch);
     if (!k->op || !k->klass || !k->problem || !k->config || !k->entry || !k->arch) {
         entry_free(k);
         return fail(e, PTXTUNE_ENOMEM, "out of memory");
@@ -700,6 +712,13 @@ static int add_entry(ptxtune_runtime *rt, const row_view *r, ptxtune_error *e)
     k->kernel_id = r->kernel_id;
     k->kjson = r->kjson;
     k->cjson = r->cjson;
+    if (r->jat) {
+        k->jrow[0] = r->jat[0];
+        k->jrow[1] = r->jat[1];
+        k->jlaunch[0] = r->jat[2];
+        k->jlaunch[1] = r->jat[3];
+        k->jrowno = r->jrowno;
+    }
     k->klass_hash = hash_str(k->klass);
     k->klass_id = rt->n;
     for (int j = 0; j < rt->n; j++)
@@ -894,7 +913,8 @@ static int read_bundle_rows(ptxtune_runtime *rt, const char *path, ptxtune_error
                       indexed ? sqlite3_column_int64(st, 12) : 0, mid,
                       sqlite3_column_int64(st, 10), NULL, NULL,
                       sqlite3_column_type(st, 9) == SQLITE_NULL ? NAN
-                                                                : sqlite3_column_double(st, 9)};
+                                                                : sqlite3_column_double(st, 9),
+                      NULL, 0};
         rc = add_entry(rt, &v, e);
         json_decref(d);
     }
@@ -979,7 +999,7 @@ static int read_json(ptxtune_runtime *rt, const char *path, int pass, fp_pick *p
                           jstr(r, "config"), jstr(kn, "entry"), cb ? jstr(cb, "arch") : "",
                           jstr(kn, "hash"), json_object_get(r, "launch"), NULL, NULL, 0, 0, 0, kn,
                           cb && jstr(cb, "base64") ? cb : NULL,
-                          json_is_number(med) ? json_number_value(med) : NAN};
+                          json_is_number(med) ? json_number_value(med) : NAN, NULL, 0};
             rc = add_entry(rt, &v, e);
             continue;
         }
@@ -1008,6 +1028,204 @@ static int read_json(ptxtune_runtime *rt, const char *path, int pass, fp_pick *p
     return rc;
 }
 
+/* ---- a JSON table's index (version 2, db/export.c's json_table_text) ----- */
+
+/* The document's first bytes when the index follows (the writer's): any
+ * other start (a table rewritten by another tool) is read whole. */
+static const char json_v2_prefix[] = "{\"format\": \"ptxtune-table\", \"version\": 2, \"index\": ";
+static const char *const json_v2_cols[] = {"fingerprint", "row",    "launch",     "op",
+                                           "class",       "problem", "dims",      "config",
+                                           "entry",       "hash",    "arch",      "time_s",
+                                           "contract_v",  "sizes"};
+enum { JC_FP, JC_ROW, JC_LAUNCH, JC_OP, JC_CLASS, JC_PROBLEM, JC_DIMS, JC_CONFIG, JC_ENTRY,
+       JC_HASH, JC_ARCH, JC_TIME, JC_CV, JC_SIZES, JC_N };
+
+/* bytes [off, off + len) of the indexed table as one JSON value (a
+ * slice that is not exactly one: NULL, with why) */
+static json_t *slice_load(const ptxtune_runtime *rt, const int64_t at[2], char *why, size_t nwhy)
+{
+    if (at[0] < 0 || at[1] < 1 || at[1] > (int64_t)1 << 30) {
+        snprintf(why, nwhy, "bad offsets");
+        return NULL;
+    }
+    char *buf = malloc((size_t)at[1]);
+    if (!buf) {
+        snprintf(why, nwhy, "out of memory");
+        return NULL;
+    }
+    ssize_t got = pread(rt->jfd, buf, (size_t)at[1], (off_t)at[0]);
+    json_t *v = NULL;
+    json_error_t je;
+    if (got != (ssize_t)at[1])
+        snprintf(why, nwhy, "%s", got < 0 ? strerror(errno) : "past the end of the file");
+    else if (!(v = json_loadb(buf, (size_t)at[1], 0, &je)))
+        snprintf(why, nwhy, "not one JSON value there: %.100s", je.text);
+    free(buf);
+    return v;
+}
+
+static int index_fail(const ptxtune_runtime *rt, ptxtune_error *e, int row, const int64_t at[2],
+                      const char *why)
+{
+    return fail(e, PTXTUNE_EINVAL,
+                "%s: row %d does not match the table's index (bytes %lld+%lld: %s): the table "
+                "was edited or damaged; export it again",
+                rt->jpath, row, (long long)at[0], (long long)at[1], why);
+}
+
+static bool jint_of(json_t *x, int64_t *v)
+{
+    if (!json_is_integer(x))
+        return false;
+    *v = json_integer_value(x);
+    return true;
+}
+
+/* [offset, length] */
+static bool jspan(json_t *a, int64_t v[2])
+{
+    return json_array_size(a) == 2 && jint_of(json_array_get(a, 0), &v[0]) &&
+           jint_of(json_array_get(a, 1), &v[1]) && v[0] >= 0 && v[1] >= 1 &&
+           v[0] <= INT64_MAX - v[1];
+}
+
+/* The index's rows: pass 0 checks and offers its fingerprints, pass 1 makes
+ * the served fingerprint's rows entries (their contracts and kernels are
+ * read from the document at first use). size: the file's. */
+static int read_index(ptxtune_runtime *rt, json_t *ix, int64_t size, int pass, fp_pick *pk,
+                      ptxtune_error *e)
+{
+    const char *path = rt->jpath;
+    json_t *fps = json_object_get(ix, "fingerprints"), *rows = json_object_get(ix, "rows");
+    size_t nfp = json_array_size(fps);
+    if (!json_is_array(fps) || !json_is_array(rows))
+        return fail(e, PTXTUNE_EINVAL, "%s: the table's index has no fingerprints or rows", path);
+    int *count = calloc(nfp + 1, sizeof *count);
+    if (!count)
+        return fail(e, PTXTUNE_ENOMEM, "out of memory");
+    int rc = PTXTUNE_OK;
+    for (size_t i = 0; i < json_array_size(rows) && !rc; i++) {
+        json_t *r = json_array_get(rows, i), *c[JC_N];
+        for (int j = 0; j < JC_N; j++)
+            c[j] = json_array_get(r, (size_t)j);
+        int64_t fi = -1, at[4] = {0};
+        const char *sv[JC_N] = {0};
+        for (int j = JC_OP; j <= JC_ARCH; j++)
+            sv[j] = json_string_value(c[j]);
+        bool ok = json_array_size(r) == JC_N && jint_of(c[JC_FP], &fi) && fi >= 0 &&
+                  (size_t)fi < nfp && jspan(c[JC_ROW], at) && jspan(c[JC_LAUNCH], at + 2) &&
+                  at[0] + at[1] <= size && at[2] >= at[0] && at[2] + at[3] <= at[0] + at[1] &&
+                  (json_is_number(c[JC_TIME]) || json_is_null(c[JC_TIME])) &&
+                  ((json_is_integer(c[JC_CV]) && json_is_string(c[JC_SIZES])) ||
+                   (json_is_null(c[JC_CV]) && json_is_null(c[JC_SIZES])));
+        for (int j = JC_OP; ok && j <= JC_ARCH; j++)
+            ok = sv[j] != NULL;
+        ok = ok && strlen(sv[JC_HASH]) == 16 && *sv[JC_PROBLEM] && *sv[JC_CLASS];
+        if (!ok) {
+            rc = fail(e, PTXTUNE_EINVAL,
+                      "%s: row %zu of the table's index is malformed (missing, mistyped or "
+                      "out-of-file fields)",
+                      path, i + 1);
+            break;
+        }
+        if (pass == 0) {
+            count[fi]++;
+            continue;
+        }
+        if (strcmp(jstr(json_array_get(fps, (size_t)fi), "key"), rt->fp_key) != 0)
+            continue;
+        json_t *l = NULL, *dc = NULL;
+        char why[160];
+        if (json_is_null(c[JC_SIZES])) { /* no sizes in the index: the contract's own */
+            if (!(l = slice_load(rt, at + 2, why, sizeof why))) {
+                rc = index_fail(rt, e, (int)i + 1, at + 2, why);
+                break;
+            }
+            dc = json_object_get(l, "contract");
+        }
+        row_view v = {sv[JC_OP], sv[JC_CLASS], sv[JC_PROBLEM], sv[JC_DIMS], sv[JC_CONFIG],
+                      sv[JC_ENTRY], sv[JC_ARCH], sv[JC_HASH], NULL, dc,
+                      l ? NULL : json_string_value(c[JC_SIZES]),
+                      l ? 0 : json_integer_value(c[JC_CV]), 0, 0, NULL, NULL,
+                      json_is_number(c[JC_TIME]) ? json_number_value(c[JC_TIME]) : NAN, at,
+                      (int)i + 1};
+        rc = add_entry(rt, &v, e);
+        json_decref(l);
+    }
+    for (size_t f = 0; pass == 0 && !rc && f < nfp; f++) {
+        json_t *fp = json_array_get(fps, f);
+        int64_t cc = 0, sms = 0, ptxv = 0;
+        db_fingerprint df = {jstr(fp, "gpu"), 0, 0, jstr(fp, "driver"), jstr(fp, "compiler"), 0,
+                             jstr(fp, "generator"), jstr(fp, "protocol")};
+        const char *key = jstr(fp, "key");
+        if (!jint(fp, "cc", &cc) || !jint(fp, "sm_count", &sms) ||
+            !jint(fp, "ptx_version", &ptxv) || !df.gpu || !df.driver || !df.compiler ||
+            !df.generator || !df.protocol || !key) {
+            rc = fail(e, PTXTUNE_EINVAL, "%s: fingerprint %zu of the table's index: missing or "
+                      "mistyped fields", path, f + 1);
+            break;
+        }
+        df.cc = (int)cc;
+        df.sm_count = (int)sms;
+        df.ptx_version = (int)ptxv;
+        rc = fp_check(path, &df, key, e);
+        if (!rc && count[f])
+            fp_offer(pk, key, df.gpu, df.cc, df.sm_count, df.driver, count[f]);
+    }
+    free(count);
+    return rc;
+}
+
+/* The row of an indexed entry, checked against what the index said of it
+ * (and the row's launch against the launch slice selection read). */
+static int index_row(ptxtune_runtime *rt, const ptxtune_entry *k, json_t **row,
+                     ptxtune_error *e)
+{
+    char why[160];
+    json_t *r = slice_load(rt, k->jrow, why, sizeof why);
+    if (!r)
+        return index_fail(rt, e, k->jrowno, k->jrow, why);
+    json_t *fp = json_object_get(r, "fingerprint"), *pb = json_object_get(r, "problem"),
+           *kn = json_object_get(r, "kernel"), *cb = json_object_get(r, "cubin");
+    const char *arch = json_is_null(cb) ? "" : jstr(cb, "arch");
+    int64_t dv[PTXTUNE_MAX_DIMS];
+    int nd = jstr(pb, "dims") ? parse_dims(jstr(pb, "dims"), dv, PTXTUNE_MAX_DIMS) : -1;
+    bool same = nd == k->ndims;
+    for (int i = 0; same && i < nd; i++)
+        same = dv[i] == k->tuned[i];
+    static const char *const fields[][2] = {{"fingerprint", "key"}, {"problem", "key"},
+                                            {"problem", "class"},   {"problem", "op"},
+                                            {"", "config"},         {"kernel", "entry"},
+                                            {"kernel", "hash"}};
+    const char *want[] = {rt->fp_key, k->problem, k->klass, k->op, k->config, k->entry, k->khash};
+    const char *bad = same ? NULL : "problem.dims";
+    char bname[32] = "";
+    for (size_t i = 0; !bad && i < sizeof fields / sizeof fields[0]; i++) {
+        json_t *o = *fields[i][0] ? json_object_get(r, fields[i][0]) : r;
+        const char *got = jstr(o, fields[i][1]);
+        if (!got || strcmp(got, want[i]) != 0) {
+            snprintf(bname, sizeof bname, "%s%s%s", fields[i][0], *fields[i][0] ? "." : "",
+                     fields[i][1]);
+            bad = bname;
+        }
+    }
+    if (!bad && (!arch || strcmp(arch, k->arch) != 0))
+        bad = "cubin.arch";
+    if (!bad && (!json_is_object(fp) || !jstr(kn, "ptx")))
+        bad = "kernel.ptx";
+    json_t *l = bad ? NULL : slice_load(rt, k->jlaunch, why, sizeof why);
+    if (!bad && !(l && json_equal(l, json_object_get(r, "launch"))))
+        bad = "launch";
+    json_decref(l);
+    if (bad) {
+        json_decref(r);
+        snprintf(why, sizeof why, "its %s differs", bad);
+        return index_fail(rt, e, k->jrowno, k->jrow, why);
+    }
+    *row = r;
+    return PTXTUNE_OK;
+}
+
 /* The kernel of k: its PTX (checked against its identity, as import checks
  * it) and its cubin, both owned by the caller (the bundle's or the table's). */
 static int kernel_read(ptxtune_runtime *rt, const ptxtune_entry *k, char **ptx,
@@ -1018,6 +1236,7 @@ static int kernel_read(ptxtune_runtime *rt, const ptxtune_entry *k, char **ptx,
     *cubin_size = 0;
     const char *p = NULL, *hash = k->khash;
     size_t n = 0;
+    json_t *own = NULL; /* the row read through the index */
     if (rt->bundle) {
         if (!k->kernel_id)
             return fail(e, PTXTUNE_EINVAL, "%s: the row has no kernel", k->problem);
@@ -1039,12 +1258,22 @@ static int kernel_read(ptxtune_runtime *rt, const ptxtune_entry *k, char **ptx,
             memcpy(*cubin, b, *cubin_size);
         }
     } else {
-        p = jstr(k->kjson, "ptx");
+        json_t *kj = k->kjson, *cj = k->cjson;
+        if (!kj) { /* through the index: the row, read now */
+            int rc = index_row(rt, k, &own, e);
+            if (rc)
+                return rc;
+            kj = json_object_get(own, "kernel");
+            cj = json_object_get(own, "cubin");
+        }
+        p = jstr(kj, "ptx");
         n = p ? strlen(p) : 0;
-        const char *b64 = k->cjson ? jstr(k->cjson, "base64") : NULL;
-        if (b64 && !(*cubin = b64_decode(b64, cubin_size)))
+        const char *b64 = json_is_object(cj) ? jstr(cj, "base64") : NULL;
+        if (b64 && !(*cubin = b64_decode(b64, cubin_size))) {
+            json_decref(own);
             return fail(e, PTXTUNE_EINVAL, "%s: kernel %s: the cubin is not base64", k->problem,
                         hash);
+        }
     }
     char want[17] = "";
     if (p)
@@ -1052,6 +1281,7 @@ static int kernel_read(ptxtune_runtime *rt, const ptxtune_entry *k, char **ptx,
     if (!p || strcmp(want, hash) != 0 || strlen(p) != n) {
         free(*cubin);
         *cubin = NULL;
+        json_decref(own);
         return fail(e, PTXTUNE_EINVAL, "%s: kernel %s does not match its PTX (%s): the table is damaged",
                     k->problem, hash, want);
     }
@@ -1059,10 +1289,12 @@ static int kernel_read(ptxtune_runtime *rt, const ptxtune_entry *k, char **ptx,
     if (!*ptx) {
         free(*cubin);
         *cubin = NULL;
+        json_decref(own);
         return fail(e, PTXTUNE_ENOMEM, "out of memory");
     }
     memcpy(*ptx, p, n);
     (*ptx)[n] = '\0';
+    json_decref(own);
     return PTXTUNE_OK;
 }
 
@@ -1154,6 +1386,9 @@ PTXTUNE_EXPORT void ptxtune_close(ptxtune_runtime *rt)
     sqlite3_finalize(rt->launch_q);
     sqlite3_close(rt->bundle);
     json_decref(rt->json);
+    if (rt->jfd >= 0)
+        close(rt->jfd);
+    free(rt->jpath);
 #ifdef PT_HAVE_CUDA_HEADERS
     if (rt->primary && rt->api.cuDevicePrimaryCtxRelease)
         rt->api.cuDevicePrimaryCtxRelease(rt->dev);
@@ -1161,6 +1396,119 @@ PTXTUNE_EXPORT void ptxtune_close(ptxtune_runtime *rt)
     pt_driver_close(&rt->api.lib);
     pthread_mutex_destroy(&rt->mu);
     free(rt);
+}
+
+/* A JSON table. Version 2 as its writer wrote it (json_v2_prefix, then an
+ * index whose file_bytes is the file's size): only the index is read (the
+ * file stays open; rows are read at first use); *index is it. Else (version
+ * 1, or a version 2 table rewritten by another tool, whose offsets no
+ * longer hold) the whole document is read into rt->json. */
+static int open_json(ptxtune_runtime *rt, const char *path, fp_pick *pk, json_t **index,
+                     int64_t *isize, ptxtune_error *e)
+{
+    *index = NULL;
+    if (!(rt->jpath = strdup(path)))
+        return fail(e, PTXTUNE_ENOMEM, "out of memory");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        return fail(e, PTXTUNE_EIO, "%s: cannot open: %s", path, strerror(err));
+    }
+    int64_t size = st.st_size;
+    size_t plen = sizeof json_v2_prefix - 1, want = 65536, have = 0;
+    pt_buf b;
+    pt_buf_init(&b);
+    int rc = PTXTUNE_OK;
+    json_error_t je;
+    for (;;) { /* the head (the index after the prefix), grown until it parses */
+        if (want > (size_t)size)
+            want = (size_t)size;
+        if (!pt_buf_room(&b, want - have)) {
+            rc = fail(e, PTXTUNE_ENOMEM, "out of memory");
+            break;
+        }
+        while (have < want) {
+            ssize_t got = pread(fd, b.s + have, want - have, (off_t)have);
+            if (got <= 0) {
+                rc = got < 0 ? fail(e, PTXTUNE_EIO, "%s: cannot read: %s", path, strerror(errno))
+                             : fail(e, PTXTUNE_EIO, "%s: changed while read", path);
+                break;
+            }
+            have += (size_t)got;
+        }
+        b.len = have;
+        if (rc || have < plen || memcmp(b.s, json_v2_prefix, plen) != 0)
+            break;
+        json_t *ix = json_loadb(b.s + plen, have - plen, JSON_DISABLE_EOF_CHECK, &je);
+        if (!ix && json_error_code(&je) == json_error_premature_end_of_input && have < (size_t)size) {
+            want = 4 * have;
+            continue;
+        }
+        int64_t fb = -1;
+        if (!ix || !jint(ix, "file_bytes", &fb) || fb != size) {
+            json_decref(ix); /* not the writer's index for this file: read it whole */
+            break;
+        }
+        json_t *cols = json_object_get(ix, "columns");
+        bool ok = json_array_size(cols) == JC_N;
+        for (int j = 0; ok && j < JC_N; j++)
+            ok = json_string_value(json_array_get(cols, (size_t)j)) &&
+                 strcmp(json_string_value(json_array_get(cols, (size_t)j)), json_v2_cols[j]) == 0;
+        if (!ok) {
+            json_decref(ix);
+            rc = fail(e, PTXTUNE_EINVAL,
+                      "%s: the table's index (version 2) has other columns than this library "
+                      "reads; export it again with this version",
+                      path);
+            break;
+        }
+        rt->jfd = fd;
+        fd = -1;
+        rc = read_index(rt, ix, size, 0, pk, e);
+        if (rc)
+            json_decref(ix);
+        else {
+            *index = ix;
+            *isize = size;
+        }
+        break;
+    }
+    if (!rc && !*index) { /* the whole document */
+        for (;;) { /* to the end, whatever its size now */
+            if (!pt_buf_room(&b, 65536)) {
+                rc = fail(e, PTXTUNE_ENOMEM, "out of memory");
+                break;
+            }
+            ssize_t got = pread(fd, b.s + have, b.cap - have - 1, (off_t)have);
+            if (got < 0)
+                rc = fail(e, PTXTUNE_EIO, "%s: cannot read: %s", path, strerror(errno));
+            if (got <= 0)
+                break;
+            have += (size_t)got;
+            b.len = have;
+        }
+        if (!rc && !(rt->json = json_loadb(b.s ? b.s : "", have, 0, &je)))
+            rc = fail(e, PTXTUNE_EINVAL, "%s:%d: not a JSON table (%s)", path, je.line, je.text);
+        const char *fmt = rc ? NULL : jstr(rt->json, "format");
+        json_t *ver = rc ? NULL : json_object_get(rt->json, "version");
+        if (!rc && (!fmt || strcmp(fmt, "ptxtune-table") != 0 ||
+                    !json_is_array(json_object_get(rt->json, "rows"))))
+            rc = fail(e, PTXTUNE_EINVAL, "%s: not a ptxtune table (format ptxtune-table)", path);
+        else if (!rc && (!json_is_integer(ver) || json_integer_value(ver) < 1 ||
+                         json_integer_value(ver) > 2))
+            rc = fail(e, PTXTUNE_EINVAL,
+                      "%s: table version %s is not supported (this library reads 1 and 2)", path,
+                      json_is_integer(ver) ? "other than 1 and 2" : "missing or not an integer");
+        if (!rc)
+            rc = read_json(rt, path, 0, pk, e);
+    }
+    if (fd >= 0)
+        close(fd);
+    pt_buf_free(&b);
+    return rc;
 }
 
 PTXTUNE_EXPORT int ptxtune_open(const char *path, const ptxtune_options *o, ptxtune_runtime **out,
@@ -1180,6 +1528,7 @@ PTXTUNE_EXPORT int ptxtune_open(const char *path, const ptxtune_options *o, ptxt
     if (!rt)
         return fail(e, PTXTUNE_ENOMEM, "out of memory");
     pthread_mutex_init(&rt->mu, NULL);
+    rt->jfd = -1;
     rt->flags = o->flags;
     char name[256] = "";
     int sms = 0, driver = 0;
@@ -1187,6 +1536,8 @@ PTXTUNE_EXPORT int ptxtune_open(const char *path, const ptxtune_options *o, ptxt
     fp_pick pk = {.prefix = o->fingerprint, .gpu = name, .cc = rt->cc, .sms = sms};
     snprintf(pk.drv, sizeof pk.drv, "%d", driver);
     bool bundle = false;
+    json_t *index = NULL; /* a version 2 JSON table's index */
+    int64_t isize = 0;
     if (!rc) {
         FILE *f = fopen(path, "rb");
         char head[16] = "";
@@ -1199,27 +1550,9 @@ PTXTUNE_EXPORT int ptxtune_open(const char *path, const ptxtune_options *o, ptxt
             bundle = true;
             rc = read_bundle(rt, path, &pk, e);
         } else {
-            pt_buf b;
-            pt_buf_init(&b);
-            char chunk[65536];
-            size_t got;
-            pt_buf_putn(&b, head, nh);
-            while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
-                pt_buf_putn(&b, chunk, got);
-            json_error_t je;
-            if (ferror(f))
-                rc = fail(e, PTXTUNE_EIO, "%s: cannot read: %s", path, strerror(errno));
-            else if (!(rt->json = json_loadb(b.s ? b.s : "", b.len, 0, &je)))
-                rc = fail(e, PTXTUNE_EINVAL, "%s:%d: not a JSON table (%s)", path, je.line,
-                          je.text);
-            pt_buf_free(&b);
-            const char *fmt = rc ? NULL : jstr(rt->json, "format");
-            if (!rc && (!fmt || strcmp(fmt, "ptxtune-table") != 0 ||
-                        !json_is_array(json_object_get(rt->json, "rows"))))
-                rc = fail(e, PTXTUNE_EINVAL, "%s: not a ptxtune table (format ptxtune-table)",
-                          path);
-            if (!rc)
-                rc = read_json(rt, path, 0, &pk, e);
+            fclose(f);
+            f = NULL;
+            rc = open_json(rt, path, &pk, &index, &isize, e);
         }
         if (f)
             fclose(f);
@@ -1237,8 +1570,11 @@ PTXTUNE_EXPORT int ptxtune_open(const char *path, const ptxtune_options *o, ptxt
                         path, name, rt->cc, sms, pk.rows);
     if (!rc) {
         snprintf(rt->fp_key, sizeof rt->fp_key, "%s", pk.key);
-        rc = bundle ? read_bundle_rows(rt, path, e) : read_json(rt, path, 1, &pk, e);
+        rc = bundle  ? read_bundle_rows(rt, path, e)
+             : index ? read_index(rt, index, isize, 1, &pk, e)
+                     : read_json(rt, path, 1, &pk, e);
     }
+    json_decref(index);
     if (!rc)
         rc = link_classes(rt, e);
     for (int i = 0; !rc && (rt->flags & PTXTUNE_LOAD_EAGER) && i < rt->n; i++)
@@ -1471,7 +1807,16 @@ static int contract_ensure(ptxtune_runtime *rt, ptxtune_entry *k, ptxtune_error 
         return PTXTUNE_OK;
     pthread_mutex_lock(&rt->mu);
     int rc = PTXTUNE_OK;
-    if (!atomic_load_explicit(&k->ready, memory_order_relaxed)) {
+    if (!atomic_load_explicit(&k->ready, memory_order_relaxed) && !rt->bundle) {
+        /* a JSON table read through its index: the launch value, now */
+        char why[160];
+        json_t *l = slice_load(rt, k->jlaunch, why, sizeof why);
+        rc = l ? read_contract(k, json_object_get(l, "contract"), e)
+               : index_fail(rt, e, k->jrowno, k->jlaunch, why);
+        json_decref(l);
+        if (!rc)
+            atomic_store_explicit(&k->ready, 1, memory_order_release);
+    } else if (!atomic_load_explicit(&k->ready, memory_order_relaxed)) {
         json_error_t je;
         json_t *l = NULL;
         if (!rt->launch_q &&

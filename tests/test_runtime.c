@@ -1249,3 +1249,329 @@ Test(runtime, emit_starts_without_loading_the_compiler)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
     sh(cmd, out, sizeof out);
 }
+
+/* ---- the JSON table's index (version 2; issue 14 item 6) ------------------
+ * The export writes {"format", "version": 2, "index": {...}, "rows": [...]}
+ * with the index first: per row the byte spans of the row and of its launch
+ * value. The runtime's open reads only the index; a row's launch is read at
+ * its first selection, the row (PTX, cubin) at its first load, each checked
+ * against what the index said. */
+
+static const char v2_prefix[] = "{\"format\": \"ptxtune-table\", \"version\": 2, \"index\": ";
+
+static char *read_bytes(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)len + 1);
+    cr_assert(b && fread(b, 1, (size_t)len, f) == (size_t)len);
+    b[len] = '\0';
+    fclose(f);
+    *n = (size_t)len;
+    return b;
+}
+
+static void write_bytes(const char *path, const char *b, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert(f && fwrite(b, 1, n, f) == n && fclose(f) == 0, "%s", path);
+}
+
+/* The index of a version 2 table as written: *ilen its text's length. */
+static json_t *index_of(const char *b, size_t n, size_t *ilen)
+{
+    size_t pl = strlen(v2_prefix);
+    cr_assert(n > pl && memcmp(b, v2_prefix, pl) == 0, "not a version 2 table: %.80s", b);
+    json_error_t je;
+    json_t *ix = json_loadb(b + pl, n - pl, JSON_DISABLE_EOF_CHECK, &je);
+    cr_assert(ix, "%s", je.text);
+    char *t = json_dumps(ix, JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
+    *ilen = strlen(t);
+    cr_assert_eq(memcmp(t, b + pl, *ilen), 0, "the index is not the writer's text");
+    free(t);
+    return ix;
+}
+
+/* The index replaced in place by ix (padded with spaces to its length). */
+static void put_index(char *b, size_t ilen, json_t *ix)
+{
+    char *t = json_dumps(ix, JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
+    cr_assert(strlen(t) <= ilen, "the edited index is longer (%zu > %zu)", strlen(t), ilen);
+    memset(b + strlen(v2_prefix), ' ', ilen);
+    memcpy(b + strlen(v2_prefix), t, strlen(t));
+    free(t);
+}
+
+static json_t *irow(json_t *ix, size_t i) { return json_array_get(json_object_get(ix, "rows"), i); }
+
+/* the index row of the problem whose key has s */
+static size_t irow_of(json_t *ix, const char *s)
+{
+    json_t *rows = json_object_get(ix, "rows");
+    for (size_t i = 0; i < json_array_size(rows); i++)
+        if (strstr(json_string_value(json_array_get(json_array_get(rows, i), 5)), s))
+            return i;
+    cr_assert_fail("no row has %s", s);
+    return 0;
+}
+
+static void one_line_refusal(int rc, const ptxtune_error *e, const char *want, const char *what)
+{
+    cr_expect_neq(rc, PTXTUNE_OK, "%s: accepted", what);
+    cr_expect(e->msg[0] && !strchr(e->msg, '\n'), "%s: not one line: '%s'", what, e->msg);
+    cr_expect(!want || strstr(e->msg, want), "%s: '%s' lacks '%s'", what, e->msg, want);
+}
+
+Test(runtime, the_json_table_is_indexed_and_its_rows_are_read_at_first_use)
+{
+    need_store();
+    size_t n, ilen;
+    char *b = read_bytes(P("t.json"), &n);
+    json_t *ix = index_of(b, n, &ilen);
+    cr_expect_eq(json_integer_value(json_object_get(ix, "file_bytes")), (json_int_t)n);
+    json_t *doc = json_loadb(b, n, 0, NULL);
+    cr_assert(doc, "the table is one JSON document");
+    json_t *rows = json_object_get(doc, "rows");
+    cr_assert_eq(json_array_size(rows), 4);
+    cr_assert_eq(json_array_size(json_object_get(ix, "rows")), 4);
+    for (size_t i = 0; i < 4; i++) {
+        json_t *r = irow(ix, i), *sp = json_array_get(r, 1), *lp = json_array_get(r, 2);
+        size_t o = (size_t)json_integer_value(json_array_get(sp, 0)),
+               l = (size_t)json_integer_value(json_array_get(sp, 1));
+        json_t *row = json_loadb(b + o, l, 0, NULL), *ln = json_loadb(
+            b + json_integer_value(json_array_get(lp, 0)), (size_t)json_integer_value(json_array_get(lp, 1)), 0, NULL);
+        cr_expect(row && json_equal(row, json_array_get(rows, i)), "row %zu: its span is not the row", i);
+        cr_expect(ln && json_equal(ln, json_object_get(json_array_get(rows, i), "launch")),
+                  "row %zu: its launch span is not its launch", i);
+        json_decref(row);
+        json_decref(ln);
+    }
+    /* lazy: the 16-row softmax's PTX damaged (the document is no longer
+     * JSON): the table opens, the others serve, that one is refused at its
+     * first load, in one line */
+    size_t r16 = irow_of(ix, "x=16x256");
+    json_t *sp = json_array_get(irow(ix, r16), 1);
+    char *row = b + json_integer_value(json_array_get(sp, 0));
+    char *ptx = strstr(row, "\"ptx\": \"");
+    cr_assert(ptx && ptx < row + json_integer_value(json_array_get(sp, 1)));
+    memset(ptx + 8, '"', 12);
+    write_bytes(P("lazy.json"), b, n);
+    ptxtune_runtime *rt = open_rt("lazy.json", ALL);
+    drv d;
+    cr_assert_eq(drv_open(&d), 0);
+    cr_expect_eq(run_gemm(rt, &d, gemm_class, 64, 64, 32), 0);
+    cr_expect_eq(run_softmax(rt, &d, softmax_class, 40, 256), 0, "the 64-row entry serves");
+    ptxtune_selection sel;
+    ptxtune_error e;
+    int64_t dims[2] = {16, 256};
+    cr_assert_eq(ptxtune_select(rt, softmax_class, dims, 2, &sel, &e), PTXTUNE_OK, "%s", e.msg);
+    one_line_refusal(ptxtune_load(rt, sel.entry, &e), &e, "does not match the table's index",
+                     "a damaged row");
+    ptxtune_close(rt);
+    ptxtune_options o = {.flags = ALL | PTXTUNE_LOAD_EAGER};
+    one_line_refusal(ptxtune_open(P("lazy.json"), &o, &rt, &e), &e, "not one JSON value", "eager");
+    json_decref(doc);
+    json_decref(ix);
+    free(b);
+}
+
+/* Old tables (version 1) and tables rewritten by another tool (the offsets
+ * no longer hold: the index's file_bytes is not the file's) are read whole;
+ * another version is refused in one line. */
+Test(runtime, a_version_1_or_rewritten_json_table_is_read_whole)
+{
+    need_store();
+    json_t *doc = json_load_file(P("t.json"), 0, NULL);
+    cr_assert(doc);
+    json_object_del(doc, "index");
+    json_object_set_new(doc, "version", json_integer(1));
+    cr_assert_eq(json_dump_file(doc, P("v1.json"), JSON_INDENT(1) | JSON_PRESERVE_ORDER), 0);
+    json_object_set_new(doc, "version", json_integer(3));
+    cr_assert_eq(json_dump_file(doc, P("v3.json"), 0), 0);
+    json_decref(doc);
+    doc = json_load_file(P("t.json"), 0, NULL);
+    cr_assert_eq(json_dump_file(doc, P("re.json"), 0), 0); /* same prefix, other offsets */
+    json_decref(doc);
+    static const char *const files[] = {"v1.json", "re.json"};
+    for (int f = 0; f < 2; f++) {
+        ptxtune_runtime *rt = open_rt(files[f], ALL);
+        cr_expect_eq(ptxtune_entry_count(rt), 4);
+        drv d;
+        cr_assert_eq(drv_open(&d), 0);
+        cr_expect_eq(run_softmax(rt, &d, softmax_class, 33, 256), 0, "%s", files[f]);
+        cr_expect_eq(run_gemm(rt, &d, gemm_class, 64, 64, 32), 0, "%s", files[f]);
+        ptxtune_close(rt);
+    }
+    ptxtune_runtime *rt;
+    ptxtune_error e;
+    one_line_refusal(ptxtune_open(P("v3.json"), NULL, &rt, &e), &e, "table version", "version 3");
+    size_t n;
+    char *b = read_bytes(P("t.json"), &n);
+    write_bytes(P("cut.json"), b, n - 100);
+    one_line_refusal(ptxtune_open(P("cut.json"), NULL, &rt, &e), &e, "not a JSON table", "truncated");
+    free(b);
+}
+
+/* An index edited in place (the file's size kept, so its offsets are
+ * believed): every inconsistency is refused in one line, at open or at the
+ * row's first selection or load, and never serves another row's kernel. */
+Test(runtime, a_damaged_json_index_is_refused_in_one_line)
+{
+    need_store();
+    load_fake();
+    size_t n, ilen;
+    char *orig = read_bytes(P("t.json"), &n);
+    json_t *ix0 = index_of(orig, n, &ilen);
+    size_t a = irow_of(ix0, "x=16x256"), c = irow_of(ix0, "x=64x256");
+    enum { SWAP_BOTH, SWAP_ROW, HASH, LAUNCH_OFF, PAST_END, COLUMNS, FP_KEY, FP_RANGE, NCASES };
+    static const char *const names[] = {"row and launch spans swapped", "row spans swapped",
+                                        "another row's hash", "launch span shifted",
+                                        "a span past the end", "a column renamed",
+                                        "a fingerprint's key", "a fingerprint index"};
+    static const char *const want[] = {"x=16x256", "malformed",
+                                       "does not match", "not one JSON value", "malformed",
+                                       "other columns", "does not match its fields", "malformed"};
+    for (int k = 0; k < NCASES; k++) {
+        json_t *ix = json_deep_copy(ix0);
+        json_t *ra = irow(ix, a), *rc_ = irow(ix, c);
+        char *b = malloc(n);
+        memcpy(b, orig, n);
+        switch (k) {
+        case SWAP_BOTH:
+        case SWAP_ROW:
+            for (size_t j = 1; j <= (k == SWAP_BOTH ? 2u : 1u); j++) {
+                json_t *x = json_incref(json_array_get(ra, j));
+                json_array_set(ra, j, json_array_get(rc_, j));
+                json_array_set_new(rc_, j, x);
+            }
+            break;
+        case HASH:
+            json_array_set(ra, 9, json_array_get(rc_, 9));
+            break;
+        case LAUNCH_OFF: {
+            json_t *l = json_array_get(ra, 2);
+            json_array_set_new(l, 0, json_integer(json_integer_value(json_array_get(l, 0)) + 1));
+            break;
+        }
+        case PAST_END:
+            json_array_set_new(json_array_get(ra, 1), 1, json_integer((json_int_t)n));
+            break;
+        case COLUMNS:
+            json_array_set_new(json_object_get(ix, "columns"), 5, json_string("problen"));
+            break;
+        case FP_KEY: {
+            json_t *fp = json_array_get(json_object_get(ix, "fingerprints"), 0);
+            char key[17];
+            snprintf(key, sizeof key, "%s", json_string_value(json_object_get(fp, "key")));
+            key[0] = key[0] == '0' ? '1' : '0';
+            json_object_set_new(fp, "key", json_string(key));
+            break;
+        }
+        case FP_RANGE:
+            json_array_set_new(ra, 0, json_integer(7));
+            break;
+        }
+        /* room for longer numbers: the times (not read before a load's checks) */
+        for (size_t r = 0; r < json_array_size(json_object_get(ix, "rows")); r++)
+            json_array_set_new(irow(ix, r), 11, json_null());
+        put_index(b, ilen, ix);
+        write_bytes(P("dmg.json"), b, n);
+        ptxtune_options o = {.flags = ALL};
+        ptxtune_runtime *rt;
+        ptxtune_error e = {0};
+        int rc = ptxtune_open(P("dmg.json"), &o, &rt, &e);
+        if (k >= PAST_END || k == SWAP_ROW) { /* a row span must hold its launch span */
+            one_line_refusal(rc, &e, want[k], names[k]);
+        } else {
+            cr_assert_eq(rc, PTXTUNE_OK, "%s: %s", names[k], e.msg);
+            ptxtune_selection sel;
+            int64_t dims[2] = {16, 256};
+            rc = ptxtune_select(rt, softmax_class, dims, 2, &sel, &e);
+            if (!rc)
+                rc = ptxtune_load(rt, sel.entry, &e);
+            one_line_refusal(rc, &e, want[k], names[k]);
+            drv d;
+            cr_assert_eq(drv_open(&d), 0);
+            cr_expect_eq(run_gemm(rt, &d, gemm_class, 64, 64, 32), 0, "%s: the GEMM serves", names[k]);
+            ptxtune_close(rt);
+        }
+        json_decref(ix);
+        free(b);
+    }
+    json_decref(ix0);
+    free(orig);
+}
+
+/* Fuzz input (seeded): bytes of the index, and anywhere in the file,
+ * replaced. Whatever happens: no crash, a refusal is one line, and an entry
+ * that loads is one of the table's own (its problem, config and entry). */
+Test(runtime, a_mutated_json_table_never_serves_a_wrong_kernel, .timeout = 240)
+{
+    need_store();
+    load_fake();
+    size_t n, ilen;
+    char *orig = read_bytes(P("t.json"), &n);
+    json_t *ix0 = index_of(orig, n, &ilen);
+    json_t *irows = json_object_get(ix0, "rows");
+    static const char alphabet[] = "0123456789 ,:[]{}\"\\-.eatnrux";
+    uint64_t st = 20261202;
+    int opened = 0, loaded = 0, refused = 0;
+    char *b = malloc(n);
+    for (int it = 0; it < 240; it++) {
+        memcpy(b, orig, n);
+        int nb = 1 + (int)((st >> 33) % 3);
+        for (int j = 0; j < nb; j++) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            size_t span = it % 4 == 3 ? n : strlen(v2_prefix) + ilen + 4;
+            size_t at = (size_t)(st >> 20) % span;
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            b[at] = alphabet[(st >> 40) % (sizeof alphabet - 1)];
+        }
+        write_bytes(P("fz.json"), b, n);
+        ptxtune_options o = {.flags = ALL};
+        ptxtune_runtime *rt;
+        ptxtune_error e = {0};
+        int rc = ptxtune_open(P("fz.json"), &o, &rt, &e);
+        if (rc) {
+            cr_expect(e.msg[0] && !strchr(e.msg, '\n'), "mutation %d: open: '%s'", it, e.msg);
+            refused++;
+            continue;
+        }
+        opened++;
+        for (int i = 0; i < ptxtune_entry_count(rt); i++) {
+            ptxtune_entry_info info;
+            if (ptxtune_entry_info_get(ptxtune_entry_get(rt, i), &info))
+                continue;
+            ptxtune_selection sel;
+            rc = ptxtune_select(rt, info.klass, info.tuned, info.ndims, &sel, &e);
+            if (!rc)
+                rc = ptxtune_load(rt, sel.entry, &e);
+            if (rc) {
+                cr_expect(e.msg[0] && !strchr(e.msg, '\n'), "mutation %d: '%s'", it, e.msg);
+                continue;
+            }
+            ptxtune_entry_info got;
+            cr_assert_eq(ptxtune_entry_info_get(sel.entry, &got), PTXTUNE_OK);
+            bool own = false;
+            for (size_t r = 0; r < json_array_size(irows) && !own; r++) {
+                json_t *x = json_array_get(irows, r);
+                own = strcmp(got.problem, json_string_value(json_array_get(x, 5))) == 0 &&
+                      strcmp(got.config, json_string_value(json_array_get(x, 7))) == 0 &&
+                      strcmp(got.entry, json_string_value(json_array_get(x, 8))) == 0;
+            }
+            cr_expect(own, "mutation %d: loaded %s / %s, not a row of the table", it, got.problem,
+                      got.config);
+            loaded++;
+        }
+        ptxtune_close(rt);
+    }
+    cr_log_info("mutated tables: %d opened (%d entries loaded), %d refused at open", opened,
+                loaded, refused);
+    cr_expect(opened > 0 && refused > 0, "the mutations reached both paths");
+    free(b);
+    json_decref(ix0);
+    free(orig);
+}
