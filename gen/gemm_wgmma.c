@@ -198,14 +198,7 @@ static int decomp_geometry(const pt_prepared *pp, const pt_config *c, wg_geom *w
         w->fix_slots = w->sk.slots;
     }
     g->splitk = w->fix_slots;
-    /* the TMA-store epilogue loses its third and later 64-byte-swizzle box
-     * (rows of 192, 320 ... bytes: f32 bn 48, 80, 208; bf16 bn 96: never
-     * written on the emulator), reachable since bn need not be a power of
-     * two: refused until it is fixed */
-    int row = g->bn * pt_dtype_get(pp->out_dt)->bytes;
-    if (w->epi && row % 128 == 64 && row > 64)
-        return pt_errf(e, PT_EINVAL, "epi=1 (TMA store) with bn=%d: %d-byte rows of 64-byte boxes are not "
-                       "supported yet (epi=0, or a bn whose row is a multiple of 128 bytes)", g->bn, row);
+    (void)pp; /* every box of the TMA-store epilogue is written (bn 48/80/96/208 too) */
     return PT_OK;
 }
 

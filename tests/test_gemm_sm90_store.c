@@ -202,6 +202,58 @@ Test(gemm_sm90_store, emulator_grid, .timeout = 600)
     cr_expect_eq(g.failed, 0, "%d of %d failed; first: %s", g.failed, g.cases, g.first);
 }
 
+/* Rows of three or more 64-byte boxes (192, 320, 832 bytes: f32 bn 48, 80,
+ * 208; bf16 bn 96; 16-bit bn 160 is 320): refused by check() until the
+ * third and later boxes were written; cooperative, pingpong, a cluster of
+ * 2, persistent and batched, each under the lazy, eager and random
+ * schedules, with epilogues, M and N odd and at the box edges. */
+Test(gemm_sm90_store, rows_of_three_and_more_64_byte_boxes, .timeout = 600)
+{
+    double t0 = now();
+    grid g = {0};
+    struct {
+        int64_t m, n, k;
+        const char *lay;
+        pt_dtype dt, odt;
+        const char *epi;
+        int64_t batch;
+        const char *cfg;
+    } cs[] = {
+        {65, 48, 64, "nt", PT_BF16, PT_F32, NULL, 1, "bm=64,bn=48"},
+        {129, 100, 72, "tt", PT_F16, PT_F32, "relu(acc + bias[n])", 1, "bm=128,bn=48,persistent=2"},
+        {65, 80, 64, "nt", PT_BF16, PT_F32, "acc + bias[n]", 1, "bm=128,bn=80"},
+        {129, 161, 64, "nt", PT_E4M3, PT_F32, "gelu(acc) + r", 1, "bm=64,bn=80,sched=1,persistent=2"},
+        {33, 200, 64, "nt", PT_BF16, PT_F32, NULL, 1, "bm=64,bn=208,stages=2"},
+        {200, 208, 40, "tt", PT_BF16, PT_F32, "relu(acc)", 1, "bm=64,bn=208,sched=1,stages=2"},
+        {96, 96, 64, "nt", PT_BF16, PT_BF16, NULL, 1, "bm=64,bn=96"},
+        {257, 190, 64, "tt", PT_BF16, PT_BF16, "silu(acc) + r", 1, "bm=128,bn=96,persistent=3"},
+        {130, 97, 64, "nt", PT_F16, PT_BF16, "acc + bias[m]", 1, "bm=64,bn=96,cluster=21"},
+        {65, 193, 64, "nt", PT_BF16, PT_BF16, "tanh(acc)", 2, "bm=64,bn=96,sched=1,persistent=2"},
+        {40, 100, 64, "nt", PT_BF16, PT_F32, NULL, 2, "bm=64,bn=48,cluster=12,persistent=2"},
+        {65, 160, 64, "nt", PT_F16, PT_F16, "relu(acc)", 1, "bm=64,bn=160"},
+        /* 64-byte k tiles too (64B-swizzle TMA loads and wgmma descriptors) */
+        {65, 100, 24, "nt", PT_BF16, PT_BF16, "acc + bias[n]", 1, "bm=64,bn=96,bk=32"},
+        {33, 48, 20, "tt", PT_F16, PT_F32, NULL, 1, "bm=128,bn=48,bk=32,persistent=2"},
+        {70, 80, 64, "nt", PT_E4M3, PT_F32, NULL, 1, "bm=64,bn=80,bk=64,sched=1"},
+    };
+    int n = 0;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        pt_problem p = prob_ldd(cs[i].m, cs[i].n, cs[i].k, cs[i].lay, cs[i].dt, cs[i].odt);
+        p.epilogue = cs[i].epi;
+        p.batch = cs[i].batch;
+        if (cs[i].dt == PT_E4M3) {
+            p.scale_a = 0.5;
+            p.scale_b = 0.25;
+        }
+        char cfg[160];
+        snprintf(cfg, sizeof cfg, "impl=1,epi=1,%s", cs[i].cfg);
+        for (int sc = 0; sc < 3; sc++, n++)
+            grid_case(&g, &p, cfg, scheds[sc], (uint64_t)(700 + n));
+    }
+    printf("64-byte-box rows: %d cases, %d failed, %.1f s\n", g.cases, g.failed, now() - t0);
+    cr_expect_eq(g.failed, 0, "%d of %d failed; first: %s", g.failed, g.cases, g.first);
+}
+
 /* ---- planted bugs: the kernel's fence and wait are needed ---- */
 
 /* The generated kernel passes under the lazy schedule (stores complete
@@ -236,6 +288,8 @@ Test(gemm_sm90_store, check_refuses_what_cannot_be_stored)
     pt_err e = {0};
     pt_problem ok = prob_ldd(65, 129, 64, "nt", PT_BF16, PT_BF16);
     cr_expect_eq(check_cfg(&ok, "impl=1,epi=1,bm=64,bn=64", &e), PT_OK, "%s", e.msg);
+    /* rows of three 64-byte boxes (refused before every box was known written) */
+    cr_expect_eq(check_cfg(&ok, "impl=1,epi=1,bm=64,bn=96", &e), PT_OK, "%s", e.msg);
     pt_problem packed = PT_GEMM(64, 129, 64, "nt", PT_BF16, PT_BF16);
     pt_problem col = ok;
     col.d_colmajor = true;
@@ -303,6 +357,15 @@ Test(gemm_sm90_store, emitted_structure)
     cr_expect_eq(count(t, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 2);
     cr_expect_eq(count(t, "st.shared.v2.f32"), 16);
     cr_expect_eq(l.tmaps[2].box[0], 32u);
+    free(t);
+    /* bf16 bn 96: three 32-column boxes of 64-byte rows (64B swizzle), each
+     * bm x 64 bytes (4 KB: on its 1 KB boundary) past the previous one */
+    pt_problem r = PT_GEMM(256, 192, 64, "nt", PT_BF16, PT_BF16);
+    t = emit_text(&r, "impl=1,epi=1,bm=64,bn=96", &l);
+    cr_expect_eq(count(t, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 3);
+    cr_expect_eq(l.tmaps[2].box[0], 32u);
+    cr_expect_eq(l.tmaps[2].swizzle, EMU_TMAP_SWIZZLE_64B);
+    cr_expect(strstr(t, "+4096]") && strstr(t, "+8192]"), "boxes 1 and 2 at 4096 and 8192 bytes");
     free(t);
     /* the default epilogue is unchanged: no TMA store */
     t = emit_text(&p, "impl=1", &l);
