@@ -23,11 +23,13 @@
 #include "tuner/backend.h"
 #include "tuner/emu_check.h"
 #include "tuner/verify.h"
+#include "gemm_adv.h"
 #include "gemm_sm90_util.h"
 #include "test_util.h"
 
 typedef struct run_out {
     double max_err;
+    int64_t checked; /* output elements the verifier compared */
     char config[256];
     pt_launch l;
     void *bits; /* output 0's bytes (determinism) */
@@ -36,9 +38,12 @@ typedef struct run_out {
 
 /* One problem on the emulator at schedule sched (seed for the random one),
  * config over the defaults; verify (or, with keep, only run and keep
- * output 0's bytes in o->bits). */
-static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uint64_t seed, bool keep, run_out *o,
-                   pt_err *e)
+ * output 0's bytes in o->bits). plant (NULL: none) writes over the random
+ * inputs before the upload (tests/gemm_adv.h); post (NULL: none) sees the
+ * outputs after a passing verification, its status the run's. */
+static int run_emu_plant(const pt_problem *p, const char *config, emu_sched sched, uint64_t seed, bool keep,
+                         void (*plant)(tuner_io *, void *), void *arg,
+                         int (*post)(const tuner_io *, void *, pt_err *), run_out *o, pt_err *e)
 {
     memset(o, 0, sizeof *o);
     pt_target tg;
@@ -61,7 +66,7 @@ static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uin
     if (!rc)
         rc = print_round_trip(built, &text, &parsed, e);
     if (!rc)
-        rc = open_load_io("emu", sched, seed, text, o->l.entry, pp, p, NULL, NULL, &d, &k, &io, e);
+        rc = open_load_io("emu", sched, seed, text, o->l.entry, pp, p, plant, arg, &d, &k, &io, e);
     if (!rc && keep) {
         rc = tuner_io_upload(d, io, e);
         if (!rc)
@@ -78,9 +83,18 @@ static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uin
         tuner_verify_result vr;
         rc = tuner_verify(d, k, &o->l, io, &vo, &vr, e);
         o->max_err = vr.max_err;
+        o->checked = vr.checked;
+        if (!rc && post)
+            rc = post(io, arg, e);
     }
     run_release(d, k, io, text, parsed, built, a);
     return rc;
+}
+
+static int run_emu(const pt_problem *p, const char *config, emu_sched sched, uint64_t seed, bool keep, run_out *o,
+                   pt_err *e)
+{
+    return run_emu_plant(p, config, sched, seed, keep, NULL, NULL, NULL, o, e);
 }
 
 enum { NDT = 5 };
@@ -296,6 +310,121 @@ Test(gemm_sm90_splitk, non_power_of_two_tile_n, .timeout = 300)
     p.d_colmajor = true;
     grid_case(&g, &p, "impl=1,bm=64,bn=192,stages=2", EMU_SCHED_RANDOM, 499, NULL);
     grid_report(&g, "wgmma non-power-of-two bn", t0);
+}
+
+/* ---- adversarial inputs through the fixup (tests/gemm_adv.h; docs/gemm.md
+ * "Non-finite and extreme inputs"): NaN, +-inf, inf - inf and inf * 0 whose
+ * two halves land in different stream-K units of one tile, values near the
+ * maximum and f16 overflow of the summed partials, subnormals, rounding
+ * ties (exact: the partials' unit-order sum must round to even once),
+ * integer extremes past 2^24 (s32 partials must stay exact), fp8 specials,
+ * non-finite bias and C after the fixup; stream-K (units inside tiles, and
+ * the one-unit-per-tile plan with the TMA store), split-K, and a persistent
+ * grid without either. ---- */
+
+static const adv_spec xa_a_nan = {"NaN in A", ADV_NONE, 1, {{"a", 3, -1, NAN}}, 1};
+/* +inf at k = 0 and -inf at k = K - 1 of one column: the first and the last
+ * unit of its tile each carry one (the reference: NaN) */
+static const adv_spec xa_inf_minus_inf = {"+inf and -inf of one column at both K ends", ADV_NONE, 2,
+                                          {{"b", 0, 1, INFINITY}, {"b", -1, 1, -INFINITY}}, 1};
+static const adv_spec xa_b_inf = {"+-inf in B at both K ends", ADV_NONE, 2,
+                                  {{"b", 0, 1, -INFINITY}, {"b", -1, 0, INFINITY}}, 2};
+static const adv_spec xa_inf_zero = {"inf * 0 at the last k", ADV_NONE, 2,
+                                     {{"a", 2, -1, INFINITY}, {"b", -1, 3, 0.0}}, 2};
+static const adv_spec xa_row_max = {"A row at the maximum, f16 out overflows", ADV_HUGE_ROW, 0, {{0}}, 8};
+static const adv_spec xa_huge = {"values near the maximum", ADV_HUGE, 0, {{0}}, 0};
+static const adv_spec xa_tiny = {"subnormal A", ADV_TINY_A, 0, {{0}}, 0};
+static const adv_spec xa_int = {"integer extremes", ADV_INT_EXT, 0, {{0}}, 0};
+static const adv_spec xa_ties = {"rounding ties", ADV_TIES, 0, {{0}}, 0};
+static const adv_spec xa_e5m2 = {"e5m2 +-inf and NaN", ADV_NONE, 3,
+                                 {{"a", 0, 0, INFINITY}, {"b", -1, 1, -INFINITY}, {"a", 3, -1, NAN}}, 3};
+static const adv_spec xa_bias = {"bias +-inf and NaN", ADV_NONE, 3,
+                                 {{"bias", 0, 1, INFINITY}, {"bias", 0, -1, -INFINITY}, {"bias", 0, 5, NAN}}, 3};
+static const adv_spec xa_act = {"-inf, +inf and NaN in A (activations)", ADV_NONE, 3,
+                                {{"a", 0, 0, -INFINITY}, {"a", 1, -1, INFINITY}, {"a", 2, 2, NAN}}, 0};
+static const adv_spec xa_c = {"NaN and inf in C", ADV_NONE, 2, {{"c", 1, 1, NAN}, {"c", -1, -1, -INFINITY}}, 2};
+
+static int ties_post(const tuner_io *io, void *arg, pt_err *e)
+{
+    const adv_arg *g = arg;
+    char msg[256];
+    if (g->s->fill != ADV_TIES || (io->out[0].dtype != PT_F16 && io->out[0].dtype != PT_BF16))
+        return PT_OK;
+    int64_t bad = adv_ties_exact(io, g, msg, sizeof msg);
+    return bad ? pt_errf(e, PT_ERANGE, "%lld ties not rounded to even; first %s", (long long)bad, msg) : PT_OK;
+}
+
+Test(gemm_sm90_splitk, adversarial_inputs_through_the_fixup, .timeout = 300)
+{
+    double t0 = now();
+    /* SK: 2 tiles of 64 x 64 whose 8..16 k tiles split over 3 CTAs (units
+     * start and end inside tiles) */
+#define SK "impl=1,bm=64,bn=64,stages=2,persistent=3,streamk=1"
+    static const struct {
+        int64_t m, n, k;
+        const char *lay;
+        pt_dtype dt, odt;
+        const char *epi;
+        double beta;
+        const char *cfg;
+        const adv_spec *s;
+    } cs[] = {
+        {65, 64, 1000, "nt", PT_BF16, PT_BF16, NULL, 0, SK, &xa_a_nan},
+        {65, 64, 1000, "tt", PT_F16, PT_F32, NULL, 0, SK, &xa_inf_minus_inf},
+        {65, 64, 520, "nn", PT_BF16, PT_F32, NULL, 0, SK, &xa_b_inf},
+        {65, 64, 1000, "nt", PT_BF16, PT_BF16, NULL, 0, SK, &xa_inf_zero},
+        {65, 64, 1000, "nt", PT_F16, PT_F16, NULL, 0, SK, &xa_row_max},
+        {65, 64, 1000, "nt", PT_F16, PT_F32, NULL, 0, SK, &xa_huge},
+        {65, 64, 1000, "nt", PT_BF16, PT_F32, NULL, 0, SK, &xa_tiny},
+        {65, 64, 1000, "nt", PT_F16, PT_F16, NULL, 0, SK, &xa_ties},
+        {65, 64, 1000, "tt", PT_BF16, PT_BF16, NULL, 0, SK, &xa_ties},
+        {65, 64, 2048, "nt", PT_S8, PT_S32, NULL, 0, SK, &xa_int},
+        {65, 64, 2048, "nt", PT_U8, PT_S32, NULL, 0, SK, &xa_int},
+        {65, 64, 1024, "nt", PT_E5M2, PT_F32, NULL, 0, SK, &xa_e5m2},
+        {65, 64, 1000, "nt", PT_BF16, PT_BF16, "acc + bias[n]", 0, SK, &xa_bias},
+        {65, 64, 1000, "nt", PT_F16, PT_F32, "relu(acc) + gelu(acc)", 0, SK, &xa_act},
+        {65, 64, 1000, "nt", PT_BF16, PT_F32, NULL, 0.5, SK, &xa_c},
+        /* one unit per tile (4 tiles of 2 k tiles over 2 CTAs): the TMA store */
+        {128, 128, 256, "nt", PT_BF16, PT_BF16, NULL, 0, "impl=1,bm=64,bn=64,stages=2,persistent=2,streamk=1,epi=1",
+         &xa_a_nan},
+        /* split-K */
+        {65, 64, 2048, "nt", PT_S8, PT_S32, NULL, 0, "impl=1,bm=64,bn=64,stages=2,splitk=4", &xa_int},
+        {65, 64, 1000, "nt", PT_F16, PT_F16, NULL, 0, "impl=1,bm=64,bn=64,stages=2,splitk=3", &xa_ties},
+        /* a persistent grid, whole tiles */
+        {129, 128, 72, "nt", PT_BF16, PT_BF16, NULL, 0, "impl=1,bm=64,bn=64,stages=2,persistent=3,epi=1", &xa_b_inf},
+    };
+#undef SK
+    int ran = 0, failed = 0;
+    char first[1400] = "";
+    for (size_t ci = 0; ci < 3 * sizeof cs / sizeof cs[0]; ci++) {
+        size_t i = ci / 3;
+        pt_problem p = prob(cs[i].m, cs[i].n, cs[i].k, cs[i].lay, cs[i].dt, cs[i].odt);
+        p.epilogue = cs[i].epi;
+        p.beta = cs[i].beta;
+        adv_arg g = {.s = cs[i].s, .layout = cs[i].lay, .m = p.m, .n = p.n, .k = p.k, .lda = p.lda, .ldb = p.ldb};
+        pt_err e = {0};
+        run_out o;
+        emu_sched sc = scheds[ci % 3];
+        int rc = run_emu_plant(&p, cs[i].cfg, sc, (uint64_t)(600 + ci), false, adv_plant, &g, ties_post, &o, &e);
+        if (!rc && g.rc)
+            rc = pt_errf(&e, g.rc, "the reference failed at the plant");
+        if (!rc && o.checked != p.m * p.n)
+            rc = pt_errf(&e, PT_EINVAL, "the verifier compared %lld of %lld elements", (long long)o.checked,
+                         (long long)(p.m * p.n));
+        if (!rc && g.nonfinite < cs[i].s->min_nonfinite)
+            rc = pt_errf(&e, PT_EINVAL, "vacuous: %lld non-finite reference outputs, want >= %lld",
+                         (long long)g.nonfinite, (long long)cs[i].s->min_nonfinite);
+        ran++;
+        if (rc) {
+            printf("  FAIL %lldx%lldx%lld %s %s->%s [%s] sched %d %s: %s\n", (long long)p.m, (long long)p.n,
+                   (long long)p.k, cs[i].lay, pt_dtype_get(cs[i].dt)->name, pt_dtype_get(cs[i].odt)->name,
+                   cs[i].cfg, (int)sc, cs[i].s->name, e.msg);
+            if (!failed++)
+                snprintf(first, sizeof first, "%s %s: %s", pt_dtype_get(cs[i].dt)->name, cs[i].s->name, e.msg);
+        }
+    }
+    printf("stream-K/split-K adversarial inputs: %d cases, %d failed, %.1f s\n", ran, failed, now() - t0);
+    cr_expect_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
 }
 
 /* ---- check() ---- */
