@@ -352,15 +352,20 @@ static void load_pages(ptx_fn *f, const pt_prepared *pp, const fgeo *g, ptx_reg 
  * 128 elements: dv/128 sub-tiles bn x 128 bytes apart) into the f16 V the
  * RS wgmma reads (MN-major: dv/64 boxes of bn rows x 128 bytes, 128B
  * swizzle): wait full[s] (a copy of the ring's consumer end), convert
- * 16 elements a unit (cvt.rn.f16x2.e4m3x2, exact), fence.proxy.async (the
+ * 16 elements a unit (cvt.rn.f16x2.e4m3x2, exact; rows of keys at or
+ * past len, the sequence's end, as 0: a page's tail or the rows past
+ * seqused_k hold another's keys or anything, a NaN there times P = 0 is
+ * NaN), fence.proxy.async (the
  * wgmma reads through the async proxy), bar.sync 2, 96, and one thread
  * arrives on cvt[s] (the conversion ring's full barrier, count 1). The
  * f16 stage s is rewritten only after full[s] completes again, which
  * follows the consumer's release of the stage. */
-static void convert_v(ptx_fn *f, const fgeo *g, int64_t dv, kit_pipe *pw, kit_pipe *pc, ptx_reg ct, ptx_reg nblk)
+static void convert_v(ptx_fn *f, const fgeo *g, int64_t dv, kit_pipe *pw, kit_pipe *pc, ptx_reg ct, ptx_reg nblk,
+                      ptx_reg key0, ptx_reg len)
 {
     int64_t cpr = dv / 16, units = (int64_t)g->bn * cpr; /* 16-byte chunks a row, a stage */
     ptx_reg it = kit_reg(f, ptx_imm(0));
+    ptx_reg key = kit_reg(f, ptx_r(key0)); /* the stage's first key */
     int top = ptx_label_new(f), end = ptx_label_new(f);
     attn_bra(f, end, attn_setp(f, PTX_M_LE, S32T, ptx_r(nblk), ptx_imm(0)), false);
     ptx_label_place(f, top);
@@ -386,7 +391,11 @@ static void convert_v(ptx_fn *f, const fgeo *g, int64_t dv, kit_pipe *pw, kit_pi
                                       kit_iop(f, PTX_OP_SHL, kit_iop(f, PTX_OP_XOR, c8, r7), ptx_imm(4))));
         ptx_reg src = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(raw), ra));
         ptx_reg w[4] = {r32(f), r32(f), r32(f), r32(f)};
-        ptx_emit(f, PTX_OP_LD, M2(PTX_M_SHARED, PTX_M_V4), B32T, ptx_vecr(f, 4, w), ptx_addr(src, 0));
+        for (int i = 0; i < 4; i++)
+            ptx_emit(f, PTX_OP_MOV, NOM, B32T, ptx_r(w[i]), ptx_imm(0));
+        ptx_reg in = attn_setp(f, PTX_M_LT, S32T, kit_iop(f, PTX_OP_ADD, ptx_r(key), ptx_r(r)), ptx_r(len));
+        ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_SHARED, PTX_M_V4), B32T, ptx_vecr(f, 4, w), ptx_addr(src, 0)), in,
+                  false);
         ptx_reg h16[8];
         for (int i = 0; i < 4; i++) {
             ptx_reg b2[2] = {ptx_reg_new(f, PTX_T_B16), ptx_reg_new(f, PTX_T_B16)};
@@ -416,6 +425,7 @@ static void convert_v(ptx_fn *f, const fgeo *g, int64_t dv, kit_pipe *pw, kit_pi
     ptx_guard(ptx_emit(f, PTX_OP_MBAR_ARRIVE, M1(PTX_M_SHARED_CTA), B64T, ptx_sink(), ptx_addr(kit_pipe_full(pc), 0)),
               attn_setp(f, PTX_M_EQ, U32T, ptx_r(ct), ptx_imm(0)), false);
     kit_pipe_commit(pc);
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(key), ptx_r(key), ptx_imm(g->bn));
     ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
     attn_bra(f, top, attn_setp(f, PTX_M_LT, S32T, ptx_r(it), ptx_r(nblk)), false);
     ptx_label_place(f, end);
@@ -563,7 +573,7 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
             int lead_warp = ptx_label_new(f);
             attn_bra(f, lead_warp, attn_setp(f, PTX_M_EQ, U32T, ptx_r(warp), ptx_imm(0)), false);
             ptx_reg ct = kit_reg(f, kit_iop(f, PTX_OP_SUB, ptx_r(tid), ptx_imm(32)));
-            convert_v(f, g, dv, &pwv, &pcv, ct, kr.nblk);
+            convert_v(f, g, dv, &pwv, &pcv, ct, kr.nblk, kr.key0, len);
             attn_bra(f, done, none, false);
             ptx_label_place(f, lead_warp);
         } else {
@@ -723,6 +733,17 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
     {
         ptx_reg st = kit_pipe_wait(&pipe, 0);
         ptx_reg dvd = none;
+        if (!g->fp8) { /* V's rows of keys at or past len as 0 (the fp8 converter does so for its copy) */
+            int whole = ptx_label_new(f);
+            ptx_reg bnl = attn_s32op(f, PTX_OP_SUB, ptx_r(len), ptx_imm(g->bn));
+            attn_bra(f, whole, attn_setp(f, PTX_M_GT, S32T, ptx_r(tkey), ptx_r(bnl)), true);
+            ptx_reg sv = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(g->k_bytes)));
+            kit_attn_zero_rows(f, sv, (int)(dv * es / 128), (int64_t)g->bn * 128, g->bn,
+                               attn_s32op(f, PTX_OP_SUB, ptx_r(len), ptx_r(tkey)), ao.tid, 128);
+            ptx_emit0(f, PTX_OP_FENCE_PROXY_ASYNC, M1(PTX_M_SHARED_CTA), PTX_NOTYPES);
+            attn_bar(f, 1, 128);
+            ptx_label_place(f, whole);
+        }
         if (!g->fp8) {
             ptx_reg sv = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(g->k_bytes)));
             dvd = kit_wgmma_desc_emit(f, sv, (uint32_t)(g->bn * 128), 1024, 128);
