@@ -18,6 +18,10 @@
  *   // mock: time_us=12.5 the timing model's kernel time (default: bytes
  *                         at mock_gbs plus 2 us)
  *
+ * Tensors reach the kernel as pointers or inside tensor maps (sm_90a TMA:
+ * the 128-byte map by value, decoded here; the map's origin less its
+ * pt_tmap.offset is the tensor), so a TMA kernel runs as any other.
+ *
  * Timing is a model, never a sleep: elapsed = count x kernel time x (1 +
  * noise x u), u uniform in [-1, 1] from a seeded generator. */
 #include <signal.h>
@@ -270,22 +274,42 @@ static int execute(tuner_dev *d, tuner_kernel *k, const pt_launch *l, void *cons
     tuner_ptr inp[MOCK_MAX_TENSORS] = {0}, outp[MOCK_MAX_TENSORS] = {0};
     for (int a = 0; a < l->nargs; a++) {
         const pt_arg *g = &l->args[a];
-        if (g->kind != PT_ARG_INPUT && g->kind != PT_ARG_OUTPUT)
+        pt_arg_kind kind = g->kind;
+        int index = g->index;
+        tuner_ptr p;
+        if (kind == PT_ARG_TENSORMAP) {
+            /* a tensor map (sm_90a TMA) binds its tensor: the map's origin
+             * less the launch's offset of it is the tensor's pointer */
+            if (index < 0 || index >= l->ntmaps)
+                return pt_errf(e, PT_EINVAL, "mock: parameter %d: tensor map %d of %d", a + 1, index, l->ntmaps);
+            const pt_tmap *tm = &l->tmaps[index];
+            emu_tmap_desc md;
+            int rc = emu_tmap_decode(args[a], &md, e);
+            if (rc)
+                return tuner_dev_fail(d, rc, TUNER_LAUNCH_ERROR, false);
+            kind = tm->of;
+            index = tm->index;
+            p = md.gaddr - tm->offset;
+        } else if (kind == PT_ARG_INPUT || kind == PT_ARG_OUTPUT)
+            p = *(const uint64_t *)args[a];
+        else
             continue;
-        tuner_ptr p = *(const uint64_t *)args[a];
-        const pt_tensor *t = g->kind == PT_ARG_INPUT ? &in[g->index] : &out[g->index];
+        if ((kind != PT_ARG_INPUT && kind != PT_ARG_OUTPUT) || index < 0 ||
+            index >= (kind == PT_ARG_INPUT ? nin : nout))
+            return pt_errf(e, PT_EINVAL, "mock: parameter %d binds no tensor", a + 1);
+        const pt_tensor *t = kind == PT_ARG_INPUT ? &in[index] : &out[index];
         size_t bytes = (size_t)t->numel * (size_t)pt_dtype_get(t->dtype)->bytes;
         mock_alloc *al = find(m, p, bytes);
         if (!al) { /* the kernel would touch unmapped memory */
             m->pending_fault = true;
             return PT_OK;
         }
-        if (g->kind == PT_ARG_INPUT) {
-            ina[g->index] = al;
-            inp[g->index] = p;
+        if (kind == PT_ARG_INPUT) {
+            ina[index] = al;
+            inp[index] = p;
         } else {
-            outa[g->index] = al;
-            outp[g->index] = p;
+            outa[index] = al;
+            outp[index] = p;
         }
     }
     int rc = PT_OK;
