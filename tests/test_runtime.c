@@ -1575,3 +1575,53 @@ Test(runtime, a_mutated_json_table_never_serves_a_wrong_kernel, .timeout = 240)
     json_decref(ix0);
     free(orig);
 }
+
+/* The driver's version is remembered across processes (tuner/driver.c,
+ * PTXTUNE_CACHE_DIR/driver-v1): an emit without a driver does not search
+ * for libcuda.so.1 again (issue 14 item 6: ~70 failing openat/stat calls a
+ * start); a library appearing on the search path, or the one found
+ * changing, is probed again. LD_DEBUG=libs names every library search. */
+Test(runtime, emit_remembers_the_driver_probe)
+{
+    const char *bin = getenv("PTXTUNE_BIN"), *fake = getenv("PTXTUNE_FAKE_CUDA");
+    cr_assert(bin);
+    if (!fake)
+        cr_skip_test("PTXTUNE_FAKE_CUDA not set (built without CUDA headers)");
+    char d[] = "/tmp/ptxtune_rt_drv_XXXXXX", cmd[8192], out[65536];
+    cr_assert(mkdtemp(d));
+    snprintf(cmd, sizeof cmd, "mkdir '%s/lib' && cp '%s' '%s/lib/libcuda.so.1'", d, fake, d);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    /* emit with LD_DEBUG=libs: how many lines name libcuda, then the PTX's checksum */
+    static const char emit[] =
+        "export PTXTUNE_CACHE_DIR='%s/cache'; %s LD_DEBUG=libs '%s' emit elementwise "
+        "'expr=y = relu(x)' shape=x=64x64 2>&1 >'%s/%s.ptx' | grep -c libcuda.so.1; "
+        "cksum < '%s/%s.ptx'";
+    char first[256], lp[600] = "";
+    for (int step = 0; step < 5; step++) {
+        if (step == 2)
+            snprintf(lp, sizeof lp, "export LD_LIBRARY_PATH='%s/lib';", d);
+        if (step == 4) {
+            snprintf(cmd, sizeof cmd, "touch -d '2001-01-01' '%s/lib/libcuda.so.1'", d);
+            cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+        }
+        char name[8];
+        snprintf(name, sizeof name, "e%d", step);
+        snprintf(cmd, sizeof cmd, emit, d, lp, bin, d, name, d, name);
+        sh(cmd, out, sizeof out);
+        int searched = atoi(out);
+        const char *sum = strchr(out, '\n');
+        cr_assert(sum, "%s", out);
+        if (step == 0)
+            snprintf(first, sizeof first, "%s", sum);
+        cr_expect_str_eq(sum, first, "step %d: the PTX changed", step);
+        bool probe = step == 0 || step == 2 || step == 4;
+        cr_expect(probe ? searched > 0 : searched == 0,
+                  "step %d: %d lines of LD_DEBUG name libcuda.so.1 (a probe expected: %d)", step,
+                  searched, probe);
+        snprintf(cmd, sizeof cmd, "cat '%s/cache/driver-v1'", d);
+        sh(cmd, out, sizeof out);
+        cr_expect(strstr(out, step < 2 ? "\t0\n" : "\t13000\n"), "step %d: cache '%s'", step, out);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+    sh(cmd, out, sizeof out);
+}

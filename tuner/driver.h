@@ -11,8 +11,14 @@
  * "no CUDA driver found (libcuda.so.1)". */
 int pt_driver_version(int *version, pt_err *e);
 
+/* pt_driver_version, remembered across processes (tuner/driver.c: a cache
+ * file keyed by the library search's inputs; a libcuda.so.1 already in the
+ * process is asked directly). */
+int pt_driver_version_cached(int *version, pt_err *e);
+
 /* Highest PTX .version that both the compiler (compiler_max, 0 = unknown)
- * and the driver, when one is installed, accept. 0 when neither is known. */
+ * and the driver, when one is installed, accept (the driver's version from
+ * pt_driver_version_cached). 0 when neither is known. */
 int pt_toolchain_max_ptx(int compiler_max);
 
 /* The driver loader, the one place libcuda.so.1 is opened for its API (the
