@@ -22,6 +22,7 @@ struct emu_aop {
     uint8_t redop; /* EMU_AOP_* (TMA_RED) */
     bool noinc;
     uint8_t lane;
+    uint32_t cpseq;       /* CP_ARRIVE: the warp's cp_seq at issue (its lane's prior copies land) */
     uint32_t warp, pc, group;
     uint32_t smem, bytes; /* the marked shared range: destination (loads), source (stores) */
     int32_t mb;           /* barrier index, -1 none (the own CTA's; loads: dmb) */
@@ -38,6 +39,7 @@ struct emu_aop {
 };
 
 static int tid_of(const emu_warp *w, uint32_t lane) { return (int)(w->index * 32 + lane); }
+static void complete_at(emu_cta *c, uint32_t i);
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -732,9 +734,24 @@ static void complete(emu_cta *c, emu_aop *op)
     }
     case EMU_AS_CP_ARRIVE: {
         emu_warp *w = &c->warps[op->warp];
+        /* the lane's earlier arrives trigger first (their copies land as of their own issue) */
+        for (bool again = true; again;) {
+            again = false;
+            for (uint32_t i = 0; i < a->nq; i++) {
+                const emu_aop *o = a->q[i];
+                if (o->kind == EMU_AS_CP_ARRIVE && o->warp == op->warp && o->lane == op->lane &&
+                    (int32_t)(o->cpseq - op->cpseq) < 0) {
+                    complete_at(c, i);
+                    again = true;
+                    break;
+                }
+            }
+        }
         a->acc_vc = op->vc; /* the copies land as of the arrive's issue */
         a->acc_clk = op->clk;
-        emu__cp_wait(c, w, 1u << op->lane, -1); /* the thread's prior cp.async land first */
+        /* the thread's cp.async issued before the arrive land first (not later ones: they are
+         * stamped with the arrive's clock, which precedes whatever the thread waited on since) */
+        emu__cp_wait_before(c, w, 1u << op->lane, op->cpseq);
         a->acc_vc = NULL;
         if (op->mb >= 0 && (uint32_t)op->mb < a->nmb) {
             emu_mbar *b = &a->mb[op->mb];
@@ -1304,6 +1321,8 @@ void emu__async_cp_arrive(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l
     op->mb = (int32_t)(b - c->as->mb);
     op->phase = b->phase;
     op->noinc = (in->aux & EMU_MBF_NOINC) != 0;
+    op->cpseq = w->cp_seq;
+    w->cp_arr[l] = w->cp_seq;
     op_clock(c, op, false);
     if (!op->noinc)
         b->pending++; /* without .noinc the pending count is raised first */

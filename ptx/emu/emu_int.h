@@ -235,6 +235,7 @@ typedef struct emu_cp {
     uint32_t dst;
     uint32_t group; /* the lane's group number it belongs to */
     uint32_t pc;
+    uint32_t seq;   /* the warp's issue order (cp_seq at issue) */
     uint8_t lane, size, srcsize;
 } emu_cp;
 
@@ -254,6 +255,8 @@ typedef struct emu_warp {
     uint32_t mb_wait;               /* lanes parked on an mbarrier (async.c) */
     bool spin;                      /* the last slice ended on a failed test_wait */
     uint32_t cp_group[EMU_LANES];   /* next cp.async group number per lane */
+    uint32_t cp_seq;                /* cp.async issued by the warp so far (emu_cp.seq) */
+    uint32_t cp_arr[EMU_LANES];     /* cp_seq at the lane's last cp.async.mbarrier.arrive */
     emu_cp *cp;
     size_t ncp, cap_cp;
 } emu_warp;
@@ -603,6 +606,12 @@ void emu__cp_async(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint3
 /* Completes lane copies: all committed groups but the newest `keep`
  * (keep < 0: every queued copy). */
 void emu__cp_wait(emu_cta *c, emu_warp *w, uint32_t m, int keep);
+/* Completes the cp.async of the lanes in m issued before the warp's
+ * cp_seq was seq (cp.async.mbarrier.arrive: its thread's prior copies). */
+void emu__cp_wait_before(emu_cta *c, emu_warp *w, uint32_t m, uint32_t seq);
+/* A lane's exit: its cp.async land now, except those a pending
+ * cp.async.mbarrier.arrive of the lane lands (as of the arrive's issue). */
+void emu__cp_exit(emu_cta *c, emu_warp *w, uint32_t m);
 emu_allocrec *emu__galloc(emu_ctx *ctx, uint64_t addr);
 
 /* Bank conflicts of one warp-level shared access: off[l] is lane l's

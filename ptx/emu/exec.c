@@ -530,7 +530,7 @@ static void warp_run(emu_cta *c, emu_warp *w, uint32_t budget)
         case EMU_H_EXIT: {
             if (c->wg)
                 emu__wg_exit(c, w, m);
-            emu__cp_wait(c, w, m, -1);
+            emu__cp_exit(c, w, m);
             w->live &= ~m;
             c->live_threads -= (uint32_t)__builtin_popcount(m);
             w->group &= ~m;
@@ -692,6 +692,8 @@ static void warp_setup(emu_cta *c, emu_warp *w, uint32_t wi)
     memset(w->bar_arrived, 0, sizeof w->bar_arrived);
     w->ws_wait = w->ws_mask = 0;
     memset(w->cp_group, 0, sizeof w->cp_group);
+    memset(w->cp_arr, 0, sizeof w->cp_arr);
+    w->cp_seq = 0;
     w->ncp = 0;
 }
 

@@ -905,7 +905,7 @@ void emu__cp_async(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m, uint3
             w->cp = q;
             w->cap_cp = nc;
         }
-        w->cp[w->ncp++] = (emu_cp){src, (uint32_t)dst, w->cp_group[l], pc, (uint8_t)l, in->sz,
+        w->cp[w->ncp++] = (emu_cp){src, (uint32_t)dst, w->cp_group[l], pc, w->cp_seq++, (uint8_t)l, in->sz,
                                    (uint8_t)srcsize};
         if (c->o->detect_cp_async)
             fill_small(c->pend + dst, 1, in->sz);
@@ -933,6 +933,32 @@ static void cp_complete(emu_cta *c, emu_warp *w, const emu_cp *e)
                           EMU_ACC_WRITE | EMU_ACC_NOALIGN | EMU_ACC_ASYNC);
     if (q)
         copy_small(q, buf, e->size);
+}
+
+void emu__cp_wait_before(emu_cta *c, emu_warp *w, uint32_t m, uint32_t seq)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < w->ncp; i++) {
+        emu_cp e = w->cp[i];
+        if (((m >> e.lane) & 1) && (int32_t)(e.seq - seq) < 0)
+            cp_complete(c, w, &e);
+        else
+            w->cp[j++] = e;
+    }
+    w->ncp = j;
+}
+
+void emu__cp_exit(emu_cta *c, emu_warp *w, uint32_t m)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < w->ncp; i++) {
+        emu_cp e = w->cp[i];
+        if (((m >> e.lane) & 1) && (int32_t)(e.seq - w->cp_arr[e.lane]) >= 0)
+            cp_complete(c, w, &e);
+        else
+            w->cp[j++] = e;
+    }
+    w->ncp = j;
 }
 
 void emu__cp_wait(emu_cta *c, emu_warp *w, uint32_t m, int keep)
