@@ -79,6 +79,13 @@
  *     before the peer's barriers exist), barrier.cluster before exit (no
  *     CTA exits while its peer may still arrive on its barriers).
  *   Both take whole tiles only (no splitk or streamk); they combine.
+ * dyn=m (docs/runtime.md): M is the u32 parameter m; the PTX is every m's
+ * (split-K and stream-K: the bucket (m_cap/2, m_cap], their workspace and
+ * plan at m_cap tiles); the plain grid is (ceil(m / bm), column tiles x
+ * splitk, batch), tile = column tile x tile rows + %ctaid.x; persistent
+ * loops, pingpong's and a cluster's walks (persistent only) count their
+ * tiles / units from m; D's, C's and full tensors' batch strides are m
+ * rows; the maps over A (and D, epi=1) are the launch's, at its m.
  * Tensor maps: K-major operand {K, rows[, batch]} with box {BK, rows}, the
  * k tile's row being one swizzle span (BK es = 128 or 64 bytes); MN-major
  * (A 't', B 'n') {MN, K[, batch]} with boxes {64, BK} (128 bytes of MN,
@@ -124,6 +131,8 @@ typedef struct wg_geom {
     int shared_op;   /* csize 2: the operand the pair shares, multicast (0 A, 1 B) */
     int64_t units;   /* what the CTAs walk: tiles, or pairs of tiles (csize 2) */
     int64_t slots;   /* walkers: CTAs, or clusters (csize 2) */
+    ptx_reg units_r; /* dyn=m, scheduled: u32 units at this m (id 0: the immediate) */
+    ptx_reg tm2_r;   /* dyn=m, cluster 21: u32 rows of pair units, ceil(tile rows / 2) */
     int epi_bytes;   /* pingpong: one consumer's staging (each has its own) */
     int region;      /* ring and epilogue staging */
     int smem_bytes;  /* dynamic: slack + region + barriers */
@@ -163,8 +172,12 @@ bool gemm_wgmma_applies(const pt_prepared *pp, const pt_target *t)
 {
     /* tf32 and 8-bit operands are K-major in shared memory (no transpose) */
     bool kmaj = pp->at->es == 2 || (pp->a_kmajor && pp->b_kmajor);
-    return gemm_wgmma_target(t) && !dynamic(pp) && dtype_ok(pp->at->dt) && kmaj && !tma_problem(pp);
+    return gemm_wgmma_target(t) && dtype_ok(pp->at->dt) && kmaj && !tma_problem(pp) && !(pp->dyn_m && pp->d_col);
 }
+
+/* The M the tiles are counted at: M, or with dyn=m m_cap (the split-K
+ * workspace's and stream-K's plan; the grid and the walks read m). */
+static int64_t dyn_rows(const pt_prepared *pp) { return pp->dyn_m ? pp->m_cap : pp->M; }
 
 /* ---- split-K and stream-K (issue 13 item 2; the scheduler is
  * gen/gemm_wgmma_sched.c) ---- */
@@ -202,6 +215,30 @@ static int decomp_geometry(const pt_prepared *pp, const pt_config *c, wg_geom *w
     return PT_OK;
 }
 
+/* dyn=m (M the u32 parameter m): a row-major D only (a column-major one
+ * is the mma.sync loop's); a plain grid is (ceil(m / bm), column
+ * tiles x splitk, batch), so column tiles x splitk <= 65535; the TMA-store
+ * epilogue's reads of C and of full or per-row epilogue tensors take M as
+ * an immediate (gemm_epi.c's TMA section): not with dyn=m yet. */
+static int dyn_geometry(const pt_prepared *pp, const wg_geom *w, int64_t tnn, pt_err *e)
+{
+    if (!pp->dyn_m)
+        return PT_OK;
+    if (pp->d_col)
+        return pt_errf(e, PT_EUNSUPPORTED, "impl=1 (wgmma): dyn=m with a column-major D (d_colmajor=1) is the "
+                       "mma.sync loop's (impl=0)");
+    if (!w->persistent && tnn * w->splitk > 65535)
+        return pt_errf(e, PT_ERANGE, "dyn=m: %lld column tiles x splitk=%d CTAs along grid y: at most 65535 (a "
+                       "larger bn, or persistent)", (long long)tnn, w->splitk);
+    bool rows = pp->has_c;
+    for (int j = 0; j < pp->naux; j++)
+        rows = rows || pp->aux[j].kind != GEMM_AUX_N;
+    if (w->epi && rows)
+        return pt_errf(e, PT_EINVAL, "epi=1 (TMA store) with dyn=m: the epilogue reads C or an M-row tensor, "
+                       "which that path sizes at the tuned M (epi=0)");
+    return PT_OK;
+}
+
 /* The consumer schedule and the cluster of a config (sched, cluster):
  * pingpong takes two consumer warpgroups, each owning a whole 64-row tile
  * (bm=64 is the tile of one); a cluster of 2 pairs CTAs along M (21: they
@@ -232,9 +269,10 @@ static int sched_geometry(const pt_prepared *pp, const pt_config *c, wg_geom *w,
     if ((w->sched || w->csize > 1) && pt_config_get(c, "streamk", 0) != 0)
         return pt_errf(e, PT_EINVAL, "streamk=%lld: not with sched=1 or a cluster (whole tiles only)",
                        (long long)pt_config_get(c, "streamk", 0));
-    if ((w->sched || w->csize > 1) && dynamic(pp))
-        return pt_errf(e, PT_EINVAL, "dyn=%s: not with sched=1 or a cluster (the units are counted at emit time)",
-                       pp->prob.dyn);
+    if ((w->sched || w->csize > 1) && dynamic(pp) && pt_config_get(c, "persistent", 0) == 0)
+        return pt_errf(e, PT_EINVAL, "sched=%lld cluster=%lld: sched=1 or a cluster with dyn=m needs persistent > 0 "
+                       "(the walkers' grid is a constant; the units are counted from m)", (long long)sc,
+                       (long long)cl);
     return PT_OK;
 }
 
@@ -247,14 +285,14 @@ static void sched_units(wg_geom *w)
 {
     const gemm_ctx *g = &w->g;
     const pt_prepared *pp = g->pp;
-    int64_t tm = (pp->M + g->bm - 1) / g->bm, tnn = (pp->N + g->bn - 1) / g->bn;
+    int64_t tm = (dyn_rows(pp) + g->bm - 1) / g->bm, tnn = (pp->N + g->bn - 1) / g->bn;
     if (w->csize == 2 && w->shared_op == 1)
         tm = (tm + 1) / 2;
     else if (w->csize == 2)
         tnn = (tnn + 1) / 2;
     w->units = tm * tnn;
     int64_t per = w->persistent / w->csize;
-    w->slots = per ? (per < w->units ? per : w->units) : (w->units + w->sched) / (1 + w->sched);
+    w->slots = per ? (per < w->units || pp->dyn_m ? per : w->units) : (w->units + w->sched) / (1 + w->sched);
 }
 
 /* Whether the config takes the scheduled walk (pingpong or a cluster)
@@ -272,9 +310,6 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if (!dtype_ok(at->dt))
         return pt_errf(e, PT_EUNSUPPORTED, "impl=1 (wgmma): %s inputs are not supported (bf16 f16 tf32 e4m3 e5m2 s8 u8)",
                        pt_dtype_get(at->dt)->name);
-    if (dynamic(pp))
-        return pt_errf(e, PT_EUNSUPPORTED, "impl=1 (wgmma): dyn=%s is not supported (the mma.sync loop has it)",
-                       pp->prob.dyn);
     const char *bad = tma_problem(pp);
     if (bad)
         return pt_errf(e, PT_EINVAL, "impl=1 (wgmma): %s is not a multiple of 16 bytes (TMA strides): pad it",
@@ -350,11 +385,15 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     w->b_bytes = g->bn * w->kbytes;
     g->stage_bytes = w->a_bytes + w->b_bytes;
     g->kt_total = (pp->K + g->bk - 1) / g->bk;
-    int64_t tm = (pp->M + g->bm - 1) / g->bm, tnn = (pp->N + g->bn - 1) / g->bn;
+    /* dyn=m: tiles at m_cap (the workspace's and stream-K's plan) */
+    int64_t tm = (dyn_rows(pp) + g->bm - 1) / g->bm, tnn = (pp->N + g->bn - 1) / g->bn;
     g->tiles = tm * tnn;
     if (g->tiles > 0x7fffffffll)
         return pt_errf(e, PT_ERANGE, "%lld tiles: the grid is limited to 2^31-1", (long long)g->tiles);
     int drc = decomp_geometry(pp, c, w, e); /* splitk, streamk: g->splitk */
+    if (drc)
+        return drc;
+    drc = dyn_geometry(pp, w, tnn, e);
     if (drc)
         return drc;
     int erc = w->epi ? gemm_epi_tma_check(g, e) : PT_OK;
@@ -565,12 +604,33 @@ static int tile_head(wg_geom *w, int out)
 {
     gemm_ctx *g = &w->g;
     ptx_fn *f = g->f;
+    const pt_prepared *pp = g->pp;
     g->tile = gemm_sreg(g, PTX_S_CTAID_X);
     int top = -1;
+    if (pp->dyn_m && !w->persistent) {
+        /* dyn=m: the grid (ceil(m / bm), column tiles x splitk): tile =
+         * column tile x tile rows + %ctaid.x (split-K: %ctaid.y = split x
+         * column tiles + column tile); a CTA past the rows (a grid for a
+         * larger m) leaves */
+        ptx_reg past = gemm_setp(g, PTX_M_GE, ptx_r(g->tile), ptx_r(g->tm_r));
+        ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(out)), past, false);
+        int64_t tnn = (pp->N + g->bn - 1) / g->bn;
+        ptx_reg y = gemm_sreg(g, PTX_S_CTAID_Y), tj = y;
+        if (w->splitk > 1 && tnn > 1) {
+            g->split = gemm_op2(g, PTX_OP_DIV, ptx_r(y), ptx_imm(tnn));
+            tj = gemm_op2(g, PTX_OP_REM, ptx_r(y), ptx_imm(tnn));
+        } else if (w->splitk > 1) {
+            g->split = y;
+            tj = gemm_r32(g);
+            ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(tj), ptx_imm(0));
+        }
+        g->tile = gemm_mad(g, ptx_r(tj), ptx_r(g->tm_r), ptx_r(g->tile));
+    }
     if (w->persistent) {
         top = ptx_label_new(f);
         ptx_label_place(f, top);
-        ptx_reg fin = gemm_setp(g, PTX_M_GE, ptx_r(g->tile), ptx_imm(g->tiles));
+        ptx_opd lim = pp->dyn_m ? ptx_r(g->tiles_r) : ptx_imm(g->tiles);
+        ptx_reg fin = gemm_setp(g, PTX_M_GE, ptx_r(g->tile), lim);
         ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(out)), fin, false);
     }
     gemm_tile_coords(g);
@@ -602,6 +662,10 @@ typedef struct sched_walk {
     int top;
 } sched_walk;
 
+/* The units of a scheduled walk: the immediate, or with dyn=m the count at
+ * this m. */
+static ptx_opd units_opd(const wg_geom *w) { return w->units_r.id ? ptx_r(w->units_r) : ptx_imm(w->units); }
+
 static void walk_head(wg_geom *w, sched_walk *sw, ptx_reg cwg, ptx_reg crank, int out)
 {
     gemm_ctx *g = &w->g;
@@ -622,7 +686,7 @@ static void walk_head(wg_geom *w, sched_walk *sw, ptx_reg cwg, ptx_reg crank, in
     }
     sw->top = ptx_label_new(f);
     ptx_label_place(f, sw->top);
-    ptx_reg fin = gemm_setp(g, PTX_M_GE, ptx_r(sw->u), ptx_imm(w->units));
+    ptx_reg fin = gemm_setp(g, PTX_M_GE, ptx_r(sw->u), units_opd(w));
     ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(out)), fin, false);
     g->tile = sw->u;
     if (w->csize == 1) {
@@ -630,13 +694,16 @@ static void walk_head(wg_geom *w, sched_walk *sw, ptx_reg cwg, ptx_reg crank, in
         return;
     }
     int bm = g->bm, bn = g->bn;
-    if (w->shared_op == 1)
+    ptx_reg tm_r = g->tm_r;
+    if (w->shared_op == 1) {
         g->bm = 2 * bm;
-    else
+        g->tm_r = w->tm2_r; /* dyn=m: the pair units' rows */
+    } else
         g->bn = 2 * bn;
     gemm_tile_coords(g);
     g->bm = bm;
     g->bn = bn;
+    g->tm_r = tm_r;
     if (w->shared_op == 1)
         g->m0 = gemm_mad(g, ptx_r(crank), ptx_imm(bm), ptx_r(g->m0));
     else
@@ -656,6 +723,7 @@ static int role_head(wg_geom *w, int out)
 {
     gemm_ctx *g = &w->g;
     g->kt_begin = g->nkt = (ptx_reg){0};
+    g->split = (ptx_reg){0}; /* each role its own (tile_head may set it) */
     if (w->streamk) {
         wg_sk_head(g, &w->sk, out);
         return w->sk.top;
@@ -973,9 +1041,58 @@ static void sched_pingpong_head(wg_geom *w, kit_pipe *p, sched_walk *sw, sched_o
     ptx_label_place(f, first);
     walk_head(w, sw, cwg, crank, done);
     ptx_reg nx = gemm_op2(g, PTX_OP_ADD, ptx_r(sw->u), ptx_r(sw->walkers));
-    o->next = gemm_setp(g, PTX_M_LT, ptx_r(nx), ptx_imm(w->units));
+    o->next = gemm_setp(g, PTX_M_LT, ptx_r(nx), units_opd(w));
     ptx_reg later = gemm_setp(g, PTX_M_NE, ptx_r(sw->u), ptx_r(sw->walker));
     ptx_guard(ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_r(mine), ptx_imm(256)), later, false);
+}
+
+/* dyn=m: the u32 parameter m (recorded at the emitted M). */
+static ptx_reg param_m(gemm_ctx *g, pt_launch *l)
+{
+    const char *pn = ptx_param_add(g->f, "m", PTX_T_U32);
+    l->args[l->nargs++] = (pt_arg){PT_ARG_U32, 0, (uint64_t)g->pp->M, 0};
+    ptx_reg r = gemm_r32(g);
+    ptx_emit(g->f, PTX_OP_LD, M1(PTX_M_PARAM), U32T, ptx_r(r), ptx_saddr(pn, 0));
+    return r;
+}
+
+/* dyn=m, before the roles part: tile rows and tiles at this m (g->tm_r,
+ * g->tiles_r), and a scheduled walk's units (w->units_r; pairs along M:
+ * their rows w->tm2_r). */
+static void dyn_counts(wg_geom *w)
+{
+    gemm_ctx *g = &w->g;
+    int64_t tnn = (g->pp->N + g->bn - 1) / g->bn;
+    ptx_reg up = gemm_op2(g, PTX_OP_ADD, ptx_r(g->mreg), ptx_imm(g->bm - 1));
+    g->tm_r = gemm_op2(g, PTX_OP_SHR, ptx_r(up), ptx_imm(g->bm == 128 ? 7 : 6));
+    g->tiles_r = gemm_mul(g, ptx_r(g->tm_r), ptx_imm(tnn));
+    if (!scheduled(w))
+        return;
+    if (w->csize == 1)
+        w->units_r = g->tiles_r;
+    else if (w->shared_op == 1) {
+        ptx_reg t1 = gemm_op2(g, PTX_OP_ADD, ptx_r(g->tm_r), ptx_imm(1));
+        w->tm2_r = gemm_op2(g, PTX_OP_SHR, ptx_r(t1), ptx_imm(1));
+        w->units_r = gemm_mul(g, ptx_r(w->tm2_r), ptx_imm(tnn));
+    } else
+        w->units_r = gemm_mul(g, ptx_r(g->tm_r), ptx_imm((tnn + 1) / 2));
+}
+
+/* The batch's pointer of a tensor: p + %ctaid.z x stride elements of dt;
+ * with dyn=m the stride is m rows of ld elements (a u64 product at run
+ * time). */
+static ptx_reg batch_ptr(gemm_ctx *g, ptx_reg p, int64_t stride, int64_t ld, pt_dtype dt)
+{
+    if (!g->pp->dyn_m)
+        return gemm_addr64(g, p, ptx_r(g->bidx), stride * dt_bytes(dt));
+    ptx_fn *f = g->f;
+    ptx_reg m64 = gemm_r64(g), b64 = gemm_r64(g), rows = gemm_r64(g), off = gemm_r64(g), d = gemm_r64(g);
+    ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U64, PTX_T_U32), ptx_r(m64), ptx_r(g->mreg));
+    ptx_emit(f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U64, PTX_T_U32), ptx_r(b64), ptx_r(g->bidx));
+    ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), PTX_T1(PTX_T_U64), ptx_r(rows), ptx_r(m64), ptx_r(b64));
+    ptx_emit(f, PTX_OP_MUL, M1(PTX_M_LO), PTX_T1(PTX_T_U64), ptx_r(off), ptx_r(rows), ptx_imm(ld * dt_bytes(dt)));
+    ptx_emit(f, PTX_OP_ADD, NOM, PTX_T1(PTX_T_S64), ptx_r(d), ptx_r(p), ptx_r(off));
+    return d;
 }
 
 int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l, pt_err *e)
@@ -994,8 +1111,10 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
             pt_config_set(&hc, c->name[i], c->value[i]);
     pt_config_str(&hc, cfg, sizeof cfg);
     uint64_t h = pt_hash64(cfg, strlen(cfg));
+    /* dyn=m: the PTX is every m's (split-K and stream-K: every m of m_cap's bucket) */
+    int64_t msig = pp->dyn_m ? (w.fix_slots > 1 || w.streamk ? -pp->m_cap : -1) : pp->M;
     snprintf(sig, sizeof sig, "%lld %lld %lld %lld %lld %lld %lld %lld %d %d %s %g %g %g %g|%s",
-             (long long)pp->M, (long long)pp->N, (long long)pp->K, (long long)pp->batch,
+             (long long)msig, (long long)pp->N, (long long)pp->K, (long long)pp->batch,
              (long long)pp->lda, (long long)pp->ldb, (long long)pp->ldc, (long long)pp->ldd,
              pp->d_col, (int)pp->out_dt, pp->prob.layout, pp->prob.alpha, pp->prob.beta,
              pp->prob.scale_a, pp->prob.scale_b, pp->prob.epilogue ? pp->prob.epilogue : "");
@@ -1041,6 +1160,8 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     ptx_reg ws = {0}; /* split-K / stream-K partials and counters (gen/gemm_wgmma_sched.h) */
     if (w.fix_slots > 1)
         ws = gemm_param_ptr(g, l, "ws", (pt_arg){PT_ARG_WORKSPACE, 0, (uint64_t)wg_ws_bytes(g, w.fix_slots), 0});
+    if (pp->dyn_m) /* M, after the pointers and the workspace (docs/runtime.md) */
+        g->mreg = param_m(g, l);
     if (pp->in_alpha >= 0)
         g->alpha = gemm_param_f32(g, l, "alpha", pp->alpha);
     if (pp->in_beta >= 0)
@@ -1066,16 +1187,18 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     kit_pipe_mbar_setup(&pipe, t0);
     ptx_reg crank = sched_start(&w, &pipe, t0);
 
-    /* batch */
+    if (pp->dyn_m)
+        dyn_counts(&w);
+
+    /* batch (dyn=m: the strides of D, C and the full tensors are m rows) */
     if (pp->batch > 1) {
         g->bidx = gemm_sreg(g, PTX_S_CTAID_Z);
-        g->pd = gemm_addr64(g, d, ptx_r(g->bidx), pp->sd * dt_bytes(pp->out_dt));
+        g->pd = batch_ptr(g, d, pp->sd, pp->ldd, pp->out_dt);
         if (pp->has_c)
-            g->pc = gemm_addr64(g, cp, ptx_r(g->bidx), pp->sc * dt_bytes(pp->c_dt));
+            g->pc = batch_ptr(g, cp, pp->sc, pp->ldc, pp->c_dt);
         for (int j = 0; j < pp->naux; j++)
-            g->paux[j] = pp->aux[j].kind == GEMM_AUX_FULL
-                             ? gemm_addr64(g, aux[j], ptx_r(g->bidx), pp->saux * dt_bytes(pp->aux_dt))
-                             : aux[j];
+            g->paux[j] = pp->aux[j].kind == GEMM_AUX_FULL ? batch_ptr(g, aux[j], pp->saux, pp->N, pp->aux_dt)
+                                                          : aux[j];
     } else {
         g->bidx = gemm_r32(g);
         ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(g->bidx), ptx_imm(0));
@@ -1146,6 +1269,11 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     l->grid[1] = 1;
     if (w.splitk > 1)
         l->grid[1] = (unsigned)w.splitk;
+    if (pp->dyn_m) { /* persistent: P whatever m; else (ceil(m / bm), column tiles x splitk) */
+        int64_t tnn = (pp->N + g->bn - 1) / g->bn;
+        l->grid[0] = (unsigned)(w.persistent ? w.persistent : (pp->M + g->bm - 1) / g->bm);
+        l->grid[1] = (unsigned)(w.persistent ? w.splitk : tnn * w.splitk);
+    }
     if (w.streamk)
         l->grid[0] = (unsigned)w.sk.units;
     if (scheduled(&w)) {

@@ -31,7 +31,8 @@ int64_t wg_ws_bytes(const gemm_ctx *g, int slots)
 
 void wg_splitk_range(gemm_ctx *g)
 {
-    g->split = gemm_sreg(g, PTX_S_CTAID_Y);
+    if (!g->split.id) /* dyn=m's plain grid decodes it from %ctaid.y beforehand */
+        g->split = gemm_sreg(g, PTX_S_CTAID_Y);
     ptx_reg lo = gemm_mul(g, ptx_r(g->split), ptx_imm(g->kt_total));
     g->kt_begin = gemm_op2(g, PTX_OP_DIV, ptx_r(lo), ptx_imm(g->splitk));
     ptx_reg hi = gemm_op2(g, PTX_OP_ADD, ptx_r(lo), ptx_imm(g->kt_total));
@@ -54,6 +55,12 @@ void wg_sk_head(gemm_ctx *g, wg_sk *sk, int out)
     ptx_reg fin = gemm_setp(g, PTX_M_GE, ptx_r(sk->cur), ptx_r(sk->end));
     ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(out)), fin, false);
     g->tile = gemm_op2(g, PTX_OP_DIV, ptx_r(sk->cur), ptx_imm(sk->kt));
+    if (g->pp->dyn_m) {
+        /* planned at m_cap: the tiles past this m's (the last ones, the
+         * units walk tiles in order) are nobody's */
+        ptx_reg past = gemm_setp(g, PTX_M_GE, ptx_r(g->tile), ptx_r(g->tiles_r));
+        ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(out)), past, false);
+    }
     ptx_reg t0 = gemm_mul(g, ptx_r(g->tile), ptx_imm(sk->kt));
     g->kt_begin = gemm_op2(g, PTX_OP_SUB, ptx_r(sk->cur), ptx_r(t0));
     ptx_reg left = gemm_op2(g, PTX_OP_SUB, ptx_r(sk->end), ptx_r(sk->cur));

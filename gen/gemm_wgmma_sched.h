@@ -19,7 +19,15 @@
  * the slots in order (gemm_epi.c's split-K fixup with S = sk.slots, the
  * most units of any tile: the slots past the tile's count stay zero; a
  * tile one unit covers arrives once and sums its slot). No CTA waits on
- * another. */
+ * another.
+ *
+ * dyn=m: both are laid out for m_cap (the tiles of m_cap rows: workspace,
+ * stream-K plan), so one PTX serves every m of the bucket (m_cap/2,
+ * m_cap]; a split comes from %ctaid.y / column tiles on the plain grid
+ * (g->split set before wg_splitk_range), and a stream-K unit leaves at its
+ * first tile past the run-time tile count g->tiles_r (tiles are walked in
+ * order, so the rest are past it too; every contributor of a tile below it
+ * still arrives, so the fixup's counts hold). */
 #ifndef GEN_GEMM_WGMMA_SCHED_H
 #define GEN_GEMM_WGMMA_SCHED_H
 

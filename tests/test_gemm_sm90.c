@@ -573,6 +573,224 @@ Test(gemm_sm90, emulator_persistent_grids, .timeout = 600)
     grid_report(&g, "wgmma persistent", t0);
 }
 
+/* ---- dyn=m: M at run time (issue 13 item 4, issue 14 item 4) ---- */
+
+/* Whether map b (emitted at M = P) is map a (at M = T) with its dims and
+ * strides equal or scaled by P / T: what the runtime's re-encoding from the
+ * contract's dims_scale / strides_scale gives. */
+static bool map_follows(const pt_tmap *a, const pt_tmap *b, int64_t T, int64_t P)
+{
+    if (a->of != b->of || a->index != b->index || a->dtype != b->dtype || a->rank != b->rank ||
+        a->swizzle != b->swizzle || memcmp(a->box, b->box, sizeof a->box))
+        return false;
+    for (int r = 0; r < a->rank; r++) {
+        bool same = a->dims[r] == b->dims[r];
+        bool scaled = a->dims[r] % (uint64_t)T == 0 && b->dims[r] == a->dims[r] / (uint64_t)T * (uint64_t)P;
+        if (!same && !scaled)
+            return false;
+        if (r + 1 < a->rank) {
+            same = a->strides[r] == b->strides[r];
+            scaled = a->strides[r] % (uint64_t)T == 0 &&
+                     b->strides[r] == a->strides[r] / (uint64_t)T * (uint64_t)P;
+            if (!same && !scaled)
+                return false;
+        }
+    }
+    return true;
+}
+
+/* One dyn=m kernel emitted at M = base, run at each M of ms under the three
+ * schedules: re-emitted at that M it must give the same PTX (split-K and
+ * stream-K: within the base's power-of-two bucket, the workspace's m_cap),
+ * the grid rule (x = ceil(M / bm), or the persistent P), the same
+ * parameters but m, and maps that follow M; then the base's PTX runs with
+ * the launch at M (the re-emitted launch's maps: the runtime's) against the
+ * float64 reference. */
+static void dyn_grid(grid *g, pt_problem p, int64_t base, const int64_t *ms, int nm, const char *config,
+                     uint64_t seed)
+{
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    p.dyn = "m";
+    p.m = base;
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pb;
+    pt_config c;
+    cr_assert_eq(prepare_config(a, &p, &tg, config, &pb, &c, &e), PT_OK, "[%s] %s", config, e.msg);
+    cr_assert_eq(pt_config_get(&c, "impl", 0), 1, "dyn=m on sm_90a: the wgmma loop [%s]", config);
+    ptx_module *m = NULL;
+    pt_launch lb;
+    cr_assert_eq(pt_op_build(&gen_gemm_op, pb, &tg, 0, &c, &m, &lb, &e), PT_OK, "[%s] %s", config, e.msg);
+    char *text = ptx_print(m);
+    char entry[128];
+    snprintf(entry, sizeof entry, "%s", lb.entry); /* the name lives in the module */
+    ptx_module_free(m);
+    int marg = -1;
+    for (int i = 0; i < lb.nargs; i++)
+        if (lb.args[i].kind == PT_ARG_U32)
+            marg = i;
+    cr_assert_geq(marg, 0, "no u32 parameter m in the dyn=m kernel [%s]", config);
+    cr_assert_eq(lb.args[marg].u, (uint64_t)base);
+    int64_t bm = pt_config_get(&c, "bm", 64), pers = pt_config_get(&c, "persistent", 0);
+    bool streamk = pt_config_get(&c, "streamk", 0) == 1;
+    bool bucket = pt_config_get(&c, "splitk", 1) > 1 || streamk;
+    int64_t cap = 1;
+    while (cap < base)
+        cap *= 2;
+    for (int i = 0; i < nm; i++)
+        for (int sc = 0; sc < 3; sc++) {
+            pt_problem q = p;
+            q.m = ms[i];
+            pt_prepared *pq = NULL;
+            pt_launch lq = lb;
+            lq.entry = entry;
+            int rc = gen_gemm_op.prepare(a, &q, &tg, &pq, &e);
+            if (!rc) {
+                ptx_module *mq = NULL;
+                pt_launch lr;
+                rc = pt_op_build(&gen_gemm_op, pq, &tg, 0, &c, &mq, &lr, &e);
+                if (!rc) {
+                    char *tq = ptx_print(mq);
+                    bool same = strcmp(tq, text) == 0, want = !bucket || ms[i] > cap / 2;
+                    free(tq);
+                    /* stream-K: its plan's units (m_cap's, the base's) */
+                    unsigned gx = (unsigned)(streamk ? lb.grid[0] : pers ? pers : (ms[i] + bm - 1) / bm);
+                    if (same != want)
+                        rc = pt_errf(&e, PT_EINTERNAL, "re-emitted at m=%lld: PTX %s the base's", (long long)ms[i],
+                                     same ? "equals" : "differs from");
+                    else if (!want)
+                        ; /* another bucket's kernel: its own grid and workspace */
+                    else if (lr.grid[0] != gx || lr.grid[1] != lb.grid[1] || lr.grid[2] != lb.grid[2])
+                        rc = pt_errf(&e, PT_EINTERNAL, "grid %u,%u,%u at m=%lld: not the rule (x %u)", lr.grid[0],
+                                     lr.grid[1], lr.grid[2], (long long)ms[i], gx);
+                    else if (lr.nargs != lb.nargs || lr.ntmaps != lb.ntmaps || lr.smem != lb.smem)
+                        rc = pt_errf(&e, PT_EINTERNAL, "parameters or shared memory differ at m=%lld",
+                                     (long long)ms[i]);
+                    for (int j = 0; !rc && want && j < lr.ntmaps; j++)
+                        if (!map_follows(&lb.tmaps[j], &lr.tmaps[j], base, ms[i]))
+                            rc = pt_errf(&e, PT_EINTERNAL, "map %d at m=%lld does not follow M", j, (long long)ms[i]);
+                    lq.grid[0] = gx;
+                    lq.args[marg].u = (uint64_t)ms[i];
+                    memcpy(lq.tmaps, lr.tmaps, sizeof lq.tmaps);
+                }
+                ptx_module_free(mq);
+            }
+            tuner_dev *d = NULL;
+            tuner_kernel *k = NULL;
+            tuner_io *io = NULL;
+            double err = 0, secs = 0;
+            if (!rc)
+                rc = open_load_io("emu", scheds[sc], seed + (uint64_t)(3 * i + sc), text, entry, pq, &q, NULL,
+                                  NULL, &d, &k, &io, &e);
+            if (!rc) {
+                tuner_verify_opts vo = {.full_limit = INT64_MAX};
+                tuner_verify_result vr;
+                rc = tuner_verify(d, k, &lq, io, &vo, &vr, &e);
+                err = vr.max_err;
+                emu_stats st;
+                if (tuner_emu_last_run(d, &st) == PT_OK)
+                    secs = st.seconds;
+            }
+            run_release(d, k, io, NULL, NULL, NULL, NULL);
+            char shown[300];
+            snprintf(shown, sizeof shown, "dyn=m kernel of m=%lld, %s", (long long)base, config);
+            int di = 0;
+            while (di < NDT - 1 && dts[di] != p.dtype)
+                di++;
+            grid_trace(&q, shown, scheds[sc]);
+            grid_tally(g, di, rc, err, secs, &q, shown, scheds[sc], e.msg);
+        }
+    free(text);
+    pt_arena_free(a);
+}
+
+static const int64_t dyn_ms[] = {1, 7, 64, 65, 129, 257};
+
+/* One kernel per config (emitted at m = 300, m_cap 512) at M = 1, 7, 64,
+ * 65, 129, 257 under lazy, eager and random: plain and persistent grids,
+ * raster, split-K and stream-K at m_cap, MN-major A (layout t, lda given),
+ * batches (M-row strides from the parameter), C and bias/scale epilogues,
+ * the TMA-store epilogue (D's map follows M), pingpong and both clusters
+ * (persistent: the walks count their units from m). */
+Test(gemm_sm90, dyn_m_one_kernel_many_m, .timeout = 600)
+{
+    double t0 = now();
+    grid g = {0};
+    struct {
+        int64_t n, k, batch;
+        const char *lay;
+        pt_dtype dt, odt;
+        double beta;
+        const char *epi, *cfg;
+    } cs[] = {
+        {96, 80, 1, "nt", PT_BF16, PT_BF16, 0, NULL, "bm=128,bn=64,stages=3"},
+        {72, 64, 2, "tt", PT_F16, PT_F32, 0, "relu(acc + bias[n]) * s[m]", "bm=64,bn=32,stages=2,raster=2"},
+        {64, 256, 2, "nt", PT_BF16, PT_F32, 0.5, NULL, "bm=64,bn=64,stages=2,splitk=3"},
+        {48, 96, 1, "tn", PT_BF16, PT_BF16, 0, "acc + r", "bm=128,bn=64,stages=2,persistent=3,wg_wait=0"},
+        {40, 192, 1, "nt", PT_E4M3, PT_BF16, 0, NULL, "bm=64,bn=40,stages=3,persistent=4,streamk=1"},
+        {64, 64, 2, "nt", PT_BF16, PT_BF16, 0, NULL, "bm=64,bn=64,stages=2,epi=1"},
+        {64, 64, 1, "nt", PT_BF16, PT_BF16, 0, "acc + bias[n]", "bm=64,bn=64,stages=2,sched=1,persistent=2"},
+        {96, 64, 1, "nt", PT_BF16, PT_F32, 0, NULL, "bm=64,bn=32,stages=2,cluster=21,persistent=4,raster=2"},
+        {128, 64, 1, "tt", PT_F16, PT_F16, 0, NULL, "bm=64,bn=64,stages=2,cluster=12,persistent=4"},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        pt_problem p = prob_ldd(300, cs[i].n, cs[i].k, cs[i].lay, cs[i].dt, cs[i].odt);
+        p.batch = cs[i].batch;
+        p.beta = cs[i].beta;
+        p.epilogue = cs[i].epi;
+        dyn_grid(&g, p, 300, dyn_ms, 6, cs[i].cfg, 900 + 40 * (uint64_t)i);
+    }
+    grid_report(&g, "wgmma dyn=m: one kernel, m = 1 7 64 65 129 257", t0);
+    cr_expect_eq(g.cases, 6 * 3 * (int)(sizeof cs / sizeof cs[0]));
+}
+
+/* dyn=m on sm_90a: the default is the wgmma loop; what it refuses, in one
+ * line each. */
+Test(gemm_sm90, dyn_m_defaults_to_wgmma_and_check_refuses)
+{
+    pt_err e = {0};
+    pt_config c;
+    pt_problem p = prob(128, 4096, 4096, "nt", PT_BF16, PT_F64);
+    p.dyn = "m";
+    cr_assert_eq(check_cfg_on("sm_90a", &p, NULL, &c, &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(pt_config_get(&c, "impl", 0), 1, "dyn=m on sm_90a: the wgmma loop by default");
+    cr_expect_eq(check_cfg_on("sm_90a", &p, "impl=1,bm=128,bn=128,persistent=132,streamk=1", &c, &e), PT_OK, "%s",
+                 e.msg);
+    cr_expect_eq(check_cfg_on("sm_90a", &p, "impl=1,bm=128,bn=128,splitk=4", &c, &e), PT_OK, "%s", e.msg);
+    pt_problem col = p; /* a column-major D: the mma.sync loop's (where the op takes it) */
+    col.d_colmajor = true;
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    pt_arena *ca = pt_arena_new();
+    pt_prepared *cp;
+    bool col_ok = gen_gemm_op.prepare(ca, &col, &tg, &cp, &e) == PT_OK;
+    pt_arena_free(ca);
+    if (col_ok) {
+        cr_assert_eq(check_cfg_on("sm_90a", &col, NULL, &c, &e), PT_OK, "%s", e.msg);
+        cr_expect(pt_config_get(&c, "impl", 0) == 0 && pt_config_get(&c, "wm", 0) > 0, "dyn=m, column-major D: mma.sync");
+    }
+    pt_problem r = p;
+    r.beta = 1;
+    struct {
+        const pt_problem *p;
+        const char *cfg, *msg;
+    } bad[] = {
+        {&p, "impl=1,bm=64,sched=1", "sched=1 or a cluster with dyn=m needs persistent"},
+        {&p, "impl=1,cluster=21", "sched=1 or a cluster with dyn=m needs persistent"},
+        {&r, "impl=1,bm=128,bn=128,epi=1", "epi=1 (TMA store) with dyn=m"},
+        {&col, "impl=1,bm=128,bn=128", "dyn=m with a column-major D (d_colmajor=1) is the mma.sync loop's"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (bad[i].p == &col && !col_ok)
+            continue;
+        int rc = check_cfg_on("sm_90a", bad[i].p, bad[i].cfg, &c, &e);
+        cr_expect_neq(rc, PT_OK, "%s accepted", bad[i].cfg);
+        cr_expect(strstr(e.msg, bad[i].msg) != NULL, "%s: '%s', want '%s'", bad[i].cfg, e.msg, bad[i].msg);
+        cr_expect(!strchr(e.msg, '\n'), "one line: %s", e.msg);
+    }
+}
+
 /* ---- item 4: the cuda backend over the fake driver (tests/fake_cuda.c:
  * its cuTensorMapEncodeTiled encodes the emulator's maps and its JIT runs
  * the PTX on the emulator), and the CLI's run and tune on the emu backend ---- */
@@ -634,6 +852,21 @@ Test(gemm_sm90, cli_run_check_and_tune_on_the_emulator, .timeout = 300)
     cr_expect(strstr(out, "classes: ok 3") != NULL, "%s", out);
     cr_expect(strstr(out, "yes      ") != NULL, "no verified winner:\n%s", out);
     cr_expect(strstr(out, "impl=1,") != NULL, "%s", out);
+    remove(db);
+    /* dyn=m: M at run time, the wgmma loop (issue 13 item 4) */
+    snprintf(cmd, sizeof cmd,
+             "%s tune gemm m=128 n=64 k=64 dtype=bf16 layout=nt dyn=m --arch sm_90a --backend emu --db %s "
+             "--budget 2 2>&1",
+             bin, db);
+    fp = popen(cmd, "r");
+    cr_assert(fp);
+    n = fread(out, 1, sizeof out - 1, fp);
+    out[n] = 0;
+    st = pclose(fp);
+    cr_expect_eq(st, 0, "%s", out);
+    cr_expect(strstr(out, "classes: ok 2") != NULL, "%s", out);
+    cr_expect(strstr(out, "yes      ") != NULL, "no verified winner:\n%s", out);
+    cr_expect(strstr(out, "impl=1,") != NULL, "dyn=m on sm_90a: the wgmma loop\n%s", out);
     remove(db);
 }
 
