@@ -1100,14 +1100,14 @@ Test(runtime, an_sm90a_wgmma_gemm_with_tensor_maps_runs_from_the_export, .timeou
 }
 
 /* A dyn=m GEMM on sm_90a tuned at the 128 bucket, launched at M = 100 from
- * the export: on the wgmma loop once it takes dyn=m (issue 14 item 4, sk's
- * gen/gemm_wgmma.c: the maps over A and D are then encoded at the launch's
- * M, the contract's dims_scale), on mma.sync (no maps) until then. */
+ * the export: on the wgmma loop (issue 13 item 4, 0abf61f: its tensor maps,
+ * the one over A and with epi=1 the one over D, encoded at the launch's M
+ * from the contract's dims_scale). */
 Test(runtime, a_dyn_m_sm90a_gemm_runs_at_an_untuned_m, .timeout = 300)
 {
     static const int64_t dims[4] = {100, 128, 64, 1};
     run_exported_at(&gen_gemm_op, "gemm", "m=128 n=128 k=64 dtype=bf16 layout=nt dyn=m", "sm_90a",
-                    "wgdyn", -1, "m=100 n=128 k=64 dtype=bf16 layout=nt dyn=m", dims, 4);
+                    "wgdyn", 1, "m=100 n=128 k=64 dtype=bf16 layout=nt dyn=m", dims, 4);
 }
 
 Test(runtime, the_library_exports_the_api_and_links_no_generator)
