@@ -797,6 +797,15 @@ static bool cls_takes(char cls, int k)
     }
 }
 
+/* The kinds cls takes, one bit per ptx_opd_kind: cls_takes for every kind. */
+static uint16_t cls_kinds(char cls)
+{
+    uint16_t m = 0;
+    for (int kd = 0; kd <= PTX_O_TENSOR; kd++)
+        m |= (uint16_t)(cls_takes(cls, kd) << kd);
+    return m;
+}
+
 static int check_opd(const ptx_fn *f, const ptx_ins *ins, int pos, char cls, char rule,
                      pt_err *e)
 {
@@ -1328,6 +1337,9 @@ typedef struct sig {
     uint8_t pflags[PTX_MAX_OPDS];
     uint32_t rseen[PTX_MAX_OPDS], rok[PTX_MAX_OPDS], eseen[PTX_MAX_OPDS], eok[PTX_MAX_OPDS];
     uint32_t gseen, gok;
+    /* no VEC, IMM, PACK or FEAT P rows apply and the target takes sm/ver/arch:
+     * once opds_fast passes (no special register then), nothing else can fail */
+    bool plain;
 } sig;
 _Static_assert(PTX_O_TENSOR < 16, "sig.kinds holds 16 operand kinds");
 
@@ -1359,9 +1371,7 @@ static int check_sig(const ptx_fn *f, const ptx_ins *ins, sig *s, pt_err *e)
         s->cls[i] = c;
         s->rule[i] = r;
         s->rrule[i] = c == 'p' || c == 'q' || c == 'e' ? 'P' : r;
-        s->kinds[i] = 0;
-        for (int kd = 0; kd <= PTX_O_TENSOR; kd++)
-            s->kinds[i] |= (uint16_t)(cls_takes(c, kd) << kd);
+        s->kinds[i] = cls_kinds(c);
         s->pflags[i] = (uint8_t)((c == 'q' || c == 'e' ? PF_NEGOK : 0) | (r == 'K' && ksink ? PF_KSINK : 0) |
                                  (r == 'G' && g64 ? PF_G64 : 0) |
                                  (r == 'V' || r == 'Z' || r == 'A' ? PF_EL : 0));
@@ -1411,6 +1421,9 @@ static int check_sig(const ptx_fn *f, const ptx_ins *ins, sig *s, pt_err *e)
     s->sm = sm;
     s->ver = ver;
     s->arch = arch;
+    const pt_target *t = &f->mod->target;
+    s->plain = s->nvsel == 0 && s->nisel == 0 && lo == hi && s->nprows == 0 && sm <= t->sm &&
+               !(arch && !t->arch_specific) && !(f->mod->max_ptx && ver > f->mod->max_ptx);
     return PT_OK;
 }
 
@@ -1424,7 +1437,7 @@ static bool feat_p_hit(const ptx_fn *f, const ptx_ins *ins, size_t i)
 
 /* reg_fail's verdict on register r under rule, kept per type in *seen /
  * *ok; false for an undeclared register. */
-static bool reg_ok(const ptx_fn *f, const ptx_ins *ins, ptx_reg r, char rule, uint32_t *seen,
+static inline bool reg_ok(const ptx_fn *f, const ptx_ins *ins, ptx_reg r, char rule, uint32_t *seen,
                    uint32_t *ok)
 {
     int b = PTX_REG_BANK(r);
@@ -1433,6 +1446,8 @@ static bool reg_ok(const ptx_fn *f, const ptx_ins *ins, ptx_reg r, char rule, ui
     unsigned rt = f->banks[b].type;
     if (rt >= 32)
         return false;
+    if ((*ok >> rt) & 1)
+        return true;
     if (!((*seen >> rt) & 1)) {
         int want;
         *seen |= 1u << rt;
@@ -1506,7 +1521,15 @@ static bool opds_fast(const ptx_fn *f, const ptx_ins *ins, sig *s)
 static int check_opds(ptx_fn *f, const ptx_ins *ins, sig *s, bool fast, pt_err *e)
 {
     int rc;
-    if (!fast || !opds_fast(f, ins, s)) {
+    if (fast && opds_fast(f, ins, s)) {
+        if (s->plain) {
+            if (s->sm > f->need_sm)
+                f->need_sm = s->sm;
+            if (s->ver > f->need_ver)
+                f->need_ver = s->ver;
+            return PT_OK;
+        }
+    } else {
         for (int i = 0; i < ins->nopd; i++)
             if ((rc = check_opd(f, ins, i, s->cls[i], s->rule[i], e)))
                 return rc;
@@ -1595,35 +1618,11 @@ struct ptx_sigtab {
     size_t cap, n;    /* slots (a power of two) and entries, n < cap / 2 */
     sig_slot_t *slot; /* cap slots */
     sig *v;           /* cap / 2 entries, n of them used */
-    /* the last instruction looked up (its signature's fields, every
-     * modifier and type slot) and its entry: templates emit runs of one
-     * signature */
-    ptx_ins last;
+    /* the key of the last instruction looked up and its entry: templates
+     * emit runs of one signature */
+    uint64_t last[4];
     size_t last_idx; /* n: none */
 };
-
-/* Whether b has a's signature: every field sig_key reads, the modifier
- * and type slots compared whole (a slot past the count may differ: then
- * only a lookup is not saved). */
-static bool same_sig(const ptx_ins *a, const ptx_ins *b)
-{
-    return a->op == b->op && a->nmods == b->nmods && a->ntypes == b->ntypes && a->nopd == b->nopd &&
-           a->shape.m == b->shape.m && a->shape.k == b->shape.k && a->shape.at == b->shape.at &&
-           a->shape.n == b->shape.n && memcmp(a->mods, b->mods, sizeof a->mods) == 0 &&
-           memcmp(a->types, b->types, sizeof a->types) == 0;
-}
-
-static void sig_last(struct ptx_sigtab *t, const ptx_ins *ins, size_t idx)
-{
-    t->last.op = ins->op;
-    t->last.nmods = ins->nmods;
-    t->last.ntypes = ins->ntypes;
-    t->last.nopd = ins->nopd;
-    t->last.shape = ins->shape;
-    memcpy(t->last.mods, ins->mods, sizeof ins->mods);
-    memcpy(t->last.types, ins->types, sizeof ins->types);
-    t->last_idx = idx;
-}
 
 static void sig_free(struct ptx_sigtab *t)
 {
@@ -1634,23 +1633,30 @@ static void sig_free(struct ptx_sigtab *t)
     }
 }
 
+/* nm leading 0xff bytes, then zeros: ones + 8 - nm, read as a word, masks
+ * the first nm bytes of a word read from memory (either byte order) */
+static const uint8_t ones[16] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
 static bool sig_key(const ptx_ins *ins, uint64_t key[4])
 {
     unsigned nm = ins->nmods, nt = ins->ntypes;
     if (nm > PTX_MAX_MODS || nt > PTX_MAX_TYPES)
         return false;
-    _Static_assert(PTX_MAX_MODS <= 10 && PTX_MAX_TYPES <= 4, "sig_key packs 10 modifiers and 4 types");
-    uint64_t m0 = 0, m1 = 0, ty = 0; /* only the written ones (the rest may be anything) */
-    for (unsigned i = 0; i < nm && i < 8; i++)
-        m0 |= (uint64_t)ins->mods[i] << 8 * i;
-    for (unsigned i = 8; i < nm; i++)
-        m1 |= (uint64_t)ins->mods[i] << 8 * (i - 8);
-    for (unsigned i = 0; i < nt; i++)
-        ty |= (uint64_t)ins->types[i] << 8 * i;
+    _Static_assert(PTX_MAX_MODS == 10 && PTX_MAX_TYPES == 4, "sig_key packs 10 modifiers and 4 types");
+    /* only the written ones (the rest may be anything) */
+    uint64_t m0, k0;
+    uint16_t m1, k1;
+    uint32_t ty, kt;
+    memcpy(&m0, ins->mods, 8);
+    memcpy(&m1, ins->mods + 8, 2);
+    memcpy(&ty, ins->types, 4);
+    memcpy(&k0, ones + 8 - (nm < 8 ? nm : 8), 8);
+    memcpy(&k1, ones + 8 - (nm > 8 ? nm - 8 : 0), 2);
+    memcpy(&kt, ones + 8 - nt, 4);
     key[0] = ins->op | (uint64_t)nm << 16 | (uint64_t)nt << 24 | (uint64_t)ins->nopd << 32 |
              (uint64_t)ins->shape.m << 40 | (uint64_t)ins->shape.at << 48 | 1ull << 56; /* 1: used */
-    key[1] = m0;
-    key[2] = m1 | ty << 16 | (uint64_t)ins->shape.k << 48;
+    key[1] = m0 & k0;
+    key[2] = (uint64_t)(uint16_t)(m1 & k1) | (uint64_t)(ty & kt) << 16 | (uint64_t)ins->shape.k << 48;
     key[3] = ins->shape.n;
     return true;
 }
@@ -1715,14 +1721,15 @@ static int check_ins_cached(ptx_fn *f, const ptx_ins *ins, pt_err *e)
 {
     uint64_t key[4];
     struct ptx_sigtab *t = f->mod->sigs;
-    if (t && t->last_idx < t->n && same_sig(&t->last, ins))
-        return check_opds(f, ins, &t->v[t->last_idx], true, e);
     if (!sig_key(ins, key))
         return ptx_check_ins(f, ins, e);
+    if (t && t->last_idx < t->n && sig_eq(t->last, key))
+        return check_opds(f, ins, &t->v[t->last_idx], true, e);
     if (t && t->cap) {
         const sig_slot_t *sl = sig_slot(t->slot, t->cap, key);
         if (sl->key[0]) {
-            sig_last(t, ins, sl->idx);
+            memcpy(t->last, key, sizeof t->last);
+            t->last_idx = sl->idx;
             return check_opds(f, ins, &t->v[sl->idx], true, e);
         }
     }
@@ -1737,7 +1744,8 @@ static int check_ins_cached(ptx_fn *f, const ptx_ins *ins, pt_err *e)
     memcpy(sl->key, key, sizeof sl->key);
     sl->idx = t->n;
     t->v[t->n] = s;
-    sig_last(t, ins, t->n);
+    memcpy(t->last, key, sizeof t->last);
+    t->last_idx = t->n;
     return check_opds(f, ins, &t->v[t->n++], true, e);
 }
 
