@@ -73,16 +73,27 @@ enum { PRINT_BANKS = 32 };
 typedef struct print_bank {
     char pad[BPAD];
     uint8_t len;
+    bool fast; /* padded (len < BPAD) and indexed (not scalar) */
 } print_bank;
+/* With ctx_names, every register name of a padded bank written out once
+ * (an entry's registers are printed four times each on average): NAME
+ * bytes, the name padded, its length in the last byte. */
+enum { NAME = 16 };
 typedef struct print_ctx {
     const ptx_fn *f;
     size_t nb; /* banks in b (the first PRINT_BANKS of f) */
     print_bank b[PRINT_BANKS];
+    char (*names[PRINT_BANKS])[NAME]; /* bank b's names, ncount[b] of them; NULL: none */
+    uint32_t ncount[PRINT_BANKS];
+    char (*store)[NAME];              /* malloc'd, for all banks */
 } print_ctx;
 
 static void ctx_init(print_ctx *c, const ptx_fn *f)
 {
     c->f = f;
+    c->store = NULL;
+    memset(c->names, 0, sizeof c->names);
+    memset(c->ncount, 0, sizeof c->ncount);
     c->nb = f->nbanks < PRINT_BANKS ? f->nbanks : PRINT_BANKS;
     for (size_t i = 0; i < c->nb; i++) {
         size_t n = strlen(f->banks[i].prefix);
@@ -90,10 +101,17 @@ static void ctx_init(print_ctx *c, const ptx_fn *f)
         if (n < BPAD)
             memcpy(c->b[i].pad, f->banks[i].prefix, n);
         c->b[i].len = (uint8_t)(n < BPAD ? n : BPAD);
+        c->b[i].fast = n < BPAD && !f->banks[i].scalar;
     }
 }
 
 enum { SIMPLE = 40 + PTX_MAX_BANK_NAME }; /* a register, number, special register or [reg+off] */
+/* The kinds whose room may be more than SIMPLE (an address only with a symbol):
+ * opd_simple's complement, as a mask for print_ins */
+enum {
+    ROOM_KINDS = 1u << PTX_O_VEC | 1u << PTX_O_TENSOR | 1u << PTX_O_PAIR | 1u << PTX_O_SYM | 1u << PTX_O_LABEL |
+                 1u << PTX_O_ADDR
+};
 
 /* Operands whose room is SIMPLE (opd_room's answer, without the call). */
 static bool opd_simple(const ptx_opd *o)
@@ -167,6 +185,44 @@ static char *u64s(char *d, uint64_t v)
     return d;
 }
 
+static int ndigits(uint64_t v)
+{
+    int n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+/* The names of c's padded banks (print_bank.fast) whose longest name fits
+ * NAME - 1 bytes; without memory none (regs then writes them itself). */
+static void ctx_names(print_ctx *c)
+{
+    const ptx_fn *f = c->f;
+    size_t total = 0;
+    for (size_t b = 0; b < c->nb; b++)
+        if (c->b[b].fast && f->banks[b].count &&
+            c->b[b].len + ndigits(f->banks[b].count - 1) < NAME)
+            total += f->banks[b].count;
+    if (!total || total > (1u << 22) || !(c->store = malloc(total * NAME)))
+        return;
+    size_t at = 0;
+    for (size_t b = 0; b < c->nb; b++) {
+        uint32_t n = f->banks[b].count;
+        if (!c->b[b].fast || !n || c->b[b].len + ndigits(n - 1) >= NAME)
+            continue;
+        c->names[b] = c->store + at;
+        c->ncount[b] = n;
+        for (uint32_t i = 0; i < n; i++) {
+            char *slot = c->store[at + i];
+            memcpy(slot, c->b[b].pad, BPAD);
+            slot[NAME - 1] = (char)(u64s(slot + c->b[b].len, i) - slot);
+        }
+        at += n;
+    }
+}
+
 static char *i64s(char *d, int64_t v)
 {
     if (v < 0) {
@@ -194,10 +250,14 @@ static char *hexs(char *d, uint64_t v, int digits, bool upper)
     return d;
 }
 
-static char *regs(const print_ctx *c, ptx_reg r, char *d)
+static char *regs_slow(const print_ctx *c, ptx_reg r, char *d)
 {
     const ptx_fn *f = c->f;
     int b = PTX_REG_BANK(r);
+    if (b >= 0 && (size_t)b < c->nb && c->b[b].fast) { /* b < nb <= f->nbanks */
+        memcpy(d, c->b[b].pad, BPAD);
+        return u64s(d + c->b[b].len, PTX_REG_IDX(r));
+    }
     if (b < 0 || (size_t)b >= f->nbanks) {
         char buf[32];
         return cp(d, ptx_reg_name(f, r, buf, sizeof buf));
@@ -208,6 +268,18 @@ static char *regs(const print_ctx *c, ptx_reg r, char *d)
     } else
         d = cp(d, f->banks[b].prefix);
     return f->banks[b].scalar ? d : u64s(d, PTX_REG_IDX(r));
+}
+
+/* A register from its written-out name (ncount 0: none), else regs_slow. */
+static inline char *regs(const print_ctx *c, ptx_reg r, char *d)
+{
+    uint32_t b = (r.id >> 20) - 1u, i = PTX_REG_IDX(r); /* bank 0xffffffff: no register */
+    if (b < PRINT_BANKS && i < c->ncount[b]) {
+        const char *slot = c->names[b][i];
+        memcpy(d, slot, NAME);
+        return d + slot[NAME - 1];
+    }
+    return regs_slow(c, r, d);
 }
 
 static char *opds(const print_ctx *c, const ptx_opd *o, char *d)
@@ -254,7 +326,8 @@ static char *opds(const print_ctx *c, const ptx_opd *o, char *d)
                 *d++ = ',';
                 *d++ = ' ';
             }
-            d = opds(c, &o->u.vec.e[i], d);
+            const ptx_opd *v = &o->u.vec.e[i];
+            d = v->kind == PTX_O_REG && !v->neg ? regs(c, v->u.reg, d) : opds(c, v, d);
         }
         *d++ = '}';
         break;
@@ -292,12 +365,15 @@ static void print_ins(const print_ctx *c, const ptx_ins *ins, pt_buf *out)
 {
     const ptx_fn *f = c->f;
     /* mbarrier::complete_tx::bytes; PT_SLACK: the padded copies' overshoot */
-    size_t room = 96 + PT_SLACK + (size_t)(ins->nmods + ins->ntypes) * 32;
-    for (int i = 0; i < ins->nopd; i++)
-        room += opd_simple(&ins->opd[i]) ? SIMPLE : opd_room(f, &ins->opd[i]);
+    size_t room = 96 + PT_SLACK + (size_t)(ins->nmods + ins->ntypes) * 32 + (size_t)ins->nopd * SIMPLE;
+    for (int i = 0; i < ins->nopd; i++) {
+        const ptx_opd *o = &ins->opd[i];
+        if (o->kind < 32 && ((ROOM_KINDS >> o->kind) & 1) && (o->kind != PTX_O_ADDR || o->u.addr.sym))
+            room += opd_room(f, o) - SIMPLE; /* opd_room counts SIMPLE too */
+    }
     if (ins->op == PTX_OP_LABEL)
         room += strlen(f->labels[ins->opd[0].u.label]);
-    if (!pt_buf_room(out, room))
+    if ((out->failed || out->len + room + 1 > out->cap) && !pt_buf_room(out, room))
         return;
     char *d = out->s + out->len;
     if (ins->op == PTX_OP_LABEL) {
@@ -321,17 +397,25 @@ static void print_ins(const print_ctx *c, const ptx_ins *ins, pt_buf *out)
         }
         memcpy(d, op_pad[ins->op], PAD);
         d += op_len[ins->op];
-        for (int i = 0; i <= ins->nmods; i++) {
-            if (ins->shape.m && (ins->shape.at == i || (i == ins->nmods && ins->shape.at > i))) {
-                d = u64s(cp(d, ".m"), ins->shape.m);
-                d = u64s(cp(d, "n"), ins->shape.n);
-                d = u64s(cp(d, "k"), ins->shape.k);
+        if (!ins->shape.m) {
+            for (int i = 0; i < ins->nmods; i++) {
+                *d++ = '.';
+                memcpy(d, mod_pad[ins->mods[i]], PAD);
+                d += mod_len[ins->mods[i]];
             }
-            if (i == ins->nmods)
-                break;
-            *d++ = '.';
-            memcpy(d, mod_pad[ins->mods[i]], PAD);
-            d += mod_len[ins->mods[i]];
+        } else {
+            for (int i = 0; i <= ins->nmods; i++) {
+                if (ins->shape.at == i || (i == ins->nmods && ins->shape.at > i)) {
+                    d = u64s(cp(d, ".m"), ins->shape.m);
+                    d = u64s(cp(d, "n"), ins->shape.n);
+                    d = u64s(cp(d, "k"), ins->shape.k);
+                }
+                if (i == ins->nmods)
+                    break;
+                *d++ = '.';
+                memcpy(d, mod_pad[ins->mods[i]], PAD);
+                d += mod_len[ins->mods[i]];
+            }
         }
         for (int i = 0; i < ins->ntypes; i++) {
             *d++ = '.';
@@ -342,7 +426,8 @@ static void print_ins(const print_ctx *c, const ptx_ins *ins, pt_buf *out)
             if (i)
                 *d++ = ',';
             *d++ = ' ';
-            d = opds(c, &ins->opd[i], d);
+            const ptx_opd *o = &ins->opd[i];
+            d = o->kind == PTX_O_REG && !o->neg ? regs(c, o->u.reg, d) : opds(c, o, d);
         }
         *d++ = ';';
         *d++ = '\n';
@@ -424,10 +509,15 @@ static void print_fn(ptx_fn *f, pt_buf *out)
     int line = count_lines(out);
     print_ctx c;
     ctx_init(&c, f);
-    for (size_t i = 0; i < f->nbody; i++) {
-        f->body[i].line = line++;
-        print_ins(&c, &f->body[i], out);
-    }
+    ctx_names(&c);
+    /* the body's text at once (about 50 bytes an instruction): regrowing
+     * copies it; print_ins still makes sure of each instruction's room */
+    if (f->nbody < SIZE_MAX / 128 && pt_buf_room(out, f->nbody * 64 + 4096))
+        for (size_t i = 0; i < f->nbody; i++) {
+            f->body[i].line = line++;
+            print_ins(&c, &f->body[i], out);
+        }
+    free(c.store);
     pt_buf_puts(out, "}\n");
 }
 
