@@ -4,13 +4,14 @@
 #include <math.h>
 
 /* Reference devices: (name, sm, SMs, tensor TF/s, fp32 TF/s, GB/s, threads,
- * blocks, warps, registers, shared per SM, shared per block, launch us).
+ * blocks, warps, registers, shared per SM, shared per block, launch us,
+ * shared GB/s per SM = 128 B x boost clock: 1.41, 1.80, 2.52, 1.98 GHz).
  * Datasheet figures, dense, boost clock. */
 static const search_device devices[] = {
-    {"A100-SXM4-80GB (model)", 80, 108, 312, 19.5, 2039, 2048, 32, 64, 65536, 167936, 166912, 3},
-    {"RTX A6000 (model)", 86, 84, 155, 38.7, 768, 1536, 16, 48, 65536, 102400, 101376, 3},
-    {"L40S (model)", 89, 142, 362, 91.6, 864, 1536, 24, 48, 65536, 102400, 101376, 3},
-    {"H100-SXM5-80GB (model)", 90, 132, 989, 67, 3350, 2048, 32, 64, 65536, 233472, 232448, 3},
+    {"A100-SXM4-80GB (model)", 80, 108, 312, 19.5, 2039, 2048, 32, 64, 65536, 167936, 166912, 3, 180.5},
+    {"RTX A6000 (model)", 86, 84, 155, 38.7, 768, 1536, 16, 48, 65536, 102400, 101376, 3, 230.4},
+    {"L40S (model)", 89, 142, 362, 91.6, 864, 1536, 24, 48, 65536, 102400, 101376, 3, 322.6},
+    {"H100-SXM5-80GB (model)", 90, 132, 989, 67, 3350, 2048, 32, 64, 65536, 233472, 232448, 3, 253.4},
 };
 
 const search_device *search_device_for(int sm)
@@ -23,6 +24,22 @@ const search_device *search_device_for(int sm)
 }
 
 static int imin(int a, int b) { return a < b ? a : b; }
+
+/* The exposed epilogue (model.h): per output tile, direct stores pass the
+ * tile through shared memory twice and out at the SM's share of DRAM
+ * bandwidth, a TMA store only writes the staging, except the SM's last
+ * tile, whose bulk store nothing overlaps (the kernel ends when it lands);
+ * tiles in sequence per SM, overlapped by the co-resident blocks. */
+static double epilogue(const search_device *d, const search_kernel *k, double blocks, int bps)
+{
+    if (k->out_tile_bytes <= 0 || k->epi_hidden || d->smem_gbs <= 0)
+        return 0;
+    double smem = d->smem_gbs * 1e9, share = d->dram_gbs * 1e9 / d->sm_count, b = k->out_tile_bytes;
+    double per = k->epi_tma ? b / smem : b * (2 / smem + 1 / share);
+    double last = k->epi_tma ? b * (1 / smem + 1 / share) : per;
+    double tiles = k->tiles > 0 ? k->tiles : blocks, seq = ceil(tiles / d->sm_count);
+    return ((seq - 1) * per + last) / bps;
+}
 
 void search_estimate_kernel(const search_device *d, const search_kernel *k, search_estimate *o)
 {
@@ -78,8 +95,9 @@ void search_estimate_kernel(const search_device *d, const search_kernel *k, sear
     double occ_mem = k->pipelined ? 1.0 : fmin(1.0, 4 * o->occupancy);
     double mem_eff = occ_mem * fmin(1.0, blocks / d->sm_count) * access;
     o->memory_s = traffic / (d->dram_gbs * 1e9 * mem_eff);
+    o->epilogue_s = epilogue(d, k, blocks, bps);
     double launch = d->launch_us * 1e-6;
-    o->seconds = fmax(o->compute_s, o->memory_s) + launch;
+    o->seconds = fmax(o->compute_s, o->memory_s) + o->epilogue_s + launch;
     o->limiter = o->compute_s >= o->memory_s ? (o->compute_s > launch ? "compute" : "launch")
                                              : (o->memory_s > launch ? "memory" : "launch");
 }

@@ -19,9 +19,27 @@
  *                x min(1, blocks / SMs) x access efficiency); a pipelined
  *                kernel (cp.async stages) keeps enough bytes in flight at
  *                any occupancy, so its occupancy term is 1
- *   time       = max(compute, memory) + launch overhead
+ *   epilogue   = the output tiles' stores where the consumer warps wait for
+ *                them (a config that names its epilogue: the sm_90a wgmma
+ *                loop's epi), per tile: direct, D tile bytes x (2 / shared
+ *                bandwidth + SMs / DRAM bandwidth) (the fragment staged in
+ *                shared memory, read back in store units, the global stores
+ *                issued at the SM's share of DRAM bandwidth); TMA store,
+ *                D tile bytes / shared bandwidth (stmatrix into the staging;
+ *                the bulk store runs on the TMA engine under the next tile's
+ *                or the next block's main loop), the SM's last tile also its
+ *                store at the DRAM share (nothing overlaps the last drain);
+ *                0 when another warpgroup's
+ *                MMAs overlap it (pingpong). Exposed: per tile x ceil(tiles
+ *                / SMs) / blocks per SM (co-resident blocks overlap one's
+ *                epilogue with another's main loop). It is serial with both
+ *                sides: while the consumers store, the ring fills and the
+ *                producer stops, so neither the MMAs nor the block's loads
+ *                go on
+ *   time       = max(compute, memory) + epilogue + launch overhead
  * access efficiency: 1 for 8- or 16-byte accesses, 0.9 for 4, 0.75 for 2,
- * 0.6 for 1 byte. Unknown registers count as 32. Not modelled: L2 reuse
+ * 0.6 for 1 byte. Shared bandwidth: 128 bytes per clock per SM at the boost
+ * clock. Unknown registers count as 32. Not modelled: L2 reuse
  * between concurrent blocks (tile traffic is counted at DRAM), instruction
  * issue limits, bank conflicts. The numbers are coarse by design: the model
  * ranks, the device decides. */
@@ -40,6 +58,7 @@ typedef struct search_device {
     int max_threads_sm, max_blocks_sm, max_warps_sm;
     int regs_sm, smem_sm, smem_block; /* smem_block: opt-in maximum per block */
     double launch_us;
+    double smem_gbs;        /* shared memory bandwidth of one SM (128 B/clock) */
 } search_device;
 
 /* The reference device the emulator backend models for an arch: sm_80
@@ -61,6 +80,12 @@ typedef struct search_kernel {
     double tile_m, tile_n;    /* block tile, 0: none */
     double elem_bytes;        /* of A and B */
     double op_traffic;        /* the op's bytes for this config (pt_op.cost), 0: none */
+    /* the epilogue: bytes of D one output tile stores (0: not modelled),
+     * the output tiles (0: blocks; a persistent grid walks several per
+     * block), a TMA-store epilogue (else direct stores), hidden under
+     * another warpgroup's MMAs (pingpong) */
+    double out_tile_bytes, tiles;
+    bool epi_tma, epi_hidden;
 } search_kernel;
 
 typedef struct search_estimate {
@@ -68,6 +93,7 @@ typedef struct search_estimate {
     double compute_s, memory_s;
     int blocks_per_sm;
     double occupancy, waves, wave_eff, traffic;
+    double epilogue_s;        /* exposed epilogue time (serial) */
     const char *limiter;      /* "compute" "memory" "launch" "threads" "registers" "shared" */
 } search_estimate;
 

@@ -663,3 +663,129 @@ Test(gemm_sm90_store, mock_backend_runs_tensor_map_kernels, .timeout = 300)
     snprintf(path, sizeof path, "rm -rf %s", dir);
     cr_expect_eq(system(path), 0);
 }
+
+/* ---- the cost model's epilogue term (issue 13 store item c) ---- */
+
+typedef struct model_seen {
+    int n;
+    char cfg[400][256];
+    double s[400];
+} model_seen;
+
+/* Records each candidate's cost-model estimate; the measurement is that
+ * estimate (a fake device). */
+static int record_model(void *ctx, const sweep_cand *c, sweep_meas *m, pt_err *e)
+{
+    (void)e;
+    model_seen *ms = ctx;
+    if (ms->n < 400) {
+        snprintf(ms->cfg[ms->n], sizeof ms->cfg[0], "%s", c->config_str);
+        ms->s[ms->n++] = c->model_s;
+    }
+    snprintf(m->cls, sizeof m->cls, "ok");
+    m->verified = m->timed = true;
+    m->t_min = m->t_median = m->t_max = c->model_s;
+    m->spread = 0;
+    m->reps = 1;
+    return PT_OK;
+}
+
+/* Every valid config of a 2048^3 bf16 sm_90a GEMM through the sweep's
+ * model: a cooperative TMA-store config is modelled faster than its
+ * direct-store twin (the consumers only write the staging; the bulk store
+ * runs under the next main loop), a pingpong pair is modelled alike (the
+ * other consumer's MMAs hide either epilogue), and the model's best
+ * cooperative config stores by TMA. */
+Test(gemm_sm90_store, cost_model_ranks_the_tma_store_epilogue_ahead, .timeout = 300)
+{
+    static const db_fingerprint fp = {"Fake GPU (model)", 90, 132, "13000", "none", 90, "ptxtune 0.1.0",
+                                      "test-bench/1"};
+    char dir[] = "/tmp/ptxtune_sm90_model_XXXXXX";
+    cr_assert(mkdtemp(dir));
+    pt_arena *a = pt_arena_new();
+    pt_err e = {0};
+    search_problem p;
+    cr_assert_eq(search_problem_parse(a, "gemm", "m=2048 n=2048 k=2048 dtype=bf16 layout=nt", &p, &e), PT_OK,
+                 "%s", e.msg);
+    char path[512];
+    snprintf(path, sizeof path, "%s/t.db", dir);
+    db_store *s;
+    cr_assert_eq(db_open(path, NULL, &s, &e), PT_OK, "%s", e.msg);
+    model_seen *ms = calloc(1, sizeof *ms);
+    cr_assert(ms);
+    sweep_opts o = {.arch = "sm_90a", .strategy = SEARCH_EXHAUSTIVE, .budget = 0, .seed = 1, .no_compile = true,
+                    .tool_version = "test", .git_rev = "test", .measure = record_model, .measure_ctx = ms,
+                    .fingerprint = &fp};
+    sweep_summary sum;
+    cr_assert_eq(sweep_run(s, &p, 1, &o, &sum, &e), PT_OK, "sweep: %s", e.msg);
+    db_close(s);
+    int pairs = 0, pp_pairs = 0, best = -1;
+    for (int i = 0; i < ms->n; i++) {
+        char *q = strstr(ms->cfg[i], "epi=1");
+        bool coop = strstr(ms->cfg[i], "sched=0") != NULL;
+        if (coop && (best < 0 || ms->s[i] < ms->s[best]))
+            best = i;
+        if (!q)
+            continue;
+        char twin[256];
+        snprintf(twin, sizeof twin, "%s", ms->cfg[i]);
+        twin[q - ms->cfg[i] + 4] = '0';
+        for (int j = 0; j < ms->n; j++) {
+            if (strcmp(ms->cfg[j], twin))
+                continue;
+            cr_assert(isfinite(ms->s[i]) && isfinite(ms->s[j]), "%s", twin);
+            if (coop) {
+                pairs++;
+                cr_expect_lt(ms->s[i], ms->s[j] * (1 - 1e-3), "%s: TMA store %.4g s, direct %.4g s", ms->cfg[i],
+                             ms->s[i], ms->s[j]);
+            } else {
+                pp_pairs++;
+                cr_expect(fabs(ms->s[i] - ms->s[j]) <= 1e-12 * ms->s[j], "pingpong %s: %.6g vs %.6g s", ms->cfg[i],
+                          ms->s[i], ms->s[j]);
+            }
+        }
+    }
+    printf("cost model: %d configs, %d cooperative and %d pingpong epi pairs; best cooperative %s (%.4g s)\n",
+           ms->n, pairs, pp_pairs, best >= 0 ? ms->cfg[best] : "-", best >= 0 ? ms->s[best] : 0.0);
+    cr_expect_gt(pairs, 4);
+    cr_expect_gt(pp_pairs, 0);
+    cr_assert_geq(best, 0);
+    cr_expect(strstr(ms->cfg[best], "epi=1") != NULL, "the model's best cooperative config: %s", ms->cfg[best]);
+    free(ms);
+    pt_arena_free(a);
+    snprintf(path, sizeof path, "rm -rf %s", dir);
+    cr_expect_eq(system(path), 0);
+}
+
+/* The term itself (search/model.h): 8192^3 bf16 on 128 x 256 tiles (2048
+ * tiles, 16 per SM of the H100 model): direct stores expose ~16 x 3.1 us,
+ * a TMA store 15 x 0.26 us + the last drain; pingpong hides both; a
+ * kernel that names no epilogue keeps the old estimate. */
+Test(gemm_sm90_store, cost_model_epilogue_term)
+{
+    const search_device *d = search_device_for(90);
+    search_kernel k = {.flops = 2.0 * 8192 * 8192 * 8192, .bytes = 3.0 * 8192 * 8192 * 2, .tensor = true,
+                       .blocks = 2048, .threads = 384, .regs = 168, .smem = 200000, .access_bytes = 16,
+                       .pipelined = true, .m = 8192, .n = 8192, .k = 8192, .tile_m = 128, .tile_n = 256,
+                       .elem_bytes = 2};
+    search_estimate none, direct, tma, hidden;
+    search_estimate_kernel(d, &k, &none);
+    k.out_tile_bytes = 128 * 256 * 2;
+    k.tiles = 2048;
+    search_estimate_kernel(d, &k, &direct);
+    k.epi_tma = true;
+    search_estimate_kernel(d, &k, &tma);
+    k.epi_hidden = true;
+    search_estimate_kernel(d, &k, &hidden);
+    printf("8192^3 bf16 128x256: no term %.1f us, direct +%.1f us, TMA store +%.1f us, pingpong +%.1f us\n",
+           none.seconds * 1e6, direct.epilogue_s * 1e6, tma.epilogue_s * 1e6, hidden.epilogue_s * 1e6);
+    cr_expect_eq(none.epilogue_s, 0);
+    cr_expect_gt(direct.seconds, tma.seconds);
+    cr_expect_gt(tma.seconds, none.seconds);
+    cr_expect_eq(hidden.seconds, none.seconds);
+    /* direct: 16 tiles x 64 KB x (2 / 253.4 GB/s + 132 / 3350 GB/s) */
+    double want = 16 * 65536.0 * (2 / 253.4e9 + 132 / 3350e9);
+    cr_expect(fabs(direct.epilogue_s - want) < 1e-3 * want, "direct %.4g s, want %.4g", direct.epilogue_s, want);
+    cr_expect_lt(tma.epilogue_s, direct.epilogue_s / 4);
+    cr_expect_eq(direct.seconds - direct.epilogue_s, none.seconds, "the term adds, nothing else moves");
+}

@@ -186,6 +186,22 @@ static double model_of(const sweep_ctx *sc, const prob_state *ps, const pt_confi
         k.tile_n = (double)pt_config_get(cfg, "bn", 0);
         k.elem_bytes = pt_dtype_get(p->dtype)->bytes;
     }
+    int64_t epi = pt_config_get(cfg, "epi", -1);
+    if (tiled && epi >= 0 && k.tile_m > 0 && k.tile_n > 0) {
+        /* a config naming its epilogue (the sm_90a wgmma loop: 0 direct, 1
+         * TMA store): its stores of D, tile by tile (search/model.h) */
+        enum { MAXT = 24 };
+        pt_tensor in[MAXT], out[MAXT];
+        int nin = 0, nout = 0;
+        ps->op->tensors(ps->pp, &nin, &nout, NULL, NULL);
+        if (nin <= MAXT && nout >= 1 && nout <= MAXT && !ps->op->tensors(ps->pp, &nin, &nout, in, out)) {
+            double batch = p->batch > 1 ? (double)p->batch : 1;
+            k.out_tile_bytes = k.tile_m * k.tile_n * pt_dtype_get(out[0].dtype)->bytes;
+            k.tiles = ceil(k.m / k.tile_m) * ceil(k.n / k.tile_n) * batch;
+            k.epi_tma = epi == 1;
+            k.epi_hidden = pt_config_get(cfg, "sched", 0) == 1;
+        }
+    }
     if (ps->op->cost) { /* the op's view of this config (attention: split-KV partials) */
         pt_cost pc = {0, false};
         ps->op->cost(ps->pp, cfg, &pc);
@@ -640,6 +656,8 @@ static void device_from_info(search_device *d, const tuner_devinfo *di, int sm)
         d->smem_block = di->smem_optin;
     if (di->regs_per_sm > 0)
         d->regs_sm = di->regs_per_sm;
+    if (di->clock_khz > 0) /* 128 bytes of shared memory per clock */
+        d->smem_gbs = 128.0 * di->clock_khz * 1e-6;
     d->name = NULL;
 }
 
