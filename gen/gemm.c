@@ -35,7 +35,9 @@
  * linear tile column-tile * tile-rows + ctaid.x (persistent: P CTAs, tile
  * count from M); the split-K workspace is laid out for m_cap =
  * pow2ceil(m), so the PTX is the same for every M (split-K: every M of
- * the bucket (m_cap/2, m_cap]). */
+ * the bucket (m_cap/2, m_cap]). A column-major D's columns are M long: its
+ * leading dimension (C's, the M x N tensors') follows M unless given
+ * (pp->ldd_m, ldc_m), the epilogue's units along M are one element. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,9 +292,12 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
     pp->dyn_m = strcmp(dyn, "m") == 0;
     pp->m_cap = pow2ceil(pp->M);
     pp->prob.dyn = pp->dyn_m ? "m" : NULL;
-    if (pp->dyn_m && pp->d_col)
-        return pt_errf(e, PT_EUNSUPPORTED,
-                       "dyn=m needs a row-major D (d_colmajor=0): a column-major D's columns are M long");
+    /* a column-major D's columns are M long: ldd (ldc) not given follows M
+     * at run time. A stored K x M does not (below): its row starts would be
+     * aligned only as M is, so every A copy of the main loop would be one
+     * element wide (cw_a); the caller gives lda (padded as it likes) */
+    pp->ldd_m = pp->dyn_m && pp->d_col && pb->ldd == 0;
+    pp->ldc_m = pp->dyn_m && pp->d_col && pb->ldc == 0;
     if (pp->dyn_m && !pp->a_kmajor && pb->lda == 0)
         return pt_errf(e, PT_EINVAL,
                        "dyn=m with layout %s: A is stored K x M, its rows follow M: give lda (the kernel "
@@ -400,7 +405,10 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
         pp->cw_b = es;
     /* epilogue units: E elements contiguous in D, all-or-nothing at the edge */
     int64_t cols = pp->d_col ? M : N;
-    int E = 16;
+    /* dyn=m, column-major D: the units run along M, whose edge (and, with
+     * ldd following M, whose column alignment) is known only at run time:
+     * one element each (coalesced across the warp) */
+    int E = pp->dyn_m && pp->d_col ? 1 : 16;
     for (;;) {
         bool ok = E * dt_bytes(odt) <= 16 && pp->ldd % E == 0 && cols % E == 0;
         if (pp->has_c)
@@ -772,7 +780,8 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
     char sig[512];
     snprintf(sig, sizeof sig, "%lld %lld %lld %lld %lld %lld %lld %lld %d %d %s %g %g %g %g|%s",
              (long long)(pp->dyn_m ? (g.splitk > 1 ? -pp->m_cap : -1) : pp->M), (long long)pp->N, (long long)pp->K, (long long)pp->batch,
-             (long long)pp->lda, (long long)pp->ldb, (long long)pp->ldc, (long long)pp->ldd,
+             (long long)pp->lda, (long long)pp->ldb, (long long)(pp->ldc_m ? -1 : pp->ldc),
+             (long long)(pp->ldd_m ? -1 : pp->ldd),
              pp->d_col, (int)pp->out_dt, pp->prob.layout, pp->prob.alpha, pp->prob.beta,
              pp->prob.scale_a, pp->prob.scale_b, pp->prob.epilogue ? pp->prob.epilogue : "");
     h ^= pt_hash64(sig, strlen(sig)) * 31;
@@ -821,16 +830,20 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
     if (pp->batch > 1) {
         g.bidx = gemm_sreg(&g, PTX_S_CTAID_Z);
         /* dyn=m: the strides of A (layout n), D, C and the full tensors
-         * are M rows: M * (row bytes) at run time */
-        bool dm = pp->dyn_m;
+         * are M rows: M * (row bytes) at run time; a column-major D (C) is
+         * N columns of ldd (ldc), M when it follows M */
+        bool dm = pp->dyn_m, dc = pp->d_col;
         g.pa = dm && pp->a_kmajor ? addr_m(&g, a, g.bidx, pp->lda * es)
                                   : gemm_addr64(&g, a, ptx_r(g.bidx), pp->sa * es);
         g.pb = gemm_addr64(&g, b, ptx_r(g.bidx), pp->sb * es);
-        g.pd = dm ? addr_m(&g, d, g.bidx, pp->ldd * dt_bytes(pp->out_dt))
-                  : gemm_addr64(&g, d, ptx_r(g.bidx), pp->sd * dt_bytes(pp->out_dt));
+        int db = dt_bytes(pp->out_dt), cb = dt_bytes(pp->c_dt);
+        g.pd = dm && !dc      ? addr_m(&g, d, g.bidx, pp->ldd * db)
+             : pp->ldd_m      ? addr_m(&g, d, g.bidx, pp->N * db)
+                              : gemm_addr64(&g, d, ptx_r(g.bidx), pp->sd * db);
         if (pp->has_c)
-            g.pc = dm ? addr_m(&g, cp, g.bidx, pp->ldc * dt_bytes(pp->c_dt))
-                      : gemm_addr64(&g, cp, ptx_r(g.bidx), pp->sc * dt_bytes(pp->c_dt));
+            g.pc = dm && !dc  ? addr_m(&g, cp, g.bidx, pp->ldc * cb)
+                 : pp->ldc_m  ? addr_m(&g, cp, g.bidx, pp->N * cb)
+                              : gemm_addr64(&g, cp, ptx_r(g.bidx), pp->sc * cb);
         for (int j = 0; j < pp->naux; j++)
             g.paux[j] = pp->aux[j].kind != GEMM_AUX_FULL ? aux[j]
                       : dm ? addr_m(&g, aux[j], g.bidx, pp->N * dt_bytes(pp->aux_dt))

@@ -116,6 +116,9 @@ typedef struct epi_geom {
     int upr, nu;             /* units per staging row, units per thread per band */
     int64_t srows_lim, scols_lim;
     bool row_dyn;            /* dyn=m: the staging rows end at the run-time M */
+    bool col_dyn;            /* dyn=m, column-major D: the staging columns end at M, and D's
+                              * (C's, the M x N tensors') staging rows are M long when
+                              * their ld follows M (unit_pass's *step) */
     int qround;              /* k slices: register quads per reduction round */
     int red_bytes;           /* k slices: bytes of one round */
     int red_off;             /* k slices: buffer offset (past the staging when both fit) */
@@ -204,8 +207,11 @@ static epi_geom geom(const pt_prepared *pp, const epi_desc *d)
     e.scols = dc ? d->bm : d->bn;
     e.srows_lim = dc ? pp->N : pp->M;
     e.row_dyn = pp->dyn_m && !dc;
+    e.col_dyn = pp->dyn_m && dc;
     e.scols_lim = dc ? pp->M : pp->N;
-    if (e.direct) { /* only D's alignment matters */
+    if (e.col_dyn) /* units along the run-time M: one element (prepare's vec_max) */
+        e.E = 1;
+    else if (e.direct) { /* only D's alignment matters */
         e.E = 16 / e.ses;
         while (e.E > 1 && (pp->ldd % e.E || e.scols_lim % e.E))
             e.E /= 2;
@@ -403,11 +409,54 @@ typedef struct unit_pass {
     ptx_reg zero;              /* b32 0, to clear consumed partials */
     ptx_reg colok;             /* scol0 in range (id 0: always) */
     ptx_reg rowleft;           /* row_dyn: s32 M - srow0 (staging rows left in D) */
+    ptx_reg colleft;           /* col_dyn: s32 M - scol0 (staging columns left in D) */
+    /* col_dyn: u64 bytes from one staging row of D, C, the M x N tensors to
+     * the next when that leading dimension is the run-time M (id 0: the
+     * immediate ld) */
+    ptx_reg dstep, cstep, xstep[GEMM_MAX_AUX];
 } unit_pass;
 
 static ptx_reg ptr2d(gemm_ctx *g, ptx_reg base, ptx_reg row, int64_t ld, ptx_reg col, int es)
 {
     ptx_reg p = gemm_addr64(g, base, ptx_r(row), ld * es);
+    return gemm_addr64(g, p, ptx_r(col), es);
+}
+
+/* u64 M * es: the bytes of a column of M elements (a leading dimension
+ * that follows the run-time M). */
+static ptx_reg m_bytes(gemm_ctx *g, int es)
+{
+    ptx_reg w = gemm_r64(g), s = gemm_r64(g);
+    ptx_emit(g->f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U64, PTX_T_U32), ptx_r(w), ptx_r(g->mreg));
+    ptx_emit(g->f, PTX_OP_MUL, M1(PTX_M_LO), PTX_T1(PTX_T_U64), ptx_r(s), ptx_r(w), ptx_imm(es));
+    return s;
+}
+
+/* step * n (u64 register times an immediate). */
+static ptx_reg mul64(gemm_ctx *g, ptx_reg step, int64_t n)
+{
+    ptx_reg t = gemm_r64(g);
+    ptx_emit(g->f, PTX_OP_MUL, M1(PTX_M_LO), PTX_T1(PTX_T_U64), ptx_r(t), ptx_r(step), ptx_imm(n));
+    return t;
+}
+
+/* p + rows * step (step: u64 register), 64-bit; rows 0: p. */
+static ptx_reg add_rows(gemm_ctx *g, ptx_reg p, int64_t rows, ptx_reg step)
+{
+    if (!rows)
+        return p;
+    ptx_reg t = rows == 1 ? step : mul64(g, step, rows), d = gemm_r64(g);
+    ptx_emit(g->f, PTX_OP_ADD, NOM, PTX_T1(PTX_T_S64), ptx_r(d), ptx_r(p), ptx_r(t));
+    return d;
+}
+
+/* base + row * step + col * es (row, col u32; step u64 bytes per row). */
+static ptx_reg ptr2d_dyn(gemm_ctx *g, ptx_reg base, ptx_reg row, ptx_reg step, ptx_reg col, int es)
+{
+    ptx_reg w = gemm_r64(g), t = gemm_r64(g), p = gemm_r64(g);
+    ptx_emit(g->f, PTX_OP_CVT, NOM, PTX_TYPES(PTX_T_U64, PTX_T_U32), ptx_r(w), ptx_r(row));
+    ptx_emit(g->f, PTX_OP_MUL, M1(PTX_M_LO), PTX_T1(PTX_T_U64), ptx_r(t), ptx_r(w), ptx_r(step));
+    ptx_emit(g->f, PTX_OP_ADD, NOM, PTX_T1(PTX_T_S64), ptx_r(p), ptx_r(base), ptx_r(t));
     return gemm_addr64(g, p, ptx_r(col), es);
 }
 
@@ -609,7 +658,10 @@ static ptx_reg unit_ok(gemm_ctx *g, const epi_geom *e, const unit_map *u, const 
     else if (e->srows_lim % e->srows)
         ok = gemm_pand(g, ok, gemm_setp_s(g, PTX_M_LT, ptx_r(up->srow0),
                                           ptx_imm(e->srows_lim - u->urimm[i])));
-    if (e->scols_lim % e->scols) {
+    if (e->col_dyn)
+        ok = gemm_pand(g, ok, gemm_setp_s(g, PTX_M_GT, ptx_r(up->colleft),
+                                          ptx_imm((int64_t)u->ucimm[i] * e->E)));
+    else if (e->scols_lim % e->scols) {
         ptx_reg cok = u->ucimm[i] ? gemm_setp_s(g, PTX_M_LT, ptx_r(up->scol0),
                                                 ptx_imm(e->scols_lim - (int64_t)u->ucimm[i] * e->E))
                                   : up->colok;
@@ -646,6 +698,10 @@ static void copy_unit(gemm_ctx *g, const epi_geom *e, const unit_map *u, const u
     ptx_reg ok = unit_ok(g, e, u, up, i);
     int64_t imm = ((int64_t)u->urimm[i] * pp->ldd + (int64_t)u->ucimm[i] * e->E) * dt_bytes(pp->out_dt);
     ptx_reg p = up->d;
+    if (up->dstep.id) { /* D's ld is the run-time M */
+        p = add_rows(g, p, u->urimm[i], up->dstep);
+        imm = (int64_t)u->ucimm[i] * e->E * dt_bytes(pp->out_dt);
+    }
     if (imm > 0x7fff0000ll) {
         p = gemm_add64(g, p, imm);
         imm = 0;
@@ -737,14 +793,20 @@ static void emit_units(gemm_ctx *g, const epi_geom *e, const unit_map *u, const 
         ptx_reg ok = unit_ok(g, e, u, up, i);
         int64_t rimm = u->urimm[i], cimm = (int64_t)u->ucimm[i] * E;
         ptx_reg cv[16] = {{0}};
-        if (pp->has_c)
+        if (pp->has_c && up->cstep.id)
+            load_vals(g, add_rows(g, up->c, rimm, up->cstep), cimm * dt_bytes(pp->c_dt), pp->c_dt, E, cv, ok,
+                      pp->int_exact);
+        else if (pp->has_c)
             load_vals(g, up->c, (rimm * pp->ldc + cimm) * dt_bytes(pp->c_dt), pp->c_dt, E, cv, ok,
                       pp->int_exact);
         ptx_reg av[GEMM_MAX_AUX][16];
         for (int j = 0; j < pp->naux; j++) {
             const gemm_aux *x = &pp->aux[j];
             int es = dt_bytes(pp->aux_dt);
-            if (x->kind == GEMM_AUX_FULL) {
+            if (x->kind == GEMM_AUX_FULL && up->xstep[j].id) {
+                load_vals(g, add_rows(g, up->aux[j], rimm, up->xstep[j]), cimm * es, pp->aux_dt, E, av[j], ok,
+                          false);
+            } else if (x->kind == GEMM_AUX_FULL) {
                 load_vals(g, up->aux[j], (rimm * e->scols_lim + cimm) * es, pp->aux_dt, E, av[j], ok,
                           false);
             } else if ((x->kind == GEMM_AUX_N) == !dc) {
@@ -762,8 +824,12 @@ static void emit_units(gemm_ctx *g, const epi_geom *e, const unit_map *u, const 
                 ax[j] = av[j][k];
             out[k] = epi_value(g, acc[k], cv[k], ax, val);
         }
-        store_vals(g, up->d, (rimm * pp->ldd + cimm) * dt_bytes(pp->out_dt), pp->out_dt, E, out, ok,
-                   pp->int_exact);
+        if (up->dstep.id)
+            store_vals(g, add_rows(g, up->d, rimm, up->dstep), cimm * dt_bytes(pp->out_dt), pp->out_dt, E, out,
+                       ok, pp->int_exact);
+        else
+            store_vals(g, up->d, (rimm * pp->ldd + cimm) * dt_bytes(pp->out_dt), pp->out_dt, E, out, ok,
+                       pp->int_exact);
     }
 }
 
@@ -808,6 +874,8 @@ static void emit_all_units(gemm_ctx *g, const epi_geom *e, const unit_map *u, co
     }
     ptx_reg *adv64[4 + GEMM_MAX_AUX];
     int64_t step64[4 + GEMM_MAX_AUX];
+    ptx_reg stepr[4 + GEMM_MAX_AUX]; /* u64 register steps (id 0: step64's immediate) */
+    memset(stepr, 0, sizeof stepr);
     int n64 = 0;
     bool dc = pp->d_col;
     if (src == SRC_WS_WRITE || src == SRC_WS_SUM) {
@@ -815,15 +883,21 @@ static void emit_all_units(gemm_ctx *g, const epi_geom *e, const unit_map *u, co
         step64[n64++] = (int64_t)rs * e->scols * 4;
     }
     if (src != SRC_WS_WRITE) {
+        if (up->dstep.id)
+            stepr[n64] = mul64(g, up->dstep, rs);
         adv64[n64] = &up1.d;
         step64[n64++] = (int64_t)rs * pp->ldd * dt_bytes(pp->out_dt);
         if (pp->has_c && src != SRC_STAGED) {
+            if (up->cstep.id)
+                stepr[n64] = mul64(g, up->cstep, rs);
             adv64[n64] = &up1.c;
             step64[n64++] = (int64_t)rs * pp->ldc * dt_bytes(pp->c_dt);
         }
         for (int j = 0; j < pp->naux && src != SRC_STAGED; j++) {
             const gemm_aux *x = &pp->aux[j];
             int64_t es = dt_bytes(pp->aux_dt);
+            if (x->kind == GEMM_AUX_FULL && up->xstep[j].id)
+                stepr[n64] = mul64(g, up->xstep[j], rs);
             adv64[n64] = &up1.aux[j];
             step64[n64++] = x->kind == GEMM_AUX_FULL ? rs * e->scols_lim * es
                           : (x->kind == GEMM_AUX_N) == !dc ? 0 : rs * es;
@@ -850,7 +924,10 @@ static void emit_all_units(gemm_ctx *g, const epi_geom *e, const unit_map *u, co
     for (int k = 0; k < n32; k++)
         gemm_inc32(g, *adv32[k], step32[k]);
     for (int k = 0; k < n64; k++)
-        gemm_inc64(g, *adv64[k], step64[k]);
+        if (stepr[k].id)
+            ptx_emit(f, PTX_OP_ADD, NOM, PTX_T1(PTX_T_S64), ptx_r(*adv64[k]), ptx_r(*adv64[k]), ptx_r(stepr[k]));
+        else
+            gemm_inc64(g, *adv64[k], step64[k]);
     if (ur.id)
         gemm_inc32(g, ur, rs);
     ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(i), ptx_r(i), ptx_imm(1));
@@ -872,9 +949,15 @@ static void pass_pointers(gemm_ctx *g, const epi_geom *e, const unit_map *u, ptx
     up->scol0 = gemm_mad(g, ptx_r(u->uc0), ptx_imm(e->E), ptx_r(sc0));
     up->colok = (ptx_reg){0};
     up->rowleft = (ptx_reg){0};
+    up->colleft = (ptx_reg){0};
+    up->dstep = up->cstep = (ptx_reg){0};
+    memset(up->xstep, 0, sizeof up->xstep);
     if (e->row_dyn && need_out)
         up->rowleft = gemm_op2(g, PTX_OP_SUB, gemm_m(g), ptx_r(r));
-    if (e->scols_lim % e->scols)
+    if (e->col_dyn) { /* the workspace's partials need no column check */
+        if (need_out)
+            up->colleft = gemm_op2(g, PTX_OP_SUB, gemm_m(g), ptx_r(up->scol0));
+    } else if (e->scols_lim % e->scols)
         up->colok = gemm_setp_s(g, PTX_M_LT, ptx_r(up->scol0), ptx_imm(e->scols_lim));
     if (need_ws) {
         /* ws + ((bidx*tiles + tile)*S + split)*tile_words*4 + (pb + ur0)*scols*4 + uc0*E*4 */
@@ -892,15 +975,25 @@ static void pass_pointers(gemm_ctx *g, const epi_geom *e, const unit_map *u, ptx
     }
     if (!need_out)
         return;
-    up->d = ptr2d(g, g->pd, up->srow0, pp->ldd, up->scol0, dt_bytes(pp->out_dt));
+    int ob = dt_bytes(pp->out_dt), cb = dt_bytes(pp->c_dt), es = dt_bytes(pp->aux_dt);
+    if (pp->ldd_m) {
+        up->dstep = m_bytes(g, ob);
+        up->d = ptr2d_dyn(g, g->pd, up->srow0, up->dstep, up->scol0, ob);
+    } else
+        up->d = ptr2d(g, g->pd, up->srow0, pp->ldd, up->scol0, ob);
     if (e->direct) /* C and the epilogue tensors were read at the fragment */
         return;
-    if (pp->has_c)
-        up->c = ptr2d(g, g->pc, up->srow0, pp->ldc, up->scol0, dt_bytes(pp->c_dt));
-    int es = dt_bytes(pp->aux_dt);
+    if (pp->has_c && pp->ldc_m) {
+        up->cstep = m_bytes(g, cb);
+        up->c = ptr2d_dyn(g, g->pc, up->srow0, up->cstep, up->scol0, cb);
+    } else if (pp->has_c)
+        up->c = ptr2d(g, g->pc, up->srow0, pp->ldc, up->scol0, cb);
     for (int j = 0; j < pp->naux; j++) {
         const gemm_aux *x = &pp->aux[j];
-        if (x->kind == GEMM_AUX_FULL)
+        if (x->kind == GEMM_AUX_FULL && e->col_dyn) { /* stored like D, packed: M long */
+            up->xstep[j] = m_bytes(g, es);
+            up->aux[j] = ptr2d_dyn(g, g->paux[j], up->srow0, up->xstep[j], up->scol0, es);
+        } else if (x->kind == GEMM_AUX_FULL)
             up->aux[j] = ptr2d(g, g->paux[j], up->srow0, e->scols_lim, up->scol0, es);
         else if ((x->kind == GEMM_AUX_N) == !dc)
             up->aux[j] = gemm_addr64(g, g->paux[j], ptx_r(up->scol0), es);

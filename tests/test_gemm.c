@@ -1151,7 +1151,8 @@ Test(gemm, dyn_m_kernel_takes_m_at_run_time)
         int64_t lda;
         const char *epi, *config, *want;
     } bad[] = {
-        {"nt", true, 0, NULL, "", "dyn=m needs a row-major D (d_colmajor=0): a column-major D's columns are M long"},
+        {"tt", true, 0, NULL, "", /* a column-major D follows M (test_runtime_dyn); A stored K x M does not */
+         "dyn=m with layout tt: A is stored K x M, its rows follow M: give lda (the kernel then serves every M <= lda)"},
         {"tn", false, 0, NULL, "",
          "dyn=m with layout tn: A is stored K x M, its rows follow M: give lda (the kernel then serves every M <= lda)"},
         {"nt", false, 0, "acc * m[n]", "", "epilogue: 'm' is the kernel's run-time M with dyn=m: rename the tensor"},
