@@ -204,8 +204,9 @@ Test(gemm_sm90_store, emulator_grid, .timeout = 600)
 
 /* Rows of three or more 64-byte boxes (192, 320, 832 bytes: f32 bn 48, 80,
  * 208; bf16 bn 96; 16-bit bn 160 is 320): refused by check() until the
- * third and later boxes were written; cooperative, pingpong, a cluster of
- * 2, persistent and batched, each under the lazy, eager and random
+ * third and later boxes were written; the same bn with the other output
+ * (bf16 48/80/208, f32 96); cooperative, pingpong, a cluster of 2,
+ * persistent and batched, each under the lazy, eager and random
  * schedules, with epilogues, M and N odd and at the box edges. */
 Test(gemm_sm90_store, rows_of_three_and_more_64_byte_boxes, .timeout = 600)
 {
@@ -231,6 +232,12 @@ Test(gemm_sm90_store, rows_of_three_and_more_64_byte_boxes, .timeout = 600)
         {65, 193, 64, "nt", PT_BF16, PT_BF16, "tanh(acc)", 2, "bm=64,bn=96,sched=1,persistent=2"},
         {40, 100, 64, "nt", PT_BF16, PT_F32, NULL, 2, "bm=64,bn=48,cluster=12,persistent=2"},
         {65, 160, 64, "nt", PT_F16, PT_F16, "relu(acc)", 1, "bm=64,bn=160"},
+        /* the same bn with the other output: bf16 48/80/208 (rows of 32-byte
+         * boxes), f32 96 (three 128-byte boxes) */
+        {65, 48, 64, "nt", PT_BF16, PT_BF16, "relu(acc)", 1, "bm=64,bn=48,persistent=2"},
+        {129, 80, 64, "tt", PT_F16, PT_BF16, NULL, 1, "bm=64,bn=80,sched=1"},
+        {33, 200, 64, "nt", PT_BF16, PT_BF16, "acc + bias[n]", 1, "bm=128,bn=208,stages=2"},
+        {65, 96, 64, "nt", PT_BF16, PT_F32, NULL, 2, "bm=64,bn=96,cluster=21"},
         /* 64-byte k tiles too (64B-swizzle TMA loads and wgmma descriptors) */
         {65, 100, 24, "nt", PT_BF16, PT_BF16, "acc + bias[n]", 1, "bm=64,bn=96,bk=32"},
         {33, 48, 20, "tt", PT_F16, PT_F32, NULL, 1, "bm=128,bn=48,bk=32,persistent=2"},
