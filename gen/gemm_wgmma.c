@@ -261,8 +261,24 @@ static int sched_geometry(const pt_prepared *pp, const pt_config *c, wg_geom *w,
                            "warpgroups owns a 64-row tile)", w->g.bm);
         w->consumers = 2;
     }
-    if (w->csize == 2 && pt_config_get(c, "persistent", 0) == 1)
+    int64_t pers = pt_config_get(c, "persistent", 0);
+    if (w->csize == 2 && pers == 1)
         return pt_errf(e, PT_EINVAL, "persistent=1: a cluster of 2 needs at least 2 CTAs");
+    if (w->csize == 2 && pers % 2)
+        return pt_errf(e, PT_EINVAL, "persistent=%lld: a cluster of 2 takes an even CTA count (the grid's x is a "
+                       "multiple of the cluster's 2)", (long long)pers);
+    /* multicast: each CTA loads half of a K-major shared operand's rows into
+     * both CTAs' stage, at rows / 2 rows (x the swizzle span) from the
+     * tile's start: a TMA destination must sit on its swizzle pattern's
+     * boundary (8 rows: 1024 bytes for 128B), so the half is whole 8-row
+     * groups (an MN-major operand goes in whole 64-row boxes) */
+    bool skm = w->shared_op == 1 ? pp->b_kmajor : pp->a_kmajor;
+    int srows = w->shared_op == 1 ? w->g.bn : w->g.bm;
+    if (w->csize == 2 && skm && srows % 16)
+        return pt_errf(e, PT_EINVAL, "cluster=%lld with %s=%d: each CTA multicasts %d rows of %s, not whole 8-row "
+                       "swizzle groups (a TMA destination starts on its swizzle pattern): %s a multiple of 16",
+                       (long long)cl, w->shared_op == 1 ? "bn" : "bm", srows, srows / 2,
+                       w->shared_op == 1 ? "B" : "A", w->shared_op == 1 ? "bn" : "bm");
     if ((w->sched || w->csize > 1) && pt_config_get(c, "splitk", 1) != 1)
         return pt_errf(e, PT_EINVAL, "splitk=%lld: not with sched=1 or a cluster (whole tiles only)",
                        (long long)pt_config_get(c, "splitk", 1));
@@ -505,11 +521,12 @@ static void decomp_space(const pt_prepared *pp, pt_space *s)
 }
 
 /* The consumer schedule in the space: pingpong where a CTA has two 64-row
- * tiles to alternate. The cluster is a parameter of one value (1): a
- * config may name 21 or 12 (check() judges it), the search does not offer
- * them: with them, every config of the 8192^3 space through ptxas
- * (test_gemm_sm90) took 384 compiles, 247 s on this 2-core machine, over
- * the test suite's budget. */
+ * tiles to alternate. The cluster: 21 (a pair along M) where the largest
+ * tile (128 rows) leaves two tile rows, 12 (along N) where the widest (256
+ * columns) leaves two tile columns, so the pair's second CTA has a tile of
+ * its own (check() keeps the grid even and the multicast halves on their
+ * swizzle pattern). The per-commit assembly test samples the space (every
+ * value of every parameter); the whole of it is scripts/check_spaces.sh's. */
 static void sched_space(const pt_prepared *pp, pt_space *s)
 {
     pt_param_space sc = {"sched", "consumers: 0 cooperative (split the tile), 1 pingpong (alternate 64-row tiles)",
@@ -518,6 +535,10 @@ static void sched_space(const pt_prepared *pp, pt_space *s)
         sc.values[sc.nvalues++] = 1;
     pt_param_space cl = {"cluster", "CTA pairs sharing an operand by TMA multicast: 1 none, 21 (2x1, along M: B), "
                          "12 (1x2, along N: A)", 1, {1}};
+    if ((pp->M + 127) / 128 >= 2)
+        cl.values[cl.nvalues++] = 21;
+    if ((pp->N + 255) / 256 >= 2)
+        cl.values[cl.nvalues++] = 12;
     s->p[s->nparams++] = sc;
     s->p[s->nparams++] = cl;
 }

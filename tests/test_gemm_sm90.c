@@ -455,8 +455,9 @@ static int64_t gemm_risk(const pt_config *c)
  * (test_space_sample: the 4 biggest tiles, every value of every
  * parameter, then random ones up to 16 for nt, 12 for tt); every config
  * with PTXTUNE_FULL_SPACE=1 (scripts/check_spaces.sh): the whole spaces
- * are 660 configs, minutes of ptxas on this 2-core machine (48 took 46 s
- * at load 13). Prints the first configs' resources. */
+ * are 1980 configs since the cluster is searched (660 before), many
+ * minutes of ptxas on this 2-core machine (48 took 46 s at load 13).
+ * Prints the first configs' resources. */
 Test(gemm_sm90, every_config_of_the_8192_bf16_space_assembles, .timeout = 3600)
 {
     pt_compiler *comp = NULL;

@@ -229,6 +229,77 @@ Test(gemm_sm90_sched, check_refuses_illegal_combinations)
     cr_expect_eq(check_cfg(&p, "impl=1,bm=128,cluster=12", &e), PT_OK, "%s", e.msg);
 }
 
+/* The cluster in the search space (issue 13 item 5): 21 where the
+ * problem has two tile rows of the largest tile (128), 12 where it has two
+ * tile columns (256); check() keeps what a cluster launch and its multicast
+ * need: an even persistent grid (grid x a multiple of the cluster's 2),
+ * each CTA's half of a K-major shared operand a whole 8-row swizzle group
+ * (its TMA destination on the pattern's 1024-byte boundary). */
+static void cluster_values(const pt_problem *p, int64_t *v, int *n)
+{
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_gemm_op.prepare(a, p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+    pt_space s;
+    gen_gemm_op.space(pp, &tg, &s);
+    *n = 0;
+    for (int i = 0; i < s.nparams; i++)
+        if (strcmp(s.p[i].name, "cluster") == 0)
+            for (int j = 0; j < s.p[i].nvalues; j++)
+                v[(*n)++] = s.p[i].values[j];
+    pt_arena_free(a);
+}
+
+Test(gemm_sm90_sched, cluster_is_in_the_space_and_check_keeps_it_legal)
+{
+    struct {
+        int64_t m, n;
+        int nv;
+        int64_t v[3];
+    } cs[] = {
+        {8192, 8192, 3, {1, 21, 12}},
+        {129, 257, 3, {1, 21, 12}},
+        {128, 4096, 2, {1, 12}},
+        {4096, 256, 2, {1, 21}},
+        {64, 64, 1, {1}},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        pt_problem p = prob(cs[i].m, cs[i].n, 512, "nt", PT_BF16, PT_F64);
+        int64_t v[PT_MAX_VALUES];
+        int n;
+        cluster_values(&p, v, &n);
+        cr_expect_eq(n, cs[i].nv, "%lldx%lld: %d cluster values", (long long)cs[i].m, (long long)cs[i].n, n);
+        for (int j = 0; j < n && j < cs[i].nv; j++)
+            cr_expect_eq(v[j], cs[i].v[j], "%lldx%lld: value %d", (long long)cs[i].m, (long long)cs[i].n, j);
+    }
+    pt_problem p = PT_GEMM(4096, 4096, 4096, "nt", PT_BF16, PT_F64);
+    pt_err e;
+    struct {
+        const char *cfg, *msg;
+    } bad[] = {
+        {"impl=1,cluster=21,persistent=3", "persistent=3: a cluster of 2 takes an even CTA count"},
+        {"impl=1,cluster=12,persistent=131", "persistent=131: a cluster of 2 takes an even CTA count"},
+        {"impl=1,bm=64,bn=40,cluster=21", "cluster=21 with bn=40: each CTA multicasts 20 rows of B"},
+        {"impl=1,bm=64,bn=24,cluster=21", "cluster=21 with bn=24: each CTA multicasts 12 rows of B"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_expect_eq(check_cfg(&p, bad[i].cfg, &e), PT_EINVAL, "%s accepted", bad[i].cfg);
+        cr_expect(strstr(e.msg, bad[i].msg) != NULL, "%s: '%s'", bad[i].cfg, e.msg);
+        cr_expect(strchr(e.msg, '\n') == NULL, "one line: %s", e.msg);
+    }
+    /* legal: halves of 8-row groups (bn 48: 24 rows), A's halves (bm 64,
+     * 128), an MN-major B's 64-column boxes, even grids */
+    static const char *const good[] = {"impl=1,bm=64,bn=48,cluster=21", "impl=1,bm=64,bn=40,cluster=12",
+                                       "impl=1,bm=128,bn=256,cluster=21,persistent=132"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        cr_expect_eq(check_cfg(&p, good[i], &e), PT_OK, "%s: %s", good[i], e.msg);
+    pt_problem q = PT_GEMM(4096, 4096, 4096, "nn", PT_BF16, PT_F64);
+    cr_expect_eq(check_cfg(&q, "impl=1,bm=64,bn=64,cluster=21", &e), PT_OK, "nn: %s", e.msg);
+}
+
 /* Lines holding both a and b, a first. */
 static int count_lines(const char *t, const char *a, const char *b)
 {
