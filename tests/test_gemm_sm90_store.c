@@ -259,6 +259,15 @@ Test(gemm_sm90_store, rows_of_three_and_more_64_byte_boxes, .timeout = 600)
     }
     printf("64-byte-box rows: %d cases, %d failed, %.1f s\n", g.cases, g.failed, now() - t0);
     cr_expect_eq(g.failed, 0, "%d of %d failed; first: %s", g.failed, g.cases, g.first);
+    /* the loss the refusal described, planted (the third box's store taken
+     * out), is what the verifier sees */
+    pt_problem p = prob_ldd(64, 96, 64, "nt", PT_BF16, PT_BF16);
+    pt_err e = {0};
+    run_out o;
+    int rc = run_on("emu", &p, "impl=1,epi=1,bm=64,bn=96", EMU_SCHED_LAZY, 1, "+8192];", &o, &e);
+    cr_assert(o.dropped, "the kernel stores a box at +8192");
+    cr_expect_neq(rc, PT_OK, "a lost third box: accepted");
+    printf("third box dropped: %s\n", e.msg);
 }
 
 /* ---- planted bugs: the kernel's fence and wait are needed ---- */
