@@ -410,6 +410,9 @@ Test(gemm_sm90_store, new_forms_assemble_with_ptxas, .timeout = 300)
         {PT_GEMM(1024, 1024, 1024, "nt", PT_BF16, PT_F16), NULL, "impl=1,epi=1,bm=64,bn=64,stages=4"},
         {PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16), NULL, "impl=1,epi=1,bm=64,bn=256,sched=1,stages=4,persistent=132"},
         {PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16), NULL, "impl=1,epi=1,bm=128,bn=256,cluster=21,stages=3"},
+        /* rows of three and thirteen 64-byte boxes */
+        {PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16), NULL, "impl=1,epi=1,bm=128,bn=96,stages=4,persistent=132"},
+        {PT_GEMM(4096, 4096, 4096, "nt", PT_BF16, PT_F32), "relu(acc + bias[n])", "impl=1,epi=1,bm=64,bn=208,stages=3"},
     };
     cs[3].p.out_scale = 2;
     cs[3].p.has_out_scale = true;
