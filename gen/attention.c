@@ -59,15 +59,12 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
     if (pb->dtype == PT_F64) /* unset: the command line leaves it to prepare */
         return pt_errf(e, PT_EINVAL, "missing dtype=... (attention takes f16 or bf16)");
     if (pb->dtype != PT_F16 && pb->dtype != PT_BF16 && pb->dtype != PT_E4M3)
-        return pt_errf(e, PT_EINVAL, "dtype '%s' is not supported for attention (f16 bf16); e4m3 on sm_90a decode",
+        return pt_errf(e, PT_EINVAL, "dtype '%s' is not supported for attention (f16 bf16; e4m3 on sm_90a)",
                        pt_dtype_get(pb->dtype)->name);
     bool fp8 = pb->dtype == PT_E4M3;
     if (fp8 && !(t->sm == 90 && t->arch_specific))
-        return pt_errf(e, PT_EUNSUPPORTED, "dtype e4m3: fp8 attention runs on sm_90a (the wgmma decode "
-                       "kernel); target is %s", pt_target_name(t, tn, sizeof tn));
-    if (fp8 && pb->seqlen_q > ATTN_DECODE_MAX_SQ)
-        return pt_errf(e, PT_EUNSUPPORTED, "dtype e4m3: fp8 attention is decode only (seqlen_q <= %d), "
-                       "seqlen_q=%lld", ATTN_DECODE_MAX_SQ, (long long)pb->seqlen_q);
+        return pt_errf(e, PT_EUNSUPPORTED, "dtype e4m3: fp8 attention runs on sm_90a (the wgmma prefill and "
+                       "decode kernels); target is %s", pt_target_name(t, tn, sizeof tn));
     const double desc[3] = {pb->descale_q, pb->descale_k, pb->descale_v};
     static const char *const desc_name[3] = {"descale_q", "descale_k", "descale_v"};
     for (int i = 0; i < 3; i++) {

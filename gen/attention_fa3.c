@@ -70,6 +70,20 @@
  * and 384 threads, 128 for 512): 40/232, 40/232, 32/160 */
 static const int prod_regs[4] = {0, 40, 40, 32}, cons_regs[4] = {0, 232, 232, 160};
 enum { FA3_REG_RESERVE = 40 }; /* addresses, softmax state, loop counters beside S, P and O */
+/* fp8 (dtype e4m3, issue 16 item 3; descale_q descale_k folded into the
+ * scale by prepare, descale_v into 1 / l): S by wgmma e4m3 (k32 steps over
+ * the same 128-byte swizzled rows, TMA boxes of 128 elements); P rounded to
+ * e4m3 in registers with exponent offset 8 (p in [0, 256], flash-attention
+ * 3's max_offset) as the 8-bit RS A fragment (kit_attn_p_to_a8); O += P V^T
+ * by wgmma RS m64n{dv}k32 e4m3 from V^T, which warps 1..3 of the producer
+ * warpgroup (96 threads, barrier FA3_FP8_BAR) write per stage from the
+ * landed V stage (kit_attn_v8_transpose, keys in the P fragment's order,
+ * keys past the sequence as 0) into a V^T ring whose full barrier (count 1)
+ * says "transposed"; V^T stage s is rewritten only after V's full[s]
+ * completes again, which follows the consumers' release of V stage s after
+ * the P V that read V^T s. Head dims 128 and 256 (a 64-byte fp8 row would
+ * need the 64B swizzle), bn a multiple of 32 (P V's k32), o bf16. */
+enum { FA3_FP8_OFF = 8, FA3_FP8_BAR = 5, FA3_FP8_CONV = 96 };
 
 typedef struct fa3 {
     const pt_prepared *pp;
@@ -79,6 +93,8 @@ typedef struct fa3 {
     int bm, bn, stages, cons, threads;
     bool overlap, pingpong;  /* intra-warpgroup overlap; pingpong between the consumers */
     bool pack;             /* pack_gqa: tile rows are (query position, head) pairs of one kv head */
+    bool fp8;              /* e4m3 q, k, v: P e4m3, V^T by the producer's warps 1..3 (FA3_FP8 below) */
+    int64_t vtsub, vtbytes; /* fp8: a V^T sub-tile (dv x 128 keys), a V^T stage */
     int64_t grp;           /* query heads per packed position: group with pack, else 1 */
     int es, NI, NO;
     int64_t qsub, ksub, vbox;  /* sub-tile / box bytes */
@@ -92,8 +108,9 @@ static bool fa3_dim(int64_t d) { return d == 64 || d == 128 || d == 256; }
 
 bool attn_fa3_applies(const pt_prepared *pp, const pt_target *t)
 {
-    return fa3_target(t) && !attn_decode_kind(pp) && (pp->page == 0 || pp->page >= 64) && fa3_dim(pp->d) &&
-           fa3_dim(pp->dv);
+    /* e4m3 prefill has no other kernel: check() names what it refuses */
+    return fa3_target(t) && !attn_decode_kind(pp) &&
+           (pp->dt == PT_E4M3 || ((pp->page == 0 || pp->page >= 64) && fa3_dim(pp->d) && fa3_dim(pp->dv)));
 }
 
 static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *c, fa3 *g, pt_err *e)
@@ -108,9 +125,13 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if (!fa3_target(t))
         return pt_errf(e, PT_EUNSUPPORTED, "impl=2 (fa3) needs sm_90a; target is %s",
                        pt_target_name(t, tn, sizeof tn));
-    g->mma = kit_atom_get(pp->dt);
+    g->fp8 = pp->dt == PT_E4M3;
+    g->mma = kit_atom_get(g->fp8 ? PT_BF16 : pp->dt); /* fp8: its m16n8 C map is the fragments' */
     if (!g->mma || g->mma->kind != KIT_ATOM_MMA_SYNC || g->mma->k != 16 || g->mma->es != 2)
-        return pt_errf(e, PT_EUNSUPPORTED, "impl=2 (fa3): dtype %s (f16 or bf16)", pt_dtype_get(pp->dt)->name);
+        return pt_errf(e, PT_EUNSUPPORTED, "impl=2 (fa3): dtype %s (f16, bf16 or e4m3)", pt_dtype_get(pp->dt)->name);
+    if (g->fp8 && ((pp->d != 128 && pp->d != 256) || (pp->dv != 128 && pp->dv != 256)))
+        return pt_errf(e, PT_EUNSUPPORTED, "dtype e4m3 with head_dim=%lld head_dim_v=%lld: impl=2's fp8 rows are "
+                       "128-byte swizzle spans (head dims 128 and 256)", (long long)pp->d, (long long)pp->dv);
     if (!fa3_dim(pp->d) || !fa3_dim(pp->dv))
         return pt_errf(e, PT_EUNSUPPORTED,
                        "impl=2 (fa3): head_dim=%lld head_dim_v=%lld: 64 128 256 (impl=0, fa2, serves 96)",
@@ -126,6 +147,8 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
         return pt_errf(e, PT_EINVAL, "bm=%d: 64, 128 or 192 (64 rows per consumer warpgroup)", g->bm);
     if (g->bn < 16 || g->bn > 256 || g->bn % 16)
         return pt_errf(e, PT_EINVAL, "bn=%d: a multiple of 16 up to 256 (the wgmma N of S, P V's k)", g->bn);
+    if (g->fp8 && g->bn % 32)
+        return pt_errf(e, PT_EINVAL, "bn=%d with dtype e4m3: a multiple of 32 (P V's k32 steps)", g->bn);
     if (g->stages < 2 || g->stages > 4)
         return pt_errf(e, PT_EINVAL, "stages=%d: 2..4", g->stages);
     if (ov != 0 && ov != 1)
@@ -152,7 +175,7 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
                        "tile)", g->bm, (long long)pp->group);
     g->pack = pk != 0;
     g->grp = g->pack ? pp->group : 1;
-    ptx_type ab = pp->dt == PT_BF16 ? PTX_T_BF16 : PTX_T_F16;
+    ptx_type ab = g->fp8 ? PTX_T_E4M3 : pp->dt == PT_BF16 ? PTX_T_BF16 : PTX_T_F16;
     if (!kit_wgmma_atom(ab, PTX_T_F32, g->bn, &g->ws) || !kit_wgmma_atom(ab, PTX_T_F32, (int)pp->dv, &g->wo))
         return pt_errf(e, PT_EINVAL, "bn=%d head_dim_v=%lld: not wgmma N values", g->bn, (long long)pp->dv);
     if (pp->page && pp->page % g->bn)
@@ -161,23 +184,30 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
                        (long long)pp->page, g->bn);
     g->cons = g->bm / 64;
     g->threads = 128 * (1 + g->cons);
-    g->es = 2;
+    g->es = g->fp8 ? 1 : 2;
     g->NI = g->bn / 8;
     g->NO = (int)pp->dv / 8;
     g->qsub = (int64_t)g->bm * 128;
     g->ksub = (int64_t)g->bn * 128;
     g->vbox = (int64_t)g->bn * 128;
-    g->qbytes = g->qsub * (pp->d / 64);
-    g->kbytes = g->ksub * (pp->d / 64);
-    g->vbytes = g->vbox * (pp->dv / 64);
+    g->qbytes = g->qsub * (pp->d * g->es / 128);
+    g->kbytes = g->ksub * (pp->d * g->es / 128);
+    g->vbytes = g->vbox * (pp->dv * g->es / 128);
     g->region = g->qbytes + g->stages * (g->kbytes + g->vbytes);
     g->smem = 1024 + g->region + 16 * (1 + 2 * g->stages);
+    if (g->fp8) { /* the V^T ring after V's, its full barriers after the others */
+        g->vtsub = pp->dv * 128;
+        g->vtbytes = g->vtsub * ((g->bn + 127) / 128);
+        g->region += g->stages * g->vtbytes;
+        g->smem += g->stages * (g->vtbytes + 16);
+    }
     g->k = pp->softcap > 0 ? pp->softcap : pp->scale;
     return PT_OK;
 }
 
 /* Live values of a consumer thread: S bn / 2, P bn / 4 (packed), O dv / 2. */
-static int64_t live_regs(const fa3 *g) { return g->bn / 2 + g->bn / 4 + g->pp->dv / 2; }
+static int p_regs(const fa3 *g) { return g->fp8 ? g->bn / 8 : g->bn / 4; }
+static int64_t live_regs(const fa3 *g) { return g->bn / 2 + p_regs(g) + g->pp->dv / 2; }
 
 int attn_fa3_check(const pt_prepared *pp, const pt_target *t, const pt_config *c, pt_err *e)
 {
@@ -199,7 +229,7 @@ int attn_fa3_check(const pt_prepared *pp, const pt_target *t, const pt_config *c
     if (live > room)
         return pt_errf(e, PT_EINVAL,
                        "bm=%d bn=%d: %lld live values per consumer thread (S %d + P %d + O %lld) over %lld of its %d "
-                       "registers (would spill)", g.bm, g.bn, (long long)live, g.bn / 2, g.bn / 4,
+                       "registers (would spill)", g.bm, g.bn, (long long)live, g.bn / 2, p_regs(&g),
                        (long long)(pp->dv / 2), (long long)room, cons_regs[g.cons]);
     int64_t nmb = (pp->Sq * g.grp + g.bm - 1) / g.bm;
     if (nmb > 0x7fffffffll)
@@ -230,6 +260,9 @@ int attn_fa3_space(const pt_prepared *pp, const pt_target *t, pt_space *out)
         {"pack_gqa", "tile rows are (query position, head) pairs of the query heads of one kv head (GQA, MQA)",
          pack_useful(pp) ? 2 : 1, {0, 1}},
     };
+    if (pp->dt == PT_E4M3) /* P V's k32: bn a multiple of 32 */
+        ps[2] = (pt_param_space){"bn", "keys per K/V block (the wgmma N of S; e4m3: a multiple of 32)", 5,
+                                 {128, 64, 96, 160, 192}};
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
         out->p[out->nparams++] = ps[i];
     return PT_OK;
@@ -247,7 +280,7 @@ void attn_fa3_defaults(const pt_prepared *pp, const pt_target *t, pt_config *out
         pt_config_set(out, s.p[i].name, s.p[i].values[0]);
     int64_t d = pp->d > pp->dv ? pp->d : pp->dv;
     pt_config_set(out, "bm", pp->Sq <= 64 ? 64 : 128);
-    int bn = d >= 256 ? 80 : 128;
+    int bn = d >= 256 ? (pp->dt == PT_E4M3 ? 64 : 80) : 128;
     if (pp->page && pp->page % bn) /* paged: a K/V block within one page */
         bn = 64;
     pt_config_set(out, "bn", bn);
@@ -347,7 +380,7 @@ static pt_tmap qkv_map(const fa3 *g, int which, int rows, int heads)
                  .oobfill = EMU_TMAP_OOB_ZERO, .swizzle = EMU_TMAP_SWIZZLE_128B};
     int es = g->es;
     m.dims[0] = (uint64_t)D;
-    m.box[0] = 64;
+    m.box[0] = (uint32_t)(128 / es); /* 128 bytes: the swizzle span */
     if (which && pp->page) { /* the pools [num_pages, page_size, Hkv, D]: (D, Hkv, page row, page) */
         m.rank = 4;
         m.dims[1] = (uint64_t)H;
@@ -391,10 +424,11 @@ static void tile_load(fa3 *g, ptx_reg map, ptx_reg dst, int64_t step, int64_t nc
                       ptx_reg b, ptx_reg bar, bool paged)
 {
     const pt_prepared *pp = g->pp;
-    for (int64_t c = 0; c < ncol / 64; c++) {
+    int64_t bc = 128 / g->es; /* columns a box */
+    for (int64_t c = 0; c < ncol / bc; c++) {
         ptx_reg d = c ? iop(g, PTX_OP_ADD, ptx_r(dst), ptx_imm(c * step)) : dst;
         ptx_opd co[4];
-        co[0] = ptx_imm(64 * c);
+        co[0] = ptx_imm(bc * c);
         int rank = pp->varlen && !paged ? 3 : 4;
         if (paged || pp->varlen || !pp->bhsd) { /* paged: (head, page row, page) */
             co[1] = ptx_r(hd);
@@ -413,6 +447,7 @@ static void tile_load(fa3 *g, ptx_reg map, ptx_reg dst, int64_t step, int64_t nc
 typedef struct cons_loop {
     fa3 *g;
     kit_pipe *pk, *pv;
+    kit_pipe *pvt;         /* fp8: the V^T ring (waited for; V's stages are released) */
     kit_softmax *sm;
     const kit_attn_mask *mask;
     const kit_frag *sf;
@@ -455,7 +490,8 @@ static void sched_arrive(cons_loop *c)
 static void qk_issue(cons_loop *c, ptx_reg kst)
 {
     fa3 *g = c->g;
-    kit_attn_wg_qk(g->f, &g->ws, c->sacc, c->qaddr, g->qsub, kst, g->ksub, (int)g->pp->d);
+    /* d es / 2: a row's width in 16-bit units (e4m3: k32 steps of 32 bytes) */
+    kit_attn_wg_qk(g->f, &g->ws, c->sacc, c->qaddr, g->qsub, kst, g->ksub, (int)(g->pp->d * g->es / 2));
 }
 
 /* The V stage of block nv0 waited for; its rows past the keys zeroed when
@@ -466,6 +502,8 @@ static ptx_reg v_wait(cons_loop *c, ptx_reg nv0)
 {
     fa3 *g = c->g;
     ptx_fn *f = g->f;
+    if (g->fp8) /* V^T, its keys past the sequence written as 0 */
+        return kit_pipe_wait(c->pvt, 0);
     ptx_reg vst = kit_pipe_wait(c->pv, 0);
     int skip = ptx_label_new(f);
     bra(g, skip, setp(g, PTX_M_GT, ptx_r(nv0), ptx_r(c->mask->skbn)), true);
@@ -496,6 +534,13 @@ static void p_convert(cons_loop *c)
     kit_frag pf = *c->sf;
     pf.r = c->preg;
     ptx_reg a[16][4];
+    if (g->fp8) {
+        kit_attn_p_to_a8(g->f, &pf, g->bn, a);
+        for (int kb = 0; kb < g->bn / 32; kb++)
+            for (int q = 0; q < 4; q++)
+                ptx_emit(g->f, PTX_OP_MOV, NOM, B32T, ptx_r(c->pa[kb][q]), ptx_r(a[kb][q]));
+        return;
+    }
     kit_attn_p_to_a(g->f, &pf, g->mma, g->bn, a);
     for (int kb = 0; kb < g->bn / 16; kb++)
         for (int q = 0; q < 4; q++)
@@ -505,7 +550,10 @@ static void p_convert(cons_loop *c)
 static void pv_issue(cons_loop *c, ptx_reg vst)
 {
     fa3 *g = c->g;
-    kit_attn_wg_pv_issue(g->f, &g->wo, c->oacc, c->pa, vst, g->vbox, g->bn);
+    if (g->fp8)
+        kit_attn_wg_pv8_issue(g->f, &g->wo, c->oacc, c->pa, vst, g->vtsub, g->bn);
+    else
+        kit_attn_wg_pv_issue(g->f, &g->wo, c->oacc, c->pa, vst, g->vbox, g->bn);
 }
 
 static void next_block(cons_loop *c)
@@ -517,7 +565,7 @@ static void next_block(cons_loop *c)
 
 static void alloc_pa(cons_loop *c)
 {
-    for (int kb = 0; kb < c->g->bn / 16; kb++)
+    for (int kb = 0; kb < c->g->bn / (c->g->fp8 ? 32 : 16); kb++)
         for (int q = 0; q < 4; q++)
             c->pa[kb][q] = r32(c->g);
 }
@@ -636,6 +684,31 @@ static void loop_overlap(cons_loop *c)
     sched_end(c);
 }
 
+/* fp8: warps 1..3 of the producer warpgroup (ct in [0, 96)) walk the key
+ * blocks as the TMA thread does (n0 from the last visible block down):
+ * wait for V stage s (pw: their own consumer end of V's ring), transpose
+ * it into V^T stage s (keys >= sk - n0 as 0), fence.proxy.async (wgmma
+ * reads through the async proxy), bar.sync FA3_FP8_BAR, 96, one thread
+ * arrives on V^T's full[s]. */
+static void v_transpose_loop(fa3 *g, kit_pipe *pw, kit_pipe *pvt, ptx_reg ct, ptx_reg n0, ptx_reg j, ptx_reg nblk,
+                             ptx_reg sk)
+{
+    ptx_fn *f = g->f;
+    int top = ptx_label_new(f);
+    ptx_label_place(f, top);
+    ptx_pragma_nounroll(f);
+    ptx_reg st = kit_pipe_wait(pw, 0);
+    ptx_reg lim = iop(g, PTX_OP_SUB, ptx_r(sk), ptx_r(n0));
+    kit_attn_v8_transpose(f, st, g->vbox, pvt->prod.addr, g->vtsub, g->bn, (int)g->pp->dv, lim, ct, FA3_FP8_CONV);
+    ptx_emit0(f, PTX_OP_FENCE_PROXY_ASYNC, M1(PTX_M_SHARED_CTA), PTX_NOTYPES);
+    ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(FA3_FP8_BAR), ptx_imm(FA3_FP8_CONV));
+    ptx_guard(ptx_emit(f, PTX_OP_MBAR_ARRIVE, M1(PTX_M_SHARED_CTA), B64T, ptx_sink(), ptx_addr(kit_pipe_full(pvt), 0)),
+              setp(g, PTX_M_EQ, ptx_r(ct), ptx_imm(0)), false);
+    kit_pipe_commit(pvt);
+    next_block(&(cons_loop){.g = g, .n0 = n0, .j = j});
+    bra(g, top, setp(g, PTX_M_LT, ptx_r(j), ptx_r(nblk)), false);
+}
+
 /* ---- the kernel ---- */
 
 int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_launch *l, pt_err *e)
@@ -651,6 +724,8 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
              (long long)pp->B, (long long)pp->Hq, (long long)pp->Hkv, (long long)pp->Sq, (long long)pp->Sk,
              (long long)pp->d, (long long)pp->dv, pp->causal, (long long)pp->wl, (long long)pp->wr,
              (double)pp->scale, (double)pp->softcap, pp->bhsd, pp->varlen, pp->seqused, pp->lse);
+    if (g->fp8) /* descale_v */
+        snprintf(sig + strlen(sig), sizeof sig - strlen(sig), " %.9g", (double)pp->vscale);
     snprintf(name, sizeof name, "attn_fa3_%s_d%lld_%016llx", pt_dtype_get(pp->dt)->name, (long long)pp->d,
              (unsigned long long)pt_hash64(sig, strlen(sig)));
     g->f = ptx_fn_new(m, name);
@@ -664,7 +739,7 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     else
         f->maxnreg = 168;
     ptx_module_extern_shared(m, "attn_smem", 128);
-    int es = g->es, NI = g->NI, NO = g->NO, C = g->cons;
+    int NI = g->NI, NO = g->NO, C = g->cons;
     ptx_reg none = {0};
 
     /* parameters, in pt_launch order */
@@ -736,7 +811,7 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     ptx_reg bq = iop(g, PTX_OP_ADD, ptx_r(base), ptx_imm(g->region));
     ptx_reg bk = iop(g, PTX_OP_ADD, ptx_r(bq), ptx_imm(16));
     ptx_reg bv = iop(g, PTX_OP_ADD, ptx_r(bk), ptx_imm(16 * g->stages));
-    kit_pipe pq, pk, pv;
+    kit_pipe pq, pk, pv, pvt = {0};
     if (kit_pipe_init_mbar(f, &pq, 1, g->qbytes, base, bq, 1) ||
         kit_pipe_init_mbar(f, &pk, g->stages, g->kbytes, sK, bk, 4 * C) ||
         kit_pipe_init_mbar(f, &pv, g->stages, g->vbytes, sV, bv, 4 * C))
@@ -745,6 +820,13 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     kit_pipe_mbar_setup(&pq, t0);
     kit_pipe_mbar_setup(&pk, t0);
     kit_pipe_mbar_setup(&pv, t0);
+    if (g->fp8) { /* V^T after V's ring; its barriers after V's (full: count 1, the empty ones unused) */
+        ptx_reg sVT = iop(g, PTX_OP_ADD, ptx_r(sV), ptx_imm(g->stages * g->vbytes));
+        ptx_reg bvt = iop(g, PTX_OP_ADD, ptx_r(bv), ptx_imm(16 * g->stages));
+        if (kit_pipe_init_mbar(f, &pvt, g->stages, g->vtbytes, sVT, bvt, 1))
+            return pt_errf(e, PT_EINTERNAL, "attention fa3: bad V^T ring");
+        kit_pipe_mbar_setup(&pvt, t0);
+    }
     ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(0));
     ptx_reg nb0 = setp(g, PTX_M_LE, ptx_r(kb.nblk), ptx_imm(0));
     ptx_reg n0 = r32(g); /* first key of the current block: the last visible block first */
@@ -760,7 +842,8 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     {
         ptx_emit(f, PTX_OP_SETMAXNREG, M3(PTX_M_DEC, PTX_M_SYNC, PTX_M_ALIGNED), U32T, ptx_imm(prod_regs[C]));
         ptx_reg warp = iop(g, PTX_OP_SHR, ptx_r(tid), ptx_imm(5));
-        bra(g, done, setp(g, PTX_M_NE, ptx_r(warp), ptx_imm(0)), false);
+        int conv = ptx_label_new(f);
+        bra(g, g->fp8 ? conv : done, setp(g, PTX_M_NE, ptx_r(warp), ptx_imm(0)), false);
         ptx_reg lead = ptx_reg_new(f, PTX_T_PRED);
         ptx_emit(f, PTX_OP_ELECT, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_pair((ptx_reg){0}, lead), ptx_hex(0xffffffff));
         bra(g, done, lead, true);
@@ -796,6 +879,13 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
         ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(j), ptx_r(j), ptx_imm(1));
         bra(g, top, setp(g, PTX_M_LT, ptx_r(j), ptx_r(kb.nblk)), false);
         bra(g, done, none, false);
+        if (g->fp8) { /* warps 1..3: V -> V^T */
+            ptx_label_place(f, conv);
+            bra(g, done, nb0, false);
+            kit_pipe pw = pv; /* their own consumer end of V's ring */
+            v_transpose_loop(g, &pw, &pvt, iop(g, PTX_OP_SUB, ptx_r(tid), ptx_imm(32)), n0, j, kb.nblk, sk);
+            bra(g, done, none, false);
+        }
     }
 
     /* ---- consumers ---- */
@@ -817,8 +907,10 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     for (int i = 0; i < ns; i++)
         sacc[i] = ptx_reg_new(f, PTX_T_F32);
     kit_softmax sm[2];
-    for (int r = 0; r < nr; r++)
+    for (int r = 0; r < nr; r++) {
         sm[r] = kit_softmax_new(f, g->k);
+        sm[r].off = g->fp8 ? FA3_FP8_OFF : 0;
+    }
     ptx_reg zero = kit_reg(f, ptx_imm(0));
     kit_frag sf = kit_frag_mma_c(f, g->mma, 1, NI, sacc, wrow, zero, lane);
     int epi = ptx_label_new(f);
@@ -849,7 +941,7 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     mask.skbn = iop(g, PTX_OP_SUB, ptx_r(sk), ptx_imm(g->bn));
     ptx_reg qaddr = iop(g, PTX_OP_ADD, ptx_r(base), ptx_r(iop(g, PTX_OP_MUL, ptx_r(cwg), ptx_imm(64 * 128))));
     kit_pipe_wait(&pq, 0);
-    cons_loop cl = {.g = g, .pk = &pk, .pv = &pv, .sm = sm, .mask = &mask, .sf = &sf, .sacc = sacc, .preg = preg,
+    cons_loop cl = {.g = g, .pk = &pk, .pv = &pv, .pvt = &pvt, .sm = sm, .mask = &mask, .sf = &sf, .sacc = sacc, .preg = preg,
                     .oacc = oacc, .qaddr = qaddr, .n0 = n0, .j = j, .nblk = kb.nblk, .sk = sk, .ct = ct,
                     .cwg = cwg};
     if (g->overlap)
@@ -861,11 +953,17 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     ptx_label_place(f, epi);
     ptx_reg lrow[2], inv[2];
     kit_attn_finalize(f, sm, nr, lrow, inv);
+    for (int r = 0; g->fp8 && pp->vscale != 1.0f && r < nr; r++) { /* e4m3: o = descale_v sum p v */
+        ptx_reg w = ptx_reg_new(f, PTX_T_F32);
+        ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(w), ptx_r(inv[r]), ptx_f32(pp->vscale));
+        inv[r] = w;
+    }
+    int oes = pp->oes; /* o's element (e4m3: bf16) */
     kit_frag of = kit_frag_mma_c(f, g->mma, 1, NO, oacc, wrow, zero, lane);
     /* each of the thread's two rows: its o row's address, its lse element's, whether it is stored */
     ptx_reg orow = iop(g, PTX_OP_ADD, ptx_r(m0), ptx_r(of.row_base)); /* the thread's row 0 (packed) */
     ptx_reg ob[2], lb[2], ok[2];
-    kit_io io = {.align = 2 * es};
+    kit_io io = {.align = 2 * oes};
     for (int r = 0; r < nr; r++) {
         ptx_reg pos = iop(g, PTX_OP_ADD, ptx_r(orow), ptx_imm(kit_attn_row_off(r))), hd = h;
         if (g->pack) {
@@ -873,9 +971,9 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
             pos = iop(g, PTX_OP_DIV, ptx_r(pos), ptx_imm(g->grp));
         }
         ok[r] = setp(g, PTX_M_LT, ptx_r(pos), ptx_r(sq));
-        ptx_reg a = pp->varlen ? addr(g, po, iop(g, PTX_OP_ADD, ptx_r(tq0), ptx_r(pos)), pp->so[0] * es)
-                               : addr(g, addr(g, po, pos, pp->so[0] * es), b, pp->so[2] * es);
-        ob[r] = addr(g, addr(g, a, hd, pp->so[1] * es), of.col_base, es);
+        ptx_reg a = pp->varlen ? addr(g, po, iop(g, PTX_OP_ADD, ptx_r(tq0), ptx_r(pos)), pp->so[0] * oes)
+                               : addr(g, addr(g, po, pos, pp->so[0] * oes), b, pp->so[2] * oes);
+        ob[r] = addr(g, addr(g, a, hd, pp->so[1] * oes), of.col_base, oes);
         if (pp->lse) /* lse [B, Hq, Sq] (varlen: b Hq Sq + h Sq + i as well) */
             lb[r] = addr(g, addr(g, addr(g, plse, b, pp->Hq * pp->Sq * 4), hd, pp->Sq * 4), pos, 4);
     }
@@ -888,7 +986,7 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
                 ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(o), ptx_r(oacc[kit_attn_creg(NO, r, bb, q)]), ptx_r(inv[r]));
                 v[q] = ptx_r(o);
             }
-            kit_store(f, &io, pp->dt, ob[r], (int64_t)of.col[kit_attn_creg(NO, r, bb, 0)] * es, 2, v);
+            kit_store(f, &io, pp->odt, ob[r], (int64_t)of.col[kit_attn_creg(NO, r, bb, 0)] * oes, 2, v);
         }
     }
     if (pp->lse) { /* lane t = 0 of each row */

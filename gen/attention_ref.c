@@ -110,11 +110,15 @@ static void ws_free(ref_ws *w)
  * scaled to that dtype: f32_share * (sum_j p_j |v_jc| + sum_j p_j |v_jc -
  * o_c| A_j), with A_j = |scale| sum_c |q_c k_jc| times the softcap's slope
  * (the scores' error through the softmax, do_c/ds_j = p_j (v_jc - o_c)). */
-static double unit_roundoff(pt_dtype dt) { return dt == PT_F16 ? 0x1p-11 : 0x1p-8; }
+static double unit_roundoff(pt_dtype dt) { return dt == PT_F16 ? 0x1p-11 : dt == PT_E4M3 ? 0x1p-4 : 0x1p-8; }
+/* The dtype of that one rounding: o's, or e4m3 for e4m3 inputs, whose
+ * kernels may round P to e4m3 (the sm_90a prefill kernel does, as
+ * flash-attention 3; P in [0, 256], normal down to 2^-14 of the row max) */
+static pt_dtype pv_dtype(const pt_prepared *pp) { return pp->dt == PT_E4M3 ? PT_E4M3 : pp->odt; }
 static int64_t f32_len(const pt_prepared *pp) { return pp->Sk > pp->d ? pp->Sk : pp->d; }
 static double f32_share(const pt_prepared *pp)
 {
-    return sqrt((double)f32_len(pp)) * 0x1p-24 / unit_roundoff(pp->odt);
+    return sqrt((double)f32_len(pp)) * 0x1p-24 / unit_roundoff(pv_dtype(pp));
 }
 
 /* One query row: o[dv] and lse, and (when mo is not NULL) the magnitudes:
@@ -359,7 +363,7 @@ int attn_magnitude(const pt_prepared *pp, const pt_tensor *in, int out, const in
     /* o: one rounding of each P.V term in the input dtype (the f32 sums
      * scaled into it, row_eval); lse: f32 sums over Sk_b keys and d */
     bool is_o = out == pp->t.o;
-    acc->dtype = is_o ? pp->odt : PT_F32;
+    acc->dtype = is_o ? pv_dtype(pp) : PT_F32;
     acc->len = is_o ? 1 : f32_len(pp);
     return eval_at(pp, in, out, idx, n, NULL, mag, e);
 }

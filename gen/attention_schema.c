@@ -52,7 +52,7 @@ static const pt_key keys[] = {
     {"softcap", PT_KEY_REAL, PT_KEY_MIN, M(softcap), 0, "0", NULL, 0, NULL,
      "s = softcap * tanh(s / softcap) before masking; 0 off"},
     {"dtype", PT_KEY_DTYPE, PT_KEY_REQUIRED | PT_KEY_ALWAYS, M(dtype), 0, NULL, NULL, 0, NULL,
-     "q, k, v and o: f16 bf16 (math in f32); e4m3: q, k, v fp8 with descales, o bf16 (sm_90a decode)"},
+     "q, k, v and o: f16 bf16 (math in f32); e4m3: q, k, v fp8 with descales, o bf16 (sm_90a prefill and decode)"},
     {"layout", PT_KEY_ENUM, 0, M(layout), 0, "bshd", "bshd bhsd", 0, NULL,
      "q k v o as [B, S, H, d] (bshd) or [B, H, S, d] (bhsd)"},
     {"varlen", PT_KEY_BOOL, 0, M(varlen), 0, "0", NULL, 0, NULL,

@@ -38,6 +38,7 @@
 #include "tuner/backend.h"
 #include "tuner/verify.h"
 #include "test_util.h"
+#include "attn_e4m3_adv.h"
 
 static double now(void)
 {
@@ -104,12 +105,19 @@ static int fa3_config(const pt_prepared *pp, const pt_target *tg, const char *co
     return pt_config_parse(&s, config, cf, e);
 }
 
-/* One case with op (the attention op or an adversarial one) under sched. */
-static int run_case(const pt_op *op, const fcase *c, emu_sched sched, uint64_t seed, double *max_err, pt_err *e)
+/* One case with op (the attention op or an adversarial one) under sched;
+ * descales (e4m3) from d3 when not NULL; nthreads emulator workers. */
+static int run_case_t(const pt_op *op, const fcase *c, const double *d3, emu_sched sched, uint64_t seed,
+                      int nthreads, double *max_err, pt_err *e)
 {
     pt_target tg;
     cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
     pt_problem p = problem_of(c);
+    if (d3) {
+        p.descale_q = d3[0];
+        p.descale_k = d3[1];
+        p.descale_v = d3[2];
+    }
     pt_arena *a = pt_arena_new();
     pt_prepared *pp = NULL;
     pt_config cf;
@@ -139,7 +147,7 @@ static int run_case(const pt_op *op, const fcase *c, emu_sched sched, uint64_t s
             rc = pt_errf(e, PT_EINTERNAL, "parse(print(kernel)) does not print back identically");
         free(again);
     }
-    tuner_dev_opts dopts = {.emu_threads = 2, .emu_arch = 90, .emu_schedule = (int)sched,
+    tuner_dev_opts dopts = {.emu_threads = nthreads, .emu_arch = 90, .emu_schedule = (int)sched,
                             .emu_schedule_seed = seed};
     if (!rc)
         rc = tuner_dev_open("emu", &dopts, &d, e);
@@ -169,6 +177,17 @@ static int run_case(const pt_op *op, const fcase *c, emu_sched sched, uint64_t s
     ptx_module_free(built);
     pt_arena_free(a);
     return rc;
+}
+
+static int run_case_d(const pt_op *op, const fcase *c, const double *d3, emu_sched sched, uint64_t seed,
+                      double *max_err, pt_err *e)
+{
+    return run_case_t(op, c, d3, sched, seed, 2, max_err, e);
+}
+
+static int run_case(const pt_op *op, const fcase *c, emu_sched sched, uint64_t seed, double *max_err, pt_err *e)
+{
+    return run_case_d(op, c, NULL, sched, seed, max_err, e);
 }
 
 #define BF PT_BF16
@@ -530,5 +549,270 @@ Test(attention_fa3, llama3_8b_prefill_space_assembles_for_sm_90a, .timeout = 120
         cr_expect_gt(built, 2);
         pt_arena_free(a);
     }
+    pt_compiler_close(comp);
+}
+
+/* ---- fp8 (issue 16 item 3): e4m3 q, k, v with per-tensor descales, o bf16 ----
+ * The verifier stores the inputs in e4m3 (rounded by the host's
+ * cvt.rn.satfinite rules) and the float64 reference reads the stored
+ * values back: the reference of the e4m3-rounded inputs, true values =
+ * stored x descale. The kernel: S by wgmma e4m3 (k32), P rounded to e4m3
+ * in registers (exponent offset 8), V transposed to V^T in shared memory by
+ * the producer's warps 1..3, O += P V^T by wgmma RS e4m3; o's allowance is
+ * one e4m3 rounding of each P V term (gen/attention_ref.c pv_dtype). Head
+ * dims 128, 256; causal / window / softcap, GQA / MQA / packed, varlen,
+ * paged, seqused_k, bhsd, Sq 1 7 77 129, Sk 1 77 129 300; each shape under
+ * one schedule (rotating), the first two under all three. */
+#define E4 PT_E4M3
+typedef struct f8case {
+    fcase c;
+    double d3[3]; /* descale_q, descale_k, descale_v (0: not given) */
+} f8case;
+/* dt B Hq Hkv Sq Sk d causal wl wr softcap varlen seqused lse bhsd config page; descales */
+static const f8case fp8_grid[] = {
+    {{E4, 1, 4, 1, 77, 129, 128, true, -1, -1, 0, false, false, true, false, "bm=128,bn=128", 0}, {0.5, 2, 1.5}},
+    {{E4, 2, 2, 2, 129, 77, 128, false, -1, -1, 0, false, false, true, false, "bm=64,bn=64,pingpong=0", 0},
+     {0.25, 0.125, 3}},
+    {{E4, 1, 2, 1, 77, 129, 256, true, -1, -1, 0, false, false, true, false, "bm=128,bn=64", 0}, {1, 1, 1}},
+    {{E4, 1, 4, 4, 129, 129, 128, false, 20, 3, 0, false, false, true, false, "bm=192,bn=64", 0}, {2, 0.5, 0.75}},
+    {{E4, 1, 4, 2, 77, 77, 128, false, -1, -1, 30, false, false, true, false, "bm=128,bn=96,overlap=0", 0},
+     {0, 0, 0}},
+    {{E4, 3, 4, 1, 77, 129, 128, true, -1, -1, 0, true, false, true, false, "bm=64,bn=32,pingpong=0", 0},
+     {1.5, 1, 0.5}},
+    {{E4, 1, 8, 1, 7, 129, 128, false, -1, -1, 0, false, false, true, false, "bm=64,bn=64,pingpong=0,pack_gqa=1", 0},
+     {1, 0.25, 2}},
+    {{E4, 2, 4, 1, 77, 1, 128, true, -1, -1, 0, false, false, true, true, "bm=64,bn=32,pingpong=0", 0}, {1, 1, 1}},
+    {{E4, 2, 8, 2, 77, 300, 128, true, -1, -1, 0, false, true, true, false, "bm=128,bn=128", 128}, {0.5, 0.5, 1}},
+    {{E4, 2, 4, 2, 129, 129, 128, false, -1, -1, 0, false, true, true, false, "bm=128,bn=160", 0}, {1, 2, 1}},
+    {{E4, 1, 2, 2, 1, 77, 256, true, -1, -1, 0, false, false, true, false, "bm=64,bn=32,pingpong=0", 0}, {2, 2, 2}},
+};
+
+Test(attention_fa3, fp8_e4m3_with_descales_against_the_reference_every_schedule, .timeout = 600)
+{
+    int ran = 0, failed = 0;
+    double worst = 0;
+    char first[2048] = "";
+    double t0 = now();
+    for (size_t i = 0; i < sizeof fp8_grid / sizeof *fp8_grid; i++)
+        for (int sch = 0; sch < 3; sch++) {
+            if (i >= 2 && sch != (int)(i % 3))
+                continue;
+            const fcase *c = &fp8_grid[i].c;
+            double err;
+            pt_err e = {0};
+            int rc = run_case_d(&gen_attention_op, c, fp8_grid[i].d3, (emu_sched)sch,
+                                (uint64_t)(c->Sk * 17 + (int64_t)i), &err, &e);
+            ran++;
+            if (!rc && err > worst)
+                worst = err;
+            if (rc) {
+                char what[512];
+                describe(c, what, sizeof what);
+                if (!failed)
+                    snprintf(first, sizeof first, "%s (%s): %.1200s", what, sched_names[sch], e.msg);
+                failed++;
+                fprintf(stderr, "FAIL %s (%s): %s\n", what, sched_names[sch], e.msg);
+            }
+        }
+    printf("attention prefill (impl=2) e4m3 q/k/v with descales, o bf16: %d cases (%zu shapes, 2 under all three "
+           "schedules), %d failed; worst error %.3g; %.1f s\n",
+           ran, sizeof fp8_grid / sizeof *fp8_grid, failed, worst, now() - t0);
+    fflush(stdout);
+    cr_assert_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
+}
+
+/* Adversarial e4m3 inputs (tests/attn_e4m3_adv.h: NaN 0x7f / 0xff, +-448,
+ * subnormals, ties, NaN in v past the keys) through the fp8 kernel: NaN
+ * semantics as the f16 kernels' (S by wgmma e4m3 keeps a NaN of q or k, P
+ * = cvt.rn.satfinite.e4m3x2 of a NaN is 0x7f, 0 P x NaN v is NaN), the
+ * rows of V^T of keys past the sequence written as 0 by the transposing
+ * warps. */
+static const f8case fp8_adv_shapes[] = {
+    {{E4, 2, 4, 1, 77, 129, 128, true, -1, -1, 0, false, true, true, false, "bm=128,bn=64", 0}, {0.5, 2, 1.5}},
+    {{E4, 3, 4, 2, 40, 77, 128, false, 20, 5, 0, true, false, true, false, "bm=64,bn=32,pingpong=0", 0}, {1, 1, 1}},
+    {{E4, 2, 2, 1, 77, 300, 256, true, -1, -1, 20, false, true, true, false, "bm=128,bn=64", 64}, {2, 0.25, 1}},
+};
+
+Test(attention_fa3, adversarial_e4m3_inputs_match_the_reference, .timeout = 600)
+{
+    int ran = 0, failed = 0;
+    char first[2048] = "";
+    double t0 = now();
+    int ns = (int)(sizeof fp8_adv_shapes / sizeof *fp8_adv_shapes);
+    for (int kind = 0; kind < E4M3_ADV_N; kind++) {
+        const f8case *c = &fp8_adv_shapes[kind % ns];
+        pt_op op;
+        e4m3_op((e4m3_adv)kind, &op);
+        double err;
+        pt_err e = {0};
+        emu_sched sch = (emu_sched)((kind + 1) % 3);
+        int rc = run_case_d(&op, &c->c, c->d3, sch, (uint64_t)(41 + 11 * kind), &err, &e);
+        ran++;
+        if (rc) {
+            char d[512];
+            describe(&c->c, d, sizeof d);
+            failed++;
+            if (!first[0])
+                snprintf(first, sizeof first, "%s: %.500s: %.1000s", e4m3_adv_names[kind], d, e.msg);
+            printf("FAILED %s: %s (%s): %s\n", e4m3_adv_names[kind], d, sched_names[sch], e.msg);
+        }
+    }
+    printf("attention prefill (impl=2) adversarial e4m3 inputs: %d cases, %d failed, %.1f s\n", ran, failed,
+           now() - t0);
+    fflush(stdout);
+    cr_expect_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
+}
+
+static pt_problem llama_fp8(void)
+{
+    pt_problem p = llama();
+    p.dtype = PT_E4M3;
+    p.descale_q = 0.5;
+    p.descale_k = 0.25;
+    p.descale_v = 2;
+    return p;
+}
+
+Test(attention_fa3, structure_of_the_default_llama_fp8_kernel)
+{
+    pt_problem p = llama_fp8();
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), 0);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), 0, "%s", e.msg);
+    pt_config c;
+    gen_attention_op.defaults(pp, &tg, &c);
+    char cs[256];
+    pt_config_str(&c, cs, sizeof cs);
+    cr_expect_str_eq(cs, "impl=2,bm=128,bn=128,stages=2,overlap=1,pingpong=1,pack_gqa=0");
+    ptx_module *m;
+    pt_launch l;
+    cr_assert_eq(pt_op_build(&gen_attention_op, pp, &tg, 0, &c, &m, &l, &e), 0, "%s", e.msg);
+    char *text = ptx_print(m);
+    ptx_module_free(m);
+    /* QK^T: d / 32 k32 steps, P V^T: bn / 32, each issued twice (overlap:
+     * first block + loop, loop + tail); both m64n128k32 e4m3 */
+    cr_expect_eq(count(text, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"), 2 * 4 + 2 * 4);
+    cr_expect_eq(count(text, "wgmma.mma_async.sync.aligned.m64n128k16"), 0, "no 16-bit wgmma: P V at the e4m3 rate");
+    cr_expect_eq(count(text, "cvt.rn.satfinite.e4m3x2.f32"), 2 * 128 / 4, "P: two bytes a cvt, twice");
+    cr_expect_eq(count(text, "cvt.rn.bf16x2.f32"), 128 / 4, "o in bf16: dv/4 pairs");
+    cr_expect_eq(count(text, "prmt.b32"), 16, "one transposing unit: 2 x 8 byte permutes");
+    cr_expect_eq(count(text, "bar.sync 5, 96;"), 1, "the transposing warps' barrier");
+    cr_expect_eq(count(text, ".pragma \"nounroll\""), 4, "producer, consumer, transposer and its unit loops");
+    cr_expect_eq(count(text, "cp.async.bulk.tensor.4d"), 3, "Q, K, V: one 128-byte box each");
+    cr_expect_eq(count(text, "ex2.approx.ftz.f32"), 2 * 64 + 2, "once per score, once per row rescale");
+    cr_expect_eq(count(text, "ld.local") + count(text, "st.local"), 0);
+    cr_expect_eq(l.ntmaps, 3);
+    cr_expect_eq(l.block[0], 384u);
+    /* Q 16 KB + 2 x (K 16 + V 16 + V^T 16 KB), 1 KB slack, 7 + 2 barriers */
+    cr_expect_eq(l.smem, (size_t)(1024 + 16384 + 2 * 3 * 16384 + 16 * 7));
+    free(text);
+    pt_arena_free(a);
+}
+
+Test(attention_fa3, fp8_check_refuses_in_one_line)
+{
+    static const struct {
+        int64_t d;
+        const char *config, *want;
+    } bad[] = {
+        {64, "", "dtype e4m3 with head_dim=64 head_dim_v=64: impl=2's fp8 rows are 128-byte swizzle spans"},
+        {128, "bn=48", "bn=48 with dtype e4m3: a multiple of 32"},
+        {128, "bm=192,bn=128", "would spill"},
+        {96, "", "dtype e4m3 with head_dim=96 head_dim_v=96: impl=2's fp8 rows are 128-byte swizzle spans"},
+    };
+    pt_target tg;
+    pt_err e = {0};
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pt_problem p = llama_fp8();
+        p.head_dim = p.head_dim_v = bad[i].d;
+        pt_arena *a = pt_arena_new();
+        pt_prepared *pp;
+        cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+        pt_config cf;
+        gen_attention_op.defaults(pp, &tg, &cf);
+        pt_space s;
+        gen_attention_op.space(pp, &tg, &s);
+        if (bad[i].config[0])
+            cr_assert_eq(pt_config_parse(&s, bad[i].config, &cf, &e), PT_OK, "%s", e.msg);
+        e = (pt_err){0};
+        cr_expect_neq(gen_attention_op.check(pp, &tg, &cf, &e), PT_OK, "case %zu accepted", i);
+        cr_expect(strstr(e.msg, bad[i].want) != NULL, "case %zu: '%s' does not say '%s'", i, e.msg, bad[i].want);
+        cr_expect(strchr(e.msg, '\n') == NULL, "case %zu: more than one line: %s", i, e.msg);
+        pt_arena_free(a);
+    }
+    /* e4m3 below sm_90a: prepare refuses */
+    pt_problem p = llama_fp8();
+    cr_assert_eq(pt_target_parse("sm_90", &tg, &e), PT_OK);
+    e = (pt_err){0};
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_expect_neq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), PT_OK);
+    cr_expect(strstr(e.msg, "dtype e4m3: fp8 attention runs on sm_90a") != NULL, "%s", e.msg);
+    pt_arena_free(a);
+}
+
+/* The Llama-3-8B fp8 prefill space (e4m3, Sq = Sk = 4096 causal, Hq 32,
+ * Hkv 8, d 128) on sm_90a: every 6th valid config per commit, every one
+ * with PTXTUNE_FULL_SPACE=1: 0 spills, no local memory, no C75xx. */
+Test(attention_fa3, llama3_8b_fp8_prefill_space_assembles_for_sm_90a, .timeout = 1200)
+{
+    pt_compiler *comp = NULL;
+    pt_err e = {0};
+    if (pt_compiler_open(&comp, &e)) {
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_skip_test("no CUDA toolkit: %s", e.msg);
+    }
+    if (pt_compiler_set_backend(comp, PT_BACKEND_PTXAS, &e)) {
+        pt_compiler_close(comp);
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but no ptxas: %s", e.msg);
+        cr_skip_test("no ptxas: %s", e.msg);
+    }
+    bool full = getenv("PTXTUNE_FULL_SPACE") && atoi(getenv("PTXTUNE_FULL_SPACE"));
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    pt_problem p = llama_fp8();
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
+    pt_space s;
+    gen_attention_op.space(pp, &tg, &s);
+    double t0 = now();
+    int valid = 0, built = 0;
+    for (int64_t i = 0; i < pt_space_size(&s); i++) {
+        pt_config c;
+        pt_space_config(&s, i, &c);
+        pt_err ce = {0};
+        if (gen_attention_op.check(pp, &tg, &c, &ce))
+            continue;
+        if (valid++ % (full ? 1 : 6))
+            continue;
+        char cfg[256];
+        pt_config_str(&c, cfg, sizeof cfg);
+        ptx_module *m = NULL;
+        pt_launch l;
+        cr_assert_eq(pt_op_build(&gen_attention_op, pp, &tg, 0, &c, &m, &l, &ce), PT_OK, "%s: %s", cfg, ce.msg);
+        char *text = ptx_print(m);
+        cr_expect(!strstr(text, "ld.local") && !strstr(text, "st.local"), "%s: local memory in the PTX", cfg);
+        pt_resource r;
+        memset(&r, 0, sizeof r);
+        int rc = pt_compile(comp, text, &tg, NULL, NULL, &r, &ce);
+        cr_expect_eq(rc, PT_OK, "%s: %s", cfg, ce.msg);
+        for (int k = 0; k < r.ncodes; k++)
+            cr_expect(strncmp(r.codes[k], "C75", 3) != 0, "%s: %s", cfg, r.codes[k]);
+        cr_expect_eq(r.spill_stores + r.spill_loads, 0, "%s: spills", cfg);
+        cr_expect_eq(r.stack_frame, 0, "%s: stack frame", cfg);
+        printf("  %-62s regs %3d smem %6zu\n", cfg, r.registers, l.smem);
+        free(text);
+        ptx_module_free(m);
+        built++;
+    }
+    printf("Llama-3-8B fp8 prefill (e4m3, Sq=Sk=4096 causal, Hq 32, Hkv 8, d 128) on sm_90a: %d of %d valid configs "
+           "through %s in %.1f s\n", built, valid, pt_compiler_describe(comp), now() - t0);
+    cr_expect_gt(built, 2);
+    pt_arena_free(a);
     pt_compiler_close(comp);
 }

@@ -167,6 +167,8 @@ ptx_reg kit_attn_lse(ptx_fn *f, const kit_softmax *st, ptx_reg l, float k)
 {
     ptx_reg lg = ptx_reg_new(f, PTX_T_F32), v = ptx_reg_new(f, PTX_T_F32);
     ptx_emit(f, PTX_OP_LG2, M1(PTX_M_APPROX), F32T, ptx_r(lg), ptx_r(l));
+    if (st->off != 0) /* l is 2^off times the row sum */
+        ptx_emit(f, PTX_OP_SUB, NOM, F32T, ptx_r(lg), ptx_r(lg), ptx_f32(st->off));
     ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(lg), ptx_r(lg), ptx_f32(0.693147180559945309f));
     ptx_emit(f, PTX_OP_FMA, M1(PTX_M_RN), F32T, ptx_r(v), ptx_r(st->m), ptx_f32(k), ptx_r(lg));
     return v;
@@ -175,8 +177,14 @@ ptx_reg kit_attn_lse(ptx_fn *f, const kit_softmax *st, ptx_reg l, float k)
 void kit_wgmma_rs(ptx_fn *f, const kit_atom *at, ptx_opd d, const ptx_reg *a, ptx_reg desc_b, ptx_opd scale_d,
                   bool trans_b)
 {
+    if (at->es == 1 && !trans_b) { /* 8-bit: no transpose operand (B K-major only) */
+        ptx_opd o[6] = {d, ptx_vecr(f, 4, a), ptx_r(desc_b), scale_d, ptx_imm(1), ptx_imm(1)};
+        ptx_emit_shape_n(f, PTX_OP_WGMMA_RS, M2(PTX_M_SYNC, PTX_M_ALIGNED), ptx_mnk(64, at->n, at->k),
+                         PTX_TYPES(at->acc, at->ab, at->ab), 6, o);
+        return;
+    }
     if (at->es != 2) {
-        pt_errf(&f->mod->err, PT_EINVAL, "%s: the RS form here takes 16-bit A only", at->name);
+        pt_errf(&f->mod->err, PT_EINVAL, "%s: the RS form here takes 16-bit A, or 8-bit A with B K-major", at->name);
         return;
     }
     ptx_opd o[7] = {d, ptx_vecr(f, 4, a), ptx_r(desc_b), scale_d, ptx_imm(1), ptx_imm(1), ptx_imm(trans_b ? 1 : 0)};
@@ -265,4 +273,114 @@ void kit_attn_zero_rows(ptx_fn *f, ptx_reg base, int boxes, int64_t box_bytes, i
         ptx_guard(ptx_emit(f, PTX_OP_ST, M2(PTX_M_SHARED, PTX_M_V4), B32T, ptx_addr(a, 0), ptx_vecr(f, 4, z)), ok,
                   false);
     }
+}
+
+void kit_attn_p_to_a8(ptx_fn *f, const kit_frag *pf, int bn, ptx_reg (*a)[4])
+{
+    int ni = bn / 8;
+    for (int kb = 0; kb < bn / 32; kb++)
+        for (int q = 0; q < 4; q++) {
+            /* register q: row q & 1, atoms 4 kb + 2 (q >> 1) and the next,
+             * each a cvt pair (the first source is the high byte) */
+            int r = q & 1, at = 4 * kb + 2 * (q >> 1);
+            ptx_reg h[2];
+            for (int x = 0; x < 2; x++) {
+                h[x] = ptx_reg_new(f, PTX_T_B16);
+                ptx_emit(f, PTX_OP_CVT, M2(PTX_M_RN, PTX_M_SATFINITE), PTX_TYPES(PTX_T_E4M3X2, PTX_T_F32), ptx_r(h[x]),
+                         ptx_r(pf->r[kit_attn_creg(ni, r, at + x, 1)]), ptx_r(pf->r[kit_attn_creg(ni, r, at + x, 0)]));
+            }
+            a[kb][q] = ptx_reg_new(f, PTX_T_B32);
+            ptx_emit(f, PTX_OP_MOV, NOM, B32T, ptx_r(a[kb][q]), ptx_vecr(f, 2, h));
+        }
+}
+
+void kit_attn_wg_pv8_issue(ptx_fn *f, const kit_atom *wo, ptx_reg *o, ptx_reg (*a)[4], ptx_reg vt_addr,
+                           int64_t sub_bytes, int bn)
+{
+    /* K-major 128B: rows of 128 keys, 8-row groups 1024 apart, +32 bytes a
+     * k32 step, the next 128 keys sub_bytes on */
+    ptx_reg dv = kit_wgmma_desc_emit(f, vt_addr, 16, 1024, 128);
+    ptx_opd ov = ptx_vecr(f, wo->c.regs, o);
+    ptx_emit0(f, PTX_OP_WGMMA_FENCE, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+    for (int kb = 0; kb < bn / 32; kb++)
+        kit_wgmma_rs(f, wo, ov, a[kb], desc_plus(f, dv, (kb / 4) * sub_bytes / 16 + 2 * (kb % 4)), ptx_imm(1), false);
+    ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+}
+
+/* 4 x 4 bytes: out[b] byte r = w[r] byte b (prmt.b32, 8 of them). */
+static void transpose4(ptx_fn *f, const ptx_reg w[4], ptx_reg out[4])
+{
+    ptx_reg t[4];
+    static const int64_t lo = 0x5140, hi = 0x7362;
+    for (int x = 0; x < 4; x++) {
+        t[x] = ptx_reg_new(f, PTX_T_B32);
+        ptx_emit(f, PTX_OP_PRMT, NOM, B32T, ptx_r(t[x]), ptx_r(w[(x / 2) * 2]), ptx_r(w[(x / 2) * 2 + 1]),
+                 ptx_imm(x % 2 ? hi : lo));
+    }
+    /* t0 = w0.b0 w1.b0 w0.b1 w1.b1, t1 = the same of bytes 2, 3; t2, t3 of w2, w3 */
+    for (int b = 0; b < 4; b++) {
+        out[b] = ptx_reg_new(f, PTX_T_B32);
+        ptx_emit(f, PTX_OP_PRMT, NOM, B32T, ptx_r(out[b]), ptx_r(t[b / 2]), ptx_r(t[2 + b / 2]),
+                 ptx_imm(b % 2 ? 0x7632 : 0x5410));
+    }
+}
+
+void kit_attn_v8_transpose(ptx_fn *f, ptx_reg raw, int64_t box_bytes, ptx_reg vt, int64_t sub_bytes, int bn, int dv,
+                           ptx_reg lim, ptx_reg tid, int nthreads)
+{
+    int64_t nkq = bn / 4, units = nkq * (dv / 8);
+    ptx_reg u = ptx_reg_new(f, PTX_T_B32);
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(u), ptx_r(tid));
+    int top = ptx_label_new(f), end = ptx_label_new(f);
+    ptx_label_place(f, top);
+    ptx_pragma_nounroll(f);
+    ptx_guard(ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(end)), setp(f, PTX_M_GE, ptx_r(u), ptx_imm(units)),
+              false);
+    /* unit u: key quad kq (fastest: a warp's stores fill distinct banks),
+     * 8 columns c8 */
+    ptx_reg kq = iop(f, PTX_OP_REM, ptx_r(u), ptx_imm(nkq)), c8 = iop(f, PTX_OP_DIV, ptx_r(u), ptx_imm(nkq));
+    ptx_reg q4 = iop(f, PTX_OP_SHR, ptx_r(kq), ptx_imm(2)), t = iop(f, PTX_OP_AND, ptx_r(kq), ptx_imm(3));
+    ptx_reg t2 = iop(f, PTX_OP_SHL, ptx_r(t), ptx_imm(1));
+    ptx_reg key0 = iop(f, PTX_OP_ADD, ptx_r(iop(f, PTX_OP_SHL, ptx_r(q4), ptx_imm(4))), ptx_r(t2));
+    /* the raw rows key0, +1, +8, +9: box c8 / 16, chunk (c8 / 2) % 8 ^ row % 8, half c8 % 2 */
+    ptx_reg box = iop(f, PTX_OP_SHR, ptx_r(c8), ptx_imm(4));
+    ptx_reg ch16 = iop(f, PTX_OP_AND, ptx_r(iop(f, PTX_OP_SHR, ptx_r(c8), ptx_imm(1))), ptx_imm(7));
+    ptx_reg rb = iop(f, PTX_OP_ADD, ptx_r(raw), ptx_r(iop(f, PTX_OP_MUL, ptx_r(box), ptx_imm(box_bytes))));
+    rb = iop(f, PTX_OP_ADD, ptx_r(rb), ptx_r(iop(f, PTX_OP_SHL, ptx_r(key0), ptx_imm(7))));
+    rb = iop(f, PTX_OP_ADD, ptx_r(rb), ptx_r(iop(f, PTX_OP_SHL, ptx_r(iop(f, PTX_OP_AND, ptx_r(c8), ptx_imm(1))),
+                                                   ptx_imm(3))));
+    ptx_reg sw0 = iop(f, PTX_OP_SHL, ptx_r(iop(f, PTX_OP_XOR, ptx_r(ch16), ptx_r(t2))), ptx_imm(4));
+    ptx_reg a0 = iop(f, PTX_OP_ADD, ptx_r(rb), ptx_r(sw0));
+    ptx_reg a1 = iop(f, PTX_OP_ADD, ptx_r(rb), ptx_r(iop(f, PTX_OP_XOR, ptx_r(sw0), ptx_imm(16))));
+    static const int dk[4] = {0, 1, 8, 9};
+    ptx_reg w[4][2];
+    for (int r = 0; r < 4; r++) {
+        /* keys at or past lim read as 0 (past the sequence: another's, or a NaN) */
+        ptx_reg in = setp(f, PTX_M_LT, ptx_r(iop(f, PTX_OP_ADD, ptx_r(key0), ptx_imm(dk[r]))), ptx_r(lim));
+        for (int x = 0; x < 2; x++) {
+            w[r][x] = ptx_reg_new(f, PTX_T_B32);
+            ptx_emit(f, PTX_OP_MOV, NOM, B32T, ptx_r(w[r][x]), ptx_imm(0));
+        }
+        ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_SHARED, PTX_M_V2), B32T, ptx_vecr(f, 2, w[r]),
+                           ptx_addr(r % 2 ? a1 : a0, (r >= 2 ? 1024 : 0) + (r % 2 ? 128 : 0))),
+                  in, false);
+    }
+    ptx_reg out[8];
+    for (int x = 0; x < 2; x++) {
+        ptx_reg col[4] = {w[0][x], w[1][x], w[2][x], w[3][x]};
+        transpose4(f, col, out + 4 * x);
+    }
+    /* V^T row n = 8 c8 + i of sub-tile kq / 32, chunk ((kq / 4) % 8) ^ i, byte 4 t */
+    ptx_reg sb = iop(f, PTX_OP_ADD, ptx_r(vt), ptx_r(iop(f, PTX_OP_MUL, ptx_r(iop(f, PTX_OP_SHR, ptx_r(kq), ptx_imm(5))),
+                                                         ptx_imm(sub_bytes))));
+    sb = iop(f, PTX_OP_ADD, ptx_r(sb), ptx_r(iop(f, PTX_OP_SHL, ptx_r(c8), ptx_imm(10))));
+    sb = iop(f, PTX_OP_ADD, ptx_r(sb), ptx_r(iop(f, PTX_OP_SHL, ptx_r(t), ptx_imm(2))));
+    ptx_reg chx = iop(f, PTX_OP_SHL, ptx_r(iop(f, PTX_OP_AND, ptx_r(q4), ptx_imm(7))), ptx_imm(4));
+    for (int i = 0; i < 8; i++) {
+        ptx_reg a = iop(f, PTX_OP_ADD, ptx_r(sb), ptx_r(i ? iop(f, PTX_OP_XOR, ptx_r(chx), ptx_imm(16 * i)) : chx));
+        ptx_emit(f, PTX_OP_ST, M1(PTX_M_SHARED), B32T, ptx_addr(a, 128 * i), ptx_r(out[i]));
+    }
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(u), ptx_r(u), ptx_imm(nthreads));
+    ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(top));
+    ptx_label_place(f, end);
 }

@@ -117,8 +117,8 @@ ptx_reg kit_attn_lse(ptx_fn *f, const kit_softmax *st, ptx_reg l, float k);
 void kit_attn_zero_rows(ptx_fn *f, ptx_reg base, int boxes, int64_t box_bytes, int rows, ptx_reg from, ptx_reg tid,
                         int nthreads);
 
-/* wgmma.mma_async m64n{at->n}k16 with A in registers (RS; 16-bit types):
- * d the accumulator vector, a the four A registers, desc_b B's
+/* wgmma.mma_async m64n{at->n}k16 with A in registers (RS; 16-bit types;
+ * 8-bit ones m64n{at->n}k32 with trans_b false, B K-major): d the accumulator vector, a the four A registers, desc_b B's
  * descriptor, scale_d as kit_wgmma_ss, trans_b: B MN-major. */
 void kit_wgmma_rs(ptx_fn *f, const kit_atom *at, ptx_opd d, const ptx_reg *a, ptx_reg desc_b, ptx_opd scale_d,
                   bool trans_b);
@@ -144,5 +144,37 @@ void kit_attn_wg_pv(ptx_fn *f, const kit_atom *wo, ptx_reg *o, const kit_frag *p
 void kit_attn_p_to_a(ptx_fn *f, const kit_frag *pf, const kit_atom *mma, int bn, ptx_reg (*a)[4]);
 void kit_attn_wg_pv_issue(ptx_fn *f, const kit_atom *wo, ptx_reg *o, ptx_reg (*a)[4], ptx_reg v_addr,
                           int64_t box_bytes, int bn);
+
+/* fp8 (e4m3) P V at the e4m3 rate (flash-attention 3's fp8 design): wgmma
+ * takes 8-bit B K-major only, so V is transposed in shared memory (V^T:
+ * dv rows of keys, K-major 128B swizzle, sub-tiles of 128 keys = dv x 128
+ * bytes `sub_bytes` apart), and P stays in registers as e4m3. The S
+ * fragment's lane holds keys 8 a + 2 t + {0, 1} of each n8 atom a, the
+ * 8-bit RS A fragment wants k = 16 (q >> 1) + 4 t + {0..3} (ref 1.4), so
+ * within every 32 keys the k index is permuted: position k' = 16 h + 4 t +
+ * b holds key 16 h + 8 (b / 2) + 2 t + b % 2 (kit_attn_v8_key). P needs no
+ * data movement between lanes; V^T is written in that order.
+ *   kit_attn_p_to_a8   P (the S fragment's exponentials, f32) -> bn / 32
+ *                      A fragments a[kb][0..3] (cvt.rn.satfinite.e4m3x2;
+ *                      fresh registers, before the fence)
+ *   kit_attn_wg_pv8_issue  wgmma.fence, bn / 32 RS m64n{dv}k32 e4m3, commit
+ *   kit_attn_v8_transpose  a V stage as TMA lands it (dv / 128 boxes of bn
+ *                      rows x 128 bytes, 128B swizzle, `box_bytes` apart)
+ *                      -> V^T at vt, keys >= lim (s32 register) written as
+ *                      0 (past the keys: another sequence's, NaN); units of
+ *                      4 keys x 8 columns (4 ld.shared.v2, 16 prmt, 8
+ *                      st.shared.b32) over nthreads threads (tid u32 in
+ *                      [0, nthreads)), a run-time loop. The caller orders
+ *                      the stores before the wgmma (fence.proxy.async, a
+ *                      barrier, an arrive). */
+static inline int kit_attn_v8_key(int k)
+{
+    return (k & ~31) + 16 * ((k >> 4) & 1) + 8 * ((k >> 1) & 1) + 2 * ((k >> 2) & 3) + (k & 1);
+}
+void kit_attn_p_to_a8(ptx_fn *f, const kit_frag *pf, int bn, ptx_reg (*a)[4]);
+void kit_attn_wg_pv8_issue(ptx_fn *f, const kit_atom *wo, ptx_reg *o, ptx_reg (*a)[4], ptx_reg vt_addr,
+                           int64_t sub_bytes, int bn);
+void kit_attn_v8_transpose(ptx_fn *f, ptx_reg raw, int64_t box_bytes, ptx_reg vt, int64_t sub_bytes, int bn, int dv,
+                           ptx_reg lim, ptx_reg tid, int nthreads);
 
 #endif

@@ -158,7 +158,7 @@ ptx_reg kit_softmax_exp(ptx_fn *f, ptx_opd x, ptx_opd ms, float k)
 
 kit_softmax kit_softmax_new(ptx_fn *f, float k)
 {
-    kit_softmax st = {kit_red_init(f, KIT_RED_MAX), kit_red_init(f, KIT_RED_SUM), k, true};
+    kit_softmax st = {kit_red_init(f, KIT_RED_MAX), kit_red_init(f, KIT_RED_SUM), k, true, 0.0f};
     return st;
 }
 
@@ -235,8 +235,9 @@ ptx_opd kit_softmax_update_fma(ptx_fn *f, kit_softmax *st, const ptx_opd *v, int
         alpha = ptx_r(exp_fma(f, ptx_r(st->m), kl, nmk)); /* old m = -inf: 0 */
         ptx_emit(f, PTX_OP_MUL, NOM, F32T, ptx_r(s), ptx_r(st->s), alpha);
     }
+    ptx_reg nmp = st->off != 0 ? op2(f, PTX_OP_ADD, ptx_r(nmk), ptx_f32(st->off)) : nmk; /* p: 2^off scaled */
     for (int j = 0; j < n; j++) {
-        ptx_reg e = exp_fma(f, v[j], kl, nmk);
+        ptx_reg e = exp_fma(f, v[j], kl, nmp);
         if (p)
             p[j] = ptx_r(e);
         kit_red_step(f, KIT_RED_SUM, s, ptx_r(e), (ptx_reg){0});

@@ -89,6 +89,12 @@ typedef struct kit_softmax {
     ptx_reg m, s;
     float k;
     bool fresh;
+    /* log2 offset of the exponentials (0: none): kit_softmax_update_fma's
+     * p_j and s are 2^off times the above (alpha is not), so s and an
+     * accumulation of p stay in ratio; kit_attn_lse takes it off. fp8
+     * attention rounds p to e4m3 with off = 8 (flash-attention 3's
+     * max_offset), p in [0, 256]: normal e4m3 down to p = 2^-14 */
+    float off;
 } kit_softmax;
 
 /* (-inf, 0) with exponent scale k (1 for softmax; attention's

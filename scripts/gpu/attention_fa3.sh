@@ -7,7 +7,8 @@
 #
 # 1. verify: the shapes of tests/test_attention_fa3.c (head dims 64 128 256,
 #    masks, softcap, GQA (packed and not), varlen, seqused_k, bhsd, paged
-#    K/V (shuffled block tables), odd lengths, 1 to 3 consumer warpgroups) with `ptxtune run attention ... --arch sm_90a
+#    K/V (shuffled block tables), odd lengths, 1 to 3 consumer warpgroups;
+#    fp8: e4m3 q, k, v with descales, issue 16 item 3) with `ptxtune run attention ... --arch sm_90a
 #    --config impl=2,... --check` on the GPU (--no-gpu: on the emulator).
 # 2. bits: the small cases on the emulator and on the GPU with the same
 #    inputs (--seed), o compared byte for byte (a GPU run only; the
@@ -19,7 +20,11 @@
 #    shapes in the same run when python3 has torch (CUDA events, median of
 #    20 after warm-up). TFLOP/s in flash-attention's convention (4 B H S^2
 #    d, halved when causal). Goals (issue 16): hd128 non-causal >= 650,
-#    causal >= 620.
+#    causal >= 620. fp8 rows (e4m3, hd 128 and 256, descales 1): ptxtune's
+#    fp8 kernel beside flash-attention 3's own fp8 forward
+#    (flash_attn_interface.flash_attn_func on e4m3 tensors) when python3
+#    has it (torch SDPA takes no fp8); bench.csv's refs column names the two
+#    reference columns of each row.
 # $OUT (default results/h200/attention_fa3 with a GPU,
 # build-gpu/attention_fa3-nogpu without): summary.md, verify.csv, bits.csv,
 # bench.csv, log.txt. Needs a ptxtune binary ($PTXTUNE, build-gpu/ptxtune
@@ -82,6 +87,13 @@ batch=2 heads_q=8 heads_kv=2 seqlen_q=77 seqlen_k=129 head_dim=64 causal=1 dtype
 batch=3 heads_q=6 heads_kv=1 seqlen_q=77 seqlen_k=129 head_dim=128 window_left=20 window_right=3 varlen=1 dtype=f16 return_lse=1|bm=192,bn=64,pack_gqa=1
 batch=2 heads_q=8 heads_kv=2 seqlen_q=77 seqlen_k=300 head_dim=64 causal=1 page_size=64 dtype=bf16 return_lse=1|bm=128,bn=64
 batch=3 heads_q=4 heads_kv=4 seqlen_q=77 seqlen_k=300 head_dim=64 window_left=30 window_right=2 varlen=1 page_size=256 dtype=bf16 return_lse=1|bm=64,bn=128,pingpong=0
+batch=1 heads_q=4 heads_kv=1 seqlen_q=77 seqlen_k=129 head_dim=128 causal=1 dtype=e4m3 descale_q=0.5 descale_k=2 descale_v=1.5 return_lse=1|bm=128,bn=128
+batch=2 heads_q=2 heads_kv=2 seqlen_q=129 seqlen_k=77 head_dim=128 dtype=e4m3 descale_q=0.25 descale_k=0.125 descale_v=3 return_lse=1|bm=64,bn=64,pingpong=0
+batch=1 heads_q=2 heads_kv=1 seqlen_q=77 seqlen_k=129 head_dim=256 causal=1 dtype=e4m3 return_lse=1|bm=128,bn=64
+batch=1 heads_q=4 heads_kv=4 seqlen_q=129 seqlen_k=129 head_dim=128 window_left=20 window_right=3 dtype=e4m3 return_lse=1|bm=192,bn=64
+batch=1 heads_q=4 heads_kv=2 seqlen_q=77 seqlen_k=77 head_dim=128 softcap=30 dtype=e4m3 return_lse=1|bm=128,bn=96,overlap=0
+batch=3 heads_q=4 heads_kv=1 seqlen_q=77 seqlen_k=129 head_dim=128 causal=1 varlen=1 dtype=e4m3 return_lse=1|bm=64,bn=32,pingpong=0
+batch=2 heads_q=8 heads_kv=2 seqlen_q=77 seqlen_k=300 head_dim=128 causal=1 seqused_k=1 page_size=128 dtype=e4m3 return_lse=1|bm=128,bn=128
 batch=1 heads_q=32 heads_kv=8 seqlen_q=1024 seqlen_k=1024 head_dim=128 causal=1 dtype=bf16|-
 EOF
 }
@@ -127,25 +139,47 @@ if [ $nogpu = 0 ]; then
   done < <(cases)
 fi
 
-echo "shape,ptxtune_us,ptxtune_tflops,sdpa_flash_us,sdpa_flash_tflops,sdpa_cudnn_us,sdpa_cudnn_tflops" > "$OUT/bench.csv"
+echo "shape,ptxtune_us,ptxtune_tflops,ref1_us,ref1_tflops,ref2_us,ref2_tflops,refs" > "$OUT/bench.csv"
 if [ $nogpu = 0 ]; then
   log "bench"
-  for s in "64 0" "64 1" "128 0" "128 1" "256 0" "256 1"; do
+  for s in "64 0 bf16" "64 1 bf16" "128 0 bf16" "128 1 bf16" "256 0 bf16" "256 1 bf16" \
+           "128 0 e4m3" "128 1 e4m3" "256 0 e4m3" "256 1 e4m3"; do
     [ "$(elapsed)" -gt "$budget" ] && { log "budget spent: bench stops"; break; }
-    read -r d causal <<<"$s"
+    read -r d causal dt <<<"$s"
     S=16384; B=1; H=$(( 2048 / d ))
     line=$("$PT" run attention "batch=$B" "heads_q=$H" "heads_kv=$H" "seqlen_q=$S" "seqlen_k=$S" "head_dim=$d" \
-           "causal=$causal" dtype=bf16 --arch sm_90a --backend cuda --bench 2>&1 |
+           "causal=$causal" "dtype=$dt" --arch sm_90a --backend cuda --bench 2>&1 |
            tee -a "$OUT/log.txt" | grep -E 'median|time' | head -1)
     us=$(echo "$line" | grep -oE '[0-9.]+ us' | head -1 | cut -d' ' -f1)
-    tus=$(python3 - "$B" "$H" "$S" "$d" "$causal" 2>>"$OUT/log.txt" <<'PY' || true
+    refs=sdpa-flash/sdpa-cudnn
+    [ "$dt" = e4m3 ] && refs=fa3-fp8/-
+    tus=$(python3 - "$B" "$H" "$S" "$d" "$causal" "$dt" 2>>"$OUT/log.txt" <<'PY' || true
 import sys
 try:
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 except Exception:
     print(","); sys.exit(0)
-B, H, S, d, causal = map(int, sys.argv[1:])
+B, H, S, d, causal = map(int, sys.argv[1:6])
+def timed(f):
+    for _ in range(5):
+        f()
+    ts = []
+    for _ in range(20):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); f(); e.record(); torch.cuda.synchronize()
+        ts.append(s.elapsed_time(e) * 1000)
+    ts.sort()
+    return f"{ts[len(ts) // 2]:.2f}"
+if sys.argv[6] == "e4m3":  # flash-attention 3's fp8 forward ([B, S, H, d] e4m3, descales 1)
+    try:
+        from flash_attn_interface import flash_attn_func
+        q, k, v = (torch.randn(B, S, H, d, device="cuda").to(torch.float8_e4m3fn) for _ in range(3))
+        print(timed(lambda: flash_attn_func(q, k, v, causal=bool(causal))) + ",")
+    except Exception as ex:
+        print(f"flash_attn_interface fp8: {ex}", file=sys.stderr)
+        print(",")
+    sys.exit(0)
 q, k, v = (torch.randn(B, H, S, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
 out = []
 for be in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION):
@@ -170,8 +204,8 @@ PY
     fus=${tus%%,*}; cus=${tus#*,}
     fl=$(( 4 * B * H * S * S * d )); [ "$causal" = 1 ] && fl=$(( fl / 2 ))
     tf() { [ -n "$1" ] && python3 -c "print(f'{$fl / ($1 * 1e-6) / 1e12:.1f}')" || echo; }
-    name="hd${d}_S${S}_$([ "$causal" = 1 ] && echo causal || echo full)"
-    echo "$name,${us},$(tf "$us"),${fus},$(tf "$fus"),${cus},$(tf "$cus")" >> "$OUT/bench.csv"
+    name="hd${d}_S${S}_$([ "$causal" = 1 ] && echo causal || echo full)_$dt"
+    echo "$name,${us},$(tf "$us"),${fus},$(tf "$fus"),${cus},$(tf "$cus"),$refs" >> "$OUT/bench.csv"
     log "$name: ptxtune ${us:-?} us, sdpa flash ${fus:-?} us, cudnn ${cus:-?} us"
   done
 fi
