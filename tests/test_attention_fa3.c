@@ -816,3 +816,19 @@ Test(attention_fa3, llama3_8b_fp8_prefill_space_assembles_for_sm_90a, .timeout =
     pt_arena_free(a);
     pt_compiler_close(comp);
 }
+
+/* One emulator worker runs the CTAs one after another on one context, so
+ * the barrier epochs of the earlier CTAs run ahead of the async proxy's
+ * vector clocks: the wgmma's uninitialised-read check compared a TMA
+ * write's clock stamp with the epoch (ptx/emu/wgmma.c), and the third CTA
+ * of this fp8 kernel (3 consumer warpgroups, pingpong, the transposing
+ * warps' barriers) read its TMA-landed Q as "no thread wrote" (the CLI's
+ * `run --check` with --emu-threads 1 found it). */
+Test(attention_fa3, fp8_three_consumers_on_one_emulator_thread)
+{
+    fcase c = {E4, 1, 3, 3, 129, 129, 128, false, -1, -1, 0, false, false, true, false, "bm=192,bn=64", 0};
+    double err;
+    pt_err e = {0};
+    int rc = run_case_t(&gen_attention_op, &c, NULL, EMU_SCHED_LAZY, 7, 1, &err, &e);
+    cr_expect_eq(rc, PT_OK, "%s", e.msg);
+}

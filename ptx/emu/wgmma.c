@@ -584,9 +584,12 @@ static uint32_t unit_take(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l
         !emu__seen(c, EMU_R_RACE, in))
         rd_raw(c, w, in, lane, addr);
     if (c->o->detect_uninit && !emu__seen(c, EMU_R_UNINIT, in)) {
+        /* "written in this CTA": stamps at or past its epoch, or with vector
+         * clocks (whose stamps the writes carry) its clocks' base */
+        const uint32_t e0 = c->as && c->as->vcm ? c->as->vbase : c->epoch0;
         uint32_t un = 0;
         for (uint32_t b = 0; b < 16; b++)
-            un |= c->sh.wep[addr + b] < c->epoch0;
+            un |= c->sh.wep[addr + b] < e0;
         if (un)
             emu__report(c, EMU_R_UNINIT, in, tid_of(w, lane), EMU_SP_SHARED, addr, 16,
                         "wgmma reads shared memory no thread wrote");
