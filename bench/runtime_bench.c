@@ -1,7 +1,8 @@
 /* The engine runtime's start-up and lookup cost (results/cpu/runtime.md):
  * a table of N kernels (softmax at rows 1..N/2, f32 GEMMs at m = 1..N/2,
  * tuned in-process under the fake device's fingerprint, rows taken at run
- * time where a config allows), exported as a bundle and a JSON table, then
+ * time where a config allows), exported as a bundle and a JSON table (and
+ * that table as version 1, without its index, which the runtime reads whole), then
  * on the fake driver (tests/fake_cuda.c, the CPU emulator: module loads
  * parse PTX, launches run on the CPU, so load and launch here measure the
  * runtime's work plus the fake's; a real driver's cubin load differs):
@@ -14,6 +15,7 @@
  * keeps the tables in DIR (made there once, reused by later runs: the same
  * table before and after a change, and a quick loop for a profiler). */
 #include <dlfcn.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,10 +96,11 @@ int main(int argc, char **argv)
         mkdir(dir, 0700);
     } else if (!mkdtemp(dir))
         return 1;
-    char db[512], bundle[512], json[512];
+    char db[512], bundle[512], json[512], json1[512];
     snprintf(db, sizeof db, "%s/t.db", dir);
     snprintf(bundle, sizeof bundle, "%s/b.db", dir);
     snprintf(json, sizeof json, "%s/t.json", dir);
+    snprintf(json1, sizeof json1, "%s/t1.json", dir);
     pt_arena *a = pt_arena_new();
     search_problem *p = calloc((size_t)nk, sizeof *p);
     pt_err e = {0};
@@ -149,15 +152,27 @@ int main(int argc, char **argv)
     pt_buf_free(&jb);
     db_close(s);
 measure:;
+    { /* the same table as version 1: no index, read whole */
+        json_error_t je;
+        json_t *doc = json_load_file(json, 0, &je);
+        if (!doc || json_object_del(doc, "index") ||
+            json_object_set_new(doc, "version", json_integer(1)) ||
+            json_dump_file(doc, json1, JSON_INDENT(1) | JSON_PRESERVE_ORDER)) {
+            fprintf(stderr, "runtime_bench: %s: cannot write its version 1 copy\n", json);
+            return 1;
+        }
+        json_decref(doc);
+    }
     char sm_class[256], gm_class[256];
     snprintf(sm_class, sizeof sm_class, "%s", p[0].klass);
     snprintf(gm_class, sizeof gm_class, "%s", p[1].klass);
 
-    const char *paths[2] = {bundle, json}, *names[2] = {"bundle", "JSON table"};
+    const char *paths[3] = {bundle, json, json1},
+               *names[3] = {"bundle", "JSON table (version 2: index)", "JSON table (version 1: read whole)"};
     printf("| table | kernels | open (lazy) | first select | first load | first launch | "
            "open to first launch | open, all loaded (eager) |\n|---|---|---|---|---|---|---|---|\n");
     ptxtune_error err;
-    for (int t = 0; t < 2; t++) {
+    for (int t = 0; t < 3; t++) {
         double *v[6];
         for (int k = 0; k < 6; k++)
             v[k] = calloc((size_t)reps, sizeof(double));
@@ -222,27 +237,29 @@ measure:;
             free(v[k]);
     }
     /* the lookup */
-    ptxtune_options oo = {.flags = PTXTUNE_ALLOW_PAD};
-    ptxtune_runtime *rt;
-    if (ptxtune_open(bundle, &oo, &rt, &err))
-        return 1;
-    enum { N = 1000000 };
-    double l0 = now();
-    int64_t sink = 0;
-    for (int i = 0; i < N; i++) {
-        ptxtune_selection sel;
-        int64_t sd[2] = {1 + i % (nk / 2), 256}, gd[4] = {1 + i % (nk / 2), 64, 32, 1};
-        int rc = i & 1 ? ptxtune_select(rt, gm_class, gd, 4, &sel, &err)
-                       : ptxtune_select(rt, sm_class, sd, 2, &sel, &err);
-        if (rc)
+    for (int t = 0; t < 2; t++) {
+        ptxtune_options oo = {.flags = PTXTUNE_ALLOW_PAD};
+        ptxtune_runtime *rt;
+        if (ptxtune_open(paths[t], &oo, &rt, &err))
             return 1;
-        sink += sel.dims[0];
+        enum { N = 1000000 };
+        double l0 = now();
+        int64_t sink = 0;
+        for (int i = 0; i < N; i++) {
+            ptxtune_selection sel;
+            int64_t sd[2] = {1 + i % (nk / 2), 256}, gd[4] = {1 + i % (nk / 2), 64, 32, 1};
+            int rc = i & 1 ? ptxtune_select(rt, gm_class, gd, 4, &sel, &err)
+                           : ptxtune_select(rt, sm_class, sd, 2, &sel, &err);
+            if (rc)
+                return 1;
+            sink += sel.dims[0];
+        }
+        double lookup = (now() - l0) / N;
+        ptxtune_close(rt);
+        printf("%slookup, %s (ptxtune_select, softmax and GEMM alternating, sizes 1..%d, %d "
+               "entries): %.0f ns per call (checksum %lld)\n",
+               t ? "" : "\n", names[t], nk / 2, nk, lookup * 1e9, (long long)sink);
     }
-    double lookup = (now() - l0) / N;
-    ptxtune_close(rt);
-    printf("\nlookup (ptxtune_select, softmax and GEMM alternating, sizes 1..%d, %d entries): "
-           "%.0f ns per call (checksum %lld)\n",
-           nk / 2, nk, lookup * 1e9, (long long)sink);
     if (have)
         printf("setup: the tables of %s\n", dir);
     else

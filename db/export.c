@@ -580,12 +580,13 @@ static int export_row(void *ctx, sqlite3_stmt *st, const db_winner *w)
  * from the document's first byte), op, class, problem key, dims, config,
  * entry, kernel hash, cubin arch, median time, the contract's version and
  * its sizes as "index:tuned:min:max:group,..." (null when the contract has
- * none that read so)]}. The offsets include the index's own length: found by
+ * none that read so), and the cubin's identity: pt_hash64 of its base64
+ * text as 16 hex digits (null without one)]}. The offsets include the index's own length: found by
  * iterating to the fixed point (the index's length grows with its numbers). */
 
 static const char json_v2_cols[] =
     "[\"fingerprint\", \"row\", \"launch\", \"op\", \"class\", \"problem\", \"dims\", \"config\", "
-    "\"entry\", \"hash\", \"arch\", \"time_s\", \"contract_v\", \"sizes\"]";
+    "\"entry\", \"hash\", \"arch\", \"time_s\", \"contract_v\", \"sizes\", \"cubin_hash\"]";
 
 static const char *jget_str(json_t *o, const char *k)
 {
@@ -680,13 +681,18 @@ static int json_table_text(json_t *rows, pt_buf *out, pt_err *e)
         bool have = json_is_object(ln) && json_sizes(ln, &v, &sz);
         for (int j = 0; j < 4; j++)
             pos[4 * i + (size_t)j] = json_integer(0);
+        const char *b64 = json_string_value(json_object_get(cb, "base64"));
+        char ch[17] = "";
+        if (b64)
+            snprintf(ch, sizeof ch, "%016llx", (unsigned long long)pt_hash64(b64, strlen(b64)));
         json_t *ir = json_pack(
-            "[I,[O,O],[O,O],s,s,s,s,s,s,s,s,O,o,o]", (json_int_t)fi, pos[4 * i], pos[4 * i + 1],
+            "[I,[O,O],[O,O],s,s,s,s,s,s,s,s,O,o,o,o]", (json_int_t)fi, pos[4 * i], pos[4 * i + 1],
             pos[4 * i + 2], pos[4 * i + 3], jget_str(pb, "op"), jget_str(pb, "class"),
             jget_str(pb, "key"), jget_str(pb, "dims"), jget_str(r, "config"),
             jget_str(kn, "entry"), jget_str(kn, "hash"), jget_str(cb, "arch"),
             json_is_number(med) ? med : json_null(), have ? json_integer(v) : json_null(),
-            have ? json_string(sz.s ? sz.s : "") : json_null());
+            have ? json_string(sz.s ? sz.s : "") : json_null(),
+            b64 ? json_string(ch) : json_null());
         if (!rc && (!ir || json_array_append_new(irows, ir)))
             rc = PT_ENOMEM;
     }

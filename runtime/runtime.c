@@ -140,6 +140,7 @@ struct ptxtune_entry {
      * the row object and of its launch value, read at first use; its row */
     int64_t jrow[2], jlaunch[2];
     int jrowno;
+    char chash[17]; /* its cubin's identity (pt_hash64 of the base64 text); "" none */
     /* the contract past its sizes: read at open from a JSON table, at the
      * entry's first selection or load from a bundle (its measurement's
      * launch, read then) */
@@ -1036,9 +1037,9 @@ static const char json_v2_prefix[] = "{\"format\": \"ptxtune-table\", \"version\
 static const char *const json_v2_cols[] = {"fingerprint", "row",    "launch",     "op",
                                            "class",       "problem", "dims",      "config",
                                            "entry",       "hash",    "arch",      "time_s",
-                                           "contract_v",  "sizes"};
+                                           "contract_v",  "sizes",   "cubin_hash"};
 enum { JC_FP, JC_ROW, JC_LAUNCH, JC_OP, JC_CLASS, JC_PROBLEM, JC_DIMS, JC_CONFIG, JC_ENTRY,
-       JC_HASH, JC_ARCH, JC_TIME, JC_CV, JC_SIZES, JC_N };
+       JC_HASH, JC_ARCH, JC_TIME, JC_CV, JC_SIZES, JC_CUBIN, JC_N };
 
 /* bytes [off, off + len) of the indexed table as one JSON value (a
  * slice that is not exactly one: NULL, with why) */
@@ -1120,7 +1121,9 @@ static int read_index(ptxtune_runtime *rt, json_t *ix, int64_t size, int pass, f
                    (json_is_null(c[JC_CV]) && json_is_null(c[JC_SIZES])));
         for (int j = JC_OP; ok && j <= JC_ARCH; j++)
             ok = sv[j] != NULL;
-        ok = ok && strlen(sv[JC_HASH]) == 16 && *sv[JC_PROBLEM] && *sv[JC_CLASS];
+        ok = ok && strlen(sv[JC_HASH]) == 16 && *sv[JC_PROBLEM] && *sv[JC_CLASS] &&
+             (json_is_null(c[JC_CUBIN]) || (json_is_string(c[JC_CUBIN]) &&
+                                            strlen(json_string_value(c[JC_CUBIN])) == 16));
         if (!ok) {
             rc = fail(e, PTXTUNE_EINVAL,
                       "%s: row %zu of the table's index is malformed (missing, mistyped or "
@@ -1150,6 +1153,9 @@ static int read_index(ptxtune_runtime *rt, json_t *ix, int64_t size, int pass, f
                       json_is_number(c[JC_TIME]) ? json_number_value(c[JC_TIME]) : NAN, at,
                       (int)i + 1};
         rc = add_entry(rt, &v, e);
+        if (!rc && json_is_string(c[JC_CUBIN]))
+            snprintf(rt->v[rt->n - 1].chash, sizeof rt->v[rt->n - 1].chash, "%s",
+                     json_string_value(c[JC_CUBIN]));
         json_decref(l);
     }
     for (size_t f = 0; pass == 0 && !rc && f < nfp; f++) {
@@ -1213,6 +1219,12 @@ static int index_row(ptxtune_runtime *rt, const ptxtune_entry *k, json_t **row,
         bad = "cubin.arch";
     if (!bad && (!json_is_object(fp) || !jstr(kn, "ptx")))
         bad = "kernel.ptx";
+    const char *b64 = json_is_object(cb) ? jstr(cb, "base64") : NULL;
+    char ch[17] = "";
+    if (b64)
+        snprintf(ch, sizeof ch, "%016llx", (unsigned long long)pt_hash64(b64, strlen(b64)));
+    if (!bad && strcmp(ch, k->chash) != 0)
+        bad = "cubin (its hash)";
     json_t *l = bad ? NULL : slice_load(rt, k->jlaunch, why, sizeof why);
     if (!bad && !(l && json_equal(l, json_object_get(r, "launch"))))
         bad = "launch";

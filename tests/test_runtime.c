@@ -1625,3 +1625,63 @@ Test(runtime, emit_remembers_the_driver_probe)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
     sh(cmd, out, sizeof out);
 }
+
+/* A version 2 table's index carries each cubin's identity (cubin_hash: of
+ * its base64 text), checked at the row's first load: a cubin changed in
+ * place (still base64, the file's size kept) is refused in one line, never
+ * handed to the driver. The table: t.json with an ELF-headed cubin added to
+ * the 16-row softmax (the fake driver refuses ELF images, so the intact
+ * table loads through the PTX JIT), imported into a store and exported. */
+Test(runtime, a_json_table_cubin_changed_in_place_is_refused_at_its_load)
+{
+    need_store();
+    json_t *doc = json_load_file(P("t.json"), 0, NULL);
+    cr_assert(doc);
+    json_object_del(doc, "index");
+    json_object_set_new(doc, "version", json_integer(1));
+    json_t *rows = json_object_get(doc, "rows");
+    int n16 = 0;
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *r = json_array_get(rows, i);
+        if (!strstr(json_string_value(json_object_get(json_object_get(r, "problem"), "key")),
+                    "x=16x256"))
+            continue;
+        /* "\177ELF" and 44 bytes more, as base64 */
+        json_object_set_new(r, "cubin",
+                            json_pack("{s:s,s:s,s:s,s:n}", "arch", "sm_90", "compiler", "nvjitlink",
+                                      "base64", "f0VMRgIBAQAAAAAAAAAAAAIAvgABAAAAAAAAAAAAAABAAAAAAAAAAA==",
+                                      "resources"));
+        n16++;
+    }
+    cr_assert_eq(n16, 1);
+    cr_assert_eq(json_dump_file(doc, P("cub1.json"), 0), 0);
+    json_decref(doc);
+    char out[4096], err[4096];
+    cr_assert_eq(test_run_ptxtune(dir, "import --db cub.db cub1.json", out, sizeof out, err, sizeof err),
+                 0, "%s", err);
+    cr_assert_eq(test_run_ptxtune(dir, "export --db cub.db --format json --out cub.json", out,
+                                  sizeof out, err, sizeof err),
+                 0, "%s", err);
+    size_t n;
+    char *b = read_bytes(P("cub.json"), &n);
+    char *at = strstr(b, "\"base64\": \"f0VMRgIBAQ");
+    cr_assert(at, "no cubin in the export");
+    for (int f = 0; f < 2; f++) {
+        if (f == 1) { /* one base64 digit changed: still base64, still ELF */
+            at[30] = at[30] == 'A' ? 'B' : 'A';
+            write_bytes(P("cub.json"), b, n);
+        }
+        ptxtune_runtime *rt = open_rt("cub.json", ALL);
+        ptxtune_selection sel;
+        ptxtune_error e;
+        int64_t dims[2] = {16, 256};
+        cr_assert_eq(ptxtune_select(rt, softmax_class, dims, 2, &sel, &e), PTXTUNE_OK, "%s", e.msg);
+        int rc = ptxtune_load(rt, sel.entry, &e);
+        if (f == 0)
+            cr_expect_eq(rc, PTXTUNE_OK, "the intact cubin: %s", e.msg);
+        else
+            one_line_refusal(rc, &e, "its cubin (its hash) differs", "a changed cubin");
+        ptxtune_close(rt);
+    }
+    free(b);
+}
