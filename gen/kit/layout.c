@@ -100,8 +100,16 @@ int64_t kit_eval_idx(const kit_layout *l, int64_t idx, int dim)
 {
     int64_t c[KIT_RANK];
     for (int i = 0; i < l->rank; i++) {
-        c[i] = i == l->rank - 1 ? idx : idx % l->shape[i];
-        idx /= l->shape[i];
+        int64_t s = l->shape[i];
+        if (i == l->rank - 1)
+            c[i] = idx;
+        else if (idx >= 0 && s > 0 && (s & (s - 1)) == 0) { /* no 64-bit divide (tens of cycles) */
+            c[i] = idx & (s - 1);
+            idx >>= __builtin_ctzll((unsigned long long)s);
+        } else {
+            c[i] = idx % s;
+            idx /= s;
+        }
     }
     return kit_eval(l, c, dim);
 }
@@ -121,7 +129,7 @@ bool kit_shift_ok(const kit_layout *l, int64_t drow, int64_t dcol)
     int64_t wr = INT64_C(1) << (l->swz.base + l->swz.bits);
     /* the row part must leave the read bits alone, the column part the
      * written ones (a column move stays inside its row) */
-    return (drow * l->stride[0][0]) % rd == 0 && (dcol * l->stride[1][0]) % wr == 0;
+    return ((drow * l->stride[0][0]) & (rd - 1)) == 0 && ((dcol * l->stride[1][0]) & (wr - 1)) == 0; /* % rd, wr: powers of two */
 }
 
 /* ---- algebra ---- */
