@@ -49,8 +49,10 @@
  * 3/4 of its largest power of two (192 beside 256) and N rounded to 16.
  * Consumer schedules and clusters (config sched, cluster; the walk
  * functions walk_head / sched_pingpong_head below):
- *   sched=1, pingpong (bm=64, two consumer warpgroups): each consumer owns
- *     whole 64 x BN tiles and the CTA's tiles (units) alternate between
+ *   sched=1, pingpong (bm=64 or 128, two consumer warpgroups): each
+ *     consumer owns whole BM x BN tiles (bm=128: two m64 wgmmas per k step
+ *     into two accumulator sets, bn <= 128 so they fit setmaxnreg's 232,
+ *     the epilogue run per 64-row half) and the CTA's tiles (units) alternate between
  *     them, cwg 0 the even ones; the producer fills the ring for every
  *     unit in order, so a consumer moves its ring ends past the other's
  *     KT stages after each tile (kit_pipe_skip; empty counts one
@@ -97,7 +99,8 @@
 #include "gen/gemm_wgmma_sched.h"
 #include "ptx/emu/tmap.h"
 
-enum { WG_PRODUCER_REGS = 40, WG_CONSUMER_REGS = 232, WG_ENTRY_REGS = 168, WG_REG_FILE = 65536 };
+enum { WG_PRODUCER_REGS = 40, WG_CONSUMER_REGS = 232, WG_ENTRY_REGS = 168, WG_REG_FILE = 65536,
+       WG_PINGPONG_ACC = 128 };
 
 static int dt_bytes(pt_dtype t) { return pt_dtype_get(t)->bytes; }
 
@@ -125,7 +128,8 @@ typedef struct wg_geom {
     int fix_slots;   /* split-K/stream-K fixup slots per tile in the workspace (1: none) */
     int epi_off;     /* staging offset from base: 0 (the ring, reused) or past the ring */
     int epi;         /* epilogue: 0 direct, 1 TMA store (gemm_epilogue_tma) */
-    int sched;       /* 0 cooperative, 1 pingpong (two consumers alternate 64-row tiles) */
+    int sched;       /* 0 cooperative, 1 pingpong (two consumers alternate whole tiles) */
+    int halves;      /* m64 wgmmas a consumer issues per k step: 1, or bm / 64 with pingpong */
     int cluster;     /* config value: 1 none, 21 (2x1: a pair along M shares B), 12 (1x2: along N, A) */
     int csize;       /* CTAs per cluster (1, 2) */
     int shared_op;   /* csize 2: the operand the pair shares, multicast (0 A, 1 B) */
@@ -239,6 +243,15 @@ static int dyn_geometry(const pt_prepared *pp, const wg_geom *w, int64_t tnn, pt
     return PT_OK;
 }
 
+/* The epilogue's view of a pingpong tile of bm=128 (on) and back (off):
+ * the consumer runs it per 64-row half (rows 64 h .. of its tile), as a
+ * bm=64 consumer runs its tile, so the epilogue sees bm 64. */
+static void epi_view(wg_geom *w, bool on)
+{
+    if (w->halves > 1)
+        w->g.bm = on ? 64 : 64 * w->halves;
+}
+
 /* The consumer schedule and the cluster of a config (sched, cluster):
  * pingpong takes two consumer warpgroups, each owning a whole 64-row tile
  * (bm=64 is the tile of one); a cluster of 2 pairs CTAs along M (21: they
@@ -255,11 +268,15 @@ static int sched_geometry(const pt_prepared *pp, const pt_config *c, wg_geom *w,
     w->cluster = (int)cl;
     w->csize = cl == 1 ? 1 : 2;
     w->shared_op = cl == 21 ? 1 : 0;
+    w->halves = 1;
     if (w->sched) {
-        if (w->g.bm != 64)
-            return pt_errf(e, PT_EINVAL, "sched=1 (pingpong): bm=%d, must be 64 (each of the two consumer "
-                           "warpgroups owns a 64-row tile)", w->g.bm);
+        /* bm=128: a consumer's tile is two m64 halves, two wgmmas per k step
+         * into two accumulator sets (registers: geometry) */
+        if (w->g.bm != 64 && w->g.bm != 128)
+            return pt_errf(e, PT_EINVAL, "sched=1 (pingpong): bm=%d, must be 64 or 128 (each of the two consumer "
+                           "warpgroups owns a whole tile)", w->g.bm);
         w->consumers = 2;
+        w->halves = w->g.bm / 64;
     }
     int64_t pers = pt_config_get(c, "persistent", 0);
     if (w->csize == 2 && pers == 1)
@@ -386,12 +403,20 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if (w->wa.c.regs + 64 > WG_CONSUMER_REGS)
         return pt_errf(e, PT_EINVAL, "bn=%d: %d accumulators per thread leave too few of %d registers",
                        g->bn, w->wa.c.regs, WG_CONSUMER_REGS);
+    /* pingpong bm=128: at most the cooperative loop's widest set (bn 256:
+     * 128 a thread); ptxas spilled bn=160's 160 with a bias + residual
+     * epilogue in setmaxnreg's 232 */
+    if (w->halves > 1 && w->wa.c.regs * w->halves > WG_PINGPONG_ACC)
+        return pt_errf(e, PT_EINVAL, "sched=1 with bm=%d, bn=%d: %d accumulators per thread (a whole %d-row tile "
+                       "per consumer) leave too few of setmaxnreg's %d registers (bn <= %d)", g->bm, g->bn,
+                       w->wa.c.regs * w->halves, g->bm, WG_CONSUMER_REGS,
+                       WG_PINGPONG_ACC / w->halves * g->bn / w->wa.c.regs);
     /* the epilogue's view: consumer threads, 16 x bn warp tiles stacked along M
      * (pingpong: one consumer's, on its own tile) */
     g->threads = 128 * (w->sched ? 1 : w->consumers);
     g->wm = 16;
     g->wn = g->bn;
-    g->warps_m = g->bm / 16;
+    g->warps_m = (w->sched ? 64 : g->bm) / 16; /* pingpong: one consumer's 4 warps */
     g->warps_n = 1;
     g->kslice = 1;
     g->splitk = 1;
@@ -426,7 +451,9 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
         int left = (lim - 1024 - pipe - 16 * w->stages) / 2 / 16 * 16;
         g->stages = 1;
         g->stage_bytes = left > 16 ? left : 16;
+        epi_view(w, true); /* bm=128: the epilogue runs per 64-row half */
         w->epi_bytes = (gemm_epi_smem(g) + 15) / 16 * 16;
+        epi_view(w, false);
         w->epi_off = pipe;
         w->region = pipe + 2 * w->epi_bytes;
     } else if (w->persistent) {
@@ -445,7 +472,9 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     }
     if (w->epi) { /* the TMA store's staging (1024-byte boxes): past the ring when persistent,
                    * one per consumer with pingpong */
+        epi_view(w, true);
         int st = gemm_epi_tma_smem(g);
+        epi_view(w, false);
         if (w->sched) {
             w->epi_bytes = st;
             w->region = pipe + 2 * st;
@@ -938,17 +967,19 @@ static ptx_reg *consumer(wg_geom *w, kit_pipe *p, ptx_reg cwg, const sched_order
     ptx_fn *f = g->f;
     const pt_prepared *pp = g->pp;
     const kit_atom *wa = &w->wa;
-    int n = wa->c.regs;
+    int n = wa->c.regs, nh = w->halves;
     ptx_type at = wa->acc == PTX_T_F32 ? PTX_T_F32 : PTX_T_B32;
-    ptx_reg *acc = pt_arena_alloc(f->mod->arena, (size_t)n * sizeof *acc);
-    for (int i = 0; i < n; i++) {
+    ptx_reg *acc = pt_arena_alloc(f->mod->arena, (size_t)(n * nh) * sizeof *acc);
+    for (int i = 0; i < n * nh; i++) {
         acc[i] = ptx_reg_new(f, at);
         if (at == PTX_T_F32)
             ptx_emit(f, PTX_OP_MOV, NOM, F32T, ptx_r(acc[i]), ptx_f32(0.0f));
         else
             ptx_emit(f, PTX_OP_MOV, NOM, B32T, ptx_r(acc[i]), ptx_imm(0));
     }
-    ptx_opd dv = ptx_vecr(f, n, acc);
+    ptx_opd dv[2];
+    for (int h = 0; h < nh; h++)
+        dv[h] = ptx_vecr(f, n, acc + h * n);
     /* descriptors: K-major, one swizzle span per row, 8-row groups 8 W
      * apart, +32 bytes per k step; MN-major (128B), 8-k-row groups 1024
      * apart, 64-wide MN blocks one box apart, +2048 bytes per k16 step */
@@ -970,18 +1001,24 @@ static ptx_reg *consumer(wg_geom *w, kit_pipe *p, ptx_reg cwg, const sched_order
     ptx_reg st = kit_pipe_wait(p, 0);
     ptx_reg sa = aoff.id ? gemm_op2(g, PTX_OP_ADD, ptx_r(st), ptx_r(aoff)) : st;
     ptx_reg sb = gemm_op2(g, PTX_OP_ADD, ptx_r(st), ptx_imm(w->a_bytes));
-    ptx_reg da = kit_wgmma_desc_emit(f, sa, a_lbo, a_sbo, a_sw);
+    ptx_reg da[2];
+    da[0] = kit_wgmma_desc_emit(f, sa, a_lbo, a_sbo, a_sw);
+    if (nh > 1) /* pingpong's 128-row tile: its second 64 rows */
+        da[1] = kit_wgmma_desc_emit(f, gemm_op2(g, PTX_OP_ADD, ptx_r(sa), ptx_imm(a_off)), a_lbo, a_sbo, a_sw);
     ptx_reg db = kit_wgmma_desc_emit(f, sb, b_lbo, b_sbo, b_sw);
     ptx_emit0(f, PTX_OP_WGMMA_FENCE, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
     for (int ks = 0; ks < g->ksteps; ks++) {
-        ptx_reg a = da, b = db;
+        ptx_reg a[2] = {da[0], nh > 1 ? da[1] : da[0]}, b = db;
         if (ks) {
-            a = gemm_r64(g);
+            for (int h = 0; h < nh; h++)
+                a[h] = gemm_r64(g);
             b = gemm_r64(g);
-            ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(a), ptx_r(da), ptx_imm(a_step * ks));
+            for (int h = 0; h < nh; h++)
+                ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(a[h]), ptx_r(da[h]), ptx_imm(a_step * ks));
             ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(b), ptx_r(db), ptx_imm(b_step * ks));
         }
-        kit_wgmma_ss(f, wa, dv, a, b, ptx_imm(1), !pp->a_kmajor, !pp->b_kmajor);
+        for (int h = 0; h < nh; h++)
+            kit_wgmma_ss(f, wa, dv[h], a[h], b, ptx_imm(1), !pp->a_kmajor, !pp->b_kmajor);
     }
     ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
     ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(w->wg_wait));
@@ -1168,7 +1205,9 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     ptx_reg tmb = kit_tma_param(f, l, "tmb", &mb);
     ptx_reg tmd = {0}; /* epi=1: the store map over D */
     if (w.epi) {
+        epi_view(&w, true); /* pingpong bm=128: 64-row store boxes, one per half */
         pt_tmap md = gemm_epi_tma_map(g);
+        epi_view(&w, false);
         tmd = kit_tma_param(f, l, "tmd", &md);
     }
     int next_in = 2;
@@ -1257,18 +1296,28 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     else
         ttop = role_head(&w, done);
     ptx_reg *acc = consumer(&w, &pipe, cwg, w.sched ? &ord : NULL);
-    /* every consumer's wgmmas retired before the ring is reused as staging */
-    if (w.epi) /* and the previous tile's TMA stores read it */
-        gemm_epi_tma_reuse(g);
-    gemm_bar(g);
-    ptx_reg wrow = gemm_mul(g, ptx_r(g->warp), ptx_imm(16));
-    ptx_reg wcol = gemm_r32(g);
-    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(wcol), ptx_imm(0));
-    gemm_accs fr = kit_frag_mma_c(f, pp->at, 1, g->bn / 8, acc, wrow, wcol, g->lane);
-    if (w.epi)
-        gemm_epilogue_tma(g, &fr, tmd);
-    else
-        decomp_epilogue(&w, &fr);
+    /* pingpong bm=128: the epilogue per 64-row half (rows 64 h ..), each
+     * half's accumulators the fragment of a bm=64 consumer */
+    ptx_reg m0 = g->m0;
+    epi_view(&w, true);
+    for (int hf = 0; hf < w.halves; hf++) {
+        if (hf)
+            g->m0 = gemm_op2(g, PTX_OP_ADD, ptx_r(m0), ptx_imm(64 * hf));
+        /* every consumer's wgmmas retired before the ring is reused as staging */
+        if (w.epi) /* and the previous tile's (half's) TMA stores read it */
+            gemm_epi_tma_reuse(g);
+        gemm_bar(g);
+        ptx_reg wrow = gemm_mul(g, ptx_r(g->warp), ptx_imm(16));
+        ptx_reg wcol = gemm_r32(g);
+        ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(wcol), ptx_imm(0));
+        gemm_accs fr = kit_frag_mma_c(f, pp->at, 1, g->bn / 8, acc + hf * w.wa.c.regs, wrow, wcol, g->lane);
+        if (w.epi)
+            gemm_epilogue_tma(g, &fr, tmd);
+        else
+            decomp_epilogue(&w, &fr);
+    }
+    g->m0 = m0;
+    epi_view(&w, false);
     if (w.sched) { /* the other consumer's unit: its k tiles */
         kit_pipe_skip(&pipe, &pipe.cons, g->kt_total);
         kit_pipe_skip(&pipe, &pipe.rel, g->kt_total);

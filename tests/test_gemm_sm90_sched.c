@@ -212,7 +212,10 @@ Test(gemm_sm90_sched, check_refuses_illegal_combinations)
     struct {
         const char *cfg, *msg;
     } bad[] = {
-        {"impl=1,bm=128,sched=1", "sched=1 (pingpong): bm=128, must be 64"},
+        {"impl=1,bm=256,sched=1", "bm=256: 64 or 128"},
+        {"impl=1,bm=128,bn=256,sched=1", "sched=1 with bm=128, bn=256: 256 accumulators per thread"},
+        {"impl=1,bm=128,bn=144,sched=1", "144 accumulators per thread (a whole 128-row tile per consumer) leave "
+                                         "too few of setmaxnreg's 232 registers (bn <= 128)"},
         {"impl=1,sched=2", "sched=2: 0 (cooperative) or 1 (pingpong)"},
         {"impl=1,cluster=2", "cluster=2: 1 (none), 21 (2x1"},
         {"impl=1,cluster=22", "cluster=22: 1 (none)"},
@@ -300,6 +303,53 @@ Test(gemm_sm90_sched, cluster_is_in_the_space_and_check_keeps_it_legal)
     cr_expect_eq(check_cfg(&q, "impl=1,bm=64,bn=64,cluster=21", &e), PT_OK, "nn: %s", e.msg);
 }
 
+/* Pingpong with 128-row consumer tiles (issue 13 item 2): each consumer
+ * warpgroup owns a whole bm=128 tile, two m64 wgmmas per k step into two
+ * accumulator sets, its epilogue per 64-row half; with persistent grids,
+ * a cluster, the TMA-store epilogue, bf16/f16/e4m3, MN-major operands,
+ * odd M/N/K, an epilogue with bias and residual, the three schedules. */
+Test(gemm_sm90_sched, pingpong_with_128_row_tiles_on_the_emulator, .timeout = 600)
+{
+    double t0 = now();
+    grid g = {0};
+    struct {
+        int64_t m, n, k;
+        const char *lay;
+        pt_dtype dt, odt;
+        const char *epi, *cfg;
+    } cs[] = {
+        {257, 129, 65, "nt", PT_BF16, PT_F64, NULL, "bm=128,bn=64,stages=2"},
+        {129, 200, 129, "tt", PT_BF16, PT_F32, "relu(acc + bias[n]) + r", "bm=128,bn=128,stages=3,persistent=3"},
+        {300, 64, 257, "tn", PT_F16, PT_F64, NULL, "bm=128,bn=64,stages=4,wg_wait=0"},
+        {1, 65, 7, "nt", PT_BF16, PT_F64, NULL, "bm=128,bn=32,stages=2"},
+        {257, 96, 128, "nt", PT_E4M3, PT_BF16, "gelu(acc)", "bm=128,bn=48,stages=3,persistent=2"},
+        {200, 160, 96, "nt", PT_F16, PT_F16, NULL, "bm=128,bn=128,stages=2"},
+        {260, 130, 64, "nt", PT_BF16, PT_BF16, NULL, "bm=128,bn=64,stages=2,epi=1,persistent=3"},
+        {300, 129, 64, "nt", PT_BF16, PT_F32, NULL, "bm=128,bn=64,stages=2,cluster=21,persistent=4"},
+        {130, 257, 128, "nt", PT_E4M3, PT_F32, NULL, "bm=128,bn=64,stages=2,cluster=12"},
+    };
+    int n = 0;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+        for (int sc = 0; sc < 3; sc++, n++) {
+            pt_problem p = prob_ldd(cs[i].m, cs[i].n, cs[i].k, cs[i].lay, cs[i].dt, cs[i].odt);
+            p.epilogue = cs[i].epi;
+            char cfg[192];
+            snprintf(cfg, sizeof cfg, "impl=1,sched=1,%s", cs[i].cfg);
+            grid_case(&g, &p, cfg, scheds[sc], (uint64_t)(700 + n));
+        }
+    grid_report(&g, "pingpong, 128-row consumer tiles", t0);
+    cr_expect_eq(g.cases, 3 * (int)(sizeof cs / sizeof cs[0]));
+    /* the consumer's k loop: two m64 wgmmas per k16 step (4 steps of bk 64) */
+    pt_problem p = PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_F64);
+    pt_launch l;
+    char *t = emit_text(&p, "impl=1,bm=128,bn=128,sched=1,persistent=132", &l);
+    cr_expect_eq(count(t, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"), 8, "2 x 4 per k tile");
+    cr_expect_eq(count(t, "wgmma.commit_group.sync.aligned;"), 1);
+    cr_expect_eq(l.block[0], 384u);
+    cr_expect(strstr(t, "], 4;") != NULL, "empty counts the 4 warps of the unit's consumer");
+    free(t);
+}
+
 /* Lines holding both a and b, a first. */
 static int count_lines(const char *t, const char *a, const char *b)
 {
@@ -370,6 +420,9 @@ Test(gemm_sm90_sched, new_forms_assemble, .timeout = 300)
         {"tt", PT_F16, "impl=1,bm=128,bn=128,cluster=12,persistent=132"},
         {"nn", PT_BF16, "impl=1,bm=64,bn=256,sched=1,cluster=21"},
         {"nt", PT_E4M3, "impl=1,bm=64,bn=256,sched=1,cluster=12,persistent=132"},
+        {"nt", PT_BF16, "impl=1,bm=128,bn=128,sched=1,persistent=132"},
+        {"tt", PT_F16, "impl=1,bm=128,bn=128,sched=1"},
+        {"nt", PT_E4M3, "impl=1,bm=128,bn=128,sched=1,cluster=21,persistent=132,epi=1"},
     };
     double t0 = now();
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
