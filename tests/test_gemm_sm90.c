@@ -746,6 +746,37 @@ Test(gemm_sm90, dyn_m_one_kernel_many_m, .timeout = 600)
     cr_expect_eq(g.cases, 6 * 3 * (int)(sizeof cs / sizeof cs[0]));
 }
 
+/* dyn=m kernels of the 8192^3 bf16 problem assemble with ptxas sm_90a: 0
+ * spills, no local memory, no C75xx (the default, persistent stream-K,
+ * pingpong 128-row tiles and a cluster walking units counted from m). */
+Test(gemm_sm90, dyn_m_kernels_assemble, .timeout = 300)
+{
+    pt_compiler *comp = NULL;
+    pt_err e = {0};
+    OPEN_PTXAS_OR_SKIP(comp, e);
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
+    static const char *const cfgs[] = {"impl=1", "impl=1,bm=128,bn=256,persistent=132,streamk=1",
+                                       "impl=1,bm=128,bn=128,sched=1,persistent=132",
+                                       "impl=1,bm=128,bn=128,cluster=21,persistent=132,epi=1",
+                                       "impl=1,bm=128,bn=256,splitk=2,raster=8"};
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        pt_problem p = PT_GEMM(8192, 8192, 8192, i % 2 ? "tt" : "nt", PT_BF16, PT_F64);
+        p.dyn = "m";
+        p.lda = 8192;
+        pt_launch l;
+        char *text = emit_text(&p, cfgs[i], &l);
+        cr_expect(strstr(text, ".param .u32 ") != NULL, "%s: no parameter m", cfgs[i]);
+        char what[160];
+        snprintf(what, sizeof what, "dyn=m %s %s", p.layout, cfgs[i]);
+        pt_resource r;
+        expect_assembles_clean(comp, text, &tg, what, &r);
+        printf("  %-60s regs %3d\n", what, r.registers);
+        free(text);
+    }
+    pt_compiler_close(comp);
+}
+
 /* dyn=m on sm_90a: the default is the wgmma loop; what it refuses, in one
  * line each. */
 Test(gemm_sm90, dyn_m_defaults_to_wgmma_and_check_refuses)
