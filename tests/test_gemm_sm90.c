@@ -727,7 +727,7 @@ Test(gemm_sm90, dyn_m_one_kernel_many_m, .timeout = 600)
     } cs[] = {
         {96, 80, 1, "nt", PT_BF16, PT_BF16, 0, NULL, "bm=128,bn=64,stages=3"},
         {72, 64, 2, "tt", PT_F16, PT_F32, 0, "relu(acc + bias[n]) * s[m]", "bm=64,bn=32,stages=2,raster=2"},
-        {64, 256, 2, "nt", PT_BF16, PT_F32, 0.5, NULL, "bm=64,bn=64,stages=2,splitk=3"},
+        {64, 256, 2, "nt", PT_BF16, PT_F32, 0.5, NULL, "bm=64,bn=64,stages=2,splitk=3,raster=2"},
         {48, 96, 1, "tn", PT_BF16, PT_BF16, 0, "acc + r", "bm=128,bn=64,stages=2,persistent=3,wg_wait=0"},
         {40, 192, 1, "nt", PT_E4M3, PT_BF16, 0, NULL, "bm=64,bn=40,stages=3,persistent=4,streamk=1"},
         {64, 64, 2, "nt", PT_BF16, PT_BF16, 0, NULL, "bm=64,bn=64,stages=2,epi=1"},
