@@ -46,6 +46,11 @@ elapsed() { echo $(( $(date +%s) - T0 )); }
 log() { echo "[$(printf '%4d' "$(elapsed)")s] $*" | tee -a "$OUT/log.txt" >&2; }
 note() { echo "- $*" >> "$OUT/notes.txt"; log "note: $*"; }
 left() { echo $(( BUDGET - $(elapsed) )); }
+# room N: a step that wants N of the default budget's 450 s may start (N
+# scaled to this budget: all.sh gives check.sh a share of its own); tmo N:
+# a step's timeout, N s but at most what is left + 40 s
+room() { [ "$(left)" -ge $(( $1 * BUDGET / 450 )) ]; }
+tmo() { local l=$(( $(left) + 40 )); [ "$l" -lt "$1" ] && [ "$l" -gt 0 ] && echo "$l" || echo "$1"; }
 TOOLS="python3 $ROOT/scripts/gpu/tools.py"
 : > "$OUT/log.txt"
 
@@ -197,8 +202,8 @@ SAMPLE=()
 
 run_check() { # name, then ptxtune run arguments
   local name=$1; shift
-  if [ "$(left)" -lt 200 ]; then note "skipped check $name: time budget"; return; fi
-  timeout 240 $PT run "$@" --backend $BK --check --sweep "${SAMPLE[@]}" --json \
+  if ! room 200; then note "skipped check $name: time budget"; return; fi
+  timeout $(tmo 240) $PT run "$@" --backend $BK --check --sweep "${SAMPLE[@]}" --json \
     > "$OUT/raw/check_$name.jsonl" 2> "$OUT/raw/check_$name.err"
   local rc=$?
   if [ $rc -ge 2 ]; then
@@ -234,12 +239,12 @@ if [ $HAVE_ATTN = 1 ]; then
   ng=0
   while IFS='|' read -r name items cfg arch; do
     [ -n "$name" ] || continue
-    if [ "$(left)" -lt 200 ]; then note "skipped check $name and the rest of the attention grid: time budget"; break; fi
+    if ! room 200; then note "skipped check $name and the rest of the attention grid: time budget"; break; fi
     while [ "$(jobs -rp | wc -l)" -ge "$NJ" ]; do wait -n; done
     a=()
     [ $NOGPU = 1 ] && a=(--arch "$arch")
     # shellcheck disable=SC2086
-    { timeout 90 $PT run attention $items --config "$cfg" "${a[@]}" --backend $BK --check --json \
+    { timeout $(tmo 90) $PT run attention $items --config "$cfg" "${a[@]}" --backend $BK --check --json \
         > "$OUT/raw/check_$name.jsonl" 2> "$OUT/raw/check_$name.err"
       echo $? > "$OUT/raw/check_$name.rc"; } &
     ng=$((ng + 1))
@@ -265,12 +270,12 @@ if [ $HAVE_ATTN = 1 ]; then
   [ $QUICK = 1 ] && ASAMPLE=(--sample 2)
   for c in "${ATTN_CHECK[@]}"; do
     IFS='|' read -r name items <<< "$c"
-    if [ "$(left)" -lt 200 ]; then note "skipped check $name: time budget"; continue; fi
+    if ! room 200; then note "skipped check $name: time budget"; continue; fi
     while [ "$(jobs -rp | wc -l)" -ge "$NJ" ]; do wait -n; done
     a=()
     [ $NOGPU = 1 ] && a=(--arch sm_80)
     # shellcheck disable=SC2086
-    { timeout 240 $PT run attention $items "${a[@]}" --backend $BK --check --sweep "${ASAMPLE[@]}" --deadline 60 \
+    { timeout $(tmo 240) $PT run attention $items "${a[@]}" --backend $BK --check --sweep "${ASAMPLE[@]}" --deadline 60 \
         --json > "$OUT/raw/check_$name.jsonl" 2> "$OUT/raw/check_$name.err"
       echo $? > "$OUT/raw/check_$name.rc"; } &
   done
@@ -294,7 +299,7 @@ OTHER=cuda
 [ $NOGPU = 1 ] && OTHER=emu
 for c in "${CHECK_CASES[@]}"; do
   IFS='|' read -r name expr shapes dt odt outs arch <<< "$c"
-  if [ "$(left)" -lt 150 ]; then note "skipped diff $name: time budget"; continue; fi
+  if ! room 150; then note "skipped diff $name: time budget"; continue; fi
   ok=1
   for bk in emu $OTHER; do
     outargs=()
@@ -302,23 +307,13 @@ for c in "${CHECK_CASES[@]}"; do
     for o in "${names[@]}"; do outargs+=(--out "$o=$OUT/raw/diff_${name}_${o}_$bk.npy"); done
     a=(--arch "$arch")
     [ "$bk" = cuda ] && a=()
-    timeout 120 $PT run elementwise --expr "$expr" --shape "$shapes" --dtype "$dt" --out-dtype "$odt" \
+    timeout $(tmo 120) $PT run elementwise --expr "$expr" --shape "$shapes" --dtype "$dt" --out-dtype "$odt" \
       "${a[@]}" --backend "$bk" --seed 3 "${outargs[@]}" > "$OUT/raw/diff_${name}_$bk.txt" 2>&1 || ok=0
   done
   if [ $ok = 0 ]; then note "diff $name: a run failed (raw/diff_${name}_*.txt)"; continue; fi
   for o in "${names[@]}"; do
     r=$($TOOLS npydiff "$OUT/raw/diff_${name}_${o}_$OTHER.npy" "$OUT/raw/diff_${name}_${o}_emu.npy" "$odt")
-    python3 - "$OUT/diff.csv" "$name" "$o" "$r" "$OTHER" <<'PY'
-import csv, json, os, sys
-path, case, out, r, other = sys.argv[1:6]
-d = json.loads(r)
-new = not os.path.exists(path)
-with open(path, "a", newline="") as f:
-    w = csv.writer(f)
-    if new:
-        w.writerow(["case", "output", "backends", "elements", "identical", "max_err"])
-    w.writerow([case, out, f"{other}-vs-emu", d["elements"], d["identical"], d["max_err"]])
-PY
+    $TOOLS diffrow "$OUT/diff.csv" "$name" "$o" "$r" "$OTHER"
   done
 done
 # the emulator runs the GPU's arch (so both sides emit the same PTX: the
@@ -336,7 +331,7 @@ attn_diff() { # name, items, outputs: the default config on the emulator and on 
     for o in "${names[@]}"; do outargs+=(--out "$o=$OUT/raw/diff_${name}_${o}_$bk.npy"); done
     [ "$bk" = cuda ] && a=()
     # shellcheck disable=SC2086
-    timeout 150 $PT run attention $items "${a[@]}" --backend "$bk" --seed 3 "${outargs[@]}" \
+    timeout $(tmo 150) $PT run attention $items "${a[@]}" --backend "$bk" --seed 3 "${outargs[@]}" \
       > "$OUT/raw/diff_${name}_$bk.txt" 2>&1 || ok=0
   done
   if [ $ok = 0 ]; then note "diff $name: a run failed (raw/diff_${name}_*.txt)"; return; fi
@@ -345,23 +340,13 @@ attn_diff() { # name, items, outputs: the default config on the emulator and on 
     [ "$o" = o ] && dt=$(echo "$items" | sed -n 's/.*dtype=\([a-z0-9]*\).*/\1/p')
     local r
     r=$($TOOLS npydiff "$OUT/raw/diff_${name}_${o}_$OTHER.npy" "$OUT/raw/diff_${name}_${o}_emu.npy" "$dt")
-    python3 - "$OUT/diff.csv" "$name" "$o" "$r" "$OTHER" <<'PY'
-import csv, json, os, sys
-path, case, out, r, other = sys.argv[1:6]
-d = json.loads(r)
-new = not os.path.exists(path)
-with open(path, "a", newline="") as f:
-    w = csv.writer(f)
-    if new:
-        w.writerow(["case", "output", "backends", "elements", "identical", "max_err"])
-    w.writerow([case, out, f"{other}-vs-emu", d["elements"], d["identical"], d["max_err"]])
-PY
+    $TOOLS diffrow "$OUT/diff.csv" "$name" "$o" "$r" "$OTHER"
   done
 }
 if [ $HAVE_ATTN = 1 ]; then
   for c in "${ATTN_DIFF[@]}"; do
     IFS='|' read -r name items outs <<< "$c"
-    if [ "$(left)" -lt 150 ]; then note "skipped diff $name: time budget"; continue; fi
+    if ! room 150; then note "skipped diff $name: time budget"; continue; fi
     attn_diff "$name" "$items" "$outs"
   done
 fi
@@ -384,9 +369,9 @@ if [ $NOGPU = 0 ]; then
   for c in "${BENCH_CASES[@]}"; do
     IFS='|' read -r name expr shapes dt <<< "$c"
     shapes=$(echo "$shapes" | shrink)
-    if [ "$(left)" -lt 120 ]; then note "skipped bench $name: time budget"; continue; fi
+    if ! room 120; then note "skipped bench $name: time budget"; continue; fi
     printf '%s\t%s\t%s\t%s\n' "$name" "$expr" "$shapes" "$dt" >> "$OUT/raw/bench_cases.tsv"
-    timeout 150 $PT run elementwise --expr "$expr" --shape "$shapes" --dtype "$dt" --backend cuda \
+    timeout $(tmo 150) $PT run elementwise --expr "$expr" --shape "$shapes" --dtype "$dt" --backend cuda \
       --check --bench --sweep --sample $NS --budget-ms 300 --json \
       > "$OUT/raw/bench_$name.jsonl" 2> "$OUT/raw/bench_$name.err"
     $TOOLS csv "$OUT/raw/bench_$name.jsonl" "$name" "$OUT/bench_ours.csv" | tee -a "$OUT/log.txt" >&2
@@ -396,14 +381,14 @@ if [ $NOGPU = 0 ]; then
     [ $SMALL = 1 ] && MNKS="128 256"
     for mnk in $MNKS; do
       name=gemm_bf16_$mnk
-      if [ "$(left)" -lt 120 ]; then note "skipped bench $name: time budget"; continue; fi
+      if ! room 120; then note "skipped bench $name: time budget"; continue; fi
       printf '%s\t%s\t%s\t%s\n' "$name" "" "a=${mnk}x${mnk},b=${mnk}x${mnk}" bf16 >> "$OUT/raw/bench_cases.tsv"
       opts=(--m $mnk --n $mnk --k $mnk --dtype bf16 --layout nn)
-      timeout 150 $PT run gemm "${opts[@]}" --backend cuda --check --bench --sweep --sample $NS \
+      timeout $(tmo 150) $PT run gemm "${opts[@]}" --backend cuda --check --bench --sweep --sample $NS \
         --budget-ms 300 --json > "$OUT/raw/bench_$name.jsonl" 2> "$OUT/raw/bench_$name.err"
       if grep -q 'no sampled reference' "$OUT/raw/bench_$name.jsonl"; then
         note "$name: timed unverified (gemm has no pt_op.reference_at yet; small GEMMs are verified above)"
-        timeout 150 $PT run gemm "${opts[@]}" --backend cuda --bench --sweep --sample $NS \
+        timeout $(tmo 150) $PT run gemm "${opts[@]}" --backend cuda --bench --sweep --sample $NS \
           --budget-ms 300 --json > "$OUT/raw/bench_$name.jsonl" 2> "$OUT/raw/bench_$name.err"
       fi
       $TOOLS csv "$OUT/raw/bench_$name.jsonl" "$name" "$OUT/bench_ours.csv" | tee -a "$OUT/log.txt" >&2
@@ -428,11 +413,11 @@ if [ $NOGPU = 0 ]; then
     for c in "${ATTN_BENCH[@]}"; do
       IFS='|' read -r name items <<< "$c"
       [ $SMALL = 1 ] && items=$(echo "$items" | sed 's/=16384/=256/g; s/=4096/=128/g; s/=8192/=512/g; s/=32768/=1024/g; s/batch=64/batch=4/; s/batch=16/batch=2/')
-      if [ "$(left)" -lt 120 ]; then note "skipped bench $name: time budget"; continue; fi
+      if ! room 120; then note "skipped bench $name: time budget"; continue; fi
       printf '%s\t%s\t%s\t%s\n' "$name" attention "$items" bf16 >> "$OUT/raw/bench_cases.tsv"
       # shellcheck disable=SC2086
       # (--deadline: JIT, the sampled float64 check of a 16k prefill and the timing)
-      timeout 200 $PT run attention $items --backend cuda --check --bench --sweep --sample $ANS --deadline 90 \
+      timeout $(tmo 200) $PT run attention $items --backend cuda --check --bench --sweep --sample $ANS --deadline 90 \
         --budget-ms 300 --json > "$OUT/raw/bench_$name.jsonl" 2> "$OUT/raw/bench_$name.err"
       $TOOLS csv "$OUT/raw/bench_$name.jsonl" "$name" "$OUT/bench_ours.csv" | tee -a "$OUT/log.txt" >&2
     done

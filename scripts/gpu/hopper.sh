@@ -30,7 +30,7 @@
 # 1 a check failed, 3 no ptxtune, 4 no GPU (rerun with --no-gpu).
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$(dirname "$0")/common.sh" # ROOT, T0, elapsed, budget_arg, pt_find
 NOGPU=0
 BUDGET=290
 while [ $# -gt 0 ]; do
@@ -38,25 +38,15 @@ while [ $# -gt 0 ]; do
     --no-gpu) NOGPU=1 ;;
     --budget)
       [ $# -ge 2 ] || { echo "hopper.sh: --budget needs a value" >&2; exit 2; }
-      case $2 in ''|*[!0-9]*) echo "hopper.sh: bad --budget '$2' (seconds)" >&2; exit 2 ;; esac
-      BUDGET=$2; shift ;;
+      budget_arg hopper.sh "$2"; BUDGET=$2; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#' | cut -c3-; exit 0 ;;
     *) echo "hopper.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
 done
 
-T0=$(date +%s)
-elapsed() { echo $(( $(date +%s) - T0 )); }
-
 # ---- ptxtune ----
-PT=${PTXTUNE:-}
-if [ -z "$PT" ]; then
-  for c in "$ROOT/build-gpu/ptxtune" "$ROOT"/build*/cli/ptxtune; do
-    if [ -x "$c" ] && "$c" --version >/dev/null 2>&1; then PT=$c; break; fi
-  done
-fi
-if [ -z "$PT" ] || ! "$PT" --version >/dev/null 2>&1; then
+if ! pt_find; then
   echo "hopper.sh: no ptxtune binary (set PTXTUNE, or carry build-gpu/ptxtune: scripts/gpu/build.sh --stage build-gpu)" >&2
   exit 3
 fi

@@ -4,6 +4,7 @@
 
   tools.py csv JSONL CASE OUT.csv       ptxtune run --json lines -> CSV rows (appends)
   tools.py npydiff A.npy B.npy DTYPE    two outputs of one kernel: max error (our metric), identical bits
+  tools.py diffrow DIFF.csv CASE OUTPUT RESULT OTHER   appends npydiff's RESULT as a diff.csv row
   tools.py torchbench CASES.tsv OUT.csv BUDGET_S   torch eager / torch.compile with our protocol
                                         (attention rows: scaled_dot_product_attention, flash / cuDNN)
   tools.py summary OUTDIR               summary.md from the CSV tables
@@ -280,6 +281,32 @@ def bench_torch(torch, fn, tensors, l2_bytes, budget_s=0.5):
             "reps": n}
 
 
+def bench_impls(torch, name, impls, tensors, l2, rows):
+    """Times each (impl, fn) of a case; a failure (torch.compile, an SDPA
+    backend this torch lacks) is a row with its error, not a crash."""
+    for impl, f in impls:
+        try:
+            t0 = time.time()
+            r = bench_torch(torch, f, tensors, l2)
+            r.update(case=name, impl=impl, warm_s=round(time.time() - t0, 2),
+                     protocol=PROTOCOL + " (torch: events, no graphs)")
+        except Exception as ex:
+            r = {"case": name, "impl": impl, "error": str(ex).splitlines()[0][:200]}
+        rows.append(r)
+        print(json.dumps(r), flush=True)
+
+
+def cmd_diffrow(path, case, out, result, other):
+    """Appends one differential row (npydiff's JSON result) to diff.csv."""
+    d = json.loads(result)
+    new = not os.path.exists(path)
+    with open(path, "a", newline="") as f:
+        w = csv.writer(f)
+        if new:
+            w.writerow(["case", "output", "backends", "elements", "identical", "max_err"])
+        w.writerow([case, out, f"{other}-vs-emu", d["elements"], d["identical"], d["max_err"]])
+
+
 def cmd_torchbench(cases_path, out, budget_s):
     import torch
     import torch.nn.functional as F
@@ -298,16 +325,7 @@ def cmd_torchbench(cases_path, out, budget_s):
                 print(json.dumps(r), flush=True)
                 continue
             with torch.no_grad():
-                for impl, f in impls:
-                    try:
-                        t0 = time.time()
-                        r = bench_torch(torch, f, tensors, l2)
-                        r.update(case=name, impl=impl, warm_s=round(time.time() - t0, 2),
-                                 protocol=PROTOCOL + " (torch: events, no graphs)")
-                    except Exception as ex:
-                        r = {"case": name, "impl": impl, "error": str(ex).splitlines()[0][:200]}
-                    rows.append(r)
-                    print(json.dumps(r), flush=True)
+                bench_impls(torch, name, impls, tensors, l2, rows)
             del tensors
             torch.cuda.empty_cache()
             continue
@@ -323,16 +341,7 @@ def cmd_torchbench(cases_path, out, budget_s):
                 impls = [("torch_matmul", fn)]
             elif time.time() - t_start < budget_s:
                 impls.append(("torch_compile", torch.compile(fn)))
-            for impl, f in impls:
-                try:
-                    t0 = time.time()
-                    r = bench_torch(torch, f, tensors, l2)
-                    r.update(case=name, impl=impl, warm_s=round(time.time() - t0, 2),
-                             protocol=PROTOCOL + " (torch: events, no graphs)")
-                except Exception as ex:  # a torch.compile failure is a row, not a crash
-                    r = {"case": name, "impl": impl, "error": str(ex).splitlines()[0][:200]}
-                rows.append(r)
-                print(json.dumps(r), flush=True)
+            bench_impls(torch, name, impls, tensors, l2, rows)
         del tensors
         torch.cuda.empty_cache()
     fields = ["case", "impl", "median_us", "min_us", "max_us", "reps", "warm_s", "protocol", "error"]
@@ -485,6 +494,8 @@ def main(argv):
         return cmd_csv(*args)
     if cmd == "npydiff":
         return cmd_npydiff(*args)
+    if cmd == "diffrow":
+        return cmd_diffrow(*args)
     if cmd == "torchbench":
         return cmd_torchbench(args[0], args[1], float(args[2]))
     if cmd == "summary":
