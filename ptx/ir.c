@@ -775,36 +775,30 @@ static int check_reg(const ptx_fn *f, const ptx_ins *ins, ptx_reg r, char rule, 
     }
 }
 
-/* Whether operand class cls (isa.def) takes an operand of kind k. */
-static bool cls_takes(char cls, int k)
-{
-    switch (cls) {
-    case 'd': return k == PTX_O_REG || k == PTX_O_VEC || k == PTX_O_SINK;
-    case 's':
-        return k == PTX_O_REG || k == PTX_O_IMM || k == PTX_O_F32 || k == PTX_O_F64 || k == PTX_O_VEC ||
-               k == PTX_O_SREG || k == PTX_O_SYM;
-    case 'a': return k == PTX_O_ADDR;
-    case 'v': return k == PTX_O_VEC;
-    case 'p':
-    case 'q':
-    case 'r': return k == PTX_O_REG;
-    case 'e': return k == PTX_O_REG || k == PTX_O_IMM;
-    case 'c': return k == PTX_O_PAIR;
-    case 't': return k == PTX_O_TENSOR;
-    case 'l': return k == PTX_O_LABEL;
-    case 'i': return k == PTX_O_IMM;
-    default: return false;
-    }
-}
-
-/* The kinds cls takes, one bit per ptx_opd_kind: cls_takes for every kind. */
+/* The kinds operand class cls (isa.def) takes, one bit per ptx_opd_kind. */
+#define KB(k) (1u << PTX_O_##k)
 static uint16_t cls_kinds(char cls)
 {
-    uint16_t m = 0;
-    for (int kd = 0; kd <= PTX_O_TENSOR; kd++)
-        m |= (uint16_t)(cls_takes(cls, kd) << kd);
-    return m;
+    switch (cls) {
+    case 'd': return KB(REG) | KB(VEC) | KB(SINK);
+    case 's': return KB(REG) | KB(IMM) | KB(F32) | KB(F64) | KB(VEC) | KB(SREG) | KB(SYM);
+    case 'a': return KB(ADDR);
+    case 'v': return KB(VEC);
+    case 'p':
+    case 'q':
+    case 'r': return KB(REG);
+    case 'e': return KB(REG) | KB(IMM);
+    case 'c': return KB(PAIR);
+    case 't': return KB(TENSOR);
+    case 'l': return KB(LABEL);
+    case 'i': return KB(IMM);
+    default: return 0;
+    }
 }
+#undef KB
+
+/* Whether operand class cls takes an operand of kind k. */
+static bool cls_takes(char cls, int k) { return k >= 0 && k < 16 && ((cls_kinds(cls) >> k) & 1); }
 
 static int check_opd(const ptx_fn *f, const ptx_ins *ins, int pos, char cls, char rule,
                      pt_err *e)
@@ -1995,7 +1989,8 @@ ptx_ins *ptx_emit_shape_n(ptx_fn *f, ptx_op op, ptx_mods mods, ptx_shape shape, 
         return NULL;
     }
     /* build in place: the body slot is checked, then kept or dropped */
-    f->body = pt_arena_grow(f->mod->arena, f->body, sizeof *f->body, &f->cap_body, f->nbody + 1);
+    if (f->nbody + 1 > f->cap_body)
+        f->body = pt_arena_grow(f->mod->arena, f->body, sizeof *f->body, &f->cap_body, f->nbody + 1);
     ptx_ins *ins = &f->body[f->nbody];
     ins->op = (uint16_t)op;
     ins->nmods = mods.n;

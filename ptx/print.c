@@ -271,7 +271,7 @@ static char *regs_slow(const print_ctx *c, ptx_reg r, char *d)
 }
 
 /* A register from its written-out name (ncount 0: none), else regs_slow. */
-static inline char *regs(const print_ctx *c, ptx_reg r, char *d)
+static inline __attribute__((always_inline)) char *regs(const print_ctx *c, ptx_reg r, char *d)
 {
     uint32_t b = (r.id >> 20) - 1u, i = PTX_REG_IDX(r); /* bank 0xffffffff: no register */
     if (b < PRINT_BANKS && i < c->ncount[b]) {
