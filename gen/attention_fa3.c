@@ -96,6 +96,8 @@ typedef struct fa3 {
     bool fp8;              /* e4m3 q, k, v: P e4m3, V^T by the producer's warps 1..3 (FA3_FP8 below) */
     int64_t vtsub, vtbytes; /* fp8: a V^T sub-tile (dv x 128 keys), a V^T stage */
     int64_t grp;           /* query heads per packed position: group with pack, else 1 */
+    int pr;                /* paged: key rows of one K/V TMA box, min(page_size, bn) */
+    bool gather;           /* paged, pages under FA3_TMA_PAGE keys: cp.async gather (gather_kv) */
     int es, NI, NO;
     int64_t qsub, ksub, vbox;  /* sub-tile / box bytes */
     int64_t qbytes, kbytes, vbytes, region, smem;
@@ -104,13 +106,19 @@ typedef struct fa3 {
 
 static bool fa3_target(const pt_target *t) { return t->sm == 90 && t->arch_specific; }
 
-static bool fa3_dim(int64_t d) { return d == 64 || d == 128 || d == 256; }
+/* head dim 96: two 64-column boxes, the second's columns past 96 zero-filled by TMA and never read */
+static bool fa3_dim(int64_t d) { return d == 64 || d == 96 || d == 128 || d == 256; }
+
+/* Paged K/V: pages of FA3_TMA_PAGE keys or more load as TMA boxes of min(page, bn) rows (one
+ * 1024-byte swizzle atom of 8 rows at least, so every box starts on the 128B pattern); smaller
+ * pages are gathered row by row with cp.async by the producer warpgroup's 128 threads. */
+enum { FA3_TMA_PAGE = 8, FA3_GATHER_T = 128 };
 
 bool attn_fa3_applies(const pt_prepared *pp, const pt_target *t)
 {
     /* e4m3 prefill has no other kernel: check() names what it refuses */
     return fa3_target(t) && !attn_decode_kind(pp) &&
-           (pp->dt == PT_E4M3 || ((pp->page == 0 || pp->page >= 64) && fa3_dim(pp->d) && fa3_dim(pp->dv)));
+           (pp->dt == PT_E4M3 || (fa3_dim(pp->d) && fa3_dim(pp->dv)));
 }
 
 static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *c, fa3 *g, pt_err *e)
@@ -134,8 +142,11 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
                        "128-byte swizzle spans (head dims 128 and 256)", (long long)pp->d, (long long)pp->dv);
     if (!fa3_dim(pp->d) || !fa3_dim(pp->dv))
         return pt_errf(e, PT_EUNSUPPORTED,
-                       "impl=2 (fa3): head_dim=%lld head_dim_v=%lld: 64 128 256 (impl=0, fa2, serves 96)",
+                       "impl=2 (fa3): head_dim=%lld head_dim_v=%lld: 64 96 128 256 (impl=0, fa2, serves the others)",
                        (long long)pp->d, (long long)pp->dv);
+    if (g->fp8 && (pp->d == 96 || pp->dv == 96))
+        return pt_errf(e, PT_EUNSUPPORTED, "dtype e4m3 with head_dim=%lld head_dim_v=%lld: impl=2's fp8 rows are "
+                       "128-byte swizzle spans (head dims 128 and 256)", (long long)pp->d, (long long)pp->dv);
     if (!(pp->scale > 0) || (pp->softcap != 0 && !(pp->softcap > 0)))
         return pt_errf(e, PT_EUNSUPPORTED, "impl=2 (fa3): softmax_scale %g softcap %g (positive)",
                        (double)pp->scale, (double)pp->softcap);
@@ -178,10 +189,18 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     ptx_type ab = g->fp8 ? PTX_T_E4M3 : pp->dt == PT_BF16 ? PTX_T_BF16 : PTX_T_F16;
     if (!kit_wgmma_atom(ab, PTX_T_F32, g->bn, &g->ws) || !kit_wgmma_atom(ab, PTX_T_F32, (int)pp->dv, &g->wo))
         return pt_errf(e, PT_EINVAL, "bn=%d head_dim_v=%lld: not wgmma N values", g->bn, (long long)pp->dv);
-    if (pp->page && pp->page % g->bn)
-        return pt_errf(e, PT_EUNSUPPORTED, "impl=2 (fa3): page_size=%lld with bn=%d: a K/V block is one TMA box of "
-                       "one page (page_size a multiple of bn; impl=0, fa2, gathers smaller pages)",
-                       (long long)pp->page, g->bn);
+    if (pp->page && (pp->page >= g->bn ? pp->page % g->bn : g->bn % pp->page))
+        return pt_errf(e, PT_EINVAL, "impl=2 (fa3): page_size=%lld with bn=%d: a K/V block lies within one page "
+                       "or is whole pages (page_size a multiple of bn, or bn of page_size)", (long long)pp->page,
+                       g->bn);
+    g->pr = pp->page && pp->page < g->bn ? (int)pp->page : g->bn;
+    g->gather = pp->page && pp->page < FA3_TMA_PAGE;
+    if (g->gather && g->fp8)
+        return pt_errf(e, PT_EUNSUPPORTED, "dtype e4m3 with page_size=%lld: impl=2 gathers pages under %d keys with "
+                       "the producer's 128 threads, which fp8 gives to V's transpose", (long long)pp->page,
+                       FA3_TMA_PAGE);
+    if (pp->page && pp->npages > 0x7fffffffll)
+        return pt_errf(e, PT_ERANGE, "num_pages=%lld: TMA coordinates are 32-bit", (long long)pp->npages);
     g->cons = g->bm / 64;
     g->threads = 128 * (1 + g->cons);
     g->es = g->fp8 ? 1 : 2;
@@ -190,9 +209,9 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     g->qsub = (int64_t)g->bm * 128;
     g->ksub = (int64_t)g->bn * 128;
     g->vbox = (int64_t)g->bn * 128;
-    g->qbytes = g->qsub * (pp->d * g->es / 128);
-    g->kbytes = g->ksub * (pp->d * g->es / 128);
-    g->vbytes = g->vbox * (pp->dv * g->es / 128);
+    g->qbytes = g->qsub * ((pp->d * g->es + 127) / 128); /* hd96: a second box half past the row */
+    g->kbytes = g->ksub * ((pp->d * g->es + 127) / 128);
+    g->vbytes = g->vbox * ((pp->dv * g->es + 127) / 128);
     g->region = g->qbytes + g->stages * (g->kbytes + g->vbytes);
     g->smem = 1024 + g->region + 16 * (1 + 2 * g->stages);
     if (g->fp8) { /* the V^T ring after V's, its full barriers after the others */
@@ -281,7 +300,7 @@ void attn_fa3_defaults(const pt_prepared *pp, const pt_target *t, pt_config *out
     int64_t d = pp->d > pp->dv ? pp->d : pp->dv;
     pt_config_set(out, "bm", pp->Sq <= 64 ? 64 : 128);
     int bn = d >= 256 ? (pp->dt == PT_E4M3 ? 64 : 80) : 128;
-    if (pp->page && pp->page % bn) /* paged: a K/V block within one page */
+    if (pp->page && (pp->page >= bn ? pp->page % bn : bn % pp->page)) /* within one page, or whole pages */
         bn = 64;
     pt_config_set(out, "bn", bn);
     pt_config_set(out, "stages", 2);
@@ -390,7 +409,7 @@ static pt_tmap qkv_map(const fa3 *g, int which, int rows, int heads)
         m.strides[1] = (uint64_t)(st[0] * es);
         m.strides[2] = (uint64_t)(st[2] * es);
         m.box[1] = 1;
-        m.box[2] = (uint32_t)rows;
+        m.box[2] = (uint32_t)(rows < pp->page ? rows : pp->page); /* pages under bn keys: a box a page */
         m.box[3] = 1;
         return m;
     }
@@ -425,7 +444,7 @@ static void tile_load(fa3 *g, ptx_reg map, ptx_reg dst, int64_t step, int64_t nc
 {
     const pt_prepared *pp = g->pp;
     int64_t bc = 128 / g->es; /* columns a box */
-    for (int64_t c = 0; c < ncol / bc; c++) {
+    for (int64_t c = 0; c < (ncol + bc - 1) / bc; c++) { /* hd96: the second box half past the row */
         ptx_reg d = c ? iop(g, PTX_OP_ADD, ptx_r(dst), ptx_imm(c * step)) : dst;
         ptx_opd co[4];
         co[0] = ptx_imm(bc * c);
@@ -440,6 +459,124 @@ static void tile_load(fa3 *g, ptx_reg map, ptx_reg dst, int64_t step, int64_t nc
         co[3] = ptx_r(b);
         kit_tma_load(g->f, d, map, rank, co, bar);
     }
+}
+
+/* Paged K or V of the block from key n0 when pages are under bn keys
+ * (FA3_TMA_PAGE <= page_size < bn): bn / page boxes of page rows a 64-column
+ * sub-tile, box i at row i page of the stage (8-row multiples: each starts
+ * on a 1024-byte swizzle atom), at page coordinate table[n0 / page + i];
+ * a page whose first key is at or past sk is asked at num_pages, which
+ * TMA fills with zeros (still its bytes of the stage's transactions), so
+ * no block-table entry past the sequence is read. */
+static void paged_load(fa3 *g, ptx_reg map, ptx_reg dst, int64_t step, int64_t ncol, ptx_reg n0, ptx_reg hd,
+                       ptx_reg btab, ptx_reg sk, ptx_reg bar)
+{
+    const pt_prepared *pp = g->pp;
+    ptx_fn *f = g->f;
+    ptx_reg p0 = iop(g, PTX_OP_SHR, ptx_r(n0), ptx_imm(log2i(pp->page)));
+    for (int i = 0; i < g->bn / g->pr; i++) {
+        ptx_reg pg = r32(g), pi = iop(g, PTX_OP_ADD, ptx_r(p0), ptx_imm(i));
+        ptx_emit(f, PTX_OP_MOV, NOM, S32T, ptx_r(pg), ptx_imm(pp->npages));
+        if (i == 0) { /* n0 < sk: the block's first page is the sequence's */
+            ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(pg), ptx_addr(addr(g, btab, pi, 4), 0));
+        } else {
+            ptx_reg in = setp(g, PTX_M_LT, ptx_r(iop(g, PTX_OP_ADD, ptx_r(n0), ptx_imm((int64_t)i * g->pr))),
+                              ptx_r(sk));
+            ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(pg),
+                               ptx_addr(addr(g, btab, pi, 4), 0)), in, false);
+        }
+        ptx_reg row = kit_reg(f, ptx_imm(0)), di = iop(g, PTX_OP_ADD, ptx_r(dst), ptx_imm((int64_t)i * g->pr * 128));
+        tile_load(g, map, di, step, ncol, row, hd, pg, bar, true);
+    }
+}
+
+/* Paged K or V of the block from key n0 when pages are under FA3_TMA_PAGE
+ * keys (a TMA box of one page would start inside a swizzle atom): the
+ * producer warpgroup's 128 threads gather each key row from its page by
+ * cp.async (16 bytes each) into the same 128B-swizzled stage layout TMA
+ * writes (row r of a 64-column sub-tile at r 128, chunk c at (c ^ r % 8)
+ * 16), so the consumers' wgmma descriptors do not change. Thread pt owns
+ * chunk pt % cpad of rows pt / cpad + k rpp (cpad: the row's 16-byte
+ * chunks rounded up to a power of two, rpp = 128 / cpad; lanes past the
+ * row idle, hd96): the lanes of a row read its bytes contiguously. Keys at
+ * or past sk read neither the block table nor the pool (src-size 0: the
+ * row is zero-filled; the source stays inside the pool). Every thread then
+ * arrives on the stage's full barrier with cp.async.mbarrier.arrive.noinc
+ * once its copies landed (the barrier counts FA3_GATHER_T arrivals and no
+ * transactions); the consumers fence.proxy.async after their wait, since
+ * cp.async writes through the generic proxy and wgmma reads through the
+ * async one. */
+static void gather_kv(fa3 *g, kit_pipe *p, ptx_reg pool, const int64_t *st, int64_t ncol, ptx_reg n0, ptx_reg hd,
+                      ptx_reg btab, ptx_reg sk, ptx_reg pt)
+{
+    const pt_prepared *pp = g->pp;
+    ptx_fn *f = g->f;
+    int64_t cpr = ncol * g->es / 16, cpad = 8, es = g->es;
+    while (cpad < cpr)
+        cpad *= 2;
+    int64_t rpp = FA3_GATHER_T / cpad, sub = (int64_t)g->bn * 128;
+    ptx_reg c = iop(g, PTX_OP_AND, ptx_r(pt), ptx_imm(cpad - 1));
+    ptx_reg r0 = iop(g, PTX_OP_SHR, ptx_r(pt), ptx_imm(log2i(cpad)));
+    /* the chunk's offset in the stage: (c / 8) sub + r0 128 + ((c % 8) ^ (r0 % 8)) 16 */
+    ptx_reg x = iop(g, PTX_OP_XOR, ptx_r(iop(g, PTX_OP_AND, ptx_r(c), ptx_imm(7))),
+                    ptx_r(iop(g, PTX_OP_AND, ptx_r(r0), ptx_imm(7))));
+    ptx_reg doff = iop(g, PTX_OP_ADD, ptx_r(iop(g, PTX_OP_SHL, ptx_r(r0), ptx_imm(7))),
+                       ptx_r(iop(g, PTX_OP_SHL, ptx_r(x), ptx_imm(4))));
+    doff = iop(g, PTX_OP_ADD, ptx_r(doff), ptx_r(iop(g, PTX_OP_MUL, ptx_r(iop(g, PTX_OP_SHR, ptx_r(c), ptx_imm(3))),
+                                                     ptx_imm(sub))));
+    ptx_reg lane_ok = cpr < cpad ? setp(g, PTX_M_LT, ptx_r(c), ptx_imm(cpr)) : (ptx_reg){0};
+    /* the source: the pool at head hd, chunk c (page and row added a pass) */
+    ptx_reg src0 = addr(g, addr(g, pool, hd, st[1] * es), c, 16);
+    ptx_reg stg = kit_pipe_acquire(p);
+    ptx_reg d0 = iop(g, PTX_OP_ADD, ptx_r(stg), ptx_r(doff));
+    /* rpp 4: rows r0 + 4 k of odd k have the other half of the XOR pattern (r0 < 4) */
+    ptx_reg d1 = rpp == 4 ? iop(g, PTX_OP_XOR, ptx_r(d0), ptx_imm(64)) : d0;
+    /* a loop of `step` passes (not unrolled: the producer has 40 registers) */
+    int step = rpp == 4 ? 2 : 1, top = ptx_label_new(f);
+    ptx_reg row = iop(g, PTX_OP_ADD, ptx_r(n0), ptx_r(r0)), it = r32(g);
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(it), ptx_imm(0));
+    ptx_label_place(f, top);
+    ptx_pragma_nounroll(f);
+    for (int64_t k = 0; k < step; k++) {
+        ptx_reg key = k ? iop(g, PTX_OP_ADD, ptx_r(row), ptx_imm(k * rpp)) : row;
+        ptx_reg in = setp(g, PTX_M_LT, ptx_r(key), ptx_r(sk));
+        ptx_reg pg = r32(g);
+        ptx_emit(f, PTX_OP_MOV, NOM, S32T, ptx_r(pg), ptx_imm(0));
+        ptx_reg pi = iop(g, PTX_OP_SHR, ptx_r(key), ptx_imm(log2i(pp->page)));
+        ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(pg),
+                           ptx_addr(addr(g, btab, pi, 4), 0)),
+                  in, false);
+        ptx_reg prow = iop(g, PTX_OP_AND, ptx_r(key), ptx_imm(pp->page - 1));
+        ptx_reg src = addr(g, addr(g, src0, pg, st[2] * es), prow, st[0] * es);
+        ptx_reg size = r32(g);
+        ptx_emit(f, PTX_OP_SELP, NOM, B32T, ptx_r(size), ptx_imm(16), ptx_imm(0), ptx_r(in));
+        ptx_ins *cp = ptx_emit(f, PTX_OP_CP_ASYNC, M3(PTX_M_CG, PTX_M_SHARED, PTX_M_GLOBAL), PTX_NOTYPES,
+                               ptx_addr(k % 2 ? d1 : d0, k * rpp * 128), ptx_addr(src, 0), ptx_imm(16), ptx_r(size));
+        if (lane_ok.id)
+            ptx_guard(cp, lane_ok, false);
+    }
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(row), ptx_r(row), ptx_imm(step * rpp));
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(d0), ptx_r(d0), ptx_imm(step * rpp * 128));
+    if (rpp == 4)
+        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(d1), ptx_r(d1), ptx_imm(step * rpp * 128));
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
+    bra(g, top, setp(g, PTX_M_LT, ptx_r(it), ptx_imm(g->bn / rpp / step)), false);
+    ptx_emit(f, PTX_OP_CP_ASYNC_MBAR, M2(PTX_M_NOINC, PTX_M_SHARED_CTA), B64T, ptx_addr(kit_pipe_full(p), 0));
+    kit_pipe_commit(p);
+}
+
+/* The barriers of a ring; a gathered K or V ring's full barriers count
+ * the producer warpgroup's FA3_GATHER_T cp.async arrivals. */
+static void ring_setup(fa3 *g, kit_pipe *p, ptx_reg who)
+{
+    if (!g->gather) {
+        kit_pipe_mbar_setup(p, who);
+        return;
+    }
+    for (int s = 0; s < 2 * p->stages; s++) /* full[s] at 8 s, empty[s] at 8 (stages + s) */
+        ptx_guard(ptx_emit(g->f, PTX_OP_MBAR_INIT, M1(PTX_M_SHARED_CTA), B64T, ptx_addr(p->bars, 8 * s),
+                           ptx_imm(s < p->stages ? FA3_GATHER_T : p->empty_count)),
+                  who, false);
 }
 
 /* ---- the consumers' main loop ---- */
@@ -490,6 +627,8 @@ static void sched_arrive(cons_loop *c)
 static void qk_issue(cons_loop *c, ptx_reg kst)
 {
     fa3 *g = c->g;
+    if (g->gather) /* the stage was written by cp.async (generic proxy), wgmma reads through the async one */
+        ptx_emit0(g->f, PTX_OP_FENCE_PROXY_ASYNC, M1(PTX_M_SHARED_CTA), PTX_NOTYPES);
     /* d es / 2: a row's width in 16-bit units (e4m3: k32 steps of 32 bytes) */
     kit_attn_wg_qk(g->f, &g->ws, c->sacc, c->qaddr, g->qsub, kst, g->ksub, (int)(g->pp->d * g->es / 2));
 }
@@ -505,10 +644,12 @@ static ptx_reg v_wait(cons_loop *c, ptx_reg nv0)
     if (g->fp8) /* V^T, its keys past the sequence written as 0 */
         return kit_pipe_wait(c->pvt, 0);
     ptx_reg vst = kit_pipe_wait(c->pv, 0);
+    if (g->gather) /* cp.async's writes, read by wgmma */
+        ptx_emit0(f, PTX_OP_FENCE_PROXY_ASYNC, M1(PTX_M_SHARED_CTA), PTX_NOTYPES);
     int skip = ptx_label_new(f);
     bra(g, skip, setp(g, PTX_M_GT, ptx_r(nv0), ptx_r(c->mask->skbn)), true);
-    kit_attn_zero_rows(f, vst, (int)(g->pp->dv / 64), g->vbox, g->bn, iop(g, PTX_OP_SUB, ptx_r(c->sk), ptx_r(nv0)),
-                       c->ct, 128 * g->cons);
+    kit_attn_zero_rows(f, vst, (int)((g->pp->dv + 63) / 64), g->vbox, g->bn,
+                       iop(g, PTX_OP_SUB, ptx_r(c->sk), ptx_r(nv0)), c->ct, 128 * g->cons);
     ptx_emit0(f, PTX_OP_FENCE_PROXY_ASYNC, M1(PTX_M_SHARED_CTA), PTX_NOTYPES);
     ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(1), ptx_imm(128 * g->cons));
     ptx_label_place(f, skip);
@@ -751,8 +892,14 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     pt_tmap mq = qkv_map(g, 0, (int)(g->bm / g->grp), (int)g->grp), mk = qkv_map(g, 1, g->bn, 1),
             mv = qkv_map(g, 2, g->bn, 1);
     ptx_reg tq = kit_tma_param(f, l, "tmq", &mq);
-    ptx_reg tk = kit_tma_param(f, l, "tmk", &mk);
-    ptx_reg tv = kit_tma_param(f, l, "tmv", &mv);
+    ptx_reg tk = none, tv = none, kpool = none, vpool = none; /* gather: the pools by pointer, no K/V maps */
+    if (g->gather) {
+        kpool = attn_param_ptr(g->f, l, "k", (pt_arg){PT_ARG_INPUT, pp->t.k, 0, 0});
+        vpool = attn_param_ptr(g->f, l, "v", (pt_arg){PT_ARG_INPUT, pp->t.v, 0, 0});
+    } else {
+        tk = kit_tma_param(f, l, "tmk", &mk);
+        tv = kit_tma_param(f, l, "tmv", &mv);
+    }
     bool paged = pp->page > 0;
     ptx_reg pbt = paged ? attn_param_ptr(g->f, l, "block_table", (pt_arg){PT_ARG_INPUT, pp->t.block_table, 0, 0}) : none;
     ptx_reg pcq = none, pck = none, psu = none;
@@ -818,8 +965,8 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
         return pt_errf(e, PT_EINTERNAL, "attention fa3: bad mbarrier ring");
     ptx_reg t0 = setp(g, PTX_M_EQ, ptx_r(tid), ptx_imm(0));
     kit_pipe_mbar_setup(&pq, t0);
-    kit_pipe_mbar_setup(&pk, t0);
-    kit_pipe_mbar_setup(&pv, t0);
+    ring_setup(g, &pk, t0);
+    ring_setup(g, &pv, t0);
     if (g->fp8) { /* V^T after V's ring; its barriers after V's (full: count 1, the empty ones unused) */
         ptx_reg sVT = iop(g, PTX_OP_ADD, ptx_r(sV), ptx_imm(g->stages * g->vbytes));
         ptx_reg bvt = iop(g, PTX_OP_ADD, ptx_r(bv), ptx_imm(16 * g->stages));
@@ -842,39 +989,59 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     {
         ptx_emit(f, PTX_OP_SETMAXNREG, M3(PTX_M_DEC, PTX_M_SYNC, PTX_M_ALIGNED), U32T, ptx_imm(prod_regs[C]));
         ptx_reg warp = iop(g, PTX_OP_SHR, ptx_r(tid), ptx_imm(5));
-        int conv = ptx_label_new(f);
-        bra(g, g->fp8 ? conv : done, setp(g, PTX_M_NE, ptx_r(warp), ptx_imm(0)), false);
+        ptx_reg btab = paged ? addr(g, pbt, b, pp->pages_per_seq * 4) : none; /* this sequence's row */
+        int conv = ptx_label_new(f), gkv = ptx_label_new(f); /* gather: all 128 threads load K and V */
+        bra(g, g->fp8 ? conv : g->gather ? gkv : done, setp(g, PTX_M_NE, ptx_r(warp), ptx_imm(0)), false);
         ptx_reg lead = ptx_reg_new(f, PTX_T_PRED);
         ptx_emit(f, PTX_OP_ELECT, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_pair((ptx_reg){0}, lead), ptx_hex(0xffffffff));
-        bra(g, done, lead, true);
+        bra(g, g->gather ? gkv : done, lead, true);
         bra(g, done, nb0, false);
         kit_tma_prefetch(f, tq);
-        kit_tma_prefetch(f, tk);
-        kit_tma_prefetch(f, tv);
-        ptx_reg btab = paged ? addr(g, pbt, b, pp->pages_per_seq * 4) : none; /* this sequence's row */
+        if (!g->gather) {
+            kit_tma_prefetch(f, tk);
+            kit_tma_prefetch(f, tv);
+        }
         ptx_reg bz = pp->varlen ? none : b;
         ptx_reg qtok = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(tq0), ptx_r(p0)) : p0;
         ptx_reg st = kit_pipe_acquire(&pq);
         kit_pipe_arrive_tx(&pq, g->qbytes);
         tile_load(g, tq, st, g->qsub, pp->d, qtok, h, bz, kit_pipe_full(&pq), false);
         kit_pipe_commit(&pq);
+        if (g->gather) {
+            ptx_label_place(f, gkv);
+            bra(g, done, nb0, false);
+        }
         int top = ptx_label_new(f);
         ptx_label_place(f, top);
         ptx_pragma_nounroll(f);
         ptx_reg ktok = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(tk0), ptx_r(n0)) : n0, kb_ = bz;
-        if (paged) { /* the block's page from the block table, its first row in the page */
+        if (paged && g->pr == g->bn) { /* the block's page from the block table, its first row in the page */
             ktok = iop(g, PTX_OP_AND, ptx_r(n0), ptx_imm(pp->page - 1));
             ptx_reg pg = iop(g, PTX_OP_SHR, ptx_r(n0), ptx_imm(log2i(pp->page)));
             kb_ = ld_s32(g, btab, pg);
         }
-        st = kit_pipe_acquire(&pk);
-        kit_pipe_arrive_tx(&pk, g->kbytes);
-        tile_load(g, tk, st, g->ksub, pp->d, ktok, hk, kb_, kit_pipe_full(&pk), paged);
-        kit_pipe_commit(&pk);
-        st = kit_pipe_acquire(&pv);
-        kit_pipe_arrive_tx(&pv, g->vbytes);
-        tile_load(g, tv, st, g->vbox, pp->dv, ktok, hk, kb_, kit_pipe_full(&pv), paged);
-        kit_pipe_commit(&pv);
+        if (g->gather) { /* pages under FA3_TMA_PAGE keys: cp.async row by row */
+            gather_kv(g, &pk, kpool, pp->sk, pp->d, n0, hk, btab, sk, tid);
+            gather_kv(g, &pv, vpool, pp->sv, pp->dv, n0, hk, btab, sk, tid);
+        } else if (g->pr < g->bn) { /* pages under bn keys: a TMA box a page */
+            st = kit_pipe_acquire(&pk);
+            kit_pipe_arrive_tx(&pk, g->kbytes);
+            paged_load(g, tk, st, g->ksub, pp->d, n0, hk, btab, sk, kit_pipe_full(&pk));
+            kit_pipe_commit(&pk);
+            st = kit_pipe_acquire(&pv);
+            kit_pipe_arrive_tx(&pv, g->vbytes);
+            paged_load(g, tv, st, g->vbox, pp->dv, n0, hk, btab, sk, kit_pipe_full(&pv));
+            kit_pipe_commit(&pv);
+        } else {
+            st = kit_pipe_acquire(&pk);
+            kit_pipe_arrive_tx(&pk, g->kbytes);
+            tile_load(g, tk, st, g->ksub, pp->d, ktok, hk, kb_, kit_pipe_full(&pk), paged);
+            kit_pipe_commit(&pk);
+            st = kit_pipe_acquire(&pv);
+            kit_pipe_arrive_tx(&pv, g->vbytes);
+            tile_load(g, tv, st, g->vbox, pp->dv, ktok, hk, kb_, kit_pipe_full(&pv), paged);
+            kit_pipe_commit(&pv);
+        }
         ptx_emit(f, PTX_OP_SUB, NOM, S32T, ptx_r(n0), ptx_r(n0), ptx_imm(g->bn));
         ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(j), ptx_r(j), ptx_imm(1));
         bra(g, top, setp(g, PTX_M_LT, ptx_r(j), ptx_r(kb.nblk)), false);

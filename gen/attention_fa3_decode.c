@@ -117,14 +117,16 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if (splits < 1 || splits > F3D_MAX_SPLITS)
         return pt_errf(e, PT_EINVAL, "splits=%lld: 1..%d", (long long)splits, F3D_MAX_SPLITS);
     g->splits = (int)splits;
-    if ((pp->d != 64 && pp->d != 128 && pp->d != 256) || (pp->dv != 64 && pp->dv != 128 && pp->dv != 256))
-        return pt_errf(e, PT_EUNSUPPORTED, "head_dim=%lld head_dim_v=%lld: impl=%d supports 64, 128, 256 "
+    /* hd96: two 64-column boxes a row, the second's columns past 96 zero-filled and never read */
+    bool dok = pp->d == 64 || pp->d == 96 || pp->d == 128 || pp->d == 256;
+    if (!dok || (pp->dv != 64 && pp->dv != 96 && pp->dv != 128 && pp->dv != 256))
+        return pt_errf(e, PT_EUNSUPPORTED, "head_dim=%lld head_dim_v=%lld: impl=%d supports 64, 96, 128, 256 "
                        "(64-column TMA boxes)", (long long)pp->d, (long long)pp->dv, ATTN_FA3_SPLIT);
     if (pp->dt != PT_F16 && pp->dt != PT_BF16 && pp->dt != PT_E4M3)
         return pt_errf(e, PT_EUNSUPPORTED, "dtype %s: impl=%d supports f16, bf16 and e4m3", pt_dtype_get(pp->dt)->name,
                        ATTN_FA3_SPLIT);
     g->fp8 = pp->dt == PT_E4M3;
-    if (g->fp8 && (pp->d == 64 || pp->dv == 64))
+    if (g->fp8 && (pp->d == 64 || pp->dv == 64 || pp->d == 96 || pp->dv == 96))
         return pt_errf(e, PT_EUNSUPPORTED, "dtype e4m3 with head_dim=%lld head_dim_v=%lld: impl=%d's fp8 rows are "
                        "128-byte swizzle spans (head dims 128 and 256)", (long long)pp->d, (long long)pp->dv,
                        ATTN_FA3_SPLIT);
@@ -147,9 +149,10 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
         return pt_errf(e, PT_ERANGE, "num_pages=%lld: TMA coordinates are 32-bit", (long long)pp->npages);
     g->pr = pp->page && pp->page < g->bn ? (int)pp->page : g->bn;
     int es = pp->es;
-    g->q_bytes = F3D_BM * pp->d * es;
-    g->k_bytes = (int64_t)g->bn * pp->d * es;
-    g->v_bytes = (int64_t)g->bn * pp->dv * es;
+    int64_t dsub = (pp->d * es + 127) / 128, dvsub = (pp->dv * es + 127) / 128; /* 128-byte sub-tiles a row */
+    g->q_bytes = F3D_BM * dsub * 128;
+    g->k_bytes = (int64_t)g->bn * dsub * 128;
+    g->v_bytes = (int64_t)g->bn * dvsub * 128;
     g->stage_bytes = g->k_bytes + g->v_bytes;
     g->ring_off = g->q_bytes;
     g->obuf_pitch = pp->dv + F3D_OPAD;
@@ -628,7 +631,7 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
             for (int which = 0; which < 2; which++) {
                 int64_t D = which ? dv : d;
                 int64_t base = which ? g->k_bytes : 0;
-                for (int cc = 0; cc < D * es / 128; cc++) {
+                for (int cc = 0; cc < (D * es + 127) / 128; cc++) { /* hd96: the second box half past the row */
                     int64_t off = base + (int64_t)cc * g->bn * 128 + (int64_t)pg * g->pr * 128;
                     ptx_reg dst = off ? kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(off))) : st;
                     ptx_opd co[4] = {ptx_imm(cc * 128 / es), c1, c2, c3};
@@ -738,7 +741,7 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
             ptx_reg bnl = attn_s32op(f, PTX_OP_SUB, ptx_r(len), ptx_imm(g->bn));
             attn_bra(f, whole, attn_setp(f, PTX_M_GT, S32T, ptx_r(tkey), ptx_r(bnl)), true);
             ptx_reg sv = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(g->k_bytes)));
-            kit_attn_zero_rows(f, sv, (int)(dv * es / 128), (int64_t)g->bn * 128, g->bn,
+            kit_attn_zero_rows(f, sv, (int)((dv * es + 127) / 128), (int64_t)g->bn * 128, g->bn,
                                attn_s32op(f, PTX_OP_SUB, ptx_r(len), ptx_r(tkey)), ao.tid, 128);
             ptx_emit0(f, PTX_OP_FENCE_PROXY_ASYNC, M1(PTX_M_SHARED_CTA), PTX_NOTYPES);
             attn_bar(f, 1, 128);

@@ -19,7 +19,7 @@
  * inputs of the fa2 tests (gen_attention_adversarial_op: NaN, +-inf, 2^14
  * in q, k or v), the kernel's structure (wgmma per block, nounroll,
  * setmaxnreg, the mask behind a branch), check()'s one-line refusals
- * (paged K/V and hd96 are impl=0's: the sm_90a default falls back), and
+ * (pages under 64 keys and hd96: tests/test_attention_fa3_pages.c), and
  * ptxas sm_90a assembly of a sample of the Llama-3-8B prefill space (Sq =
  * Sk = 4096 causal, Hq 32, Hkv 8, d 128) and of its packed configs at Sq
  * = 77 (every config with PTXTUNE_FULL_SPACE=1): 0 spills, no local
@@ -414,7 +414,7 @@ Test(attention_fa3, check_refuses_in_one_line)
         const char *arch, *config, *want;
     } bad[] = {
         {0, "sm_90", "", "impl=2 (fa3) needs sm_90a; target is sm_90"},
-        {1, "sm_90a", "", "head_dim=96 head_dim_v=96: 64 128 256"},
+        {1, "sm_90a", "bm=192,bn=176", "live values per consumer thread"},
         {0, "sm_90a", "bn=40", "bn=40: a multiple of 16"},
         {0, "sm_90a", "bm=192,bn=176", "live values per consumer thread"},
         {0, "sm_90a", "bm=128,bn=192", "would spill"},
@@ -432,19 +432,20 @@ Test(attention_fa3, check_refuses_in_one_line)
         cr_expect(strstr(e.msg, bad[i].want) != NULL, "case %zu: '%s' does not say '%s'", i, e.msg, bad[i].want);
         cr_expect(strchr(e.msg, '\n') == NULL, "case %zu: more than one line: %s", i, e.msg);
     }
-    /* pages smaller than a K/V block: refused by impl=2 in one line */
+    /* a K/V block neither within one page nor whole pages: refused by impl=2 in one line */
     pt_target tg;
     pt_err e = {0};
     cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
     pt_problem p = llama();
-    p.page_size = 16;
+    p.page_size = 32;
     pt_arena *a = pt_arena_new();
     pt_prepared *pp;
     cr_assert_eq(gen_attention_op.prepare(a, &p, &tg, &pp, &e), PT_OK, "%s", e.msg);
     pt_config cf;
-    cr_assert_eq(fa3_config(pp, &tg, "", &cf, &e), PT_OK, "%s", e.msg);
+    cr_assert_eq(fa3_config(pp, &tg, "bn=80", &cf, &e), PT_OK, "%s", e.msg);
     cr_expect_neq(gen_attention_op.check(pp, &tg, &cf, &e), PT_OK);
-    cr_expect(strstr(e.msg, "page_size=16 with bn=64: a K/V block is one TMA box of one page"), "%s", e.msg);
+    cr_expect(strstr(e.msg, "page_size=32 with bn=80: a K/V block lies within one page or is whole pages"), "%s",
+              e.msg);
     pt_arena_free(a);
 }
 
@@ -472,9 +473,9 @@ Test(attention_fa3, the_sm_90a_prefill_default_is_fa3_where_it_applies)
     cr_expect_eq(default_impl(p, "sm_80"), ATTN_FA2);
     pt_problem hd96 = p, paged = p, hd256 = p;
     hd96.head_dim = hd96.head_dim_v = 96;
-    cr_expect_eq(default_impl(hd96, "sm_90a"), ATTN_FA2);
+    cr_expect_eq(default_impl(hd96, "sm_90a"), ATTN_FA3); /* tests/test_attention_fa3_pages.c: every problem */
     paged.page_size = 16;
-    cr_expect_neq(default_impl(paged, "sm_90a"), ATTN_FA3);
+    cr_expect_eq(default_impl(paged, "sm_90a"), ATTN_FA3);
     paged.page_size = 64;
     cr_expect_eq(default_impl(paged, "sm_90a"), ATTN_FA3);
     hd256.head_dim = hd256.head_dim_v = 256;

@@ -465,8 +465,8 @@ Test(attention_fa3_decode, check_refuses_in_one_line)
          "page_size=4: impl=3 loads a page per TMA box"},
         {{2, 8, 2, 1, 77, 128, BF16, false, 0, -1, false, false, 0, "", true, false, 0, 0, 0}, "sm_90a", "",
          "varlen without paged KV"},
-        {{1, 8, 2, 1, 77, 96, BF16, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a", "",
-         "head_dim=96 head_dim_v=96: impl=3 supports 64, 128, 256"},
+        {{1, 8, 2, 1, 77, 96, BF16, false, 2, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a", "",
+         "page_size=2: impl=3 loads a page per TMA box"},
         {{1, 8, 2, 1, 77, 128, BF16, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90", "",
          "needs sm_90a; target is sm_90"},
         {{1, 8, 2, 1, 77, 128, BF16, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a", "bm=16",
@@ -480,7 +480,7 @@ Test(attention_fa3_decode, check_refuses_in_one_line)
         {{1, 8, 2, 1, 77, 128, E4M3, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90", "",
          "dtype e4m3: fp8 attention runs on sm_90a"},
         {{1, 8, 2, 1, 77, 96, E4M3, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a", "",
-         "head_dim=96 head_dim_v=96: impl=3 supports 64, 128, 256"},
+         "dtype e4m3 with head_dim=96 head_dim_v=96"},
         {{1, 8, 2, 1, 77, 128, BF16, false, 16, -1, false, false, 0, "", false, false, 2, 0, 0}, "sm_90a", "",
          "descale_q=2: descales are for dtype e4m3"},
         {{1, 8, 2, 1, 77, 128, E4M3, false, 16, -1, false, false, 0, "", false, false, 0, -1, 0}, "sm_90a", "",
@@ -522,9 +522,9 @@ Test(attention_fa3_decode, the_sm_90a_default_is_the_wgmma_kernel_where_it_appli
     fcase small_pages = llama;
     small_pages.page = 4; /* refused by impl=3: the split kernel */
     cr_expect_eq(default_impl(&small_pages, "sm_90a"), ATTN_SPLIT);
-    fcase hd96 = llama;
+    fcase hd96 = llama; /* two 64-column boxes a row (tests/test_attention_fa3_pages.c) */
     hd96.d = 96;
-    cr_expect_eq(default_impl(&hd96, "sm_90a"), ATTN_SPLIT);
+    cr_expect_eq(default_impl(&hd96, "sm_90a"), ATTN_FA3_SPLIT);
 }
 
 /* ---- assembly: the Llama-3-8B decode space on sm_90a ----------------------- */
