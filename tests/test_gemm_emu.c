@@ -373,8 +373,7 @@ Test(gemm_emu, random_problems_and_configs, .timeout = 1800)
  * verifier: outputs poisoned, every element compared, workspace back to
  * zero). Where the problem re-emitted at M is the same kernel (no split-K,
  * or M in the bucket (base/2, base]) its PTX must equal the base's. */
-#include "tuner/backend.h"
-#include "tuner/verify.h"
+#include "gemm_dyn.h"
 
 static void dyn_run(tally *t, pt_problem p, int64_t base, const int64_t *ms, int nm, const char *arch,
                     const char *config)
@@ -441,26 +440,8 @@ static void dyn_run(tally *t, pt_problem p, int64_t base, const int64_t *ms, int
             lq.grid[0] = (unsigned)(pers ? pers : (ms[i] + bm - 1) / bm);
             lq.args[marg].u = (uint64_t)ms[i];
         }
-        tuner_kernel *k = NULL;
-        tuner_io *io = NULL;
-        tuner_image img = {text, strlen(text), NULL, 0, entry, &gen_gemm_op, rc ? pb : pq};
         if (!rc)
-            rc = tuner_load(d, &img, &k, &e);
-        if (!rc)
-            rc = tuner_io_new(&gen_gemm_op, pq, &io, &e);
-        if (!rc) {
-            tuner_io_random(io, (uint64_t)(ms[i] * 131 + p.n), 0, 0);
-            rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), &e);
-        }
-        if (!rc) {
-            tuner_verify_opts vo = {.full_limit = INT64_MAX};
-            tuner_verify_result vr;
-            rc = tuner_verify(d, k, &lq, io, &vo, &vr, &e);
-        }
-        if (io)
-            tuner_io_free(d, io);
-        if (k)
-            tuner_unload(d, k);
+            rc = gemm_dyn_verify(d, text, entry, pq, &lq, (uint64_t)(ms[i] * 131 + p.n), &e);
         t->ran++;
         if (rc) {
             if (!t->failed)

@@ -237,14 +237,20 @@ Test(runtime_dyn, split_k_entries_serve_their_bucket, .timeout = 600)
  * split-K in its space), asked for k = 8 and 32 (one k tile: splitk must
  * be 1; the split winners are nearer) and two more; the printed config is
  * parsed in the asked problem's space and checked. */
-static void lookup_config(const char *d, const char *fp, const char *problem, char *cfg, size_t n)
+static void lookup_config_in(const char *d, const char *db, const char *fp, const char *problem, char *cfg,
+                             size_t n)
 {
     char args[512], out[4096], err[4096];
-    snprintf(args, sizeof args, "db lookup --db l.db --gpu %s gemm %s", fp, problem);
+    snprintf(args, sizeof args, "db lookup --db %s --gpu %s gemm %s", db, fp, problem);
     cr_assert_eq(test_run_ptxtune(d, args, out, sizeof out, err, sizeof err), 0, "%s: %s", args, err);
     const char *c = strstr(out, "\nconfig ");
     cr_assert(c, "%s", out);
     snprintf(cfg, n, "%.*s", (int)strcspn(c + 8, "\n"), c + 8);
+}
+
+static void lookup_config(const char *d, const char *fp, const char *problem, char *cfg, size_t n)
+{
+    lookup_config_in(d, "l.db", fp, problem, cfg, n);
 }
 
 static int check_config(const char *problem, const char *cfg, pt_err *e)
@@ -301,6 +307,17 @@ Test(runtime_dyn, db_lookup_never_answers_an_invalid_config, .timeout = 600)
         lookup_config(dir, fp, asked[i], cfg, sizeof cfg);
         pt_err ce = {0};
         cr_expect_eq(check_config(asked[i], cfg, &ce), 0, "db lookup gemm %s answered %s: %s", asked[i],
+                     cfg, ce.msg);
+    }
+    /* dyn=m with a column-major D (the tuned store: its k=512 winners are
+     * split-K, which one k tile refuses) */
+    static const char *const asked_col[] = {"m=16 n=64 k=16 dyn=m d_colmajor=1", "m=300 n=64 k=512 dyn=m d_colmajor=1",
+                                            "m=100 n=64 k=8 dyn=m d_colmajor=1 beta=0.5",
+                                            "m=7 n=64 k=32 dyn=m d_colmajor=1 beta=0.5"};
+    for (size_t i = 0; i < sizeof asked_col / sizeof asked_col[0]; i++) {
+        lookup_config_in(dir, "t.db", fp, asked_col[i], cfg, sizeof cfg);
+        pt_err ce = {0};
+        cr_expect_eq(check_config(asked_col[i], cfg, &ce), 0, "db lookup gemm %s answered %s: %s", asked_col[i],
                      cfg, ce.msg);
     }
 }
@@ -360,8 +377,7 @@ Test(runtime_dyn, one_kernel_row_serves_both_buckets)
  * equal the base's. */
 #include <time.h>
 
-#include "tuner/backend.h"
-#include "tuner/verify.h"
+#include "gemm_dyn.h"
 
 typedef struct col_tally {
     int ran, failed;
@@ -449,26 +465,8 @@ static void col_run(col_tally *t, pt_problem p, int64_t base, const int64_t *ms,
             lq.args[marg].u = (uint64_t)ms[i];
         }
         free(tq);
-        tuner_kernel *k = NULL;
-        tuner_io *io = NULL;
-        tuner_image img = {text, strlen(text), NULL, 0, lb.entry, &gen_gemm_op, rc ? pb : pq};
         if (!rc)
-            rc = tuner_load(d, &img, &k, &e);
-        if (!rc)
-            rc = tuner_io_new(&gen_gemm_op, pq, &io, &e);
-        if (!rc) {
-            tuner_io_random(io, (uint64_t)(ms[i] * 131 + p.n), 0, 0);
-            rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), &e);
-        }
-        if (!rc) {
-            tuner_verify_opts vo = {.full_limit = INT64_MAX};
-            tuner_verify_result vr;
-            rc = tuner_verify(d, k, &lq, io, &vo, &vr, &e);
-        }
-        if (io)
-            tuner_io_free(d, io);
-        if (k)
-            tuner_unload(d, k);
+            rc = gemm_dyn_verify(d, text, lb.entry, pq, &lq, (uint64_t)(ms[i] * 131 + p.n), &e);
         t->ran++;
         if (rc)
             col_fail(t, what, e.msg);
