@@ -7,7 +7,7 @@
 # after each space so an interrupted run keeps what finished.
 #
 #   scripts/check_spaces.sh [BUILD_DIR] [OUT.md]     (default build, results/cpu/spaces.md)
-#   SPACES="gemm fa3" scripts/check_spaces.sh        (a subset: gemm fa2 fa2pack decode fa3 fa3decode)
+#   SPACES="gemm fa3" scripts/check_spaces.sh        (a subset: gemm fa2 fa2pack decode fa3 fa3decode fa3fp8)
 #
 # Exit 0 when every space passed, 1 when one failed, 2 for bad usage.
 # Hours on a loaded 2-core machine: run it nice'd in the background.
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 out=${2:-results/cpu/spaces.md}
 [ -f "$build/build.ninja" ] || { echo "check_spaces: no build directory '$build' (meson setup $build)" >&2; exit 2; }
-all="gemm fa2 fa2pack decode fa3 fa3decode"
+all="gemm fa2 fa2pack decode fa3 fa3decode fa3fp8"
 spaces=${SPACES:-$all}
 for s in $spaces; do
     case " $all " in *" $s "*) ;; *) echo "check_spaces: unknown space '$s' (one of: $all)" >&2; exit 2 ;; esac
@@ -31,6 +31,7 @@ prog_of() {
     decode) echo "test_attention_decode attention_decode/llama3_8b_decode_space_assembles" ;;
     fa3) echo "test_attention_fa3 attention_fa3/llama3_8b_prefill_space_assembles_for_sm_90a" ;;
     fa3decode) echo "test_attention_fa3_decode attention_fa3_decode/llama3_8b_decode_space_assembles_for_sm_90a" ;;
+    fa3fp8) echo "test_attention_fa3 attention_fa3/llama3_8b_fp8_prefill_space_assembles_for_sm_90a" ;;
     esac
 }
 
@@ -106,7 +107,7 @@ for s in $spaces; do
         tt=$(sed -n 's/.*total \([0-9.]*\) s.*/\1/p' <<<"$l")
         rows+="| attention decode Llama-3-8B B16 Sk=8192 page 16 bf16 (fa2) | sm_80..sm_90 | ${cfg:-?} | ${kern:-?} distinct | ${bad:-$nfail} | ${tt:-?} | $wall | $result |\n"
         ;;
-    fa3 | fa3decode)
+    fa3 | fa3decode | fa3fp8)
         while IFS= read -r l; do
             [ -n "$l" ] || continue
             what=$(sed -n 's/^\(Llama-3-8B [a-z]*\) (\([^)]*\)).*/\1 \2/p' <<<"$l" | cut -c1-100)

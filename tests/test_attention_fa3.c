@@ -811,7 +811,7 @@ Test(attention_fa3, llama3_8b_fp8_prefill_space_assembles_for_sm_90a, .timeout =
         ptx_module_free(m);
         built++;
     }
-    printf("Llama-3-8B fp8 prefill (e4m3, Sq=Sk=4096 causal, Hq 32, Hkv 8, d 128) on sm_90a: %d of %d valid configs "
+    printf("Llama-3-8B prefill (e4m3, Sq=Sk=4096 causal, Hq 32, Hkv 8, d 128, fp8) on sm_90a: %d of %d valid configs "
            "through %s in %.1f s\n", built, valid, pt_compiler_describe(comp), now() - t0);
     cr_expect_gt(built, 2);
     pt_arena_free(a);

@@ -164,7 +164,9 @@ void kit_attn_wg_pv_issue(ptx_fn *f, const kit_atom *wo, ptx_reg *o, ptx_reg (*a
  *                      0 (past the keys: another sequence's, NaN); units of
  *                      4 keys x 8 columns (4 ld.shared.v2, 16 prmt, 8
  *                      st.shared.b32) over nthreads threads (tid u32 in
- *                      [0, nthreads)), a run-time loop. The caller orders
+ *                      [0, nthreads)), a run-time loop; a thread keeps its
+ *                      key quad when nthreads is a multiple of bn / 4 (its
+ *                      guards and V^T rows once a stage). The caller orders
  *                      the stores before the wgmma (fence.proxy.async, a
  *                      barrier, an arrive). */
 static inline int kit_attn_v8_key(int k)
