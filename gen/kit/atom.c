@@ -113,7 +113,13 @@ void kit_tv_at(const kit_atom *at, kit_operand op, int l, int v, int *row, int *
     const kit_tv *tv = kit_atom_tv(at, op);
     *row = (int)(kit_eval_idx(&tv->thr, l, 0) + kit_eval_idx(&tv->val, v, 0));
     *col = (int)(kit_eval_idx(&tv->thr, l, 1) + kit_eval_idx(&tv->val, v, 1));
-    int b = kit_atom_elem_bits(at, op), per = 32 / b;
+    int b = kit_atom_elem_bits(at, op);
+    int per = b > 0 && b <= 32 && (b & (b - 1)) == 0 ? 32 >> __builtin_ctz((unsigned)b) : 32 / b;
+    if (v >= 0 && (per & (per - 1)) == 0) { /* no divide (tens of cycles): 8/16/32-bit elements */
+        *reg = v >> __builtin_ctz((unsigned)per);
+        *bit = b * (v & (per - 1));
+        return;
+    }
     *reg = v / per;
     *bit = b * (v % per);
 }
