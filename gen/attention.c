@@ -59,7 +59,7 @@ static int prepare(pt_arena *a, const pt_problem *pb, const pt_target *t, pt_pre
     if (pb->dtype == PT_F64) /* unset: the command line leaves it to prepare */
         return pt_errf(e, PT_EINVAL, "missing dtype=... (attention takes f16 or bf16)");
     if (pb->dtype != PT_F16 && pb->dtype != PT_BF16 && pb->dtype != PT_E4M3)
-        return pt_errf(e, PT_EINVAL, "dtype '%s' is not supported for attention (f16 bf16; e4m3 on sm_90a)",
+        return pt_errf(e, PT_EINVAL, "dtype '%s' is not supported for attention (f16 bf16); e4m3 on sm_90a",
                        pt_dtype_get(pb->dtype)->name);
     bool fp8 = pb->dtype == PT_E4M3;
     if (fp8 && !(t->sm == 90 && t->arch_specific))
