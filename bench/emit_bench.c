@@ -170,6 +170,20 @@ static int emit_time2(const pt_op *op, const pt_prepared *pp, const pt_target *t
     return 0;
 }
 
+/* The 1-minute load average (Linux /proc/loadavg; -1 elsewhere): wall
+ * medians on a shared machine mean little without it. */
+static double load1(void)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    double l = -1;
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
 /* Attention prefill (impl=fa2, gen/attention_prefill.c): the Llama-3-8B
  * shape (Hq 32, Hkv 8, d 128, causal, bf16) and head dims 64 / 256, packed
  * GQA at Sq = 77, the op's default config unless given; first the default
@@ -190,6 +204,7 @@ static int attention_rows(const pt_target *t, const pt_compiler *comp, int reps,
         {77, 128, true, "pack_gqa=1"},
     };
     double *v = malloc((size_t)reps * sizeof *v), *w = malloc((size_t)reps * sizeof *w);
+    double load0 = load1();
     {
         pt_problem p = PT_GEMM(4096, 4096, 4096, "tn", PT_BF16, PT_BF16);
         pt_arena *a = pt_arena_new();
@@ -252,6 +267,7 @@ static int attention_rows(const pt_target *t, const pt_compiler *comp, int reps,
         free(text);
         pt_arena_free(a);
     }
+    printf("\nload average (1 min): %.2f before the rows, %.2f after\n", load0, load1());
     free(v);
     free(w);
     return 0;
