@@ -631,7 +631,7 @@ static int json_table_text(json_t *rows, pt_buf *out, pt_err *e)
     pt_buf row, sz;
     pt_buf_init(&row);
     pt_buf_init(&sz);
-    int rc = text && lat && llen && pos && index ? PT_OK : PT_ENOMEM;
+    int rc = (text && lat && llen && pos && index) ? PT_OK : PT_ENOMEM;
     /* the rows' texts, each launch value's place in its row */
     for (size_t i = 0; !rc && i < n; i++) {
         json_t *r = json_array_get(rows, i);

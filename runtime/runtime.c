@@ -1419,7 +1419,8 @@ static int open_json(ptxtune_runtime *rt, const char *path, fp_pick *pk, json_t 
                      int64_t *isize, ptxtune_error *e)
 {
     *index = NULL;
-    if (!(rt->jpath = strdup(path)))
+    rt->jpath = strdup(path);
+    if (!rt->jpath)
         return fail(e, PTXTUNE_ENOMEM, "out of memory");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
