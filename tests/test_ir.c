@@ -154,6 +154,43 @@ Test(ir, prints_declarations_and_operands)
     ptx_module_free(m);
 }
 
+/* The printer writes an entry's register names out once per entry (print.c,
+ * ctx_names): a second entry with other banks at the same indices (a
+ * custom prefix, a scalar, more registers) must print its own names, never
+ * the first entry's. */
+Test(ir, printer_names_are_per_entry)
+{
+    ptx_module *m = module("sm_80", 90);
+    ptx_fn *a = ptx_fn_new(m, "a");
+    ptx_reg ra[3];
+    for (int i = 0; i < 3; i++)
+        ra[i] = ptx_reg_new(a, PTX_T_B32);
+    ptx_emit(a, PTX_OP_MOV, PTX_NOMODS, PTX_T1(PTX_T_B32), ptx_r(ra[2]), ptx_r(ra[0]));
+    ptx_emit0(a, PTX_OP_RET, PTX_NOMODS, PTX_NOTYPES);
+    ptx_fn *b = ptx_fn_new(m, "b");
+    int q = ptx_bank_add(b, "%q", PTX_T_B32, 1200, false); /* bank 0, as a's %r */
+    int acc = ptx_bank_add(b, "%acc", PTX_T_B32, 1, true);
+    ptx_reg q0 = {(uint32_t)(q + 1) << 20}, q1199 = {(uint32_t)(q + 1) << 20 | 1199u};
+    ptx_reg racc = {(uint32_t)(acc + 1) << 20}, r = {0};
+    for (int i = 0; i < 1500; i++)
+        r = ptx_reg_new(b, PTX_T_B32);
+    ptx_emit(b, PTX_OP_MOV, PTX_NOMODS, PTX_T1(PTX_T_B32), ptx_r(q1199), ptx_r(q0));
+    ptx_emit(b, PTX_OP_MOV, PTX_NOMODS, PTX_T1(PTX_T_B32), ptx_r(r), ptx_r(racc));
+    ptx_emit(b, PTX_OP_ST, PTX_MODS(PTX_M_GLOBAL, PTX_M_V2), PTX_T1(PTX_T_B32), ptx_addr(ptx_reg_new(b, PTX_T_B64), 8),
+             ptx_vecr(b, 2, (ptx_reg[]){q0, r}));
+    ptx_emit0(b, PTX_OP_RET, PTX_NOMODS, PTX_NOTYPES);
+    cr_assert_eq(ptx_module_finish(m), PT_OK, "%s", ptx_module_errmsg(m));
+    char *t = ptx_print(m);
+    const char *want[] = {
+        "\tmov.b32 %r2, %r0;\n\tret;\n}\n",
+        "\tmov.b32 %q1199, %q0;\n\tmov.b32 %r1499, %acc;\n\tst.global.v2.b32 [%rd0+8], {%q0, %r1499};\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect(strstr(t, want[i]), "missing:\n%s\nin:\n%s", want[i], t);
+    free(t);
+    ptx_module_free(m);
+}
+
 /* Files are written whole or not at all (pt_wfile): the target keeps its old
  * content until commit, abort leaves it untouched and no temporary behind. */
 Test(base, wfile_replaces_whole_or_not_at_all)
