@@ -21,11 +21,16 @@
  *     sequence's keys is asked at page coordinate num_pages, which TMA
  *     fills with zeros, so no table entry past the sequence is read); the
  *     box rows are min(page, bn), so a page of 8 keys or more keeps every
- *     box on the swizzle pattern; smaller pages are refused (impl=1 takes
- *     them: its cp.async gather reads any page). Not paged: one box per 64
+ *     box on the swizzle pattern; smaller pages (1, 2, 4 keys) are gathered
+ *     by all 128 producer threads with cp.async into the same layout
+ *     (gather_rows; a cp.async.mbarrier.arrive.noinc each, full barriers of
+ *     128 arrivals, the consumer's fence.proxy.async after its wait; not
+ *     with e4m3, whose warps 1..3 convert V). Not paged: one box per 64
  *     columns over [B, Sk, Hkv, d] (bshd) or [B, Hkv, Sk, d] (bhsd), zero
- *     past seqlen_k. Varlen without pages is refused (a box would read
- *     the next sequence's keys).
+ *     past seqlen_k. Varlen without pages: boxes over the packed rows
+ *     (d, Hkv, total) from cu_seqlens_k[b]; a box past the sequence reads
+ *     the next one's keys, which the consumer masks and (V) zeroes as any
+ *     key at or past len.
  *   consumer (setmaxnreg.inc): Q (64 packed rows) by ordinary loads into a
  *     K-major 128B-swizzled tile once, fence.proxy.async, bar.sync 1, 128;
  *     per key block: wait full[s]; S = Q K^T by d/16 wgmma m64n{bn}k16 SS;
@@ -75,6 +80,7 @@ bool attn_fa3_decode_target(const pt_target *t) { return t->sm == 90 && t->arch_
 typedef struct fgeo {
     int bn, stages, splits, ctas, cregs;
     int pr;                 /* rows of one TMA box: min(page, bn), or bn */
+    bool gather;            /* pages under F3D_MIN_PAGE keys: cp.async gather (gather_rows) */
     int64_t rows, nrb;
     int64_t q_bytes, k_bytes, v_bytes, stage_bytes;
     bool fp8;               /* e4m3 q, k, v: V converted to f16 by warps 1..3 of warpgroup 0 */
@@ -133,13 +139,11 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if (!(pp->scale > 0.0f) || !isfinite(pp->scale))
         return pt_errf(e, PT_EUNSUPPORTED, "softmax_scale=%g: impl=%d needs a positive scale", (double)pp->scale,
                        ATTN_FA3_SPLIT);
-    if (pp->page && pp->page < F3D_MIN_PAGE)
-        return pt_errf(e, PT_EUNSUPPORTED, "page_size=%lld: impl=%d loads a page per TMA box and needs pages of "
-                       "at least %d keys (impl=1 gathers any page)", (long long)pp->page, ATTN_FA3_SPLIT,
-                       F3D_MIN_PAGE);
-    if (pp->varlen && !pp->page)
-        return pt_errf(e, PT_EUNSUPPORTED, "varlen without paged KV: impl=%d's TMA boxes would cross into the "
-                       "next sequence (impl=1 takes it)", ATTN_FA3_SPLIT);
+    g->gather = pp->page && pp->page < F3D_MIN_PAGE;
+    if (g->gather && pp->dt == PT_E4M3)
+        return pt_errf(e, PT_EUNSUPPORTED, "page_size=%lld with dtype e4m3: impl=%d gathers pages under %d keys with "
+                       "the producer's 128 threads, which fp8 gives to V's conversion (impl=1 gathers any page)",
+                       (long long)pp->page, ATTN_FA3_SPLIT, F3D_MIN_PAGE);
     g->rows = pp->Sq * pp->group;
     g->nrb = (g->rows + F3D_BM - 1) / F3D_BM;
     if (pp->Hkv * g->nrb > 65535 || pp->B > 65535)
@@ -309,6 +313,16 @@ static pt_tmap kv_map(const pt_prepared *pp, const fgeo *g, int which)
         m.strides[2] = (uint64_t)(s[2] * es);
         m.box[1] = 1;
         m.box[2] = (uint32_t)g->pr;
+    } else if (pp->varlen) { /* (D, Hkv, total): a box past the sequence reads the next one's keys, masked and
+                              * (V) zeroed by the consumer as any key at or past len */
+        m.rank = 3;
+        m.dims[1] = (uint64_t)pp->Hkv;
+        m.dims[2] = (uint64_t)(pp->B * pp->Sk);
+        m.strides[0] = (uint64_t)(s[1] * es);
+        m.strides[1] = (uint64_t)(s[0] * es);
+        m.box[1] = 1;
+        m.box[2] = (uint32_t)g->pr;
+        return m;
     } else if (!pp->bhsd) { /* (D, Hkv, Sk, B) */
         m.dims[1] = (uint64_t)pp->Hkv;
         m.dims[2] = (uint64_t)pp->Sk;
@@ -348,6 +362,68 @@ static void load_pages(ptx_fn *f, const pt_prepared *pp, const fgeo *g, ptx_reg 
         ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(pages[pg]), ptx_addr(pa, 0)), in,
                   false);
     }
+}
+
+/* Pages under F3D_MIN_PAGE keys (a TMA box of one page would start inside
+ * a 128B swizzle atom): the producer warpgroup's 128 threads (pt) gather
+ * the ncol columns of key rows [key, key + bn) from their pages by
+ * cp.async into the stage at dst, in the layout TMA writes (64-column
+ * sub-tiles of bn rows x 128 bytes, chunk c of row r at (c ^ r % 8) 16):
+ * thread pt owns chunk pt % cpad of rows pt / cpad + k 128 / cpad (the
+ * lanes of a row read it contiguously), a not-unrolled loop (the
+ * producer's 40 registers). Keys at or past len read neither the table
+ * nor the pool (src-size 0: zero rows). As gen/attention_fa3.c's
+ * gather_kv; the caller arrives with cp.async.mbarrier.arrive.noinc. */
+static void gather_rows(ptx_fn *f, const pt_prepared *pp, const fgeo *g, ptx_reg dst, ptx_reg pool,
+                        const int64_t *st, int64_t ncol, ptx_reg key, ptx_reg len, ptx_reg hk, ptx_reg tab,
+                        ptx_reg pt)
+{
+    int64_t es = pp->es, cpr = ncol * es / 16, cpad = 8;
+    while (cpad < cpr)
+        cpad *= 2;
+    int64_t rpp = 128 / cpad, sub = (int64_t)g->bn * 128;
+    ptx_reg c = kit_reg(f, kit_iop(f, PTX_OP_AND, ptx_r(pt), ptx_imm(cpad - 1)));
+    ptx_reg r0 = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(pt), ptx_imm(attn_ilog2(cpad))));
+    ptx_opd x = kit_iop(f, PTX_OP_XOR, kit_iop(f, PTX_OP_AND, ptx_r(c), ptx_imm(7)),
+                        kit_iop(f, PTX_OP_AND, ptx_r(r0), ptx_imm(7)));
+    ptx_opd doff = kit_iop(f, PTX_OP_ADD, kit_iop(f, PTX_OP_SHL, ptx_r(r0), ptx_imm(7)),
+                           kit_iop(f, PTX_OP_SHL, x, ptx_imm(4)));
+    doff = kit_iop(f, PTX_OP_ADD, doff, kit_iop(f, PTX_OP_MUL, kit_iop(f, PTX_OP_SHR, ptx_r(c), ptx_imm(3)),
+                                                ptx_imm(sub)));
+    ptx_reg lane_ok = cpr < cpad ? attn_setp(f, PTX_M_LT, U32T, ptx_r(c), ptx_imm(cpr)) : (ptx_reg){0};
+    ptx_reg src0 = attn_add64(f, attn_add64(f, pool, ptx_r(hk), st[1] * es), ptx_r(c), 16);
+    ptx_reg d0 = r32(f), d1 = r32(f), row = r32(f), it = r32(f);
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(d0), ptx_r(dst), doff);
+    /* rpp 4: rows r0 + 4 k of odd k take the other half of the XOR pattern (r0 < 4) */
+    ptx_emit(f, PTX_OP_XOR, NOM, B32T, ptx_r(d1), ptx_r(d0), ptx_imm(rpp == 4 ? 64 : 0));
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(row), ptx_r(key), ptx_r(r0));
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(it), ptx_imm(0));
+    int step = rpp == 4 ? 2 : 1, top = ptx_label_new(f);
+    ptx_label_place(f, top);
+    ptx_pragma_nounroll(f);
+    for (int k = 0; k < step; k++) {
+        ptx_reg j = k ? kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(row), ptx_imm(k * rpp))) : row;
+        ptx_reg in = attn_setp(f, PTX_M_LT, S32T, ptx_r(j), ptx_r(len));
+        ptx_reg pg = r32(f), size = r32(f);
+        ptx_emit(f, PTX_OP_MOV, NOM, S32T, ptx_r(pg), ptx_imm(0));
+        ptx_reg pi = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(j), ptx_imm(attn_ilog2(pp->page))));
+        ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(pg),
+                           ptx_addr(attn_add64(f, tab, ptx_r(pi), 4), 0)),
+                  in, false);
+        ptx_opd prow = kit_iop(f, PTX_OP_AND, ptx_r(j), ptx_imm(pp->page - 1));
+        ptx_reg src = attn_add64(f, attn_add64(f, src0, ptx_r(pg), st[2] * es), prow, st[0] * es);
+        ptx_emit(f, PTX_OP_SELP, NOM, B32T, ptx_r(size), ptx_imm(16), ptx_imm(0), ptx_r(in));
+        ptx_ins *cp = ptx_emit(f, PTX_OP_CP_ASYNC, M3(PTX_M_CG, PTX_M_SHARED, PTX_M_GLOBAL), PTX_NOTYPES,
+                               ptx_addr(k % 2 ? d1 : d0, (int64_t)k * rpp * 128), ptx_addr(src, 0), ptx_imm(16),
+                               ptx_r(size));
+        if (lane_ok.id)
+            ptx_guard(cp, lane_ok, false);
+    }
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(row), ptx_r(row), ptx_imm(step * rpp));
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(d0), ptx_r(d0), ptx_imm(step * rpp * 128));
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(d1), ptx_r(d1), ptx_imm(step * rpp * 128));
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
+    attn_bra(f, top, attn_setp(f, PTX_M_LT, U32T, ptx_r(it), ptx_imm(g->bn / rpp / step)), false);
 }
 
 /* fp8: warps 1..3 of warpgroup 0 (96 threads, conversion thread ct)
@@ -481,8 +557,14 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
         ao.lse = attn_param_ptr(f, l, "lse", (pt_arg){PT_ARG_OUTPUT, pp->t.lse, 0, 0});
     ptx_reg q = attn_param_ptr(f, l, "q", (pt_arg){PT_ARG_INPUT, pp->t.q, 0, 0});
     pt_tmap mk = kv_map(pp, g, 0), mv = kv_map(pp, g, 1);
-    ptx_reg tmk = kit_tma_param(f, l, "tmk", &mk);
-    ptx_reg tmv = kit_tma_param(f, l, "tmv", &mv);
+    ptx_reg tmk = none, tmv = none, kpool = none, vpool = none; /* gather: the pools by pointer */
+    if (g->gather) {
+        kpool = attn_param_ptr(f, l, "k", (pt_arg){PT_ARG_INPUT, pp->t.k, 0, 0});
+        vpool = attn_param_ptr(f, l, "v", (pt_arg){PT_ARG_INPUT, pp->t.v, 0, 0});
+    } else {
+        tmk = kit_tma_param(f, l, "tmk", &mk);
+        tmv = kit_tma_param(f, l, "tmv", &mv);
+    }
     ptx_reg bt = none, cq = none, ck = none, su = none;
     if (paged)
         bt = attn_param_ptr(f, l, "block_table", (pt_arg){PT_ARG_INPUT, pp->t.block_table, 0, 0});
@@ -521,7 +603,13 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
     kit_pipe pipe;
     if (kit_pipe_init_mbar(f, &pipe, g->stages, g->stage_bytes, ring, bars, 4))
         return pt_errf(e, PT_EINTERNAL, "fa3 decode: bad mbarrier ring");
-    kit_pipe_mbar_setup(&pipe, attn_setp(f, PTX_M_EQ, U32T, ptx_r(tid), ptx_imm(0)));
+    ptx_reg tz = attn_setp(f, PTX_M_EQ, U32T, ptx_r(tid), ptx_imm(0));
+    if (!g->gather)
+        kit_pipe_mbar_setup(&pipe, tz);
+    for (int s = 0; g->gather && s < 2 * g->stages; s++) /* full[s]: the 128 gathering threads' noinc arrivals */
+        ptx_guard(ptx_emit(f, PTX_OP_MBAR_INIT, M1(PTX_M_SHARED_CTA), B64T, ptx_addr(bars, 8 * s),
+                           ptx_imm(s < g->stages ? 128 : 4)),
+                  tz, false);
     /* fp8: the f16 V ring, full = converted (count 1; its empty barriers unused) */
     kit_pipe pcv = {0}, pwv = pipe;
     if (g->fp8) {
@@ -536,7 +624,7 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
 
     /* ---- lengths and this split's key blocks (both roles) ---- */
     ao.sq = sq_u;
-    ptx_reg len = sk_u, q0 = none;
+    ptx_reg len = sk_u, q0 = none, kbase = none; /* varlen: the sequence's first key row */
     if (pp->varlen) {
         ptx_reg aq = attn_add64(f, cq, ptx_r(ao.b), 4), ak = attn_add64(f, ck, ptx_r(ao.b), 4);
         ptx_reg q1 = r32(f), k0 = r32(f), k1 = r32(f);
@@ -548,6 +636,7 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
         ptx_reg sqb = attn_s32op(f, PTX_OP_SUB, ptx_r(q1), ptx_r(q0));
         sqb = attn_s32op(f, PTX_OP_MIN, ptx_r(sqb), ptx_r(sq_u));
         ao.sq = attn_s32op(f, PTX_OP_MAX, ptx_r(sqb), ptx_imm(0));
+        kbase = k0;
         ptx_reg skb = attn_s32op(f, PTX_OP_SUB, ptx_r(k1), ptx_r(k0));
         len = attn_s32op(f, PTX_OP_MIN, ptx_r(skb), ptx_r(sk_u));
         q = attn_add64(f, q, ptx_r(q0), pp->sq[0] * es);
@@ -579,72 +668,97 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
             convert_v(f, g, dv, &pwv, &pcv, ct, kr.nblk, kr.key0, len);
             attn_bra(f, done, none, false);
             ptx_label_place(f, lead_warp);
-        } else {
+        } else if (!g->gather) {
             attn_bra(f, done, attn_setp(f, PTX_M_NE, U32T, ptx_r(warp), ptx_imm(0)), false);
         }
-        ptx_reg lead = ptx_reg_new(f, PTX_T_PRED);
-        ptx_emit(f, PTX_OP_ELECT, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_pair(none, lead), ptx_hex(0xffffffff));
-        attn_bra(f, done, lead, true);
-        kit_tma_prefetch(f, tmk);
-        kit_tma_prefetch(f, tmv);
-        ptx_reg tab = paged ? attn_add64(f, bt, ptx_r(ao.b), pp->pages_per_seq * 4) : none;
-        ptx_reg it = kit_reg(f, ptx_imm(0));
-        ptx_reg key = r32(f);
-        ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(key), ptx_r(kr.key0));
-        /* paged: the next tile's table entries are read while this tile's
-         * loads go out (their latency overlaps the next empty wait), when
-         * they are at most 4 (more would not stay in the producer's 40
-         * registers: bn 128 over pages of 16 spilled) */
-        int npg = g->bn / g->pr;
-        bool ahead = paged && npg <= 4;
-        ptx_reg pages[64];
-        for (int pg = 0; paged && pg < npg; pg++)
-            pages[pg] = r32(f);
-        if (ahead)
-            load_pages(f, pp, g, tab, key, len, pages);
-        int top = ptx_label_new(f);
-        attn_bra(f, done, attn_setp(f, PTX_M_LE, S32T, ptx_r(kr.nblk), ptx_imm(0)), false);
-        ptx_label_place(f, top);
-        ptx_pragma_nounroll(f);
-        ptx_reg st = kit_pipe_acquire(&pipe);
-        kit_pipe_arrive_tx(&pipe, g->stage_bytes);
-        ptx_reg full = kit_pipe_full(&pipe);
-        if (paged && !ahead)
-            load_pages(f, pp, g, tab, key, len, pages);
-        for (int pg = 0; pg < npg; pg++) {
-            ptx_reg j = pg ? kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(key), ptx_imm(pg * g->pr))) : key;
-            ptx_opd c1, c2, c3;
-            if (paged) { /* page pages[pg] (num_pages past the keys), row j % page */
-                ptx_reg row = kit_reg(f, kit_iop(f, PTX_OP_AND, ptx_r(j), ptx_imm(pp->page - 1)));
-                c1 = ptx_r(ao.hk);
-                c2 = ptx_r(row);
-                c3 = ptx_r(pages[pg]);
-            } else if (!pp->bhsd) {
-                c1 = ptx_r(ao.hk);
-                c2 = ptx_r(j);
-                c3 = ptx_r(ao.b);
-            } else {
-                c1 = ptx_r(j);
-                c2 = ptx_r(ao.hk);
-                c3 = ptx_r(ao.b);
-            }
-            for (int which = 0; which < 2; which++) {
-                int64_t D = which ? dv : d;
-                int64_t base = which ? g->k_bytes : 0;
-                for (int cc = 0; cc < (D * es + 127) / 128; cc++) { /* hd96: the second box half past the row */
-                    int64_t off = base + (int64_t)cc * g->bn * 128 + (int64_t)pg * g->pr * 128;
-                    ptx_reg dst = off ? kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(off))) : st;
-                    ptx_opd co[4] = {ptx_imm(cc * 128 / es), c1, c2, c3};
-                    kit_tma_load(f, dst, which ? tmv : tmk, 4, co, full);
+        if (g->gather) { /* all 128 threads: the gather, a noinc arrival each a stage */
+            ptx_reg tab = attn_add64(f, bt, ptx_r(ao.b), pp->pages_per_seq * 4);
+            ptx_reg it = kit_reg(f, ptx_imm(0)), key = r32(f);
+            ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(key), ptx_r(kr.key0));
+            attn_bra(f, done, attn_setp(f, PTX_M_LE, S32T, ptx_r(kr.nblk), ptx_imm(0)), false);
+            int gtop = ptx_label_new(f);
+            ptx_label_place(f, gtop);
+            ptx_pragma_nounroll(f);
+            ptx_reg st = kit_pipe_acquire(&pipe);
+            gather_rows(f, pp, g, st, kpool, pp->sk, d, key, len, ao.hk, tab, tid);
+            ptx_reg sv = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(g->k_bytes)));
+            gather_rows(f, pp, g, sv, vpool, pp->sv, dv, key, len, ao.hk, tab, tid);
+            ptx_emit(f, PTX_OP_CP_ASYNC_MBAR, M2(PTX_M_NOINC, PTX_M_SHARED_CTA), B64T,
+                     ptx_addr(kit_pipe_full(&pipe), 0));
+            kit_pipe_commit(&pipe);
+            ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(key), ptx_r(key), ptx_imm(g->bn));
+            ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
+            attn_bra(f, gtop, attn_setp(f, PTX_M_LT, S32T, ptx_r(it), ptx_r(kr.nblk)), false);
+            attn_bra(f, done, none, false);
+        } else {
+            ptx_reg lead = ptx_reg_new(f, PTX_T_PRED);
+            ptx_emit(f, PTX_OP_ELECT, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_pair(none, lead), ptx_hex(0xffffffff));
+            attn_bra(f, done, lead, true);
+            kit_tma_prefetch(f, tmk);
+            kit_tma_prefetch(f, tmv);
+            ptx_reg tab = paged ? attn_add64(f, bt, ptx_r(ao.b), pp->pages_per_seq * 4) : none;
+            ptx_reg it = kit_reg(f, ptx_imm(0));
+            ptx_reg key = r32(f);
+            ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(key), ptx_r(kr.key0));
+            /* paged: the next tile's table entries are read while this tile's
+             * loads go out (their latency overlaps the next empty wait), when
+             * they are at most 4 (more would not stay in the producer's 40
+             * registers: bn 128 over pages of 16 spilled) */
+            int npg = g->bn / g->pr;
+            bool ahead = paged && npg <= 4;
+            ptx_reg pages[64];
+            for (int pg = 0; paged && pg < npg; pg++)
+                pages[pg] = r32(f);
+            if (ahead)
+                load_pages(f, pp, g, tab, key, len, pages);
+            int top = ptx_label_new(f);
+            attn_bra(f, done, attn_setp(f, PTX_M_LE, S32T, ptx_r(kr.nblk), ptx_imm(0)), false);
+            ptx_label_place(f, top);
+            ptx_pragma_nounroll(f);
+            ptx_reg st = kit_pipe_acquire(&pipe);
+            kit_pipe_arrive_tx(&pipe, g->stage_bytes);
+            ptx_reg full = kit_pipe_full(&pipe);
+            if (paged && !ahead)
+                load_pages(f, pp, g, tab, key, len, pages);
+            for (int pg = 0; pg < npg; pg++) {
+                ptx_reg j = pg ? kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(key), ptx_imm(pg * g->pr))) : key;
+                ptx_opd c1, c2, c3;
+                if (paged) { /* page pages[pg] (num_pages past the keys), row j % page */
+                    ptx_reg row = kit_reg(f, kit_iop(f, PTX_OP_AND, ptx_r(j), ptx_imm(pp->page - 1)));
+                    c1 = ptx_r(ao.hk);
+                    c2 = ptx_r(row);
+                    c3 = ptx_r(pages[pg]);
+                } else if (pp->varlen) { /* (hk, the packed row k0 + j) */
+                    c1 = ptx_r(ao.hk);
+                    c2 = kit_iop(f, PTX_OP_ADD, ptx_r(kbase), ptx_r(j));
+                    c3 = ptx_imm(0);
+                } else if (!pp->bhsd) {
+                    c1 = ptx_r(ao.hk);
+                    c2 = ptx_r(j);
+                    c3 = ptx_r(ao.b);
+                } else {
+                    c1 = ptx_r(j);
+                    c2 = ptx_r(ao.hk);
+                    c3 = ptx_r(ao.b);
+                }
+                for (int which = 0; which < 2; which++) {
+                    int64_t D = which ? dv : d;
+                    int64_t base = which ? g->k_bytes : 0;
+                    for (int cc = 0; cc < (D * es + 127) / 128; cc++) { /* hd96: the second box half past the row */
+                        int64_t off = base + (int64_t)cc * g->bn * 128 + (int64_t)pg * g->pr * 128;
+                        ptx_reg dst = off ? kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(off))) : st;
+                        ptx_opd co[4] = {ptx_imm(cc * 128 / es), c1, c2, c3};
+                        kit_tma_load(f, dst, which ? tmv : tmk, pp->varlen && !paged ? 3 : 4, co, full);
+                    }
                 }
             }
+            kit_pipe_commit(&pipe);
+            ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(key), ptx_r(key), ptx_imm(g->bn));
+            if (ahead) /* the next tile's pages (past the split's last tile: guarded by len, or unused) */
+                load_pages(f, pp, g, tab, key, len, pages);
+            ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
+            attn_bra(f, top, attn_setp(f, PTX_M_LT, S32T, ptx_r(it), ptx_r(kr.nblk)), false);
         }
-        kit_pipe_commit(&pipe);
-        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(key), ptx_r(key), ptx_imm(g->bn));
-        if (ahead) /* the next tile's pages (past the split's last tile: guarded by len, or unused) */
-            load_pages(f, pp, g, tab, key, len, pages);
-        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
-        attn_bra(f, top, attn_setp(f, PTX_M_LT, S32T, ptx_r(it), ptx_r(kr.nblk)), false);
         attn_bra(f, done, none, false);
     }
 
@@ -735,6 +849,8 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
     ptx_pragma_nounroll(f);
     {
         ptx_reg st = kit_pipe_wait(&pipe, 0);
+        if (g->gather) /* cp.async wrote the stage through the generic proxy; wgmma reads through the async one */
+            ptx_emit0(f, PTX_OP_FENCE_PROXY_ASYNC, M1(PTX_M_SHARED_CTA), PTX_NOTYPES);
         ptx_reg dvd = none;
         if (!g->fp8) { /* V's rows of keys at or past len as 0 (the fp8 converter does so for its copy) */
             int whole = ptx_label_new(f);

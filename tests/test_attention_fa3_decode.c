@@ -461,12 +461,12 @@ Test(attention_fa3_decode, check_refuses_in_one_line)
         fcase c;
         const char *arch, *config, *want;
     } bad[] = {
-        {{1, 8, 2, 1, 77, 128, BF16, false, 4, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a", "",
-         "page_size=4: impl=3 loads a page per TMA box"},
-        {{2, 8, 2, 1, 77, 128, BF16, false, 0, -1, false, false, 0, "", true, false, 0, 0, 0}, "sm_90a", "",
-         "varlen without paged KV"},
-        {{1, 8, 2, 1, 77, 96, BF16, false, 2, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a", "",
-         "page_size=2: impl=3 loads a page per TMA box"},
+        {{1, 8, 2, 1, 77, 128, E4M3, false, 4, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a", "",
+         "page_size=4 with dtype e4m3: impl=3 gathers pages under 8 keys"},
+        {{2, 8, 2, 1, 77, 128, BF16, false, 0, -1, false, false, 0, "", true, false, 0, 0, 0}, "sm_90a", "bn=48",
+         "bn=48: 32, 64, 128 or 256"},
+        {{1, 8, 2, 1, 77, 256, BF16, false, 2, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a",
+         "bn=128,ctas=2", "live registers per consumer thread"},
         {{1, 8, 2, 1, 77, 128, BF16, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90", "",
          "needs sm_90a; target is sm_90"},
         {{1, 8, 2, 1, 77, 128, BF16, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a", "bm=16",
@@ -520,8 +520,8 @@ Test(attention_fa3_decode, the_sm_90a_default_is_the_wgmma_kernel_where_it_appli
     cr_expect_eq(default_impl(&llama, "sm_90"), ATTN_SPLIT);
     cr_expect_eq(default_impl(&llama, "sm_80"), ATTN_SPLIT);
     fcase small_pages = llama;
-    small_pages.page = 4; /* refused by impl=3: the split kernel */
-    cr_expect_eq(default_impl(&small_pages, "sm_90a"), ATTN_SPLIT);
+    small_pages.page = 4; /* impl=3's cp.async gather (tests/test_attention_fa3_pages.c) */
+    cr_expect_eq(default_impl(&small_pages, "sm_90a"), ATTN_FA3_SPLIT);
     fcase hd96 = llama; /* two 64-column boxes a row (tests/test_attention_fa3_pages.c) */
     hd96.d = 96;
     cr_expect_eq(default_impl(&hd96, "sm_90a"), ATTN_FA3_SPLIT);
