@@ -473,21 +473,25 @@ static void paged_load(fa3 *g, ptx_reg map, ptx_reg dst, int64_t step, int64_t n
 {
     const pt_prepared *pp = g->pp;
     ptx_fn *f = g->f;
-    ptx_reg p0 = iop(g, PTX_OP_SHR, ptx_r(n0), ptx_imm(log2i(pp->page)));
-    for (int i = 0; i < g->bn / g->pr; i++) {
-        ptx_reg pg = r32(g), pi = iop(g, PTX_OP_ADD, ptx_r(p0), ptx_imm(i));
-        ptx_emit(f, PTX_OP_MOV, NOM, S32T, ptx_r(pg), ptx_imm(pp->npages));
-        if (i == 0) { /* n0 < sk: the block's first page is the sequence's */
-            ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(pg), ptx_addr(addr(g, btab, pi, 4), 0));
-        } else {
-            ptx_reg in = setp(g, PTX_M_LT, ptx_r(iop(g, PTX_OP_ADD, ptx_r(n0), ptx_imm((int64_t)i * g->pr))),
-                              ptx_r(sk));
-            ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(pg),
-                               ptx_addr(addr(g, btab, pi, 4), 0)), in, false);
-        }
-        ptx_reg row = kit_reg(f, ptx_imm(0)), di = iop(g, PTX_OP_ADD, ptx_r(dst), ptx_imm((int64_t)i * g->pr * 128));
-        tile_load(g, map, di, step, ncol, row, hd, pg, bar, true);
-    }
+    /* a loop over the pages (not unrolled: 9 pages of bn 144 spilled the producer's 40 registers) */
+    ptx_reg key = r32(g), pi = r32(g), di = r32(g), it = r32(g), row = kit_reg(f, ptx_imm(0));
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(key), ptx_r(n0));
+    ptx_emit(f, PTX_OP_SHR, NOM, U32T, ptx_r(pi), ptx_r(n0), ptx_imm(log2i(pp->page)));
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(di), ptx_r(dst));
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(it), ptx_imm(0));
+    int top = ptx_label_new(f);
+    ptx_label_place(f, top);
+    ptx_pragma_nounroll(f);
+    ptx_reg pg = r32(g);
+    ptx_emit(f, PTX_OP_MOV, NOM, S32T, ptx_r(pg), ptx_imm(pp->npages));
+    ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(pg), ptx_addr(addr(g, btab, pi, 4), 0)),
+              setp(g, PTX_M_LT, ptx_r(key), ptx_r(sk)), false);
+    tile_load(g, map, di, step, ncol, row, hd, pg, bar, true);
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(key), ptx_r(key), ptx_imm(g->pr));
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(pi), ptx_r(pi), ptx_imm(1));
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(di), ptx_r(di), ptx_imm((int64_t)g->pr * 128));
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
+    bra(g, top, setp(g, PTX_M_LT, ptx_r(it), ptx_imm(g->bn / g->pr)), false);
 }
 
 /* Paged K or V of the block from key n0 when pages are under FA3_TMA_PAGE
