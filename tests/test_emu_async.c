@@ -324,6 +324,12 @@ Test(emu_async, planted_store_source_overwritten)
 {
     planted("store_src_bug.ptx", EMU_R_ASYNC_RACE, "(st)", false);
 }
+/* A swizzled tile off its pattern boundary (128B swizzle at tile + 128): the
+ * TMA load's destination is a layout error (hardware: silently other data). */
+Test(emu_async, planted_swizzled_tile_off_its_pattern_boundary)
+{
+    planted("tma_swizzle_misaligned_bug.ptx", EMU_R_LAYOUT, "1024-byte", true);
+}
 
 /* ---- bulk copies, bulk groups, cp.async.mbarrier.arrive ---- */
 

@@ -964,6 +964,16 @@ static emu_aop *aop_new(const emu_warp *w, uint32_t l, uint32_t pc, uint8_t kind
     return op;
 }
 
+/* A TMA's shared tile: 128-byte aligned, and a swizzled one on its pattern's
+ * boundary (8 rows of the span: 1024 B for 128B, 512 for 64B, 256 for 32B;
+ * CUDA Programming Guide's TMA alignment table). Off it, hardware swizzles
+ * other bytes than the kernel's layout assumes (silently wrong data). */
+static uint32_t tma_smem_align(const emu_tmap_desc *m)
+{
+    uint32_t span = emu_tmap_swizzle_span(m->swizzle);
+    return span ? 8 * span : 128;
+}
+
 static void tma_load(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l, uint32_t pc)
 {
     int tid = tid_of(w, l);
@@ -973,7 +983,8 @@ static void tma_load(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l, uin
         return;
     }
     uint64_t bytes = emu_tmap_box_bytes(&op->map);
-    op->dmask = load_dests(c, w, in, l, vaddr(c, w, in, 0, l), bytes, 128, "TMA destination", op);
+    op->dmask = load_dests(c, w, in, l, vaddr(c, w, in, 0, l), bytes, tma_smem_align(&op->map),
+                           "TMA destination", op);
     if (!op->dmask || c->dead || !load_mbar(c, w, in, l, op)) {
         aop_free(op);
         return;
@@ -1015,7 +1026,8 @@ static void tma_store(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l, ui
         return;
     }
     uint64_t bytes = emu_tmap_box_bytes(&op->map);
-    if (!smem_range(c, in, tid, vaddr(c, w, in, 1, l), bytes, 128, "TMA source", &op->smem, NULL)) {
+    if (!smem_range(c, in, tid, vaddr(c, w, in, 1, l), bytes, tma_smem_align(&op->map), "TMA source", &op->smem,
+                    NULL)) {
         aop_free(op);
         return;
     }
