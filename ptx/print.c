@@ -205,8 +205,11 @@ static void ctx_names(print_ctx *c)
         if (c->b[b].fast && f->banks[b].count &&
             c->b[b].len + ndigits(f->banks[b].count - 1) < NAME)
             total += f->banks[b].count;
-    if (!total || total > (1u << 22) || !(c->store = malloc(total * NAME)))
+    if (!total || total > (1u << 22))
         return;
+    c->store = malloc(total * NAME);
+    if (!c->store)
+        return; /* no memory: regs writes the names itself */
     size_t at = 0;
     for (size_t b = 0; b < c->nb; b++) {
         uint32_t n = f->banks[b].count;
