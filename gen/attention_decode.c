@@ -265,7 +265,6 @@ static void ao_sync(dctx *x)
 }
 
 static ptx_reg r32(ptx_fn *f) { return ptx_reg_new(f, PTX_T_B32); }
-static ptx_reg r64(ptx_fn *f) { return ptx_reg_new(f, PTX_T_B64); }
 static ptx_reg rf(ptx_fn *f) { return ptx_reg_new(f, PTX_T_F32); }
 
 static ptx_reg sreg(ptx_fn *f, ptx_sreg s)

@@ -401,6 +401,40 @@ static void pick_lengths(uint64_t *s, int64_t B, const int64_t *max, int64_t *le
         len[(r + 2) % B] = max[(r + 2) % B];
 }
 
+/* Every K and V element no key of any sequence uses (a page's tail past
+ * the sequence's keys, pool pages no block-table entry of a key names, the
+ * rows past seqused_k or past the last packed sequence) holds NaN, +inf or
+ * -inf, as a serving engine's unused KV slots hold garbage: a kernel may
+ * load them (a whole page, a whole key block) but never use them, and the
+ * reference ignores them, so a kernel that lets one reach o or lse (0 P
+ * times a NaN V, a masked score added to a NaN) fails verification. */
+static void poison_slack(const pt_prepared *pp, pt_tensor *in)
+{
+    const attn_tensors *x = &pp->t;
+    static const double bad[3] = {NAN, INFINITY, -INFINITY};
+    for (int t = 0; t < 2; t++) {
+        pt_tensor *kv = &in[t ? x->v : x->k];
+        const int64_t *st = t ? pp->sv : pp->sk;
+        int64_t w = t ? pp->dv : pp->d, n = kv->numel;
+        uint8_t *used = calloc((size_t)(n ? n : 1), 1);
+        if (!used)
+            return; /* the noise stays: only less adversarial */
+        for (int64_t b = 0; b < pp->B; b++) {
+            attn_seq s = attn_seq_of(pp, in, b);
+            for (int64_t j = 0; j < s.sk; j++)
+                for (int64_t hk = 0; hk < pp->Hkv; hk++) {
+                    int64_t o = kv_at(pp, in, &s, st, b, j, hk);
+                    for (int64_t c = 0; c < w && o + c < n; c++)
+                        used[o + c] = 1;
+                }
+        }
+        for (int64_t i = 0; i < n; i++)
+            if (!used[i])
+                kv->data[i] = bad[i % 3];
+        free(used);
+    }
+}
+
 void attn_init_inputs(const pt_prepared *pp, uint64_t seed, pt_tensor *in)
 {
     uint64_t s = (seed ? seed : 1) ^ 0x5eed0a77e0f10ull;
@@ -457,6 +491,7 @@ void attn_init_inputs(const pt_prepared *pp, uint64_t seed, pt_tensor *in)
                 bt[k] = (double)rand_in(&s, 0, np - 1);
         }
     }
+    poison_slack(pp, in);
 done:
     free(max);
     free(len);

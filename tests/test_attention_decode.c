@@ -874,3 +874,35 @@ Test(attention_decode, defaults_fit_every_arch)
                 pt_arena_free(a);
             }
 }
+
+/* K/V slots no key uses hold NaN, +inf and -inf in the op's inputs
+ * (attn_init_inputs: a page's tail past seqused_k, pool pages no key's
+ * block-table entry names, rows past seqused_k, rows past the last packed
+ * sequence), as a serving engine's unused KV slots hold garbage; the
+ * reference ignores them (every grid above runs on them too). Slack-heavy
+ * shapes: pages of 16 and 64 keys with ragged seqused_k, tiles wider than a
+ * page, non-paged seqused_k, varlen with seqused_k and with pages, causal,
+ * window, GQA, odd lengths, f16 and bf16, sm_80 / sm_89 / sm_90. The copy
+ * zero-fills rows past the sequence's keys (src-size 0), so neither a NaN
+ * K nor a NaN V reaches S or P V (mutation checked: V's copy bounded by
+ * seqlen_k instead of the sequence's keys fails 13 of the grid's 33 cases
+ * with o = NaN, and passes without the poisoned slack). */
+static const dcase slack[] = {
+    {3, 8, 2, 1, 200, 128, F16, false, 64, -1, true, true, 0, "bn=128,kv_warps=4,splits=2", NULL, false, 0},
+    {3, 4, 1, 4, 77, 64, BF16, true, 16, -1, true, true, 0, "bn=32,kv_warps=2,splits=3", "sm_90", false, 0},
+    {3, 8, 2, 1, 129, 128, BF16, false, 0, -1, true, true, 0, "bn=64,kv_warps=4,splits=3", NULL, false, 0},
+    {4, 4, 1, 1, 129, 64, F16, false, 0, -1, true, true, 0, "bn=64,kv_warps=2,splits=2", NULL, true, 0},
+    {3, 8, 2, 2, 77, 96, F16, true, 64, 30, false, true, 0, "bn=64,kv_warps=2,splits=4", "sm_89", true, 0},
+    {2, 8, 2, 1, 300, 64, BF16, false, 16, -1, true, true, 0, "bn=256,kv_warps=4,splits=1", NULL, false, 0},
+};
+
+Test(attention_decode, poisoned_kv_slack_never_reaches_o, .timeout = 300)
+{
+    tally t = {0};
+    double t0 = now();
+    for (size_t i = 0; i < sizeof slack / sizeof *slack; i++)
+        check_case(&t, &slack[i]);
+    printf("attention decode (impl=split) on NaN / inf K/V slack: %d cases, %d failed; worst error f16 %.3g, bf16 %.3g; "
+           "%.1f s\n", t.ran, t.failed, t.worst[0], t.worst[1], now() - t0);
+    cr_assert_eq(t.failed, 0, "%d of %d failed; first: %s", t.failed, t.ran, t.first);
+}

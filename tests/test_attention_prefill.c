@@ -511,3 +511,89 @@ Test(attention_prefill, adversarial_inputs_match_the_reference, .timeout = 600)
     fflush(stdout);
     cr_expect_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
 }
+
+/* ---- K/V slots no key uses: NaN and +-inf (the op's inputs) ----
+ * A serving engine's unused KV slots hold garbage (uninitialised or freed
+ * pages, NaN / inf bit patterns): a page's tail past seqused_k / the
+ * sequence's keys, pool pages no block-table entry of a key names, rows past
+ * seqused_k, rows past the last packed sequence. The op's inputs
+ * (attn_init_inputs, used by the verifier, `run --check` and `tune`) put
+ * NaN, +inf and -inf there; the float64 reference ignores them. */
+static const acase slack_shapes[] = {
+    {BF, 3, 8, 2, 33, 77, 64, true, -1, -1, 0, 0, false, true, true, false, "sm_80", "", 16},
+    {F16, 2, 4, 1, 40, 129, 128, false, 20, -1, 0, 0, false, true, true, false, "sm_90", "bm=64,warps=4,bn=64", 64},
+    {BF, 3, 4, 1, 77, 129, 64, true, -1, -1, 0, 0, true, true, true, false, "sm_86", "bm=64,warps=4,bn=32", 0},
+    {F16, 2, 4, 2, 7, 77, 96, false, -1, -1, 0, 0, false, true, true, true, "sm_89", "", 0},
+    {BF, 3, 8, 2, 7, 129, 64, true, -1, -1, 0, 0, true, false, true, false, "sm_80", "pack_gqa=1,bm=64,warps=4,bn=32", 16},
+    {F16, 3, 4, 1, 77, 129, 64, false, -1, -1, 0, 0, true, true, true, false, "sm_90", "bm=128,warps=8,bn=48", 0},
+};
+
+Test(attention_prefill, unused_kv_slots_hold_nan_and_inf)
+{
+    for (size_t i = 0; i < sizeof slack_shapes / sizeof *slack_shapes; i++) {
+        const acase *c = &slack_shapes[i];
+        char what[512];
+        describe(c, what, sizeof what);
+        pt_arena *a = pt_arena_new();
+        pt_target tg;
+        const pt_prepared *pp = NULL;
+        pt_config cfg;
+        pt_err e = {0};
+        cr_assert_eq(prepare(a, c, &tg, &pp, &cfg, &e), 0, "%s: %s", what, e.msg);
+        tuner_io *io;
+        cr_assert_eq(tuner_io_new(&gen_attention_op, pp, &io, &e), 0, "%s", e.msg);
+        tuner_io_random(io, 11, 0, 0);
+        for (int t = 0; t < 2; t++) {
+            const pt_tensor *kv = &io->in[t ? pp->t.v : pp->t.k];
+            const int64_t *st = t ? pp->sv : pp->sk;
+            int64_t w = t ? pp->dv : pp->d, used = 0, kinds[3] = {0};
+            uint8_t *u = calloc((size_t)kv->numel, 1);
+            cr_assert(u);
+            for (int64_t b = 0; b < pp->B; b++) {
+                attn_seq s = attn_seq_of(pp, io->in, b);
+                for (int64_t j = 0; j < s.sk; j++)
+                    for (int64_t hk = 0; hk < pp->Hkv; hk++) {
+                        int64_t o = b * st[2] + (s.k0 + j) * st[0] + hk * st[1];
+                        if (pp->page) {
+                            int64_t pg = (int64_t)io->in[pp->t.block_table].data[b * pp->pages_per_seq + j / pp->page];
+                            o = pg * st[2] + (j % pp->page) * st[0] + hk * st[1];
+                        }
+                        for (int64_t k = 0; k < w; k++) {
+                            cr_assert(isfinite(kv->data[o + k]), "%s: %s[%lld] (key %lld of sequence %lld) = %g",
+                                      what, kv->name, (long long)(o + k), (long long)j, (long long)b, kv->data[o + k]);
+                            used += !u[o + k];
+                            u[o + k] = 1;
+                        }
+                    }
+            }
+            for (int64_t k = 0; k < kv->numel; k++) {
+                double x = kv->data[k];
+                if (u[k])
+                    continue;
+                cr_assert(!isfinite(x), "%s: %s[%lld] no key uses holds %g, not NaN / inf", what, kv->name,
+                          (long long)k, x);
+                kinds[isnan(x) ? 0 : x > 0 ? 1 : 2]++;
+            }
+            /* every shape here leaves slack (seqused_k, page tails, varlen's tail) */
+            cr_assert(used < kv->numel, "%s: %s has no unused slot", what, kv->name);
+            cr_assert(kinds[0] && kinds[1] && kinds[2], "%s: %s slack NaN %lld +inf %lld -inf %lld", what, kv->name,
+                      (long long)kinds[0], (long long)kinds[1], (long long)kinds[2]);
+            free(u);
+        }
+        tuner_io_free(NULL, io);
+        pt_arena_free(a);
+    }
+}
+
+/* The kernel on those inputs (the grids above run on them too): every K/V
+ * element loaded past a sequence's keys (a page's tail, a last partial
+ * block, the next packed sequence's rows or the tensor's tail) is either
+ * zero-filled by the copy (src-size 0 past the rows in bounds) or masked;
+ * a V row read past the end reaches P V as 0 x NaN = NaN (mutation checked:
+ * V's copy bounded by seqlen_k instead of the sequence's keys fails 10 of
+ * the emulator grid's 40 cases with o = NaN, and passes without the
+ * poisoned slack). */
+Test(attention_prefill, poisoned_kv_slack_never_reaches_o, .timeout = 300)
+{
+    run_grid(slack_shapes, (int)(sizeof slack_shapes / sizeof slack_shapes[0]), 0, 0);
+}
