@@ -681,10 +681,10 @@ static int json_table_text(json_t *rows, pt_buf *out, pt_err *e)
         bool have = json_is_object(ln) && json_sizes(ln, &v, &sz);
         for (int j = 0; j < 4; j++)
             pos[4 * i + (size_t)j] = json_integer(0);
-        const char *b64 = json_string_value(json_object_get(cb, "base64"));
+        const char *cubin64 = json_string_value(json_object_get(cb, "base64"));
         char ch[17] = "";
-        if (b64)
-            snprintf(ch, sizeof ch, "%016llx", (unsigned long long)pt_hash64(b64, strlen(b64)));
+        if (cubin64)
+            snprintf(ch, sizeof ch, "%016llx", (unsigned long long)pt_hash64(cubin64, strlen(cubin64)));
         json_t *ir = json_pack(
             "[I,[O,O],[O,O],s,s,s,s,s,s,s,s,O,o,o,o]", (json_int_t)fi, pos[4 * i], pos[4 * i + 1],
             pos[4 * i + 2], pos[4 * i + 3], jget_str(pb, "op"), jget_str(pb, "class"),
@@ -692,7 +692,7 @@ static int json_table_text(json_t *rows, pt_buf *out, pt_err *e)
             jget_str(kn, "entry"), jget_str(kn, "hash"), jget_str(cb, "arch"),
             json_is_number(med) ? med : json_null(), have ? json_integer(v) : json_null(),
             have ? json_string(sz.s ? sz.s : "") : json_null(),
-            b64 ? json_string(ch) : json_null());
+            cubin64 ? json_string(ch) : json_null());
         if (!rc && (!ir || json_array_append_new(irows, ir)))
             rc = PT_ENOMEM;
     }
