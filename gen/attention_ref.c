@@ -401,6 +401,27 @@ static void pick_lengths(uint64_t *s, int64_t B, const int64_t *max, int64_t *le
         len[(r + 2) % B] = max[(r + 2) % B];
 }
 
+/* used[i] = 1 where element i of k (t = 0) or v (t = 1) belongs to a key
+ * of some sequence (calloc'd; NULL: out of memory). */
+static uint8_t *kv_used(const pt_prepared *pp, const pt_tensor *in, int t)
+{
+    const int64_t *st = t ? pp->sv : pp->sk;
+    int64_t w = t ? pp->dv : pp->d, n = in[t ? pp->t.v : pp->t.k].numel;
+    uint8_t *used = calloc((size_t)(n ? n : 1), 1);
+    if (!used)
+        return NULL;
+    for (int64_t b = 0; b < pp->B; b++) {
+        attn_seq s = attn_seq_of(pp, in, b);
+        for (int64_t j = 0; j < s.sk; j++)
+            for (int64_t hk = 0; hk < pp->Hkv; hk++) {
+                int64_t o = kv_at(pp, in, &s, st, b, j, hk);
+                for (int64_t c = 0; c < w && o + c < n; c++)
+                    used[o + c] = 1;
+            }
+    }
+    return used;
+}
+
 /* Every K and V element no key of any sequence uses (a page's tail past
  * the sequence's keys, pool pages no block-table entry of a key names, the
  * rows past seqused_k or past the last packed sequence) holds NaN, +inf or
@@ -410,25 +431,13 @@ static void pick_lengths(uint64_t *s, int64_t B, const int64_t *max, int64_t *le
  * times a NaN V, a masked score added to a NaN) fails verification. */
 static void poison_slack(const pt_prepared *pp, pt_tensor *in)
 {
-    const attn_tensors *x = &pp->t;
     static const double bad[3] = {NAN, INFINITY, -INFINITY};
     for (int t = 0; t < 2; t++) {
-        pt_tensor *kv = &in[t ? x->v : x->k];
-        const int64_t *st = t ? pp->sv : pp->sk;
-        int64_t w = t ? pp->dv : pp->d, n = kv->numel;
-        uint8_t *used = calloc((size_t)(n ? n : 1), 1);
+        pt_tensor *kv = &in[t ? pp->t.v : pp->t.k];
+        uint8_t *used = kv_used(pp, in, t);
         if (!used)
             return; /* the noise stays: only less adversarial */
-        for (int64_t b = 0; b < pp->B; b++) {
-            attn_seq s = attn_seq_of(pp, in, b);
-            for (int64_t j = 0; j < s.sk; j++)
-                for (int64_t hk = 0; hk < pp->Hkv; hk++) {
-                    int64_t o = kv_at(pp, in, &s, st, b, j, hk);
-                    for (int64_t c = 0; c < w && o + c < n; c++)
-                        used[o + c] = 1;
-                }
-        }
-        for (int64_t i = 0; i < n; i++)
+        for (int64_t i = 0; i < kv->numel; i++)
             if (!used[i])
                 kv->data[i] = bad[i % 3];
         free(used);
@@ -641,28 +650,40 @@ static void nonfinite_v_rows(const pt_prepared *pp, const pt_tensor *in, ref_ws 
 static int nonfinite_v(const pt_prepared *pp, const pt_tensor *in, uint8_t *mask, pt_err *e)
 {
     const pt_tensor *V = &in[pp->t.v];
+    /* only elements of some sequence's keys count: the slack's NaN / inf
+     * (poison_slack) reach no output and must not turn the judged inf
+     * rows into unspecified ones */
+    uint8_t *used = kv_used(pp, in, 1);
+    if (!used)
+        return pt_errf(e, PT_ENOMEM, "out of memory (attention v's used elements)");
     int64_t ninf = 0, nbad = 0;
     for (int64_t k = 0; k < V->numel; k++)
-        if (!isfinite(V->data[k])) {
+        if (used[k] && !isfinite(V->data[k])) {
             nbad++;
             ninf += isinf(V->data[k]);
         }
-    if (!nbad)
+    if (!nbad) {
+        free(used);
         return PT_OK;
+    }
     double *o = malloc((size_t)pp->dv * sizeof *o); /* one row's output, for row_eval */
-    if (!o)
+    if (!o) {
+        free(used);
         return pt_errf(e, PT_ENOMEM, "out of memory (attention reference row)");
+    }
     ref_ws w;
     int rc = ws_new(pp, in, &w, e);
     if (rc) {
         free(o);
+        free(used);
         return rc;
     }
     for (int64_t k = 0; k < V->numel; k++)
-        if (!isfinite(V->data[k]))
+        if (used[k] && !isfinite(V->data[k]))
             nonfinite_v_rows(pp, in, &w, k, ninf <= NONFINITE_V_ROWS, o, mask);
     ws_free(&w);
     free(o);
+    free(used);
     return PT_OK;
 }
 
