@@ -254,7 +254,8 @@ mut('driver', lambda r: r['fingerprint'].__setitem__('driver', 13000))
 mut('key', lambda r: r['fingerprint'].__setitem__('key', '0000000000000000'))
 mut('hash', lambda r: r['kernel'].__setitem__('hash', 'ffffffffffffffff'))
 mut('dims', lambda r: r['problem'].__setitem__('key', 'gemm m=4294967296 n=4294967296 k=1099511627776'))
-out('huge', json.dumps(t).replace('"version": 1', '"version": 1e400', 1))
+import re
+out('huge', re.sub(r'"version": [0-9]+', '"version": 1e400', json.dumps(t), count=1))
 out('deep', '{"format": "ptxtune-table", "version": 1, "rows": ' + '[' * 10000 + ']' * 10000 + '}')
 out('nul', '{"format": "ptxtune-table\\u0000", "version": 1, "rows": []}')
 out('rawnul', '{"format": "ptxtune-table", "version": 1, "rows": []}\0')
@@ -265,6 +266,10 @@ printf '{"format": "ptxtune-table", "version": 1, "rows": []}' >"$work/seeds/jso
 cat >"$work/json.dict" <<'DICT'
 "\"format\": \"ptxtune-table\""
 "\"version\": 1"
+"\"version\": 2"
+"\"index\": "
+"\"file_bytes\": "
+"\"columns\": "
 "\"rows\": "
 "\"fingerprint\": "
 "\"problem\": "
