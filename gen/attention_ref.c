@@ -660,7 +660,7 @@ static int nonfinite_v(const pt_prepared *pp, const pt_tensor *in, uint8_t *mask
     for (int64_t k = 0; k < V->numel; k++)
         if (used[k] && !isfinite(V->data[k])) {
             nbad++;
-            ninf += isinf(V->data[k]);
+            ninf += isinf(V->data[k]) != 0; /* glibc: -1 for -inf */
         }
     if (!nbad) {
         free(used);
