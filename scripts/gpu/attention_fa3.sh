@@ -32,34 +32,8 @@
 # ptxtune, 4 no GPU (use --no-gpu).
 set -uo pipefail
 
-nogpu=0
-budget=290
-while [ $# -gt 0 ]; do
-  case $1 in
-    --no-gpu) nogpu=1 ;;
-    --budget) budget=$2; shift ;;
-    *) echo "usage: $0 [--no-gpu] [--budget SECONDS]" >&2; exit 2 ;;
-  esac
-  shift
-done
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-T0=$(date +%s)
-elapsed() { echo $(( $(date +%s) - T0 )); }
-PT=${PTXTUNE:-}
-[ -z "$PT" ] && [ -x "$ROOT/build-gpu/ptxtune" ] && PT=$ROOT/build-gpu/ptxtune
-[ -z "$PT" ] && PT=$(ls "$ROOT"/build*/cli/ptxtune 2>/dev/null | head -1)
-[ -x "${PT:-}" ] || { echo "no ptxtune binary (set PTXTUNE)" >&2; exit 3; }
-if [ $nogpu = 0 ] && ! "$PT" devices >/dev/null 2>&1; then
-  echo "no GPU (rerun with --no-gpu)" >&2; exit 4
-fi
-BACKEND=cuda
-[ $nogpu = 1 ] && BACKEND=emu
-OUT=${OUT:-$ROOT/results/h200/attention_fa3}
-[ $nogpu = 1 ] && OUT=${OUT_NOGPU:-$ROOT/build-gpu/attention_fa3-nogpu}
-mkdir -p "$OUT"
-: > "$OUT/log.txt"
-log() { echo "[$(printf '%4d' "$(elapsed)")s] $*" | tee -a "$OUT/log.txt" >&2; }
-fail=0
+. "$(dirname "$0")/common.sh" # the options, PT, BACKEND, OUT, log, fail
+gpu_init attention_fa3 290 "$@"
 
 # problem keys | config (the fa3 space's keys; impl=2 is added; seqlen_q <= 16 is a
 # decode-kind problem: the CLI parses its config against the decode space and fills
@@ -210,13 +184,5 @@ PY
   done
 fi
 
-{
-  echo "# sm_90a prefill attention (impl=2, fa3) check, $(date -u +%Y-%m-%dT%H:%MZ), backend $BACKEND"
-  echo
-  echo "verify: $(grep -c ',ok$' "$OUT/verify.csv") ok of $(( $(wc -l < "$OUT/verify.csv") - 1 ))"
-  echo "bits: $(grep -c ',identical$' "$OUT/bits.csv") identical of $(( $(wc -l < "$OUT/bits.csv") - 1 ))"
-  echo
-  echo '```'; cat "$OUT/bench.csv"; echo '```'
-} > "$OUT/summary.md"
-log "done in $(elapsed) s; $OUT/summary.md"
+summary_md "sm_90a prefill attention (impl=2, fa3) check"
 exit $fail
