@@ -312,6 +312,24 @@ Test(emu_async, planted_missing_proxy_fence)
 {
     planted("proxy_bug.ptx", EMU_R_PROXY_FENCE, "cp.async.bulk.tensor", true);
 }
+/* cp.async (non-bulk) lands in the generic proxy: a tile it filled, stored by
+ * the async proxy (TMA store, bulk store) with no fence.proxy.async after the
+ * wait, is reported; the fixed twins fence after the wait and run clean. */
+Test(emu_async, planted_missing_proxy_fence_after_cp_async)
+{
+    planted("cpasync_tma_store_bug.ptx", EMU_R_PROXY_FENCE, "cp.async.bulk.tensor", true);
+    planted("cpasync_bulk_store_bug.ptx", EMU_R_PROXY_FENCE, "cp.async.bulk", true);
+    for (size_t s = 0; s < sizeof scheds / sizeof scheds[0]; s++)
+        for (int f = 0; f < 2; f++) {
+            rt t;
+            const char *file = f ? "cpasync_bulk_store_fixed.ptx" : "cpasync_tma_store_fixed.ptx";
+            rt_run(&t, file, scheds[s]);
+            if (t.rc != PT_OK)
+                dump(&t.r);
+            cr_assert_eq(t.rc, PT_OK, "%s under %s: reported", file, scheds[s]);
+            run_free(&t.r);
+        }
+}
 Test(emu_async, planted_expect_tx_negative)
 {
     planted("expect_tx_bug.ptx", EMU_R_EXPECT_TX, "went negative", true);

@@ -515,11 +515,11 @@ static ptx_module *load_file(const char *name, char **text)
 /* Runs file `name` (128 threads, out of 128 x 4 floats); returns the run's
  * status; kind: the report expected (EMU_NREPORT_KINDS: none, and every
  * output 16). */
-static void run_file(const char *name, emu_report_kind kind)
+static void run_file_o(const char *name, emu_report_kind kind, const emu_opts *opts)
 {
     char *text;
     ptx_module *m = load_file(name, &text);
-    emu_ctx *c = emu_new(NULL);
+    emu_ctx *c = emu_new(opts);
     emu_kernel *k;
     pt_err e = {0};
     cr_assert_eq(emu_load(c, m, NULL, &k, &e), PT_OK, "%s: %s", name, e.msg);
@@ -550,6 +550,22 @@ static void run_file(const char *name, emu_report_kind kind)
     emu_free(c);
     ptx_module_free(m);
     free(text);
+}
+
+static void run_file(const char *name, emu_report_kind kind) { run_file_o(name, kind, NULL); }
+
+/* The same under lazy, eager and random:1..2, and (race detector off: the
+ * proxy rule's fallback without vector clocks) under eager. */
+static void run_file_every_schedule(const char *name, emu_report_kind kind)
+{
+    static const emu_sched sc[] = {EMU_SCHED_LAZY, EMU_SCHED_EAGER, EMU_SCHED_RANDOM, EMU_SCHED_RANDOM};
+    for (int i = 0; i < 5; i++) {
+        emu_opts o = emu_default_opts();
+        o.schedule = sc[i < 4 ? i : 1];
+        o.schedule_seed = (uint64_t)i;
+        o.detect_race = i < 4;
+        run_file_o(name, kind, &o);
+    }
 }
 
 Test(emu_wgmma, detect_accumulator_read_in_flight)
@@ -743,6 +759,18 @@ Test(emu_wgmma, detect_missing_proxy_fence)
 {
     run_file("wgmma_proxy", EMU_R_PROXY_FENCE);
     run_file("wgmma_proxy_fixed", EMU_NREPORT_KINDS);
+}
+/* Non-bulk cp.async writes shared memory through the generic proxy (PTX ISA,
+ * memory consistency model): a tile it filled needs fence.proxy.async after
+ * the copies landed (after the thread's wait_group, or by a thread that
+ * waited on their mbarrier arrive) before wgmma reads it. */
+Test(emu_wgmma, detect_missing_proxy_fence_after_cp_async)
+{
+    run_file_every_schedule("wgmma_cpasync_proxy", EMU_R_PROXY_FENCE);
+    run_file_every_schedule("wgmma_cpasync_proxy_early", EMU_R_PROXY_FENCE);
+    run_file_every_schedule("wgmma_cpasync_proxy_fixed", EMU_NREPORT_KINDS);
+    run_file_every_schedule("wgmma_cpasync_mbar_proxy", EMU_R_PROXY_FENCE);
+    run_file_every_schedule("wgmma_cpasync_mbar_proxy_fixed", EMU_NREPORT_KINDS);
 }
 Test(emu_wgmma, detect_missing_wgmma_fence)
 {

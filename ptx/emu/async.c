@@ -67,11 +67,12 @@ int emu__async_cta_init(emu_cta *c)
     a->fcnt = calloc(nt, sizeof *a->fcnt);
     a->wfence = calloc(sm, sizeof *a->wfence);
     a->wft = calloc(sm, sizeof *a->wft);
+    a->wland = c->o->detect_race ? calloc(sm, sizeof *a->wland) : NULL;
     a->cb_arr = calloc(nt, sizeof *a->cb_arr);
     a->cbw = calloc(c->nwarps, sizeof *a->cbw);
     a->me0 = 0;
     if (!a->mbix || !a->wait_mb || !a->wait_arg || !a->bgroup || !a->fcnt || !a->wfence || !a->wft ||
-        !a->cb_arr || !a->cbw)
+        !a->cb_arr || !a->cbw || (c->o->detect_race && !a->wland))
         return PT_ENOMEM;
     c->shadow_sh = c->shadow_sh || c->o->detect_async;
     if (c->o->detect_race) {
@@ -112,6 +113,7 @@ void emu__async_cta_free(emu_cta *c)
     free(a->bgroup);
     free(a->fcnt);
     free(a->wfence);
+    free(a->wland);
     free(a->wft);
     free(a->vc);
     free(a->barvc);
@@ -353,6 +355,47 @@ static bool peer_fenced(const emu_cta *c, const emu_warp *rw, uint32_t b)
     return false;
 }
 
+/* The proxy rule for a cp.async's landing (PTX ISA, memory consistency
+ * model: a non-bulk cp.async writes through the generic proxy): the issuing
+ * warp's fence counts once executed after the landing (its own clock above
+ * wland); another warp's once the landing's release (clock wfence of the
+ * issuer) happens before its fence, which happens before the read by rw. */
+static bool cp_fenced(const emu_cta *c, const emu_warp *rw, uint32_t b)
+{
+    const emu_asc *a = c->as;
+    uint32_t f = a->wfence[b];
+    if (!a->vcm || !rw)
+        return a->pfc + 1 != f;
+    uint32_t tw = (a->wft[b] & 0x3ff) / 32, agent = a->me0 + tw, nw = a->nw;
+    const uint32_t *rv = &a->vc[rw->index * nw];
+    for (uint32_t q = 0; q < c->nwarps; q++) {
+        const uint32_t *fv = &a->fvc[q * nw];
+        if ((q == tw ? fv[agent] > a->wland[b] : fv[agent] >= f) && fv[a->me0 + q] <= rv[a->me0 + q])
+            return true;
+    }
+    return false;
+}
+
+void emu__async_cp_landed(emu_cta *c, emu_warp *w, uint32_t lane, uint32_t off, uint32_t n)
+{
+    emu_asc *a = c->as;
+    if (!a || !c->o->detect_async || off + (uint64_t)n > c->smem_size)
+        return;
+    uint32_t f = a->pfc + 1, land = 0;
+    if (a->vcm) {
+        uint32_t *own = &a->vc[w->index * a->nw + a->me0 + w->index];
+        f = a->acc_vc ? a->acc_clk : *own;
+        land = (*own)++; /* the warp's later fences are after the landing */
+    }
+    uint16_t t = (uint16_t)(EMU_WFT_CPA | (uint32_t)tid_of(w, lane));
+    for (uint32_t i = 0; i < n; i++) {
+        a->wfence[off + i] = f;
+        a->wft[off + i] = t;
+        if (a->wland)
+            a->wland[off + i] = land;
+    }
+}
+
 int64_t emu__proxy_unfenced(const emu_cta *c, const emu_warp *rw, uint32_t off, uint32_t n,
                             int *tid, int *rank)
 {
@@ -364,12 +407,14 @@ int64_t emu__proxy_unfenced(const emu_cta *c, const emu_warp *rw, uint32_t off, 
         uint16_t t = a->wft[off + i];
         if (!f)
             continue;
-        bool unf = (t & EMU_WFT_PEER) ? !peer_fenced(c, rw, off + i) : a->fcnt[t] + 1 == f;
+        bool unf = (t & EMU_WFT_PEER)  ? !peer_fenced(c, rw, off + i)
+                   : (t & EMU_WFT_CPA) ? !cp_fenced(c, rw, off + i)
+                                       : a->fcnt[t] + 1 == f;
         if (unf) {
             if (tid)
-                *tid = (t & EMU_WFT_PEER) ? t & 0x3ff : t;
+                *tid = t & 0x3ff;
             if (rank)
-                *rank = (t & EMU_WFT_PEER) ? (t >> 10) & 0x1f : -1;
+                *rank = (t & EMU_WFT_PEER) ? (t >> 10) & 0x1f : (t & EMU_WFT_CPA) ? -2 : -1;
             return (int64_t)(off + i);
         }
     }
@@ -936,6 +981,13 @@ static void store_src(emu_cta *c, const emu_warp *w, const emu_ins *in, uint32_t
                             "in this CTA after the barrier that orders that write before it",
                             (unsigned)wt % bd[0], (unsigned)wt / bd[0] % bd[1],
                             (unsigned)wt / (bd[0] * bd[1]), wr);
+            else if (wr == -2)
+                emu__report(c, EMU_R_PROXY_FENCE, in, tid, EMU_SP_SHARED, (uint64_t)at, 1,
+                            "the async proxy reads a byte a cp.async of thread (%u,%u,%u) wrote "
+                            "(the generic proxy) with no fence.proxy.async after the copy landed (by "
+                            "that thread after its wait, or by a thread that waited on it)",
+                            (unsigned)wt % bd[0], (unsigned)wt / bd[0] % bd[1],
+                            (unsigned)wt / (bd[0] * bd[1]));
             else
                 emu__report(c, EMU_R_PROXY_FENCE, in, tid, EMU_SP_SHARED, (uint64_t)at, 1,
                             "the async proxy reads a byte thread (%u,%u,%u) wrote through the generic "

@@ -421,7 +421,8 @@ double emu__now(void);
  * While an operation is in flight its shared destination bytes (loads) and
  * source bytes (stores) are marked in emu_cta.pend (bits EMU_PEND_*). */
 enum { EMU_PEND_CP = 1, EMU_PEND_DST = 2, EMU_PEND_SRC = 4 };
-enum { EMU_WFT_PEER = 0x8000 }; /* emu_asc.wft: written by a peer CTA (DSMEM) */
+enum { EMU_WFT_PEER = 0x8000, /* emu_asc.wft: written by a peer CTA (DSMEM) */
+       EMU_WFT_CPA = 0x4000 /* written by a (non-bulk) cp.async of this CTA landing: CPA | tid */ };
 
 typedef struct emu_mbar {
     uint32_t off;      /* window offset */
@@ -452,7 +453,12 @@ typedef struct emu_asc {
     uint32_t *wfence;   /* per shared byte: fcnt + 1 of its generic writer at the write, 0: none;
                          * a peer CTA's write (wft & EMU_WFT_PEER): the writer's own clock at
                          * the write (vcm), else pfc + 1 */
-    uint16_t *wft;      /* per shared byte: that writer (a peer's: EMU_WFT_PEER | rank << 10 | tid) */
+    uint16_t *wft;      /* per shared byte: that writer (a peer's: EMU_WFT_PEER | rank << 10 | tid;
+                         * a cp.async landing: EMU_WFT_CPA | tid, wfence the clock of the release
+                         * that covers it (vcm; the issuer's at its wait, or its
+                         * cp.async.mbarrier.arrive's), else pfc + 1) */
+    uint32_t *wland;    /* vcm, per shared byte of a cp.async landing: the issuing warp's own clock
+                         * at the landing (its own later fences are above it) */
     uint32_t pfc;       /* fence.proxy.async executed by any thread of the CTA */
     uint32_t *fvc;      /* vcm: warps x nw, warp w's vector clock at its last fence.proxy.async */
     emu_aop **q;        /* in-flight operations, issue order */
@@ -561,6 +567,10 @@ void emu__shadow_probe_at(emu_cta *o, emu_cta *c, const emu_ins *in, const emu_w
  * running group. */
 void emu__wake(emu_warp *w, uint32_t lanes);
 
+/* A (non-bulk) cp.async of lane `lane` of warp w landed in c's shared
+ * [off, off+n): the generic proxy's write (PTX ISA, memory consistency model),
+ * marked for the proxy rule as of the landing (a->acc_vc: an arrive's). */
+void emu__async_cp_landed(emu_cta *c, emu_warp *w, uint32_t lane, uint32_t off, uint32_t n);
 /* async.c (Hopper's async proxy), for its other clients (wgmma.c): the
  * window offset of the first byte of shared [off, off+n) written through the
  * generic proxy (st/atom/red.shared, stmatrix, a generic store, a cp.async
@@ -571,7 +581,13 @@ void emu__wake(emu_warp *w, uint32_t lanes);
  * fence.proxy.async of a thread of c that the write happens before and that
  * happens before the read by warp rw (the vector clocks; without them: any
  * fence of c's threads executed after the write); *rank (may be NULL) gets
- * the writer's CTA rank, or -1 for c's own thread.
+ * the writer's CTA rank, or -1 for c's own thread. A byte a cp.async of c
+ * landed (the generic proxy, not the thread's own store) is fenced by a
+ * fence.proxy.async of the issuing warp executed after the landing, or of
+ * another warp of c that the landing's release (the issuer's later barrier,
+ * its cp.async.mbarrier.arrive's phase) happens before and that happens
+ * before the read (without the vector clocks: any fence of c's threads after
+ * the landing); *rank gets -2.
  * Always -1 when the kernel uses no async feature or detect_async is off. */
 int64_t emu__proxy_unfenced(const emu_cta *c, const emu_warp *rw, uint32_t off, uint32_t n,
                             int *tid, int *rank);
@@ -596,7 +612,8 @@ void emu__cta_free(emu_cta *c);
 
 /* mem.c */
 enum { EMU_ACC_READ = 1, EMU_ACC_WRITE = 2, EMU_ACC_ATOMIC = 4, EMU_ACC_NOALIGN = 8,
-       EMU_ACC_ASYNC = 16 /* by the async proxy (TMA, bulk, cp.async landing) */ };
+       EMU_ACC_ASYNC = 16 /* by the async proxy (TMA, bulk) or a cp.async landing (its generic-proxy
+                             mark set apart: emu__async_cp_landed) */ };
 uint8_t *emu__mem(emu_cta *c, const emu_ins *in, const emu_warp *w, uint32_t lane, int space,
                   uint64_t addr, uint32_t n, int acc);
 void emu__ld(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t m);

@@ -933,6 +933,8 @@ static void cp_complete(emu_cta *c, emu_warp *w, const emu_cp *e)
                           EMU_ACC_WRITE | EMU_ACC_NOALIGN | EMU_ACC_ASYNC);
     if (q)
         copy_small(q, buf, e->size);
+    if (q && c->as) /* landed in the generic proxy: the proxy rule's mark */
+        emu__async_cp_landed(c, w, e->lane, e->dst, e->size);
 }
 
 void emu__cp_wait_before(emu_cta *c, emu_warp *w, uint32_t m, uint32_t seq)

@@ -569,6 +569,12 @@ static uint32_t unit_take(emu_cta *c, emu_warp *w, const emu_ins *in, uint32_t l
                             "through the generic proxy (.shared::cluster) with no fence.proxy.async in "
                             "this CTA after the barrier that orders that write before it",
                             t % bd[0], t / bd[0] % bd[1], t / (bd[0] * bd[1]), wr);
+            else if (wr == -2)
+                emu__report(c, EMU_R_PROXY_FENCE, in, tid_of(w, lane), EMU_SP_SHARED, (uint64_t)at, 1,
+                            "wgmma (the async proxy) reads a byte a cp.async of thread (%u,%u,%u) wrote "
+                            "(the generic proxy) with no fence.proxy.async after the copy landed (by that "
+                            "thread after its wait, or by a thread that waited on it)",
+                            t % bd[0], t / bd[0] % bd[1], t / (bd[0] * bd[1]));
             else
                 emu__report(c, EMU_R_PROXY_FENCE, in, tid_of(w, lane), EMU_SP_SHARED, (uint64_t)at, 1,
                             "wgmma (the async proxy) reads a byte thread (%u,%u,%u) wrote through the generic "
