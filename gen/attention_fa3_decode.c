@@ -59,8 +59,10 @@
  * dims 128 and 256 (a 64-byte fp8 row would need another swizzle).
  *
  * Registers: ctas=1 (one CTA an SM) producer 40 / consumer 256 (.maxnreg
- * 152 at entry); ctas=2: 40 / 216 (.maxnreg 128); the entry count fixed
- * so that ptxas honours setmaxnreg. */
+ * 152 at entry, 160 at head_dim_v 256: ptxas checks each instruction
+ * against the entry count, and the m64n256 P V wgmma needs 158); ctas=2:
+ * 40 / 216 (.maxnreg 128, so head_dim_v 256 is refused); the entry count
+ * fixed so that ptxas honours setmaxnreg. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -78,7 +80,7 @@ bool attn_fa3_decode_target(const pt_target *t) { return t->sm == 90 && t->arch_
 /* ---- geometry ---------------------------------------------------------- */
 
 typedef struct fgeo {
-    int bn, stages, splits, ctas, cregs;
+    int bn, stages, splits, ctas, cregs, eregs; /* eregs: .maxnreg at entry */
     int pr;                 /* rows of one TMA box: min(page, bn), or bn */
     bool gather;            /* pages under F3D_MIN_PAGE keys: cp.async gather (gather_rows) */
     int64_t rows, nrb;
@@ -90,10 +92,24 @@ typedef struct fgeo {
 } fgeo;
 
 static int consumer_regs(int ctas) { return ctas == 1 ? 256 : 216; }
+/* Registers ptxas needs at one wgmma of N columns: N/2 accumulators and 30
+ * more (A fragment, descriptors, the ones it keeps). ptxas checks an
+ * instruction against the entry count (.maxnreg), not against the
+ * setmaxnreg.inc in force: C7602 "Insufficient registers (152)" at the
+ * m64n256k16 P V wgmma of head_dim_v 256 (158 needed: measured, as 62 at
+ * N = 64 and 94 at N = 128). The widest wgmma is S (N = bn) or P V (N = dv). */
+static int wgmma_regs(int bn, int64_t dv) { return (int)((bn > dv ? bn : dv) / 2) + 30; }
 /* .maxnreg at entry: the CTA's register pool is entry x 256 threads, and
  * the split's 128 (40 + consumer) must fit it (152 x 256 = 38912: one CTA
- * an SM; 128 x 256: two) */
-static int entry_regs(int ctas) { return ctas == 1 ? 152 : 128; }
+ * an SM; 128 x 256: two, the most 65536 allow); one CTA an SM raises it to
+ * the widest wgmma's need rounded up to 8 (160 at head_dim_v 256) */
+static int entry_regs(int ctas, int need)
+{
+    if (ctas != 1)
+        return 128;
+    int r = (need + 7) / 8 * 8;
+    return r > 152 ? r : 152;
+}
 
 static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *c, fgeo *g, pt_err *e)
 {
@@ -178,7 +194,9 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     g->ws_bytes = g->splits > 1 ? (blocks * 4 + 15) / 16 * 16 : 0;
     /* registers: 128 (producer + consumer) a CTA, ctas CTAs an SM */
     g->cregs = consumer_regs(g->ctas);
-    if (128 * (F3D_PROD_REGS + g->cregs) > entry_regs(g->ctas) * F3D_T || entry_regs(g->ctas) * F3D_T * g->ctas > 65536)
+    int need = wgmma_regs(g->bn, pp->dv);
+    g->eregs = entry_regs(g->ctas, need);
+    if (128 * (F3D_PROD_REGS + g->cregs) > g->eregs * F3D_T || g->eregs * F3D_T * g->ctas > 65536)
         return pt_errf(e, PT_EINTERNAL, "setmaxnreg %d/%d x %d CTAs exceeds the register file", F3D_PROD_REGS,
                        g->cregs, g->ctas);
     /* live consumer registers: O dv/2, S bn/2, P's two parts bn/2, ~44 more */
@@ -186,6 +204,10 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if (live > g->cregs)
         return pt_errf(e, PT_ERANGE, "bn=%d head_dim_v=%lld ctas=%d: ~%lld live registers per consumer thread, "
                        "setmaxnreg gives %d", g->bn, (long long)pp->dv, g->ctas, (long long)live, g->cregs);
+    if (need > g->eregs)
+        return pt_errf(e, PT_ERANGE, "bn=%d head_dim_v=%lld ctas=%d: the m64n%lld wgmma needs %d registers, ptxas "
+                       "checks it against the entry count %d (ctas=1 allows head_dim_v 256)", g->bn, (long long)pp->dv,
+                       g->ctas, (long long)(g->bn > pp->dv ? g->bn : pp->dv), need, g->eregs);
     uint32_t lim = pt_target_smem_limit(t->sm);
     if (g->smem * g->ctas > (int64_t)lim)
         return pt_errf(e, PT_ERANGE, "bn=%d stages=%d ctas=%d: %lld bytes of shared memory a CTA, %s allows %u "
@@ -544,7 +566,7 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
     ptx_fn *f = ptx_fn_new(m, name);
     f->maxntid[0] = F3D_T;
     f->maxntid[1] = f->maxntid[2] = 1;
-    f->maxnreg = entry_regs(g->ctas); /* setmaxnreg needs the entry count fixed (ref 6.4) */
+    f->maxnreg = g->eregs; /* setmaxnreg needs the entry count fixed (ref 6.4) */
     ptx_module_extern_shared(m, "attn_smem", 128);
 
     /* ---- parameters ---- */

@@ -37,6 +37,7 @@
 #include "tuner/verify.h"
 #include "test_util.h"
 #include "attn_e4m3_adv.h"
+#include "attn_fa3_sweep.h"
 
 static double now(void)
 {
@@ -200,7 +201,7 @@ static const fcase grid[] = {
     /* window, softcap */
     {2, 8, 2, 1, 1000, 64, F16, false, 16, 40, false, true, 0, "bn=64,stages=4,splits=5", false, false, 0, 0, 0},
     {1, 8, 2, 4, 129, 128, BF16, true, 0, 20, false, true, 30, "bn=32,stages=2,splits=2", false, false, 0, 0, 0},
-    {2, 8, 1, 1, 77, 256, F16, false, 64, -1, true, true, 20, "bn=32,stages=2,ctas=2,splits=1", false, false, 0, 0, 0},
+    {2, 8, 1, 1, 77, 256, F16, false, 64, -1, true, true, 20, "bn=32,stages=2,ctas=1,splits=1", false, false, 0, 0, 0},
     /* not paged (bshd, bhsd: TMA zero past seqlen_k), Sk 1 and 7 */
     {2, 8, 2, 1, 7, 128, F16, false, 0, -1, false, true, 0, "bn=64,stages=2,splits=1", false, false, 0, 0, 0},
     {3, 4, 1, 1, 1, 64, BF16, false, 0, -1, false, true, 0, "bn=64,stages=2,splits=2", false, true, 0, 0, 0},
@@ -467,6 +468,11 @@ Test(attention_fa3_decode, check_refuses_in_one_line)
          "bn=48: 32, 64, 128 or 256"},
         {{1, 8, 2, 1, 77, 256, BF16, false, 2, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a",
          "bn=128,ctas=2", "live registers per consumer thread"},
+        /* ptxas checks the m64n256 P V wgmma (158 registers) against the entry count 128 */
+        {{1, 8, 2, 1, 77, 256, BF16, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a",
+         "bn=32,ctas=2", "the m64n256 wgmma needs 158 registers"},
+        {{1, 8, 1, 1, 77, 256, E4M3, false, 256, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a",
+         "bn=32,ctas=2", "the m64n256 wgmma needs 158 registers"},
         {{1, 8, 2, 1, 77, 128, BF16, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90", "",
          "needs sm_90a; target is sm_90"},
         {{1, 8, 2, 1, 77, 128, BF16, false, 16, -1, false, false, 0, "", false, false, 0, 0, 0}, "sm_90a", "bm=16",
@@ -600,5 +606,54 @@ Test(attention_fa3_decode, llama3_8b_decode_space_assembles_for_sm_90a, .timeout
         cr_expect_gt(built, 0);
         pt_arena_free(a);
     }
+    pt_compiler_close(comp);
+}
+
+/* ---- assembly: head dims x pages x GQA x dtypes on sm_90a ------------------ */
+
+/* ptxas sm_90a of the default and a seeded sample of the impl=3 configs of
+ * every problem of the grid: head_dim 64, 96, 128, 256 x page_size 1, 16,
+ * 64, 256 x heads_kv 8, 2, 1 of heads_q 8 (GQA 1, 4, 8 = MQA) x bf16,
+ * e4m3 (Sq 1, Sk 1000, ragged seqused_k). Found: every head_dim 256
+ * kernel (the default included) failed with C7602 "Insufficient
+ * registers (152)" at its m64n256 P V wgmma: ptxas checks it against
+ * .maxnreg, not setmaxnreg. Per commit every fifth problem some kernel
+ * takes (e4m3 needs head_dim 128/256 and pages of 8 keys or more), its
+ * default and one sampled config (PTXTUNE_FULL_SPACE=1: every problem,
+ * every valid config of splits 1 and 2). */
+Test(attention_fa3_decode, head_dim_page_gqa_grid_assembles_for_sm_90a, .timeout = 1200)
+{
+    pt_compiler *comp = NULL;
+    pt_err e = {0};
+    if (pt_compiler_open(&comp, &e)) {
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_skip_test("no CUDA toolkit: %s", e.msg);
+    }
+    if (pt_compiler_set_backend(comp, PT_BACKEND_PTXAS, &e)) {
+        pt_compiler_close(comp);
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but no ptxas: %s", e.msg);
+        cr_skip_test("no ptxas: %s", e.msg);
+    }
+    static const int64_t hds[] = {64, 96, 128, 256}, pages[] = {1, 16, 64, 256}, hkv[] = {8, 2, 1};
+    static const pt_dtype dts[] = {BF16, E4M3};
+    pt_problem probs[4 * 4 * 3 * 2];
+    int n = 0;
+    for (int h = 0; h < 4; h++)
+        for (int pg = 0; pg < 4; pg++)
+            for (int g = 0; g < 3; g++)
+                for (int di = 0; di < 2; di++) {
+                    fcase c = {2, 8, hkv[g], 1, 1000, hds[h], dts[di], false, pages[pg], -1, true, false, 0, "",
+                               false, false, 0, 0, 0};
+                    probs[n++] = problem_of(&c);
+                }
+    double t0 = now();
+    fa3_sweep r = fa3_sweep_run(probs, n, 5, ATTN_FA3_SPLIT, 1, 0x5eed, comp);
+    printf("fa3 decode grid (hd 64/96/128/256 x pages 1/16/64/256 x GQA 1/4/8 x bf16/e4m3) on sm_90a: %d problems "
+           "(%d no kernel takes), %d configs, %d distinct texts through %s in %.1f s: %d failures, %d spills, "
+           "%d C75xx/C76xx, %d local\n", r.problems, r.unsupported, r.candidates, r.texts, pt_compiler_describe(comp),
+           now() - t0, r.failures, r.spills, r.codes, r.local);
+    cr_expect_gt(r.compiled, 0);
+    cr_expect_eq(r.failures + r.spills + r.codes + r.local, 0, "%d failures, %d spills, %d codes, %d local; first: %s",
+                 r.failures, r.spills, r.codes, r.local, r.first);
     pt_compiler_close(comp);
 }
