@@ -771,6 +771,12 @@ Test(emu_wgmma, detect_missing_proxy_fence_after_cp_async)
     run_file_every_schedule("wgmma_cpasync_proxy_fixed", EMU_NREPORT_KINDS);
     run_file_every_schedule("wgmma_cpasync_mbar_proxy", EMU_R_PROXY_FENCE);
     run_file_every_schedule("wgmma_cpasync_mbar_proxy_fixed", EMU_NREPORT_KINDS);
+    /* the fence between the arrive and the wait: caught under lazy (the
+     * copies land when every warp waits), not under eager (they land at the
+     * arrive's issue, before the fence; docs/exec.md) */
+    emu_opts o = emu_default_opts();
+    o.schedule = EMU_SCHED_LAZY;
+    run_file_o("wgmma_cpasync_mbar_proxy_early", EMU_R_PROXY_FENCE, &o);
 }
 Test(emu_wgmma, detect_missing_wgmma_fence)
 {
