@@ -617,10 +617,11 @@ Test(attention_fa3_decode, llama3_8b_decode_space_assembles_for_sm_90a, .timeout
  * e4m3 (Sq 1, Sk 1000, ragged seqused_k). Found: every head_dim 256
  * kernel (the default included) failed with C7602 "Insufficient
  * registers (152)" at its m64n256 P V wgmma: ptxas checks it against
- * .maxnreg, not setmaxnreg. Per commit every fifth problem some kernel
- * takes (e4m3 needs head_dim 128/256 and pages of 8 keys or more), its
- * default and one sampled config (PTXTUNE_FULL_SPACE=1: every problem,
- * every valid config of splits 1 and 2). */
+ * .maxnreg, not setmaxnreg. Per commit every PTXTUNE_FA3_GRID_STRIDE-th
+ * (default 5) problem some kernel takes (e4m3 needs head_dim 128/256 and
+ * pages of 8 keys or more), its default and PTXTUNE_FA3_GRID_SAMPLE
+ * (default 1) sampled configs (PTXTUNE_FULL_SPACE=1: every problem, every
+ * valid config of splits 1 and 2). */
 Test(attention_fa3_decode, head_dim_page_gqa_grid_assembles_for_sm_90a, .timeout = 1200)
 {
     pt_compiler *comp = NULL;
@@ -647,7 +648,9 @@ Test(attention_fa3_decode, head_dim_page_gqa_grid_assembles_for_sm_90a, .timeout
                     probs[n++] = problem_of(&c);
                 }
     double t0 = now();
-    fa3_sweep r = fa3_sweep_run(probs, n, 5, ATTN_FA3_SPLIT, 1, 0x5eed, comp);
+    const char *es = getenv("PTXTUNE_FA3_GRID_STRIDE"), *en = getenv("PTXTUNE_FA3_GRID_SAMPLE");
+    int stride = es && atoi(es) > 0 ? atoi(es) : 5, sample = en && atoi(en) >= 0 ? atoi(en) : 1;
+    fa3_sweep r = fa3_sweep_run(probs, n, stride, ATTN_FA3_SPLIT, sample, 0x5eed, comp);
     printf("fa3 decode grid (hd 64/96/128/256 x pages 1/16/64/256 x GQA 1/4/8 x bf16/e4m3) on sm_90a: %d problems "
            "(%d no kernel takes), %d configs, %d distinct texts through %s in %.1f s: %d failures, %d spills, "
            "%d C75xx/C76xx, %d local\n", r.problems, r.unsupported, r.candidates, r.texts, pt_compiler_describe(comp),

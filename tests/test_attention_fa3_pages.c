@@ -40,6 +40,7 @@
 #include "tuner/backend.h"
 #include "tuner/verify.h"
 #include "test_util.h"
+#include "attn_fa3_sweep.h"
 
 static double now(void)
 {
@@ -569,5 +570,51 @@ Test(attention_fa3_pages, llama3_8b_paged_and_hd96_spaces_assemble_for_sm_90a, .
         cr_expect_geq(built, 2);
         pt_arena_free(a);
     }
+    pt_compiler_close(comp);
+}
+
+/* ---- assembly: the prefill kernel over head dims x dtypes x pages ---- */
+
+/* ptxas sm_90a of the default and a seeded sample of the impl=2 configs of
+ * every problem of the grid: head_dim 64, 96, 128, 256 x bf16, f16, e4m3
+ * x page_size 0 (not paged), 1 (gather), 16, 64, 256 (B 2, Hq 8, Hkv 2,
+ * Sq 300, Sk 1000, causal). Per commit every PTXTUNE_FA3_GRID_STRIDE-th
+ * (default 5) problem some kernel takes, its default and
+ * PTXTUNE_FA3_GRID_SAMPLE (default 1) sampled configs (PTXTUNE_FULL_SPACE=1:
+ * every problem, every valid config). */
+Test(attention_fa3_pages, prefill_head_dim_dtype_page_grid_assembles_for_sm_90a, .timeout = 1200)
+{
+    pt_compiler *comp = NULL;
+    pt_err e = {0};
+    if (pt_compiler_open(&comp, &e)) {
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but: %s", e.msg);
+        cr_skip_test("no CUDA toolkit: %s", e.msg);
+    }
+    if (pt_compiler_set_backend(comp, PT_BACKEND_PTXAS, &e)) {
+        pt_compiler_close(comp);
+        cr_assert(!test_toolkit_required(), "PTXTUNE_REQUIRE_TOOLKIT=1 but no ptxas: %s", e.msg);
+        cr_skip_test("no ptxas: %s", e.msg);
+    }
+    static const int64_t hds[] = {64, 96, 128, 256}, pages[] = {0, 1, 16, 64, 256};
+    static const pt_dtype dts[] = {PT_BF16, PT_F16, PT_E4M3};
+    pt_problem probs[4 * 3 * 5];
+    int n = 0;
+    for (int h = 0; h < 4; h++)
+        for (int di = 0; di < 3; di++)
+            for (int pg = 0; pg < 5; pg++) {
+                pcase c = {dts[di], 2, 8, 2, 300, 1000, hds[h], true, -1, -1, 0, false, false, false, pages[pg], ""};
+                probs[n++] = problem_of(&c);
+            }
+    const char *es = getenv("PTXTUNE_FA3_GRID_STRIDE"), *en = getenv("PTXTUNE_FA3_GRID_SAMPLE");
+    int stride = es && atoi(es) > 0 ? atoi(es) : 5, sample = en && atoi(en) >= 0 ? atoi(en) : 1;
+    double t0 = now();
+    fa3_sweep r = fa3_sweep_run(probs, n, stride, ATTN_FA3, sample, 0xfa3, comp);
+    printf("fa3 prefill grid (hd 64/96/128/256 x bf16/f16/e4m3 x pages 0/1/16/64/256) on sm_90a: %d problems "
+           "(%d no kernel takes), %d configs, %d distinct texts through %s in %.1f s: %d failures, %d spills, "
+           "%d C75xx/C76xx, %d local\n", r.problems, r.unsupported, r.candidates, r.texts, pt_compiler_describe(comp),
+           now() - t0, r.failures, r.spills, r.codes, r.local);
+    cr_expect_gt(r.compiled, 0);
+    cr_expect_eq(r.failures + r.spills + r.codes + r.local, 0, "%d failures, %d spills, %d codes, %d local; first: %s",
+                 r.failures, r.spills, r.codes, r.local, r.first);
     pt_compiler_close(comp);
 }
