@@ -262,7 +262,15 @@ static int check(const pt_prepared *pp, const pt_target *t, const pt_config *c, 
 {
     switch (impl_of(pp, c)) {
     case ATTN_FA2: return attn_prefill_check(pp, t, c, e);
-    case ATTN_SPLIT: return attn_decode_check(pp, t, c, e);
+    case ATTN_SPLIT:
+        if (pp->dt == PT_E4M3) { /* only impl=3 has fp8: say why it does not take the problem */
+            pt_config fc;
+            attn_fa3_decode_defaults(pp, t, &fc);
+            int rc = attn_fa3_decode_check(pp, t, &fc, e);
+            if (rc)
+                return rc;
+        }
+        return attn_decode_check(pp, t, c, e);
     case ATTN_FA3_SPLIT: return attn_fa3_decode_check(pp, t, c, e);
     case ATTN_FA3: return attn_fa3_check(pp, t, c, e);
     default:

@@ -818,3 +818,35 @@ Test(attention, tune_export_lookup)
     }
     rmdir(dir);
 }
+
+/* An e4m3 decode problem on sm_90a that the fp8 decode kernel (impl=3)
+ * cannot take (head dim 64, pages of 1 key): the default config (impl=1,
+ * which has no fp8) is refused in one line giving impl=3's reason, not
+ * impl=1's "supports f16 and bf16" for a dtype the user could not avoid. */
+Test(attention, fp8_decode_without_a_kernel_says_why)
+{
+    static const pt_target sm90a = {90, true, false};
+    static const struct {
+        const char *items, *msg;
+    } cases[] = {
+        {"batch=1 heads_q=8 heads_kv=2 seqlen_q=1 seqlen_k=1000 head_dim=64 page_size=16 dtype=e4m3",
+         "dtype e4m3 with head_dim=64 head_dim_v=64: impl=3's fp8 rows are 128-byte swizzle spans"},
+        {"batch=1 heads_q=8 heads_kv=2 seqlen_q=1 seqlen_k=1000 head_dim=128 page_size=1 dtype=e4m3",
+         "page_size=1 with dtype e4m3: impl=3 gathers pages under"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pt_arena *a = pt_arena_new();
+        search_problem sp;
+        pt_err e = {0};
+        cr_assert_eq(search_problem_parse(a, "attention", cases[i].items, &sp, &e), PT_OK, "%s", e.msg);
+        pt_prepared *pp = NULL;
+        cr_assert_eq(gen_attention_op.prepare(a, &sp.prob, &sm90a, &pp, &e), PT_OK, "%s", e.msg);
+        pt_config c;
+        gen_attention_op.defaults(pp, &sm90a, &c);
+        cr_expect_neq(gen_attention_op.check(pp, &sm90a, &c, &e), PT_OK, "%s: accepted", cases[i].items);
+        cr_expect(strncmp(e.msg, cases[i].msg, strlen(cases[i].msg)) == 0, "%s: '%s', wanted '%s'", cases[i].items,
+                  e.msg, cases[i].msg);
+        cr_expect(!strchr(e.msg, '\n'), "%s", e.msg);
+        pt_arena_free(a);
+    }
+}
