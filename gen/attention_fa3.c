@@ -496,75 +496,16 @@ static void paged_load(fa3 *g, ptx_reg map, ptx_reg dst, int64_t step, int64_t n
 
 /* Paged K or V of the block from key n0 when pages are under FA3_TMA_PAGE
  * keys (a TMA box of one page would start inside a swizzle atom): the
- * producer warpgroup's 128 threads gather each key row from its page by
- * cp.async (16 bytes each) into the same 128B-swizzled stage layout TMA
- * writes (row r of a 64-column sub-tile at r 128, chunk c at (c ^ r % 8)
- * 16), so the consumers' wgmma descriptors do not change. Thread pt owns
- * chunk pt % cpad of rows pt / cpad + k rpp (cpad: the row's 16-byte
- * chunks rounded up to a power of two, rpp = 128 / cpad; lanes past the
- * row idle, hd96): the lanes of a row read its bytes contiguously. Keys at
- * or past sk read neither the block table nor the pool (src-size 0: the
- * row is zero-filled; the source stays inside the pool). Every thread then
- * arrives on the stage's full barrier with cp.async.mbarrier.arrive.noinc
- * once its copies landed (the barrier counts FA3_GATHER_T arrivals and no
- * transactions); the consumers fence.proxy.async after their wait, since
- * cp.async writes through the generic proxy and wgmma reads through the
- * async one. */
+ * producer warpgroup's FA3_GATHER_T threads gather the key rows by cp.async
+ * into the TMA layout (attn_gather_rows, shared with the decode kernel),
+ * then each arrives on the stage's full barrier with
+ * cp.async.mbarrier.arrive.noinc (the barrier counts FA3_GATHER_T arrivals
+ * and no transactions); the consumers fence.proxy.async after their wait. */
 static void gather_kv(fa3 *g, kit_pipe *p, ptx_reg pool, const int64_t *st, int64_t ncol, ptx_reg n0, ptx_reg hd,
                       ptx_reg btab, ptx_reg sk, ptx_reg pt)
 {
-    const pt_prepared *pp = g->pp;
     ptx_fn *f = g->f;
-    int64_t cpr = ncol * g->es / 16, cpad = 8, es = g->es;
-    while (cpad < cpr)
-        cpad *= 2;
-    int64_t rpp = FA3_GATHER_T / cpad, sub = (int64_t)g->bn * 128;
-    ptx_reg c = iop(g, PTX_OP_AND, ptx_r(pt), ptx_imm(cpad - 1));
-    ptx_reg r0 = iop(g, PTX_OP_SHR, ptx_r(pt), ptx_imm(log2i(cpad)));
-    /* the chunk's offset in the stage: (c / 8) sub + r0 128 + ((c % 8) ^ (r0 % 8)) 16 */
-    ptx_reg x = iop(g, PTX_OP_XOR, ptx_r(iop(g, PTX_OP_AND, ptx_r(c), ptx_imm(7))),
-                    ptx_r(iop(g, PTX_OP_AND, ptx_r(r0), ptx_imm(7))));
-    ptx_reg doff = iop(g, PTX_OP_ADD, ptx_r(iop(g, PTX_OP_SHL, ptx_r(r0), ptx_imm(7))),
-                       ptx_r(iop(g, PTX_OP_SHL, ptx_r(x), ptx_imm(4))));
-    doff = iop(g, PTX_OP_ADD, ptx_r(doff), ptx_r(iop(g, PTX_OP_MUL, ptx_r(iop(g, PTX_OP_SHR, ptx_r(c), ptx_imm(3))),
-                                                     ptx_imm(sub))));
-    ptx_reg lane_ok = cpr < cpad ? setp(g, PTX_M_LT, ptx_r(c), ptx_imm(cpr)) : (ptx_reg){0};
-    /* the source: the pool at head hd, chunk c (page and row added a pass) */
-    ptx_reg src0 = addr(g, addr(g, pool, hd, st[1] * es), c, 16);
-    ptx_reg stg = kit_pipe_acquire(p);
-    ptx_reg d0 = iop(g, PTX_OP_ADD, ptx_r(stg), ptx_r(doff));
-    /* rpp 4: rows r0 + 4 k of odd k have the other half of the XOR pattern (r0 < 4) */
-    ptx_reg d1 = rpp == 4 ? iop(g, PTX_OP_XOR, ptx_r(d0), ptx_imm(64)) : d0;
-    /* a loop of `step` passes (not unrolled: the producer has 40 registers) */
-    int step = rpp == 4 ? 2 : 1, top = ptx_label_new(f);
-    ptx_reg row = iop(g, PTX_OP_ADD, ptx_r(n0), ptx_r(r0)), it = r32(g);
-    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(it), ptx_imm(0));
-    ptx_label_place(f, top);
-    ptx_pragma_nounroll(f);
-    for (int64_t k = 0; k < step; k++) {
-        ptx_reg key = k ? iop(g, PTX_OP_ADD, ptx_r(row), ptx_imm(k * rpp)) : row;
-        ptx_reg in = setp(g, PTX_M_LT, ptx_r(key), ptx_r(sk));
-        ptx_reg pg = r32(g);
-        ptx_emit(f, PTX_OP_MOV, NOM, S32T, ptx_r(pg), ptx_imm(0));
-        ptx_reg pi = iop(g, PTX_OP_SHR, ptx_r(key), ptx_imm(log2i(pp->page)));
-        ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(pg),
-                           ptx_addr(addr(g, btab, pi, 4), 0)),
-                  in, false);
-        ptx_reg prow = iop(g, PTX_OP_AND, ptx_r(key), ptx_imm(pp->page - 1));
-        ptx_reg src = addr(g, addr(g, src0, pg, st[2] * es), prow, st[0] * es);
-        ptx_reg size = r32(g);
-        ptx_emit(f, PTX_OP_SELP, NOM, B32T, ptx_r(size), ptx_imm(16), ptx_imm(0), ptx_r(in));
-        ptx_ins *cp = ptx_emit(f, PTX_OP_CP_ASYNC, M3(PTX_M_CG, PTX_M_SHARED, PTX_M_GLOBAL), PTX_NOTYPES,
-                               ptx_addr(k % 2 ? d1 : d0, k * rpp * 128), ptx_addr(src, 0), ptx_imm(16), ptx_r(size));
-        if (lane_ok.id)
-            ptx_guard(cp, lane_ok, false);
-    }
-    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(row), ptx_r(row), ptx_imm(step * rpp));
-    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(d0), ptx_r(d0), ptx_imm(step * rpp * 128));
-    if (rpp == 4)
-        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(d1), ptx_r(d1), ptx_imm(step * rpp * 128));
-    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
-    bra(g, top, setp(g, PTX_M_LT, ptx_r(it), ptx_imm(g->bn / rpp / step)), false);
+    attn_gather_rows(f, g->es, g->pp->page, g->bn, kit_pipe_acquire(p), pool, st, ncol, n0, sk, hd, btab, pt);
     ptx_emit(f, PTX_OP_CP_ASYNC_MBAR, M2(PTX_M_NOINC, PTX_M_SHARED_CTA), B64T, ptx_addr(kit_pipe_full(p), 0));
     kit_pipe_commit(p);
 }

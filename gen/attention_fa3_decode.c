@@ -23,7 +23,7 @@
  *     box rows are min(page, bn), so a page of 8 keys or more keeps every
  *     box on the swizzle pattern; smaller pages (1, 2, 4 keys) are gathered
  *     by all 128 producer threads with cp.async into the same layout
- *     (gather_rows; a cp.async.mbarrier.arrive.noinc each, full barriers of
+ *     (attn_gather_rows; a cp.async.mbarrier.arrive.noinc each, full barriers of
  *     128 arrivals, the consumer's fence.proxy.async after its wait; not
  *     with e4m3, whose warps 1..3 convert V). Not paged: one box per 64
  *     columns over [B, Sk, Hkv, d] (bshd) or [B, Hkv, Sk, d] (bhsd), zero
@@ -82,7 +82,7 @@ bool attn_fa3_decode_target(const pt_target *t) { return t->sm == 90 && t->arch_
 typedef struct fgeo {
     int bn, stages, splits, ctas, cregs, eregs; /* eregs: .maxnreg at entry */
     int pr;                 /* rows of one TMA box: min(page, bn), or bn */
-    bool gather;            /* pages under F3D_MIN_PAGE keys: cp.async gather (gather_rows) */
+    bool gather;            /* pages under F3D_MIN_PAGE keys: cp.async gather (attn_gather_rows) */
     int64_t rows, nrb;
     int64_t q_bytes, k_bytes, v_bytes, stage_bytes;
     bool fp8;               /* e4m3 q, k, v: V converted to f16 by warps 1..3 of warpgroup 0 */
@@ -386,67 +386,6 @@ static void load_pages(ptx_fn *f, const pt_prepared *pp, const fgeo *g, ptx_reg 
     }
 }
 
-/* Pages under F3D_MIN_PAGE keys (a TMA box of one page would start inside
- * a 128B swizzle atom): the producer warpgroup's 128 threads (pt) gather
- * the ncol columns of key rows [key, key + bn) from their pages by
- * cp.async into the stage at dst, in the layout TMA writes (64-column
- * sub-tiles of bn rows x 128 bytes, chunk c of row r at (c ^ r % 8) 16):
- * thread pt owns chunk pt % cpad of rows pt / cpad + k 128 / cpad (the
- * lanes of a row read it contiguously), a not-unrolled loop (the
- * producer's 40 registers). Keys at or past len read neither the table
- * nor the pool (src-size 0: zero rows). As gen/attention_fa3.c's
- * gather_kv; the caller arrives with cp.async.mbarrier.arrive.noinc. */
-static void gather_rows(ptx_fn *f, const pt_prepared *pp, const fgeo *g, ptx_reg dst, ptx_reg pool,
-                        const int64_t *st, int64_t ncol, ptx_reg key, ptx_reg len, ptx_reg hk, ptx_reg tab,
-                        ptx_reg pt)
-{
-    int64_t es = pp->es, cpr = ncol * es / 16, cpad = 8;
-    while (cpad < cpr)
-        cpad *= 2;
-    int64_t rpp = 128 / cpad, sub = (int64_t)g->bn * 128;
-    ptx_reg c = kit_reg(f, kit_iop(f, PTX_OP_AND, ptx_r(pt), ptx_imm(cpad - 1)));
-    ptx_reg r0 = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(pt), ptx_imm(attn_ilog2(cpad))));
-    ptx_opd x = kit_iop(f, PTX_OP_XOR, kit_iop(f, PTX_OP_AND, ptx_r(c), ptx_imm(7)),
-                        kit_iop(f, PTX_OP_AND, ptx_r(r0), ptx_imm(7)));
-    ptx_opd doff = kit_iop(f, PTX_OP_ADD, kit_iop(f, PTX_OP_SHL, ptx_r(r0), ptx_imm(7)),
-                           kit_iop(f, PTX_OP_SHL, x, ptx_imm(4)));
-    doff = kit_iop(f, PTX_OP_ADD, doff, kit_iop(f, PTX_OP_MUL, kit_iop(f, PTX_OP_SHR, ptx_r(c), ptx_imm(3)),
-                                                ptx_imm(sub)));
-    ptx_reg lane_ok = cpr < cpad ? attn_setp(f, PTX_M_LT, U32T, ptx_r(c), ptx_imm(cpr)) : (ptx_reg){0};
-    ptx_reg src0 = attn_add64(f, attn_add64(f, pool, ptx_r(hk), st[1] * es), ptx_r(c), 16);
-    ptx_reg d0 = r32(f), d1 = r32(f), row = r32(f), it = r32(f);
-    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(d0), ptx_r(dst), doff);
-    /* rpp 4: rows r0 + 4 k of odd k take the other half of the XOR pattern (r0 < 4) */
-    ptx_emit(f, PTX_OP_XOR, NOM, B32T, ptx_r(d1), ptx_r(d0), ptx_imm(rpp == 4 ? 64 : 0));
-    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(row), ptx_r(key), ptx_r(r0));
-    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(it), ptx_imm(0));
-    int step = rpp == 4 ? 2 : 1, top = ptx_label_new(f);
-    ptx_label_place(f, top);
-    ptx_pragma_nounroll(f);
-    for (int k = 0; k < step; k++) {
-        ptx_reg j = k ? kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(row), ptx_imm(k * rpp))) : row;
-        ptx_reg in = attn_setp(f, PTX_M_LT, S32T, ptx_r(j), ptx_r(len));
-        ptx_reg pg = r32(f), size = r32(f);
-        ptx_emit(f, PTX_OP_MOV, NOM, S32T, ptx_r(pg), ptx_imm(0));
-        ptx_reg pi = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(j), ptx_imm(attn_ilog2(pp->page))));
-        ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(pg),
-                           ptx_addr(attn_add64(f, tab, ptx_r(pi), 4), 0)),
-                  in, false);
-        ptx_opd prow = kit_iop(f, PTX_OP_AND, ptx_r(j), ptx_imm(pp->page - 1));
-        ptx_reg src = attn_add64(f, attn_add64(f, src0, ptx_r(pg), st[2] * es), prow, st[0] * es);
-        ptx_emit(f, PTX_OP_SELP, NOM, B32T, ptx_r(size), ptx_imm(16), ptx_imm(0), ptx_r(in));
-        ptx_ins *cp = ptx_emit(f, PTX_OP_CP_ASYNC, M3(PTX_M_CG, PTX_M_SHARED, PTX_M_GLOBAL), PTX_NOTYPES,
-                               ptx_addr(k % 2 ? d1 : d0, (int64_t)k * rpp * 128), ptx_addr(src, 0), ptx_imm(16),
-                               ptx_r(size));
-        if (lane_ok.id)
-            ptx_guard(cp, lane_ok, false);
-    }
-    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(row), ptx_r(row), ptx_imm(step * rpp));
-    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(d0), ptx_r(d0), ptx_imm(step * rpp * 128));
-    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(d1), ptx_r(d1), ptx_imm(step * rpp * 128));
-    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
-    attn_bra(f, top, attn_setp(f, PTX_M_LT, U32T, ptx_r(it), ptx_imm(g->bn / rpp / step)), false);
-}
 
 /* fp8: warps 1..3 of warpgroup 0 (96 threads, conversion thread ct)
  * turn each stage's e4m3 V ([bn rows] x dv bytes, 128B-swizzled rows of
@@ -702,9 +641,9 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
             ptx_label_place(f, gtop);
             ptx_pragma_nounroll(f);
             ptx_reg st = kit_pipe_acquire(&pipe);
-            gather_rows(f, pp, g, st, kpool, pp->sk, d, key, len, ao.hk, tab, tid);
+            attn_gather_rows(f, pp->es, pp->page, g->bn, st, kpool, pp->sk, d, key, len, ao.hk, tab, tid);
             ptx_reg sv = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(g->k_bytes)));
-            gather_rows(f, pp, g, sv, vpool, pp->sv, dv, key, len, ao.hk, tab, tid);
+            attn_gather_rows(f, pp->es, pp->page, g->bn, sv, vpool, pp->sv, dv, key, len, ao.hk, tab, tid);
             ptx_emit(f, PTX_OP_CP_ASYNC_MBAR, M2(PTX_M_NOINC, PTX_M_SHARED_CTA), B64T,
                      ptx_addr(kit_pipe_full(&pipe), 0));
             kit_pipe_commit(&pipe);
