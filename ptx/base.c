@@ -363,3 +363,36 @@ bool pt_same_file(const char *a, const char *b)
         return false;
     return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
+
+void pt_cache_path(const char *name, char *out, size_t n)
+{
+    const char *d = getenv("PTXTUNE_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+    if (d && *d)
+        snprintf(out, n, "%s/%s", d, name);
+    else if (x && *x)
+        snprintf(out, n, "%s/ptxtune/%s", x, name);
+    else if (h && *h)
+        snprintf(out, n, "%s/.cache/ptxtune/%s", h, name);
+    else if (n)
+        out[0] = '\0';
+}
+
+void pt_cache_write(const char *path, const char *key, int value)
+{
+    char dir[4096];
+    if (!path[0] || strlen(path) >= sizeof dir)
+        return;
+    memcpy(dir, path, strlen(path) + 1);
+    for (char *p = dir + 1; *p; p++) /* mkdir -p of the cache's folder */
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(dir, 0755);
+            *p = '/';
+        }
+    pt_wfile w;
+    pt_err e = {0};
+    if (pt_wfile_open(&w, path, &e) == PT_OK) {
+        fprintf(w.f, "%s\t%d\n", key, value);
+        pt_wfile_commit(&w, &e);
+    }
+}

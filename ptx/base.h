@@ -113,6 +113,14 @@ void pt_wfile_abort(pt_wfile *w);            /* closes and removes the temporary
  * an output that is also an input can be refused. */
 bool pt_same_file(const char *a, const char *b);
 
+/* The per-user probe caches (one line "KEY\tVALUE\n" each): the path of
+ * cache file `name` in $PTXTUNE_CACHE_DIR, else $XDG_CACHE_HOME/ptxtune,
+ * else ~/.cache/ptxtune ("" when none is known), and writing a line there
+ * (its folders made; a cache that cannot be written is only slower, so
+ * nothing is reported). */
+void pt_cache_path(const char *name, char *out, size_t n);
+void pt_cache_write(const char *path, const char *key, int value);
+
 /* 64-bit FNV-1a, for kernel identity hashes. */
 uint64_t pt_hash64(const void *data, size_t n);
 

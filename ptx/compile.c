@@ -697,23 +697,9 @@ int pt_compiler_max_ptx(const pt_compiler *c)
 
 const char *pt_compiler_describe(const pt_compiler *c) { return c->desc; }
 
-/* The cache of pt_compiler_probe_max_ptx: one line "KEY\tMAX\n", KEY naming
- * nvJitLink's file (path, size, mtime, inode), so a changed toolkit is
- * probed again. */
-static void probe_cache_path(char *out, size_t n)
-{
-    const char *d = getenv("PTXTUNE_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"),
-               *h = getenv("HOME");
-    if (d && *d)
-        snprintf(out, n, "%s/toolchain-v1", d);
-    else if (x && *x)
-        snprintf(out, n, "%s/ptxtune/toolchain-v1", x);
-    else if (h && *h)
-        snprintf(out, n, "%s/.cache/ptxtune/toolchain-v1", h);
-    else
-        out[0] = '\0';
-}
-
+/* The cache of pt_compiler_probe_max_ptx (pt_cache_path "toolchain-v1"):
+ * one line "KEY\tMAX\n", KEY naming nvJitLink's file (path, size, mtime,
+ * inode), so a changed toolkit is probed again. */
 int pt_compiler_probe_max_ptx(void)
 {
 #ifdef PT_HAVE_CUDA_HEADERS
@@ -724,7 +710,7 @@ int pt_compiler_probe_max_ptx(void)
         return 0;
     snprintf(key, sizeof key, "%s %lld %lld.%09ld %llu", real, (long long)st.st_size,
              (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, (unsigned long long)st.st_ino);
-    probe_cache_path(cache, sizeof cache);
+    pt_cache_path("toolchain-v1", cache, sizeof cache);
     FILE *f = cache[0] ? fopen(cache, "r") : NULL;
     if (f) {
         char line[PATH_MAX + 128];
@@ -744,22 +730,8 @@ int pt_compiler_probe_max_ptx(void)
         return 0;
     int v = pt_compiler_backend(c) == PT_BACKEND_NVJITLINK ? pt_compiler_max_ptx(c) : 0;
     pt_compiler_close(c);
-    if (v > 0 && cache[0]) {
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%s", cache);
-        for (char *p = dir + 1; *p; p++) /* mkdir -p of the cache's folder */
-            if (*p == '/') {
-                *p = '\0';
-                mkdir(dir, 0755);
-                *p = '/';
-            }
-        pt_wfile w;
-        if (pt_wfile_open(&w, cache, &e) == PT_OK) {
-            fprintf(w.f, "%s\t%d\n", key, v);
-            if (pt_wfile_commit(&w, &e) != PT_OK)
-                pt_err_clear(&e); /* a cache that cannot be written is only slower */
-        }
-    }
+    if (v > 0)
+        pt_cache_write(cache, key, v);
     return v;
 #else
     return 0;

@@ -35,28 +35,13 @@ int pt_driver_version(int *version, pt_err *e)
  * Without a driver, dlopen("libcuda.so.1") searches LD_LIBRARY_PATH, the
  * loader's cache and the default folders (~70 failing openat/stat calls);
  * with one it maps and relocates a library of tens of MB. pt_toolchain_max_ptx
- * asks at every emit, so the answer is kept in PTXTUNE_CACHE_DIR/driver-v1
- * (the compile gate's rule: else $XDG_CACHE_HOME/ptxtune, else
- * ~/.cache/ptxtune), one line "KEY\tVERSION\n" (VERSION 0: no driver), KEY
+ * asks at every emit, so the answer is kept in pt_cache_path("driver-v1"),
+ * one line "KEY\tVERSION\n" (VERSION 0: no driver), KEY
  * naming everything the search depends on: the LD_LIBRARY_PATH value, the
  * loader's cache (/etc/ld.so.cache) and every searched folder by size,
  * mtime and inode (a library added to a folder changes its mtime), and the
  * library found, by path, size, mtime and inode. A libcuda.so.1 already in
  * the process (a caller's, a test's fake) is asked directly, never cached. */
-
-static void driver_cache_path(char *out, size_t n)
-{
-    const char *d = getenv("PTXTUNE_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"),
-               *h = getenv("HOME");
-    if (d && *d)
-        snprintf(out, n, "%s/driver-v1", d);
-    else if (x && *x)
-        snprintf(out, n, "%s/ptxtune/driver-v1", x);
-    else if (h && *h)
-        snprintf(out, n, "%s/.cache/ptxtune/driver-v1", h);
-    else
-        out[0] = '\0';
-}
 
 static void key_stat(pt_buf *k, const char *path)
 {
@@ -128,7 +113,7 @@ int pt_driver_version_cached(int *version, pt_err *e)
         return rc;
     }
     char cache[PATH_MAX];
-    driver_cache_path(cache, sizeof cache);
+    pt_cache_path("driver-v1", cache, sizeof cache);
     pt_buf key;
     pt_buf_init(&key);
     driver_key(&key);
@@ -181,22 +166,8 @@ int pt_driver_version_cached(int *version, pt_err *e)
         rc = version_of(h, version, e);
         dlclose(h);
     }
-    if ((rc == PT_OK || !h) && cache[0] && key.s && !key.failed) {
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%s", cache);
-        for (char *p = dir + 1; *p; p++) /* mkdir -p of the cache's folder */
-            if (*p == '/') {
-                *p = '\0';
-                mkdir(dir, 0755);
-                *p = '/';
-            }
-        pt_wfile w;
-        pt_err we = {0};
-        if (pt_wfile_open(&w, cache, &we) == PT_OK) {
-            fprintf(w.f, "%s\t%d\n", key.s, rc == PT_OK ? *version : 0);
-            pt_wfile_commit(&w, &we); /* a cache that cannot be written is only slower */
-        }
-    }
+    if ((rc == PT_OK || !h) && key.s && !key.failed)
+        pt_cache_write(cache, key.s, rc == PT_OK ? *version : 0);
     pt_buf_free(&key);
     return rc;
 }
