@@ -1,7 +1,9 @@
 /* Emission and compile speed per expression and per GEMM variant: median
  * microseconds to emit one kernel (IR build + print) and median
  * milliseconds to compile it; then the whole 4096^3 bf16 TN GEMM space.
- * Usage: emit_bench [--arch sm_80] [--reps N] [--case I] [--no-space] [--attention] */
+ * Usage: emit_bench [--arch sm_80] [--reps N] [--case I] [--no-space] [--attention]
+ *        emit_bench --attention-space: every config of the Llama-3-8B prefill space
+ *        (Sq = Sk = 4096, Hq 32, Hkv 8, d 128, causal, bf16), emit median of 20 each. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,14 +328,81 @@ static int gemm_space(const pt_target *t, const pt_compiler *comp)
     return 0;
 }
 
+/* Every config of the Llama-3-8B prefill space (the acceptance problem of the
+ * attention issue): emit median of 20 reps each, no compiles. */
+static int attention_space(const pt_target *t)
+{
+    pt_problem p;
+    pt_schema_defaults(&gen_attention_op, &p);
+    p.op = "attention";
+    p.dtype = PT_BF16;
+    p.batch = 1;
+    p.heads_q = 32;
+    p.heads_kv = 8;
+    p.seqlen_q = p.seqlen_k = 4096;
+    p.head_dim = p.head_dim_v = 128;
+    p.causal = 1;
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    pt_err e = {0};
+    if (gen_attention_op.prepare(a, &p, t, &pp, &e)) {
+        fprintf(stderr, "emit_bench: %s\n", e.msg);
+        return 1;
+    }
+    double load0 = load1();
+    pt_space s;
+    gen_attention_op.space(pp, t, &s);
+    int64_t n = pt_space_size(&s);
+    double *eu = malloc((size_t)n * sizeof *eu), v[20];
+    int k = 0, under = 0, lmin = 1 << 30, lmax = 0, worst_lines = 0;
+    char worst[256] = "";
+    for (int64_t i = 0; i < n; i++) {
+        pt_config c;
+        pt_space_config(&s, i, &c);
+        pt_err ce = {0};
+        if (gen_attention_op.check(pp, t, &c, &ce))
+            continue;
+        char *text;
+        if (emit_time(&gen_attention_op, pp, t, &c, 20, v, &eu[k], &text))
+            return 1;
+        int ln = count_lines(text);
+        lmin = ln < lmin ? ln : lmin;
+        lmax = ln > lmax ? ln : lmax;
+        under += eu[k] <= 300.0;
+        bool w = true;
+        for (int j = 0; j < k; j++)
+            w = w && eu[k] > eu[j];
+        if (w) {
+            pt_config_str(&c, worst, sizeof worst);
+            worst_lines = ln;
+        }
+        free(text);
+        k++;
+    }
+    double load_end = load1();
+    qsort(eu, (size_t)k, sizeof *eu, cmp_double);
+    char tn[16];
+    printf("attention prefill space (Sq=Sk=4096 Hq 32 Hkv 8 d 128 causal bf16) on %s: %d configs, PTX %d..%d "
+           "lines; emit (median of 20 each) min %.1f / median %.1f / p90 %.1f / max %.1f us, %d of %d at most "
+           "300 us; slowest: %s (%d lines)\nload average (1 min): %.2f before, %.2f after\n",
+           pt_target_name(t, tn, sizeof tn), k, k ? lmin : 0, lmax, k ? eu[0] : 0, k ? eu[k / 2] : 0,
+           k ? eu[k * 9 / 10] : 0, k ? eu[k - 1] : 0, under, k, worst, worst_lines, load0, load_end);
+    free(eu);
+    pt_arena_free(a);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *arch = "sm_80";
     int reps = 200, creps = 5, only = -1;
-    bool space = true, attn_only = false;
+    bool space = true, attn_only = false, attn_space = false;
     for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--no-space") == 0 || strcmp(argv[i], "--attention") == 0) {
-            if (argv[i][2] == 'a')
+        if (strcmp(argv[i], "--no-space") == 0 || strcmp(argv[i], "--attention") == 0 ||
+            strcmp(argv[i], "--attention-space") == 0) {
+            if (argv[i][11] == '-')
+                attn_space = true;
+            else if (argv[i][2] == 'a')
                 attn_only = true;
             else
                 space = false;
@@ -366,6 +435,10 @@ int main(int argc, char **argv)
     pt_compiler *comp = NULL;
     if (pt_compiler_open(&comp, &e))
         fprintf(stderr, "emit_bench: %s (compile column skipped)\n", e.msg);
+    if (attn_space) {
+        pt_compiler_close(comp);
+        return attention_space(&t);
+    }
     if (attn_only) { /* --attention: the attention rows alone */
         int rc = attention_rows(&t, comp, reps, creps);
         pt_compiler_close(comp);
