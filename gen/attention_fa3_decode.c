@@ -24,8 +24,9 @@
  *     box on the swizzle pattern; smaller pages (1, 2, 4 keys) are gathered
  *     by all 128 producer threads with cp.async into the same layout
  *     (attn_gather_rows; a cp.async.mbarrier.arrive.noinc each, full barriers of
- *     128 arrivals, the consumer's fence.proxy.async after its wait; not
- *     with e4m3, whose warps 1..3 convert V). Not paged: one box per 64
+ *     128 arrivals, the consumer's fence.proxy.async after its wait; with
+ *     e4m3 warps 1..3 also convert V, stages - 1 blocks behind their
+ *     gather: see the gather loop). Not paged: one box per 64
  *     columns over [B, Sk, Hkv, d] (bshd) or [B, Hkv, Sk, d] (bhsd), zero
  *     past seqlen_k. Varlen without pages: boxes over the packed rows
  *     (d, Hkv, total) from cu_seqlens_k[b]; a box past the sequence reads
@@ -56,7 +57,11 @@
  * B K-major only, so V ([keys][dv], MN-major) is converted to f16 (exact)
  * by warps 1..3 of warpgroup 0 into an f16 V ring of its own (convert_v;
  * its full barriers say "converted"), and P V runs in f16 as above. Head
- * dims 128 and 256 (a 64-byte fp8 row would need another swizzle).
+ * dim 64: Q, K and raw V in 64-byte rows with the 64B swizzle (TMA boxes
+ * of 64 elements, descriptors in 64B mode, SBO 512, two k32 steps); head
+ * dim 96: one 128-byte span a row, the 32 bytes past it zero-filled by TMA
+ * and never read (3 of 4 k32 steps), P V N=96 over two f16 boxes; pages
+ * under 8 keys: the gather's 128-byte rows (hd64: the half past 64 unread).
  *
  * Registers: ctas=1 (one CTA an SM) producer 40 / consumer 256 (.maxnreg
  * 152 at entry, 160 at head_dim_v 256: ptxas checks each instruction
@@ -86,6 +91,8 @@ typedef struct fgeo {
     int64_t rows, nrb;
     int64_t q_bytes, k_bytes, v_bytes, stage_bytes;
     bool fp8;               /* e4m3 q, k, v: V converted to f16 by warps 1..3 of warpgroup 0 */
+    int kw, vw;             /* bytes of a K (and Q) / raw V row in shared memory, the swizzle span: 128, or
+                             * 64 (64B swizzle) for a 64-byte e4m3 row loaded by TMA */
     int64_t vc_off, vc_bytes, cbars_off; /* fp8: the f16 V ring and its barriers */
     int64_t ring_off, region, bars_off, lse_off, flag_off, smem;
     int64_t obuf_pitch, part_bytes, scratch_bytes, ws_bytes;
@@ -148,18 +155,14 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
         return pt_errf(e, PT_EUNSUPPORTED, "dtype %s: impl=%d supports f16, bf16 and e4m3", pt_dtype_get(pp->dt)->name,
                        ATTN_FA3_SPLIT);
     g->fp8 = pp->dt == PT_E4M3;
-    if (g->fp8 && (pp->d == 64 || pp->dv == 64 || pp->d == 96 || pp->dv == 96))
-        return pt_errf(e, PT_EUNSUPPORTED, "dtype e4m3 with head_dim=%lld head_dim_v=%lld: impl=%d's fp8 rows are "
-                       "128-byte swizzle spans (head dims 128 and 256)", (long long)pp->d, (long long)pp->dv,
-                       ATTN_FA3_SPLIT);
     if (!(pp->scale > 0.0f) || !isfinite(pp->scale))
         return pt_errf(e, PT_EUNSUPPORTED, "softmax_scale=%g: impl=%d needs a positive scale", (double)pp->scale,
                        ATTN_FA3_SPLIT);
     g->gather = pp->page && pp->page < F3D_MIN_PAGE;
-    if (g->gather && pp->dt == PT_E4M3)
-        return pt_errf(e, PT_EUNSUPPORTED, "page_size=%lld with dtype e4m3: impl=%d gathers pages under %d keys with "
-                       "the producer's 128 threads, which fp8 gives to V's conversion (impl=1 gathers any page)",
-                       (long long)pp->page, ATTN_FA3_SPLIT, F3D_MIN_PAGE);
+    /* e4m3 rows of 64 bytes (hd64) by TMA: 64B swizzle spans; the gather
+     * (attn_gather_rows) writes 128-byte rows, the half past 64 unread */
+    g->kw = g->fp8 && pp->d == 64 && !g->gather ? 64 : 128;
+    g->vw = g->fp8 && pp->dv == 64 && !g->gather ? 64 : 128;
     g->rows = pp->Sq * pp->group;
     g->nrb = (g->rows + F3D_BM - 1) / F3D_BM;
     if (pp->Hkv * g->nrb > 65535 || pp->B > 65535)
@@ -169,16 +172,18 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
         return pt_errf(e, PT_ERANGE, "num_pages=%lld: TMA coordinates are 32-bit", (long long)pp->npages);
     g->pr = pp->page && pp->page < g->bn ? (int)pp->page : g->bn;
     int es = pp->es;
-    int64_t dsub = (pp->d * es + 127) / 128, dvsub = (pp->dv * es + 127) / 128; /* 128-byte sub-tiles a row */
-    g->q_bytes = F3D_BM * dsub * 128;
-    g->k_bytes = (int64_t)g->bn * dsub * 128;
-    g->v_bytes = (int64_t)g->bn * dvsub * 128;
+    /* sub-tiles (swizzle spans) a row: hd96 e4m3 one 128-byte span, the
+     * 32 bytes past the row zero-filled by TMA and never read */
+    int64_t dsub = (pp->d * es + g->kw - 1) / g->kw, dvsub = (pp->dv * es + g->vw - 1) / g->vw;
+    g->q_bytes = F3D_BM * dsub * g->kw;
+    g->k_bytes = (int64_t)g->bn * dsub * g->kw;
+    g->v_bytes = (int64_t)g->bn * dvsub * g->vw;
     g->stage_bytes = g->k_bytes + g->v_bytes;
     g->ring_off = g->q_bytes;
     g->obuf_pitch = pp->dv + F3D_OPAD;
     int64_t ring = g->stages * g->stage_bytes, obuf = F3D_BM * g->obuf_pitch * 4;
     if (g->fp8) { /* the f16 copies of V, a stage each, after the ring */
-        g->vc_bytes = (int64_t)g->bn * pp->dv * 2;
+        g->vc_bytes = (int64_t)g->bn * ((pp->dv + 63) / 64) * 128; /* f16 boxes of 64 columns (dv 96: 2) */
         g->vc_off = g->ring_off + ring;
         ring += g->stages * g->vc_bytes;
     }
@@ -307,6 +312,47 @@ static ptx_reg rf(ptx_fn *f) { return ptx_reg_new(f, PTX_T_F32); }
 
 static ptx_reg none_reg(void) { return (ptx_reg){0}; }
 
+/* The 16-byte chunk XOR of row r in a K-major swizzled tile of w-byte rows
+ * (ref 2.3): 128B: r % 8 (bits 4-6 ^= 7-9); 64B: (r / 2) % 4 (bits 4-5 ^= 7-8). */
+static ptx_opd swz_row(ptx_fn *f, ptx_opd r, int w)
+{
+    if (w == 128)
+        return kit_iop(f, PTX_OP_AND, r, ptx_imm(7));
+    return kit_iop(f, PTX_OP_AND, kit_iop(f, PTX_OP_SHR, r, ptx_imm(1)), ptx_imm(3));
+}
+
+/* S = Q K^T over K-major tiles of kw-byte rows (kw 128: kit_attn_wg_qk;
+ * 64: 64B swizzle, SBO 512, +32 bytes a k step, the next 64 bytes of the
+ * row a sub-tile on). d16: the row's width in 16-bit units (e4m3: k32
+ * steps of 32 bytes as k16 steps of 16-bit ones). */
+static void wg_qk(ptx_fn *f, const kit_atom *ws, ptx_reg *s, ptx_reg q, int64_t q_sub, ptx_reg k, int64_t k_sub,
+                  int d16, int kw)
+{
+    if (kw == 128) {
+        kit_attn_wg_qk(f, ws, s, q, q_sub, k, k_sub, d16);
+        return;
+    }
+    ptx_reg dq = kit_wgmma_desc_emit(f, q, 16, (uint32_t)(8 * kw), kw);
+    ptx_reg dk = kit_wgmma_desc_emit(f, k, 16, (uint32_t)(8 * kw), kw);
+    ptx_opd sv = ptx_vecr(f, ws->c.regs, s);
+    ptx_emit0(f, PTX_OP_WGMMA_FENCE, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+    int per = kw / 32; /* 32-byte k steps a span */
+    for (int ks = 0; ks < d16 / 16; ks++) {
+        int64_t sub = ks / per, in = 2 * (ks % per);
+        ptx_reg a = dq, b = dk;
+        if (sub * q_sub / 16 + in) {
+            a = ptx_reg_new(f, PTX_T_B64);
+            ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(a), ptx_r(dq), ptx_imm(sub * q_sub / 16 + in));
+        }
+        if (sub * k_sub / 16 + in) {
+            b = ptx_reg_new(f, PTX_T_B64);
+            ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(b), ptx_r(dk), ptx_imm(sub * k_sub / 16 + in));
+        }
+        kit_wgmma_ss(f, ws, sv, a, b, ptx_imm(ks ? 1 : 0), false, false);
+    }
+    ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+}
+
 static ptx_reg sreg(ptx_fn *f, ptx_sreg s)
 {
     ptx_reg r = r32(f);
@@ -315,17 +361,18 @@ static ptx_reg sreg(ptx_fn *f, ptx_sreg s)
 }
 
 
-/* The map of k (which 0) or v (1): boxes of 64 columns and g->pr rows. */
+/* The map of k (which 0) or v (1): boxes of one swizzle span (g->kw or
+ * g->vw bytes: 64 columns of 16 bits, 128 or 64 of e4m3) and g->pr rows. */
 static pt_tmap kv_map(const pt_prepared *pp, const fgeo *g, int which)
 {
     int64_t D = which ? pp->dv : pp->d;
     const int64_t *s = which ? pp->sv : pp->sk;
-    int es = pp->es;
+    int es = pp->es, w = which ? g->vw : g->kw;
     pt_tmap m = {.of = PT_ARG_INPUT, .index = which ? pp->t.v : pp->t.k, .dtype = kit_tma_dtype(pp->dt),
                  .rank = 4, .l2promo = EMU_TMAP_L2_256B, .oobfill = EMU_TMAP_OOB_ZERO,
-                 .swizzle = EMU_TMAP_SWIZZLE_128B};
+                 .swizzle = w == 64 ? EMU_TMAP_SWIZZLE_64B : EMU_TMAP_SWIZZLE_128B};
     m.dims[0] = (uint64_t)D;
-    m.box[0] = (uint32_t)(128 / es); /* one 128-byte swizzle span */
+    m.box[0] = (uint32_t)(w / es); /* one swizzle span */
     if (pp->page) { /* (D, Hkv, page, pages) */
         m.dims[1] = (uint64_t)pp->Hkv;
         m.dims[2] = (uint64_t)pp->page;
@@ -388,10 +435,10 @@ static void load_pages(ptx_fn *f, const pt_prepared *pp, const fgeo *g, ptx_reg 
 
 
 /* fp8: warps 1..3 of warpgroup 0 (96 threads, conversion thread ct)
- * turn each stage's e4m3 V ([bn rows] x dv bytes, 128B-swizzled rows of
- * 128 elements: dv/128 sub-tiles bn x 128 bytes apart) into the f16 V the
- * RS wgmma reads (MN-major: dv/64 boxes of bn rows x 128 bytes, 128B
- * swizzle): wait full[s] (a copy of the ring's consumer end), convert
+ * turn a stage's e4m3 V ([bn rows] x dv bytes, swizzled rows of vw bytes:
+ * dv/vw sub-tiles bn x vw bytes apart; vw 128, or 64 at dv 64 by TMA)
+ * into the f16 V the RS wgmma reads (MN-major: dv/64 boxes of bn rows x
+ * 128 bytes, 128B swizzle; dv 96: the second box half written): wait full[s] (a copy of the ring's consumer end), convert
  * 16 elements a unit (cvt.rn.f16x2.e4m3x2, exact; rows of keys at or
  * past len, the sequence's end, as 0: a page's tail or the rows past
  * seqused_k hold another's keys or anything, a NaN there times P = 0 is
@@ -400,16 +447,11 @@ static void load_pages(ptx_fn *f, const pt_prepared *pp, const fgeo *g, ptx_reg 
  * arrives on cvt[s] (the conversion ring's full barrier, count 1). The
  * f16 stage s is rewritten only after full[s] completes again, which
  * follows the consumer's release of the stage. */
-static void convert_v(ptx_fn *f, const fgeo *g, int64_t dv, kit_pipe *pw, kit_pipe *pc, ptx_reg ct, ptx_reg nblk,
-                      ptx_reg key0, ptx_reg len)
+static void convert_stage(ptx_fn *f, const fgeo *g, int64_t dv, kit_pipe *pw, kit_pipe *pc, ptx_reg ct, ptx_reg key,
+                          ptx_reg len)
 {
     int64_t cpr = dv / 16, units = (int64_t)g->bn * cpr; /* 16-byte chunks a row, a stage */
-    ptx_reg it = kit_reg(f, ptx_imm(0));
-    ptx_reg key = kit_reg(f, ptx_r(key0)); /* the stage's first key */
-    int top = ptx_label_new(f), end = ptx_label_new(f);
-    attn_bra(f, end, attn_setp(f, PTX_M_LE, S32T, ptx_r(nblk), ptx_imm(0)), false);
-    ptx_label_place(f, top);
-    ptx_pragma_nounroll(f);
+    int cpw = g->vw / 16;                                /* chunks a raw span */
     ptx_reg st = kit_pipe_wait(pw, 0);
     ptx_reg raw = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(g->k_bytes)));
     ptx_reg dst = pc->prod.addr; /* the stage to fill (nothing to wait for: see above) */
@@ -423,12 +465,14 @@ static void convert_v(ptx_fn *f, const fgeo *g, int64_t dv, kit_pipe *pw, kit_pi
         ptx_reg r, cg;
         attn_idx_div(f, u, cpr, &r, &cg);
         ptx_opd r7 = kit_iop(f, PTX_OP_AND, ptx_r(r), ptx_imm(7));
-        /* raw: sub-tile cg / 8, row r, chunk (cg % 8) ^ (r % 8) */
-        ptx_opd sub = kit_iop(f, PTX_OP_MUL, kit_iop(f, PTX_OP_SHR, ptx_r(cg), ptx_imm(3)), ptx_imm(g->bn * 128));
-        ptx_opd c8 = kit_iop(f, PTX_OP_AND, ptx_r(cg), ptx_imm(7));
+        /* raw: sub-tile cg / (vw / 16), row r of vw bytes, chunk (cg % (vw / 16)) ^ the row's swizzle */
+        ptx_opd sub = kit_iop(f, PTX_OP_MUL, kit_iop(f, PTX_OP_SHR, ptx_r(cg), ptx_imm(attn_ilog2(cpw))),
+                              ptx_imm(g->bn * g->vw));
+        ptx_opd c8 = kit_iop(f, PTX_OP_AND, ptx_r(cg), ptx_imm(cpw - 1));
+        ptx_opd rs = g->vw == 128 ? r7 : swz_row(f, ptx_r(r), g->vw);
         ptx_opd ra = kit_iop(f, PTX_OP_ADD, sub,
-                             kit_imad(f, ptx_r(r), ptx_imm(128),
-                                      kit_iop(f, PTX_OP_SHL, kit_iop(f, PTX_OP_XOR, c8, r7), ptx_imm(4))));
+                             kit_imad(f, ptx_r(r), ptx_imm(g->vw),
+                                      kit_iop(f, PTX_OP_SHL, kit_iop(f, PTX_OP_XOR, c8, rs), ptx_imm(4))));
         ptx_reg src = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(raw), ra));
         ptx_reg w[4] = {r32(f), r32(f), r32(f), r32(f)};
         for (int i = 0; i < 4; i++)
@@ -466,6 +510,19 @@ static void convert_v(ptx_fn *f, const fgeo *g, int64_t dv, kit_pipe *pw, kit_pi
               attn_setp(f, PTX_M_EQ, U32T, ptx_r(ct), ptx_imm(0)), false);
     kit_pipe_commit(pc);
     ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(key), ptx_r(key), ptx_imm(g->bn));
+}
+
+/* The converters' loop over the split's nblk blocks (TMA producer). */
+static void convert_v(ptx_fn *f, const fgeo *g, int64_t dv, kit_pipe *pw, kit_pipe *pc, ptx_reg ct, ptx_reg nblk,
+                      ptx_reg key0, ptx_reg len)
+{
+    ptx_reg it = kit_reg(f, ptx_imm(0));
+    ptx_reg key = kit_reg(f, ptx_r(key0)); /* the stage's first key */
+    int top = ptx_label_new(f), end = ptx_label_new(f);
+    attn_bra(f, end, attn_setp(f, PTX_M_LE, S32T, ptx_r(nblk), ptx_imm(0)), false);
+    ptx_label_place(f, top);
+    ptx_pragma_nounroll(f);
+    convert_stage(f, g, dv, pw, pc, ct, key, len);
     ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
     attn_bra(f, top, attn_setp(f, PTX_M_LT, S32T, ptx_r(it), ptx_r(nblk)), false);
     ptx_label_place(f, end);
@@ -622,7 +679,7 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
     /* producer: one elected thread of warp 0 */
     {
         ptx_emit(f, PTX_OP_SETMAXNREG, M3(PTX_M_DEC, PTX_M_SYNC, PTX_M_ALIGNED), U32T, ptx_imm(F3D_PROD_REGS));
-        if (g->fp8) {
+        if (g->fp8 && !g->gather) {
             int lead_warp = ptx_label_new(f);
             attn_bra(f, lead_warp, attn_setp(f, PTX_M_EQ, U32T, ptx_r(warp), ptx_imm(0)), false);
             ptx_reg ct = kit_reg(f, kit_iop(f, PTX_OP_SUB, ptx_r(tid), ptx_imm(32)));
@@ -636,10 +693,31 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
             ptx_reg tab = attn_add64(f, bt, ptx_r(ao.b), pp->pages_per_seq * 4);
             ptx_reg it = kit_reg(f, ptx_imm(0)), key = r32(f);
             ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(key), ptx_r(kr.key0));
+            /* fp8: warps 1..3 also convert V, block i - lag at iteration i
+             * (after gathering block i): the gather of block i waits
+             * empty[i % stages], the consumer's release of block
+             * i - stages, whose conversion (iteration i - stages + lag <=
+             * i - 1) these threads did already; the conversion of block j
+             * waits full[j], the 128 gathers of block j, which warp 0
+             * issues at its iteration j (it waits only on the consumer) and
+             * warps 1..3 at iteration j < j + lag. No cycle: neither role
+             * waits on the other's later work. */
+            int lag = g->stages - 1;
+            ptx_reg bound = kr.nblk, cv = none, ct = none, ckey = none;
+            if (g->fp8) {
+                cv = attn_setp(f, PTX_M_NE, U32T, ptx_r(warp), ptx_imm(0));
+                ct = kit_reg(f, kit_iop(f, PTX_OP_SUB, ptx_r(tid), ptx_imm(32)));
+                ckey = kit_reg(f, ptx_r(kr.key0));
+                bound = r32(f);
+                ptx_emit(f, PTX_OP_SELP, NOM, B32T, ptx_r(bound),
+                         kit_iop(f, PTX_OP_ADD, ptx_r(kr.nblk), ptx_imm(lag)), ptx_r(kr.nblk), ptx_r(cv));
+            }
             attn_bra(f, done, attn_setp(f, PTX_M_LE, S32T, ptx_r(kr.nblk), ptx_imm(0)), false);
-            int gtop = ptx_label_new(f);
+            int gtop = ptx_label_new(f), gskip = g->fp8 ? ptx_label_new(f) : -1;
             ptx_label_place(f, gtop);
             ptx_pragma_nounroll(f);
+            if (g->fp8) /* the last lag iterations of warps 1..3 only convert */
+                attn_bra(f, gskip, attn_setp(f, PTX_M_GE, S32T, ptx_r(it), ptx_r(kr.nblk)), false);
             ptx_reg st = kit_pipe_acquire(&pipe);
             attn_gather_rows(f, pp->es, pp->page, g->bn, st, kpool, pp->sk, d, key, len, ao.hk, tab, tid);
             ptx_reg sv = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(g->k_bytes)));
@@ -648,8 +726,16 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
                      ptx_addr(kit_pipe_full(&pipe), 0));
             kit_pipe_commit(&pipe);
             ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(key), ptx_r(key), ptx_imm(g->bn));
+            if (g->fp8) { /* warps 1..3, from iteration lag: block it - lag */
+                ptx_label_place(f, gskip);
+                int cskip = ptx_label_new(f);
+                attn_bra(f, cskip, cv, true);
+                attn_bra(f, cskip, attn_setp(f, PTX_M_LT, S32T, ptx_r(it), ptx_imm(lag)), false);
+                convert_stage(f, g, dv, &pwv, &pcv, ct, ckey, len);
+                ptx_label_place(f, cskip);
+            }
             ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
-            attn_bra(f, gtop, attn_setp(f, PTX_M_LT, S32T, ptx_r(it), ptx_r(kr.nblk)), false);
+            attn_bra(f, gtop, attn_setp(f, PTX_M_LT, S32T, ptx_r(it), ptx_r(bound)), false);
             attn_bra(f, done, none, false);
         } else {
             ptx_reg lead = ptx_reg_new(f, PTX_T_PRED);
@@ -703,12 +789,12 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
                     c3 = ptx_r(ao.b);
                 }
                 for (int which = 0; which < 2; which++) {
-                    int64_t D = which ? dv : d;
+                    int64_t D = which ? dv : d, w = which ? g->vw : g->kw;
                     int64_t base = which ? g->k_bytes : 0;
-                    for (int cc = 0; cc < (D * es + 127) / 128; cc++) { /* hd96: the second box half past the row */
-                        int64_t off = base + (int64_t)cc * g->bn * 128 + (int64_t)pg * g->pr * 128;
+                    for (int cc = 0; cc < (D * es + w - 1) / w; cc++) { /* hd96: the last box part past the row */
+                        int64_t off = base + (int64_t)cc * g->bn * w + (int64_t)pg * g->pr * w;
                         ptx_reg dst = off ? kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(off))) : st;
-                        ptx_opd co[4] = {ptx_imm(cc * 128 / es), c1, c2, c3};
+                        ptx_opd co[4] = {ptx_imm(cc * w / es), c1, c2, c3};
                         kit_tma_load(f, dst, which ? tmv : tmk, pp->varlen && !paged ? 3 : 4, co, full);
                     }
                 }
@@ -752,12 +838,14 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
             ptx_guard(ptx_emit(f, PTX_OP_LD, M3(PTX_M_GLOBAL, PTX_M_NC, PTX_M_V4), B32T, ptx_vecr(f, 4, v4),
                                ptx_addr(src, 0)),
                       ok, false);
-            /* sub-tile ch / 8, row r: 128 bytes, chunk (ch % 8) ^ (r % 8) */
-            ptx_opd sub = kit_iop(f, PTX_OP_SHL, kit_iop(f, PTX_OP_SHR, ptx_r(ch), ptx_imm(3)), ptx_imm(13));
-            ptx_opd cx = kit_iop(f, PTX_OP_XOR, kit_iop(f, PTX_OP_AND, ptx_r(ch), ptx_imm(7)),
-                                 kit_iop(f, PTX_OP_AND, ptx_r(r), ptx_imm(7)));
+            /* sub-tile ch / (kw / 16), row r: kw bytes, chunk (ch % (kw / 16)) ^ the row's swizzle */
+            int cpw = g->kw / 16;
+            ptx_opd sub = kit_iop(f, PTX_OP_SHL, kit_iop(f, PTX_OP_SHR, ptx_r(ch), ptx_imm(attn_ilog2(cpw))),
+                                  ptx_imm(attn_ilog2(F3D_BM * g->kw)));
+            ptx_opd cx = kit_iop(f, PTX_OP_XOR, kit_iop(f, PTX_OP_AND, ptx_r(ch), ptx_imm(cpw - 1)),
+                                 swz_row(f, ptx_r(r), g->kw));
             ptx_opd off = kit_iop(f, PTX_OP_ADD, sub,
-                                  kit_imad(f, ptx_r(r), ptx_imm(128), kit_iop(f, PTX_OP_SHL, cx, ptx_imm(4))));
+                                  kit_imad(f, ptx_r(r), ptx_imm(g->kw), kit_iop(f, PTX_OP_SHL, cx, ptx_imm(4))));
             ptx_reg dst = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(qs), off));
             ptx_ins *in = ptx_emit(f, PTX_OP_ST, M2(PTX_M_SHARED, PTX_M_V4), B32T, ptx_addr(dst, 0),
                                    ptx_vecr(f, 4, v4));
@@ -829,7 +917,7 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
             dvd = kit_wgmma_desc_emit(f, sv, (uint32_t)(g->bn * 128), 1024, 128);
         }
         /* d es / 2: the 16-bit width of a row (e4m3: k32 steps of 32 bytes, as k16 steps of 16-bit ones) */
-        kit_attn_wg_qk(f, &wsa, Sr, qs, F3D_BM * 128, st, (int64_t)g->bn * 128, (int)(d * es / 2));
+        wg_qk(f, &wsa, Sr, qs, F3D_BM * g->kw, st, (int64_t)g->bn * g->kw, (int)(d * es / 2), g->kw);
         ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(0));
 
         /* a warp whose 16 rows are all padding (GQA decode: Sq x group < 64)

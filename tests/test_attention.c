@@ -820,7 +820,8 @@ Test(attention, tune_export_lookup)
 }
 
 /* An e4m3 decode problem on sm_90a that the fp8 decode kernel (impl=3)
- * cannot take (head dim 64, pages of 1 key): the default config (impl=1,
+ * cannot take (a negative softmax scale; it takes head dims 64 to 256 and
+ * pages of any size since issue 16 items 2-3): the default config (impl=1,
  * which has no fp8) is refused in one line giving impl=3's reason, not
  * impl=1's "supports f16 and bf16" for a dtype the user could not avoid. */
 Test(attention, fp8_decode_without_a_kernel_says_why)
@@ -829,10 +830,10 @@ Test(attention, fp8_decode_without_a_kernel_says_why)
     static const struct {
         const char *items, *msg;
     } cases[] = {
-        {"batch=1 heads_q=8 heads_kv=2 seqlen_q=1 seqlen_k=1000 head_dim=64 page_size=16 dtype=e4m3",
-         "dtype e4m3 with head_dim=64 head_dim_v=64: impl=3's fp8 rows are 128-byte swizzle spans"},
-        {"batch=1 heads_q=8 heads_kv=2 seqlen_q=1 seqlen_k=1000 head_dim=128 page_size=1 dtype=e4m3",
-         "page_size=1 with dtype e4m3: impl=3 gathers pages under"},
+        {"batch=1 heads_q=8 heads_kv=2 seqlen_q=1 seqlen_k=1000 head_dim=64 page_size=16 dtype=e4m3 softmax_scale=-1",
+         "softmax_scale=-1: impl=3 needs a positive scale"},
+        {"batch=1 heads_q=8 heads_kv=2 seqlen_q=1 seqlen_k=1000 head_dim=128 page_size=1 dtype=e4m3 softmax_scale=-0.5",
+         "softmax_scale=-0.5: impl=3 needs a positive scale"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pt_arena *a = pt_arena_new();

@@ -1,0 +1,188 @@
+/* The sm_90a decode kernel's (impl=3) emulator case for
+ * tests/test_attention_fa3_decode.c and tests/test_attention_fa3_decode_fp8.c:
+ * a problem (fcase), one run at a schedule (emit -> print -> parse ->
+ * print back identically -> emulate at sm_90a, every detector on ->
+ * tuner_verify against the float64 reference with the verifier's own
+ * tolerances), and check() of a config. Header-only: each test program is
+ * one translation unit. */
+#ifndef TESTS_ATTN_FA3_DECODE_CASE_H
+#define TESTS_ATTN_FA3_DECODE_CASE_H
+
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gen/attention.h"
+#include "gen/attention_int.h"
+#include "ptx/emu/emu.h"
+#include "ptx/parse.h"
+#include "tuner/backend.h"
+#include "tuner/emu_check.h"
+#include "tuner/verify.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct fcase {
+    int64_t B, Hq, Hkv, Sq, Sk, d;
+    pt_dtype dt;
+    bool causal;
+    int64_t page, wl;
+    bool seqused, lse;
+    double softcap;
+    const char *config;
+    bool varlen, bhsd;
+    double dq, dk, dv; /* e4m3 descales (0: not given) */
+} fcase;
+
+static pt_problem problem_of(const fcase *c)
+{
+    pt_problem p;
+    pt_schema_defaults(&gen_attention_op, &p);
+    p.op = "attention";
+    p.batch = c->B;
+    p.heads_q = c->Hq;
+    p.heads_kv = c->Hkv;
+    p.seqlen_q = c->Sq;
+    p.seqlen_k = c->Sk;
+    p.head_dim = c->d;
+    p.dtype = c->dt;
+    p.causal = c->causal;
+    p.page_size = c->page;
+    p.seqused_k = c->seqused;
+    p.return_lse = c->lse;
+    p.softcap = c->softcap;
+    p.varlen = c->varlen;
+    p.layout = c->bhsd ? "bhsd" : "bshd";
+    p.descale_q = c->dq;
+    p.descale_k = c->dk;
+    p.descale_v = c->dv;
+    if (c->wl >= 0) {
+        p.window_left = c->wl;
+        p.window_left_given = true;
+    }
+    return p;
+}
+
+static void describe(const fcase *c, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s B%lld Hq%lld Hkv%lld Sq%lld Sk%lld d%lld%s%s page%lld%s%s%s softcap%g wl%lld [%s]",
+             pt_dtype_get(c->dt)->name, (long long)c->B, (long long)c->Hq, (long long)c->Hkv, (long long)c->Sq,
+             (long long)c->Sk, (long long)c->d, c->causal ? " causal" : "", c->seqused ? " seqused" : "",
+             (long long)c->page, c->lse ? " lse" : "", c->varlen ? " varlen" : "", c->bhsd ? " bhsd" : "",
+             c->softcap, (long long)c->wl, c->config);
+}
+
+static const char *const sched_names[] = {"lazy", "eager", "random"};
+
+/* One case with op (the attention op or an adversarial one) at schedule
+ * sched on the emulator (sm_90a); the config over the defaults must be
+ * impl=3. */
+static int run_case_st(const pt_op *op, const fcase *c, emu_sched sched, uint64_t seed, double *max_err,
+                       emu_stats *st, pt_err *e)
+{
+    pt_target tg;
+    cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
+    pt_problem p = problem_of(c);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp = NULL;
+    pt_config cf;
+    ptx_module *built = NULL, *parsed = NULL;
+    tuner_dev *d = NULL;
+    tuner_kernel *k = NULL;
+    tuner_io *io = NULL;
+    char *text = NULL;
+    pt_launch l;
+    *max_err = 0;
+    int rc = op->prepare(a, &p, &tg, &pp, e);
+    if (!rc) {
+        pt_space s;
+        op->space(pp, &tg, &s);
+        op->defaults(pp, &tg, &cf);
+        rc = pt_config_parse(&s, c->config, &cf, e);
+    }
+    if (!rc && pt_config_get(&cf, "impl", 0) != ATTN_FA3_SPLIT)
+        rc = pt_errf(e, PT_EINVAL, "not the sm_90a decode kernel (impl=%lld)",
+                     (long long)pt_config_get(&cf, "impl", 0));
+    if (!rc)
+        rc = op->check(pp, &tg, &cf, e);
+    if (!rc)
+        rc = pt_op_build(op, pp, &tg, 0, &cf, &built, &l, e);
+    if (!rc) {
+        text = ptx_print(built);
+        rc = ptx_parse(text, strlen(text), "<emitted>", 0, &parsed, e);
+    }
+    if (!rc) {
+        char *again = ptx_print(parsed);
+        if (strcmp(again, text) != 0)
+            rc = pt_errf(e, PT_EINTERNAL, "parse(print(kernel)) does not print back identically");
+        free(again);
+    }
+    tuner_dev_opts dopts = {.emu_threads = 1, .emu_arch = 90, .emu_schedule = (int)sched,
+                            .emu_schedule_seed = seed};
+    if (!rc)
+        rc = tuner_dev_open("emu", &dopts, &d, e);
+    tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, l.entry, op, pp};
+    if (!rc)
+        rc = tuner_load(d, &img, &k, e);
+    if (!rc)
+        rc = tuner_io_new(op, pp, &io, e);
+    if (!rc) {
+        tuner_io_random(io, seed, 0, 0);
+        rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), e);
+    }
+    if (!rc) {
+        tuner_verify_opts vo = {.full_limit = INT64_MAX};
+        tuner_verify_result vr;
+        rc = tuner_verify(d, k, &l, io, &vo, &vr, e);
+        *max_err = vr.max_err;
+        if (!rc && st)
+            rc = tuner_emu_last_run(d, st);
+    }
+    if (io)
+        tuner_io_free(d, io);
+    if (k)
+        tuner_unload(d, k);
+    if (d)
+        tuner_dev_close(d);
+    free(text);
+    ptx_module_free(parsed);
+    ptx_module_free(built);
+    pt_arena_free(a);
+    return rc;
+}
+
+static int run_case(const pt_op *op, const fcase *c, emu_sched sched, uint64_t seed, double *max_err, pt_err *e)
+{
+    return run_case_st(op, c, sched, seed, max_err, NULL, e);
+}
+
+static int check_of(const fcase *c, const char *arch, const char *config, pt_err *e)
+{
+    pt_target tg;
+    cr_assert_eq(pt_target_parse(arch, &tg, e), PT_OK);
+    pt_problem p = problem_of(c);
+    pt_arena *a = pt_arena_new();
+    pt_prepared *pp;
+    int rc = gen_attention_op.prepare(a, &p, &tg, &pp, e);
+    if (!rc) {
+        pt_config cf;
+        attn_fa3_decode_defaults(pp, &tg, &cf);
+        pt_space s;
+        attn_fa3_decode_space(pp, &tg, &s);
+        rc = pt_config_parse(&s, config, &cf, e);
+        if (!rc)
+            rc = gen_attention_op.check(pp, &tg, &cf, e);
+    }
+    pt_arena_free(a);
+    return rc;
+}
+
+#endif
