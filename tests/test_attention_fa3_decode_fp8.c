@@ -89,6 +89,46 @@ Test(attention_fa3_decode_fp8, hd64_hd96_small_pages_against_the_reference_every
     cr_assert_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
 }
 
+/* the gather with the conversion in one warpgroup, where a wrong lag would
+ * deadlock: the tightest rings (stages 2: the conversion one block behind
+ * the gather; 3) and a deep one (8), each split's blocks twice the ring
+ * or more (ragged seqused_k: some fewer), under the random schedule at 6
+ * seeds each (a deadlock is the emulator's report: with the lag mutated
+ * to stages the emulator reports the consumer's mbarrier wait deadlocked,
+ * and before the shapes had twice the ring's blocks it did not) */
+static const fcase lag_shapes[] = {
+    {2, 8, 2, 1, 1000, 128, E4M3, false, 1, -1, true, true, 0, "bn=64,stages=2,splits=2", false, false, 1, 1, 1},
+    {2, 8, 1, 2, 300, 64, E4M3, true, 4, -1, true, true, 0, "bn=32,stages=3,splits=1", false, false, 0.5, 2, 1},
+    {1, 8, 2, 1, 1000, 96, E4M3, false, 2, -1, false, true, 0, "bn=32,stages=8,splits=2", false, false, 1, 1, 2},
+};
+
+Test(attention_fa3_decode_fp8, gather_and_conversion_never_deadlock_under_random_schedules, .timeout = 600)
+{
+    int ran = 0, failed = 0;
+    char first[2048] = "";
+    double t0 = now();
+    for (size_t i = 0; i < sizeof lag_shapes / sizeof *lag_shapes; i++)
+        for (uint64_t seed = 1; seed <= 6; seed++) {
+            const fcase *c = &lag_shapes[i];
+            double err;
+            pt_err e = {0};
+            int rc = run_case(&gen_attention_op, c, EMU_SCHED_RANDOM, 1000 * seed + i, &err, &e);
+            ran++;
+            if (rc) {
+                char what[512];
+                describe(c, what, sizeof what);
+                if (!failed)
+                    snprintf(first, sizeof first, "%s (seed %llu): %.1200s", what, (unsigned long long)seed, e.msg);
+                failed++;
+                fprintf(stderr, "FAIL %s (random seed %llu): %s\n", what, (unsigned long long)seed, e.msg);
+            }
+        }
+    printf("attention decode (impl=3) e4m3 gather + conversion, random schedule: %d cases, %d failed, %.1f s\n", ran,
+           failed, now() - t0);
+    fflush(stdout);
+    cr_assert_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
+}
+
 /* the adversarial e4m3 kinds (NaN 0x7f / 0xff, +-448, subnormals, ties, a
  * NaN in v past the keys) on a hd64, a hd96 and a page-2 gather shape */
 static const fcase adv_shapes[] = {
