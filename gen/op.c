@@ -29,6 +29,20 @@ const pt_op *pt_op_find(const char *name)
     return NULL;
 }
 
+/* The SM term (pt_launch.grid_per_sm): min(grid[0], K x SMs), a whole
+ * number of clusters and at least one; the runtime (runtime/runtime.c,
+ * rt_grid_x) applies the same rule from the contract. */
+unsigned pt_launch_grid_x(const pt_launch *l, int sms)
+{
+    if (!l->grid_per_sm)
+        return l->grid[0];
+    unsigned c = l->cluster[0] ? l->cluster[0] : 1;
+    uint64_t cap = (uint64_t)l->grid_per_sm * (uint64_t)(sms < 1 ? 1 : sms) / c * c;
+    if (cap < c)
+        cap = c;
+    return cap < l->grid[0] ? (unsigned)cap : l->grid[0];
+}
+
 int64_t pt_config_get(const pt_config *c, const char *name, int64_t def)
 {
     for (int i = 0; i < c->n; i++)

@@ -200,7 +200,16 @@ typedef struct pt_launch {
                            * dimension); 0: no cluster launch */
     int ntmaps;
     pt_tmap tmaps[PT_MAX_TMAPS]; /* PT_ARG_TENSORMAP's .index */
+    /* A persistent kernel's SM term (issues 13, 14): 0 none; K > 0: the
+     * kernel walks its work by %nctaid.x, grid[0] is its natural x extent
+     * (one CTA per tile or unit: always a correct launch) and every launcher
+     * runs min(grid[0], K x the device's SMs) CTAs along x, rounded down to
+     * a multiple of cluster[0] (at least one cluster): pt_launch_grid_x. */
+    unsigned grid_per_sm;
 } pt_launch;
+
+/* The x extent l launches with on a device of sms SMs (sms < 1: 1). */
+unsigned pt_launch_grid_x(const pt_launch *l, int sms);
 
 /* A host tensor for references and verification: float64 values in the
  * tensor's own contiguous shape, plus its storage dtype. */

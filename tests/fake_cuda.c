@@ -13,7 +13,8 @@
  * clock. One device; this is test code, so its state is one global, as a
  * driver's is.
  *
- * Environment: FAKE_CUDA_CC (e.g. 90, the default), FAKE_CUDA_MAX_THREADS
+ * Environment: FAKE_CUDA_CC (e.g. 90, the default), FAKE_CUDA_SMS (the SM count, 4),
+ * FAKE_CUDA_MAX_THREADS
  * (the per-kernel block limit, 1024), FAKE_CUDA_MAX_STEPS (emulator step
  * cap that counts as a hang, 2^26). */
 #include <cuda.h>
@@ -65,6 +66,7 @@ static struct {
     int stream_tag, event_tag, ctx_tag;
     int primary_retains; /* retained and not released (fake_cuda_primary_retains) */
     int primary_retain_calls;
+    int last_grid_x; /* of the last cuLaunchKernelEx */
 } G;
 
 /* Contexts (issue 14): each thread has a stack of current contexts, as the
@@ -83,6 +85,8 @@ int fake_cuda_primary_retains(void);
 int fake_cuda_primary_retains(void) { return G.primary_retains; }
 int fake_cuda_primary_retain_calls(void);
 int fake_cuda_primary_retain_calls(void) { return G.primary_retain_calls; }
+int fake_cuda_last_grid_x(void);
+int fake_cuda_last_grid_x(void) { return G.last_grid_x; }
 
 static int env_int(const char *name, int def)
 {
@@ -197,7 +201,7 @@ static CUresult f_device_attr(int *v, CUdevice_attribute a, CUdevice d)
     switch (a) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = cc / 10; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = cc % 10; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 4; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = env_int("FAKE_CUDA_SMS", 4); break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 232448; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *v = 233472; break;
     case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: *v = 65536; break;
@@ -551,6 +555,7 @@ static CUresult f_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params
     emu_launch l = {{c->gridDimX, c->gridDimY, c->gridDimZ},
                     {c->blockDimX, c->blockDimY, c->blockDimZ},
                     c->sharedMemBytes};
+    G.last_grid_x = (int)c->gridDimX;
     if (!G.capturing) {
         execute_cl(fn, &l, cl[0] * cl[1] * cl[2] > 1 ? cl : NULL, params);
         return CUDA_SUCCESS;

@@ -166,9 +166,23 @@ static int check_cluster(const pt_launch *l, pt_err *e)
     return PT_OK;
 }
 
+/* l as this device runs it: a persistent kernel's grid x from the
+ * device's SM count (pt_launch_grid_x), the same on every backend. */
+static const pt_launch *sized(const tuner_dev *d, const pt_launch *l, pt_launch *tmp)
+{
+    if (!l->grid_per_sm)
+        return l;
+    *tmp = *l;
+    tmp->grid[0] = pt_launch_grid_x(l, d->info.sm_count);
+    tmp->grid_per_sm = 0;
+    return tmp;
+}
+
 int tuner_launch(tuner_dev *d, tuner_kernel *k, const pt_launch *l, void *const *args, pt_err *e)
 {
     STICKY_GUARD(d, e);
+    pt_launch tmp;
+    l = sized(d, l, &tmp);
     int rc = check_cluster(l, e);
     if (rc)
         return tuner_dev_fail(d, rc, TUNER_LAUNCH_ERROR, false);
@@ -190,6 +204,8 @@ int tuner_batch_new(tuner_dev *d, tuner_kernel *k, const pt_launch *l, void *con
         return pt_errf(e, PT_EUNSUPPORTED, "the %s backend does not time kernels", d->ops->name);
     if (nsets < 1 || count < 1)
         return pt_errf(e, PT_EINVAL, "batch of %d launches over %d argument sets", count, nsets);
+    pt_launch tmp;
+    l = sized(d, l, &tmp);
     return d->ops->batch_new(d, k, l, argsets, nsets, count, graph, out, e);
 }
 

@@ -95,6 +95,8 @@ typedef struct tuner_dev_opts {
     int emu_smem_shift;   /* emu: bytes before the first shared array beyond the arch's
                              reserved region (0: EMU_SMEM_SHIFT_DEFAULT; -1: none) */
     int emu_schedule;     /* emu: async completion points (an emu_sched; 0: lazy) */
+    int emu_sm_count;     /* emu: the SMs the device reports, which size persistent grids
+                             (pt_launch.grid_per_sm; 0: tuner_emu_sm_count(emu_arch)) */
     uint64_t emu_schedule_seed; /* emu: the seed of the random schedule */
     double mock_gbs;      /* mock: bandwidth of its timing model (0: 2000) */
     double mock_noise;    /* mock: relative timing noise (0: none; 0.01 = 1%) */
@@ -116,6 +118,10 @@ tuner_outcome tuner_dev_failure(const tuner_dev *d);
 bool tuner_dev_sticky(const tuner_dev *d);
 /* Forgets the last failure's class (not stickiness), before a new step. */
 void tuner_dev_reset_failure(tuner_dev *d);
+
+/* The SM count an emulator device of sm_<arch> reports by default: the
+ * arch's flagship (80: A100's 108, 86: 84, 87: 16, 89: 142, 90 and 0: H100's 132). */
+int tuner_emu_sm_count(int arch);
 
 /* The emulator's counts for its last launch (PT_EINVAL on other backends). */
 int tuner_emu_last_stats(tuner_dev *d, uint64_t *lane_instructions, double *seconds);
@@ -143,6 +149,8 @@ void tuner_unload(tuner_dev *d, tuner_kernel *k);
  * (cuda: cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION); the
  * grid must be a multiple of it. */
 int tuner_launch(tuner_dev *d, tuner_kernel *k, const pt_launch *l, void *const *args, pt_err *e);
+/* (l->grid_per_sm: grid x is pt_launch_grid_x of the device's sm_count, here
+ * and in tuner_batch_new, for every backend.) */
 /* Tensor maps (PT_ARG_TENSORMAP): encodes the map d describes (gaddr a
  * device address of this device) into the 128 bytes a kernel parameter
  * takes by value. cuda: the driver's cuTensorMapEncodeTiled (through

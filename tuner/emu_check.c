@@ -39,7 +39,7 @@ int pt_check_emu(const pt_op *op, const pt_prepared *pp, const pt_target *t, con
         free(again);
     }
     tuner_dev_opts dopts = {.emu_threads = o ? o->threads : 0, .emu_arch = t->sm,
-                            .emu_smem_shift = o ? o->smem_shift : 0};
+                            .emu_smem_shift = o ? o->smem_shift : 0, .emu_sm_count = o ? o->sm_count : 0};
     if (!rc)
         rc = tuner_dev_open("emu", &dopts, &d, e);
     tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, l.entry, op, pp};

@@ -19,6 +19,8 @@ typedef struct pt_check_opts {
     double lo, hi;   /* input range; 0,0: [-2, 2] */
     int smem_shift;  /* bytes before the first shared array beyond the target's reserved
                         region (0: EMU_SMEM_SHIFT_DEFAULT; -1: none, the hardware layout) */
+    int sm_count;    /* SMs of the emulator device, which size persistent grids
+                        (0: tuner_emu_sm_count of the target) */
     /* called after the random inputs are made, before the upload (NULL:
      * none): a test's adversarial values (NaN, inf, extremes) written over
      * them, in io->in[i].data and io->in_bits[i] alike */

@@ -46,6 +46,17 @@ int tuner_emu_last_run(tuner_dev *d, emu_stats *st)
     return PT_OK;
 }
 
+int tuner_emu_sm_count(int arch)
+{
+    switch (arch) {
+    case 80: return 108;
+    case 86: return 84;
+    case 87: return 16;
+    case 89: return 142;
+    default: return 132;
+    }
+}
+
 static int emud_open(tuner_dev *d, const tuner_dev_opts *o, pt_err *e)
 {
     emu_opts eo = emu_default_opts();
@@ -65,6 +76,8 @@ static int emud_open(tuner_dev *d, const tuner_dev_opts *o, pt_err *e)
     eo.smem_shift = o->emu_smem_shift == 0    ? EMU_SMEM_SHIFT_DEFAULT
                     : o->emu_smem_shift == -1 ? 0
                                               : (uint32_t)o->emu_smem_shift;
+    if (o->emu_sm_count < 0 || o->emu_sm_count > 4096)
+        return pt_errf(e, PT_EINVAL, "emulator: bad SM count %d (1..4096, 0: the arch's)", o->emu_sm_count);
     emu_dev *ed = calloc(1, sizeof *ed);
     if (!ed || !(ed->c = emu_new(&eo))) {
         free(ed);
@@ -75,7 +88,7 @@ static int emud_open(tuner_dev *d, const tuner_dev_opts *o, pt_err *e)
     strcpy(di->name, "ptxtune emulator");
     di->cc_major = 9;
     di->cc_minor = 0;
-    di->sm_count = 1;
+    di->sm_count = o->emu_sm_count ? o->emu_sm_count : tuner_emu_sm_count(o->emu_arch);
     di->smem_optin = 227 << 10;
     di->smem_per_sm = 228 << 10;
     di->regs_per_sm = 65536;

@@ -170,7 +170,7 @@ static double model_of(const sweep_ctx *sc, const prob_state *ps, const pt_confi
         .flops = ps->flops,
         .bytes = ps->bytes,
         .tensor = pt_problem_tensor_math(p),
-        .blocks = (int64_t)l->grid[0] * l->grid[1] * l->grid[2],
+        .blocks = (int64_t)pt_launch_grid_x(l, sc->dev.sm_count) * l->grid[1] * l->grid[2],
         .threads = (int)(l->block[0] * l->block[1] * l->block[2]),
         .regs = res ? res->registers : 0,
         .smem = (int)l->smem + (res ? res->shared_bytes : 0),
@@ -585,10 +585,15 @@ static int record(db_store *db, int64_t run, prob_state *ps, const sweep_ctx *sc
      * (winner_contract), not for every candidate */
     pt_buf launch;
     pt_buf_init(&launch);
-    pt_buf_printf(&launch, "{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%zu}",
+    pt_buf_printf(&launch, "{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"smem\":%zu",
                   t_b->launch.grid[0], t_b->launch.grid[1], t_b->launch.grid[2],
                   t_b->launch.block[0], t_b->launch.block[1], t_b->launch.block[2],
                   t_b->launch.smem);
+    /* a persistent kernel: grid is its natural extent, launched as
+     * min(grid x, grid_per_sm x SMs) (gen/op.h) */
+    if (t_b->launch.grid_per_sm)
+        pt_buf_printf(&launch, ",\"grid_per_sm\":%u", t_b->launch.grid_per_sm);
+    pt_buf_putc(&launch, '}');
     db_kernel k = {b->hash, ps->op->name, b->cfg_str, t_b->entry, t_b->ptx};
     pt_buf res;
     pt_buf_init(&res);
