@@ -266,17 +266,23 @@ static void contract_items(const char *launch, json_t *pairs)
         dims = dmb;
         o = 0;
         json_t *g = json_object_get(c, "grid");
-        for (size_t i = 0; i < 3 && o < sizeof grb - 64; i++) {
+        for (size_t i = 0; i < 3 && o < sizeof grb - 96; i++) {
             json_t *r = json_array_get(g, i);
+            json_t *ps = json_object_get(r, "per_sm"), *tm = json_object_get(r, "times");
+            /* version 2: min(X, K*sms) for a persistent kernel's x, T*ceil(..) */
+            o += (size_t)snprintf(grb + o, sizeof grb - o, "%s%s", i ? "x" : "", ps ? "min(" : "");
             if (json_object_get(r, "dim"))
-                o += (size_t)snprintf(grb + o, sizeof grb - o, "%sceil(d%lld*%lld/%lld)",
-                                      i ? "x" : "",
+                o += (size_t)snprintf(grb + o, sizeof grb - o, "ceil(d%lld*%lld/%lld)",
                                       (long long)json_integer_value(json_object_get(r, "dim")),
                                       (long long)json_integer_value(json_object_get(r, "mul")),
                                       (long long)json_integer_value(json_object_get(r, "div")));
             else
-                o += (size_t)snprintf(grb + o, sizeof grb - o, "%s%lld", i ? "x" : "",
+                o += (size_t)snprintf(grb + o, sizeof grb - o, "%lld",
                                       (long long)json_integer_value(json_object_get(r, "const")));
+            if (tm)
+                o += (size_t)snprintf(grb + o, sizeof grb - o, "*%lld", (long long)json_integer_value(tm));
+            if (ps)
+                o += (size_t)snprintf(grb + o, sizeof grb - o, ",%lld*sms)", (long long)json_integer_value(ps));
         }
         grid = grb;
     }

@@ -107,9 +107,12 @@ typedef struct rt_arg {
     int tmap;        /* tensor maps: index into the entry's tmaps; -1 */
 } rt_arg;
 
+/* One grid component's rule (tuner/contract.h): c, or times x
+ * ceil(dims[dim] x mul / div); x with per_sm K (version 2): at most K x the
+ * device's SMs, a whole number of clusters, at least one (rt_grid_x). */
 typedef struct rt_grid {
     int dim; /* -1: constant c */
-    int64_t c, mul, div;
+    int64_t c, mul, div, times, per_sm;
 } rt_grid;
 
 struct ptxtune_entry {
@@ -161,6 +164,7 @@ struct ptxtune_runtime {
     CUcontext primary; /* retained by us (no context was current) */
     CUcontext ctx;     /* the context every module is loaded in: the caller's, or primary */
     int cc;
+    int sms; /* the device's SM count (persistent grids, rt_grid_x) */
     char fp_key[17];
     ptxtune_entry *v;
     int n, cap;
@@ -457,8 +461,11 @@ static int read_dims(ptxtune_entry *k, json_t *c, const char *dims, ptxtune_erro
                     "%s: no launch contract (stored before contracts were recorded: tune it again)",
                     k->problem);
     int64_t v;
-    if (!jint(c, "v", &v) || v != 1)
-        return fail(e, PTXTUNE_EINVAL, "%s: launch contract version is not 1", k->problem);
+    if (!jint(c, "v", &v))
+        return fail(e, PTXTUNE_EINVAL, "%s: launch contract without a version", k->problem);
+    if (v != 1 && v != 2)
+        return fail(e, PTXTUNE_EINVAL, "%s: launch contract version %lld: this library reads 1 and 2 "
+                    "(a newer ptxtune exported it)", k->problem, (long long)v);
     json_t *dm = json_object_get(c, "dims");
     k->ndims = parse_dims(dims, k->tuned, PTXTUNE_MAX_DIMS);
     if (!json_is_array(dm) || k->ndims < 0 || (size_t)k->ndims != json_array_size(dm))
@@ -487,8 +494,9 @@ static int read_dims(ptxtune_entry *k, json_t *c, const char *dims, ptxtune_erro
 static int read_dims_text(ptxtune_entry *k, int64_t v, const char *sizes, const char *dims,
                           ptxtune_error *e)
 {
-    if (v != 1)
-        return fail(e, PTXTUNE_EINVAL, "%s: launch contract version is not 1", k->problem);
+    if (v != 1 && v != 2)
+        return fail(e, PTXTUNE_EINVAL, "%s: launch contract version %lld: this library reads 1 and 2 "
+                    "(a newer ptxtune exported it)", k->problem, (long long)v);
     k->ndims = parse_dims(dims, k->tuned, PTXTUNE_MAX_DIMS);
     if (k->ndims < 0)
         return fail(e, PTXTUNE_EINVAL, "%s: the contract's dims do not match the problem's (%s)",
@@ -553,16 +561,19 @@ static int read_contract(ptxtune_entry *k, json_t *c, ptxtune_error *e)
     k->smem_optin = json_is_true(json_object_get(c, "smem_optin"));
     for (size_t i = 0; i < 3; i++) {
         json_t *b = json_array_get(bl, i), *g = json_array_get(gr, i);
-        int64_t d = -1, cst = 0, mul = 1, div = 1;
+        int64_t d = -1, cst = 0, mul = 1, div = 1, times = 1, per_sm = 0;
+        bool has_t = json_object_get(g, "times") != NULL, has_k = json_object_get(g, "per_sm") != NULL;
         if (!json_is_integer(b) || json_integer_value(b) < 1 ||
             !(jint(g, "const", &cst) || (jint(g, "dim", &d) && jint(g, "mul", &mul) &&
-                                         jint(g, "div", &div) && mul > 0 && div > 0))) {
+                                         jint(g, "div", &div) && mul > 0 && div > 0)) ||
+            (has_t && (!jint(g, "times", &times) || times < 1 || times > INT32_MAX || d < 0)) ||
+            (has_k && (!jint(g, "per_sm", &per_sm) || per_sm < 1 || per_sm > 64 || i != 0))) {
             rc = fail(e, PTXTUNE_EINVAL, "%s: malformed launch contract (grid/block)",
                       k->problem);
             goto out;
         }
         k->block[i] = (unsigned)json_integer_value(b);
-        k->grid[i] = (rt_grid){d < 0 ? -1 : (int)d, cst, mul, div};
+        k->grid[i] = (rt_grid){d < 0 ? -1 : (int)d, cst, mul, div, times, per_sm};
     }
     if ((size_t)k->ndims != json_array_size(dm)) {
         rc = fail(e, PTXTUNE_EINVAL, "%s: the contract's dims changed", k->problem);
@@ -1546,6 +1557,7 @@ PTXTUNE_EXPORT int ptxtune_open(const char *path, const ptxtune_options *o, ptxt
     char name[256] = "";
     int sms = 0, driver = 0;
     int rc = device_open(rt, o->device, name, sizeof name, &sms, &driver, e);
+    rt->sms = sms;
     fp_pick pk = {.prefix = o->fingerprint, .gpu = name, .cc = rt->cc, .sms = sms};
     snprintf(pk.drv, sizeof pk.drv, "%d", driver);
     bool bundle = false;
@@ -1686,7 +1698,15 @@ static int fill_selection(const ptxtune_runtime *crt, const ptxtune_entry *ck, c
     s->padded = padded;
     for (int i = 0; i < 3; i++) {
         const rt_grid *g = &k->grid[i];
-        int64_t v = g->dim < 0 ? g->c : (at[g->dim] * g->mul + g->div - 1) / g->div;
+        int64_t v = g->dim < 0 ? g->c : (at[g->dim] * g->mul + g->div - 1) / g->div * g->times;
+        if (g->per_sm) { /* a persistent kernel: at most K x this device's SMs, whole clusters */
+            int64_t c = k->cluster[0] > 1 ? k->cluster[0] : 1;
+            int64_t cap = g->per_sm * (crt->sms > 0 ? crt->sms : 1) / c * c;
+            if (cap < c)
+                cap = c;
+            if (v > cap)
+                v = cap;
+        }
         if (v < 1 || v > (i == 0 ? INT32_MAX : 65535))
             return fail(e, PTXTUNE_EINVAL, "%s: grid %c of %lld is out of range", k->problem,
                         "xyz"[i], (long long)v);

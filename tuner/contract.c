@@ -272,7 +272,8 @@ static bool same_kernel(const emission *b, const emission *pr, int64_t T, int64_
         return false;
     const pt_launch *l = &b->l, *q = &pr->l;
     if (memcmp(l->block, q->block, sizeof l->block) || l->smem != q->smem ||
-        l->smem_optin != q->smem_optin || l->align != q->align || l->nargs != q->nargs)
+        l->smem_optin != q->smem_optin || l->align != q->align || l->nargs != q->nargs ||
+        l->grid_per_sm != q->grid_per_sm)
         return false;
     for (int i = 0; i < l->nargs; i++) {
         const pt_arg *u = &l->args[i], *v = &q->args[i];
@@ -302,20 +303,14 @@ static bool same_kernel(const emission *b, const emission *pr, int64_t T, int64_
 
 typedef struct gfit {
     bool varies;
-    int64_t mul, div;
+    int64_t mul, div, times; /* times x ceil(P mul / div) */
 } gfit;
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* grid = ceil(P * mul / div) at every point, for some mul in cands. */
-static bool fit(const int64_t *P, const int64_t *G, int n, const int64_t *cands, int nc, gfit *f)
+static bool fit1(const int64_t *P, const int64_t *G, int n, const int64_t *cands, int nc, gfit *f)
 {
-    f->varies = false;
-    for (int i = 1; i < n; i++)
-        if (G[i] != G[0])
-            f->varies = true;
-    if (!f->varies)
-        return true;
     int big = 0;
     for (int i = 1; i < n; i++)
         if (P[i] > P[big])
@@ -338,6 +333,41 @@ static bool fit(const int64_t *P, const int64_t *G, int n, const int64_t *cands,
         }
     }
     return false;
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+/* grid = ceil(P * mul / div), or times x that (a persistent GEMM's tiles
+ * at run-time M: ceil(m / bm) x column tiles, times the common factor of
+ * every point's grid). */
+static bool fit(const int64_t *P, const int64_t *G, int n, const int64_t *cands, int nc, gfit *f)
+{
+    f->varies = false;
+    f->times = 1;
+    for (int i = 1; i < n; i++)
+        if (G[i] != G[0])
+            f->varies = true;
+    if (!f->varies)
+        return true;
+    if (fit1(P, G, n, cands, nc, f))
+        return true;
+    int64_t t = 0, H[C_MAX_PTS];
+    for (int i = 0; i < n; i++)
+        t = gcd64(t, G[i]);
+    if (t <= 1 || n > C_MAX_PTS)
+        return false;
+    for (int i = 0; i < n; i++)
+        H[i] = G[i] / t;
+    f->times = t;
+    return fit1(P, H, n, cands, nc, f);
 }
 
 static const char *kind_name(pt_arg_kind k)
@@ -536,7 +566,11 @@ int tuner_contract_json(const pt_op *op, const pt_problem *p, const pt_target *t
         return rc;
     }
     /* the JSON */
-    pt_buf_puts(out, "{\"v\":1,\"entry\":");
+    /* version 2: a grid rule with an SM term or a factor (tuner/contract.h) */
+    bool v2 = l->grid_per_sm != 0;
+    for (int k = 0; k < 3; k++)
+        v2 = v2 || (grid[k].varies && grid[k].times != 1);
+    pt_buf_printf(out, "{\"v\":%d,\"entry\":", v2 ? 2 : 1);
     json_str(out, l->entry ? l->entry : "");
     bool cl = l->cluster[0] || l->cluster[1] || l->cluster[2];
     pt_buf_printf(out,
@@ -570,10 +604,15 @@ int tuner_contract_json(const pt_op *op, const pt_problem *p, const pt_target *t
         if (k)
             pt_buf_putc(out, ',');
         if (grid[k].varies)
-            pt_buf_printf(out, "{\"dim\":%d,\"mul\":%lld,\"div\":%lld}", grid_group[k],
+            pt_buf_printf(out, "{\"dim\":%d,\"mul\":%lld,\"div\":%lld", grid_group[k],
                           (long long)grid[k].mul, (long long)grid[k].div);
         else
-            pt_buf_printf(out, "{\"const\":%u}", l->grid[k]);
+            pt_buf_printf(out, "{\"const\":%u", l->grid[k]);
+        if (grid[k].varies && grid[k].times != 1)
+            pt_buf_printf(out, ",\"times\":%lld", (long long)grid[k].times);
+        if (k == 0 && l->grid_per_sm)
+            pt_buf_printf(out, ",\"per_sm\":%u", l->grid_per_sm);
+        pt_buf_putc(out, '}');
     }
     pt_buf_puts(out, "],\"args\":[");
     for (int i = 0; i < l->nargs; i++) {

@@ -13,12 +13,22 @@
  * tensors whose sizes follow it or stay, and a grid the rule below
  * reproduces at every probe. Otherwise its range is the tuned value alone.
  *
- * JSON (version 1), the "contract" member of a measurement's launch:
+ * JSON (version 1, or 2 when the grid rule has "times" or "per_sm"), the
+ * "contract" member of a measurement's launch:
  *   {"v":1,"entry":E,"block":[x,y,z],"smem":N,"smem_optin":B,"cluster":[1,1,1],
  *    "align":A,"workspace":{"bytes":N,"zero_fill":"once"},
  *    "dims":[{"name":"m","tuned":T,"min":LO,"max":HI,"group":G},...],
  *    "grid":[R,R,R], R = {"const":N} or {"dim":I,"mul":M,"div":D}
- *           (ceil(dims[I] * M / D); the other dims at their tuned values),
+ *           (ceil(dims[I] * M / D); the other dims at their tuned values);
+ *           version 2: the dim form may carry "times":T (T x that: a
+ *           persistent GEMM's tiles at run-time M) and the x rule
+ *           "per_sm":K, the SM term of a persistent kernel (gen/op.h
+ *           pt_launch.grid_per_sm): x = min(X, K x the device's SMs, rounded
+ *           down to a whole cluster, at least one), X the rule's value
+ *           (always a correct launch by itself). A stream-K kernel's X is
+ *           at most K x 132 (GEMM_SK_MAX_SMS), the widest grid its
+ *           workspace is sized for, so the workspace bytes do not depend
+ *           on the launch,
  *    "args":[{"name":P,"kind":"input|output|workspace|u32|u64|f32",
  *             "tensor":I,"dtype":D,"elements":N,"scales":[I...]}  (tensors)
  *            {"name":P,"kind":"u32","dim":I} | {"name":P,"kind":"f32","value":V}]}
