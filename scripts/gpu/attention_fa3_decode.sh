@@ -42,6 +42,10 @@ window|batch=2 heads_q=8 heads_kv=2 seqlen_q=1 seqlen_k=1000 head_dim=64 page_si
 softcap_unpaged|batch=1 heads_q=8 heads_kv=2 seqlen_q=4 seqlen_k=129 head_dim=128 causal=1 window_left=20 softcap=30 dtype=bf16|impl=3,bm=64,bn=32,stages=2,ctas=1,splits=2|1
 fp8_paged16|batch=3 heads_q=8 heads_kv=2 seqlen_q=1 seqlen_k=77 head_dim=128 page_size=16 seqused_k=1 return_lse=1 dtype=e4m3 descale_q=0.5 descale_k=2 descale_v=1.5|impl=3,bm=64,bn=64,stages=4,ctas=1,splits=3|1
 fp8_hd256_causal|batch=2 heads_q=8 heads_kv=1 seqlen_q=4 seqlen_k=129 head_dim=256 page_size=256 causal=1 return_lse=1 dtype=e4m3|impl=3,bm=64,bn=32,stages=3,ctas=1,splits=2|1
+fp8_hd64_64b|batch=3 heads_q=8 heads_kv=2 seqlen_q=1 seqlen_k=1000 head_dim=64 page_size=16 seqused_k=1 return_lse=1 dtype=e4m3 descale_q=0.5 descale_k=2 descale_v=1.5|impl=3,bm=64,bn=128,stages=4,ctas=1,splits=3|1
+fp8_hd96_mqa|batch=1 heads_q=32 heads_kv=1 seqlen_q=4 seqlen_k=129 head_dim=96 page_size=64 causal=1 softcap=30 dtype=e4m3|impl=3,bm=64,bn=64,stages=2,ctas=1,splits=2|1
+fp8_page1_gather|batch=2 heads_q=8 heads_kv=2 seqlen_q=1 seqlen_k=1000 head_dim=128 page_size=1 seqused_k=1 return_lse=1 dtype=e4m3|impl=3,bm=64,bn=64,stages=2,ctas=1,splits=2|1
+fp8_page4_hd64|batch=2 heads_q=16 heads_kv=2 seqlen_q=1 seqlen_k=300 head_dim=64 page_size=4 window_left=40 dtype=e4m3|impl=3,bm=64,bn=64,stages=3,ctas=1,splits=1|1
 llama_8k_b4|batch=4 heads_q=32 heads_kv=8 seqlen_q=1 seqlen_k=8192 head_dim=128 page_size=16 dtype=bf16|-|0
 EOF
 }
