@@ -15,7 +15,9 @@
  * The kernel (one CTA per BM x BN tile; grid = tiles x splitk x batch):
  *   tile order  the linear CTA index walks groups of `raster` tile rows
  *               column by column (L2 reuse of B across a group); with
- *               `persistent` = P, P CTAs loop over the tiles (t += nctaid.x)
+ *               `persistent` = K (1 or 2), min(tiles, K x SMs) CTAs, sized
+ *               at launch (pt_launch.grid_per_sm), loop over the tiles
+ *               (t += nctaid.x; any grid x from 1 is right)
  *   main loop   gemm_tile.c: cp.async into a `stages`-deep ring of
  *               shared-memory tiles, ldmatrix + mma.sync per warp tile
  *               (or FFMA per thread tile for f32)
@@ -32,8 +34,8 @@
  * dyn=m (docs/runtime.md): M is the u32 parameter m instead: A's rows past
  * M are zero-filled, D/C/epilogue rows predicated, M-row batch strides
  * computed; grid (ceil(M / bm), column tiles x splitk, batch) with the
- * linear tile column-tile * tile-rows + ctaid.x (persistent: P CTAs, tile
- * count from M); the split-K workspace is laid out for m_cap =
+ * linear tile column-tile * tile-rows + ctaid.x (persistent: the tiles at
+ * m_cap capped by K x SMs at launch, tile count from M); the split-K workspace is laid out for m_cap =
  * pow2ceil(m), so the PTX is the same for every M (split-K: every M of
  * the bucket (m_cap/2, m_cap]). A column-major D's columns are M long: its
  * leading dimension (C's, the M x N tensors') follows M unless given
@@ -497,8 +499,8 @@ static int space(const pt_prepared *pp, const pt_target *t, pt_space *s)
     if ((pp->M + 127) / 128 > 8)
         ra.values[0] = 8;
     s->p[s->nparams++] = ra;
-    pt_param_space pe = {"persistent", "CTAs of a persistent grid walking all tiles (0: one CTA per tile)",
-                         1, {0}};
+    pt_param_space pe = {"persistent", "CTAs per SM of a persistent grid walking all tiles, sized at launch "
+                         "(0: one CTA per tile)", 1, {0}};
     s->p[s->nparams++] = pe;
     return PT_OK;
 }
@@ -543,8 +545,8 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     if (g->raster < 1 || g->raster > 64)
         return pt_errf(e, PT_EINVAL, "raster=%d: must be 1..64", g->raster);
     int64_t pers = pt_config_get(c, "persistent", 0);
-    if (pers < 0 || pers > 0x7fffffffll)
-        return pt_errf(e, PT_EINVAL, "persistent=%lld: must be 0 (off) or a CTA count", (long long)pers);
+    if (pers < 0 || pers > GEMM_PERSISTENT_MAX)
+        return pt_errf(e, PT_EINVAL, GEMM_PERSISTENT_MSG, (long long)pers);
     g->persistent = (int)pers;
     g->kt_total = (pp->K + g->bk - 1) / g->bk;
     if (g->splitk > g->kt_total)
@@ -899,9 +901,15 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
         g.nkt = gemm_op2(&g, PTX_OP_SUB, ptx_r(end), ptx_r(g.kt_begin));
     }
 
-    /* persistent: each CTA walks tiles ctaid.x, ctaid.x + nctaid.x, ... */
+    /* persistent: each CTA walks tiles ctaid.x, ctaid.x + nctaid.x, ...; a
+     * CTA past the tiles (a grid wider than them) leaves at once */
     int top = -1;
     if (g.persistent) {
+        if (!pp->dyn_m) {
+            past_end = ptx_label_new(f);
+            ptx_reg past = gemm_setp(&g, PTX_M_GE, ptx_r(g.tile), ptx_imm(g.tiles));
+            ptx_guard(ptx_emit(f, PTX_OP_BRA, M1(PTX_M_UNI), PTX_NOTYPES, ptx_lbl(past_end)), past, false);
+        }
         top = ptx_label_new(f);
         ptx_label_place(f, top);
     }
@@ -925,10 +933,14 @@ static int emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_lau
         ptx_label_place(f, past_end);
     ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
 
-    l->grid[0] = (unsigned)(g.persistent && g.persistent < g.tiles ? g.persistent : g.tiles);
+    /* persistent: the tiles (dyn=m: ceil(M / bm) x column tiles at this
+     * M), capped at launch by K x SMs (grid_per_sm); else one CTA a tile,
+     * dyn=m: (ceil(M / bm), column tiles x splitk) */
+    l->grid[0] = (unsigned)g.tiles;
     l->grid[1] = (unsigned)g.splitk;
-    if (pp->dyn_m) { /* persistent: P whatever M; else ceil(M / bm), column tiles x splitk */
-        l->grid[0] = (unsigned)(g.persistent ? g.persistent : (pp->M + g.bm - 1) / g.bm);
+    l->grid_per_sm = (unsigned)g.persistent;
+    if (pp->dyn_m) {
+        l->grid[0] = (unsigned)((pp->M + g.bm - 1) / g.bm * (g.persistent ? tn_imm : 1));
         l->grid[1] = (unsigned)(g.persistent ? g.splitk : tn_imm * g.splitk);
     }
     l->grid[2] = (unsigned)pp->batch;

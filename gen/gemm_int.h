@@ -27,6 +27,18 @@
  * maps, es, simt, tf32, int_acc, min_sm). */
 enum { GEMM_MAX_AUX = 6 };
 
+/* `persistent` = K: 0 one CTA per tile; 1 or 2 a persistent grid of
+ * min(tiles, K x SMs) CTAs, the SM count the device's at launch
+ * (pt_launch.grid_per_sm; both main loops; the wgmma loop takes K = 1 only:
+ * a persistent CTA's staging fills the SM's shared memory). Stream-K's
+ * workspace is sized for the widest grid it may be launched with:
+ * GEMM_SK_MAX_SMS, the most SMs of any sm_90 part (H100/H200 SXM: 132);
+ * the natural grid is capped there, so a device with more SMs leaves the
+ * rest idle. */
+enum { GEMM_PERSISTENT_MAX = 2, GEMM_SK_MAX_SMS = 132 };
+#define GEMM_PERSISTENT_MSG \
+    "persistent=%lld: 0 (off), 1 or 2 (CTAs per SM of a persistent grid sized from the SM count at launch)"
+
 /* How an epilogue tensor is indexed. */
 typedef enum gemm_aux_kind {
     GEMM_AUX_N,    /* name[n]: one value per column, N elements */

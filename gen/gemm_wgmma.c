@@ -121,7 +121,7 @@ typedef struct wg_geom {
     int kbytes;      /* bytes of k per tile row (K-major swizzle span) */
     int a_bytes, b_bytes;
     int stages, stage_bytes; /* the ring (g's pair is the epilogue's budget view) */
-    int persistent;  /* CTAs of a persistent grid (0: one CTA per tile) */
+    int persistent;  /* CTAs per SM of a persistent grid sized at launch (0: one CTA per tile) */
     int splitk;      /* CTAs splitting K (grid.y; gen/gemm_wgmma_sched.h) */
     bool streamk;    /* stream-K units over the persistent grid (sk) */
     wg_sk sk;
@@ -208,8 +208,8 @@ static int decomp_geometry(const pt_prepared *pp, const pt_config *c, wg_geom *w
         if (sk > 1)
             return pt_errf(e, PT_EINVAL, "streamk=1 with splitk=%lld: one or the other", (long long)sk);
         if (!w->persistent)
-            return pt_errf(e, PT_EINVAL, "streamk=1 needs persistent > 0 (the units spread over that grid)");
-        int rc = wg_sk_plan(g->tiles, g->kt_total, w->persistent, &w->sk, e);
+            return pt_errf(e, PT_EINVAL, "streamk=1 needs persistent=1 or 2 (the units spread over that grid)");
+        int rc = wg_sk_plan(g->tiles, g->kt_total, GEMM_SK_MAX_SMS, &w->sk, e); /* K = 1 (geometry) */
         if (rc)
             return rc;
         w->fix_slots = w->sk.slots;
@@ -278,12 +278,6 @@ static int sched_geometry(const pt_prepared *pp, const pt_config *c, wg_geom *w,
         w->consumers = 2;
         w->halves = w->g.bm / 64;
     }
-    int64_t pers = pt_config_get(c, "persistent", 0);
-    if (w->csize == 2 && pers == 1)
-        return pt_errf(e, PT_EINVAL, "persistent=1: a cluster of 2 needs at least 2 CTAs");
-    if (w->csize == 2 && pers % 2)
-        return pt_errf(e, PT_EINVAL, "persistent=%lld: a cluster of 2 takes an even CTA count (the grid's x is a "
-                       "multiple of the cluster's 2)", (long long)pers);
     /* multicast: each CTA loads half of a K-major shared operand's rows into
      * both CTAs' stage, at rows / 2 rows (x the swizzle span) from the
      * tile's start: a TMA destination must sit on its swizzle pattern's
@@ -324,8 +318,9 @@ static void sched_units(wg_geom *w)
     else if (w->csize == 2)
         tnn = (tnn + 1) / 2;
     w->units = tm * tnn;
-    int64_t per = w->persistent / w->csize;
-    w->slots = per ? (per < w->units || pp->dyn_m ? per : w->units) : (w->units + w->sched) / (1 + w->sched);
+    /* the natural walkers (persistent: capped at launch by K x SMs, a whole
+     * number of clusters: pt_launch_grid_x) */
+    w->slots = (w->units + w->sched) / (1 + w->sched);
 }
 
 /* Whether the config takes the scheduled walk (pingpong or a cluster)
@@ -390,8 +385,8 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
         return pt_errf(e, PT_EINVAL, "epi=%lld: 0 (direct) or 1 (TMA store)", (long long)ep);
     w->epi = (int)ep;
     int64_t pers = pt_config_get(c, "persistent", 0);
-    if (pers < 0 || pers > 0x7fffffffll)
-        return pt_errf(e, PT_EINVAL, "persistent=%lld: must be 0 (off) or a CTA count", (long long)pers);
+    if (pers < 0 || pers > GEMM_PERSISTENT_MAX)
+        return pt_errf(e, PT_EINVAL, GEMM_PERSISTENT_MSG, (long long)pers);
     w->persistent = (int)pers;
     /* registers: the setmaxnreg split must fit the register file, the
      * accumulators (bn / 2 per consumer thread) the consumers' share */
@@ -486,6 +481,11 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
         return pt_errf(e, PT_EINVAL, "%d bytes of shared memory (%d stages of %d, 1 KB alignment slack, "
                        "barriers): %s allows %d per block", w->smem_bytes, w->stages, w->stage_bytes,
                        pt_target_name(t, tn, sizeof tn), lim);
+    /* a persistent CTA's epilogue staging takes what the ring leaves of
+     * the block's limit, so two never share an SM: K = 1 */
+    if (w->persistent == 2)
+        return pt_errf(e, PT_EINVAL, "persistent=2: two CTAs an SM do not fit (a persistent wgmma CTA takes %d "
+                       "bytes of shared memory, its staging what the ring leaves): 0 (off) or 1", w->smem_bytes);
     sched_units(w);
     return PT_OK;
 }
@@ -516,10 +516,10 @@ static void bn_extra(const pt_prepared *pp, int64_t top, int lo, pt_param_space 
 }
 
 /* splitk {1, 2, 4} when the tiles are few and K is deep (as the mma.sync
- * space offers it); streamk {0, 1} where a persistent grid of 132 leaves a
- * partial wave (fewer than 4 waves of 128 x 256 tiles, not a whole number
- * of them) or the tiles are few and K is deep (stream-K then spreads K
- * over the grid; persistent gains 132 for it). */
+ * space offers it); streamk {0, 1} where a persistent grid of an H100's
+ * 132 SMs leaves a partial wave (fewer than 4 waves of 128 x 256 tiles,
+ * not a whole number of them) or the tiles are few and K is deep (stream-K
+ * then spreads K over the grid; persistent gains 1 for it). */
 static void decomp_space(const pt_prepared *pp, pt_space *s)
 {
     int es = pp->at->es;
@@ -542,7 +542,7 @@ static void decomp_space(const pt_prepared *pp, pt_space *s)
         if (strcmp(s->p[i].name, "persistent") == 0)
             pe = &s->p[i];
     if (deep && pe && pe->nvalues == 1)
-        pe->values[pe->nvalues++] = 132;
+        pe->values[pe->nvalues++] = 1;
     if (s->nparams + 2 <= PT_MAX_PARAMS) {
         s->p[s->nparams++] = sk;
         s->p[s->nparams++] = st;
@@ -613,10 +613,12 @@ int gemm_wgmma_space(const pt_prepared *pp, const pt_target *t, pt_space *s)
     s->p[s->nparams++] = st;
     s->p[s->nparams++] = ra;
     s->p[s->nparams++] = ww;
-    /* persistent: one CTA per SM of an H100/H200 (132) when the tiles are more */
-    pt_param_space pe = {"persistent", "CTAs of a persistent grid walking all tiles (0: one CTA per tile)", 1, {0}};
+    /* persistent: one CTA per SM, sized at launch, when the tiles are more
+     * than an H100/H200's 132 SMs (two would not fit the ring's shared memory) */
+    pt_param_space pe = {"persistent", "CTAs per SM of a persistent grid walking all tiles, sized at launch "
+                         "(0: one CTA per tile)", 1, {0}};
     if ((pp->M + 127) / 128 * ((pp->N + 255) / 256) * pp->batch > 132) {
-        pe.values[pe.nvalues++] = 132;
+        pe.values[pe.nvalues++] = 1;
     }
     s->p[s->nparams++] = pe;
     pt_param_space ep = {"epi", "epilogue: 0 direct (registers -> global), 1 TMA store (stmatrix into a "
@@ -1335,19 +1337,32 @@ int gemm_wgmma_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt
     }
     ptx_emit0(f, PTX_OP_RET, NOM, PTX_NOTYPES);
 
-    l->grid[0] = (unsigned)(w.persistent && w.persistent < g->tiles ? w.persistent : g->tiles);
+    /* the natural x extent, one CTA per tile, unit or walker (persistent:
+     * capped at launch by K x SMs, grid_per_sm): tiles, stream-K's units,
+     * a scheduled walk's walkers x cluster size */
+    int64_t tnn = (pp->N + g->bn - 1) / g->bn;
+    l->grid[0] = (unsigned)g->tiles;
     l->grid[1] = 1;
+    l->grid_per_sm = (unsigned)w.persistent;
     if (w.splitk > 1)
         l->grid[1] = (unsigned)w.splitk;
-    if (pp->dyn_m) { /* persistent: P whatever m; else (ceil(m / bm), column tiles x splitk) */
-        int64_t tnn = (pp->N + g->bn - 1) / g->bn;
-        l->grid[0] = (unsigned)(w.persistent ? w.persistent : (pp->M + g->bm - 1) / g->bm);
-        l->grid[1] = (unsigned)(w.persistent ? w.splitk : tnn * w.splitk);
+    if (pp->dyn_m && !w.persistent) { /* (ceil(m / bm), column tiles x splitk) */
+        l->grid[0] = (unsigned)((pp->M + g->bm - 1) / g->bm);
+        l->grid[1] = (unsigned)(tnn * w.splitk);
+    } else if (pp->dyn_m && !w.streamk) {
+        /* at this m, in the form ceil(m / D) x T the contract's grid rule
+         * takes: D = bm x (2: pairs along M) x (2: pingpong's two units a
+         * walker), T = column units x cluster size (at least the walkers
+         * the units need; the rest leave at once) */
+        int64_t dv = (int64_t)g->bm * (w.csize == 2 && w.shared_op == 1 ? 2 : 1) * (w.sched ? 2 : 1);
+        int64_t cu = w.csize == 2 && w.shared_op == 0 ? (tnn + 1) / 2 : tnn;
+        l->grid[0] = (unsigned)((pp->M + dv - 1) / dv * cu * (scheduled(&w) ? w.csize : 1));
     }
     if (w.streamk)
         l->grid[0] = (unsigned)w.sk.units;
     if (scheduled(&w)) {
-        l->grid[0] = (unsigned)(w.slots * w.csize);
+        if (!pp->dyn_m)
+            l->grid[0] = (unsigned)(w.slots * w.csize);
         if (w.csize == 2) {
             l->cluster[0] = 2;
             l->cluster[1] = l->cluster[2] = 1;

@@ -65,6 +65,9 @@ static inline int prepare_config(pt_arena *a, const pt_problem *p, const pt_targ
                                  pt_prepared **pp, pt_config *c, pt_err *e)
 {
     int rc = gen_gemm_op.prepare(a, p, tg, pp, e);
+    char buf[512];
+    int sms;
+    config = config_sms(config, &sms, buf, sizeof buf); /* the device's, not the config's */
     if (!rc) {
         pt_space s;
         gen_gemm_op.space(*pp, tg, &s);
@@ -90,16 +93,17 @@ static inline int print_round_trip(ptx_module *built, char **text, ptx_module **
 }
 
 /* The kernel's text loaded on backend (the emulator at schedule sched,
- * seed for the random one), its io with seeded random inputs (then
+ * seed for the random one, reporting sms SMs: 0 the arch's, which size
+ * persistent grids), its io with seeded random inputs (then
  * plant(io, plant_arg) where plant is not NULL) allocated with the
  * device's guard bytes. The caller releases *d, *k and *io (run_release). */
-static inline int open_load_io(const char *backend, emu_sched sched, uint64_t seed, const char *text,
-                               const char *entry, const pt_prepared *pp, const pt_problem *p,
-                               void (*plant)(tuner_io *, void *), void *plant_arg, tuner_dev **d,
-                               tuner_kernel **k, tuner_io **io, pt_err *e)
+static inline int open_load_io_sms(const char *backend, emu_sched sched, uint64_t seed, int sms, const char *text,
+                                   const char *entry, const pt_prepared *pp, const pt_problem *p,
+                                   void (*plant)(tuner_io *, void *), void *plant_arg, tuner_dev **d,
+                                   tuner_kernel **k, tuner_io **io, pt_err *e)
 {
     tuner_dev_opts dopts = {.emu_threads = 1, .emu_arch = 90, .emu_schedule = (int)sched,
-                            .emu_schedule_seed = seed};
+                            .emu_schedule_seed = seed, .emu_sm_count = sms};
     int rc = tuner_dev_open(backend, &dopts, d, e);
     tuner_image img = {text, strlen(text), NULL, 0, entry, &gen_gemm_op, pp};
     if (!rc)
@@ -113,6 +117,15 @@ static inline int open_load_io(const char *backend, emu_sched sched, uint64_t se
         rc = tuner_io_alloc(*d, *io, tuner_dev_guard_bytes(*d), e);
     }
     return rc;
+}
+
+/* The same on a device of the arch's SM count. */
+static inline int open_load_io(const char *backend, emu_sched sched, uint64_t seed, const char *text,
+                               const char *entry, const pt_prepared *pp, const pt_problem *p,
+                               void (*plant)(tuner_io *, void *), void *plant_arg, tuner_dev **d,
+                               tuner_kernel **k, tuner_io **io, pt_err *e)
+{
+    return open_load_io_sms(backend, sched, seed, 0, text, entry, pp, p, plant, plant_arg, d, k, io, e);
 }
 
 /* Frees what a run made (any of them may be NULL). */
@@ -181,8 +194,9 @@ static inline int check_cfg(const pt_problem *p, const char *config, pt_err *e)
     cr_assert_eq(gen_gemm_op.prepare(a, p, &tg, &pp, e), PT_OK, "%s", e->msg);
     pt_config c;
     gen_gemm_op.defaults(pp, &tg, &c);
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", config);
+    char buf[256], sbuf[256];
+    int sms;
+    snprintf(buf, sizeof buf, "%s", config_sms(config, &sms, sbuf, sizeof sbuf));
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         char *eq = strchr(tok, '=');
         cr_assert(eq);
@@ -208,7 +222,9 @@ static inline char *emit_text(const pt_problem *p, const char *config, pt_launch
     gen_gemm_op.space(pp, &tg, &s);
     pt_config c;
     gen_gemm_op.defaults(pp, &tg, &c);
-    cr_assert_eq(pt_config_parse(&s, config, &c, &e), PT_OK, "%s", e.msg);
+    char sbuf[512];
+    int sms;
+    cr_assert_eq(pt_config_parse(&s, config_sms(config, &sms, sbuf, sizeof sbuf), &c, &e), PT_OK, "%s", e.msg);
     ptx_module *m = NULL;
     cr_assert_eq(pt_op_build(&gen_gemm_op, pp, &tg, 0, &c, &m, l, &e), PT_OK, "%s: %s", config, e.msg);
     char *t = ptx_print(m);

@@ -270,11 +270,19 @@ Test(gemm, launch_description)
     cr_expect(!strstr(t, "atom."));
     cr_expect(!strstr(t, "%nctaid.x"));
     free(t);
-    /* persistent: 132 CTAs walk the 16 x 11 tiles */
-    t = emit_text(&p, "sm_80", "bm=64,bn=64,bk=32,wm=32,wn=32,stages=2,persistent=132", &l, &e);
+    /* persistent=1: one CTA an SM walks the 16 x 11 tiles, the grid sized
+     * at launch: min(176, SMs) */
+    t = emit_text(&p, "sm_80", "bm=64,bn=64,bk=32,wm=32,wn=32,stages=2,persistent=1", &l, &e);
     cr_assert(t, "%s", e.msg);
-    cr_expect_eq(l.grid[0], 132);
+    cr_expect_eq(l.grid[0], 16 * 11);
+    cr_expect_eq(l.grid_per_sm, 1u);
+    cr_expect_eq(pt_launch_grid_x(&l, 132), 132u);
+    cr_expect_eq(pt_launch_grid_x(&l, 500), 176u);
     cr_expect(strstr(t, "%nctaid.x"));
+    free(t);
+    t = emit_text(&p, "sm_80", "bm=64,bn=64,bk=32,wm=32,wn=32,stages=2,persistent=2", &l, &e);
+    cr_assert(t, "%s", e.msg);
+    cr_expect_eq(pt_launch_grid_x(&l, 80), 160u);
     free(t);
 }
 
@@ -380,7 +388,9 @@ Test(gemm, bad_input_is_one_exact_line)
         {PT_GEMM(64, 64, 64, "nt", PT_E4M3, PT_BF16), "sm_90", "bm=64,bn=64,wm=64,wn=32",
          "warp tile 64x32: fp8 mma.sync on sm_90+ is emulated by ptxas; at most 32x32"},
         {PT_GEMM(64, 64, 64, "nn", PT_BF16, PT_BF16), "sm_80", "persistent=-1",
-         "persistent=-1: must be 0 (off) or a CTA count"},
+         "persistent=-1: 0 (off), 1 or 2 (CTAs per SM of a persistent grid sized from the SM count at launch)"},
+        {PT_GEMM(64, 64, 64, "nn", PT_BF16, PT_BF16), "sm_80", "persistent=132",
+         "persistent=132: 0 (off), 1 or 2 (CTAs per SM"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         pt_err e = {0};
@@ -717,7 +727,7 @@ Test(gemm, runs_with_a_shifted_shared_base_on_sm90, .timeout = 600)
         {PT_GEMM(96, 64, 80, "tt", PT_F32, PT_F32), "bm=32,bn=64,bk=16,tm=4,tn=8,stages=3"},
         {PT_GEMM(64, 64, 96, "nt", PT_S8, PT_S32), "bm=64,bn=64,bk=64,wm=32,wn=32,stages=2"},
         {PT_GEMM(17, 33, 65, "nn", PT_F16, PT_F16), "bm=32,bn=32,bk=16,wm=16,wn=16,stages=2"},
-        {PT_GEMM(130, 70, 64, "tn", PT_BF16, PT_BF16), "bm=32,bn=32,bk=32,wm=16,wn=16,stages=2,persistent=3"},
+        {PT_GEMM(130, 70, 64, "tn", PT_BF16, PT_BF16), "bm=32,bn=32,bk=32,wm=16,wn=16,stages=2,persistent=1"},
     };
     int ran = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -735,7 +745,7 @@ Test(gemm, runs_with_a_shifted_shared_base_on_sm90, .timeout = 600)
         gen_gemm_op.space(pp, &t, &s);
         gen_gemm_op.defaults(pp, &t, &c);
         cr_assert_eq(pt_config_parse(&s, cases[i].config, &c, &e), 0, "%zu: %s", i, e.msg);
-        pt_check_opts o = {.seed = 7 + i, .smem_shift = 4096};
+        pt_check_opts o = {.seed = 7 + i, .smem_shift = 4096, .sm_count = 3}; /* persistent: 3 CTAs */
         pt_check_result r;
         int rc = pt_check_emu(&gen_gemm_op, pp, &t, &c, &o, &r, &e);
         cr_expect_eq(rc, PT_OK, "case %zu [%s]: %s", i, cases[i].config, e.msg);
@@ -1198,7 +1208,7 @@ Test(gemm, dyn_m_variants_assemble_without_spills, .timeout = 600)
         {64, 4096, 4096, 1, 0, "nt", PT_BF16, NULL, "bm=64,bn=128,bk=64,wm=32,wn=64,stages=4,splitk=4"},
         {16, 4096, 4096, 1, 0, "nn", PT_F16, "gelu(acc + bias[n])", "bm=16,bn=64,bk=64,wm=16,wn=32,kslice=2,stages=4"},
         {256, 1024, 512, 4, 0, "nt", PT_BF16, "acc * s[m] + r", "bm=64,bn=64,bk=32,wm=32,wn=32,raster=4"},
-        {512, 1024, 1024, 1, 1024, "tt", PT_F16, NULL, "bm=128,bn=64,bk=32,wm=64,wn=32,persistent=132,raster=8"},
+        {512, 1024, 1024, 1, 1024, "tt", PT_F16, NULL, "bm=128,bn=64,bk=32,wm=64,wn=32,persistent=1,raster=8"},
         {128, 4096, 4096, 1, 0, "nt", PT_S8, NULL, "bm=64,bn=128,bk=128,wm=32,wn=64,splitk=2"},
         {128, 1024, 1024, 2, 0, "nn", PT_F32, NULL, "bm=64,bn=64,bk=16,tm=8,tn=8,stages=3,splitk=2"},
     };

@@ -23,6 +23,7 @@
 #include "gemm_adv.h"
 #include "gen/gemm.h"
 #include "tuner/emu_check.h"
+#include "test_util.h"
 
 static double now(void)
 {
@@ -54,16 +55,20 @@ static void check_range(tally *t, const pt_problem *p, const char *arch, const c
              p->epilogue ? p->epilogue : "");
     int rc = gen_gemm_op.prepare(a, p, &tg, &pp, &e);
     pt_config c;
+    char cbuf[512];
+    int sms; /* "sms=N": the emulator device's SM count (persistent grids) */
+    const char *cfg = config_sms(config, &sms, cbuf, sizeof cbuf);
     if (!rc) {
         pt_space s;
         gen_gemm_op.space(pp, &tg, &s);
         gen_gemm_op.defaults(pp, &tg, &c);
-        rc = pt_config_parse(&s, config, &c, &e);
+        rc = pt_config_parse(&s, cfg, &c, &e);
     }
     pt_check_result r;
     memset(&r, 0, sizeof r);
     if (!rc) {
-        pt_check_opts o = {.seed = (uint64_t)(p->m * 131 + p->n * 7 + p->k), .threads = 2, .lo = lo, .hi = hi};
+        pt_check_opts o = {.seed = (uint64_t)(p->m * 131 + p->n * 7 + p->k), .threads = 2, .lo = lo, .hi = hi,
+                           .sm_count = sms};
         rc = pt_check_emu(&gen_gemm_op, pp, &tg, &c, &o, &r, &e);
         int nin, nout;
         pt_tensor in[8], out[1];
@@ -198,11 +203,11 @@ Test(gemm_emu, epilogues_layouts_and_outputs, .timeout = 1800)
         {250, 130, 70, 1, "tn", PT_F16, PT_F16, false, 1, 0, 0, 0, NULL, "sm_90", ""},
         {260, 520, 64, 1, "tn", PT_BF16, PT_BF16, false, 1, 0, 0, 0, NULL, "sm_80", "bm=16,bn=16,wm=16,wn=16,raster=3"},
         /* persistent grids: fewer CTAs than tiles, each walking several */
-        {250, 130, 70, 2, "tn", PT_BF16, PT_BF16, false, 0.5, 0, 0, 0, "acc * alpha + bias[n]", "sm_80", "bm=64,bn=32,wm=32,wn=16,persistent=5,splitk=2"},
-        {250, 130, 70, 1, "nn", PT_F32, PT_F32, true, 1, 0.5, 0, 0, NULL, "sm_80", "bm=32,bn=64,tm=4,tn=8,persistent=3"},
-        {128, 96, 200, 1, "nt", PT_S8, PT_S32, false, 1, 0, 0, 0, NULL, "sm_80", "bm=32,bn=32,wm=16,wn=16,kslice=2,persistent=4,raster=2"},
+        {250, 130, 70, 2, "tn", PT_BF16, PT_BF16, false, 0.5, 0, 0, 0, "acc * alpha + bias[n]", "sm_80", "bm=64,bn=32,wm=32,wn=16,sms=5,persistent=1,splitk=2"},
+        {250, 130, 70, 1, "nn", PT_F32, PT_F32, true, 1, 0.5, 0, 0, NULL, "sm_80", "bm=32,bn=64,tm=4,tn=8,sms=3,persistent=1"},
+        {128, 96, 200, 1, "nt", PT_S8, PT_S32, false, 1, 0, 0, 0, NULL, "sm_80", "bm=32,bn=32,wm=16,wn=16,kslice=2,sms=4,persistent=1,raster=2"},
         /* 8 warps on a 16-row tile: half the threads have no epilogue unit (fuzz find) */
-        {33, 16, 39, 1, "nt", PT_U8, PT_F16, false, 1, 0, 0, 0, "acc * s[m] + r", "sm_80", "bm=16,bn=64,bk=64,wm=16,wn=16,stages=4,kslice=2,persistent=3"},
+        {33, 16, 39, 1, "nt", PT_U8, PT_F16, false, 1, 0, 0, 0, "acc * s[m] + r", "sm_80", "bm=16,bn=64,bk=64,wm=16,wn=16,stages=4,kslice=2,sms=3,persistent=1"},
         /* long K, small M: 8193 k tiles through the ring, 64-bit pointer walks */
         {2, 24, 262147, 1, "tn", PT_BF16, PT_BF16, false, 1, 0, 0, 0, NULL, "sm_80", "bm=16,bn=32,bk=32,wm=16,wn=32,stages=4"},
     };
@@ -226,7 +231,7 @@ Test(gemm_emu, epilogues_layouts_and_outputs, .timeout = 1800)
         pt_dtype dt, odt;
         const char *arch, *config;
     } padded[] = {
-        {107, 14, 171, 2, 174, 174, 0, "nt", PT_U8, PT_BF16, "sm_86", "bm=32,bn=32,bk=64,wm=16,wn=16,stages=5,persistent=4"},
+        {107, 14, 171, 2, 174, 174, 0, "nt", PT_U8, PT_BF16, "sm_86", "bm=32,bn=32,bk=64,wm=16,wn=16,stages=5,sms=4,persistent=1"},
         {64, 48, 65, 1, 66, 70, 52, "tn", PT_F16, PT_F16, "sm_80", "bm=32,bn=32,wm=16,wn=16"},
         {50, 70, 33, 3, 36, 72, 0, "nn", PT_BF16, PT_F32, "sm_80", "splitk=2"},
         {40, 30, 45, 1, 44, 46, 31, "tt", PT_TF32, PT_F32, "sm_80", ""},
@@ -332,29 +337,38 @@ Test(gemm_emu, random_problems_and_configs, .timeout = 1800)
         pt_prepared *pp;
         cr_assert_eq(gen_gemm_op.prepare(a, &p, &tg, &pp, &e), 0, "%s", e.msg);
         /* a random config the check accepts */
-        char cfg[256] = "";
+        char cfg[300] = "";
         for (int tries = 0; tries < 200 && !cfg[0]; tries++) {
             static const int bms[] = {16, 32, 64, 128}, ws[] = {16, 32, 64}, kb[] = {32, 64, 128};
             int es = pt_dtype_get(dt)->bytes;
             char c[256];
+            int pers; /* a persistent grid of 1..6 CTAs: a device of that many SMs, one CTA each */
             if (dt == PT_F32)
                 snprintf(c, sizeof c, "bm=%d,bn=%d,bk=%d,tm=%d,tn=%d,stages=%d,splitk=%d,raster=%d,persistent=%d",
                          bms[pick(4)], bms[pick(4)], kb[pick(3)] / es / (pick(2) ? 2 : 1),
                          pick(2) ? 4 : 8, pick(2) ? 4 : 8, 2 + pick(4), pick(2) ? 1 : 1 + pick(5),
-                         1 + pick(4), pick(3) ? 0 : 1 + pick(6));
+                         1 + pick(4), pers = pick(3) ? 0 : 1 + pick(6));
             else
                 snprintf(c, sizeof c,
                          "bm=%d,bn=%d,bk=%d,wm=%d,wn=%d,kslice=%d,stages=%d,splitk=%d,raster=%d,persistent=%d",
                          bms[pick(4)], bms[pick(4)], kb[pick(3)] / es, ws[pick(3)], ws[pick(3)],
                          pick(3) ? 1 : 2, 2 + pick(4), pick(2) ? 1 : 1 + pick(5), 1 + pick(4),
-                         pick(3) ? 0 : 1 + pick(6));
+                         pers = pick(3) ? 0 : 1 + pick(6));
             pt_space s;
             pt_config cc;
             gen_gemm_op.space(pp, &tg, &s);
             gen_gemm_op.defaults(pp, &tg, &cc);
             pt_err ce = {0};
-            if (pt_config_parse(&s, c, &cc, &ce) == 0 && gen_gemm_op.check(pp, &tg, &cc, &ce) == 0)
-                snprintf(cfg, sizeof cfg, "%s", c);
+            if (pers) {
+                char *q = strstr(c, "persistent=");
+                snprintf(q, sizeof c - (size_t)(q - c), "persistent=1");
+            }
+            if (pt_config_parse(&s, c, &cc, &ce) == 0 && gen_gemm_op.check(pp, &tg, &cc, &ce) == 0) {
+                if (pers)
+                    snprintf(cfg, sizeof cfg, "%s,sms=%d", c, pers);
+                else
+                    snprintf(cfg, sizeof cfg, "%s", c);
+            }
         }
         pt_arena_free(a);
         if (cfg[0])
@@ -369,7 +383,7 @@ Test(gemm_emu, random_problems_and_configs, .timeout = 1800)
  * The kernel of the problem at M = base (the bucket) is built once; each
  * M of the list runs that PTX text on the emulator with the parameter m
  * set to M and the grid by the rule (x: ceil(M / bm); persistent: the
- * constant), against the float64 reference of the problem at M (the
+ * tiles at M, capped by the device's SMs at launch), against the float64 reference of the problem at M (the
  * verifier: outputs poisoned, every element compared, workspace back to
  * zero). Where the problem re-emitted at M is the same kernel (no split-K,
  * or M in the bucket (base/2, base]) its PTX must equal the base's. */
@@ -390,7 +404,9 @@ static void dyn_run(tally *t, pt_problem p, int64_t base, const int64_t *ms, int
     pt_config c;
     gen_gemm_op.space(pb, &tg, &s);
     gen_gemm_op.defaults(pb, &tg, &c);
-    cr_assert_eq(pt_config_parse(&s, config, &c, &e), 0, "%s", e.msg);
+    char cbuf[512];
+    int sms; /* "sms=N": the emulator device's SM count (persistent grids) */
+    cr_assert_eq(pt_config_parse(&s, config_sms(config, &sms, cbuf, sizeof cbuf), &c, &e), 0, "%s", e.msg);
     ptx_module *m = NULL;
     pt_launch lb;
     cr_assert_eq(pt_op_build(&gen_gemm_op, pb, &tg, 0, &c, &m, &lb, &e), 0, "%s [%s]: %s", arch, config, e.msg);
@@ -405,8 +421,8 @@ static void dyn_run(tally *t, pt_problem p, int64_t base, const int64_t *ms, int
     cr_assert_geq(marg, 0, "no u32 parameter m in the dyn=m kernel");
     cr_assert_eq(lb.args[marg].u, (uint64_t)base);
     int64_t bm = pt_config_get(&c, "bm", 64), pers = pt_config_get(&c, "persistent", 0);
-    int64_t splitk = pt_config_get(&c, "splitk", 1);
-    tuner_dev_opts dopts = {.emu_threads = 2, .emu_arch = tg.sm};
+    int64_t splitk = pt_config_get(&c, "splitk", 1), bn = pt_config_get(&c, "bn", 64);
+    tuner_dev_opts dopts = {.emu_threads = 2, .emu_arch = tg.sm, .emu_sm_count = sms};
     tuner_dev *d = NULL;
     cr_assert_eq(tuner_dev_open("emu", &dopts, &d, &e), 0, "%s", e.msg);
     for (int i = 0; i < nm; i++) {
@@ -431,13 +447,15 @@ static void dyn_run(tally *t, pt_problem p, int64_t base, const int64_t *ms, int
                 if (same != want)
                     rc = pt_errf(&e, PT_EINTERNAL, "re-emitted at m=%lld: PTX %s the base's", (long long)ms[i],
                                  same ? "equals" : "differs from");
-                if (!rc && lr.grid[0] != (unsigned)(pers ? pers : (ms[i] + bm - 1) / bm))
-                    rc = pt_errf(&e, PT_EINTERNAL, "grid x %u at m=%lld: not the rule", lr.grid[0],
-                                 (long long)ms[i]);
+                /* persistent: the tiles at this m (capped by the device's SMs at launch) */
+                unsigned gx = (unsigned)((ms[i] + bm - 1) / bm * (pers ? (p.n + bn - 1) / bn : 1));
+                if (!rc && (lr.grid[0] != gx || lr.grid_per_sm != (unsigned)pers))
+                    rc = pt_errf(&e, PT_EINTERNAL, "grid x %u (per SM %u) at m=%lld: not the rule", lr.grid[0],
+                                 lr.grid_per_sm, (long long)ms[i]);
                 free(tq);
             }
             ptx_module_free(mq);
-            lq.grid[0] = (unsigned)(pers ? pers : (ms[i] + bm - 1) / bm);
+            lq.grid[0] = (unsigned)((ms[i] + bm - 1) / bm * (pers ? (p.n + bn - 1) / bn : 1));
             lq.args[marg].u = (uint64_t)ms[i];
         }
         if (!rc)
@@ -470,8 +488,8 @@ Test(gemm_emu, dyn_m_one_kernel_many_m, .timeout = 1800)
         {"tn", PT_BF16, PT_F16, 48, 64, 2, 136, 1, 0, "gelu(acc + bias[n]) * s[m]", "sm_80", "bm=64,bn=16,wm=32,wn=16,raster=2"},
         {"tt", PT_F16, PT_F16, 24, 40, 1, 130, 0.5, 0.5, "alpha * acc + beta * c + r", "sm_86", "bm=16,bn=32,wm=16,wn=16,kslice=2"},
         {"nt", PT_BF16, PT_BF16, 64, 160, 3, 0, 1, 0.5, NULL, "sm_80", "bm=32,bn=32,wm=16,wn=16,splitk=3,raster=3"},
-        {"nt", PT_S8, PT_S32, 40, 64, 1, 0, 1, 0, NULL, "sm_80", "bm=32,bn=32,wm=16,wn=16,persistent=3"},
-        {"nn", PT_F32, PT_F32, 40, 33, 2, 0, 1, 0, "relu(acc) + bias[n]", "sm_80", "bm=32,bn=32,tm=4,tn=4,persistent=2,splitk=2"},
+        {"nt", PT_S8, PT_S32, 40, 64, 1, 0, 1, 0, NULL, "sm_80", "bm=32,bn=32,wm=16,wn=16,sms=3,persistent=1"},
+        {"nn", PT_F32, PT_F32, 40, 33, 2, 0, 1, 0, "relu(acc) + bias[n]", "sm_80", "bm=32,bn=32,tm=4,tn=4,sms=2,persistent=1,splitk=2"},
     };
     tally t = {0};
     double t0 = now();

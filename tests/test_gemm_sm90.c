@@ -99,6 +99,9 @@ static int run_on_plant(const char *backend, const pt_problem *p, const char *co
                         pt_err *e)
 {
     memset(o, 0, sizeof *o);
+    char cbuf[512];
+    int sms; /* the emulator device's SMs (a config item "sms=N"; prepare_config drops it) */
+    config_sms(config, &sms, cbuf, sizeof cbuf);
     pt_target tg;
     cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
     pt_arena *a = pt_arena_new();
@@ -120,7 +123,7 @@ static int run_on_plant(const char *backend, const pt_problem *p, const char *co
     if (!rc)
         rc = print_round_trip(built, &text, &parsed, e);
     if (!rc)
-        rc = open_load_io(backend, sched, seed, text, l.entry, pp, p, plant, plant_arg, &d, &k, &io, e);
+        rc = open_load_io_sms(backend, sched, seed, sms, text, l.entry, pp, p, plant, plant_arg, &d, &k, &io, e);
     if (!rc) {
         tuner_verify_opts vo = {.full_limit = INT64_MAX};
         tuner_verify_result vr;
@@ -558,11 +561,11 @@ Test(gemm_sm90, emulator_persistent_grids, .timeout = 600)
         pt_dtype dt, odt;
         const char *epi, *cfg;
     } cs[] = {
-        {257, 200, 136, "nt", PT_BF16, PT_BF16, NULL, "impl=1,bm=64,bn=64,stages=2,persistent=3"},
-        {200, 129, 72, "tt", PT_F16, PT_F32, "acc + r", "impl=1,bm=128,bn=32,stages=3,persistent=2,wg_wait=0"},
-        {130, 256, 64, "nn", PT_BF16, PT_F32, "relu(acc + bias[n])", "impl=1,bm=64,bn=64,stages=4,persistent=5"},
-        {129, 96, 256, "nt", PT_E4M3, PT_BF16, "gelu(acc)", "impl=1,bm=128,bn=16,stages=2,persistent=1"},
-        {65, 130, 64, "nt", PT_S8, PT_S32, NULL, "impl=1,bm=64,bn=32,stages=3,persistent=4"},
+        {257, 200, 136, "nt", PT_BF16, PT_BF16, NULL, "impl=1,bm=64,bn=64,stages=2,sms=3,persistent=1"},
+        {200, 129, 72, "tt", PT_F16, PT_F32, "acc + r", "impl=1,bm=128,bn=32,stages=3,sms=2,persistent=1,wg_wait=0"},
+        {130, 256, 64, "nn", PT_BF16, PT_F32, "relu(acc + bias[n])", "impl=1,bm=64,bn=64,stages=4,sms=5,persistent=1"},
+        {129, 96, 256, "nt", PT_E4M3, PT_BF16, "gelu(acc)", "impl=1,bm=128,bn=16,stages=2,sms=1,persistent=1"},
+        {65, 130, 64, "nt", PT_S8, PT_S32, NULL, "impl=1,bm=64,bn=32,stages=3,sms=4,persistent=1"},
     };
     int n = 0;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
@@ -634,6 +637,9 @@ static void dyn_grid(grid *g, pt_problem p, int64_t base, const int64_t *ms, int
     cr_assert_geq(marg, 0, "no u32 parameter m in the dyn=m kernel [%s]", config);
     cr_assert_eq(lb.args[marg].u, (uint64_t)base);
     int64_t bm = pt_config_get(&c, "bm", 64), pers = pt_config_get(&c, "persistent", 0);
+    char cbuf[512];
+    int sms;
+    config_sms(config, &sms, cbuf, sizeof cbuf);
     bool streamk = pt_config_get(&c, "streamk", 0) == 1;
     bool bucket = pt_config_get(&c, "splitk", 1) > 1 || streamk;
     int64_t cap = 1;
@@ -655,8 +661,9 @@ static void dyn_grid(grid *g, pt_problem p, int64_t base, const int64_t *ms, int
                     char *tq = ptx_print(mq);
                     bool same = strcmp(tq, text) == 0, want = !bucket || ms[i] > cap / 2;
                     free(tq);
-                    /* stream-K: its plan's units (m_cap's, the base's) */
-                    unsigned gx = (unsigned)(streamk ? lb.grid[0] : pers ? pers : (ms[i] + bm - 1) / bm);
+                    /* stream-K: its plan's units (m_cap's, the base's); persistent: the
+                     * re-emitted natural grid (the contract's rule checks its form) */
+                    unsigned gx = (unsigned)(streamk ? lb.grid[0] : pers ? lr.grid[0] : (ms[i] + bm - 1) / bm);
                     if (same != want)
                         rc = pt_errf(&e, PT_EINTERNAL, "re-emitted at m=%lld: PTX %s the base's", (long long)ms[i],
                                      same ? "equals" : "differs from");
@@ -682,8 +689,8 @@ static void dyn_grid(grid *g, pt_problem p, int64_t base, const int64_t *ms, int
             tuner_io *io = NULL;
             double err = 0, secs = 0;
             if (!rc)
-                rc = open_load_io("emu", scheds[sc], seed + (uint64_t)(3 * i + sc), text, entry, pq, &q, NULL,
-                                  NULL, &d, &k, &io, &e);
+                rc = open_load_io_sms("emu", scheds[sc], seed + (uint64_t)(3 * i + sc), sms, text, entry, pq, &q,
+                                      NULL, NULL, &d, &k, &io, &e);
             if (!rc) {
                 tuner_verify_opts vo = {.full_limit = INT64_MAX};
                 tuner_verify_result vr;
@@ -728,12 +735,12 @@ Test(gemm_sm90, dyn_m_one_kernel_many_m, .timeout = 600)
         {96, 80, 1, "nt", PT_BF16, PT_BF16, 0, NULL, "bm=128,bn=64,stages=3"},
         {72, 64, 2, "tt", PT_F16, PT_F32, 0, "relu(acc + bias[n]) * s[m]", "bm=64,bn=32,stages=2,raster=2"},
         {64, 256, 2, "nt", PT_BF16, PT_F32, 0.5, NULL, "bm=64,bn=64,stages=2,splitk=3,raster=2"},
-        {48, 96, 1, "tn", PT_BF16, PT_BF16, 0, "acc + r", "bm=128,bn=64,stages=2,persistent=3,wg_wait=0"},
-        {40, 192, 1, "nt", PT_E4M3, PT_BF16, 0, NULL, "bm=64,bn=40,stages=3,persistent=4,streamk=1"},
+        {48, 96, 1, "tn", PT_BF16, PT_BF16, 0, "acc + r", "bm=128,bn=64,stages=2,sms=3,persistent=1,wg_wait=0"},
+        {40, 192, 1, "nt", PT_E4M3, PT_BF16, 0, NULL, "bm=64,bn=40,stages=3,sms=4,persistent=1,streamk=1"},
         {64, 64, 2, "nt", PT_BF16, PT_BF16, 0, NULL, "bm=64,bn=64,stages=2,epi=1"},
-        {64, 64, 1, "nt", PT_BF16, PT_BF16, 0, "acc + bias[n]", "bm=64,bn=64,stages=2,sched=1,persistent=2"},
-        {96, 64, 1, "nt", PT_BF16, PT_F32, 0, NULL, "bm=64,bn=32,stages=2,cluster=21,persistent=4,raster=2"},
-        {128, 64, 1, "tt", PT_F16, PT_F16, 0, NULL, "bm=64,bn=64,stages=2,cluster=12,persistent=4"},
+        {64, 64, 1, "nt", PT_BF16, PT_BF16, 0, "acc + bias[n]", "bm=64,bn=64,stages=2,sched=1,sms=2,persistent=1"},
+        {96, 64, 1, "nt", PT_BF16, PT_F32, 0, NULL, "bm=64,bn=32,stages=2,cluster=21,sms=4,persistent=1,raster=2"},
+        {128, 64, 1, "tt", PT_F16, PT_F16, 0, NULL, "bm=64,bn=64,stages=2,cluster=12,sms=4,persistent=1"},
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         pt_problem p = prob_ldd(300, cs[i].n, cs[i].k, cs[i].lay, cs[i].dt, cs[i].odt);
@@ -756,9 +763,9 @@ Test(gemm_sm90, dyn_m_kernels_assemble, .timeout = 300)
     OPEN_PTXAS_OR_SKIP(comp, e);
     pt_target tg;
     cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
-    static const char *const cfgs[] = {"impl=1", "impl=1,bm=128,bn=256,persistent=132,streamk=1",
-                                       "impl=1,bm=128,bn=128,sched=1,persistent=132",
-                                       "impl=1,bm=128,bn=128,cluster=21,persistent=132,epi=1",
+    static const char *const cfgs[] = {"impl=1", "impl=1,bm=128,bn=256,persistent=1,streamk=1",
+                                       "impl=1,bm=128,bn=128,sched=1,persistent=1",
+                                       "impl=1,bm=128,bn=128,cluster=21,persistent=1,epi=1",
                                        "impl=1,bm=128,bn=256,splitk=2,raster=8"};
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
         pt_problem p = PT_GEMM(8192, 8192, 8192, i % 2 ? "tt" : "nt", PT_BF16, PT_F64);
@@ -787,7 +794,7 @@ Test(gemm_sm90, dyn_m_defaults_to_wgmma_and_check_refuses)
     p.dyn = "m";
     cr_assert_eq(check_cfg_on("sm_90a", &p, NULL, &c, &e), PT_OK, "%s", e.msg);
     cr_expect_eq(pt_config_get(&c, "impl", 0), 1, "dyn=m on sm_90a: the wgmma loop by default");
-    cr_expect_eq(check_cfg_on("sm_90a", &p, "impl=1,bm=128,bn=128,persistent=132,streamk=1", &c, &e), PT_OK, "%s",
+    cr_expect_eq(check_cfg_on("sm_90a", &p, "impl=1,bm=128,bn=128,persistent=1,streamk=1", &c, &e), PT_OK, "%s",
                  e.msg);
     cr_expect_eq(check_cfg_on("sm_90a", &p, "impl=1,bm=128,bn=128,splitk=4", &c, &e), PT_OK, "%s", e.msg);
     pt_problem col = p; /* a column-major D: the mma.sync loop's (where the op takes it) */
@@ -838,7 +845,7 @@ Test(gemm_sm90, cuda_backend_binds_tensor_maps_through_the_fake_driver, .timeout
     } cs[] = {
         {65, 129, 72, "nt", PT_BF16, NULL},
         {64, 128, 64, "tt", PT_F16, "impl=1,bm=64,bn=64"},
-        {100, 64, 128, "nt", PT_E4M3, "impl=1,bm=128,bn=64,persistent=1"},
+        {100, 64, 128, "nt", PT_E4M3, "impl=1,bm=128,bn=64,sms=1,persistent=1"},
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         pt_problem p = prob(cs[i].m, cs[i].n, cs[i].k, cs[i].lay, cs[i].dt, PT_F64);

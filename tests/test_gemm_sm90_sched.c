@@ -46,6 +46,9 @@ static int run_on(const char *backend, const pt_problem *p, const char *config, 
                   mutate_fn mut, run_out *o, pt_err *e)
 {
     memset(o, 0, sizeof *o);
+    char cbuf[512];
+    int sms; /* the emulator device's SMs (a config item "sms=N"; prepare_config drops it) */
+    config_sms(config, &sms, cbuf, sizeof cbuf);
     pt_target tg;
     cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
     pt_arena *a = pt_arena_new();
@@ -66,7 +69,7 @@ static int run_on(const char *backend, const pt_problem *p, const char *config, 
     if (!rc && mut && !mut(text))
         rc = pt_errf(e, PT_EINTERNAL, "the planted bug found nothing to edit");
     if (!rc)
-        rc = open_load_io(backend, sched, seed, text, o->l.entry, pp, p, NULL, NULL, &d, &k, &io, e);
+        rc = open_load_io_sms(backend, sched, seed, sms, text, o->l.entry, pp, p, NULL, NULL, &d, &k, &io, e);
     if (!rc) {
         tuner_verify_opts vo = {.full_limit = INT64_MAX};
         tuner_verify_result vr;
@@ -110,13 +113,13 @@ static void grid_report(const grid *g, const char *what, double t0)
     grid_report_dts(g, what, t0, dts, NDT, true);
 }
 
-/* The schedules under test, each with persistent off and on (3 CTAs or
- * clusters walking the units; 4 for a pair). */
+/* The schedules under test, each with persistent off and on (a device
+ * of 3 SMs: 3 CTAs walking the units; 4 SMs: 2 pairs). */
 static const char *const forms[][2] = {
-    {"impl=1,bm=64,sched=1", "impl=1,bm=64,sched=1,persistent=3"},
-    {"impl=1,cluster=21", "impl=1,cluster=21,persistent=4"},
-    {"impl=1,cluster=12", "impl=1,cluster=12,persistent=4"},
-    {"impl=1,bm=64,sched=1,cluster=21", "impl=1,bm=64,sched=1,cluster=12,persistent=4"},
+    {"impl=1,bm=64,sched=1", "impl=1,bm=64,sched=1,sms=3,persistent=1"},
+    {"impl=1,cluster=21", "impl=1,cluster=21,sms=4,persistent=1"},
+    {"impl=1,cluster=12", "impl=1,cluster=12,sms=4,persistent=1"},
+    {"impl=1,bm=64,sched=1,cluster=21", "impl=1,bm=64,sched=1,cluster=12,sms=4,persistent=1"},
 };
 enum { NFORMS = sizeof forms / sizeof forms[0] };
 
@@ -168,11 +171,11 @@ Test(gemm_sm90_sched, batches_boxes_and_rasters, .timeout = 300)
         const char *epi, *cfg;
         double beta;
     } cs[] = {
-        {129, 100, 72, 2, "nt", PT_BF16, PT_BF16, "gelu(acc)", "impl=1,bm=64,bn=32,sched=1,persistent=2", 0},
+        {129, 100, 72, 2, "nt", PT_BF16, PT_BF16, "gelu(acc)", "impl=1,bm=64,bn=32,sched=1,sms=2,persistent=1", 0},
         {200, 65, 64, 3, "nt", PT_F16, PT_F32, NULL, "impl=1,bm=64,bn=64,cluster=21,stages=3", 0.5},
         {257, 256, 64, 1, "tn", PT_BF16, PT_F32, "acc + bias[n]", "impl=1,bm=64,bn=128,cluster=21", 0},
-        {130, 129, 96, 1, "nn", PT_BF16, PT_F32, NULL, "impl=1,bm=64,bn=64,sched=1,cluster=21,persistent=4", 0},
-        {300, 520, 64, 1, "nt", PT_BF16, PT_F32, NULL, "impl=1,bm=64,bn=32,cluster=12,raster=2,persistent=6", 0},
+        {130, 129, 96, 1, "nn", PT_BF16, PT_F32, NULL, "impl=1,bm=64,bn=64,sched=1,cluster=21,sms=4,persistent=1", 0},
+        {300, 520, 64, 1, "nt", PT_BF16, PT_F32, NULL, "impl=1,bm=64,bn=32,cluster=12,raster=2,sms=6,persistent=1", 0},
         {96, 257, 128, 1, "nt", PT_E4M3, PT_E4M3, "relu(acc)", "impl=1,bm=64,bn=64,sched=1,cluster=12", 0},
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
@@ -192,7 +195,7 @@ Test(gemm_sm90_sched, batches_boxes_and_rasters, .timeout = 300)
 Test(gemm_sm90_sched, cuda_backend_launches_clusters_through_the_fake_driver, .timeout = 120)
 {
     LOAD_FAKE_CUDA_OR_SKIP();
-    static const char *const cfgs[] = {"impl=1,bm=128,bn=64,cluster=21,persistent=2",
+    static const char *const cfgs[] = {"impl=1,bm=128,bn=64,cluster=21,sms=2,persistent=1",
                                        "impl=1,bm=64,bn=64,sched=1,cluster=12"};
     for (int i = 0; i < 2; i++) {
         pt_problem p = prob(257, 129, 72, "nt", PT_BF16, PT_F64);
@@ -219,7 +222,7 @@ Test(gemm_sm90_sched, check_refuses_illegal_combinations)
         {"impl=1,sched=2", "sched=2: 0 (cooperative) or 1 (pingpong)"},
         {"impl=1,cluster=2", "cluster=2: 1 (none), 21 (2x1"},
         {"impl=1,cluster=22", "cluster=22: 1 (none)"},
-        {"impl=1,cluster=21,persistent=1", "persistent=1: a cluster of 2 needs at least 2 CTAs"},
+        {"impl=1,cluster=21,persistent=3", "persistent=3: 0 (off), 1 or 2 (CTAs per SM"},
         {"impl=1,cluster=12,splitk=2", "splitk=2: not with sched=1 or a cluster"},
         {"impl=1,bm=64,sched=1,splitk=2", "splitk=2: not with sched=1 or a cluster"},
     };
@@ -228,14 +231,15 @@ Test(gemm_sm90_sched, check_refuses_illegal_combinations)
         cr_expect(strstr(e.msg, bad[i].msg) != NULL, "%s: '%s'", bad[i].cfg, e.msg);
         cr_expect(strchr(e.msg, '\n') == NULL, "one line: %s", e.msg);
     }
-    cr_expect_eq(check_cfg(&p, "impl=1,bm=64,sched=1,cluster=21,persistent=132", &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(check_cfg(&p, "impl=1,bm=64,sched=1,cluster=21,persistent=1", &e), PT_OK, "%s", e.msg);
     cr_expect_eq(check_cfg(&p, "impl=1,bm=128,cluster=12", &e), PT_OK, "%s", e.msg);
 }
 
 /* The cluster in the search space (issue 13 item 5): 21 where the
  * problem has two tile rows of the largest tile (128), 12 where it has two
  * tile columns (256); check() keeps what a cluster launch and its multicast
- * need: an even persistent grid (grid x a multiple of the cluster's 2),
+ * need (a persistent grid is a whole number of pairs at launch:
+ * pt_launch_grid_x),
  * each CTA's half of a K-major shared operand a whole 8-row swizzle group
  * (its TMA destination on the pattern's 1024-byte boundary). */
 static void cluster_values(const pt_problem *p, int64_t *v, int *n)
@@ -283,8 +287,7 @@ Test(gemm_sm90_sched, cluster_is_in_the_space_and_check_keeps_it_legal)
     struct {
         const char *cfg, *msg;
     } bad[] = {
-        {"impl=1,cluster=21,persistent=3", "persistent=3: a cluster of 2 takes an even CTA count"},
-        {"impl=1,cluster=12,persistent=131", "persistent=131: a cluster of 2 takes an even CTA count"},
+        {"impl=1,cluster=12,persistent=131", "persistent=131: 0 (off), 1 or 2"},
         {"impl=1,bm=64,bn=40,cluster=21", "cluster=21 with bn=40: each CTA multicasts 20 rows of B"},
         {"impl=1,bm=64,bn=24,cluster=21", "cluster=21 with bn=24: each CTA multicasts 12 rows of B"},
     };
@@ -296,7 +299,7 @@ Test(gemm_sm90_sched, cluster_is_in_the_space_and_check_keeps_it_legal)
     /* legal: halves of 8-row groups (bn 48: 24 rows), A's halves (bm 64,
      * 128), an MN-major B's 64-column boxes, even grids */
     static const char *const good[] = {"impl=1,bm=64,bn=48,cluster=21", "impl=1,bm=64,bn=40,cluster=12",
-                                       "impl=1,bm=128,bn=256,cluster=21,persistent=132"};
+                                       "impl=1,bm=128,bn=256,cluster=21,persistent=1"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         cr_expect_eq(check_cfg(&p, good[i], &e), PT_OK, "%s: %s", good[i], e.msg);
     pt_problem q = PT_GEMM(4096, 4096, 4096, "nn", PT_BF16, PT_F64);
@@ -319,13 +322,13 @@ Test(gemm_sm90_sched, pingpong_with_128_row_tiles_on_the_emulator, .timeout = 60
         const char *epi, *cfg;
     } cs[] = {
         {257, 129, 65, "nt", PT_BF16, PT_F64, NULL, "bm=128,bn=64,stages=2"},
-        {129, 200, 129, "tt", PT_BF16, PT_F32, "relu(acc + bias[n]) + r", "bm=128,bn=128,stages=3,persistent=3"},
+        {129, 200, 129, "tt", PT_BF16, PT_F32, "relu(acc + bias[n]) + r", "bm=128,bn=128,stages=3,sms=3,persistent=1"},
         {300, 64, 257, "tn", PT_F16, PT_F64, NULL, "bm=128,bn=64,stages=4,wg_wait=0"},
         {1, 65, 7, "nt", PT_BF16, PT_F64, NULL, "bm=128,bn=32,stages=2"},
-        {257, 96, 128, "nt", PT_E4M3, PT_BF16, "gelu(acc)", "bm=128,bn=48,stages=3,persistent=2"},
+        {257, 96, 128, "nt", PT_E4M3, PT_BF16, "gelu(acc)", "bm=128,bn=48,stages=3,sms=2,persistent=1"},
         {200, 160, 96, "nt", PT_F16, PT_F16, NULL, "bm=128,bn=128,stages=2"},
-        {260, 130, 64, "nt", PT_BF16, PT_BF16, NULL, "bm=128,bn=64,stages=2,epi=1,persistent=3"},
-        {300, 129, 64, "nt", PT_BF16, PT_F32, NULL, "bm=128,bn=64,stages=2,cluster=21,persistent=4"},
+        {260, 130, 64, "nt", PT_BF16, PT_BF16, NULL, "bm=128,bn=64,stages=2,epi=1,sms=3,persistent=1"},
+        {300, 129, 64, "nt", PT_BF16, PT_F32, NULL, "bm=128,bn=64,stages=2,cluster=21,sms=4,persistent=1"},
         {130, 257, 128, "nt", PT_E4M3, PT_F32, NULL, "bm=128,bn=64,stages=2,cluster=12"},
     };
     int n = 0;
@@ -342,7 +345,7 @@ Test(gemm_sm90_sched, pingpong_with_128_row_tiles_on_the_emulator, .timeout = 60
     /* the consumer's k loop: two m64 wgmmas per k16 step (4 steps of bk 64) */
     pt_problem p = PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_F64);
     pt_launch l;
-    char *t = emit_text(&p, "impl=1,bm=128,bn=128,sched=1,persistent=132", &l);
+    char *t = emit_text(&p, "impl=1,bm=128,bn=128,sched=1,persistent=1", &l);
     cr_expect_eq(count(t, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"), 8, "2 x 4 per k tile");
     cr_expect_eq(count(t, "wgmma.commit_group.sync.aligned;"), 1);
     cr_expect_eq(l.block[0], 384u);
@@ -369,10 +372,16 @@ Test(gemm_sm90_sched, launch_and_structure)
 {
     pt_problem p = PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_F64);
     pt_launch l;
-    char *t = emit_text(&p, "impl=1,bm=128,bn=256,cluster=21,persistent=132", &l);
+    char *t = emit_text(&p, "impl=1,bm=128,bn=256,cluster=21,persistent=1", &l);
     cr_expect_eq(l.cluster[0], 2u);
     cr_expect_eq(l.cluster[1], 1u);
-    cr_expect_eq(l.grid[0], 132u);
+    /* persistent: the natural grid (a pair per 256 x 256 unit), K = 1 CTA
+     * an SM at launch, whole pairs, at least one */
+    cr_expect_eq(l.grid[0], 2u * 32 * 32);
+    cr_expect_eq(l.grid_per_sm, 1u);
+    cr_expect_eq(pt_launch_grid_x(&l, 132), 132u);
+    cr_expect_eq(pt_launch_grid_x(&l, 7), 6u);
+    cr_expect_eq(pt_launch_grid_x(&l, 1), 2u);
     cr_expect(strstr(t, ".explicitcluster\n") && strstr(t, ".reqnctapercluster 2, 1, 1\n"), "%.600s", t);
     cr_expect_eq(count(t, ".multicast::cluster"), 1, "B: one half-box multicast per CTA");
     cr_expect_eq(l.tmaps[1].box[1], 128u, "B's box is half the tile");
@@ -412,17 +421,17 @@ Test(gemm_sm90_sched, new_forms_assemble, .timeout = 300)
         pt_dtype dt;
         const char *cfg;
     } cs[] = {
-        {"nt", PT_BF16, "impl=1,bm=64,bn=256,sched=1,persistent=132"},
+        {"nt", PT_BF16, "impl=1,bm=64,bn=256,sched=1,persistent=1"},
         {"nt", PT_BF16, "impl=1,bm=64,bn=128,sched=1"},
-        {"nt", PT_BF16, "impl=1,bm=128,bn=256,cluster=21,persistent=132"},
+        {"nt", PT_BF16, "impl=1,bm=128,bn=256,cluster=21,persistent=1"},
         {"nt", PT_BF16, "impl=1,bm=128,bn=256,cluster=12"},
-        {"nt", PT_BF16, "impl=1,bm=64,bn=256,sched=1,cluster=21,persistent=132"},
-        {"tt", PT_F16, "impl=1,bm=128,bn=128,cluster=12,persistent=132"},
+        {"nt", PT_BF16, "impl=1,bm=64,bn=256,sched=1,cluster=21,persistent=1"},
+        {"tt", PT_F16, "impl=1,bm=128,bn=128,cluster=12,persistent=1"},
         {"nn", PT_BF16, "impl=1,bm=64,bn=256,sched=1,cluster=21"},
-        {"nt", PT_E4M3, "impl=1,bm=64,bn=256,sched=1,cluster=12,persistent=132"},
-        {"nt", PT_BF16, "impl=1,bm=128,bn=128,sched=1,persistent=132"},
+        {"nt", PT_E4M3, "impl=1,bm=64,bn=256,sched=1,cluster=12,persistent=1"},
+        {"nt", PT_BF16, "impl=1,bm=128,bn=128,sched=1,persistent=1"},
         {"tt", PT_F16, "impl=1,bm=128,bn=128,sched=1"},
-        {"nt", PT_E4M3, "impl=1,bm=128,bn=128,sched=1,cluster=21,persistent=132,epi=1"},
+        {"nt", PT_E4M3, "impl=1,bm=128,bn=128,sched=1,cluster=21,persistent=1,epi=1"},
     };
     double t0 = now();
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
@@ -526,7 +535,7 @@ static bool drop_peer_release(char *t)
 Test(gemm_sm90_sched, planted_cluster_bugs_are_reported, .timeout = 300)
 {
     pt_problem p = prob(257, 129, 129, "nt", PT_BF16, PT_F64);
-    const char *cfg = "impl=1,bm=128,bn=64,stages=2,cluster=21,persistent=2";
+    const char *cfg = "impl=1,bm=128,bn=64,stages=2,cluster=21,sms=2,persistent=1";
     pt_err e = {0};
     run_out o;
     cr_expect_eq(run_emu(&p, cfg, EMU_SCHED_LAZY, 1, NULL, &o, &e), PT_OK, "the fixed twin: %s", e.msg);

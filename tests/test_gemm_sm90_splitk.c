@@ -46,6 +46,9 @@ static int run_emu_plant(const pt_problem *p, const char *config, emu_sched sche
                          int (*post)(const tuner_io *, void *, pt_err *), run_out *o, pt_err *e)
 {
     memset(o, 0, sizeof *o);
+    int sms;
+    char cbuf[512];
+    config_sms(config, &sms, cbuf, sizeof cbuf); /* prepare_config drops the item */
     pt_target tg;
     cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
     pt_arena *a = pt_arena_new();
@@ -66,7 +69,7 @@ static int run_emu_plant(const pt_problem *p, const char *config, emu_sched sche
     if (!rc)
         rc = print_round_trip(built, &text, &parsed, e);
     if (!rc)
-        rc = open_load_io("emu", sched, seed, text, o->l.entry, pp, p, plant, arg, &d, &k, &io, e);
+        rc = open_load_io_sms("emu", sched, seed, sms, text, o->l.entry, pp, p, plant, arg, &d, &k, &io, e);
     if (!rc && keep) {
         rc = tuner_io_upload(d, io, e);
         if (!rc)
@@ -173,11 +176,11 @@ Test(gemm_sm90_splitk, streamk_dtypes_odd_shapes, .timeout = 300)
         int64_t m, n, k;
         const char *lay, *cfg;
     } cs[] = {
-        {129, 65, 1000, "nt", "impl=1,bm=64,bn=32,stages=3,persistent=5,streamk=1"},
-        {65, 129, 257, "tt", "impl=1,bm=128,bn=64,stages=2,persistent=3,streamk=1"},
-        {200, 33, 129, "nt", "impl=1,bm=64,bn=16,stages=4,persistent=7,streamk=1,raster=2"},
-        {7, 257, 65, "nt", "impl=1,bm=64,bn=64,stages=2,persistent=3,streamk=1"},
-        {100, 100, 257, "tn", "impl=1,bm=64,bn=64,stages=3,persistent=2,streamk=1,wg_wait=0"},
+        {129, 65, 1000, "nt", "sms=5,impl=1,bm=64,bn=32,stages=3,persistent=1,streamk=1"},
+        {65, 129, 257, "tt", "sms=3,impl=1,bm=128,bn=64,stages=2,persistent=1,streamk=1"},
+        {200, 33, 129, "nt", "sms=7,impl=1,bm=64,bn=16,stages=4,persistent=1,streamk=1,raster=2"},
+        {7, 257, 65, "nt", "sms=3,impl=1,bm=64,bn=64,stages=2,persistent=1,streamk=1"},
+        {100, 100, 257, "tn", "sms=2,impl=1,bm=64,bn=64,stages=3,persistent=1,streamk=1,wg_wait=0"},
     };
     int n = 0;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
@@ -188,7 +191,7 @@ Test(gemm_sm90_splitk, streamk_dtypes_odd_shapes, .timeout = 300)
         }
     /* off: the same grid walks whole tiles */
     pt_problem p = prob(129, 65, 1000, "nt", PT_BF16, PT_F64);
-    grid_case(&g, &p, "impl=1,bm=64,bn=32,stages=3,persistent=5,streamk=0", EMU_SCHED_RANDOM, 99, NULL);
+    grid_case(&g, &p, "sms=5,impl=1,bm=64,bn=32,stages=3,persistent=1,streamk=0", EMU_SCHED_RANDOM, 99, NULL);
     grid_report(&g, "wgmma stream-K", t0);
     cr_expect(ws, "no stream-K case took a workspace");
 }
@@ -213,17 +216,17 @@ Test(gemm_sm90_splitk, fixup_epilogues, .timeout = 300)
         {65, 129, 257, "nt", PT_BF16, PT_BF16, "relu(acc + bias[n]) + r", 0, 0, 1, false,
          "impl=1,bm=64,bn=64,stages=3,splitk=3"},
         {129, 64, 1000, "nn", PT_F16, PT_F32, "gelu(acc * alpha + bias[n]) + r", 0, 0, 1, false,
-         "impl=1,bm=128,bn=64,stages=2,persistent=3,streamk=1"},
+         "sms=3,impl=1,bm=128,bn=64,stages=2,persistent=1,streamk=1"},
         {100, 96, 300, "nt", PT_BF16, PT_E4M3, "silu(acc + bias[n])", 0, 0.5, 1, false,
          "impl=1,bm=64,bn=96,stages=2,splitk=2"},
         {70, 72, 512, "nt", PT_E4M3, PT_E4M3, "relu(acc) + r", 0, 2, 1, false,
-         "impl=1,bm=64,bn=32,stages=3,persistent=3,streamk=1"},
+         "sms=3,impl=1,bm=64,bn=32,stages=3,persistent=1,streamk=1"},
         {64, 80, 700, "nt", PT_S8, PT_S32, NULL, 0, 0, 1, false, "impl=1,bm=64,bn=16,stages=2,splitk=4"},
         {40, 72, 300, "nt", PT_TF32, PT_F32, NULL, 0.5, 0, 2, false, "impl=1,bm=64,bn=72,stages=2,splitk=2"},
         {70, 64, 260, "tn", PT_BF16, PT_F32, "tanh(acc) * 2", 0, 0, 1, true,
-         "impl=1,bm=64,bn=64,stages=2,persistent=2,streamk=1"},
+         "sms=2,impl=1,bm=64,bn=64,stages=2,persistent=1,streamk=1"},
         {70, 48, 400, "nt", PT_BF16, PT_BF16, "relu(acc)", 0, 0, 3, false,
-         "impl=1,bm=64,bn=48,stages=2,persistent=4,streamk=1"},
+         "sms=4,impl=1,bm=64,bn=48,stages=2,persistent=1,streamk=1"},
     };
     int n = 0;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
@@ -257,7 +260,7 @@ Test(gemm_sm90_splitk, fixup_is_deterministic, .timeout = 300)
         const char *cfg;
     } cs[] = {
         {65, 64, 1000, PT_BF16, "impl=1,bm=64,bn=64,stages=3,splitk=4"},
-        {129, 65, 700, PT_F16, "impl=1,bm=64,bn=32,stages=2,persistent=5,streamk=1"},
+        {129, 65, 700, PT_F16, "sms=5,impl=1,bm=64,bn=32,stages=2,persistent=1,streamk=1"},
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         pt_problem p = prob(cs[i].m, cs[i].n, cs[i].k, "nt", cs[i].dt, PT_F32);
@@ -296,7 +299,7 @@ Test(gemm_sm90_splitk, non_power_of_two_tile_n, .timeout = 300)
         {40, 70, 64, "nt", PT_S8, PT_S32, NULL, "impl=1,bm=64,bn=24,stages=2"},
         {40, 100, 64, "nt", PT_S8, PT_S32, NULL, "impl=1,bm=128,bn=48,stages=3"},
         {65, 120, 64, "nt", PT_BF16, PT_BF16, NULL, "impl=1,bm=64,bn=40,stages=2"},
-        {130, 300, 64, "nt", PT_BF16, PT_F32, NULL, "impl=1,bm=64,bn=96,stages=2,persistent=3"},
+        {130, 300, 64, "nt", PT_BF16, PT_F32, NULL, "sms=3,impl=1,bm=64,bn=96,stages=2,persistent=1"},
         {65, 190, 300, "nt", PT_BF16, PT_F32, NULL, "impl=1,bm=64,bn=192,stages=2,splitk=2"},
     };
     int n = 0;
@@ -359,7 +362,7 @@ Test(gemm_sm90_splitk, adversarial_inputs_through_the_fixup, .timeout = 300)
     double t0 = now();
     /* SK: 2 tiles of 64 x 64 whose 8..16 k tiles split over 3 CTAs (units
      * start and end inside tiles) */
-#define SK "impl=1,bm=64,bn=64,stages=2,persistent=3,streamk=1"
+#define SK "sms=3,impl=1,bm=64,bn=64,stages=2,persistent=1,streamk=1"
     static const struct {
         int64_t m, n, k;
         const char *lay;
@@ -384,14 +387,14 @@ Test(gemm_sm90_splitk, adversarial_inputs_through_the_fixup, .timeout = 300)
         {65, 64, 1000, "nt", PT_BF16, PT_BF16, "acc + bias[n]", 0, SK, &xa_bias},
         {65, 64, 1000, "nt", PT_F16, PT_F32, "relu(acc) + gelu(acc)", 0, SK, &xa_act},
         {65, 64, 1000, "nt", PT_BF16, PT_F32, NULL, 0.5, SK, &xa_c},
-        /* one unit per tile (4 tiles of 2 k tiles over 2 CTAs): the TMA store */
-        {128, 128, 256, "nt", PT_BF16, PT_BF16, NULL, 0, "impl=1,bm=64,bn=64,stages=2,persistent=2,streamk=1,epi=1",
+        /* whole tiles in every unit at any grid (4 tiles of one k tile, 2 CTAs): the TMA store */
+        {128, 128, 64, "nt", PT_BF16, PT_BF16, NULL, 0, "sms=2,impl=1,bm=64,bn=64,stages=2,persistent=1,streamk=1,epi=1",
          &xa_a_nan},
         /* split-K */
         {65, 64, 2048, "nt", PT_S8, PT_S32, NULL, 0, "impl=1,bm=64,bn=64,stages=2,splitk=4", &xa_int},
         {65, 64, 1000, "nt", PT_F16, PT_F16, NULL, 0, "impl=1,bm=64,bn=64,stages=2,splitk=3", &xa_ties},
         /* a persistent grid, whole tiles */
-        {129, 128, 72, "nt", PT_BF16, PT_BF16, NULL, 0, "impl=1,bm=64,bn=64,stages=2,persistent=3,epi=1", &xa_b_inf},
+        {129, 128, 72, "nt", PT_BF16, PT_BF16, NULL, 0, "sms=3,impl=1,bm=64,bn=64,stages=2,persistent=1,epi=1", &xa_b_inf},
     };
 #undef SK
     int ran = 0, failed = 0;
@@ -440,7 +443,7 @@ Test(gemm_sm90_splitk, check_enforces_decompositions_and_wgmma_n)
     } cs[] = {
         {&p, "impl=1,bm=128,bn=128,splitk=4", NULL},
         {&p, "impl=1,bm=128,bn=128,splitk=3", NULL},
-        {&p, "impl=1,bm=128,bn=128,persistent=3,streamk=1", NULL},
+        {&p, "impl=1,bm=128,bn=128,persistent=1,streamk=1", NULL},
         {&p, "impl=1,bm=128,bn=192", NULL},
         {&p, "impl=1,bm=128,bn=200", NULL},
         {&p, "impl=1,bm=64,bn=8", NULL},
@@ -449,9 +452,9 @@ Test(gemm_sm90_splitk, check_enforces_decompositions_and_wgmma_n)
         {&p, "impl=1,bm=128,bn=128,splitk=17", "splitk=17: must be 1..16"},
         {&p, "impl=1,bm=128,bn=128,splitk=0", "splitk=0: must be 1..16"},
         {&p, "impl=1,bm=128,bn=128,bk=64,splitk=16,persistent=0", NULL},
-        {&p, "impl=1,bm=128,bn=128,streamk=1", "streamk=1 needs persistent > 0"},
+        {&p, "impl=1,bm=128,bn=128,streamk=1", "streamk=1 needs persistent=1 or 2"},
         {&p, "impl=1,bm=128,bn=128,streamk=2", "streamk=2: 0 (off) or 1"},
-        {&p, "impl=1,bm=128,bn=128,persistent=3,streamk=1,splitk=2", "one or the other"},
+        {&p, "impl=1,bm=128,bn=128,persistent=1,streamk=1,splitk=2", "one or the other"},
         {&p, "impl=1,bm=128,bn=20", "bn=20: not a wgmma N for bf16"},
         {&p, "impl=1,bm=128,bn=264", "bn=264: not a wgmma N for bf16"},
         {&q, "impl=1,bm=64,bn=40", "bn=40: not a wgmma N for s8"},
@@ -528,13 +531,13 @@ Test(gemm_sm90_splitk, new_forms_assemble, .timeout = 300)
         const char *epi, *cfg;
     } cs[] = {
         {256, 512, 4096, PT_BF16, PT_BF16, NULL, "impl=1,bm=128,bn=256,stages=4,splitk=3"},
-        {2048, 4096, 512, PT_BF16, PT_BF16, NULL, "impl=1,bm=128,bn=256,stages=4,persistent=132,streamk=1"},
+        {2048, 4096, 512, PT_BF16, PT_BF16, NULL, "impl=1,bm=128,bn=256,stages=4,persistent=1,streamk=1"},
         {2048, 4096, 512, PT_BF16, PT_F32, "relu(acc + bias[n]) + r",
-         "impl=1,bm=128,bn=128,stages=4,persistent=132,streamk=1"},
+         "impl=1,bm=128,bn=128,stages=4,persistent=1,streamk=1"},
         {8192, 8192, 8192, PT_BF16, PT_BF16, NULL, "impl=1,bm=128,bn=192,stages=4"},
-        {8192, 8192, 8192, PT_BF16, PT_BF16, NULL, "impl=1,bm=128,bn=192,stages=4,persistent=132"},
+        {8192, 8192, 8192, PT_BF16, PT_BF16, NULL, "impl=1,bm=128,bn=192,stages=4,persistent=1"},
         {4096, 4096, 4096, PT_E4M3, PT_E4M3, NULL, "impl=1,bm=128,bn=160,stages=4,splitk=2"},
-        {1024, 1024, 4096, PT_S8, PT_S32, NULL, "impl=1,bm=64,bn=96,stages=4,persistent=132,streamk=1"},
+        {1024, 1024, 4096, PT_S8, PT_S32, NULL, "impl=1,bm=64,bn=96,stages=4,persistent=1,streamk=1"},
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         pt_problem p = PT_GEMM(cs[i].m, cs[i].n, cs[i].k, "nt", cs[i].dt, cs[i].odt);

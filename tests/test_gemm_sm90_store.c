@@ -60,6 +60,9 @@ static int run_on(const char *backend, const pt_problem *p, const char *config, 
                   const char *drop, run_out *o, pt_err *e)
 {
     memset(o, 0, sizeof *o);
+    char cbuf[512];
+    int sms; /* the emulator device's SMs (a config item "sms=N"; prepare_config drops it) */
+    config_sms(config, &sms, cbuf, sizeof cbuf);
     pt_target tg;
     cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
     pt_arena *a = pt_arena_new();
@@ -83,7 +86,7 @@ static int run_on(const char *backend, const pt_problem *p, const char *config, 
     if (!rc && drop)
         o->dropped = drop_line(text, drop);
     if (!rc)
-        rc = open_load_io(backend, sched, seed, text, l.entry, pp, p, NULL, NULL, &d, &k, &io, e);
+        rc = open_load_io_sms(backend, sched, seed, sms, text, l.entry, pp, p, NULL, NULL, &d, &k, &io, e);
     if (!rc) {
         tuner_verify_opts vo = {.full_limit = INT64_MAX};
         tuner_verify_result vr;
@@ -149,30 +152,30 @@ Test(gemm_sm90_store, emulator_grid, .timeout = 600)
          * (128B); f32 bn 16 (64B), >= 32 (128B); fp8 bn 16 (unswizzled),
          * 32 (32B), 64 (64B), >= 128 (128B) */
         {65, 129, 64, "nt", PT_BF16, PT_BF16, "relu(acc + bias[n]) + r", 0, 1, "bm=128,bn=64"},
-        {257, 7, 72, "tt", PT_F16, PT_F16, NULL, 0, 1, "bm=64,bn=16,persistent=3"},
-        {129, 65, 96, "nt", PT_E4M3, PT_F32, "gelu(acc * s[m] + bias[n])", 0, 1, "bm=64,bn=32,persistent=2"},
+        {257, 7, 72, "tt", PT_F16, PT_F16, NULL, 0, 1, "bm=64,bn=16,sms=3,persistent=1"},
+        {129, 65, 96, "nt", PT_E4M3, PT_F32, "gelu(acc * s[m] + bias[n])", 0, 1, "bm=64,bn=32,sms=2,persistent=1"},
         {7, 257, 128, "nt", PT_E4M3, PT_E4M3, "silu(acc) + r", 0, 1, "bm=128,bn=128"},
         {1, 65, 40, "nn", PT_BF16, PT_F32, NULL, 0.5, 1, "bm=64,bn=64"},
-        {65, 1, 64, "tn", PT_BF16, PT_BF16, "acc + bias[n]", 0, 1, "bm=64,bn=64,persistent=1"},
-        {129, 129, 64, "nt", PT_BF16, PT_F16, "tanh(acc) + r", 0, 1, "bm=128,bn=32,persistent=2,wg_wait=0"},
+        {65, 1, 64, "tn", PT_BF16, PT_BF16, "acc + bias[n]", 0, 1, "bm=64,bn=64,sms=1,persistent=1"},
+        {129, 129, 64, "nt", PT_BF16, PT_F16, "tanh(acc) + r", 0, 1, "bm=128,bn=32,sms=2,persistent=1,wg_wait=0"},
         {100, 256, 64, "nt", PT_F16, PT_BF16, NULL, 0, 1, "bm=128,bn=256,stages=2"},
-        {40, 72, 64, "nt", PT_BF16, PT_BF16, "relu(acc) + beta * c", 0.25, 3, "bm=64,bn=64,persistent=2"},
+        {40, 72, 64, "nt", PT_BF16, PT_BF16, "relu(acc) + beta * c", 0.25, 3, "bm=64,bn=64,sms=2,persistent=1"},
         {33, 48, 80, "nt", PT_S8, PT_F32, "acc + bias[n]", 0, 1, "bm=64,bn=16"},
-        {65, 130, 64, "nt", PT_S8, PT_BF16, "relu(acc)", 0, 1, "bm=128,bn=64,persistent=2"},
-        {129, 257, 32, "nt", PT_E5M2, PT_E4M3, NULL, 0, 1, "bm=64,bn=128,persistent=3,stages=3"},
-        {257, 65, 48, "tt", PT_BF16, PT_F32, "relu(acc + bias[m])", 0, 1, "bm=128,bn=16,persistent=2"},
-        {65, 129, 64, "nt", PT_F16, PT_E4M3, "gelu(acc) + r", 0, 1, "bm=64,bn=16,persistent=2"},
+        {65, 130, 64, "nt", PT_S8, PT_BF16, "relu(acc)", 0, 1, "bm=128,bn=64,sms=2,persistent=1"},
+        {129, 257, 32, "nt", PT_E5M2, PT_E4M3, NULL, 0, 1, "bm=64,bn=128,sms=3,persistent=1,stages=3"},
+        {257, 65, 48, "tt", PT_BF16, PT_F32, "relu(acc + bias[m])", 0, 1, "bm=128,bn=16,sms=2,persistent=1"},
+        {65, 129, 64, "nt", PT_F16, PT_E4M3, "gelu(acc) + r", 0, 1, "bm=64,bn=16,sms=2,persistent=1"},
         {129, 65, 64, "tt", PT_BF16, PT_E4M3, "relu(acc + bias[n])", 0, 1, "bm=128,bn=32"},
-        {7, 129, 64, "nt", PT_E4M3, PT_E4M3, NULL, 0, 2, "bm=64,bn=64,persistent=2"},
-        {257, 257, 32, "nn", PT_F16, PT_F32, "acc * alpha + bias[n]", 0, 1, "bm=128,bn=128,persistent=3"},
+        {7, 129, 64, "nt", PT_E4M3, PT_E4M3, NULL, 0, 2, "bm=64,bn=64,sms=2,persistent=1"},
+        {257, 257, 32, "nn", PT_F16, PT_F32, "acc * alpha + bias[n]", 0, 1, "bm=128,bn=128,sms=3,persistent=1"},
         {1, 1, 64, "nt", PT_BF16, PT_BF16, "relu(acc + bias[n]) + r", 0, 1, "bm=64,bn=16"},
         {65, 65, 64, "nt", PT_E4M3, PT_F16, "silu(acc + bias[m]) + r", 0, 1, "bm=64,bn=256,stages=2"},
         /* pingpong (each consumer stores its own 64-row tile from its own
          * staging) and clusters of 2 (each CTA its own tile) */
-        {129, 100, 72, "nt", PT_BF16, PT_BF16, "gelu(acc) + r", 0, 2, "bm=64,bn=32,sched=1,persistent=2"},
+        {129, 100, 72, "nt", PT_BF16, PT_BF16, "gelu(acc) + r", 0, 2, "bm=64,bn=32,sched=1,sms=2,persistent=1"},
         {257, 65, 64, "tt", PT_F16, PT_F32, "acc + bias[n]", 0, 1, "bm=64,bn=64,sched=1"},
         {200, 65, 64, "nt", PT_E4M3, PT_E4M3, NULL, 0, 1, "bm=128,bn=64,cluster=21,stages=3"},
-        {130, 129, 96, "nn", PT_BF16, PT_BF16, "relu(acc)", 0, 1, "bm=64,bn=64,sched=1,cluster=12,persistent=4"},
+        {130, 129, 96, "nn", PT_BF16, PT_BF16, "relu(acc)", 0, 1, "bm=64,bn=64,sched=1,cluster=12,sms=4,persistent=1"},
     };
     int n = 0;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
@@ -221,26 +224,26 @@ Test(gemm_sm90_store, rows_of_three_and_more_64_byte_boxes, .timeout = 600)
         const char *cfg;
     } cs[] = {
         {65, 48, 64, "nt", PT_BF16, PT_F32, NULL, 1, "bm=64,bn=48"},
-        {129, 100, 72, "tt", PT_F16, PT_F32, "relu(acc + bias[n])", 1, "bm=128,bn=48,persistent=2"},
+        {129, 100, 72, "tt", PT_F16, PT_F32, "relu(acc + bias[n])", 1, "bm=128,bn=48,sms=2,persistent=1"},
         {65, 80, 64, "nt", PT_BF16, PT_F32, "acc + bias[n]", 1, "bm=128,bn=80"},
-        {129, 161, 64, "nt", PT_E4M3, PT_F32, "gelu(acc) + r", 1, "bm=64,bn=80,sched=1,persistent=2"},
+        {129, 161, 64, "nt", PT_E4M3, PT_F32, "gelu(acc) + r", 1, "bm=64,bn=80,sched=1,sms=2,persistent=1"},
         {33, 200, 64, "nt", PT_BF16, PT_F32, NULL, 1, "bm=64,bn=208,stages=2"},
         {200, 208, 40, "tt", PT_BF16, PT_F32, "relu(acc)", 1, "bm=64,bn=208,sched=1,stages=2"},
         {96, 96, 64, "nt", PT_BF16, PT_BF16, NULL, 1, "bm=64,bn=96"},
-        {257, 190, 64, "tt", PT_BF16, PT_BF16, "silu(acc) + r", 1, "bm=128,bn=96,persistent=3"},
+        {257, 190, 64, "tt", PT_BF16, PT_BF16, "silu(acc) + r", 1, "bm=128,bn=96,sms=3,persistent=1"},
         {130, 97, 64, "nt", PT_F16, PT_BF16, "acc + bias[m]", 1, "bm=64,bn=96,cluster=21"},
-        {65, 193, 64, "nt", PT_BF16, PT_BF16, "tanh(acc)", 2, "bm=64,bn=96,sched=1,persistent=2"},
-        {40, 100, 64, "nt", PT_BF16, PT_F32, NULL, 2, "bm=64,bn=48,cluster=12,persistent=2"},
+        {65, 193, 64, "nt", PT_BF16, PT_BF16, "tanh(acc)", 2, "bm=64,bn=96,sched=1,sms=2,persistent=1"},
+        {40, 100, 64, "nt", PT_BF16, PT_F32, NULL, 2, "bm=64,bn=48,cluster=12,sms=2,persistent=1"},
         {65, 160, 64, "nt", PT_F16, PT_F16, "relu(acc)", 1, "bm=64,bn=160"},
         /* the same bn with the other output: bf16 48/80/208 (rows of 32-byte
          * boxes), f32 96 (three 128-byte boxes) */
-        {65, 48, 64, "nt", PT_BF16, PT_BF16, "relu(acc)", 1, "bm=64,bn=48,persistent=2"},
+        {65, 48, 64, "nt", PT_BF16, PT_BF16, "relu(acc)", 1, "bm=64,bn=48,sms=2,persistent=1"},
         {129, 80, 64, "tt", PT_F16, PT_BF16, NULL, 1, "bm=64,bn=80,sched=1"},
         {33, 200, 64, "nt", PT_BF16, PT_BF16, "acc + bias[n]", 1, "bm=128,bn=208,stages=2"},
         {65, 96, 64, "nt", PT_BF16, PT_F32, NULL, 2, "bm=64,bn=96,cluster=21"},
         /* 64-byte k tiles too (64B-swizzle TMA loads and wgmma descriptors) */
         {65, 100, 24, "nt", PT_BF16, PT_BF16, "acc + bias[n]", 1, "bm=64,bn=96,bk=32"},
-        {33, 48, 20, "tt", PT_F16, PT_F32, NULL, 1, "bm=128,bn=48,bk=32,persistent=2"},
+        {33, 48, 20, "tt", PT_F16, PT_F32, NULL, 1, "bm=128,bn=48,bk=32,sms=2,persistent=1"},
         {70, 80, 64, "nt", PT_E4M3, PT_F32, NULL, 1, "bm=64,bn=80,bk=64,sched=1"},
     };
     int n = 0;
@@ -279,7 +282,7 @@ Test(gemm_sm90_store, rows_of_three_and_more_64_byte_boxes, .timeout = 600)
 Test(gemm_sm90_store, planted_bugs_missing_fence_and_early_reuse, .timeout = 300)
 {
     pt_problem p = prob_ldd(129, 128, 64, "nt", PT_BF16, PT_BF16);
-    const char *cfg = "impl=1,epi=1,bm=64,bn=64,persistent=2,stages=2";
+    const char *cfg = "impl=1,epi=1,bm=64,bn=64,sms=2,persistent=1,stages=2";
     pt_err e = {0};
     run_out o;
     cr_expect_eq(run_on("emu", &p, cfg, EMU_SCHED_LAZY, 1, NULL, &o, &e), PT_OK, "fixed twin: %s", e.msg);
@@ -320,7 +323,7 @@ Test(gemm_sm90_store, check_refuses_what_cannot_be_stored)
         {&packed, "impl=1,epi=1,bm=64,bn=64", "ldd=129 is not a multiple of 16 bytes of bf16"},
         {&col, "impl=1,epi=1,bm=64,bn=64", "a column-major D is not supported"},
         {&s32, "impl=1,epi=1,bm=64,bn=64", "s32 output is not supported"},
-        {&big, "impl=1,epi=1,bm=128,bn=256,stages=4,persistent=132", "bytes of shared memory"},
+        {&big, "impl=1,epi=1,bm=128,bn=256,stages=4,persistent=1", "bytes of shared memory"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = check_cfg(bad[i].p, bad[i].cfg, &e);
@@ -331,7 +334,7 @@ Test(gemm_sm90_store, check_refuses_what_cannot_be_stored)
     /* pingpong: a staging per consumer past the ring */
     cr_expect_eq(check_cfg(&big, "impl=1,epi=1,bm=64,bn=256,sched=1,stages=4", &e), PT_OK, "%s", e.msg);
     /* the ring and the staging fit with one stage less */
-    cr_expect_eq(check_cfg(&big, "impl=1,epi=1,bm=128,bn=256,stages=3,persistent=132", &e), PT_OK, "%s", e.msg);
+    cr_expect_eq(check_cfg(&big, "impl=1,epi=1,bm=128,bn=256,stages=3,persistent=1", &e), PT_OK, "%s", e.msg);
     /* the default stays the direct epilogue */
     pt_target tg;
     cr_assert_eq(pt_target_parse("sm_90a", &tg, &e), PT_OK);
@@ -353,7 +356,7 @@ Test(gemm_sm90_store, emitted_structure)
 {
     pt_problem p = PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16);
     pt_launch l;
-    char *t = emit_text(&p, "impl=1,epi=1,bm=128,bn=256,stages=3,persistent=132", &l);
+    char *t = emit_text(&p, "impl=1,epi=1,bm=128,bn=256,stages=3,persistent=1", &l);
     cr_expect_eq(count(t, "stmatrix.sync.aligned.m8n8.x4.shared.b16"), 16);
     cr_expect_eq(count(t, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 4);
     cr_expect_eq(count(t, "cp.async.bulk.commit_group;"), 1);
@@ -403,15 +406,15 @@ Test(gemm_sm90_store, new_forms_assemble_with_ptxas, .timeout = 300)
         pt_problem p;
         const char *epi, *cfg;
     } cs[] = {
-        {PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16), NULL, "impl=1,epi=1,bm=128,bn=256,stages=3,persistent=132"},
+        {PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16), NULL, "impl=1,epi=1,bm=128,bn=256,stages=3,persistent=1"},
         {PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16), "relu(acc + bias[n]) + r", "impl=1,epi=1,bm=128,bn=256,stages=3"},
         {PT_GEMM(4096, 4096, 4096, "tt", PT_F16, PT_F32), NULL, "impl=1,epi=1,bm=128,bn=128,stages=4"},
-        {PT_GEMM(4096, 4096, 4096, "nt", PT_E4M3, PT_E4M3), "gelu(acc)", "impl=1,epi=1,bm=128,bn=128,stages=4,persistent=132"},
+        {PT_GEMM(4096, 4096, 4096, "nt", PT_E4M3, PT_E4M3), "gelu(acc)", "impl=1,epi=1,bm=128,bn=128,stages=4,persistent=1"},
         {PT_GEMM(1024, 1024, 1024, "nt", PT_BF16, PT_F16), NULL, "impl=1,epi=1,bm=64,bn=64,stages=4"},
-        {PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16), NULL, "impl=1,epi=1,bm=64,bn=256,sched=1,stages=4,persistent=132"},
+        {PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16), NULL, "impl=1,epi=1,bm=64,bn=256,sched=1,stages=4,persistent=1"},
         {PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16), NULL, "impl=1,epi=1,bm=128,bn=256,cluster=21,stages=3"},
         /* rows of three and thirteen 64-byte boxes */
-        {PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16), NULL, "impl=1,epi=1,bm=128,bn=96,stages=4,persistent=132"},
+        {PT_GEMM(8192, 8192, 8192, "nt", PT_BF16, PT_BF16), NULL, "impl=1,epi=1,bm=128,bn=96,stages=4,persistent=1"},
         {PT_GEMM(4096, 4096, 4096, "nt", PT_BF16, PT_F32), "relu(acc + bias[n])", "impl=1,epi=1,bm=64,bn=208,stages=3"},
     };
     cs[3].p.out_scale = 2;
@@ -646,7 +649,7 @@ Test(gemm_sm90_store, mock_backend_runs_tensor_map_kernels, .timeout = 300)
 {
     pt_problem p = prob_ldd(65, 72, 64, "nt", PT_BF16, PT_BF16);
     p.epilogue = "relu(acc + bias[n])";
-    static const char *const cfgs[] = {"impl=1,epi=1,bm=64,bn=64", "impl=1,epi=1,bm=128,bn=96,persistent=2"};
+    static const char *const cfgs[] = {"impl=1,epi=1,bm=64,bn=64", "impl=1,epi=1,bm=128,bn=96,sms=2,persistent=1"};
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
         pt_err e = {0};
         run_out o;

@@ -895,12 +895,39 @@ Test(runtime, a_tensor_map_follows_a_run_time_size)
  * the contract's tensor indices, launches through the fake driver and
  * compares o with the op's float64 reference (the inputs and page table are
  * the verifier's: tuner_io_random with the op's structured inputs). */
+/* run_exported_at's options beside its arguments (the persistent test's):
+ * configs holding every item of prefer (",k=v,..." tested as substrings of
+ * ",config,") win, the sweep's budget (0: 2), the fingerprint served (NULL:
+ * the device's) and the grid x the selection must have (0: any). */
+static const char *rx_prefer, *rx_fingerprint;
+static int64_t rx_budget;
+static unsigned rx_grid_x;
+
+static bool rx_preferred(const char *cfg)
+{
+    if (!rx_prefer)
+        return false;
+    char all[512], item[64];
+    snprintf(all, sizeof all, ",%s,", cfg);
+    for (const char *q = rx_prefer; *q;) {
+        const char *end = strchr(q, ',');
+        size_t n = end ? (size_t)(end - q) : strlen(q);
+        snprintf(item, sizeof item, ",%.*s,", (int)n, q);
+        if (!strstr(all, item))
+            return false;
+        q += n + (end != NULL);
+    }
+    return true;
+}
+
 static int measure1(void *ctx, const sweep_cand *c, sweep_meas *m, pt_err *e)
 {
     (void)ctx;
     (void)e;
     uint64_t h = pt_hash64(c->config_str, strlen(c->config_str));
     double t = 1e-5 * (1 + (double)(h % 1000) / 1000.0);
+    if (rx_preferred(c->config_str))
+        t /= 100;
     snprintf(m->cls, sizeof m->cls, "ok");
     m->verified = m->timed = true;
     m->t_min = m->t_median = m->t_max = t;
@@ -928,7 +955,7 @@ static void run_exported_at(const pt_op *op, const char *opname, const char *ite
     unlink(path);
     db_store *s;
     cr_assert_eq(db_open(path, NULL, &s, &pe), PT_OK, "%s", pe.msg);
-    sweep_opts so = {.arch = arch, .strategy = SEARCH_RANDOM, .budget = 2, .seed = 1,
+    sweep_opts so = {.arch = arch, .strategy = SEARCH_RANDOM, .budget = rx_budget ? rx_budget : 2, .seed = 1,
                      .no_compile = true, .tool_version = "test", .git_rev = "test",
                      .measure = measure1, .fingerprint = &fake_fp};
     sweep_summary sum;
@@ -939,6 +966,11 @@ static void run_exported_at(const pt_op *op, const char *opname, const char *ite
     unlink(bpath);
     snprintf(args, sizeof args, "export --db '%s' --format bundle --out '%s'", path, bpath);
     cr_assert_eq(test_run_ptxtune(dir, args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    if (rx_grid_x) { /* the CSV's grid rule has the SM term */
+        snprintf(args, sizeof args, "export --db '%s' --format csv", path);
+        cr_assert_eq(test_run_ptxtune(dir, args, out, sizeof out, err, sizeof err), 0, "%s", err);
+        cr_expect(strstr(out, ",1*sms)") != NULL, "no SM term in the CSV: %s", out);
+    }
     /* the contract's tensor indices, in launch order */
     sqlite3 *db;
     cr_assert_eq(sqlite3_open_v2(bpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
@@ -947,6 +979,11 @@ static void run_exported_at(const pt_op *op, const char *opname, const char *ite
                                         " m.id = w.measurement_id", -1, &st, NULL), SQLITE_OK);
     cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
     json_t *launch = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
+    sqlite3_finalize(st);
+    char fpkey[64] = ""; /* rx_fingerprint "*": the bundle's one fingerprint, named */
+    cr_assert_eq(sqlite3_prepare_v2(db, "SELECT key FROM fingerprints", -1, &st, NULL), SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        snprintf(fpkey, sizeof fpkey, "%s", (const char *)sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
     sqlite3_close(db);
     cr_assert(launch);
@@ -994,7 +1031,8 @@ static void run_exported_at(const pt_op *op, const char *opname, const char *ite
         index_of[nt++] = map_index[i];
     }
     /* the runtime: the entry at its tuned sizes */
-    ptxtune_options o = {.flags = PTXTUNE_ALLOW_PTX_JIT};
+    ptxtune_options o = {.flags = PTXTUNE_ALLOW_PTX_JIT,
+                         .fingerprint = rx_fingerprint && !strcmp(rx_fingerprint, "*") ? fpkey : rx_fingerprint};
     ptxtune_runtime *rt;
     ptxtune_error e;
     cr_assert_eq(ptxtune_open(bpath, &o, &rt, &e), PTXTUNE_OK, "%s", e.msg);
@@ -1007,6 +1045,10 @@ static void run_exported_at(const pt_op *op, const char *opname, const char *ite
                                 run_dims ? nrun : info.ndims, &sel, &e),
                  PTXTUNE_OK, "%s", e.msg);
     cr_assert(!sel.padded, "a padded selection");
+    if (rx_prefer)
+        cr_expect(rx_preferred(info.config), "the winner [%s] is not [%s]", info.config, rx_prefer);
+    if (rx_grid_x)
+        cr_expect_eq(sel.grid[0], rx_grid_x, "the selection's grid x");
     search_problem rp = sp;
     if (run_item)
         cr_assert_eq(search_problem_parse(a, opname, run_item, &rp, &pe), PT_OK, "%s", pe.msg);
@@ -1042,6 +1084,8 @@ static void run_exported_at(const pt_op *op, const char *opname, const char *ite
     ptxtune_launch_args la = {.tensors = ptrs, .ntensors = nt, .workspace = ws};
     cr_assert_eq(ptxtune_launch(rt, &sel, &la, &e), PTXTUNE_OK, "%s", e.msg);
     cr_assert_eq(d.sync(), 0);
+    if (rx_grid_x)
+        cr_expect_eq(fake_counter("fake_cuda_last_grid_x"), (int)rx_grid_x, "the driver's grid x");
     /* o against the float64 reference */
     pt_tensor ref[TUNER_MAX_TENSORS];
     for (int i = 0; i < io->nout; i++) {
@@ -1689,4 +1733,64 @@ Test(runtime, a_json_table_cubin_changed_in_place_is_refused_at_its_load)
         ptxtune_close(rt);
     }
     free(b);
+}
+
+/* A persistent stream-K wgmma GEMM (persistent=1, streamk=1) tuned on a
+ * device of 4 SMs, served (the fingerprint named) on one of 3 by the fake
+ * driver (FAKE_CUDA_SMS): the contract's grid rule has the SM term
+ * ({"const":units,"per_sm":1}, version 2), so the runtime launches 3 CTAs,
+ * which cut the k iterations into 3 units; the output checks out against
+ * the float64 reference, the workspace sized for any grid. */
+Test(runtime, a_persistent_stream_k_gemm_launches_from_the_devices_sm_count, .timeout = 300)
+{
+    rx_prefer = "persistent=1,streamk=1,sched=0";
+    rx_budget = 200;
+    rx_fingerprint = "*";
+    rx_grid_x = 3;
+    setenv("FAKE_CUDA_SMS", "3", 1);
+    run_exported_at(&gen_gemm_op, "gemm", "m=128 n=128 k=2048 dtype=bf16 layout=nt", "sm_90a", "pers", 1,
+                    NULL, NULL, 0);
+    unsetenv("FAKE_CUDA_SMS");
+    rx_prefer = rx_fingerprint = NULL;
+    rx_budget = 0;
+    rx_grid_x = 0;
+}
+
+/* A contract of a version this library does not know (3) is refused in
+ * one line naming it and the versions it reads; the others serve. */
+Test(runtime, an_unknown_contract_version_is_refused_in_one_line)
+{
+    need_store();
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", P("b.db"), P("v3.db"));
+    cr_assert_eq(system(cmd), 0);
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(P("v3.db"), &db), SQLITE_OK);
+    static const char *const sql[] = {
+        "UPDATE measurements SET launch = json_set(launch, '$.contract.v', 3) WHERE id IN (SELECT"
+        " w.measurement_id FROM winners w JOIN problems p ON p.id = w.problem_id WHERE p.key LIKE '%x=16x256%')",
+        "UPDATE rt_sizes SET v = 3 WHERE measurement_id IN (SELECT w.measurement_id FROM winners w JOIN"
+        " problems p ON p.id = w.problem_id WHERE p.key LIKE '%x=16x256%')"};
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(sqlite3_exec(db, sql[i], NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+        cr_assert_eq(sqlite3_changes(db), 1, "%s", sql[i]);
+    }
+    sqlite3_close(db);
+    load_fake();
+    ptxtune_options o = {.flags = ALL};
+    ptxtune_runtime *rt = NULL;
+    ptxtune_error e;
+    int rc = ptxtune_open(P("v3.db"), &o, &rt, &e);
+    if (rc == PTXTUNE_OK) {
+        ptxtune_selection sel;
+        int64_t dims[2] = {16, 256};
+        rc = ptxtune_select(rt, softmax_class, dims, 2, &sel, &e);
+        drv d;
+        cr_assert_eq(drv_open(&d), 0);
+        cr_expect_eq(run_gemm(rt, &d, gemm_class, 16, 64, 32), 0, "the others serve");
+        ptxtune_close(rt);
+    }
+    cr_expect_eq(rc, PTXTUNE_EINVAL);
+    cr_expect(strstr(e.msg, "launch contract version 3: this library reads 1 and 2") != NULL, "%s", e.msg);
+    cr_expect(!strchr(e.msg, '\n'), "one line: %s", e.msg);
 }

@@ -437,8 +437,8 @@ static void col_run(col_tally *t, pt_problem p, int64_t base, const int64_t *ms,
             marg = i;
     cr_assert_geq(marg, 0, "no u32 parameter m in the dyn=m kernel");
     int64_t bm = pt_config_get(&c, "bm", 64), pers = pt_config_get(&c, "persistent", 0);
-    int64_t splitk = pt_config_get(&c, "splitk", 1);
-    tuner_dev_opts dopts = {.emu_threads = 2, .emu_arch = tg.sm};
+    int64_t splitk = pt_config_get(&c, "splitk", 1), bn = pt_config_get(&c, "bn", 64);
+    tuner_dev_opts dopts = {.emu_threads = 2, .emu_arch = tg.sm, .emu_sm_count = 3};
     tuner_dev *d = NULL;
     cr_assert_eq(tuner_dev_open("emu", &dopts, &d, &e), 0, "%s", e.msg);
     for (int i = 0; i < nm; i++) {
@@ -458,7 +458,8 @@ static void col_run(col_tally *t, pt_problem p, int64_t base, const int64_t *ms,
             if (same != want)
                 rc = pt_errf(&e, PT_EINTERNAL, "re-emitted at m=%lld: PTX %s the base's", (long long)ms[i],
                              same ? "equals" : "differs from");
-            unsigned gx = (unsigned)(pers ? pers : (ms[i] + bm - 1) / bm);
+            /* persistent: the tiles at this m (the device's SMs cap it at launch) */
+            unsigned gx = (unsigned)((ms[i] + bm - 1) / bm * (pers ? (p.n + bn - 1) / bn : 1));
             if (!rc && lr.grid[0] != gx)
                 rc = pt_errf(&e, PT_EINTERNAL, "grid x %u at m=%lld: not the rule", lr.grid[0], (long long)ms[i]);
             lq.grid[0] = gx;
@@ -496,8 +497,8 @@ Test(runtime_dyn, col_major_d_one_kernel_many_m, .timeout = 600)
          "bm=64,bn=16,wm=32,wn=16,raster=2"},
         /* D's and C's leading dimensions given: fixed, the kernel serves M <= ld */
         {"nt", PT_F16, PT_F16, 24, 40, 2, 0, 132, 136, 0.5, 0.5, NULL, "sm_90", "bm=16,bn=32,wm=16,wn=16,kslice=2"},
-        /* int8 exact with C, a persistent grid */
-        {"nt", PT_S8, PT_S32, 40, 64, 1, 0, 0, 0, 1, 1, NULL, "sm_80", "bm=32,bn=32,wm=16,wn=16,persistent=3"},
+        /* int8 exact with C, a persistent grid (3 CTAs: the device's 3 SMs) */
+        {"nt", PT_S8, PT_S32, 40, 64, 1, 0, 0, 0, 1, 1, NULL, "sm_80", "bm=32,bn=32,wm=16,wn=16,persistent=1"},
         /* f32 SIMT, batched split-K */
         {"nn", PT_F32, PT_F32, 40, 33, 2, 0, 0, 0, 1, 0, "relu(acc) + bias[n]", "sm_89",
          "bm=32,bn=32,tm=4,tn=4,splitk=2"},
@@ -717,7 +718,7 @@ Test(runtime_dyn, col_major_d_kernels_assemble_clean, .timeout = 600)
         {"m=128 n=4096 k=4096 dtype=bf16 layout=nt", "bm=128,bn=128,bk=64,wm=64,wn=64,stages=3"},
         {"m=64 n=4096 k=4096 dtype=bf16 layout=nt beta=1", "bm=64,bn=128,bk=64,wm=32,wn=64,stages=4,splitk=4"},
         {"m=256 n=1024 k=512 dtype=f16 batch=4 epilogue='gelu(acc) + r'", "bm=64,bn=64,bk=32,wm=32,wn=32,raster=4"},
-        {"m=128 n=1024 k=1024 dtype=f16 layout=tt lda=1024 ldd=1032 batch=2", "bm=128,bn=64,bk=32,wm=64,wn=32,persistent=132"},
+        {"m=128 n=1024 k=1024 dtype=f16 layout=tt lda=1024 ldd=1032 batch=2", "bm=128,bn=64,bk=32,wm=64,wn=32,persistent=1"},
     };
     int variants = 0, bad = 0;
     char first[2200] = "";

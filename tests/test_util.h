@@ -93,4 +93,27 @@ static inline void test_golden(const char *name, const char *text)
     ptx_module_free(m);
 }
 
+/* A test's config may name the emulator device's SM count as an item
+ * "sms=N" anywhere (not a config parameter: it sizes persistent grids at
+ * launch): *sms (0 when absent) and the config without it in buf. */
+static inline const char *config_sms(const char *config, int *sms, char *buf, size_t n)
+{
+    *sms = 0;
+    if (!config)
+        return config;
+    const char *q = strstr(config, "sms=");
+    while (q && q != config && q[-1] != ',')
+        q = strstr(q + 1, "sms=");
+    if (!q)
+        return config;
+    char *end;
+    *sms = (int)strtol(q + 4, &end, 10);
+    size_t head = (size_t)(q - config);
+    const char *tail = *end == ',' ? end + 1 : end;
+    if (!*tail && head)
+        head--; /* the comma before a last item */
+    snprintf(buf, n, "%.*s%s", (int)head, config, tail);
+    return buf;
+}
+
 #endif
