@@ -81,8 +81,11 @@ enum { FA3_REG_RESERVE = 40 }; /* addresses, softmax state, loop counters beside
  * keys past the sequence as 0) into a V^T ring whose full barrier (count 1)
  * says "transposed"; V^T stage s is rewritten only after V's full[s]
  * completes again, which follows the consumers' release of V stage s after
- * the P V that read V^T s. Head dims 128 and 256 (a 64-byte fp8 row would
- * need the 64B swizzle), bn a multiple of 32 (P V's k32), o bf16. */
+ * the P V that read V^T s. Head dims 64 (Q and K rows one 64B swizzle
+ * span; V's 128-byte rows half zero-filled), 96 (128-byte rows, the box past
+ * the row zero-filled, 3 k32 steps), 128, 256; pages under FA3_TMA_PAGE
+ * keys: the producer's 128 threads gather and warps 1..3 transpose in one
+ * loop (gather_transpose_loop); bn a multiple of 32 (P V's k32), o bf16. */
 enum { FA3_FP8_OFF = 8, FA3_FP8_BAR = 5, FA3_FP8_CONV = 96 };
 
 typedef struct fa3 {
@@ -99,6 +102,7 @@ typedef struct fa3 {
     int pr;                /* paged: key rows of one K/V TMA box, min(page_size, bn) */
     bool gather;           /* paged, pages under FA3_TMA_PAGE keys: cp.async gather (gather_kv) */
     int es, NI, NO;
+    int qspan, kspan;      /* bytes of a Q / K tile row: the swizzle span (128; e4m3 hd64: 64) */
     int64_t qsub, ksub, vbox;  /* sub-tile / box bytes */
     int64_t qbytes, kbytes, vbytes, region, smem;
     float k;               /* softmax exponent scale (scale, or softcap c) */
@@ -137,16 +141,10 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     g->mma = kit_atom_get(g->fp8 ? PT_BF16 : pp->dt); /* fp8: its m16n8 C map is the fragments' */
     if (!g->mma || g->mma->kind != KIT_ATOM_MMA_SYNC || g->mma->k != 16 || g->mma->es != 2)
         return pt_errf(e, PT_EUNSUPPORTED, "impl=2 (fa3): dtype %s (f16, bf16 or e4m3)", pt_dtype_get(pp->dt)->name);
-    if (g->fp8 && ((pp->d != 128 && pp->d != 256) || (pp->dv != 128 && pp->dv != 256)))
-        return pt_errf(e, PT_EUNSUPPORTED, "dtype e4m3 with head_dim=%lld head_dim_v=%lld: impl=2's fp8 rows are "
-                       "128-byte swizzle spans (head dims 128 and 256)", (long long)pp->d, (long long)pp->dv);
     if (!fa3_dim(pp->d) || !fa3_dim(pp->dv))
         return pt_errf(e, PT_EUNSUPPORTED,
                        "impl=2 (fa3): head_dim=%lld head_dim_v=%lld: 64 96 128 256 (impl=0, fa2, serves the others)",
                        (long long)pp->d, (long long)pp->dv);
-    if (g->fp8 && (pp->d == 96 || pp->dv == 96))
-        return pt_errf(e, PT_EUNSUPPORTED, "dtype e4m3 with head_dim=%lld head_dim_v=%lld: impl=2's fp8 rows are "
-                       "128-byte swizzle spans (head dims 128 and 256)", (long long)pp->d, (long long)pp->dv);
     if (!(pp->scale > 0) || (pp->softcap != 0 && !(pp->softcap > 0)))
         return pt_errf(e, PT_EUNSUPPORTED, "impl=2 (fa3): softmax_scale %g softcap %g (positive)",
                        (double)pp->scale, (double)pp->softcap);
@@ -195,10 +193,6 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
                        g->bn);
     g->pr = pp->page && pp->page < g->bn ? (int)pp->page : g->bn;
     g->gather = pp->page && pp->page < FA3_TMA_PAGE;
-    if (g->gather && g->fp8)
-        return pt_errf(e, PT_EUNSUPPORTED, "dtype e4m3 with page_size=%lld: impl=2 gathers pages under %d keys with "
-                       "the producer's 128 threads, which fp8 gives to V's transpose", (long long)pp->page,
-                       FA3_TMA_PAGE);
     if (pp->page && pp->npages > 0x7fffffffll)
         return pt_errf(e, PT_ERANGE, "num_pages=%lld: TMA coordinates are 32-bit", (long long)pp->npages);
     g->cons = g->bm / 64;
@@ -206,11 +200,14 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     g->es = g->fp8 ? 1 : 2;
     g->NI = g->bn / 8;
     g->NO = (int)pp->dv / 8;
-    g->qsub = (int64_t)g->bm * 128;
-    g->ksub = (int64_t)g->bn * 128;
+    /* e4m3 head dim 64: Q and K rows are one 64B swizzle span (K gathered: the gather's 128B rows) */
+    g->qspan = pp->d * g->es == 64 ? 64 : 128;
+    g->kspan = pp->d * g->es == 64 && !g->gather ? 64 : 128;
+    g->qsub = (int64_t)g->bm * g->qspan;
+    g->ksub = (int64_t)g->bn * g->kspan;
     g->vbox = (int64_t)g->bn * 128;
-    g->qbytes = g->qsub * ((pp->d * g->es + 127) / 128); /* hd96: a second box half past the row */
-    g->kbytes = g->ksub * ((pp->d * g->es + 127) / 128);
+    g->qbytes = g->qsub * ((pp->d * g->es + g->qspan - 1) / g->qspan); /* hd96: a second box half past the row */
+    g->kbytes = g->ksub * ((pp->d * g->es + g->kspan - 1) / g->kspan);
     g->vbytes = g->vbox * ((pp->dv * g->es + 127) / 128);
     g->region = g->qbytes + g->stages * (g->kbytes + g->vbytes);
     g->smem = 1024 + g->region + 16 * (1 + 2 * g->stages);
@@ -397,9 +394,11 @@ static pt_tmap qkv_map(const fa3 *g, int which, int rows, int heads)
     int idx = which == 0 ? pp->t.q : which == 1 ? pp->t.k : pp->t.v;
     pt_tmap m = {.of = PT_ARG_INPUT, .index = idx, .dtype = kit_tma_dtype(pp->dt), .l2promo = EMU_TMAP_L2_256B,
                  .oobfill = EMU_TMAP_OOB_ZERO, .swizzle = EMU_TMAP_SWIZZLE_128B};
-    int es = g->es;
+    int es = g->es, span = which == 0 ? g->qspan : which == 1 ? g->kspan : 128;
+    if (span == 64)
+        m.swizzle = EMU_TMAP_SWIZZLE_64B;
     m.dims[0] = (uint64_t)D;
-    m.box[0] = (uint32_t)(128 / es); /* 128 bytes: the swizzle span */
+    m.box[0] = (uint32_t)(span / es); /* the swizzle span (V: 128 bytes, dv 64 e4m3 half filled by zeros) */
     if (which && pp->page) { /* the pools [num_pages, page_size, Hkv, D]: (D, Hkv, page row, page) */
         m.rank = 4;
         m.dims[1] = (uint64_t)H;
@@ -439,11 +438,11 @@ static pt_tmap qkv_map(const fa3 *g, int which, int rows, int heads)
 
 /* The boxes of one tile (Q, a K stage or a V stage): ncol / 64 boxes of 64
  * columns at dst + c step, tokens from tok, head hd, sequence b. */
-static void tile_load(fa3 *g, ptx_reg map, ptx_reg dst, int64_t step, int64_t ncol, ptx_reg tok, ptx_reg hd,
-                      ptx_reg b, ptx_reg bar, bool paged)
+static void tile_load(fa3 *g, ptx_reg map, int span, ptx_reg dst, int64_t step, int64_t ncol, ptx_reg tok,
+                      ptx_reg hd, ptx_reg b, ptx_reg bar, bool paged)
 {
     const pt_prepared *pp = g->pp;
-    int64_t bc = 128 / g->es; /* columns a box */
+    int64_t bc = span / g->es; /* columns a box */
     for (int64_t c = 0; c < (ncol + bc - 1) / bc; c++) { /* hd96: the second box half past the row */
         ptx_reg d = c ? iop(g, PTX_OP_ADD, ptx_r(dst), ptx_imm(c * step)) : dst;
         ptx_opd co[4];
@@ -468,8 +467,8 @@ static void tile_load(fa3 *g, ptx_reg map, ptx_reg dst, int64_t step, int64_t nc
  * a page whose first key is at or past sk is asked at num_pages, which
  * TMA fills with zeros (still its bytes of the stage's transactions), so
  * no block-table entry past the sequence is read. */
-static void paged_load(fa3 *g, ptx_reg map, ptx_reg dst, int64_t step, int64_t ncol, ptx_reg n0, ptx_reg hd,
-                       ptx_reg btab, ptx_reg sk, ptx_reg bar)
+static void paged_load(fa3 *g, ptx_reg map, int span, ptx_reg dst, int64_t step, int64_t ncol, ptx_reg n0,
+                       ptx_reg hd, ptx_reg btab, ptx_reg sk, ptx_reg bar)
 {
     const pt_prepared *pp = g->pp;
     ptx_fn *f = g->f;
@@ -486,10 +485,10 @@ static void paged_load(fa3 *g, ptx_reg map, ptx_reg dst, int64_t step, int64_t n
     ptx_emit(f, PTX_OP_MOV, NOM, S32T, ptx_r(pg), ptx_imm(pp->npages));
     ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(pg), ptx_addr(addr(g, btab, pi, 4), 0)),
               setp(g, PTX_M_LT, ptx_r(key), ptx_r(sk)), false);
-    tile_load(g, map, di, step, ncol, row, hd, pg, bar, true);
+    tile_load(g, map, span, di, step, ncol, row, hd, pg, bar, true);
     ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(key), ptx_r(key), ptx_imm(g->pr));
     ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(pi), ptx_r(pi), ptx_imm(1));
-    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(di), ptx_r(di), ptx_imm((int64_t)g->pr * 128));
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(di), ptx_r(di), ptx_imm((int64_t)g->pr * span));
     ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
     bra(g, top, setp(g, PTX_M_LT, ptx_r(it), ptx_imm(g->bn / g->pr)), false);
 }
@@ -575,7 +574,11 @@ static void qk_issue(cons_loop *c, ptx_reg kst)
     if (g->gather) /* the stage was written by cp.async (generic proxy), wgmma reads through the async one */
         ptx_emit0(g->f, PTX_OP_FENCE_PROXY_ASYNC, M1(PTX_M_SHARED_CTA), PTX_NOTYPES);
     /* d es / 2: a row's width in 16-bit units (e4m3: k32 steps of 32 bytes) */
-    kit_attn_wg_qk(g->f, &g->ws, c->sacc, c->qaddr, g->qsub, kst, g->ksub, (int)(g->pp->d * g->es / 2));
+    if (g->qspan == 128 && g->kspan == 128)
+        kit_attn_wg_qk(g->f, &g->ws, c->sacc, c->qaddr, g->qsub, kst, g->ksub, (int)(g->pp->d * g->es / 2));
+    else /* e4m3 hd64: 64B-swizzled rows */
+        kit_attn_wg_qk_span(g->f, &g->ws, c->sacc, c->qaddr, g->qsub, g->qspan, kst, g->ksub, g->kspan,
+                            (int)(g->pp->d * g->es));
 }
 
 /* The V stage of block nv0 waited for; its rows past the keys zeroed when
@@ -776,13 +779,9 @@ static void loop_overlap(cons_loop *c)
  * it into V^T stage s (keys >= sk - n0 as 0), fence.proxy.async (wgmma
  * reads through the async proxy), bar.sync FA3_FP8_BAR, 96, one thread
  * arrives on V^T's full[s]. */
-static void v_transpose_loop(fa3 *g, kit_pipe *pw, kit_pipe *pvt, ptx_reg ct, ptx_reg n0, ptx_reg j, ptx_reg nblk,
-                             ptx_reg sk)
+static void v_transpose_step(fa3 *g, kit_pipe *pw, kit_pipe *pvt, ptx_reg ct, ptx_reg n0, ptx_reg sk)
 {
     ptx_fn *f = g->f;
-    int top = ptx_label_new(f);
-    ptx_label_place(f, top);
-    ptx_pragma_nounroll(f);
     ptx_reg st = kit_pipe_wait(pw, 0);
     ptx_reg lim = iop(g, PTX_OP_SUB, ptx_r(sk), ptx_r(n0));
     kit_attn_v8_transpose(f, st, g->vbox, pvt->prod.addr, g->vtsub, g->bn, (int)g->pp->dv, lim, ct, FA3_FP8_CONV);
@@ -791,8 +790,106 @@ static void v_transpose_loop(fa3 *g, kit_pipe *pw, kit_pipe *pvt, ptx_reg ct, pt
     ptx_guard(ptx_emit(f, PTX_OP_MBAR_ARRIVE, M1(PTX_M_SHARED_CTA), B64T, ptx_sink(), ptx_addr(kit_pipe_full(pvt), 0)),
               setp(g, PTX_M_EQ, ptx_r(ct), ptx_imm(0)), false);
     kit_pipe_commit(pvt);
+}
+
+static void v_transpose_loop(fa3 *g, kit_pipe *pw, kit_pipe *pvt, ptx_reg ct, ptx_reg n0, ptx_reg j, ptx_reg nblk,
+                             ptx_reg sk)
+{
+    ptx_fn *f = g->f;
+    int top = ptx_label_new(f);
+    ptx_label_place(f, top);
+    ptx_pragma_nounroll(f);
+    v_transpose_step(g, pw, pvt, ct, n0, sk);
     next_block(&(cons_loop){.g = g, .n0 = n0, .j = j});
     bra(g, top, setp(g, PTX_M_LT, ptx_r(j), ptx_r(nblk)), false);
+}
+
+/* A view of ring p at stage s (u32 register) and phase ph for one use of
+ * one end (acquire + commit, or wait): every register of the view is
+ * fresh and computed from the CTA's shared base (the ring's stages at
+ * base + stage0, its barriers at base + bar0), so nothing of the ring but
+ * base and the loop counter stays live across a loop (the producer's 40
+ * registers); the end's advance at commit / wait writes only the view's
+ * own registers, which are dead afterwards. */
+static kit_pipe ring_view(fa3 *g, const kit_pipe *p, ptx_reg base, int64_t stage0, int64_t bar0, ptx_reg s,
+                          ptx_reg ph)
+{
+    ptx_fn *f = g->f;
+    kit_pipe v = *p;
+    v.base = iop(g, PTX_OP_ADD, ptx_r(base), ptx_imm(stage0));
+    v.end = iop(g, PTX_OP_ADD, ptx_r(base), ptx_imm(stage0 + p->stages * p->stage_bytes));
+    v.bars = iop(g, PTX_OP_ADD, ptx_r(base), ptx_imm(bar0));
+    kit_pipe_end e = {r32(g), r32(g), r32(g)};
+    ptx_emit(f, PTX_OP_MAD, M1(PTX_M_LO), U32T, ptx_r(e.addr), ptx_r(s), ptx_imm(p->stage_bytes), ptx_r(v.base));
+    ptx_emit(f, PTX_OP_MAD, M1(PTX_M_LO), U32T, ptx_r(e.bar), ptx_r(s), ptx_imm(8), ptx_r(v.bars));
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(e.phase), ptx_r(ph));
+    v.prod = v.cons = v.rel = e;
+    return v;
+}
+
+/* Stage and phase of the ring's k-th use (k u32 register): k % stages, (k / stages) & 1. */
+static void stage_of(fa3 *g, ptx_reg k, ptx_reg *s, ptx_reg *ph)
+{
+    *s = iop(g, PTX_OP_REM, ptx_r(k), ptx_imm(g->stages));
+    *ph = iop(g, PTX_OP_AND, ptx_r(iop(g, PTX_OP_DIV, ptx_r(k), ptx_imm(g->stages))), ptx_imm(1));
+}
+
+/* fp8 with pages under FA3_TMA_PAGE keys: the producer warpgroup's 128
+ * threads gather K and V of block i (cp.async, gather_kv) and warps 1..3
+ * then transpose block i - L (L = stages - 1) in one loop of nblk + L
+ * iterations. Neither role waits on the other in a cycle: gathering block
+ * i acquires K and V stages freed by the consumers after block i - stages
+ * (its P V reads V^T of block i - stages, and in the overlap loop its S
+ * waits V^T of block i - stages - 1), which these threads transposed at
+ * iteration i - 1 or earlier; transposing block i - L waits V full of
+ * block i - L, which every thread gathered at iteration i - L <= i, and
+ * warp 0 (not transposing) gathers block b after the transposers'
+ * iteration b - 1 (the same argument), so it never waits on a later
+ * transpose. V^T stage s of block b is rewritten after V's full of block
+ * b, whose gathers each waited V's empty of block b - stages, released
+ * after the P V that read V^T stage s. Registers: the rings are views at
+ * the iteration's stages (ring_view; live across the loop: i, n0, the
+ * lengths, the pools, the table row, the shared base). */
+static void gather_transpose_loop(fa3 *g, kit_pipe *pk, kit_pipe *pv, kit_pipe *pvt, ptx_reg base, ptx_reg kpool,
+                                  ptx_reg vpool, ptx_reg n0, ptx_reg nblk, ptx_reg hk, ptx_reg btab, ptx_reg sk,
+                                  ptx_reg tid)
+{
+    ptx_fn *f = g->f;
+    const pt_prepared *pp = g->pp;
+    int L = g->stages - 1;
+    int64_t S = g->stages, sK = g->qbytes, sV = sK + S * g->kbytes, sVT = sV + S * g->vbytes;
+    int64_t bk = g->region + 16, bv = bk + 16 * S, bvt = bv + 16 * S;
+    /* n0 steps down every iteration (the transposed block's first key is n0 + (L + 1) bn after the
+     * step), i - L < nblk ends the loop, the transposers' index and warp test come from tid */
+    ptx_reg i = r32(g);
+    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(i), ptx_imm(0));
+    int top = ptx_label_new(f), skipg = ptx_label_new(f), skipt = ptx_label_new(f);
+    ptx_label_place(f, top);
+    ptx_pragma_nounroll(f);
+    bra(g, skipg, setp(g, PTX_M_GE, ptx_r(i), ptx_r(nblk)), false);
+    {
+        ptx_reg s, ph;
+        stage_of(g, i, &s, &ph);
+        kit_pipe k = ring_view(g, pk, base, sK, bk, s, ph);
+        gather_kv(g, &k, kpool, pp->sk, pp->d, n0, hk, btab, sk, tid);
+        kit_pipe v = ring_view(g, pv, base, sV, bv, s, ph);
+        gather_kv(g, &v, vpool, pp->sv, pp->dv, n0, hk, btab, sk, tid);
+    }
+    ptx_label_place(f, skipg);
+    ptx_emit(f, PTX_OP_SUB, NOM, S32T, ptx_r(n0), ptx_r(n0), ptx_imm(g->bn));
+    bra(g, skipt, setp(g, PTX_M_LT, ptx_r(tid), ptx_imm(32)), false);
+    bra(g, skipt, setp(g, PTX_M_LT, ptx_r(i), ptx_imm(L)), false);
+    {
+        ptx_reg s, ph;
+        stage_of(g, iop(g, PTX_OP_SUB, ptx_r(i), ptx_imm(L)), &s, &ph);
+        kit_pipe w = ring_view(g, pv, base, sV, bv, s, ph);
+        kit_pipe t = ring_view(g, pvt, base, sVT, bvt, s, ph);
+        v_transpose_step(g, &w, &t, iop(g, PTX_OP_SUB, ptx_r(tid), ptx_imm(32)),
+                         iop(g, PTX_OP_ADD, ptx_r(n0), ptx_imm((int64_t)(L + 1) * g->bn)), sk);
+    }
+    ptx_label_place(f, skipt);
+    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(i), ptx_r(i), ptx_imm(1));
+    bra(g, top, setp(g, PTX_M_LT, ptx_r(iop(g, PTX_OP_SUB, ptx_r(i), ptx_imm(L))), ptx_r(nblk)), false);
 }
 
 /* ---- the kernel ---- */
@@ -936,7 +1033,8 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
         ptx_reg warp = iop(g, PTX_OP_SHR, ptx_r(tid), ptx_imm(5));
         ptx_reg btab = paged ? addr(g, pbt, b, pp->pages_per_seq * 4) : none; /* this sequence's row */
         int conv = ptx_label_new(f), gkv = ptx_label_new(f); /* gather: all 128 threads load K and V */
-        bra(g, g->fp8 ? conv : g->gather ? gkv : done, setp(g, PTX_M_NE, ptx_r(warp), ptx_imm(0)), false);
+        bra(g, g->fp8 && !g->gather ? conv : g->gather ? gkv : done, setp(g, PTX_M_NE, ptx_r(warp), ptx_imm(0)),
+            false);
         ptx_reg lead = ptx_reg_new(f, PTX_T_PRED);
         ptx_emit(f, PTX_OP_ELECT, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_pair((ptx_reg){0}, lead), ptx_hex(0xffffffff));
         bra(g, g->gather ? gkv : done, lead, true);
@@ -950,13 +1048,18 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
         ptx_reg qtok = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(tq0), ptx_r(p0)) : p0;
         ptx_reg st = kit_pipe_acquire(&pq);
         kit_pipe_arrive_tx(&pq, g->qbytes);
-        tile_load(g, tq, st, g->qsub, pp->d, qtok, h, bz, kit_pipe_full(&pq), false);
+        tile_load(g, tq, g->qspan, st, g->qsub, pp->d, qtok, h, bz, kit_pipe_full(&pq), false);
         kit_pipe_commit(&pq);
         if (g->gather) {
             ptx_label_place(f, gkv);
             bra(g, done, nb0, false);
         }
+        if (g->gather && g->fp8) { /* all 128 gather, warps 1..3 transpose V too */
+            gather_transpose_loop(g, &pk, &pv, &pvt, base, kpool, vpool, n0, kb.nblk, hk, btab, sk, tid);
+            bra(g, done, none, false);
+        }
         int top = ptx_label_new(f);
+        if (!(g->gather && g->fp8)) {
         ptx_label_place(f, top);
         ptx_pragma_nounroll(f);
         ptx_reg ktok = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(tk0), ptx_r(n0)) : n0, kb_ = bz;
@@ -971,27 +1074,28 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
         } else if (g->pr < g->bn) { /* pages under bn keys: a TMA box a page */
             st = kit_pipe_acquire(&pk);
             kit_pipe_arrive_tx(&pk, g->kbytes);
-            paged_load(g, tk, st, g->ksub, pp->d, n0, hk, btab, sk, kit_pipe_full(&pk));
+            paged_load(g, tk, g->kspan, st, g->ksub, pp->d, n0, hk, btab, sk, kit_pipe_full(&pk));
             kit_pipe_commit(&pk);
             st = kit_pipe_acquire(&pv);
             kit_pipe_arrive_tx(&pv, g->vbytes);
-            paged_load(g, tv, st, g->vbox, pp->dv, n0, hk, btab, sk, kit_pipe_full(&pv));
+            paged_load(g, tv, 128, st, g->vbox, pp->dv, n0, hk, btab, sk, kit_pipe_full(&pv));
             kit_pipe_commit(&pv);
         } else {
             st = kit_pipe_acquire(&pk);
             kit_pipe_arrive_tx(&pk, g->kbytes);
-            tile_load(g, tk, st, g->ksub, pp->d, ktok, hk, kb_, kit_pipe_full(&pk), paged);
+            tile_load(g, tk, g->kspan, st, g->ksub, pp->d, ktok, hk, kb_, kit_pipe_full(&pk), paged);
             kit_pipe_commit(&pk);
             st = kit_pipe_acquire(&pv);
             kit_pipe_arrive_tx(&pv, g->vbytes);
-            tile_load(g, tv, st, g->vbox, pp->dv, ktok, hk, kb_, kit_pipe_full(&pv), paged);
+            tile_load(g, tv, 128, st, g->vbox, pp->dv, ktok, hk, kb_, kit_pipe_full(&pv), paged);
             kit_pipe_commit(&pv);
         }
         ptx_emit(f, PTX_OP_SUB, NOM, S32T, ptx_r(n0), ptx_r(n0), ptx_imm(g->bn));
         ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(j), ptx_r(j), ptx_imm(1));
         bra(g, top, setp(g, PTX_M_LT, ptx_r(j), ptx_r(kb.nblk)), false);
         bra(g, done, none, false);
-        if (g->fp8) { /* warps 1..3: V -> V^T */
+        }
+        if (g->fp8 && !g->gather) { /* warps 1..3: V -> V^T */
             ptx_label_place(f, conv);
             bra(g, done, nb0, false);
             kit_pipe pw = pv; /* their own consumer end of V's ring */
@@ -1051,7 +1155,7 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
     if (pp->wl >= 0)
         mask.llim = iop(g, PTX_OP_SUB, ptx_r(iop(g, PTX_OP_ADD, ptx_r(plast), ptx_r(kb.off))), ptx_imm(pp->wl));
     mask.skbn = iop(g, PTX_OP_SUB, ptx_r(sk), ptx_imm(g->bn));
-    ptx_reg qaddr = iop(g, PTX_OP_ADD, ptx_r(base), ptx_r(iop(g, PTX_OP_MUL, ptx_r(cwg), ptx_imm(64 * 128))));
+    ptx_reg qaddr = iop(g, PTX_OP_ADD, ptx_r(base), ptx_r(iop(g, PTX_OP_MUL, ptx_r(cwg), ptx_imm(64 * g->qspan))));
     kit_pipe_wait(&pq, 0);
     cons_loop cl = {.g = g, .pk = &pk, .pv = &pv, .pvt = &pvt, .sm = sm, .mask = &mask, .sf = &sf, .sacc = sacc, .preg = preg,
                     .oacc = oacc, .qaddr = qaddr, .n0 = n0, .j = j, .nblk = kb.nblk, .sk = sk, .ct = ct,

@@ -40,155 +40,7 @@
 #include "test_util.h"
 #include "attn_e4m3_adv.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-typedef struct fcase {
-    pt_dtype dt;
-    int64_t B, Hq, Hkv, Sq, Sk, d;
-    bool causal;
-    int64_t wl, wr;
-    double softcap;
-    bool varlen, seqused, lse, bhsd;
-    const char *config;
-    int64_t page; /* paged K/V: page_size (num_pages: the op's default; shuffled block tables) */
-} fcase;
-
-static pt_problem problem_of(const fcase *c)
-{
-    pt_problem p;
-    pt_schema_defaults(&gen_attention_op, &p);
-    p.op = "attention";
-    p.dtype = c->dt;
-    p.batch = c->B;
-    p.heads_q = c->Hq;
-    p.heads_kv = c->Hkv;
-    p.seqlen_q = c->Sq;
-    p.seqlen_k = c->Sk;
-    p.head_dim = p.head_dim_v = c->d;
-    p.causal = c->causal;
-    p.window_left = c->wl;
-    p.window_right = c->wr;
-    p.window_left_given = p.window_right_given = true;
-    p.softcap = c->softcap;
-    p.varlen = c->varlen;
-    p.seqused_k = c->seqused;
-    p.return_lse = c->lse;
-    p.layout = c->bhsd ? "bhsd" : "bshd";
-    p.page_size = c->page;
-    return p;
-}
-
-static void describe(const fcase *c, char *buf, size_t n)
-{
-    snprintf(buf, n, "%s B%lld Hq%lld Hkv%lld Sq%lld Sk%lld d%lld%s wl%lld wr%lld softcap%g%s%s%s%s [%s]",
-             pt_dtype_get(c->dt)->name, (long long)c->B, (long long)c->Hq, (long long)c->Hkv, (long long)c->Sq,
-             (long long)c->Sk, (long long)c->d, c->causal ? " causal" : "", (long long)c->wl, (long long)c->wr,
-             c->softcap, c->varlen ? " varlen" : "", c->seqused ? " seqused" : "", c->lse ? " lse" : "",
-             c->bhsd ? " bhsd" : "", c->config);
-}
-
-static const char *const sched_names[] = {"lazy", "eager", "random"};
-
-/* The fa3 config of a prepared problem: its defaults, c->config over them
- * (parsed against the fa3 space, so decode-kind problems, Sq <= 16, take
- * it too). */
-static int fa3_config(const pt_prepared *pp, const pt_target *tg, const char *config, pt_config *cf, pt_err *e)
-{
-    pt_space s;
-    attn_fa3_space(pp, tg, &s);
-    attn_fa3_defaults(pp, tg, cf);
-    return pt_config_parse(&s, config, cf, e);
-}
-
-/* One case with op (the attention op or an adversarial one) under sched;
- * descales (e4m3) from d3 when not NULL; nthreads emulator workers. */
-static int run_case_t(const pt_op *op, const fcase *c, const double *d3, emu_sched sched, uint64_t seed,
-                      int nthreads, double *max_err, pt_err *e)
-{
-    pt_target tg;
-    cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
-    pt_problem p = problem_of(c);
-    if (d3) {
-        p.descale_q = d3[0];
-        p.descale_k = d3[1];
-        p.descale_v = d3[2];
-    }
-    pt_arena *a = pt_arena_new();
-    pt_prepared *pp = NULL;
-    pt_config cf;
-    ptx_module *built = NULL, *parsed = NULL;
-    tuner_dev *d = NULL;
-    tuner_kernel *k = NULL;
-    tuner_io *io = NULL;
-    char *text = NULL;
-    pt_launch l;
-    *max_err = 0;
-    int rc = op->prepare(a, &p, &tg, &pp, e);
-    if (!rc)
-        rc = fa3_config(pp, &tg, c->config, &cf, e);
-    if (!rc && pt_config_get(&cf, "impl", 0) != ATTN_FA3)
-        rc = pt_errf(e, PT_EINVAL, "not the fa3 kernel (impl=%lld)", (long long)pt_config_get(&cf, "impl", 0));
-    if (!rc)
-        rc = op->check(pp, &tg, &cf, e);
-    if (!rc)
-        rc = pt_op_build(op, pp, &tg, 0, &cf, &built, &l, e);
-    if (!rc) {
-        text = ptx_print(built);
-        rc = ptx_parse(text, strlen(text), "<emitted>", 0, &parsed, e);
-    }
-    if (!rc) {
-        char *again = ptx_print(parsed);
-        if (strcmp(again, text) != 0)
-            rc = pt_errf(e, PT_EINTERNAL, "parse(print(kernel)) does not print back identically");
-        free(again);
-    }
-    tuner_dev_opts dopts = {.emu_threads = nthreads, .emu_arch = 90, .emu_schedule = (int)sched,
-                            .emu_schedule_seed = seed};
-    if (!rc)
-        rc = tuner_dev_open("emu", &dopts, &d, e);
-    tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, l.entry, op, pp};
-    if (!rc)
-        rc = tuner_load(d, &img, &k, e);
-    if (!rc)
-        rc = tuner_io_new(op, pp, &io, e);
-    if (!rc) {
-        tuner_io_random(io, seed, 0, 0);
-        rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), e);
-    }
-    if (!rc) {
-        tuner_verify_opts vo = {.full_limit = INT64_MAX};
-        tuner_verify_result vr;
-        rc = tuner_verify(d, k, &l, io, &vo, &vr, e);
-        *max_err = vr.max_err;
-    }
-    if (io)
-        tuner_io_free(d, io);
-    if (k)
-        tuner_unload(d, k);
-    if (d)
-        tuner_dev_close(d);
-    free(text);
-    ptx_module_free(parsed);
-    ptx_module_free(built);
-    pt_arena_free(a);
-    return rc;
-}
-
-static int run_case_d(const pt_op *op, const fcase *c, const double *d3, emu_sched sched, uint64_t seed,
-                      double *max_err, pt_err *e)
-{
-    return run_case_t(op, c, d3, sched, seed, 2, max_err, e);
-}
-
-static int run_case(const pt_op *op, const fcase *c, emu_sched sched, uint64_t seed, double *max_err, pt_err *e)
-{
-    return run_case_d(op, c, NULL, sched, seed, max_err, e);
-}
+#include "attn_fa3_case.h"
 
 #define BF PT_BF16
 #define F16 PT_F16
@@ -564,11 +416,6 @@ Test(attention_fa3, llama3_8b_prefill_space_assembles_for_sm_90a, .timeout = 120
  * dims 128, 256; causal / window / softcap, GQA / MQA / packed, varlen,
  * paged, seqused_k, bhsd, Sq 1 7 77 129, Sk 1 77 129 300; each shape under
  * one schedule (rotating), the first two under all three. */
-#define E4 PT_E4M3
-typedef struct f8case {
-    fcase c;
-    double d3[3]; /* descale_q, descale_k, descale_v (0: not given) */
-} f8case;
 /* dt B Hq Hkv Sq Sk d causal wl wr softcap varlen seqused lse bhsd config page; descales */
 static const f8case fp8_grid[] = {
     {{E4, 1, 4, 1, 77, 129, 128, true, -1, -1, 0, false, false, true, false, "bm=128,bn=128", 0}, {0.5, 2, 1.5}},
@@ -719,10 +566,8 @@ Test(attention_fa3, fp8_check_refuses_in_one_line)
         int64_t d;
         const char *config, *want;
     } bad[] = {
-        {64, "", "dtype e4m3 with head_dim=64 head_dim_v=64: impl=2's fp8 rows are 128-byte swizzle spans"},
         {128, "bn=48", "bn=48 with dtype e4m3: a multiple of 32"},
         {128, "bm=192,bn=128", "would spill"},
-        {96, "", "dtype e4m3 with head_dim=96 head_dim_v=96: impl=2's fp8 rows are 128-byte swizzle spans"},
     };
     pt_target tg;
     pt_err e = {0};

@@ -423,3 +423,21 @@ void kit_attn_v8_transpose(ptx_fn *f, ptx_reg raw, int64_t box_bytes, ptx_reg vt
     ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(top));
     ptx_label_place(f, end);
 }
+
+void kit_attn_wg_qk_span(ptx_fn *f, const kit_atom *ws, ptx_reg *s, ptx_reg q_addr, int64_t q_sub, int q_span,
+                         ptx_reg k_addr, int64_t k_sub, int k_span, int row_bytes)
+{
+    /* K-major, rows of one swizzle span W (128 or 64 bytes), 8-row groups
+     * 8 W apart, +32 bytes a k step; the next W bytes of the row a sub-tile on */
+    ptx_reg dq = kit_wgmma_desc_emit(f, q_addr, 16, (uint32_t)(8 * q_span), q_span);
+    ptx_reg dk = kit_wgmma_desc_emit(f, k_addr, 16, (uint32_t)(8 * k_span), k_span);
+    ptx_opd sv = ptx_vecr(f, ws->c.regs, s);
+    ptx_emit0(f, PTX_OP_WGMMA_FENCE, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+    for (int ks = 0; ks < row_bytes / 32; ks++) {
+        int qs = q_span / 32, kq = k_span / 32;
+        ptx_reg a = desc_plus(f, dq, (ks / qs) * q_sub / 16 + 2 * (ks % qs));
+        ptx_reg b = desc_plus(f, dk, (ks / kq) * k_sub / 16 + 2 * (ks % kq));
+        kit_wgmma_ss(f, ws, sv, a, b, ptx_imm(ks ? 1 : 0), false, false);
+    }
+    ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
+}

@@ -130,6 +130,12 @@ void kit_wgmma_rs(ptx_fn *f, const kit_atom *at, ptx_opd d, const ptx_reg *a, pt
  * wgmma.fence, the wgmmas, commit_group. */
 void kit_attn_wg_qk(ptx_fn *f, const kit_atom *ws, ptx_reg *s, ptx_reg q_addr, int64_t q_sub, ptx_reg k_addr,
                     int64_t k_sub, int d);
+/* The same with each operand's swizzle span (q_span, k_span: 128 or 64
+ * bytes a tile row, SBO 8 span; an e4m3 head dim 64 is one 64B span) and
+ * row_bytes of K a row (d es): row_bytes / 32 k steps of 32 bytes, the
+ * next span's bytes q_sub / k_sub on. */
+void kit_attn_wg_qk_span(ptx_fn *f, const kit_atom *ws, ptx_reg *s, ptx_reg q_addr, int64_t q_sub, int q_span,
+                         ptx_reg k_addr, int64_t k_sub, int k_span, int row_bytes);
 
 /* O += P V of one warpgroup (wo: m64n{dv}k16, f32; o its dv / 2
  * registers): P the S fragment pf (registers: the exponentials, f32) as
