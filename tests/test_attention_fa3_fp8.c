@@ -320,3 +320,40 @@ Test(attention_fa3_fp8, new_fp8_configs_assemble_for_sm_90a, .timeout = 1200)
                  r.failures, r.spills, r.codes, r.local, r.first);
     pt_compiler_close(comp);
 }
+
+/* The CLI (PTXTUNE_BIN, set by meson): emit of an e4m3 hd64 prefill for
+ * sm_90a gives the fa3 kernel's PTX, and run --check on the emulator
+ * verifies hd64, hd96 and a page-1 problem (before: check refused them). */
+static int cli(const char *args, char *out, size_t n)
+{
+    const char *bin = getenv("PTXTUNE_BIN");
+    cr_assert(bin, "PTXTUNE_BIN not set (meson sets it)");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p, "popen %s", cmd);
+    size_t k = fread(out, 1, n - 1, p);
+    out[k] = 0;
+    return pclose(p);
+}
+
+Test(attention_fa3_fp8, cli_emits_and_checks_the_new_problems, .timeout = 300)
+{
+    static char out[1 << 20];
+    const char *pr = "attention batch=1 heads_q=4 heads_kv=1 seqlen_q=77 seqlen_k=129 causal=1 dtype=e4m3 "
+                     "descale_q=0.5 descale_k=2 descale_v=1.5";
+    char args[512];
+    snprintf(args, sizeof args, "emit %s head_dim=64 --arch sm_90a", pr);
+    cr_expect_eq(cli(args, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, ".visible .entry attn_fa3_e4m3_d64_") != NULL, "%.300s", out);
+    cr_expect(strstr(out, "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3") != NULL);
+    static const char *const extra[] = {"head_dim=64", "head_dim=96", "head_dim=64 page_size=1",
+                                        "head_dim=128 page_size=2 return_lse=1",
+                                        "head_dim=64 head_dim_v=128", "head_dim=96 head_dim_v=64 page_size=4"};
+    for (size_t i = 0; i < sizeof extra / sizeof *extra; i++) {
+        snprintf(args, sizeof args, "run %s %s --arch sm_90a --backend emu --check", pr, extra[i]);
+        int rc = cli(args, out, sizeof out);
+        cr_expect_eq(rc, 0, "%s: %s", extra[i], out);
+        cr_expect(strstr(out, "impl=2,") != NULL && strstr(out, "check    ok") != NULL, "%s: %s", extra[i], out);
+    }
+}
