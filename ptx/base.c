@@ -103,6 +103,8 @@ void *pt_arena_alloc(pt_arena *a, size_t n)
     return p;
 }
 
+void *pt_arena_alloc_raw(pt_arena *a, size_t n) { return arena_raw(a, n); }
+
 _Noreturn static void arena_fail(pt_arena *a)
 {
     if (a->oom)

@@ -70,6 +70,7 @@ void pt_arena_limit(pt_arena *a, size_t bytes);
 /* Bytes a has handed out (rounded up to 16 each). */
 size_t pt_arena_size(const pt_arena *a);
 void *pt_arena_alloc(pt_arena *a, size_t n); /* zeroed, 16-byte aligned */
+void *pt_arena_alloc_raw(pt_arena *a, size_t n); /* the same, not zeroed: for copies */
 char *pt_arena_strdup(pt_arena *a, const char *s);
 char *pt_arena_strndup(pt_arena *a, const char *s, size_t n);
 char *pt_arena_printf(pt_arena *a, const char *fmt, ...) PT_PRINTF(2, 3);

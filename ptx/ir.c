@@ -447,13 +447,67 @@ ptx_module *ptx_module_new(const pt_target *t, int max_ptx)
 }
 
 static void sig_free(struct ptx_sigtab *t); /* the builder's signature table, below */
+static struct ptx_sigtab *sig_new(void);
 
 void ptx_module_free(ptx_module *m)
 {
     if (m) {
-        sig_free(m->sigs);
+        if (!m->sigs_shared)
+            sig_free(m->sigs);
         pt_arena_free(m->arena);
     }
+}
+
+/* One table per target and ceiling (a signature's `plain` verdict reads
+ * them; nothing else of check_sig does); past CACHE_KEYS of them, modules
+ * go uncached. */
+enum { CACHE_KEYS = 16 };
+struct ptx_sigcache {
+    int n;
+    struct {
+        pt_target t;
+        int max_ptx;
+        struct ptx_sigtab *tab;
+    } e[CACHE_KEYS];
+};
+
+ptx_sigcache *ptx_sigcache_new(void)
+{
+    return calloc(1, sizeof(ptx_sigcache)); /* oom: caller checks (NULL, as ir.h says) */
+}
+
+void ptx_sigcache_free(ptx_sigcache *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < c->n; i++)
+        sig_free(c->e[i].tab);
+    free(c);
+}
+
+ptx_module *ptx_module_new_cached(const pt_target *t, int max_ptx, ptx_sigcache *c)
+{
+    ptx_module *m = ptx_module_new(t, max_ptx);
+    if (!m || !c)
+        return m;
+    int i = 0;
+    while (i < c->n && !(c->e[i].t.sm == t->sm && c->e[i].t.arch_specific == t->arch_specific &&
+                         c->e[i].t.assemble_only == t->assemble_only && c->e[i].max_ptx == max_ptx))
+        i++;
+    if (i == c->n) {
+        if (c->n == CACHE_KEYS)
+            return m;
+        struct ptx_sigtab *tab = sig_new();
+        if (!tab) /* no memory: uncached */
+            return m;
+        c->e[i].t = *t;
+        c->e[i].max_ptx = max_ptx;
+        c->e[i].tab = tab;
+        c->n++;
+    }
+    m->sigs = c->e[i].tab;
+    m->sigs_shared = true;
+    return m;
 }
 
 int ptx_module_error(const ptx_module *m) { return m->err.code; }
@@ -623,8 +677,15 @@ int ptx_label_named(ptx_fn *f, const char *name)
 
 int ptx_label_new(ptx_fn *f)
 {
-    char name[32];
-    snprintf(name, sizeof name, "$L__BB%zu", f->nlabels);
+    char name[32] = "$L__BB", tmp[24];
+    size_t v = f->nlabels, n = 0, at = 6; /* "$L__BB%zu", without printf */
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        name[at++] = tmp[--n];
+    name[at] = '\0';
     return ptx_label_named(f, name);
 }
 
@@ -635,14 +696,14 @@ void ptx_label_place(ptx_fn *f, int label)
 
 ptx_opd ptx_vec(ptx_fn *f, int n, const ptx_opd *e)
 {
-    ptx_opd *c = pt_arena_alloc(f->mod->arena, (size_t)n * sizeof *c);
+    ptx_opd *c = pt_arena_alloc_raw(f->mod->arena, (size_t)n * sizeof *c);
     memcpy(c, e, (size_t)n * sizeof *c);
     return (ptx_opd){.kind = PTX_O_VEC, .u.vec = {c, n}};
 }
 
 ptx_opd ptx_vecr(ptx_fn *f, int n, const ptx_reg *r)
 {
-    ptx_opd *c = pt_arena_alloc(f->mod->arena, (size_t)n * sizeof *c);
+    ptx_opd *c = pt_arena_alloc_raw(f->mod->arena, (size_t)n * sizeof *c);
     for (int i = 0; i < n; i++)
         c[i] = ptx_r(r[i]);
     return (ptx_opd){.kind = PTX_O_VEC, .u.vec = {c, n}};
@@ -974,9 +1035,12 @@ static int check_imms(const ptx_fn *f, const ptx_ins *ins, const imm_sel *sel, i
             continue;
         int64_t v = ins->opd[row->opnd].u.imm;
         bool ok = false;
-        for (size_t k = r; k < end && !ok; k++)
+        for (size_t k = r; k < end && !ok; k++) {
+            int64_t st = imm_tab[k].step > 0 ? imm_tab[k].step : 1, x = v - imm_tab[k].lo;
+            /* x >= 0 once in range: a power-of-two step by its mask (no 64-bit divide) */
             ok = v >= imm_tab[k].lo && v <= imm_tab[k].hi &&
-                 (v - imm_tab[k].lo) % (imm_tab[k].step > 0 ? imm_tab[k].step : 1) == 0;
+                 ((st & (st - 1)) == 0 ? (x & (st - 1)) == 0 : x % st == 0);
+        }
         if (ok)
             continue;
         char alts[160];
@@ -1328,11 +1392,16 @@ typedef struct sig {
      * elements; gseen/gok for the guard) */
     char cls[PTX_MAX_OPDS], rrule[PTX_MAX_OPDS], rule[PTX_MAX_OPDS];
     uint16_t kinds[PTX_MAX_OPDS];
+    /* bit kind + 16 * neg: the class takes the operand's kind, negated or
+     * not, and a .shared::cluster destination is the sink (opds_fast's
+     * first test, from kinds and pflags) */
+    uint32_t okind[PTX_MAX_OPDS];
     uint8_t pflags[PTX_MAX_OPDS];
     uint32_t rseen[PTX_MAX_OPDS], rok[PTX_MAX_OPDS], eseen[PTX_MAX_OPDS], eok[PTX_MAX_OPDS];
     uint32_t gseen, gok;
-    /* no VEC, IMM, PACK or FEAT P rows apply and the target takes sm/ver/arch:
-     * once opds_fast passes (no special register then), nothing else can fail */
+    /* no IMM, PACK or FEAT P rows apply and the target takes sm/ver/arch:
+     * once opds_fast passes (no special register then), only the VEC rows'
+     * lengths (check_vecs) can fail */
     bool plain;
 } sig;
 _Static_assert(PTX_O_TENSOR < 16, "sig.kinds holds 16 operand kinds");
@@ -1370,6 +1439,10 @@ static int check_sig(const ptx_fn *f, const ptx_ins *ins, sig *s, pt_err *e)
                                  (r == 'G' && g64 ? PF_G64 : 0) |
                                  (r == 'V' || r == 'Z' || r == 'A' ? PF_EL : 0));
         s->rseen[i] = s->rok[i] = s->eseen[i] = s->eok[i] = 0;
+        uint32_t ok = s->kinds[i];
+        if (s->pflags[i] & PF_KSINK)
+            ok &= 1u << PTX_O_SINK;
+        s->okind[i] = ok | (s->pflags[i] & PF_NEGOK ? ok << 16 : 0);
     }
     s->gseen = s->gok = 0;
     s->nvsel = (int8_t)sel_vecs(ins, s->vsel);
@@ -1416,7 +1489,7 @@ static int check_sig(const ptx_fn *f, const ptx_ins *ins, sig *s, pt_err *e)
     s->ver = ver;
     s->arch = arch;
     const pt_target *t = &f->mod->target;
-    s->plain = s->nvsel == 0 && s->nisel == 0 && lo == hi && s->nprows == 0 && sm <= t->sm &&
+    s->plain = s->nisel == 0 && lo == hi && s->nprows == 0 && sm <= t->sm &&
                !(arch && !t->arch_specific) && !(f->mod->max_ptx && ver > f->mod->max_ptx);
     return PT_OK;
 }
@@ -1462,13 +1535,12 @@ static bool reg_declared(const ptx_fn *f, ptx_reg r)
  * tell (or they would fail): check_opds then runs check_opd itself. Covers
  * the kinds templates emit all the time; special registers, d|p pairs and
  * tensors always go to check_opd. */
-static bool opds_fast(const ptx_fn *f, const ptx_ins *ins, sig *s)
+static inline __attribute__((always_inline)) bool opds_fast(const ptx_fn *f, const ptx_ins *ins, sig *s)
 {
     for (int i = 0; i < ins->nopd; i++) {
         const ptx_opd *o = &ins->opd[i];
-        unsigned fl = s->pflags[i];
-        if (o->kind > PTX_O_TENSOR || !((s->kinds[i] >> o->kind) & 1) || (o->neg && !(fl & PF_NEGOK)) ||
-            ((fl & PF_KSINK) && o->kind != PTX_O_SINK))
+        unsigned fl = s->pflags[i], kn = o->kind + (o->neg ? 16u : 0u);
+        if (o->kind > PTX_O_TENSOR || !((s->okind[i] >> kn) & 1))
             return false;
         switch (o->kind) {
         case PTX_O_REG:
@@ -1516,7 +1588,7 @@ static int check_opds(ptx_fn *f, const ptx_ins *ins, sig *s, bool fast, pt_err *
 {
     int rc;
     if (fast && opds_fast(f, ins, s)) {
-        if (s->plain) {
+        if (s->plain && !s->nvsel) {
             if (s->sm > f->need_sm)
                 f->need_sm = s->sm;
             if (s->ver > f->need_ver)
@@ -1618,6 +1690,11 @@ struct ptx_sigtab {
     size_t last_idx; /* n: none */
 };
 
+static struct ptx_sigtab *sig_new(void)
+{
+    return calloc(1, sizeof(struct ptx_sigtab)); /* oom: caller checks (uncached module) */
+}
+
 static void sig_free(struct ptx_sigtab *t)
 {
     if (t) {
@@ -1655,12 +1732,11 @@ static bool sig_key(const ptx_ins *ins, uint64_t key[4])
     return true;
 }
 
-static size_t sig_hash(const uint64_t k[4])
+static inline size_t sig_hash(const uint64_t k[4])
 {
-    uint64_t h = k[0] * 0x9e3779b97f4a7c15ull + k[1] * 0xc2b2ae3d27d4eb4full +
-                 k[2] * 0x165667b19e3779f9ull + k[3];
-    h = (h ^ h >> 31) * 0xbf58476d1ce4e5b9ull;
-    return (size_t)(h ^ h >> 29);
+    uint64_t h = (k[0] ^ k[1] * 0xc2b2ae3d27d4eb4full ^ k[2] * 0x165667b19e3779f9ull ^ k[3]) *
+                 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 32 ^ h);
 }
 
 static bool sig_eq(const uint64_t a[4], const uint64_t b[4])
@@ -1669,7 +1745,7 @@ static bool sig_eq(const uint64_t a[4], const uint64_t b[4])
 }
 
 /* The slot of key in t: its own, or the empty slot where it goes. */
-static sig_slot_t *sig_slot(sig_slot_t *slot, size_t cap, const uint64_t key[4])
+static inline sig_slot_t *sig_slot(sig_slot_t *slot, size_t cap, const uint64_t key[4])
 {
     for (size_t i = sig_hash(key) & (cap - 1);; i = (i + 1) & (cap - 1))
         if (!slot[i].key[0] || sig_eq(slot[i].key, key))
@@ -1710,21 +1786,47 @@ static bool sig_room(ptx_module *m)
     return true;
 }
 
-/* ptx_check_ins for the builder: check_sig once per signature. */
-static int check_ins_cached(ptx_fn *f, const ptx_ins *ins, pt_err *e)
+size_t ptx_module_nsigs(const ptx_module *m) { return m->sigs ? m->sigs->n : 0; }
+
+/* check_opds(f, ins, s, true, e) with its commonest outcome inline: a
+ * plain signature whose operands pass the fast path */
+static inline int check_hit(ptx_fn *f, const ptx_ins *ins, sig *s, pt_err *e)
+{
+    if (s->plain && opds_fast(f, ins, s)) {
+        int rc = s->nvsel ? check_vecs(f, ins, s->vsel, s->nvsel, e) : PT_OK;
+        if (rc)
+            return rc;
+        if (s->sm > f->need_sm)
+            f->need_sm = s->sm;
+        if (s->ver > f->need_ver)
+            f->need_ver = s->ver;
+        return PT_OK;
+    }
+    return check_opds(f, ins, s, true, e);
+}
+
+/* ptx_ins.sig of entry i: i + 1, 0 past 16 bits */
+static uint16_t sig_ref(size_t i) { return i < 0xffff ? (uint16_t)(i + 1) : 0; }
+
+/* ptx_check_ins for the builder: check_sig once per signature; sets
+ * ins->sig to the signature's entry. */
+static int check_ins_cached(ptx_fn *f, ptx_ins *ins, pt_err *e)
 {
     uint64_t key[4];
     struct ptx_sigtab *t = f->mod->sigs;
     if (!sig_key(ins, key))
         return ptx_check_ins(f, ins, e);
-    if (t && t->last_idx < t->n && sig_eq(t->last, key))
-        return check_opds(f, ins, &t->v[t->last_idx], true, e);
+    if (t && t->last_idx < t->n && sig_eq(t->last, key)) {
+        ins->sig = sig_ref(t->last_idx);
+        return check_hit(f, ins, &t->v[t->last_idx], e);
+    }
     if (t && t->cap) {
         const sig_slot_t *sl = sig_slot(t->slot, t->cap, key);
         if (sl->key[0]) {
             memcpy(t->last, key, sizeof t->last);
             t->last_idx = sl->idx;
-            return check_opds(f, ins, &t->v[sl->idx], true, e);
+            ins->sig = sig_ref(sl->idx);
+            return check_hit(f, ins, &t->v[sl->idx], e);
         }
     }
     sig s;
@@ -1740,6 +1842,7 @@ static int check_ins_cached(ptx_fn *f, const ptx_ins *ins, pt_err *e)
     t->v[t->n] = s;
     memcpy(t->last, key, sizeof t->last);
     t->last_idx = t->n;
+    ins->sig = sig_ref(t->n);
     return check_opds(f, ins, &t->v[t->n++], true, e);
 }
 
@@ -1973,14 +2076,27 @@ void ptx_pragma_nounroll(ptx_fn *f)
     ptx_emit0(f, PTX_OP_PRAGMA, PTX_MODS(PTX_M_NOUNROLL), PTX_NOTYPES);
 }
 
+/* ptx_emit_n and ptx_emit_shape_n (one body, inlined into each: the first
+ * is on every instruction's path) */
+static inline __attribute__((always_inline)) ptx_ins *emit_in(ptx_fn *f, ptx_op op, const ptx_mods *mods,
+                                                             ptx_shape shape, const ptx_types *types, int n,
+                                                             const ptx_opd *opd);
+
 ptx_ins *ptx_emit_n(ptx_fn *f, ptx_op op, ptx_mods mods, ptx_types types, int n,
                     const ptx_opd *opd)
 {
-    return ptx_emit_shape_n(f, op, mods, (ptx_shape){0, 0, 0, 0}, types, n, opd);
+    return emit_in(f, op, &mods, (ptx_shape){0, 0, 0, 0}, &types, n, opd);
 }
 
 ptx_ins *ptx_emit_shape_n(ptx_fn *f, ptx_op op, ptx_mods mods, ptx_shape shape, ptx_types types,
                           int n, const ptx_opd *opd)
+{
+    return emit_in(f, op, &mods, shape, &types, n, opd);
+}
+
+static inline __attribute__((always_inline)) ptx_ins *emit_in(ptx_fn *f, ptx_op op, const ptx_mods *mods,
+                                                             ptx_shape shape, const ptx_types *types, int n,
+                                                             const ptx_opd *opd)
 {
     if (f->mod->err.code)
         return NULL;
@@ -1993,17 +2109,18 @@ ptx_ins *ptx_emit_shape_n(ptx_fn *f, ptx_op op, ptx_mods mods, ptx_shape shape, 
         f->body = pt_arena_grow(f->mod->arena, f->body, sizeof *f->body, &f->cap_body, f->nbody + 1);
     ptx_ins *ins = &f->body[f->nbody];
     ins->op = (uint16_t)op;
-    ins->nmods = mods.n;
-    ins->ntypes = types.n;
+    ins->nmods = mods->n;
+    ins->ntypes = types->n;
     ins->nopd = (uint8_t)n;
     ins->guard_neg = false;
+    ins->sig = 0;
     ins->guard = (ptx_reg){0};
     ins->shape = shape;
     ins->line = 0;
-    memcpy(ins->mods, mods.m, sizeof ins->mods);
-    memcpy(ins->types, types.t, sizeof ins->types);
-    if (n)
-        memcpy(ins->opd, opd, (size_t)n * sizeof *opd);
+    memcpy(ins->mods, mods->m, sizeof ins->mods);
+    memcpy(ins->types, types->t, sizeof ins->types);
+    for (int i = 0; i < n; i++) /* n <= 8: no memcpy call */
+        ins->opd[i] = opd[i];
     if (check_ins_cached(f, ins, &f->mod->err))
         return NULL;
     return &f->body[f->nbody++];

@@ -146,6 +146,9 @@ typedef struct ptx_ins {
     uint16_t op;
     uint8_t nmods, ntypes, nopd;
     bool guard_neg;
+    /* the builder's signature entry + 1 (ptx_module_nsigs), 0: none (parsed
+     * or hand-built): the printer writes the opcode part once per entry */
+    uint16_t sig;
     ptx_reg guard; /* id 0: unguarded */
     ptx_shape shape;
     uint8_t mods[PTX_MAX_MODS];
@@ -207,8 +210,10 @@ struct ptx_module {
     pt_err err; /* first building error, sticky */
     /* the builder's verdicts on instruction signatures (opcode, modifiers,
      * types, shape, operand count) that passed the table (ir.c); malloc'd,
-     * freed by ptx_module_free; NULL until the first ptx_emit */
+     * freed by ptx_module_free (a ptx_sigcache's: freed with the cache);
+     * NULL until the first ptx_emit */
     struct ptx_sigtab *sigs;
+    bool sigs_shared; /* sigs belongs to a ptx_sigcache */
 };
 
 /* Module lifetime. max_ptx is the highest .version the toolchain accepts
@@ -216,6 +221,19 @@ struct ptx_module {
  * the builders allocate in m->arena (see pt_arena_catch, ptx/base.h). */
 ptx_module *ptx_module_new(const pt_target *t, int max_ptx);
 void ptx_module_free(ptx_module *m);
+/* The builder's signature verdicts kept across modules: a caller that
+ * builds many modules one after another (a space's configs) passes one
+ * cache to each, so the table is checked once per signature, target and
+ * ceiling, not once per module. Nothing global: the caller owns it. One
+ * thread at a time (each thread its own cache); it must outlive the modules
+ * built with it. The verdicts, and so every instruction the builder accepts
+ * or refuses and every message, are those of an uncached module. */
+typedef struct ptx_sigcache ptx_sigcache;
+ptx_sigcache *ptx_sigcache_new(void); /* NULL when out of memory */
+void ptx_sigcache_free(ptx_sigcache *c);
+/* ptx_module_new with c's table for (t, max_ptx); c NULL, or no memory for
+ * the table: an uncached module, as ptx_module_new. */
+ptx_module *ptx_module_new_cached(const pt_target *t, int max_ptx, ptx_sigcache *c);
 /* Sets .version to the lowest the target and every instruction need, and
  * checks it against the ceiling. Returns the sticky error, if any. */
 int ptx_module_finish(ptx_module *m);
@@ -223,6 +241,8 @@ int ptx_module_finish(ptx_module *m);
  * .version to 7.8). ptx_module_finish and the parser call it. */
 int ptx_fn_check_directives(ptx_fn *f, pt_err *e);
 int ptx_module_error(const ptx_module *m);
+/* Entries of the builder's signature table (ptx_ins.sig is at most this). */
+size_t ptx_module_nsigs(const ptx_module *m);
 const char *ptx_module_errmsg(const ptx_module *m);
 /* Module-scope dynamic shared memory: .extern .shared .align A .b8 name[]; */
 void ptx_module_extern_shared(ptx_module *m, const char *name, int align);

@@ -78,7 +78,7 @@ typedef struct print_bank {
 /* With ctx_names, every register name of a padded bank written out once
  * (an entry's registers are printed four times each on average): NAME
  * bytes, the name padded, its length in the last byte. */
-enum { NAME = 16 };
+enum { NAME = 16, PRE = 64 };
 typedef struct print_ctx {
     const ptx_fn *f;
     size_t nb; /* banks in b (the first PRINT_BANKS of f) */
@@ -86,12 +86,19 @@ typedef struct print_ctx {
     char (*names[PRINT_BANKS])[NAME]; /* bank b's names, ncount[b] of them; NULL: none */
     uint32_t ncount[PRINT_BANKS];
     char (*store)[NAME];              /* malloc'd, for all banks */
+    /* the opcode part (opcode, modifiers, shape, types) of each builder
+     * signature (ptx_ins.sig - 1) once written: PRE bytes, the text padded,
+     * its length in the last byte (0: not yet); npre 0: none */
+    char (*pre)[PRE];
+    size_t npre;
 } print_ctx;
 
 static void ctx_init(print_ctx *c, const ptx_fn *f)
 {
     c->f = f;
     c->store = NULL;
+    c->pre = NULL;
+    c->npre = 0;
     memset(c->names, 0, sizeof c->names);
     memset(c->ncount, 0, sizeof c->ncount);
     c->nb = f->nbanks < PRINT_BANKS ? f->nbanks : PRINT_BANKS;
@@ -106,13 +113,6 @@ static void ctx_init(print_ctx *c, const ptx_fn *f)
 }
 
 enum { SIMPLE = 40 + PTX_MAX_BANK_NAME }; /* a register, number, special register or [reg+off] */
-/* The kinds whose room may be more than SIMPLE (an address only with a symbol):
- * opd_simple's complement, as a mask for print_ins */
-enum {
-    ROOM_KINDS = 1u << PTX_O_VEC | 1u << PTX_O_TENSOR | 1u << PTX_O_PAIR | 1u << PTX_O_SYM | 1u << PTX_O_LABEL |
-                 1u << PTX_O_ADDR
-};
-
 /* Operands whose room is SIMPLE (opd_room's answer, without the call). */
 static bool opd_simple(const ptx_opd *o)
 {
@@ -207,7 +207,7 @@ static void ctx_names(print_ctx *c)
             total += f->banks[b].count;
     if (!total || total > (1u << 22))
         return;
-    c->store = malloc(total * NAME);
+    c->store = malloc(total * NAME + 8); /* + 8: ctx_names's digit copies */
     if (!c->store)
         return; /* no memory: regs writes the names itself */
     size_t at = 0;
@@ -217,10 +217,25 @@ static void ctx_names(print_ctx *c)
             continue;
         c->names[b] = c->store + at;
         c->ncount[b] = n;
+        /* the index as decimal digits, counted up from 0 (no divides) */
+        char dig[NAME] = "0"; /* zeros past the digits */
+        int nd = 1;
+        size_t len = c->b[b].len;
         for (uint32_t i = 0; i < n; i++) {
             char *slot = c->store[at + i];
             memcpy(slot, c->b[b].pad, BPAD);
-            slot[NAME - 1] = (char)(u64s(slot + c->b[b].len, i) - slot);
+            memcpy(slot + len, dig, 8); /* nd < 8; past the slot: the next one's, or the store's slack */
+            slot[NAME - 1] = (char)(len + (size_t)nd);
+            int k = nd - 1;
+            while (k >= 0 && dig[k] == '9')
+                dig[k--] = '0';
+            if (k >= 0)
+                dig[k]++;
+            else { /* 9..9 + 1: one digit more */
+                memmove(dig + 1, dig, (size_t)nd);
+                dig[0] = '1';
+                nd++;
+            }
         }
         at += n;
     }
@@ -237,6 +252,15 @@ static char *i64s(char *d, int64_t v)
 
 static char *hexs(char *d, uint64_t v, int digits, bool upper)
 {
+    if (digits == 8 && upper) { /* f32 immediates: two digits a step */
+        static const char hx[] = "0123456789ABCDEF";
+        for (int i = 3; i >= 0; i--) {
+            unsigned b = (unsigned)(v >> (8 * i)) & 0xff;
+            *d++ = hx[b >> 4];
+            *d++ = hx[b & 15];
+        }
+        return d;
+    }
     const char *x = upper ? "0123456789ABCDEF" : "0123456789abcdef";
     char tmp[16];
     int n = 0;
@@ -364,16 +388,86 @@ static char *opds(const print_ctx *c, const ptx_opd *o, char *d)
     return d;
 }
 
+/* Room for need more bytes past d (with the padded copies' overshoot, the
+ * separators and the instruction's ";\n" and NUL): d itself, or d in the
+ * regrown text; NULL when out of memory (out failed). */
+enum { TAIL = 8 + PT_SLACK };
+static __attribute__((noinline)) char *grow(pt_buf *out, char *d, size_t need)
+{
+    out->len = (size_t)(d - out->s);
+    if (!pt_buf_room(out, need + TAIL))
+        return NULL;
+    return out->s + out->len;
+}
+#define ROOM(need)                                                                                   \
+    do {                                                                                             \
+        if ((size_t)(out->s + out->cap - d) < (size_t)(need) + TAIL + 1 && !(d = grow(out, d, (need)))) \
+            return NULL;                                                                             \
+    } while (0)
+
+/* A {vector} operand, room made element by element. */
+static char *vec_out(const print_ctx *c, const ptx_opd *o, char *d, pt_buf *out)
+{
+    ROOM(SIMPLE);
+    *d++ = '{';
+    for (int i = 0; i < o->u.vec.n; i++) {
+        const ptx_opd *v = &o->u.vec.e[i];
+        if (v->kind == PTX_O_REG && !v->neg) {
+            ROOM(SIMPLE);
+            if (i) {
+                *d++ = ',';
+                *d++ = ' ';
+            }
+            d = regs(c, v->u.reg, d);
+        } else {
+            ROOM(opd_simple(v) ? SIMPLE : opd_room(c->f, v));
+            if (i) {
+                *d++ = ',';
+                *d++ = ' ';
+            }
+            d = opds(c, v, d);
+        }
+    }
+    *d++ = '}';
+    return d;
+}
+
+/* The operands of ins after its opcode part; NULL when out of memory. */
+static char *opds_out(const print_ctx *c, const ptx_ins *ins, char *d, pt_buf *out)
+{
+    for (int i = 0; i < ins->nopd; i++) {
+        const ptx_opd *o = &ins->opd[i];
+        if (o->kind == PTX_O_REG && !o->neg) {
+            ROOM(SIMPLE);
+            if (i)
+                *d++ = ',';
+            *d++ = ' ';
+            d = regs(c, o->u.reg, d);
+        } else if (o->kind == PTX_O_VEC) {
+            if (i)
+                *d++ = ',';
+            *d++ = ' ';
+            if (!(d = vec_out(c, o, d, out)))
+                return NULL;
+        } else {
+            ROOM(opd_simple(o) ? SIMPLE : opd_room(c->f, o));
+            if (i)
+                *d++ = ',';
+            *d++ = ' ';
+            d = opds(c, o, d);
+        }
+    }
+    return d;
+}
+#undef ROOM
+
+/* One instruction: room for the opcode part first, then for each operand as
+ * it comes (no walk over the operands to size them). */
 static void print_ins(const print_ctx *c, const ptx_ins *ins, pt_buf *out)
 {
     const ptx_fn *f = c->f;
     /* mbarrier::complete_tx::bytes; PT_SLACK: the padded copies' overshoot */
-    size_t room = 96 + PT_SLACK + (size_t)(ins->nmods + ins->ntypes) * 32 + (size_t)ins->nopd * SIMPLE;
-    for (int i = 0; i < ins->nopd; i++) {
-        const ptx_opd *o = &ins->opd[i];
-        if (o->kind < 32 && ((ROOM_KINDS >> o->kind) & 1) && (o->kind != PTX_O_ADDR || o->u.addr.sym))
-            room += opd_room(f, o) - SIMPLE; /* opd_room counts SIMPLE too */
-    }
+    size_t room = 96 + PT_SLACK + SIMPLE + (size_t)(ins->nmods + ins->ntypes) * 32;
     if (ins->op == PTX_OP_LABEL)
         room += strlen(f->labels[ins->opd[0].u.label]);
     if ((out->failed || out->len + room + 1 > out->cap) && !pt_buf_room(out, room))
@@ -397,6 +491,15 @@ static void print_ins(const print_ctx *c, const ptx_ins *ins, pt_buf *out)
             d = cp(d, ins->guard_neg ? "@!" : "@");
             d = regs(c, ins->guard, d);
             *d++ = ' ';
+        }
+        char *slot = NULL, *p0 = d;
+        if (ins->sig && ins->sig <= c->npre) {
+            slot = c->pre[ins->sig - 1];
+            if (slot[PRE - 1]) { /* the room above holds PRE bytes past d */
+                memcpy(d, slot, PRE);
+                d += (uint8_t)slot[PRE - 1];
+                goto operands;
+            }
         }
         memcpy(d, op_pad[ins->op], PAD);
         d += op_len[ins->op];
@@ -425,13 +528,14 @@ static void print_ins(const print_ctx *c, const ptx_ins *ins, pt_buf *out)
             memcpy(d, type_pad[ins->types[i]], PAD);
             d += type_len[ins->types[i]];
         }
-        for (int i = 0; i < ins->nopd; i++) {
-            if (i)
-                *d++ = ',';
-            *d++ = ' ';
-            const ptx_opd *o = &ins->opd[i];
-            d = o->kind == PTX_O_REG && !o->neg ? regs(c, o->u.reg, d) : opds(c, o, d);
+        if (slot && d - p0 < PRE - 1) {
+            memcpy(slot, p0, (size_t)(d - p0));
+            slot[PRE - 1] = (char)(d - p0);
         }
+    operands:
+        d = opds_out(c, ins, d, out);
+        if (!d)
+            return;
         *d++ = ';';
         *d++ = '\n';
     }
@@ -454,6 +558,26 @@ static int count_lines(const pt_buf *b)
     return n;
 }
 
+/* pt_buf_printf's "%d" / "%u" for the header's numbers, without printf */
+static void put_int(pt_buf *out, int64_t v)
+{
+    char tmp[24];
+    pt_buf_putn(out, tmp, (size_t)(i64s(tmp, v) - tmp));
+}
+
+static void put_dot_type(pt_buf *out, ptx_type t)
+{
+    pt_buf_putc(out, '.');
+    pt_buf_puts(out, ptx_type_name(t));
+}
+
+static void put_align(pt_buf *out, int a)
+{
+    pt_buf_puts(out, ".align ");
+    put_int(out, a);
+    pt_buf_putc(out, ' ');
+}
+
 static void print_fn(ptx_fn *f, pt_buf *out)
 {
     pt_buf_printf(out, ".visible .entry %s(", f->name);
@@ -462,17 +586,23 @@ static void print_fn(ptx_fn *f, pt_buf *out)
         pt_buf_puts(out, i ? ",\n\t.param " : "\n\t.param ");
         if (p->array) {
             if (p->align)
-                pt_buf_printf(out, ".align %d ", p->align);
-            pt_buf_printf(out, ".%s %s[%d]", ptx_type_name(p->type), p->name, p->array);
+                put_align(out, p->align);
+            put_dot_type(out, p->type);
+            pt_buf_putc(out, ' ');
+            pt_buf_puts(out, p->name);
+            pt_buf_putc(out, '[');
+            put_int(out, p->array);
+            pt_buf_putc(out, ']');
             continue;
         }
-        pt_buf_printf(out, ".%s ", ptx_type_name(p->type));
+        put_dot_type(out, p->type);
+        pt_buf_putc(out, ' ');
         if (p->ptr) {
             pt_buf_puts(out, ".ptr .global ");
             if (p->ptr_align)
-                pt_buf_printf(out, ".align %d ", p->ptr_align);
+                put_align(out, p->ptr_align);
         } else if (p->align)
-            pt_buf_printf(out, ".align %d ", p->align);
+            put_align(out, p->align);
         pt_buf_puts(out, p->name);
     }
     pt_buf_puts(out, f->nparams ? "\n)\n" : ")\n");
@@ -497,10 +627,18 @@ static void print_fn(ptx_fn *f, pt_buf *out)
     pt_buf_puts(out, "{\n");
     for (size_t i = 0; i < f->nbanks; i++) {
         const ptx_bank *b = &f->banks[i];
-        if (b->scalar)
-            pt_buf_printf(out, "\t.reg .%s %s;\n", ptx_type_name(b->type), b->prefix);
-        else if (b->count)
-            pt_buf_printf(out, "\t.reg .%s %s<%u>;\n", ptx_type_name(b->type), b->prefix, b->count);
+        if (!b->scalar && !b->count)
+            continue;
+        pt_buf_puts(out, "\t.reg ");
+        put_dot_type(out, b->type);
+        pt_buf_putc(out, ' ');
+        pt_buf_puts(out, b->prefix);
+        if (!b->scalar) {
+            pt_buf_putc(out, '<');
+            put_int(out, b->count);
+            pt_buf_putc(out, '>');
+        }
+        pt_buf_puts(out, ";\n");
     }
     for (size_t i = 0; i < f->nshared; i++) {
         const ptx_shared *s = &f->shared[i];
@@ -513,6 +651,11 @@ static void print_fn(ptx_fn *f, pt_buf *out)
     print_ctx c;
     ctx_init(&c, f);
     ctx_names(&c);
+    size_t nsigs = ptx_module_nsigs(f->mod);
+    if (nsigs && nsigs < (1u << 16))
+        c.pre = calloc(nsigs, PRE);
+    if (c.pre)
+        c.npre = nsigs; /* no memory: every opcode part written out */
     /* the body's text at once (about 50 bytes an instruction): regrowing
      * copies it; print_ins still makes sure of each instruction's room */
     if (f->nbody < SIZE_MAX / 128 && pt_buf_room(out, f->nbody * 64 + 4096))
@@ -521,6 +664,7 @@ static void print_fn(ptx_fn *f, pt_buf *out)
             print_ins(&c, &f->body[i], out);
         }
     free(c.store);
+    free(c.pre);
     pt_buf_puts(out, "}\n");
 }
 

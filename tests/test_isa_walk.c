@@ -737,6 +737,17 @@ static ptx_fn *new_fn(ptx_module **m, const pt_target *t, int max_ptx)
     return new_fn_q(m, t, max_ptx, true);
 }
 
+/* new_fn in a module of the signature cache c */
+static ptx_fn *new_fn_cached(ptx_module **m, const pt_target *t, int max_ptx, ptx_sigcache *c)
+{
+    *m = ptx_module_new_cached(t, max_ptx, c);
+    ptx_fn *f = ptx_fn_new(*m, "walk");
+    for (int b = 0; b < NBANKS; b++)
+        ptx_bank_add(f, banks[b].prefix, banks[b].t, REGS_PER_BANK, false);
+    ptx_label_named(f, "L_end");
+    return f;
+}
+
 static void push_raw(ptx_fn *f, const ptx_ins *in)
 {
     f->body = pt_arena_grow(f->mod->arena, f->body, sizeof *f->body, &f->cap_body, f->nbody + 1);
@@ -1347,7 +1358,13 @@ static void variant(const ptx_ins *in, int v, ptx_ins *out, ptx_opd *el)
     }
 }
 
-Test(isa_walk, the_builder_agrees_with_the_table_on_a_warm_module)
+/* cached: the modules come from one ptx_sigcache (ptx/ir.h) shared by every
+ * target, a fresh module for each pass, and the targets walked twice, so
+ * the second pass and the second round meet tables that earlier modules
+ * (of this target, next to other targets' tables) left warm; the first
+ * round from the widest target down, so a table taken for the wrong target
+ * accepts what sm_80 refuses. */
+static void warm_walk(bool cached)
 {
     walk w;
     memset(&w, 0, sizeof w);
@@ -1362,10 +1379,19 @@ Test(isa_walk, the_builder_agrees_with_the_table_on_a_warm_module)
     generate(&w);
     gen_packs(&w);
     long built = 0, refused = 0, hits = 0;
-    for (int ti = 0; ti < NTGT; ti++) {
+    ptx_sigcache *sc = cached ? ptx_sigcache_new() : NULL;
+    cr_assert(sc || !cached);
+    for (int round = 0; round < (cached ? 2 : 1); round++)
+    for (int tj = 0; tj < NTGT; tj++) {
+        int ti = cached && !round ? NTGT - 1 - tj : tj; /* cached: sm_90a's table first, then sm_80's */
         ptx_module *m, *rm;
-        ptx_fn *f = new_fn(&m, &w.tg[ti], 90), *rf = new_fn(&rm, &w.tg[ti], 90);
-        for (int pass = 0; pass < 2; pass++)
+        ptx_fn *f = cached ? new_fn_cached(&m, &w.tg[ti], 90, sc) : new_fn(&m, &w.tg[ti], 90),
+               *rf = new_fn(&rm, &w.tg[ti], 90);
+        for (int pass = 0; pass < 2; pass++) {
+            if (cached && pass) { /* the second pass in a new module of the same cache */
+                ptx_module_free(m);
+                f = new_fn_cached(&m, &w.tg[ti], 90, sc);
+            }
             for (int k = 0; k < w.n; k++) {
                 const ptx_ins *base = &w.forms[pass ? w.n - 1 - k : k].ins;
                 for (int v = 0; v < (pass ? 1 : n_variants(base)); v++) {
@@ -1396,18 +1422,33 @@ Test(isa_walk, the_builder_agrees_with_the_table_on_a_warm_module)
                         pt_err_clear(&m->err);
                         refused++;
                     } else
-                        hits += pass; /* the second pass meets every signature the first built */
+                        hits += pass || round; /* the second pass meets every signature the first built */
                     built++;
                 }
             }
+        }
         ptx_module_free(m);
         ptx_module_free(rm);
     }
-    fprintf(stderr, "isa walk (builder, warm): %ld instructions built on %d targets, %ld refused as "
-            "the table refuses them, %ld accepted from a warm table\n", built, NTGT, refused, hits);
+    ptx_sigcache_free(sc);
+    fprintf(stderr, "isa walk (builder, warm%s): %ld instructions built on %d targets, %ld refused as "
+            "the table refuses them, %ld accepted from a warm table\n", cached ? ", cached modules" : "",
+            built, NTGT, refused, hits);
     cr_expect_gt(refused, 10000);
     cr_expect_gt(hits, 4000);
     free(el);
     free(w.forms);
     free(w.pool);
+}
+
+Test(isa_walk, the_builder_agrees_with_the_table_on_a_warm_module)
+{
+    warm_walk(false);
+}
+
+/* The same across modules that share a ptx_sigcache (emit_bench --cache, a
+ * caller emitting a space's configs one after another). */
+Test(isa_walk, the_builder_agrees_with_the_table_across_cached_modules)
+{
+    warm_walk(true);
 }

@@ -7,6 +7,34 @@
 #include "gen/kit/build.h"
 #include "gen/kit/frag.h"
 
+/* The (row, col) of lane l's first element relative to lane 0's, for the
+ * 32 lanes of operand op's map: the thread layout alone (an element's own
+ * offset is the same for every lane, and lane 0's thread offset is 0), one
+ * walk of it per lane. What kit_tv_at(at, op, l, 0) - kit_tv_at(at, op, 0, 0)
+ * gives, for the dims-2 maps every atom has; false for another map. */
+static bool tv_lanes(const kit_atom *at, kit_operand op, int lrow[32], int lcol[32])
+{
+    const kit_tv *tv = kit_atom_tv(at, op);
+    const kit_layout *l = &tv->thr;
+    if (l->dims != 2 || tv->val.dims != 2)
+        return false;
+    for (int i = 0; i < l->rank; i++)
+        if (l->shape[i] <= 0 || (l->shape[i] & (l->shape[i] - 1)))
+            return false;
+    for (int t = 0; t < 32; t++) {
+        int64_t idx = t, r = 0, c = 0;
+        for (int i = 0; i < l->rank; i++) {
+            int64_t x = i == l->rank - 1 ? idx : idx & (l->shape[i] - 1);
+            idx >>= __builtin_ctz((unsigned)l->shape[i]);
+            r += x * l->stride[i][0];
+            c += x * l->stride[i][1];
+        }
+        lrow[t] = (int)r;
+        lcol[t] = (int)c;
+    }
+    return true;
+}
+
 void kit_frag_shape_mma(kit_frag *fr, const kit_atom *at, int mi, int ni, int *row, int *col)
 {
     int nv = kit_tv_elems(&at->c), r0, c0, reg, bit;
@@ -15,11 +43,17 @@ void kit_frag_shape_mma(kit_frag *fr, const kit_atom *at, int mi, int ni, int *r
     fr->row = row;
     fr->col = col;
     kit_tv_at(at, KIT_C, 0, 0, &r0, &c0, &reg, &bit);
+    int vr[64], vc[64]; /* element v's place, the same in every block */
+    for (int v = 0; v < nv && v < 64; v++)
+        kit_tv_at(at, KIT_C, 0, v, &vr[v], &vc[v], &reg, &bit);
     for (int a = 0; a < mi; a++)
         for (int b = 0; b < ni; b++)
             for (int v = 0; v < nv; v++) {
                 int k = (a * ni + b) * nv + v, r, c;
-                kit_tv_at(at, KIT_C, 0, v, &r, &c, &reg, &bit);
+                if (v < 64)
+                    r = vr[v], c = vc[v];
+                else
+                    kit_tv_at(at, KIT_C, 0, v, &r, &c, &reg, &bit);
                 row[k] = at->m * a + r - r0;
                 col[k] = at->n * b + c - c0;
             }
@@ -65,6 +99,10 @@ kit_frag kit_frag_mma_c(ptx_fn *f, const kit_atom *at, int mi, int ni, ptx_reg *
 
 void kit_frag_lanes(kit_frag *fr, const kit_atom *at)
 {
+    if (tv_lanes(at, KIT_C, fr->lrow, fr->lcol)) {
+        fr->lanes = true;
+        return;
+    }
     int r0, c0, reg, bit;
     kit_tv_at(at, KIT_C, 0, 0, &r0, &c0, &reg, &bit);
     for (int l = 0; l < 32; l++) {
@@ -137,9 +175,14 @@ void kit_frag_to_a(ptx_fn *f, const kit_frag *fr, const kit_atom *at, int mi, in
     kit_tv_at(at, KIT_A, 0, 0, &r0, &c0, &reg, &bit);
     /* the lane parts must agree: each lane's A elements are its own C
      * registers, so no data moves between lanes */
+    int alr[32], alc[32];
+    bool fast = tv_lanes(at, KIT_A, alr, alc);
     for (int l = 0; l < 32; l++) {
-        int r, c;
-        kit_tv_at(at, KIT_A, l, 0, &r, &c, &reg, &bit);
+        int r = alr[l], c = alc[l];
+        if (fast)
+            r += r0, c += c0;
+        else
+            kit_tv_at(at, KIT_A, l, 0, &r, &c, &reg, &bit);
         if (!fr->lanes || fr->lrow[l] != r - r0 || fr->lcol[l] != c - c0) {
             pt_errf(&f->mod->err, PT_EINTERNAL,
                     "kit_frag_to_a: the fragment's lanes are not those of %s's A map", at->name);

@@ -117,7 +117,7 @@ int64_t kit_eval_idx(const kit_layout *l, int64_t idx, int dim)
 int64_t kit_at(const kit_layout *l, int64_t row, int64_t col)
 {
     assert(l->rank == 2 && l->dims == 1);
-    return kit_eval(l, (int64_t[]){row, col}, 0);
+    return kit_swz(l->swz, row * l->stride[0][0] + col * l->stride[1][0]); /* kit_eval of rank 2, dims 1 */
 }
 
 bool kit_shift_ok(const kit_layout *l, int64_t drow, int64_t dcol)
