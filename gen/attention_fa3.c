@@ -53,7 +53,8 @@
  * a persistent scheduler.
  *
  * Shared memory (dynamic, base rounded up to 1024 at run time, 1 KB of
- * slack): sQ d / 64 sub-tiles of bm x 128 bytes; K ring `stages` x d / 64
+ * slack; a tile row is 128 bytes, e4m3 hd64's Q and TMA-loaded K 64):
+ * sQ d es / 128 sub-tiles of bm rows; K ring `stages` x d / 64
  * sub-tiles of bn x 128 bytes; V ring `stages` x dv / 64 boxes of bn x
  * 128 bytes; then the barriers: Q full/empty, K full[S] empty[S], V
  * full[S] empty[S]. */

@@ -75,7 +75,7 @@ static const f8case pages[] = {
 };
 
 /* every case of cs[0..n) under one schedule (rotating), the first `all` under all three */
-static void run_grid(const char *what, const f8case *cs, int n, int all)
+static void run_grid_seeded(const char *what, const f8case *cs, int n, int all, int only, uint64_t seed0)
 {
     int ran = 0, failed = 0;
     double worst = 0;
@@ -83,12 +83,13 @@ static void run_grid(const char *what, const f8case *cs, int n, int all)
     double t0 = now();
     for (int i = 0; i < n; i++)
         for (int sch = 0; sch < 3; sch++) {
-            if (i >= all && sch != i % 3)
+            if ((i >= all && sch != i % 3) || (only >= 0 && sch != only))
                 continue;
             const fcase *c = &cs[i].c;
             double err;
             pt_err e = {0};
-            int rc = run_case_d(&gen_attention_op, c, cs[i].d3, (emu_sched)sch, (uint64_t)(c->Sk * 13 + i), &err, &e);
+            int rc = run_case_d(&gen_attention_op, c, cs[i].d3, (emu_sched)sch, seed0 + (uint64_t)(c->Sk * 13 + i), &err,
+                                &e);
             ran++;
             if (!rc && err > worst)
                 worst = err;
@@ -107,6 +108,11 @@ static void run_grid(const char *what, const f8case *cs, int n, int all)
     cr_assert_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
 }
 
+static void run_grid(const char *what, const f8case *cs, int n, int all)
+{
+    run_grid_seeded(what, cs, n, all, -1, 0);
+}
+
 Test(attention_fa3_fp8, head_dims_64_96_against_the_reference_every_schedule, .timeout = 600)
 {
     run_grid("head dims 64 and 96", grid, (int)(sizeof grid / sizeof *grid), (int)(sizeof grid / sizeof *grid));
@@ -115,6 +121,16 @@ Test(attention_fa3_fp8, head_dims_64_96_against_the_reference_every_schedule, .t
 Test(attention_fa3_fp8, pages_under_8_keys_against_the_reference_every_schedule, .timeout = 600)
 {
     run_grid("pages of 1, 2, 4 keys", pages, (int)(sizeof pages / sizeof *pages), (int)(sizeof pages / sizeof *pages));
+}
+
+/* The gather + transpose loop's interleavings: the small-page shapes
+ * under the random schedule with 3 more seeds each. */
+Test(attention_fa3_fp8, pages_under_8_keys_random_schedule_more_seeds, .timeout = 600)
+{
+    for (uint64_t s = 1; s <= 3; s++)
+        run_grid_seeded("pages of 1, 2, 4 keys (random schedule, another seed)", pages,
+                        (int)(sizeof pages / sizeof *pages), (int)(sizeof pages / sizeof *pages), EMU_SCHED_RANDOM,
+                        1000003u * s);
 }
 
 /* The adversarial e4m3 kinds over an hd64, an hd96 and a page-1 shape. */
