@@ -54,6 +54,18 @@ typedef struct adv_spec {
     int64_t min_nonfinite; /* the reference must hold at least this many NaN/inf outputs */
 } adv_spec;
 
+/* dyn=m: the plants sit in the last row (negative rows count from the run's
+ * M), so they exist at every M, 1 included; A's padding plant is k = 64:
+ * A row-major with K = 64 and lda > 64 */
+static const adv_spec adv_dyn_a = {"inf in A's last row's padding (k = K), NaN in B's last column", ADV_NONE, 2,
+                                  {{"a", -1, 64, INFINITY}, {"b", -1, -1, NAN}}, 1};
+static const adv_spec adv_dyn_b = {"+-inf in B's last k", ADV_NONE, 2,
+                                  {{"b", -1, 0, INFINITY}, {"b", -1, -1, -INFINITY}}, 2};
+static const adv_spec adv_dyn_nan = {"NaN in B's last k (e4m3 has no inf)", ADV_NONE, 2,
+                                    {{"b", -1, 0, NAN}, {"b", -1, -1, NAN}}, 2};
+static const adv_spec adv_dyn_c = {"NaN and -inf in C's last row", ADV_NONE, 2,
+                                  {{"c", -1, 0, NAN}, {"c", -1, -1, -INFINITY}}, 2};
+
 typedef struct adv_arg {
     const adv_spec *s;
     const char *layout; /* the problem's, "nt" ... */

@@ -389,8 +389,8 @@ Test(gemm_emu, random_problems_and_configs, .timeout = 1800)
  * or M in the bucket (base/2, base]) its PTX must equal the base's. */
 #include "gemm_dyn.h"
 
-static void dyn_run(tally *t, pt_problem p, int64_t base, const int64_t *ms, int nm, const char *arch,
-                    const char *config)
+static void dyn_run_adv(tally *t, pt_problem p, int64_t base, const int64_t *ms, int nm, const char *arch,
+                        const char *config, const adv_spec *adv)
 {
     pt_target tg;
     pt_err e = {0};
@@ -458,8 +458,22 @@ static void dyn_run(tally *t, pt_problem p, int64_t base, const int64_t *ms, int
             lq.grid[0] = (unsigned)((ms[i] + bm - 1) / bm * (pers ? (p.n + bn - 1) / bn : 1));
             lq.args[marg].u = (uint64_t)ms[i];
         }
+        adv_arg ga = {.s = adv, .layout = q.layout, .m = q.m, .n = q.n, .k = q.k, .lda = q.lda, .ldb = q.ldb};
+        tuner_verify_result vr = {0};
         if (!rc)
-            rc = gemm_dyn_verify(d, text, entry, pq, &lq, (uint64_t)(ms[i] * 131 + p.n), &e);
+            rc = gemm_dyn_verify_plant(d, text, entry, pq, &lq, (uint64_t)(ms[i] * 131 + p.n), adv ? adv_plant : NULL,
+                                       &ga, &vr, &e);
+        if (!rc && adv && ga.rc)
+            rc = pt_errf(&e, ga.rc, "the reference failed at the plant");
+        int64_t all = (q.batch ? q.batch : 1) * q.m * q.n;
+        if (!rc && adv && vr.checked != all)
+            rc = pt_errf(&e, PT_EINVAL, "the verifier compared %lld of %lld elements", (long long)vr.checked,
+                         (long long)all);
+        if (!rc && adv && ga.nonfinite < adv->min_nonfinite)
+            rc = pt_errf(&e, PT_EINVAL, "vacuous: %lld non-finite reference outputs, want >= %lld",
+                         (long long)ga.nonfinite, (long long)adv->min_nonfinite);
+        if (rc && adv)
+            printf("  FAIL %s, %s: %s\n", what, adv->name, e.msg);
         t->ran++;
         if (rc) {
             if (!t->failed)
@@ -470,6 +484,12 @@ static void dyn_run(tally *t, pt_problem p, int64_t base, const int64_t *ms, int
     tuner_dev_close(d);
     free(text);
     pt_arena_free(a);
+}
+
+static void dyn_run(tally *t, pt_problem p, int64_t base, const int64_t *ms, int nm, const char *arch,
+                    const char *config)
+{
+    dyn_run_adv(t, p, base, ms, nm, arch, config, NULL);
 }
 
 static const int64_t dyn_ms[] = {1, 7, 64, 65, 100, 128};
@@ -504,6 +524,41 @@ Test(gemm_emu, dyn_m_one_kernel_many_m, .timeout = 1800)
     }
     report("dyn=m: one kernel, m = 1 7 64 65 100 128", &t, now() - t0);
     cr_expect_eq(t.ran, 6 * (int)(sizeof cases / sizeof cases[0]));
+    cr_expect_eq(t.failed, 0, "first failure: %s", t.first);
+}
+
+/* One dyn=m mma.sync kernel (emitted at m = 128) run at M = 1, 65, 100 with
+ * NaN / inf planted in the run's last rows, K ends and A's padding: plain,
+ * column-major D, split-K and persistent (3 SMs) grids, against the
+ * reference under the verifier's rules (every element compared, at least
+ * the spec's non-finite outputs). */
+Test(gemm_emu, dyn_m_adversarial_inputs, .timeout = 600)
+{
+    static const int64_t ms[] = {1, 65, 100};
+    static const struct {
+        const char *layout;
+        pt_dtype dt, odt;
+        int64_t n, k, lda;
+        bool dcol;
+        const char *arch, *config;
+        const adv_spec *s;
+    } cases[] = {
+        {"nt", PT_BF16, PT_BF16, 72, 64, 72, false, "sm_80", "bm=64,bn=32,wm=32,wn=16,bk=32", &adv_dyn_a},
+        {"nn", PT_F16, PT_F32, 40, 64, 80, true, "sm_86", "bm=32,bn=32,wm=16,wn=16", &adv_dyn_a},
+        {"tn", PT_BF16, PT_F16, 48, 96, 136, true, "sm_89", "bm=64,bn=16,wm=32,wn=16,raster=2", &adv_dyn_b},
+        {"nt", PT_BF16, PT_F32, 64, 160, 0, false, "sm_80", "bm=32,bn=32,wm=16,wn=16,splitk=3", &adv_dyn_b},
+        {"nt", PT_F16, PT_F16, 40, 64, 0, false, "sm_80", "bm=32,bn=32,wm=16,wn=16,sms=3,persistent=1", &adv_dyn_b},
+    };
+    tally t = {0};
+    double t0 = now();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pt_problem p = PT_GEMM(128, cases[i].n, cases[i].k, cases[i].layout, cases[i].dt, cases[i].odt);
+        p.lda = cases[i].lda;
+        p.d_colmajor = cases[i].dcol;
+        dyn_run_adv(&t, p, 128, ms, 3, cases[i].arch, cases[i].config, cases[i].s);
+    }
+    report("dyn=m adversarial: one kernel, m = 1 65 100", &t, now() - t0);
+    cr_expect_eq(t.ran, 3 * (int)(sizeof cases / sizeof cases[0]));
     cr_expect_eq(t.failed, 0, "first failure: %s", t.first);
 }
 

@@ -610,8 +610,8 @@ static bool map_follows(const pt_tmap *a, const pt_tmap *b, int64_t T, int64_t P
  * parameters but m, and maps that follow M; then the base's PTX runs with
  * the launch at M (the re-emitted launch's maps: the runtime's) against the
  * float64 reference. */
-static void dyn_grid(grid *g, pt_problem p, int64_t base, const int64_t *ms, int nm, const char *config,
-                     uint64_t seed)
+static void dyn_grid_adv(grid *g, pt_problem p, int64_t base, const int64_t *ms, int nm, const char *config,
+                         uint64_t seed, const adv_spec *adv)
 {
     pt_target tg;
     pt_err e = {0};
@@ -688,29 +688,48 @@ static void dyn_grid(grid *g, pt_problem p, int64_t base, const int64_t *ms, int
             tuner_kernel *k = NULL;
             tuner_io *io = NULL;
             double err = 0, secs = 0;
+            adv_arg ga = {.s = adv, .layout = q.layout, .m = q.m, .n = q.n, .k = q.k, .lda = q.lda, .ldb = q.ldb};
             if (!rc)
                 rc = open_load_io_sms("emu", scheds[sc], seed + (uint64_t)(3 * i + sc), sms, text, entry, pq, &q,
-                                      NULL, NULL, &d, &k, &io, &e);
+                                      adv ? adv_plant : NULL, &ga, &d, &k, &io, &e);
+            if (!rc && adv && ga.rc)
+                rc = pt_errf(&e, ga.rc, "the reference failed at the plant");
             if (!rc) {
                 tuner_verify_opts vo = {.full_limit = INT64_MAX};
                 tuner_verify_result vr;
                 rc = tuner_verify(d, k, &lq, io, &vo, &vr, &e);
                 err = vr.max_err;
+                int64_t all = (q.batch ? q.batch : 1) * q.m * q.n;
+                if (!rc && adv && vr.checked != all)
+                    rc = pt_errf(&e, PT_EINVAL, "the verifier compared %lld of %lld elements", (long long)vr.checked,
+                                 (long long)all);
+                if (!rc && adv && ga.nonfinite < adv->min_nonfinite)
+                    rc = pt_errf(&e, PT_EINVAL, "vacuous: %lld non-finite reference outputs, want >= %lld",
+                                 (long long)ga.nonfinite, (long long)adv->min_nonfinite);
                 emu_stats st;
                 if (tuner_emu_last_run(d, &st) == PT_OK)
                     secs = st.seconds;
             }
             run_release(d, k, io, NULL, NULL, NULL, NULL);
             char shown[300];
-            snprintf(shown, sizeof shown, "dyn=m kernel of m=%lld, %s", (long long)base, config);
+            snprintf(shown, sizeof shown, "dyn=m kernel of m=%lld, %s%s%s", (long long)base, config, adv ? ", " : "",
+                     adv ? adv->name : "");
             int di = 0;
             while (di < NDT - 1 && dts[di] != p.dtype)
                 di++;
             grid_trace(&q, shown, scheds[sc]);
+            if (rc && adv)
+                printf("  FAIL m=%lld %s sched %d: %s\n", (long long)q.m, shown, (int)scheds[sc], e.msg);
             grid_tally(g, di, rc, err, secs, &q, shown, scheds[sc], e.msg);
         }
     free(text);
     pt_arena_free(a);
+}
+
+static void dyn_grid(grid *g, pt_problem p, int64_t base, const int64_t *ms, int nm, const char *config,
+                     uint64_t seed)
+{
+    dyn_grid_adv(g, p, base, ms, nm, config, seed, NULL);
 }
 
 static const int64_t dyn_ms[] = {1, 7, 64, 65, 129, 257};
@@ -1066,4 +1085,43 @@ Test(gemm_sm90, adversarial_inputs_every_schedule, .timeout = 600)
     run_post = NULL;
     printf("wgmma adversarial inputs: %d cases, %d failed, %.1f s\n", ran, failed, now() - t0);
     cr_expect_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
+}
+
+/* One dyn=m kernel (emitted at m = 300) run at M = 1, 65, 257 under lazy,
+ * eager and random with NaN / inf planted in the run's last rows, K ends,
+ * A's padding and C: the plain, persistent (3 SMs), split-K, stream-K and
+ * TMA-store grids, against the reference under the verifier's rules (a
+ * non-finite expected value matches only its own class; every element
+ * compared; at least the spec's non-finite outputs, so no case is vacuous). */
+Test(gemm_sm90, dyn_m_adversarial_inputs, .timeout = 600)
+{
+    double t0 = now();
+    grid g = {0};
+    static const int64_t ms[] = {1, 65, 257};
+    struct {
+        int64_t n, k, lda;
+        const char *lay;
+        pt_dtype dt, odt;
+        double beta;
+        const char *epi, *cfg;
+        const adv_spec *s;
+    } cs[] = {
+        {96, 64, 72, "nt", PT_BF16, PT_BF16, 0, NULL, "bm=128,bn=64,stages=3", &adv_dyn_a},
+        {128, 64, 72, "nn", PT_F16, PT_F32, 0, NULL, "bm=64,bn=64,stages=2,sms=3,persistent=1", &adv_dyn_a},
+        {64, 256, 0, "nt", PT_BF16, PT_F32, 0, NULL, "bm=64,bn=64,stages=2,splitk=3", &adv_dyn_b},
+        {40, 192, 0, "nt", PT_E4M3, PT_BF16, 0, NULL, "bm=64,bn=40,stages=3,sms=4,persistent=1,streamk=1", &adv_dyn_nan},
+        {64, 64, 0, "nt", PT_BF16, PT_BF16, 0, NULL, "bm=64,bn=64,stages=2,epi=1", &adv_dyn_b},
+        {64, 64, 0, "nt", PT_F16, PT_F16, 1, "alpha * acc + beta * c", "bm=64,bn=64,stages=2,sched=1,sms=2,persistent=1",
+         &adv_dyn_c},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        pt_problem p = prob_ldd(300, cs[i].n, cs[i].k, cs[i].lay, cs[i].dt, cs[i].odt);
+        if (cs[i].lda)
+            p.lda = cs[i].lda;
+        p.beta = cs[i].beta;
+        p.epilogue = cs[i].epi;
+        dyn_grid_adv(&g, p, 300, ms, 3, cs[i].cfg, 1700 + 40 * (uint64_t)i, cs[i].s);
+    }
+    grid_report(&g, "wgmma dyn=m adversarial: one kernel, m = 1 65 257", t0);
+    cr_expect_eq(g.cases, 3 * 3 * (int)(sizeof cs / sizeof cs[0]));
 }
