@@ -51,8 +51,11 @@ int cmd_emit(int argc, char **argv)
         cli_die(1, "out of memory printing the kernel");
     fputs(text, stdout);
     char cs[256];
-    fprintf(stderr, "config %s grid %u,%u,%u block %u,%u,%u smem %zu align %d\n",
-            pt_config_str(&cfg, cs, sizeof cs), l.grid[0], l.grid[1], l.grid[2], l.block[0],
+    char per[48] = ""; /* a persistent grid: x is capped at launch by the device's SMs */
+    if (l.grid_per_sm)
+        snprintf(per, sizeof per, " (x at most %u x SMs at launch)", l.grid_per_sm);
+    fprintf(stderr, "config %s grid %u,%u,%u%s block %u,%u,%u smem %zu align %d\n",
+            pt_config_str(&cfg, cs, sizeof cs), l.grid[0], l.grid[1], l.grid[2], per, l.block[0],
             l.block[1], l.block[2], l.smem, l.align);
     free(text);
     ptx_module_free(m);

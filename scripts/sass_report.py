@@ -85,7 +85,7 @@ KERNELS = {
                                "--layout", "nt"], "wgmma"),
     "wgmma_bf16_nt_tma": ("gemm", ["--m", "8192", "--n", "8192", "--k", "8192", "--dtype", "bf16",
                                    "--layout", "nt", "--config",
-                                   "impl=1,bm=128,bn=256,stages=3,persistent=132,epi=1"], "wgmma"),
+                                   "impl=1,bm=128,bn=256,stages=3,persistent=1,epi=1"], "wgmma"),
     "wgmma_bf16_tt": ("gemm", ["--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "bf16",
                                "--layout", "tt"], "wgmma"),
     "wgmma_e4m3_nt": ("gemm", ["--m", "4096", "--n", "4096", "--k", "4096", "--dtype", "e4m3",
@@ -535,7 +535,7 @@ def assemble(ptxas, ptx, arch, cubin):
 
 
 def parse_geom(stderr, kind):
-    m = re.search(r"config (\S+) grid (\S+) block (\d+)", stderr)
+    m = re.search(r"config (\S+) grid (\S+)(?: \([^)]*\))? block (\d+)", stderr)
     if not m:
         raise Fail("no launch geometry in ptxtune emit's stderr: " + stderr.strip()[-200:])
     cfg = dict(kv.split("=") for kv in m.group(1).split(","))

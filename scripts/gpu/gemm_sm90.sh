@@ -37,7 +37,7 @@ cases() {
 100 128 128 nt s8 - - -
 65 48 160 nt u8 - impl=1,bm=64,bn=16 -
 128 128 1000 nt tf32 - - -
-1024 1024 1024 nt bf16 - impl=1,bm=128,bn=256,persistent=16 -
+4096 4096 1024 nt bf16 - impl=1,bm=128,bn=256,persistent=1 -
 EOF
 }
 pad() { # value bytes-per-element -> value rounded up to 16 bytes
