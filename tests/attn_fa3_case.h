@@ -19,6 +19,7 @@
 #include "ptx/emu/emu.h"
 #include "ptx/parse.h"
 #include "tuner/backend.h"
+#include "tuner/emu_check.h"
 #include "tuner/verify.h"
 
 static inline double now(void)
@@ -88,8 +89,9 @@ static inline int fa3_config(const pt_prepared *pp, const pt_target *tg, const c
 
 /* One case with op (the attention op or an adversarial one) under sched;
  * descales (e4m3) from d3 when not NULL; nthreads emulator workers. */
-static inline int run_case_t(const pt_op *op, const fcase *c, const double *d3, emu_sched sched, uint64_t seed,
-                      int nthreads, double *max_err, pt_err *e)
+/* st (not NULL): the emulator's counters of the verified launch */
+static inline int run_case_st(const pt_op *op, const fcase *c, const double *d3, emu_sched sched, uint64_t seed,
+                              int nthreads, double *max_err, emu_stats *st, pt_err *e)
 {
     pt_target tg;
     cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
@@ -146,6 +148,8 @@ static inline int run_case_t(const pt_op *op, const fcase *c, const double *d3, 
         tuner_verify_result vr;
         rc = tuner_verify(d, k, &l, io, &vo, &vr, e);
         *max_err = vr.max_err;
+        if (!rc && st)
+            tuner_emu_last_run(d, st);
     }
     if (io)
         tuner_io_free(d, io);
@@ -158,6 +162,12 @@ static inline int run_case_t(const pt_op *op, const fcase *c, const double *d3, 
     ptx_module_free(built);
     pt_arena_free(a);
     return rc;
+}
+
+static inline int run_case_t(const pt_op *op, const fcase *c, const double *d3, emu_sched sched, uint64_t seed,
+                              int nthreads, double *max_err, pt_err *e)
+{
+    return run_case_st(op, c, d3, sched, seed, nthreads, max_err, NULL, e);
 }
 
 static inline int run_case_d(const pt_op *op, const fcase *c, const double *d3, emu_sched sched, uint64_t seed,
