@@ -3,7 +3,10 @@
  * milliseconds to compile it; then the whole 4096^3 bf16 TN GEMM space.
  * Usage: emit_bench [--arch sm_80] [--reps N] [--case I] [--no-space] [--attention]
  *        emit_bench --attention-space: every config of the Llama-3-8B prefill space
- *        (Sq = Sk = 4096, Hq 32, Hkv 8, d 128, causal, bf16), emit median of 20 each. */
+ *        (Sq = Sk = 4096, Hq 32, Hkv 8, d 128, causal, bf16), emit median of 20 each.
+ *        --cache (with any of them): every emission builds its module with one
+ *        ptx_sigcache (ptx/ir.h), as a caller emitting many configs would;
+ *        without it, pt_op_build as the CLI and the tuner call it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +36,30 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* --cache: the signature cache every emission shares (NULL: pt_op_build). */
+static ptx_sigcache *bench_cache;
+
+/* pt_op_build, or its steps with bench_cache's module */
+static int build(const pt_op *op, const pt_prepared *pp, const pt_target *t, const pt_config *c, ptx_module **m,
+                 pt_launch *l, pt_err *e)
+{
+    if (!bench_cache)
+        return pt_op_build(op, pp, t, 90, c, m, l, e);
+    *m = NULL;
+    int rc = op->check(pp, t, c, e);
+    if (rc)
+        return rc;
+    ptx_module *mm = ptx_module_new_cached(t, 90, bench_cache);
+    if (!mm)
+        return pt_errf(e, PT_ENOMEM, "out of memory");
+    if ((rc = pt_op_emit(op, pp, c, mm, l, e))) {
+        ptx_module_free(mm);
+        return rc;
+    }
+    *m = mm;
+    return PT_OK;
+}
+
 /* Median emit time (us) of one config over reps, and its text. */
 static int emit_time(const pt_op *op, const pt_prepared *pp, const pt_target *t, const pt_config *c,
                      int reps, double *v, double *us, char **text)
@@ -43,7 +70,7 @@ static int emit_time(const pt_op *op, const pt_prepared *pp, const pt_target *t,
         double t0 = now();
         ptx_module *m;
         pt_launch l;
-        if (pt_op_build(op, pp, t, 90, c, &m, &l, &e)) {
+        if (build(op, pp, t, c, &m, &l, &e)) {
             fprintf(stderr, "emit_bench: %s\n", e.msg);
             return 1;
         }
@@ -157,7 +184,7 @@ static int emit_time2(const pt_op *op, const pt_prepared *pp, const pt_target *t
         double t0 = now(), c0 = cpu_now();
         ptx_module *m;
         pt_launch l;
-        if (pt_op_build(op, pp, t, 90, c, &m, &l, &e)) {
+        if (build(op, pp, t, c, &m, &l, &e)) {
             fprintf(stderr, "emit_bench: %s\n", e.msg);
             return 1;
         }
@@ -269,7 +296,8 @@ static int attention_rows(const pt_target *t, const pt_compiler *comp, int reps,
         free(text);
         pt_arena_free(a);
     }
-    printf("\nload average (1 min): %.2f before the rows, %.2f after\n", load0, load1());
+    printf("\nload average (1 min): %.2f before the rows, %.2f after%s\n", load0, load1(),
+           bench_cache ? "; emissions with one ptx_sigcache (--cache)" : "");
     free(v);
     free(w);
     return 0;
@@ -382,10 +410,10 @@ static int attention_space(const pt_target *t)
     double load_end = load1();
     qsort(eu, (size_t)k, sizeof *eu, cmp_double);
     char tn[16];
-    printf("attention prefill space (Sq=Sk=4096 Hq 32 Hkv 8 d 128 causal bf16) on %s: %d configs, PTX %d..%d "
+    printf("attention prefill space (Sq=Sk=4096 Hq 32 Hkv 8 d 128 causal bf16) on %s%s: %d configs, PTX %d..%d "
            "lines; emit (median of 20 each) min %.1f / median %.1f / p90 %.1f / max %.1f us, %d of %d at most "
            "300 us; slowest: %s (%d lines)\nload average (1 min): %.2f before, %.2f after\n",
-           pt_target_name(t, tn, sizeof tn), k, k ? lmin : 0, lmax, k ? eu[0] : 0, k ? eu[k / 2] : 0,
+           pt_target_name(t, tn, sizeof tn), bench_cache ? " (--cache)" : "", k, k ? lmin : 0, lmax, k ? eu[0] : 0, k ? eu[k / 2] : 0,
            k ? eu[k * 9 / 10] : 0, k ? eu[k - 1] : 0, under, k, worst, worst_lines, load0, load_end);
     free(eu);
     pt_arena_free(a);
@@ -397,6 +425,14 @@ int main(int argc, char **argv)
     const char *arch = "sm_80";
     int reps = 200, creps = 5, only = -1;
     bool space = true, attn_only = false, attn_space = false;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--cache") == 0) {
+            if (!bench_cache && !(bench_cache = ptx_sigcache_new()))
+                return 1;
+            memmove(&argv[i], &argv[i + 1], (size_t)(argc - i - 1) * sizeof *argv);
+            argc--;
+            i--;
+        }
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--no-space") == 0 || strcmp(argv[i], "--attention") == 0 ||
             strcmp(argv[i], "--attention-space") == 0) {
@@ -463,7 +499,7 @@ int main(int argc, char **argv)
             double t0 = now();
             ptx_module *m;
             pt_launch l;
-            if (pt_op_build(&gen_elementwise_op, pp, &t, 90, &c, &m, &l, &e)) {
+            if (build(&gen_elementwise_op, pp, &t, &c, &m, &l, &e)) {
                 fprintf(stderr, "emit_bench: %s\n", e.msg);
                 return 1;
             }
@@ -506,5 +542,6 @@ int main(int argc, char **argv)
     if (!rc && space)
         rc = gemm_space(&t, comp);
     pt_compiler_close(comp);
+    ptx_sigcache_free(bench_cache);
     return rc;
 }
