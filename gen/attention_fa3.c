@@ -53,7 +53,7 @@
  * a persistent scheduler.
  *
  * Shared memory (dynamic, base rounded up to 1024 at run time, 1 KB of
- * slack; a tile row is 128 bytes, e4m3 hd64's Q and TMA-loaded K 64):
+ * slack; a tile row is 128 bytes, e4m3 hd64's TMA-loaded ones 64):
  * sQ d es / 128 sub-tiles of bm rows; K ring `stages` x d / 64
  * sub-tiles of bn x 128 bytes; V ring `stages` x dv / 64 boxes of bn x
  * 128 bytes; then the barriers: Q full/empty, K full[S] empty[S], V
@@ -82,8 +82,8 @@ enum { FA3_REG_RESERVE = 40 }; /* addresses, softmax state, loop counters beside
  * keys past the sequence as 0) into a V^T ring whose full barrier (count 1)
  * says "transposed"; V^T stage s is rewritten only after V's full[s]
  * completes again, which follows the consumers' release of V stage s after
- * the P V that read V^T s. Head dims 64 (Q and K rows one 64B swizzle
- * span; V's 128-byte rows half zero-filled), 96 (128-byte rows, the box past
+ * the P V that read V^T s. Head dims 64 (Q, K and V rows one 64B swizzle
+ * span; gathered K / V: the gather's 128-byte rows), 96 (128-byte rows, the box past
  * the row zero-filled, 3 k32 steps), 128, 256; pages under FA3_TMA_PAGE
  * keys: the producer's 128 threads gather and warps 1..3 transpose in one
  * loop (gather_transpose_loop); bn a multiple of 32 (P V's k32), o bf16. */
@@ -103,7 +103,7 @@ typedef struct fa3 {
     int pr;                /* paged: key rows of one K/V TMA box, min(page_size, bn) */
     bool gather;           /* paged, pages under FA3_TMA_PAGE keys: cp.async gather (gather_kv) */
     int es, NI, NO;
-    int qspan, kspan;      /* bytes of a Q / K tile row: the swizzle span (128; e4m3 hd64: 64) */
+    int qspan, kspan, vspan; /* bytes of a Q / K / V tile row: the swizzle span (128; e4m3 hd64: 64) */
     int64_t qsub, ksub, vbox;  /* sub-tile / box bytes */
     int64_t qbytes, kbytes, vbytes, region, smem;
     float k;               /* softmax exponent scale (scale, or softcap c) */
@@ -204,12 +204,13 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     /* e4m3 head dim 64: Q and K rows are one 64B swizzle span (K gathered: the gather's 128B rows) */
     g->qspan = pp->d * g->es == 64 ? 64 : 128;
     g->kspan = pp->d * g->es == 64 && !g->gather ? 64 : 128;
+    g->vspan = pp->dv * g->es == 64 && !g->gather ? 64 : 128; /* e4m3 dv 64: the transposer reads 64B rows */
     g->qsub = (int64_t)g->bm * g->qspan;
     g->ksub = (int64_t)g->bn * g->kspan;
-    g->vbox = (int64_t)g->bn * 128;
+    g->vbox = (int64_t)g->bn * g->vspan;
     g->qbytes = g->qsub * ((pp->d * g->es + g->qspan - 1) / g->qspan); /* hd96: a second box half past the row */
     g->kbytes = g->ksub * ((pp->d * g->es + g->kspan - 1) / g->kspan);
-    g->vbytes = g->vbox * ((pp->dv * g->es + 127) / 128);
+    g->vbytes = g->vbox * ((pp->dv * g->es + g->vspan - 1) / g->vspan);
     g->region = g->qbytes + g->stages * (g->kbytes + g->vbytes);
     g->smem = 1024 + g->region + 16 * (1 + 2 * g->stages);
     if (g->fp8) { /* the V^T ring after V's, its full barriers after the others */
@@ -395,11 +396,11 @@ static pt_tmap qkv_map(const fa3 *g, int which, int rows, int heads)
     int idx = which == 0 ? pp->t.q : which == 1 ? pp->t.k : pp->t.v;
     pt_tmap m = {.of = PT_ARG_INPUT, .index = idx, .dtype = kit_tma_dtype(pp->dt), .l2promo = EMU_TMAP_L2_256B,
                  .oobfill = EMU_TMAP_OOB_ZERO, .swizzle = EMU_TMAP_SWIZZLE_128B};
-    int es = g->es, span = which == 0 ? g->qspan : which == 1 ? g->kspan : 128;
+    int es = g->es, span = which == 0 ? g->qspan : which == 1 ? g->kspan : g->vspan;
     if (span == 64)
         m.swizzle = EMU_TMAP_SWIZZLE_64B;
     m.dims[0] = (uint64_t)D;
-    m.box[0] = (uint32_t)(span / es); /* the swizzle span (V: 128 bytes, dv 64 e4m3 half filled by zeros) */
+    m.box[0] = (uint32_t)(span / es); /* the swizzle span */
     if (which && pp->page) { /* the pools [num_pages, page_size, Hkv, D]: (D, Hkv, page row, page) */
         m.rank = 4;
         m.dims[1] = (uint64_t)H;
@@ -785,7 +786,8 @@ static void v_transpose_step(fa3 *g, kit_pipe *pw, kit_pipe *pvt, ptx_reg ct, pt
     ptx_fn *f = g->f;
     ptx_reg st = kit_pipe_wait(pw, 0);
     ptx_reg lim = iop(g, PTX_OP_SUB, ptx_r(sk), ptx_r(n0));
-    kit_attn_v8_transpose(f, st, g->vbox, pvt->prod.addr, g->vtsub, g->bn, (int)g->pp->dv, lim, ct, FA3_FP8_CONV);
+    kit_attn_v8_transpose_span(f, st, g->vspan, g->vbox, pvt->prod.addr, g->vtsub, g->bn, (int)g->pp->dv, lim, ct,
+                               FA3_FP8_CONV);
     ptx_emit0(f, PTX_OP_FENCE_PROXY_ASYNC, M1(PTX_M_SHARED_CTA), PTX_NOTYPES);
     ptx_emit(f, PTX_OP_BAR, M1(PTX_M_SYNC), PTX_NOTYPES, ptx_imm(FA3_FP8_BAR), ptx_imm(FA3_FP8_CONV));
     ptx_guard(ptx_emit(f, PTX_OP_MBAR_ARRIVE, M1(PTX_M_SHARED_CTA), B64T, ptx_sink(), ptx_addr(kit_pipe_full(pvt), 0)),
@@ -1079,7 +1081,7 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
             kit_pipe_commit(&pk);
             st = kit_pipe_acquire(&pv);
             kit_pipe_arrive_tx(&pv, g->vbytes);
-            paged_load(g, tv, 128, st, g->vbox, pp->dv, n0, hk, btab, sk, kit_pipe_full(&pv));
+            paged_load(g, tv, g->vspan, st, g->vbox, pp->dv, n0, hk, btab, sk, kit_pipe_full(&pv));
             kit_pipe_commit(&pv);
         } else {
             st = kit_pipe_acquire(&pk);
@@ -1088,7 +1090,7 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
             kit_pipe_commit(&pk);
             st = kit_pipe_acquire(&pv);
             kit_pipe_arrive_tx(&pv, g->vbytes);
-            tile_load(g, tv, 128, st, g->vbox, pp->dv, ktok, hk, kb_, kit_pipe_full(&pv), paged);
+            tile_load(g, tv, g->vspan, st, g->vbox, pp->dv, ktok, hk, kb_, kit_pipe_full(&pv), paged);
             kit_pipe_commit(&pv);
         }
         ptx_emit(f, PTX_OP_SUB, NOM, S32T, ptx_r(n0), ptx_r(n0), ptx_imm(g->bn));

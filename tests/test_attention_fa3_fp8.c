@@ -222,11 +222,11 @@ Test(attention_fa3_fp8, structure_of_the_default_kernels)
         swz[i] = l.tmaps[i].swizzle;
     cr_expect_eq(swz[0], EMU_TMAP_SWIZZLE_64B, "Q's map");
     cr_expect_eq(swz[1], EMU_TMAP_SWIZZLE_64B, "K's map");
-    cr_expect_eq(swz[2], EMU_TMAP_SWIZZLE_128B, "V's map (128-byte rows, half zero-filled)");
+    cr_expect_eq(swz[2], EMU_TMAP_SWIZZLE_64B, "V's map (the transposer reads 64B-swizzled rows)");
     cr_expect_eq(l.tmaps[0].box[0], 64u);
-    cr_expect_eq(l.tmaps[2].box[0], 128u);
-    /* Q 8 KB + 2 x (K 8 + V 16 + V^T 8 KB), 1 KB slack, 1 + 3 x 2 barrier pairs */
-    cr_expect_eq(l.smem, (size_t)(1024 + 8192 + 2 * (8192 + 16384 + 8192) + 16 * 7));
+    cr_expect_eq(l.tmaps[2].box[0], 64u);
+    /* Q 8 KB + 2 x (K 8 + V 8 + V^T 8 KB), 1 KB slack, 1 + 3 x 2 barrier pairs */
+    cr_expect_eq(l.smem, (size_t)(1024 + 8192 + 2 * (8192 + 8192 + 8192) + 16 * 7));
     cr_expect_eq(count(t, "ld.local") + count(t, "st.local"), 0);
     free(t);
     /* hd96: 128-byte rows, 3 k32 steps, P V^T N = 96 */

@@ -327,11 +327,15 @@ static void transpose4(ptx_fn *f, const ptx_reg w[4], ptx_reg out[4])
 
 /* One unit's loads (rows key0, +1, +8, +9 of the raw stage at rb, the
  * swizzled chunk offset sw0 of row key0), transposes and stores (V^T row
- * base st[i] + soff for column i of the unit's 8). */
-static void v8_unit(ptx_fn *f, ptx_reg rb, ptx_reg sw0, const ptx_reg in[4], const ptx_reg st[8], ptx_reg soff)
+ * base st[i] + soff for column i of the unit's 8). Raw rows of span bytes:
+ * 128 (128B swizzle: row key0 + 1's chunk is key0's ^ 1, rows 8 on the
+ * same) or 64 (64B swizzle, chunk ^ (row / 2) % 4: all four rows share
+ * key0's chunk, rows 64 and 512 bytes apart). */
+static void v8_unit(ptx_fn *f, ptx_reg rb, ptx_reg sw0, const ptx_reg in[4], const ptx_reg st[8], ptx_reg soff,
+                    int span)
 {
     ptx_reg a0 = iop(f, PTX_OP_ADD, ptx_r(rb), ptx_r(sw0));
-    ptx_reg a1 = iop(f, PTX_OP_ADD, ptx_r(rb), ptx_r(iop(f, PTX_OP_XOR, ptx_r(sw0), ptx_imm(16))));
+    ptx_reg a1 = span == 128 ? iop(f, PTX_OP_ADD, ptx_r(rb), ptx_r(iop(f, PTX_OP_XOR, ptx_r(sw0), ptx_imm(16)))) : a0;
     ptx_reg w[4][2];
     for (int r = 0; r < 4; r++) {
         /* keys at or past lim read as 0 (past the sequence: another's, or a NaN) */
@@ -340,7 +344,7 @@ static void v8_unit(ptx_fn *f, ptx_reg rb, ptx_reg sw0, const ptx_reg in[4], con
             ptx_emit(f, PTX_OP_MOV, NOM, B32T, ptx_r(w[r][x]), ptx_imm(0));
         }
         ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_SHARED, PTX_M_V2), B32T, ptx_vecr(f, 2, w[r]),
-                           ptx_addr(r % 2 ? a1 : a0, (r >= 2 ? 1024 : 0) + (r % 2 ? 128 : 0))),
+                           ptx_addr(r % 2 ? a1 : a0, (r >= 2 ? 8 * span : 0) + (r % 2 ? span : 0))),
                   in[r], false);
     }
     ptx_reg out[8];
@@ -359,7 +363,7 @@ static void v8_unit(ptx_fn *f, ptx_reg rb, ptx_reg sw0, const ptx_reg in[4], con
  * (sub-tile kq / 32, chunk ((kq / 4) % 8) ^ i, byte 4 t; c8's rows too
  * when c8 is given). */
 static void v8_quad(ptx_fn *f, ptx_reg kq, ptx_reg c8, ptx_reg raw, ptx_reg vt, int64_t sub_bytes, ptx_reg lim,
-                    ptx_reg in[4], ptx_reg st[8], ptx_reg *rk, ptx_reg *t2)
+                    ptx_reg in[4], ptx_reg st[8], ptx_reg *rk, ptx_reg *t2, int span)
 {
     ptx_reg q4 = iop(f, PTX_OP_SHR, ptx_r(kq), ptx_imm(2)), t = iop(f, PTX_OP_AND, ptx_r(kq), ptx_imm(3));
     *t2 = iop(f, PTX_OP_SHL, ptx_r(t), ptx_imm(1));
@@ -367,7 +371,7 @@ static void v8_quad(ptx_fn *f, ptx_reg kq, ptx_reg c8, ptx_reg raw, ptx_reg vt, 
     static const int dk[4] = {0, 1, 8, 9};
     for (int r = 0; r < 4; r++)
         in[r] = setp(f, PTX_M_LT, ptx_r(iop(f, PTX_OP_ADD, ptx_r(key0), ptx_imm(dk[r]))), ptx_r(lim));
-    *rk = iop(f, PTX_OP_ADD, ptx_r(raw), ptx_r(iop(f, PTX_OP_SHL, ptx_r(key0), ptx_imm(7))));
+    *rk = iop(f, PTX_OP_ADD, ptx_r(raw), ptx_r(iop(f, PTX_OP_SHL, ptx_r(key0), ptx_imm(span == 128 ? 7 : 6))));
     ptx_reg sub = iop(f, PTX_OP_MUL, ptx_r(iop(f, PTX_OP_SHR, ptx_r(kq), ptx_imm(5))), ptx_imm(sub_bytes));
     ptx_reg sb = iop(f, PTX_OP_ADD, ptx_r(vt), ptx_r(sub));
     if (c8.id)
@@ -380,6 +384,12 @@ static void v8_quad(ptx_fn *f, ptx_reg kq, ptx_reg c8, ptx_reg raw, ptx_reg vt, 
 
 void kit_attn_v8_transpose(ptx_fn *f, ptx_reg raw, int64_t box_bytes, ptx_reg vt, int64_t sub_bytes, int bn, int dv,
                            ptx_reg lim, ptx_reg tid, int nthreads)
+{
+    kit_attn_v8_transpose_span(f, raw, 128, box_bytes, vt, sub_bytes, bn, dv, lim, tid, nthreads);
+}
+
+void kit_attn_v8_transpose_span(ptx_fn *f, ptx_reg raw, int span, int64_t box_bytes, ptx_reg vt, int64_t sub_bytes,
+                                int bn, int dv, ptx_reg lim, ptx_reg tid, int nthreads)
 {
     /* unit (kq, c8): key quad kq (fastest: a warp's stores fill distinct
      * banks), 8 columns c8; kq = key0 / 16 * 4 + t, key0 = 16 (kq / 4) + 2 t.
@@ -397,7 +407,7 @@ void kit_attn_v8_transpose(ptx_fn *f, ptx_reg raw, int64_t box_bytes, ptx_reg vt
         ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(u), ptx_r(tid));
     ptx_reg in[4], st[8], rk = {0}, t2 = {0};
     if (fixed) /* the quad's part, once */
-        v8_quad(f, kq, (ptx_reg){0}, raw, vt, sub_bytes, lim, in, st, &rk, &t2);
+        v8_quad(f, kq, (ptx_reg){0}, raw, vt, sub_bytes, lim, in, st, &rk, &t2, span);
     int top = ptx_label_new(f), end = ptx_label_new(f);
     ptx_label_place(f, top);
     ptx_pragma_nounroll(f);
@@ -408,17 +418,19 @@ void kit_attn_v8_transpose(ptx_fn *f, ptx_reg raw, int64_t box_bytes, ptx_reg vt
     } else { /* the unit's quad and columns, every unit */
         kq = iop(f, PTX_OP_REM, ptx_r(u), ptx_imm(nkq));
         c8 = iop(f, PTX_OP_DIV, ptx_r(u), ptx_imm(nkq));
-        v8_quad(f, kq, c8, raw, vt, sub_bytes, lim, in, st, &rk, &t2);
+        v8_quad(f, kq, c8, raw, vt, sub_bytes, lim, in, st, &rk, &t2, span);
     }
-    /* the raw rows: box c8 / 16, chunk (c8 / 2) % 8 ^ row % 8, half c8 % 2 */
-    ptx_reg box = iop(f, PTX_OP_SHR, ptx_r(c8), ptx_imm(4));
-    ptx_reg ch16 = iop(f, PTX_OP_AND, ptx_r(iop(f, PTX_OP_SHR, ptx_r(c8), ptx_imm(1))), ptx_imm(7));
+    /* the raw rows: box c8 / 16, chunk (c8 / 2) % 8 ^ row % 8, half c8 % 2 (64-byte rows: box
+     * c8 / 8, chunk (c8 / 2) % 4 ^ (row / 2) % 4, key0 / 2 % 4 = t) */
+    ptx_reg box = iop(f, PTX_OP_SHR, ptx_r(c8), ptx_imm(span == 128 ? 4 : 3));
+    ptx_reg ch16 = iop(f, PTX_OP_AND, ptx_r(iop(f, PTX_OP_SHR, ptx_r(c8), ptx_imm(1))), ptx_imm(span / 16 - 1));
     ptx_reg rb = iop(f, PTX_OP_ADD, ptx_r(rk), ptx_r(iop(f, PTX_OP_MUL, ptx_r(box), ptx_imm(box_bytes))));
     rb = iop(f, PTX_OP_ADD, ptx_r(rb), ptx_r(iop(f, PTX_OP_SHL, ptx_r(iop(f, PTX_OP_AND, ptx_r(c8), ptx_imm(1))),
                                                    ptx_imm(3))));
-    ptx_reg sw0 = iop(f, PTX_OP_SHL, ptx_r(iop(f, PTX_OP_XOR, ptx_r(ch16), ptx_r(t2))), ptx_imm(4));
+    ptx_reg rx = span == 128 ? t2 : iop(f, PTX_OP_SHR, ptx_r(t2), ptx_imm(1));
+    ptx_reg sw0 = iop(f, PTX_OP_SHL, ptx_r(iop(f, PTX_OP_XOR, ptx_r(ch16), ptx_r(rx))), ptx_imm(4));
     /* V^T row n = 8 c8 + i of sub-tile kq / 32, chunk ((kq / 4) % 8) ^ i, byte 4 t */
-    v8_unit(f, rb, sw0, in, st, fixed ? iop(f, PTX_OP_SHL, ptx_r(c8), ptx_imm(10)) : (ptx_reg){0});
+    v8_unit(f, rb, sw0, in, st, fixed ? iop(f, PTX_OP_SHL, ptx_r(c8), ptx_imm(10)) : (ptx_reg){0}, span);
     ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(u), ptx_r(u), ptx_imm(fixed ? nthreads / nkq : nthreads));
     ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(top));
     ptx_label_place(f, end);

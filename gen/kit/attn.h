@@ -184,5 +184,10 @@ void kit_attn_wg_pv8_issue(ptx_fn *f, const kit_atom *wo, ptx_reg *o, ptx_reg (*
                            int64_t sub_bytes, int bn);
 void kit_attn_v8_transpose(ptx_fn *f, ptx_reg raw, int64_t box_bytes, ptx_reg vt, int64_t sub_bytes, int bn, int dv,
                            ptx_reg lim, ptx_reg tid, int nthreads);
+/* The same from a V stage of rows of `span` bytes: 128 as above, or 64
+ * (dv 64: one box of bn rows x 64 bytes, 64B swizzle as TMA's
+ * CU_TENSOR_MAP_SWIZZLE_64B lands it). */
+void kit_attn_v8_transpose_span(ptx_fn *f, ptx_reg raw, int span, int64_t box_bytes, ptx_reg vt, int64_t sub_bytes,
+                                int bn, int dv, ptx_reg lim, ptx_reg tid, int nthreads);
 
 #endif
