@@ -201,7 +201,7 @@ static int geometry(const pt_prepared *pp, const pt_target *t, const pt_config *
     g->es = g->fp8 ? 1 : 2;
     g->NI = g->bn / 8;
     g->NO = (int)pp->dv / 8;
-    /* e4m3 head dim 64: Q and K rows are one 64B swizzle span (K gathered: the gather's 128B rows) */
+    /* e4m3 head dim 64: Q, K and V rows are one 64B swizzle span (gathered: the gather's 128B rows) */
     g->qspan = pp->d * g->es == 64 ? 64 : 128;
     g->kspan = pp->d * g->es == 64 && !g->gather ? 64 : 128;
     g->vspan = pp->dv * g->es == 64 && !g->gather ? 64 : 128; /* e4m3 dv 64: the transposer reads 64B rows */

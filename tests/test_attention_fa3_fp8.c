@@ -88,8 +88,8 @@ static void run_grid_seeded(const char *what, const f8case *cs, int n, int all, 
             const fcase *c = &cs[i].c;
             double err;
             pt_err e = {0};
-            int rc = run_case_d(&gen_attention_op, c, cs[i].d3, (emu_sched)sch, seed0 + (uint64_t)(c->Sk * 13 + i), &err,
-                                &e);
+            uint64_t seed = seed0 + (uint64_t)(c->Sk * 13 + i);
+            int rc = run_case_d(&gen_attention_op, c, cs[i].d3, (emu_sched)sch, seed, &err, &e);
             ran++;
             if (!rc && err > worst)
                 worst = err;
