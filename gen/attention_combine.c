@@ -588,18 +588,25 @@ void attn_out_emit(const attn_out *out, ptx_reg ob)
  * thread pt owns chunk pt % cpad of rows pt / cpad + k 128 / cpad (the
  * lanes of a row read it contiguously), a not-unrolled loop (the
  * producer's 40 registers). Keys at or past len read neither the table
- * nor the pool (src-size 0: zero rows). st: the pool's strides (row, head,
- * page, elements); hk the KV head, tab the sequence's block table. The
- * caller arrives with cp.async.mbarrier.arrive.noinc (its full barriers
- * count the 128 arrivals) and the consumers fence.proxy.async after their
- * wait (cp.async writes through the generic proxy). Both fa3 kernels. */
-void attn_gather_rows(ptx_fn *f, int64_t es, int64_t page, int bn, ptx_reg dst, ptx_reg pool, const int64_t *st,
-                      int64_t ncol, ptx_reg key, ptx_reg len, ptx_reg hk, ptx_reg tab, ptx_reg pt)
+ * nor the pools (src-size 0: zero rows). st: the pool's strides (row, head,
+ * page, elements); hk the KV head, tab the sequence's block table. With
+ * vpool (id != 0: V of the same width and strides, as a paged KV cache
+ * is) V's rows are gathered in the same pass, landing v_off bytes past
+ * K's: a row's table entry is read once and its pool offset (mul.wide +
+ * mad.wide) added to each pool, ~10 instructions a 16-byte copy against
+ * ~19 for two passes. The caller arrives with
+ * cp.async.mbarrier.arrive.noinc (its full barriers count the 128
+ * arrivals) and the consumers fence.proxy.async after their wait
+ * (cp.async writes through the generic proxy). Both fa3 kernels. */
+void attn_gather_rows(ptx_fn *f, int64_t es, int64_t page, int bn, ptx_reg dst, ptx_reg kpool, ptx_reg vpool,
+                      int64_t v_off, const int64_t *st, int64_t ncol, ptx_reg key, ptx_reg len, ptx_reg hk,
+                      ptx_reg tab, ptx_reg pt)
 {
     int64_t cpr = ncol * es / 16, cpad = 8;
     while (cpad < cpr)
         cpad *= 2;
     int64_t rpp = 128 / cpad, sub = (int64_t)bn * 128;
+    int pools = vpool.id ? 2 : 1;
     ptx_reg c = kit_reg(f, kit_iop(f, PTX_OP_AND, ptx_r(pt), ptx_imm(cpad - 1)));
     ptx_reg r0 = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(pt), ptx_imm(attn_ilog2(cpad))));
     ptx_opd x = kit_iop(f, PTX_OP_XOR, kit_iop(f, PTX_OP_AND, ptx_r(c), ptx_imm(7)),
@@ -609,11 +616,14 @@ void attn_gather_rows(ptx_fn *f, int64_t es, int64_t page, int bn, ptx_reg dst, 
     doff = kit_iop(f, PTX_OP_ADD, doff, kit_iop(f, PTX_OP_MUL, kit_iop(f, PTX_OP_SHR, ptx_r(c), ptx_imm(3)),
                                                 ptx_imm(sub)));
     ptx_reg lane_ok = cpr < cpad ? attn_setp(f, PTX_M_LT, U32T, ptx_r(c), ptx_imm(cpr)) : (ptx_reg){0};
-    ptx_reg src0 = attn_add64(f, attn_add64(f, pool, ptx_r(hk), st[1] * es), ptx_r(c), 16);
+    /* the thread's chunk of head hk in each pool */
+    ptx_reg hc = kit_reg(f, kit_imad(f, ptx_r(hk), ptx_imm(st[1] * es), kit_iop(f, PTX_OP_SHL, ptx_r(c), ptx_imm(4))));
+    ptx_reg base[2] = {attn_add64(f, kpool, ptx_r(hc), 1), pools > 1 ? attn_add64(f, vpool, ptx_r(hc), 1) : kpool};
     ptx_reg d0 = r32(f), d1 = r32(f), row = r32(f), it = r32(f);
     ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(d0), ptx_r(dst), doff);
     /* rpp 4: rows r0 + 4 k of odd k take the other half of the XOR pattern (r0 < 4) */
-    ptx_emit(f, PTX_OP_XOR, NOM, B32T, ptx_r(d1), ptx_r(d0), ptx_imm(rpp == 4 ? 64 : 0));
+    if (rpp == 4)
+        ptx_emit(f, PTX_OP_XOR, NOM, B32T, ptx_r(d1), ptx_r(d0), ptx_imm(64));
     ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(row), ptx_r(key), ptx_r(r0));
     ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(it), ptx_imm(0));
     int step = rpp == 4 ? 2 : 1, top = ptx_label_new(f);
@@ -628,18 +638,28 @@ void attn_gather_rows(ptx_fn *f, int64_t es, int64_t page, int bn, ptx_reg dst, 
         ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(pg),
                            ptx_addr(attn_add64(f, tab, ptx_r(pi), 4), 0)),
                   in, false);
-        ptx_opd prow = kit_iop(f, PTX_OP_AND, ptx_r(j), ptx_imm(page - 1));
-        ptx_reg src = attn_add64(f, attn_add64(f, src0, ptx_r(pg), st[2] * es), prow, st[0] * es);
+        ptx_reg o = r64(f), o2 = o;
+        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_WIDE), U32T, ptx_r(o), ptx_r(pg), ptx_imm(st[2] * es));
+        if (page > 1) {
+            o2 = r64(f);
+            ptx_opd prow = kit_iop(f, PTX_OP_AND, ptx_r(j), ptx_imm(page - 1));
+            ptx_emit(f, PTX_OP_MAD, M1(PTX_M_WIDE), U32T, ptx_r(o2), prow, ptx_imm(st[0] * es), ptx_r(o));
+        }
         ptx_emit(f, PTX_OP_SELP, NOM, B32T, ptx_r(size), ptx_imm(16), ptx_imm(0), ptx_r(in));
-        ptx_ins *cp = ptx_emit(f, PTX_OP_CP_ASYNC, M3(PTX_M_CG, PTX_M_SHARED, PTX_M_GLOBAL), PTX_NOTYPES,
-                               ptx_addr(k % 2 ? d1 : d0, (int64_t)k * rpp * 128), ptx_addr(src, 0), ptx_imm(16),
-                               ptx_r(size));
-        if (lane_ok.id)
-            ptx_guard(cp, lane_ok, false);
+        for (int w = 0; w < pools; w++) {
+            ptx_reg src = r64(f);
+            ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(src), ptx_r(base[w]), ptx_r(o2));
+            ptx_ins *cp = ptx_emit(f, PTX_OP_CP_ASYNC, M3(PTX_M_CG, PTX_M_SHARED, PTX_M_GLOBAL), PTX_NOTYPES,
+                                   ptx_addr(k % 2 ? d1 : d0, (int64_t)k * rpp * 128 + (w ? v_off : 0)),
+                                   ptx_addr(src, 0), ptx_imm(16), ptx_r(size));
+            if (lane_ok.id)
+                ptx_guard(cp, lane_ok, false);
+        }
     }
     ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(row), ptx_r(row), ptx_imm(step * rpp));
     ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(d0), ptx_r(d0), ptx_imm(step * rpp * 128));
-    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(d1), ptx_r(d1), ptx_imm(step * rpp * 128));
+    if (rpp == 4)
+        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(d1), ptx_r(d1), ptx_imm(step * rpp * 128));
     ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
     attn_bra(f, top, attn_setp(f, PTX_M_LT, U32T, ptx_r(it), ptx_imm(bn / rpp / step)), false);
 }

@@ -57,9 +57,12 @@ void attn_bra(ptx_fn *f, int label, ptx_reg p, bool neg);
 /* 1 / l, or 0 when l is 0 (a row without a visible key: o = 0). */
 ptx_reg attn_inv_or_zero(ptx_fn *f, ptx_reg l);
 /* The cp.async gather of small pages into a 128B-swizzled TMA-layout stage
- * by 128 producer threads (attention_combine.c has the layout). */
-void attn_gather_rows(ptx_fn *f, int64_t es, int64_t page, int bn, ptx_reg dst, ptx_reg pool, const int64_t *st,
-                      int64_t ncol, ptx_reg key, ptx_reg len, ptx_reg hk, ptx_reg tab, ptx_reg pt);
+ * by 128 producer threads, K's rows from kpool and, with vpool (id != 0),
+ * V's from vpool v_off bytes past them in the same pass (attention_combine.c
+ * has the layout). */
+void attn_gather_rows(ptx_fn *f, int64_t es, int64_t page, int bn, ptx_reg dst, ptx_reg kpool, ptx_reg vpool,
+                      int64_t v_off, const int64_t *st, int64_t ncol, ptx_reg key, ptx_reg len, ptx_reg hk,
+                      ptx_reg tab, ptx_reg pt);
 
 /* this split's key range (attn_kv_range_emit): the block's real rows see
  * keys [lmax, hmin) all of them, some of them a key of [lmin, hmax); the

@@ -506,7 +506,8 @@ static void gather_kv(fa3 *g, kit_pipe *p, ptx_reg pool, const int64_t *st, int6
                       ptx_reg btab, ptx_reg sk, ptx_reg pt)
 {
     ptx_fn *f = g->f;
-    attn_gather_rows(f, g->es, g->pp->page, g->bn, kit_pipe_acquire(p), pool, st, ncol, n0, sk, hd, btab, pt);
+    attn_gather_rows(f, g->es, g->pp->page, g->bn, kit_pipe_acquire(p), pool, (ptx_reg){0}, 0, st, ncol, n0, sk, hd,
+                     btab, pt);
     ptx_emit(f, PTX_OP_CP_ASYNC_MBAR, M2(PTX_M_NOINC, PTX_M_SHARED_CTA), B64T, ptx_addr(kit_pipe_full(p), 0));
     kit_pipe_commit(p);
 }

@@ -434,81 +434,6 @@ static void load_pages(ptx_fn *f, const pt_prepared *pp, const fgeo *g, ptx_reg 
 }
 
 
-/* The gather of K and V in one pass (pages under 8 keys, K and V of one
- * width and one stride set, as a paged KV cache is): attn_gather_rows'
- * layout and thread map (thread pt: chunk pt % cpad of rows pt / cpad +
- * k 128 / cpad), but each row's page is read from the block table once
- * for both, the pool offset (page, row) computed once (mul.wide +
- * mad.wide) and added to each pool, and V's copy lands v_off bytes past
- * K's (an immediate): ~10 instructions a 16-byte copy instead of ~19
- * (attn_gather_rows called for K and then for V). Keys at or past len
- * read neither the table nor the pools (src-size 0: zero rows). */
-static void gather_kv(ptx_fn *f, int64_t es, int64_t page, int bn, ptx_reg dst, int64_t v_off, ptx_reg kpool,
-                      ptx_reg vpool, const int64_t *st, int64_t ncol, ptx_reg key, ptx_reg len, ptx_reg hk, ptx_reg tab,
-                      ptx_reg pt)
-{
-    int64_t cpr = ncol * es / 16, cpad = 8;
-    while (cpad < cpr)
-        cpad *= 2;
-    int64_t rpp = 128 / cpad, sub = (int64_t)bn * 128;
-    ptx_reg c = kit_reg(f, kit_iop(f, PTX_OP_AND, ptx_r(pt), ptx_imm(cpad - 1)));
-    ptx_reg r0 = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(pt), ptx_imm(attn_ilog2(cpad))));
-    ptx_opd x = kit_iop(f, PTX_OP_XOR, kit_iop(f, PTX_OP_AND, ptx_r(c), ptx_imm(7)),
-                        kit_iop(f, PTX_OP_AND, ptx_r(r0), ptx_imm(7)));
-    ptx_opd doff = kit_iop(f, PTX_OP_ADD, kit_iop(f, PTX_OP_SHL, ptx_r(r0), ptx_imm(7)),
-                           kit_iop(f, PTX_OP_SHL, x, ptx_imm(4)));
-    doff = kit_iop(f, PTX_OP_ADD, doff, kit_iop(f, PTX_OP_MUL, kit_iop(f, PTX_OP_SHR, ptx_r(c), ptx_imm(3)),
-                                                ptx_imm(sub)));
-    ptx_reg lane_ok = cpr < cpad ? attn_setp(f, PTX_M_LT, U32T, ptx_r(c), ptx_imm(cpr)) : (ptx_reg){0};
-    /* the thread's chunk of head hk in each pool */
-    ptx_reg hc = kit_reg(f, kit_imad(f, ptx_r(hk), ptx_imm(st[1] * es), kit_iop(f, PTX_OP_SHL, ptx_r(c), ptx_imm(4))));
-    ptx_reg k0 = attn_add64(f, kpool, ptx_r(hc), 1), v0 = attn_add64(f, vpool, ptx_r(hc), 1);
-    ptx_reg d0 = r32(f), d1 = r32(f), row = r32(f), it = r32(f);
-    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(d0), ptx_r(dst), doff);
-    /* rpp 4: rows r0 + 4 k of odd k take the other half of the XOR pattern (r0 < 4) */
-    if (rpp == 4)
-        ptx_emit(f, PTX_OP_XOR, NOM, B32T, ptx_r(d1), ptx_r(d0), ptx_imm(64));
-    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(row), ptx_r(key), ptx_r(r0));
-    ptx_emit(f, PTX_OP_MOV, NOM, U32T, ptx_r(it), ptx_imm(0));
-    int step = rpp == 4 ? 2 : 1, top = ptx_label_new(f);
-    ptx_label_place(f, top);
-    ptx_pragma_nounroll(f);
-    for (int k = 0; k < step; k++) {
-        ptx_reg j = k ? kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(row), ptx_imm(k * rpp))) : row;
-        ptx_reg in = attn_setp(f, PTX_M_LT, S32T, ptx_r(j), ptx_r(len));
-        ptx_reg pg = r32(f), size = r32(f);
-        ptx_emit(f, PTX_OP_MOV, NOM, S32T, ptx_r(pg), ptx_imm(0));
-        ptx_reg pi = kit_reg(f, kit_iop(f, PTX_OP_SHR, ptx_r(j), ptx_imm(attn_ilog2(page))));
-        ptx_guard(ptx_emit(f, PTX_OP_LD, M2(PTX_M_GLOBAL, PTX_M_NC), S32T, ptx_r(pg),
-                           ptx_addr(attn_add64(f, tab, ptx_r(pi), 4), 0)),
-                  in, false);
-        ptx_reg o = r64(f), o2 = r64(f), ks = r64(f), vs = r64(f);
-        ptx_emit(f, PTX_OP_MUL, M1(PTX_M_WIDE), U32T, ptx_r(o), ptx_r(pg), ptx_imm(st[2] * es));
-        if (page > 1) {
-            ptx_opd prow = kit_iop(f, PTX_OP_AND, ptx_r(j), ptx_imm(page - 1));
-            ptx_emit(f, PTX_OP_MAD, M1(PTX_M_WIDE), U32T, ptx_r(o2), prow, ptx_imm(st[0] * es), ptx_r(o));
-        } else {
-            o2 = o;
-        }
-        ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(ks), ptx_r(k0), ptx_r(o2));
-        ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(vs), ptx_r(v0), ptx_r(o2));
-        ptx_emit(f, PTX_OP_SELP, NOM, B32T, ptx_r(size), ptx_imm(16), ptx_imm(0), ptx_r(in));
-        for (int w = 0; w < 2; w++) {
-            ptx_ins *cp = ptx_emit(f, PTX_OP_CP_ASYNC, M3(PTX_M_CG, PTX_M_SHARED, PTX_M_GLOBAL), PTX_NOTYPES,
-                                   ptx_addr(k % 2 ? d1 : d0, (int64_t)k * rpp * 128 + (w ? v_off : 0)),
-                                   ptx_addr(w ? vs : ks, 0), ptx_imm(16), ptx_r(size));
-            if (lane_ok.id)
-                ptx_guard(cp, lane_ok, false);
-        }
-    }
-    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(row), ptx_r(row), ptx_imm(step * rpp));
-    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(d0), ptx_r(d0), ptx_imm(step * rpp * 128));
-    if (rpp == 4)
-        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(d1), ptx_r(d1), ptx_imm(step * rpp * 128));
-    ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(it), ptx_r(it), ptx_imm(1));
-    attn_bra(f, top, attn_setp(f, PTX_M_LT, U32T, ptx_r(it), ptx_imm(bn / rpp / step)), false);
-}
-
 /* fp8: warps 1..3 of warpgroup 0 (96 threads, conversion thread ct)
  * turn a stage's e4m3 V ([bn rows] x dv bytes, swizzled rows of vw bytes:
  * dv/vw sub-tiles bn x vw bytes apart; vw 128, or 64 at dv 64 by TMA)
@@ -795,12 +720,12 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
                 attn_bra(f, gskip, attn_setp(f, PTX_M_GE, S32T, ptx_r(it), ptx_r(kr.nblk)), false);
             ptx_reg st = kit_pipe_acquire(&pipe);
             if (d == dv && !memcmp(pp->sk, pp->sv, 3 * sizeof *pp->sk)) {
-                gather_kv(f, pp->es, pp->page, g->bn, st, g->k_bytes, kpool, vpool, pp->sk, d, key, len, ao.hk, tab,
-                          tid);
+                attn_gather_rows(f, pp->es, pp->page, g->bn, st, kpool, vpool, g->k_bytes, pp->sk, d, key, len, ao.hk,
+                                 tab, tid);
             } else {
-                attn_gather_rows(f, pp->es, pp->page, g->bn, st, kpool, pp->sk, d, key, len, ao.hk, tab, tid);
+                attn_gather_rows(f, pp->es, pp->page, g->bn, st, kpool, none, 0, pp->sk, d, key, len, ao.hk, tab, tid);
                 ptx_reg sv = kit_reg(f, kit_iop(f, PTX_OP_ADD, ptx_r(st), ptx_imm(g->k_bytes)));
-                attn_gather_rows(f, pp->es, pp->page, g->bn, sv, vpool, pp->sv, dv, key, len, ao.hk, tab, tid);
+                attn_gather_rows(f, pp->es, pp->page, g->bn, sv, vpool, none, 0, pp->sv, dv, key, len, ao.hk, tab, tid);
             }
             ptx_emit(f, PTX_OP_CP_ASYNC_MBAR, M2(PTX_M_NOINC, PTX_M_SHARED_CTA), B64T,
                      ptx_addr(kit_pipe_full(&pipe), 0));
