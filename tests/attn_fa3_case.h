@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "attn_emu_verify.h"
 #include "gen/attention_int.h"
 #include "ptx/emu/emu.h"
 #include "ptx/parse.h"
@@ -104,12 +105,6 @@ static inline int run_case_st(const pt_op *op, const fcase *c, const double *d3,
     pt_arena *a = pt_arena_new();
     pt_prepared *pp = NULL;
     pt_config cf;
-    ptx_module *built = NULL, *parsed = NULL;
-    tuner_dev *d = NULL;
-    tuner_kernel *k = NULL;
-    tuner_io *io = NULL;
-    char *text = NULL;
-    pt_launch l;
     *max_err = 0;
     int rc = op->prepare(a, &p, &tg, &pp, e);
     if (!rc)
@@ -117,49 +112,7 @@ static inline int run_case_st(const pt_op *op, const fcase *c, const double *d3,
     if (!rc && pt_config_get(&cf, "impl", 0) != ATTN_FA3)
         rc = pt_errf(e, PT_EINVAL, "not the fa3 kernel (impl=%lld)", (long long)pt_config_get(&cf, "impl", 0));
     if (!rc)
-        rc = op->check(pp, &tg, &cf, e);
-    if (!rc)
-        rc = pt_op_build(op, pp, &tg, 0, &cf, &built, &l, e);
-    if (!rc) {
-        text = ptx_print(built);
-        rc = ptx_parse(text, strlen(text), "<emitted>", 0, &parsed, e);
-    }
-    if (!rc) {
-        char *again = ptx_print(parsed);
-        if (strcmp(again, text) != 0)
-            rc = pt_errf(e, PT_EINTERNAL, "parse(print(kernel)) does not print back identically");
-        free(again);
-    }
-    tuner_dev_opts dopts = {.emu_threads = nthreads, .emu_arch = 90, .emu_schedule = (int)sched,
-                            .emu_schedule_seed = seed};
-    if (!rc)
-        rc = tuner_dev_open("emu", &dopts, &d, e);
-    tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, l.entry, op, pp};
-    if (!rc)
-        rc = tuner_load(d, &img, &k, e);
-    if (!rc)
-        rc = tuner_io_new(op, pp, &io, e);
-    if (!rc) {
-        tuner_io_random(io, seed, 0, 0);
-        rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), e);
-    }
-    if (!rc) {
-        tuner_verify_opts vo = {.full_limit = INT64_MAX};
-        tuner_verify_result vr;
-        rc = tuner_verify(d, k, &l, io, &vo, &vr, e);
-        *max_err = vr.max_err;
-        if (!rc && st)
-            tuner_emu_last_run(d, st);
-    }
-    if (io)
-        tuner_io_free(d, io);
-    if (k)
-        tuner_unload(d, k);
-    if (d)
-        tuner_dev_close(d);
-    free(text);
-    ptx_module_free(parsed);
-    ptx_module_free(built);
+        rc = attn_emu_verify(op, pp, &tg, &cf, sched, seed, nthreads, max_err, st, NULL, e);
     pt_arena_free(a);
     return rc;
 }

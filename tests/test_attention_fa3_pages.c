@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "attn_emu_verify.h"
 #include "gen/attention_combine.h"
 #include "gen/attention_int.h"
 #include "ptx/compile.h"
@@ -123,61 +124,14 @@ static int run_case(const pt_op *op, const pcase *c, emu_sched sched, uint64_t s
     pt_arena *a = pt_arena_new();
     pt_prepared *pp = NULL;
     pt_config cf;
-    ptx_module *built = NULL, *parsed = NULL;
-    tuner_dev *d = NULL;
-    tuner_kernel *k = NULL;
-    tuner_io *io = NULL;
-    char *text = NULL;
-    pt_launch l;
     *max_err = 0;
+    if (keep)
+        *keep = NULL;
     int rc = op->prepare(a, &p, &tg, &pp, e);
     if (!rc)
         rc = config_of(op, pp, &tg, c->config, &cf, e);
     if (!rc)
-        rc = op->check(pp, &tg, &cf, e);
-    if (!rc)
-        rc = pt_op_build(op, pp, &tg, 0, &cf, &built, &l, e);
-    if (!rc) {
-        text = ptx_print(built);
-        rc = ptx_parse(text, strlen(text), "<emitted>", 0, &parsed, e);
-    }
-    if (!rc) {
-        char *again = ptx_print(parsed);
-        if (strcmp(again, text) != 0)
-            rc = pt_errf(e, PT_EINTERNAL, "parse(print(kernel)) does not print back identically");
-        free(again);
-    }
-    tuner_dev_opts dopts = {.emu_threads = 2, .emu_arch = 90, .emu_schedule = (int)sched,
-                            .emu_schedule_seed = seed};
-    if (!rc)
-        rc = tuner_dev_open("emu", &dopts, &d, e);
-    tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, l.entry, op, pp};
-    if (!rc)
-        rc = tuner_load(d, &img, &k, e);
-    if (!rc)
-        rc = tuner_io_new(op, pp, &io, e);
-    if (!rc) {
-        tuner_io_random(io, seed, 0, 0);
-        rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), e);
-    }
-    if (!rc) {
-        tuner_verify_opts vo = {.full_limit = INT64_MAX};
-        tuner_verify_result vr;
-        rc = tuner_verify(d, k, &l, io, &vo, &vr, e);
-        *max_err = vr.max_err;
-    }
-    if (io)
-        tuner_io_free(d, io);
-    if (k)
-        tuner_unload(d, k);
-    if (d)
-        tuner_dev_close(d);
-    if (keep)
-        *keep = text;
-    else
-        free(text);
-    ptx_module_free(parsed);
-    ptx_module_free(built);
+        rc = attn_emu_verify(op, pp, &tg, &cf, sched, seed, 2, max_err, NULL, keep, e);
     pt_arena_free(a);
     return rc;
 }
