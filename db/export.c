@@ -395,6 +395,10 @@ static const char cheader_top[] =
     "    unsigned long long workspace_bytes;\n"
     "    int smem_optin, align;\n"
     "    unsigned cluster[3];\n"
+    "    /* persistent kernels: launch min(grid[0], grid_per_sm x the device's\n"
+    "     * SMs) CTAs along x, rounded down to whole clusters (at least one);\n"
+    "     * 0: grid as given */\n"
+    "    unsigned grid_per_sm;\n"
     "    const char *contract;\n"
     "} ptxtune_kernel;\n"
     "\n"
@@ -538,7 +542,7 @@ static int export_row(void *ctx, sqlite3_stmt *st, const db_winner *w)
         /* the launch contract: its main facts as fields, all of it as JSON */
         unsigned long long wsb = 0;
         int optin = 0, align = 0;
-        unsigned cl[3] = {1, 1, 1};
+        unsigned cl[3] = {1, 1, 1}, per_sm = 0;
         json_t *lv = w->launch && *w->launch ? json_loads(w->launch, 0, NULL) : NULL;
         json_t *ct = json_object_get(lv, "contract");
         char *ctext = ct ? json_dumps(ct, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -549,11 +553,14 @@ static int export_row(void *ctx, sqlite3_stmt *st, const db_winner *w)
             align = (int)json_integer_value(json_object_get(ct, "align"));
             for (size_t k = 0; k < 3; k++)
                 cl[k] = (unsigned)json_integer_value(json_array_get(json_object_get(ct, "cluster"), k));
+            per_sm = (unsigned)json_integer_value(
+                json_object_get(json_array_get(json_object_get(ct, "grid"), 0), "per_sm"));
         }
         pt_buf_printf(t,
                       ",\n        /* workspace_bytes, smem_optin, align */ %llu, %d, %d,\n"
-                      "        /* cluster */ {%u, %u, %u},\n        /* contract */ ",
-                      wsb, optin, align, cl[0], cl[1], cl[2]);
+                      "        /* cluster */ {%u, %u, %u},\n        /* grid_per_sm */ %u,\n"
+                      "        /* contract */ ",
+                      wsb, optin, align, cl[0], cl[1], cl[2], per_sm);
         if (ctext) {
             char cname[64];
             snprintf(cname, sizeof cname, "ptxtune_contract_%d", x->n);

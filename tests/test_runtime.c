@@ -970,6 +970,11 @@ static void run_exported_at(const pt_op *op, const char *opname, const char *ite
         snprintf(args, sizeof args, "export --db '%s' --format csv", path);
         cr_assert_eq(test_run_ptxtune(dir, args, out, sizeof out, err, sizeof err), 0, "%s", err);
         cr_expect(strstr(out, ",1*sms)") != NULL, "no SM term in the CSV: %s", out);
+        /* and the C header's table has it as a field */
+        snprintf(args, sizeof args, "export --db '%s' --format c-header --out '%s.h'", path, path);
+        cr_assert_eq(test_run_ptxtune(dir, args, out, sizeof out, err, sizeof err), 0, "%s", err);
+        snprintf(args, sizeof args, "grep -c 'grid_per_sm \\*/ 1,' '%s.h'", path);
+        cr_expect_eq(sh(args, out, sizeof out), 0, "no grid_per_sm 1 in the C header: %s", out);
     }
     /* the contract's tensor indices, in launch order */
     sqlite3 *db;
