@@ -778,6 +778,20 @@ Test(emu_wgmma, detect_missing_proxy_fence_after_cp_async)
     o.schedule = EMU_SCHED_LAZY;
     run_file_o("wgmma_cpasync_mbar_proxy_early", EMU_R_PROXY_FENCE, &o);
 }
+/* Two cp.async.mbarrier.arrive after the same copies (mbar, then mbar2):
+ * each triggers when every prior copy of the thread completed, so a
+ * reader of the first sees them however the async engine orders the two
+ * (random schedules, 16 seeds; lazy and eager). */
+Test(emu_wgmma, two_cp_async_arrives_after_the_same_copies_are_clean)
+{
+    run_file_every_schedule("wgmma_cpasync_two_mbar", EMU_NREPORT_KINDS);
+    for (int seed = 0; seed < 16; seed++) {
+        emu_opts o = emu_default_opts();
+        o.schedule = EMU_SCHED_RANDOM;
+        o.schedule_seed = (uint64_t)(100 + seed);
+        run_file_o("wgmma_cpasync_two_mbar", EMU_NREPORT_KINDS, &o);
+    }
+}
 Test(emu_wgmma, detect_missing_wgmma_fence)
 {
     run_file("wgmma_no_fence", EMU_R_WGMMA_HAZARD);

@@ -779,13 +779,16 @@ static void complete(emu_cta *c, emu_aop *op)
     }
     case EMU_AS_CP_ARRIVE: {
         emu_warp *w = &c->warps[op->warp];
-        /* the lane's earlier arrives trigger first (their copies land as of their own issue) */
+        /* the lane's earlier arrives trigger first (their copies land as of their own issue),
+         * those after the same copies too (cpseq equal, issued before: each arrive waits for
+         * every prior copy, so the first one's waiters see them as well) */
         for (bool again = true; again;) {
             again = false;
             for (uint32_t i = 0; i < a->nq; i++) {
                 const emu_aop *o = a->q[i];
                 if (o->kind == EMU_AS_CP_ARRIVE && o->warp == op->warp && o->lane == op->lane &&
-                    (int32_t)(o->cpseq - op->cpseq) < 0) {
+                    ((int32_t)(o->cpseq - op->cpseq) < 0 ||
+                     (o->cpseq == op->cpseq && (int32_t)(o->clk - op->clk) < 0))) {
                     complete_at(c, i);
                     again = true;
                     break;
