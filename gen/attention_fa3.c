@@ -512,6 +512,33 @@ static void gather_kv(fa3 *g, kit_pipe *p, ptx_reg pool, const int64_t *st, int6
     kit_pipe_commit(p);
 }
 
+/* K and V of the block: in one pass (attn_gather_rows with both pools: a
+ * row's table entry read once) when K and V have one width, stride set and
+ * stage size, so V's stage of the same index is K's plus the K ring's
+ * bytes (the rings advance together: stages x kbytes apart); else one
+ * pass each. Each pipe waits its empty stage first; each full barrier
+ * takes the 128 threads' cp.async.mbarrier.arrive.noinc (the K one also
+ * waits for the V copies issued before it). */
+static void gather_kv_both(fa3 *g, kit_pipe *pk, kit_pipe *pv, ptx_reg kpool, ptx_reg vpool, ptx_reg n0, ptx_reg hd,
+                           ptx_reg btab, ptx_reg sk, ptx_reg pt)
+{
+    const pt_prepared *pp = g->pp;
+    if (pp->d != pp->dv || g->kbytes != g->vbytes || memcmp(pp->sk, pp->sv, 3 * sizeof *pp->sk)) {
+        gather_kv(g, pk, kpool, pp->sk, pp->d, n0, hd, btab, sk, pt);
+        gather_kv(g, pv, vpool, pp->sv, pp->dv, n0, hd, btab, sk, pt);
+        return;
+    }
+    ptx_fn *f = g->f;
+    ptx_reg ks = kit_pipe_acquire(pk);
+    kit_pipe_acquire(pv); /* V's empty wait; its stage is ks + stages x kbytes */
+    attn_gather_rows(f, g->es, pp->page, g->bn, ks, kpool, vpool, g->stages * g->kbytes, pp->sk, pp->d, n0, sk, hd,
+                     btab, pt);
+    ptx_emit(f, PTX_OP_CP_ASYNC_MBAR, M2(PTX_M_NOINC, PTX_M_SHARED_CTA), B64T, ptx_addr(kit_pipe_full(pk), 0));
+    kit_pipe_commit(pk);
+    ptx_emit(f, PTX_OP_CP_ASYNC_MBAR, M2(PTX_M_NOINC, PTX_M_SHARED_CTA), B64T, ptx_addr(kit_pipe_full(pv), 0));
+    kit_pipe_commit(pv);
+}
+
 /* The barriers of a ring; a gathered K or V ring's full barriers count
  * the producer warpgroup's FA3_GATHER_T cp.async arrivals. */
 static void ring_setup(fa3 *g, kit_pipe *p, ptx_reg who)
@@ -859,7 +886,6 @@ static void gather_transpose_loop(fa3 *g, kit_pipe *pk, kit_pipe *pv, kit_pipe *
                                   ptx_reg tid)
 {
     ptx_fn *f = g->f;
-    const pt_prepared *pp = g->pp;
     int L = g->stages - 1;
     int64_t S = g->stages, sK = g->qbytes, sV = sK + S * g->kbytes, sVT = sV + S * g->vbytes;
     int64_t bk = g->region + 16, bv = bk + 16 * S, bvt = bv + 16 * S;
@@ -874,10 +900,8 @@ static void gather_transpose_loop(fa3 *g, kit_pipe *pk, kit_pipe *pv, kit_pipe *
     {
         ptx_reg s, ph;
         stage_of(g, i, &s, &ph);
-        kit_pipe k = ring_view(g, pk, base, sK, bk, s, ph);
-        gather_kv(g, &k, kpool, pp->sk, pp->d, n0, hk, btab, sk, tid);
-        kit_pipe v = ring_view(g, pv, base, sV, bv, s, ph);
-        gather_kv(g, &v, vpool, pp->sv, pp->dv, n0, hk, btab, sk, tid);
+        kit_pipe k = ring_view(g, pk, base, sK, bk, s, ph), v = ring_view(g, pv, base, sV, bv, s, ph);
+        gather_kv_both(g, &k, &v, kpool, vpool, n0, hk, btab, sk, tid);
     }
     ptx_label_place(f, skipg);
     ptx_emit(f, PTX_OP_SUB, NOM, S32T, ptx_r(n0), ptx_r(n0), ptx_imm(g->bn));
@@ -1073,8 +1097,7 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
             kb_ = ld_s32(g, btab, pg);
         }
         if (g->gather) { /* pages under FA3_TMA_PAGE keys: cp.async row by row */
-            gather_kv(g, &pk, kpool, pp->sk, pp->d, n0, hk, btab, sk, tid);
-            gather_kv(g, &pv, vpool, pp->sv, pp->dv, n0, hk, btab, sk, tid);
+            gather_kv_both(g, &pk, &pv, kpool, vpool, n0, hk, btab, sk, tid);
         } else if (g->pr < g->bn) { /* pages under bn keys: a TMA box a page */
             st = kit_pipe_acquire(&pk);
             kit_pipe_arrive_tx(&pk, g->kbytes);
