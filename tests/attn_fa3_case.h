@@ -91,12 +91,15 @@ static inline int fa3_config(const pt_prepared *pp, const pt_target *tg, const c
 /* One case with op (the attention op or an adversarial one) under sched;
  * descales (e4m3) from d3 when not NULL; nthreads emulator workers. */
 /* st (not NULL): the emulator's counters of the verified launch */
-static inline int run_case_st(const pt_op *op, const fcase *c, const double *d3, emu_sched sched, uint64_t seed,
-                              int nthreads, double *max_err, emu_stats *st, pt_err *e)
+/* dv: head_dim_v (0: c->d) */
+static inline int run_case_dv(const pt_op *op, const fcase *c, int64_t dv, const double *d3, emu_sched sched,
+                              uint64_t seed, int nthreads, double *max_err, emu_stats *st, pt_err *e)
 {
     pt_target tg;
     cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
     pt_problem p = problem_of(c);
+    if (dv)
+        p.head_dim_v = dv;
     if (d3) {
         p.descale_q = d3[0];
         p.descale_k = d3[1];
@@ -115,6 +118,12 @@ static inline int run_case_st(const pt_op *op, const fcase *c, const double *d3,
         rc = attn_emu_verify(op, pp, &tg, &cf, sched, seed, nthreads, max_err, st, NULL, e);
     pt_arena_free(a);
     return rc;
+}
+
+static inline int run_case_st(const pt_op *op, const fcase *c, const double *d3, emu_sched sched, uint64_t seed,
+                              int nthreads, double *max_err, emu_stats *st, pt_err *e)
+{
+    return run_case_dv(op, c, 0, d3, sched, seed, nthreads, max_err, st, e);
 }
 
 static inline int run_case_t(const pt_op *op, const fcase *c, const double *d3, emu_sched sched, uint64_t seed,

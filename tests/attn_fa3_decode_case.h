@@ -86,12 +86,15 @@ static const char *const sched_names[] = {"lazy", "eager", "random"};
 /* One case with op (the attention op or an adversarial one) at schedule
  * sched on the emulator (sm_90a); the config over the defaults must be
  * impl=3. */
-static int run_case_st(const pt_op *op, const fcase *c, emu_sched sched, uint64_t seed, double *max_err,
+/* dv: head_dim_v (0: c->d) */
+static int run_case_dv(const pt_op *op, const fcase *c, int64_t dv, emu_sched sched, uint64_t seed, double *max_err,
                        emu_stats *st, pt_err *e)
 {
     pt_target tg;
     cr_assert_eq(pt_target_parse("sm_90a", &tg, e), PT_OK);
     pt_problem p = problem_of(c);
+    if (dv)
+        p.head_dim_v = dv;
     pt_arena *a = pt_arena_new();
     pt_prepared *pp = NULL;
     pt_config cf;
@@ -110,6 +113,12 @@ static int run_case_st(const pt_op *op, const fcase *c, emu_sched sched, uint64_
         rc = attn_emu_verify(op, pp, &tg, &cf, sched, seed, 1, max_err, st, NULL, e);
     pt_arena_free(a);
     return rc;
+}
+
+static int run_case_st(const pt_op *op, const fcase *c, emu_sched sched, uint64_t seed, double *max_err,
+                       emu_stats *st, pt_err *e)
+{
+    return run_case_dv(op, c, 0, sched, seed, max_err, st, e);
 }
 
 static int run_case(const pt_op *op, const fcase *c, emu_sched sched, uint64_t seed, double *max_err, pt_err *e)

@@ -89,6 +89,48 @@ Test(attention_fa3_decode_fp8, hd64_hd96_small_pages_against_the_reference_every
     cr_assert_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
 }
 
+/* head_dim_v apart from head_dim: K and V rows of two widths by TMA, and a
+ * small-page gather of two widths (one pass each); every schedule. */
+static const struct {
+    fcase c;
+    int64_t dv;
+} mixed[] = {
+    {{2, 8, 2, 1, 300, 128, E4M3, false, 16, -1, true, true, 0, "splits=2", false, false, 0.5, 1, 2}, 64},
+    {{2, 8, 2, 2, 129, 64, E4M3, true, 2, -1, false, true, 0, "splits=2", false, false, 1, 1, 1}, 128},
+    {{1, 8, 1, 1, 129, 256, E4M3, false, 1, -1, true, true, 0, "splits=1", false, false, 1, 2, 0.5}, 96},
+};
+
+Test(attention_fa3_decode_fp8, mixed_head_dims_against_the_reference_every_schedule, .timeout = 600)
+{
+    int ran = 0, failed = 0;
+    double worst = 0, t0 = now();
+    char first[2048] = "";
+    for (size_t i = 0; i < sizeof mixed / sizeof *mixed; i++)
+        for (int sch = 0; sch < 3; sch++) {
+            const fcase *c = &mixed[i].c;
+            double err;
+            pt_err e = {0};
+            int rc = run_case_dv(&gen_attention_op, c, mixed[i].dv, (emu_sched)sch,
+                                 (uint64_t)(c->Sk * 31 + 7 * (int64_t)i + sch), &err, NULL, &e);
+            ran++;
+            if (!rc && err > worst)
+                worst = err;
+            if (rc) {
+                char d[512];
+                describe(c, d, sizeof d);
+                if (!failed++)
+                    snprintf(first, sizeof first, "%.500s dv %lld (%s): %.1200s", d, (long long)mixed[i].dv,
+                             sched_names[sch], e.msg);
+                fprintf(stderr, "FAIL %s dv %lld (%s): %s\n", d, (long long)mixed[i].dv, sched_names[sch], e.msg);
+            }
+        }
+    printf("attention decode (impl=3) e4m3, head_dim_v apart from head_dim (128/64 page 16, 64/128 page 2, 256/96 "
+           "page 1): %d cases, %d failed, worst error %.3g; %.1f s\n",
+           ran, failed, worst, now() - t0);
+    fflush(stdout);
+    cr_assert_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
+}
+
 /* the gather with the conversion in one warpgroup, where a wrong lag would
  * deadlock: the tightest rings (stages 2: the conversion one block behind
  * the gather; 3) and a deep one (8), each split's blocks twice the ring

@@ -123,6 +123,51 @@ Test(attention_fa3_fp8, pages_under_8_keys_against_the_reference_every_schedule,
     run_grid("pages of 1, 2, 4 keys", pages, (int)(sizeof pages / sizeof *pages), (int)(sizeof pages / sizeof *pages));
 }
 
+/* head_dim_v apart from head_dim: Q/K and V rows of two widths (TMA), and a
+ * small-page gather of two widths (one pass each); every schedule. */
+static const struct {
+    f8case f;
+    int64_t dv;
+} mixed[] = {
+    {{{E4, 1, 4, 1, 77, 129, 128, true, -1, -1, 0, false, false, true, false, "bm=128,bn=64", 0}, {0.5, 2, 1.5}}, 64},
+    {{{E4, 2, 4, 2, 129, 77, 64, false, -1, -1, 0, false, true, true, false, "bm=128,bn=64", 0}, {1, 1, 1}}, 128},
+    {{{E4, 2, 4, 1, 77, 129, 96, true, -1, -1, 0, false, false, true, false, "bm=128,bn=64", 16}, {1, 0.5, 2}}, 64},
+    {{{E4, 1, 2, 1, 77, 129, 256, false, -1, -1, 0, false, false, true, false, "bm=64,bn=64,pingpong=0", 1},
+      {2, 1, 1}},
+     96},
+};
+
+Test(attention_fa3_fp8, mixed_head_dims_against_the_reference_every_schedule, .timeout = 600)
+{
+    int ran = 0, failed = 0;
+    double worst = 0, t0 = now();
+    char first[2048] = "";
+    for (size_t i = 0; i < sizeof mixed / sizeof *mixed; i++)
+        for (int sch = 0; sch < 3; sch++) {
+            const fcase *c = &mixed[i].f.c;
+            double err;
+            pt_err e = {0};
+            int rc = run_case_dv(&gen_attention_op, c, mixed[i].dv, mixed[i].f.d3, (emu_sched)sch,
+                                 (uint64_t)(c->Sk * 17 + 5 * (int64_t)i + sch), 2, &err, NULL, &e);
+            ran++;
+            if (!rc && err > worst)
+                worst = err;
+            if (rc) {
+                char d[512];
+                describe(c, d, sizeof d);
+                if (!failed++)
+                    snprintf(first, sizeof first, "%.500s dv %lld (%s): %.1200s", d, (long long)mixed[i].dv,
+                             sched_names[sch], e.msg);
+                printf("FAILED %s dv %lld (%s): %s\n", d, (long long)mixed[i].dv, sched_names[sch], e.msg);
+            }
+        }
+    printf("attention prefill (impl=2) e4m3, head_dim_v apart from head_dim (128/64, 64/128, 96/64 page 16, "
+           "256/96 page 1): %d cases, %d failed, worst error %.3g; %.1f s\n",
+           ran, failed, worst, now() - t0);
+    fflush(stdout);
+    cr_assert_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
+}
+
 /* The gather + transpose loop's interleavings: the small-page shapes
  * under the random schedule with 3 more seeds each. */
 Test(attention_fa3_fp8, pages_under_8_keys_random_schedule_more_seeds, .timeout = 600)
