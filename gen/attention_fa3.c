@@ -603,12 +603,9 @@ static void qk_issue(cons_loop *c, ptx_reg kst)
     fa3 *g = c->g;
     if (g->gather) /* the stage was written by cp.async (generic proxy), wgmma reads through the async one */
         ptx_emit0(g->f, PTX_OP_FENCE_PROXY_ASYNC, M1(PTX_M_SHARED_CTA), PTX_NOTYPES);
-    /* d es / 2: a row's width in 16-bit units (e4m3: k32 steps of 32 bytes) */
-    if (g->qspan == 128 && g->kspan == 128)
-        kit_attn_wg_qk(g->f, &g->ws, c->sacc, c->qaddr, g->qsub, kst, g->ksub, (int)(g->pp->d * g->es / 2));
-    else /* e4m3 hd64: 64B-swizzled rows */
-        kit_attn_wg_qk_span(g->f, &g->ws, c->sacc, c->qaddr, g->qsub, g->qspan, kst, g->ksub, g->kspan,
-                            (int)(g->pp->d * g->es));
+    /* d es bytes a row in k steps of 32 (bf16/f16 k16, e4m3 k32) */
+    kit_attn_wg_qk(g->f, &g->ws, c->sacc, c->qaddr, g->qsub, g->qspan, kst, g->ksub, g->kspan,
+                   (int)(g->pp->d * g->es));
 }
 
 /* The V stage of block nv0 waited for; its rows past the keys zeroed when
@@ -1085,42 +1082,41 @@ int attn_fa3_emit(const pt_prepared *pp, const pt_config *c, ptx_module *m, pt_l
         if (g->gather && g->fp8) { /* all 128 gather, warps 1..3 transpose V too */
             gather_transpose_loop(g, &pk, &pv, &pvt, base, kpool, vpool, n0, kb.nblk, hk, btab, sk, tid);
             bra(g, done, none, false);
-        }
-        int top = ptx_label_new(f);
-        if (!(g->gather && g->fp8)) {
-        ptx_label_place(f, top);
-        ptx_pragma_nounroll(f);
-        ptx_reg ktok = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(tk0), ptx_r(n0)) : n0, kb_ = bz;
-        if (paged && g->pr == g->bn) { /* the block's page from the block table, its first row in the page */
-            ktok = iop(g, PTX_OP_AND, ptx_r(n0), ptx_imm(pp->page - 1));
-            ptx_reg pg = iop(g, PTX_OP_SHR, ptx_r(n0), ptx_imm(log2i(pp->page)));
-            kb_ = ld_s32(g, btab, pg);
-        }
-        if (g->gather) { /* pages under FA3_TMA_PAGE keys: cp.async row by row */
-            gather_kv_both(g, &pk, &pv, kpool, vpool, n0, hk, btab, sk, tid);
-        } else if (g->pr < g->bn) { /* pages under bn keys: a TMA box a page */
-            st = kit_pipe_acquire(&pk);
-            kit_pipe_arrive_tx(&pk, g->kbytes);
-            paged_load(g, tk, g->kspan, st, g->ksub, pp->d, n0, hk, btab, sk, kit_pipe_full(&pk));
-            kit_pipe_commit(&pk);
-            st = kit_pipe_acquire(&pv);
-            kit_pipe_arrive_tx(&pv, g->vbytes);
-            paged_load(g, tv, g->vspan, st, g->vbox, pp->dv, n0, hk, btab, sk, kit_pipe_full(&pv));
-            kit_pipe_commit(&pv);
         } else {
-            st = kit_pipe_acquire(&pk);
-            kit_pipe_arrive_tx(&pk, g->kbytes);
-            tile_load(g, tk, g->kspan, st, g->ksub, pp->d, ktok, hk, kb_, kit_pipe_full(&pk), paged);
-            kit_pipe_commit(&pk);
-            st = kit_pipe_acquire(&pv);
-            kit_pipe_arrive_tx(&pv, g->vbytes);
-            tile_load(g, tv, g->vspan, st, g->vbox, pp->dv, ktok, hk, kb_, kit_pipe_full(&pv), paged);
-            kit_pipe_commit(&pv);
-        }
-        ptx_emit(f, PTX_OP_SUB, NOM, S32T, ptx_r(n0), ptx_r(n0), ptx_imm(g->bn));
-        ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(j), ptx_r(j), ptx_imm(1));
-        bra(g, top, setp(g, PTX_M_LT, ptx_r(j), ptx_r(kb.nblk)), false);
-        bra(g, done, none, false);
+            int top = ptx_label_new(f);
+            ptx_label_place(f, top);
+            ptx_pragma_nounroll(f);
+            ptx_reg ktok = pp->varlen ? iop(g, PTX_OP_ADD, ptx_r(tk0), ptx_r(n0)) : n0, kb_ = bz;
+            if (paged && g->pr == g->bn) { /* the block's page from the block table, its first row in the page */
+                ktok = iop(g, PTX_OP_AND, ptx_r(n0), ptx_imm(pp->page - 1));
+                ptx_reg pg = iop(g, PTX_OP_SHR, ptx_r(n0), ptx_imm(log2i(pp->page)));
+                kb_ = ld_s32(g, btab, pg);
+            }
+            if (g->gather) { /* pages under FA3_TMA_PAGE keys: cp.async row by row */
+                gather_kv_both(g, &pk, &pv, kpool, vpool, n0, hk, btab, sk, tid);
+            } else if (g->pr < g->bn) { /* pages under bn keys: a TMA box a page */
+                st = kit_pipe_acquire(&pk);
+                kit_pipe_arrive_tx(&pk, g->kbytes);
+                paged_load(g, tk, g->kspan, st, g->ksub, pp->d, n0, hk, btab, sk, kit_pipe_full(&pk));
+                kit_pipe_commit(&pk);
+                st = kit_pipe_acquire(&pv);
+                kit_pipe_arrive_tx(&pv, g->vbytes);
+                paged_load(g, tv, g->vspan, st, g->vbox, pp->dv, n0, hk, btab, sk, kit_pipe_full(&pv));
+                kit_pipe_commit(&pv);
+            } else {
+                st = kit_pipe_acquire(&pk);
+                kit_pipe_arrive_tx(&pk, g->kbytes);
+                tile_load(g, tk, g->kspan, st, g->ksub, pp->d, ktok, hk, kb_, kit_pipe_full(&pk), paged);
+                kit_pipe_commit(&pk);
+                st = kit_pipe_acquire(&pv);
+                kit_pipe_arrive_tx(&pv, g->vbytes);
+                tile_load(g, tv, g->vspan, st, g->vbox, pp->dv, ktok, hk, kb_, kit_pipe_full(&pv), paged);
+                kit_pipe_commit(&pv);
+            }
+            ptx_emit(f, PTX_OP_SUB, NOM, S32T, ptx_r(n0), ptx_r(n0), ptx_imm(g->bn));
+            ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(j), ptx_r(j), ptx_imm(1));
+            bra(g, top, setp(g, PTX_M_LT, ptx_r(j), ptx_r(kb.nblk)), false);
+            bra(g, done, none, false);
         }
         if (g->fp8 && !g->gather) { /* warps 1..3: V -> V^T */
             ptx_label_place(f, conv);

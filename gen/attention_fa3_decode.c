@@ -321,38 +321,6 @@ static ptx_opd swz_row(ptx_fn *f, ptx_opd r, int w)
     return kit_iop(f, PTX_OP_AND, kit_iop(f, PTX_OP_SHR, r, ptx_imm(1)), ptx_imm(3));
 }
 
-/* S = Q K^T over K-major tiles of kw-byte rows (kw 128: kit_attn_wg_qk;
- * 64: 64B swizzle, SBO 512, +32 bytes a k step, the next 64 bytes of the
- * row a sub-tile on). d16: the row's width in 16-bit units (e4m3: k32
- * steps of 32 bytes as k16 steps of 16-bit ones). */
-static void wg_qk(ptx_fn *f, const kit_atom *ws, ptx_reg *s, ptx_reg q, int64_t q_sub, ptx_reg k, int64_t k_sub,
-                  int d16, int kw)
-{
-    if (kw == 128) {
-        kit_attn_wg_qk(f, ws, s, q, q_sub, k, k_sub, d16);
-        return;
-    }
-    ptx_reg dq = kit_wgmma_desc_emit(f, q, 16, (uint32_t)(8 * kw), kw);
-    ptx_reg dk = kit_wgmma_desc_emit(f, k, 16, (uint32_t)(8 * kw), kw);
-    ptx_opd sv = ptx_vecr(f, ws->c.regs, s);
-    ptx_emit0(f, PTX_OP_WGMMA_FENCE, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
-    int per = kw / 32; /* 32-byte k steps a span */
-    for (int ks = 0; ks < d16 / 16; ks++) {
-        int64_t sub = ks / per, in = 2 * (ks % per);
-        ptx_reg a = dq, b = dk;
-        if (sub * q_sub / 16 + in) {
-            a = ptx_reg_new(f, PTX_T_B64);
-            ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(a), ptx_r(dq), ptx_imm(sub * q_sub / 16 + in));
-        }
-        if (sub * k_sub / 16 + in) {
-            b = ptx_reg_new(f, PTX_T_B64);
-            ptx_emit(f, PTX_OP_ADD, NOM, S64T, ptx_r(b), ptx_r(dk), ptx_imm(sub * k_sub / 16 + in));
-        }
-        kit_wgmma_ss(f, ws, sv, a, b, ptx_imm(ks ? 1 : 0), false, false);
-    }
-    ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
-}
-
 static ptx_reg sreg(ptx_fn *f, ptx_sreg s)
 {
     ptx_reg r = r32(f);
@@ -922,7 +890,7 @@ int attn_fa3_decode_emit(const pt_prepared *pp, const pt_config *c, ptx_module *
             dvd = kit_wgmma_desc_emit(f, sv, (uint32_t)(g->bn * 128), 1024, 128);
         }
         /* d es / 2: the 16-bit width of a row (e4m3: k32 steps of 32 bytes, as k16 steps of 16-bit ones) */
-        wg_qk(f, &wsa, Sr, qs, F3D_BM * g->kw, st, (int64_t)g->bn * g->kw, (int)(d * es / 2), g->kw);
+        kit_attn_wg_qk(f, &wsa, Sr, qs, F3D_BM * g->kw, g->kw, st, (int64_t)g->bn * g->kw, g->kw, (int)(d * es));
         ptx_emit(f, PTX_OP_WGMMA_WAIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES, ptx_imm(0));
 
         /* a warp whose 16 rows are all padding (GQA decode: Sq x group < 64)

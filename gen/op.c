@@ -29,18 +29,9 @@ const pt_op *pt_op_find(const char *name)
     return NULL;
 }
 
-/* The SM term (pt_launch.grid_per_sm): min(grid[0], K x SMs), a whole
- * number of clusters and at least one; the runtime (runtime/runtime.c,
- * rt_grid_x) applies the same rule from the contract. */
 unsigned pt_launch_grid_x(const pt_launch *l, int sms)
 {
-    if (!l->grid_per_sm)
-        return l->grid[0];
-    unsigned c = l->cluster[0] ? l->cluster[0] : 1;
-    uint64_t cap = (uint64_t)l->grid_per_sm * (uint64_t)(sms < 1 ? 1 : sms) / c * c;
-    if (cap < c)
-        cap = c;
-    return cap < l->grid[0] ? (unsigned)cap : l->grid[0];
+    return (unsigned)pt_grid_cap(l->grid[0], l->grid_per_sm, sms, l->cluster[0]);
 }
 
 int64_t pt_config_get(const pt_config *c, const char *name, int64_t def)
@@ -200,11 +191,17 @@ int pt_op_emit(const pt_op *op, const pt_prepared *pp, const pt_config *c, ptx_m
 int pt_op_build(const pt_op *op, const pt_prepared *pp, const pt_target *t, int max_ptx,
                 const pt_config *c, ptx_module **mout, pt_launch *l, pt_err *e)
 {
+    return pt_op_build_cached(op, pp, t, max_ptx, NULL, c, mout, l, e);
+}
+
+int pt_op_build_cached(const pt_op *op, const pt_prepared *pp, const pt_target *t, int max_ptx, ptx_sigcache *cache,
+                       const pt_config *c, ptx_module **mout, pt_launch *l, pt_err *e)
+{
     *mout = NULL;
     int rc = op->check(pp, t, c, e);
     if (rc)
         return rc;
-    ptx_module *m = ptx_module_new(t, max_ptx);
+    ptx_module *m = ptx_module_new_cached(t, max_ptx, cache);
     if (!m)
         return pt_errf(e, PT_ENOMEM, "%s: out of memory", op->name);
     rc = pt_op_emit(op, pp, c, m, l, e);

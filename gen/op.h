@@ -208,7 +208,7 @@ typedef struct pt_launch {
     unsigned grid_per_sm;
 } pt_launch;
 
-/* The x extent l launches with on a device of sms SMs (sms < 1: 1). */
+/* The x extent l launches with on a device of sms SMs (sms < 1: 1): pt_grid_cap (ptx/base.h). */
 unsigned pt_launch_grid_x(const pt_launch *l, int sms);
 
 /* A host tensor for references and verification: float64 values in the
@@ -385,5 +385,9 @@ int pt_op_emit(const pt_op *op, const pt_prepared *pp, const pt_config *c, ptx_m
 /* Convenience: check + ptx_module_new + pt_op_emit for one config. */
 int pt_op_build(const pt_op *op, const pt_prepared *pp, const pt_target *t, int max_ptx,
                 const pt_config *c, ptx_module **m, pt_launch *l, pt_err *e);
+/* The same with the module's signature verdicts kept in cache (ptx/ir.h
+ * ptx_sigcache: a caller emitting many configs; NULL: pt_op_build). */
+int pt_op_build_cached(const pt_op *op, const pt_prepared *pp, const pt_target *t, int max_ptx, ptx_sigcache *cache,
+                       const pt_config *c, ptx_module **m, pt_launch *l, pt_err *e);
 
 #endif

@@ -270,6 +270,17 @@ char *pt_buf_take(pt_buf *b)
     return s;
 }
 
+int64_t pt_grid_cap(int64_t x, int64_t per_sm, int sms, int64_t cluster)
+{
+    if (per_sm <= 0)
+        return x;
+    int64_t c = cluster > 1 ? cluster : 1;
+    int64_t cap = per_sm * (sms > 0 ? sms : 1) / c * c;
+    if (cap < c)
+        cap = c;
+    return cap < x ? cap : x;
+}
+
 uint64_t pt_hash64(const void *data, size_t n)
 {
     const unsigned char *p = data;

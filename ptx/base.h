@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define PT_PRINTF(f, a) __attribute__((format(printf, f, a)))
 
@@ -124,5 +125,48 @@ void pt_cache_write(const char *path, const char *key, int value);
 
 /* 64-bit FNV-1a, for kernel identity hashes. */
 uint64_t pt_hash64(const void *data, size_t n);
+
+/* The x extent of a persistent grid on a device of sms SMs (sms < 1: 1):
+ * min(x, per_sm x sms) rounded down to a whole number of clusters of
+ * cluster CTAs (< 1: 1), at least one cluster; per_sm 0: x. The rule of
+ * pt_launch.grid_per_sm (gen/op.h) and of a launch contract's "per_sm"
+ * (tuner/contract.h), applied by the tuner's backends and the runtime. */
+int64_t pt_grid_cap(int64_t x, int64_t per_sm, int sms, int64_t cluster);
+
+/* v in decimal at d, no terminator; returns the end (no printf: the
+ * printer and the builder's label names). */
+static inline char *pt_u64s(char *d, uint64_t v)
+{
+    static const char digits2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                     "8081828384858687888990919293949596979899";
+    if (v < 10) {
+        *d++ = (char)('0' + v);
+        return d;
+    }
+    if (v < 100) {
+        memcpy(d, digits2 + 2 * v, 2);
+        return d + 2;
+    }
+    if (v < 1000) {
+        *d = (char)('0' + v / 100);
+        memcpy(d + 1, digits2 + 2 * (v % 100), 2);
+        return d + 3;
+    }
+    if (v < 10000) {
+        memcpy(d, digits2 + 2 * (v / 100), 2);
+        memcpy(d + 2, digits2 + 2 * (v % 100), 2);
+        return d + 4;
+    }
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        *d++ = tmp[--n];
+    return d;
+}
 
 #endif

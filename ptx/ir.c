@@ -677,15 +677,8 @@ int ptx_label_named(ptx_fn *f, const char *name)
 
 int ptx_label_new(ptx_fn *f)
 {
-    char name[32] = "$L__BB", tmp[24];
-    size_t v = f->nlabels, n = 0, at = 6; /* "$L__BB%zu", without printf */
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n)
-        name[at++] = tmp[--n];
-    name[at] = '\0';
+    char name[32] = "$L__BB"; /* "$L__BB%zu", without printf */
+    *pt_u64s(name + 6, f->nlabels) = '\0';
     return ptx_label_named(f, name);
 }
 

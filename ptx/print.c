@@ -150,41 +150,6 @@ static char *cp(char *d, const char *s)
     return d;
 }
 
-static const char digits2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                                 "8081828384858687888990919293949596979899";
-
-static char *u64s(char *d, uint64_t v)
-{
-    if (v < 10) {
-        *d++ = (char)('0' + v);
-        return d;
-    }
-    if (v < 100) {
-        memcpy(d, digits2 + 2 * v, 2);
-        return d + 2;
-    }
-    if (v < 1000) {
-        *d = (char)('0' + v / 100);
-        memcpy(d + 1, digits2 + 2 * (v % 100), 2);
-        return d + 3;
-    }
-    if (v < 10000) {
-        memcpy(d, digits2 + 2 * (v / 100), 2);
-        memcpy(d + 2, digits2 + 2 * (v % 100), 2);
-        return d + 4;
-    }
-    char tmp[24];
-    int n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n)
-        *d++ = tmp[--n];
-    return d;
-}
-
 static int ndigits(uint64_t v)
 {
     int n = 1;
@@ -245,9 +210,9 @@ static char *i64s(char *d, int64_t v)
 {
     if (v < 0) {
         *d++ = '-';
-        return u64s(d, (uint64_t)0 - (uint64_t)v);
+        return pt_u64s(d, (uint64_t)0 - (uint64_t)v);
     }
-    return u64s(d, (uint64_t)v);
+    return pt_u64s(d, (uint64_t)v);
 }
 
 static char *hexs(char *d, uint64_t v, int digits, bool upper)
@@ -283,7 +248,7 @@ static char *regs_slow(const print_ctx *c, ptx_reg r, char *d)
     int b = PTX_REG_BANK(r);
     if (b >= 0 && (size_t)b < c->nb && c->b[b].fast) { /* b < nb <= f->nbanks */
         memcpy(d, c->b[b].pad, BPAD);
-        return u64s(d + c->b[b].len, PTX_REG_IDX(r));
+        return pt_u64s(d + c->b[b].len, PTX_REG_IDX(r));
     }
     if (b < 0 || (size_t)b >= f->nbanks) {
         char buf[32];
@@ -294,7 +259,7 @@ static char *regs_slow(const print_ctx *c, ptx_reg r, char *d)
         d += c->b[b].len;
     } else
         d = cp(d, f->banks[b].prefix);
-    return f->banks[b].scalar ? d : u64s(d, PTX_REG_IDX(r));
+    return f->banks[b].scalar ? d : pt_u64s(d, PTX_REG_IDX(r));
 }
 
 /* A register from its written-out name (ncount 0: none), else regs_slow. */
@@ -512,9 +477,9 @@ static void print_ins(const print_ctx *c, const ptx_ins *ins, pt_buf *out)
         } else {
             for (int i = 0; i <= ins->nmods; i++) {
                 if (ins->shape.at == i || (i == ins->nmods && ins->shape.at > i)) {
-                    d = u64s(cp(d, ".m"), ins->shape.m);
-                    d = u64s(cp(d, "n"), ins->shape.n);
-                    d = u64s(cp(d, "k"), ins->shape.k);
+                    d = pt_u64s(cp(d, ".m"), ins->shape.m);
+                    d = pt_u64s(cp(d, "n"), ins->shape.n);
+                    d = pt_u64s(cp(d, "k"), ins->shape.k);
                 }
                 if (i == ins->nmods)
                     break;

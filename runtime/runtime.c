@@ -109,7 +109,7 @@ typedef struct rt_arg {
 
 /* One grid component's rule (tuner/contract.h): c, or times x
  * ceil(dims[dim] x mul / div); x with per_sm K (version 2): at most K x the
- * device's SMs, a whole number of clusters, at least one (rt_grid_x). */
+ * device's SMs, a whole number of clusters, at least one (pt_grid_cap). */
 typedef struct rt_grid {
     int dim; /* -1: constant c */
     int64_t c, mul, div, times, per_sm;
@@ -164,7 +164,7 @@ struct ptxtune_runtime {
     CUcontext primary; /* retained by us (no context was current) */
     CUcontext ctx;     /* the context every module is loaded in: the caller's, or primary */
     int cc;
-    int sms; /* the device's SM count (persistent grids, rt_grid_x) */
+    int sms; /* the device's SM count (persistent grids, pt_grid_cap) */
     char fp_key[17];
     ptxtune_entry *v;
     int n, cap;
@@ -1699,14 +1699,8 @@ static int fill_selection(const ptxtune_runtime *crt, const ptxtune_entry *ck, c
     for (int i = 0; i < 3; i++) {
         const rt_grid *g = &k->grid[i];
         int64_t v = g->dim < 0 ? g->c : (at[g->dim] * g->mul + g->div - 1) / g->div * g->times;
-        if (g->per_sm) { /* a persistent kernel: at most K x this device's SMs, whole clusters */
-            int64_t c = k->cluster[0] > 1 ? k->cluster[0] : 1;
-            int64_t cap = g->per_sm * (crt->sms > 0 ? crt->sms : 1) / c * c;
-            if (cap < c)
-                cap = c;
-            if (v > cap)
-                v = cap;
-        }
+        if (i == 0) /* a persistent kernel: at most K x this device's SMs, whole clusters */
+            v = pt_grid_cap(v, g->per_sm, crt->sms, k->cluster[0]);
         if (v < 1 || v > (i == 0 ? INT32_MAX : 65535))
             return fail(e, PTXTUNE_EINVAL, "%s: grid %c of %lld is out of range", k->problem,
                         "xyz"[i], (long long)v);

@@ -108,37 +108,13 @@ int kit_atom_elem_bits(const kit_atom *at, kit_operand op)
 
 int kit_tv_elems(const kit_tv *tv) { return (int)kit_size(&tv->val); }
 
-/* kit_eval_idx(l, idx, 0) and (l, idx, 1) of a dims-2 layout (no swizzle)
- * from one decomposition of idx: kit_tv_at runs four times per element of
- * every fragment and lane map otherwise. */
-static inline void eval_idx2(const kit_layout *l, int64_t idx, int64_t *r, int64_t *c)
-{
-    int64_t vr = 0, vc = 0;
-    for (int i = 0; i < l->rank; i++) {
-        int64_t s = l->shape[i], x;
-        if (i == l->rank - 1)
-            x = idx;
-        else if (idx >= 0 && s > 0 && (s & (s - 1)) == 0) {
-            x = idx & (s - 1);
-            idx >>= __builtin_ctzll((unsigned long long)s);
-        } else {
-            x = idx % s;
-            idx /= s;
-        }
-        vr += x * l->stride[i][0];
-        vc += x * l->stride[i][1];
-    }
-    *r = vr;
-    *c = vc;
-}
-
 void kit_tv_at(const kit_atom *at, kit_operand op, int l, int v, int *row, int *col, int *reg, int *bit)
 {
     const kit_tv *tv = kit_atom_tv(at, op);
     if (tv->thr.dims == 2 && tv->val.dims == 2) { /* both codomain dims in one walk of each layout */
         int64_t tr, tc, vr, vc;
-        eval_idx2(&tv->thr, l, &tr, &tc);
-        eval_idx2(&tv->val, v, &vr, &vc);
+        kit_eval_idx2(&tv->thr, l, &tr, &tc);
+        kit_eval_idx2(&tv->val, v, &vr, &vc);
         *row = (int)(tr + vr);
         *col = (int)(tc + vc);
     } else {

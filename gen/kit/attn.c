@@ -202,17 +202,19 @@ static ptx_reg desc_plus(ptx_fn *f, ptx_reg desc, int64_t units)
     return r;
 }
 
-void kit_attn_wg_qk(ptx_fn *f, const kit_atom *ws, ptx_reg *s, ptx_reg q_addr, int64_t q_sub, ptx_reg k_addr,
-                    int64_t k_sub, int d)
+void kit_attn_wg_qk(ptx_fn *f, const kit_atom *ws, ptx_reg *s, ptx_reg q_addr, int64_t q_sub, int q_span,
+                    ptx_reg k_addr, int64_t k_sub, int k_span, int row_bytes)
 {
-    /* K-major 128B: rows of 128 bytes, 8-row groups 1024 apart, +32 bytes a k16 step */
-    ptx_reg dq = kit_wgmma_desc_emit(f, q_addr, 16, 1024, 128);
-    ptx_reg dk = kit_wgmma_desc_emit(f, k_addr, 16, 1024, 128);
+    /* K-major, rows of one swizzle span W (128 or 64 bytes), 8-row groups
+     * 8 W apart, +32 bytes a k step; the next W bytes of the row a sub-tile on */
+    ptx_reg dq = kit_wgmma_desc_emit(f, q_addr, 16, (uint32_t)(8 * q_span), q_span);
+    ptx_reg dk = kit_wgmma_desc_emit(f, k_addr, 16, (uint32_t)(8 * k_span), k_span);
     ptx_opd sv = ptx_vecr(f, ws->c.regs, s);
     ptx_emit0(f, PTX_OP_WGMMA_FENCE, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
-    for (int ks = 0; ks < d / 16; ks++) {
-        int64_t sub = ks / 4, in = 2 * (ks % 4);
-        ptx_reg a = desc_plus(f, dq, sub * q_sub / 16 + in), b = desc_plus(f, dk, sub * k_sub / 16 + in);
+    for (int ks = 0; ks < row_bytes / 32; ks++) {
+        int qs = q_span / 32, kq = k_span / 32;
+        ptx_reg a = desc_plus(f, dq, (ks / qs) * q_sub / 16 + 2 * (ks % qs));
+        ptx_reg b = desc_plus(f, dk, (ks / kq) * k_sub / 16 + 2 * (ks % kq));
         kit_wgmma_ss(f, ws, sv, a, b, ptx_imm(ks ? 1 : 0), false, false);
     }
     ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
@@ -434,22 +436,4 @@ void kit_attn_v8_transpose_span(ptx_fn *f, ptx_reg raw, int span, int64_t box_by
     ptx_emit(f, PTX_OP_ADD, NOM, U32T, ptx_r(u), ptx_r(u), ptx_imm(fixed ? nthreads / nkq : nthreads));
     ptx_emit(f, PTX_OP_BRA, NOM, PTX_NOTYPES, ptx_lbl(top));
     ptx_label_place(f, end);
-}
-
-void kit_attn_wg_qk_span(ptx_fn *f, const kit_atom *ws, ptx_reg *s, ptx_reg q_addr, int64_t q_sub, int q_span,
-                         ptx_reg k_addr, int64_t k_sub, int k_span, int row_bytes)
-{
-    /* K-major, rows of one swizzle span W (128 or 64 bytes), 8-row groups
-     * 8 W apart, +32 bytes a k step; the next W bytes of the row a sub-tile on */
-    ptx_reg dq = kit_wgmma_desc_emit(f, q_addr, 16, (uint32_t)(8 * q_span), q_span);
-    ptx_reg dk = kit_wgmma_desc_emit(f, k_addr, 16, (uint32_t)(8 * k_span), k_span);
-    ptx_opd sv = ptx_vecr(f, ws->c.regs, s);
-    ptx_emit0(f, PTX_OP_WGMMA_FENCE, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
-    for (int ks = 0; ks < row_bytes / 32; ks++) {
-        int qs = q_span / 32, kq = k_span / 32;
-        ptx_reg a = desc_plus(f, dq, (ks / qs) * q_sub / 16 + 2 * (ks % qs));
-        ptx_reg b = desc_plus(f, dk, (ks / kq) * k_sub / 16 + 2 * (ks % kq));
-        kit_wgmma_ss(f, ws, sv, a, b, ptx_imm(ks ? 1 : 0), false, false);
-    }
-    ptx_emit0(f, PTX_OP_WGMMA_COMMIT, M2(PTX_M_SYNC, PTX_M_ALIGNED), PTX_NOTYPES);
 }

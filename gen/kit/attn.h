@@ -125,17 +125,14 @@ void kit_wgmma_rs(ptx_fn *f, const kit_atom *at, ptx_opd d, const ptx_reg *a, pt
 
 /* S = Q K^T of one warpgroup (ws: m64n{bn}k16, f32; s its bn / 2
  * registers): q_addr the warpgroup's 64 rows in Q's first sub-tile (u32
- * shared address), k_addr the K stage's first sub-tile, sub-tiles
- * q_sub / k_sub bytes apart, d / 16 k steps (the first from zero).
- * wgmma.fence, the wgmmas, commit_group. */
-void kit_attn_wg_qk(ptx_fn *f, const kit_atom *ws, ptx_reg *s, ptx_reg q_addr, int64_t q_sub, ptx_reg k_addr,
-                    int64_t k_sub, int d);
-/* The same with each operand's swizzle span (q_span, k_span: 128 or 64
- * bytes a tile row, SBO 8 span; an e4m3 head dim 64 is one 64B span) and
- * row_bytes of K a row (d es): row_bytes / 32 k steps of 32 bytes, the
- * next span's bytes q_sub / k_sub on. */
-void kit_attn_wg_qk_span(ptx_fn *f, const kit_atom *ws, ptx_reg *s, ptx_reg q_addr, int64_t q_sub, int q_span,
-                         ptx_reg k_addr, int64_t k_sub, int k_span, int row_bytes);
+ * shared address), k_addr the K stage's first sub-tile, K-major tiles
+ * whose rows are one swizzle span (q_span, k_span: 128 or 64 bytes, SBO
+ * 8 x span; an e4m3 head dim 64 is one 64B span), the next span's bytes of
+ * a row q_sub / k_sub on; row_bytes of K a row (d es): row_bytes / 32 k
+ * steps of 32 bytes (the first from zero). wgmma.fence, the wgmmas,
+ * commit_group. */
+void kit_attn_wg_qk(ptx_fn *f, const kit_atom *ws, ptx_reg *s, ptx_reg q_addr, int64_t q_sub, int q_span,
+                    ptx_reg k_addr, int64_t k_sub, int k_span, int row_bytes);
 
 /* O += P V of one warpgroup (wo: m64n{dv}k16, f32; o its dv / 2
  * registers): P the S fragment pf (registers: the exponentials, f32) as

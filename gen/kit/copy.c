@@ -302,29 +302,6 @@ kit_layout kit_ldsm_lanes(int num, const int *jr, const int *jb)
     return kit_layout2(1 + nb, shape, rs, cs);
 }
 
-/* kit_shift_ok(tile, drow, dcol) with the tile's masks taken once
- * (kit_ldsm_init tests every pair of its rows): the same rule, see
- * gen/kit/layout.c. */
-typedef struct shift_test {
-    bool any; /* no swizzle: every shift keeps the pattern */
-    int64_t rs, cs, rmask, cmask;
-} shift_test;
-
-static shift_test shift_test_of(const kit_layout *tile)
-{
-    shift_test t = {.any = kit_shift_ok(tile, 0, 0) && !tile->swz.bits}; /* kit_shift_ok's asserts */
-    t.rs = tile->stride[0][0];
-    t.cs = tile->stride[1][0];
-    t.rmask = (INT64_C(1) << (tile->swz.shift + tile->swz.base + tile->swz.bits)) - 1;
-    t.cmask = (INT64_C(1) << (tile->swz.base + tile->swz.bits)) - 1;
-    return t;
-}
-
-static inline bool shift_test_ok(const shift_test *t, int64_t drow, int64_t dcol)
-{
-    return t->any || (((drow * t->rs) & t->rmask) == 0 && ((dcol * t->cs) & t->cmask) == 0);
-}
-
 void kit_ldsm_init(ptx_fn *f, kit_ldsm *s, const kit_layout *tile, const kit_layout *lanes, ptx_reg lane,
                    ptx_opd row0, ptx_opd byte0, int n, const int *r, const int *b)
 {
@@ -334,11 +311,10 @@ void kit_ldsm_init(ptx_fn *f, kit_ldsm *s, const kit_layout *tile, const kit_lay
     s->imm = pt_arena_alloc(ar, (size_t)n * sizeof(int64_t));
     ptx_opd lr = {0}, lb = {0};
     bool have = false;
-    shift_test st = shift_test_of(tile);
     for (int i = 0; i < n; i++) {
         int rep = -1;
         for (int k = 0; k < i && rep < 0; k++)
-            if (shift_test_ok(&st, r[i] - r[k], b[i] - b[k]))
+            if (kit_shift_ok(tile, r[i] - r[k], b[i] - b[k]))
                 rep = k;
         if (rep >= 0) {
             s->reg[i] = s->reg[rep];

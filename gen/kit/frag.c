@@ -9,26 +9,17 @@
 
 /* The (row, col) of lane l's first element relative to lane 0's, for the
  * 32 lanes of operand op's map: the thread layout alone (an element's own
- * offset is the same for every lane, and lane 0's thread offset is 0), one
- * walk of it per lane. What kit_tv_at(at, op, l, 0) - kit_tv_at(at, op, 0, 0)
- * gives, for the dims-2 maps every atom has; false for another map. */
+ * offset is the same for every lane, and lane 0's thread offset is 0). What
+ * kit_tv_at(at, op, l, 0) - kit_tv_at(at, op, 0, 0) gives, for the dims-2
+ * maps every atom has; false for another map. */
 static bool tv_lanes(const kit_atom *at, kit_operand op, int lrow[32], int lcol[32])
 {
     const kit_tv *tv = kit_atom_tv(at, op);
-    const kit_layout *l = &tv->thr;
-    if (l->dims != 2 || tv->val.dims != 2)
+    if (tv->thr.dims != 2 || tv->val.dims != 2)
         return false;
-    for (int i = 0; i < l->rank; i++)
-        if (l->shape[i] <= 0 || (l->shape[i] & (l->shape[i] - 1)))
-            return false;
     for (int t = 0; t < 32; t++) {
-        int64_t idx = t, r = 0, c = 0;
-        for (int i = 0; i < l->rank; i++) {
-            int64_t x = i == l->rank - 1 ? idx : idx & (l->shape[i] - 1);
-            idx >>= __builtin_ctz((unsigned)l->shape[i]);
-            r += x * l->stride[i][0];
-            c += x * l->stride[i][1];
-        }
+        int64_t r, c;
+        kit_eval_idx2(&tv->thr, t, &r, &c);
         lrow[t] = (int)r;
         lcol[t] = (int)c;
     }

@@ -114,6 +114,28 @@ int64_t kit_eval_idx(const kit_layout *l, int64_t idx, int dim)
     return kit_eval(l, c, dim);
 }
 
+void kit_eval_idx2(const kit_layout *l, int64_t idx, int64_t *r, int64_t *c)
+{
+    assert(l->dims == 2);
+    int64_t vr = 0, vc = 0;
+    for (int i = 0; i < l->rank; i++) {
+        int64_t s = l->shape[i], x;
+        if (i == l->rank - 1)
+            x = idx;
+        else if (idx >= 0 && s > 0 && (s & (s - 1)) == 0) { /* no 64-bit divide */
+            x = idx & (s - 1);
+            idx >>= __builtin_ctzll((unsigned long long)s);
+        } else {
+            x = idx % s;
+            idx /= s;
+        }
+        vr += x * l->stride[i][0];
+        vc += x * l->stride[i][1];
+    }
+    *r = vr;
+    *c = vc;
+}
+
 int64_t kit_at(const kit_layout *l, int64_t row, int64_t col)
 {
     assert(l->rank == 2 && l->dims == 1);

@@ -71,6 +71,9 @@ int64_t kit_size(const kit_layout *l);
 int64_t kit_eval(const kit_layout *l, const int64_t *c, int dim);
 /* The same at a linear index (mode 0 fastest). */
 int64_t kit_eval_idx(const kit_layout *l, int64_t idx, int dim);
+/* Both components of a dims-2 layout (no swizzle) at a linear index, from
+ * one decomposition of it: kit_eval_idx(l, idx, 0) and (l, idx, 1). */
+void kit_eval_idx2(const kit_layout *l, int64_t idx, int64_t *r, int64_t *c);
 /* Whether moving any in-range coordinate of a 2-mode 1-D layout (a tile)
  * by (drow, dcol), staying in range, moves its offset by the unswizzled
  * distance drow * pitch + dcol: the swizzle's read and written bits are
