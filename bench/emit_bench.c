@@ -39,25 +39,11 @@ static double median(double *v, int n)
 /* --cache: the signature cache every emission shares (NULL: pt_op_build). */
 static ptx_sigcache *bench_cache;
 
-/* pt_op_build, or its steps with bench_cache's module */
+/* pt_op_build, with bench_cache's verdicts under --cache */
 static int build(const pt_op *op, const pt_prepared *pp, const pt_target *t, const pt_config *c, ptx_module **m,
                  pt_launch *l, pt_err *e)
 {
-    if (!bench_cache)
-        return pt_op_build(op, pp, t, 90, c, m, l, e);
-    *m = NULL;
-    int rc = op->check(pp, t, c, e);
-    if (rc)
-        return rc;
-    ptx_module *mm = ptx_module_new_cached(t, 90, bench_cache);
-    if (!mm)
-        return pt_errf(e, PT_ENOMEM, "out of memory");
-    if ((rc = pt_op_emit(op, pp, c, mm, l, e))) {
-        ptx_module_free(mm);
-        return rc;
-    }
-    *m = mm;
-    return PT_OK;
+    return pt_op_build_cached(op, pp, t, 90, bench_cache, c, m, l, e);
 }
 
 /* Median emit time (us) of one config over reps, and its text. */
@@ -303,61 +289,77 @@ static int attention_rows(const pt_target *t, const pt_compiler *comp, int reps,
     return 0;
 }
 
-/* Every config of the 4096^3 bf16 TN space: emit (median of 20) and compile once. */
-static int gemm_space(const pt_target *t, const pt_compiler *comp)
+/* Every config of problem p's space that check accepts: emit (median of 20
+ * reps each) and, with comp, compile once; prints one line: PTX lines, the
+ * emit spread, how many are at most bound_us, the slowest config, the
+ * compile spread, and the load average around the sweep. */
+static int space_sweep(const pt_op *op, const pt_problem *p, const char *label, const pt_target *t,
+                       const pt_compiler *comp, double bound_us)
 {
-    pt_problem p = PT_GEMM(4096, 4096, 4096, "tn", PT_BF16, PT_BF16);
     pt_arena *a = pt_arena_new();
     pt_prepared *pp;
     pt_err e = {0};
-    if (gen_gemm_op.prepare(a, &p, t, &pp, &e)) {
+    if (op->prepare(a, p, t, &pp, &e)) {
         fprintf(stderr, "emit_bench: %s\n", e.msg);
         return 1;
     }
+    double load0 = load1();
     pt_space s;
-    gen_gemm_op.space(pp, t, &s);
+    op->space(pp, t, &s);
     int64_t n = pt_space_size(&s);
-    double *eu = malloc((size_t)n * sizeof *eu), *cm = malloc((size_t)n * sizeof *cm);
-    int *ln = malloc((size_t)n * sizeof *ln);
-    double v[20];
-    int k = 0, under = 0;
+    double *eu = malloc((size_t)n * sizeof *eu), *cm = malloc((size_t)n * sizeof *cm), v[20], worst_us = -1;
+    int k = 0, under = 0, lmin = 1 << 30, lmax = 0, worst_lines = 0;
+    char worst[256] = "";
     for (int64_t i = 0; i < n; i++) {
         pt_config c;
         pt_space_config(&s, i, &c);
         pt_err ce = {0};
-        if (gen_gemm_op.check(pp, t, &c, &ce))
+        if (op->check(pp, t, &c, &ce))
             continue;
         char *text;
-        if (emit_time(&gen_gemm_op, pp, t, &c, 20, v, &eu[k], &text))
+        if (emit_time(op, pp, t, &c, 20, v, &eu[k], &text))
             return 1;
-        cm[k] = compile_ms(comp, text, t, 1);
-        ln[k] = count_lines(text);
-        under += eu[k] <= 200.0;
+        cm[k] = comp ? compile_ms(comp, text, t, 1) : 0;
+        int ln = count_lines(text);
+        lmin = ln < lmin ? ln : lmin;
+        lmax = ln > lmax ? ln : lmax;
+        under += eu[k] <= bound_us;
+        if (eu[k] > worst_us) {
+            worst_us = eu[k];
+            pt_config_str(&c, worst, sizeof worst);
+            worst_lines = ln;
+        }
         free(text);
         k++;
     }
+    double load_end = load1();
     qsort(eu, (size_t)k, sizeof *eu, cmp_double);
     qsort(cm, (size_t)k, sizeof *cm, cmp_double);
-    int lmin = k ? ln[0] : 0, lmax = 0;
-    for (int i = 0; i < k; i++) {
-        lmin = ln[i] < lmin ? ln[i] : lmin;
-        lmax = ln[i] > lmax ? ln[i] : lmax;
-    }
-    char tn[16];
-    printf("\nGEMM 4096^3 bf16 tn space on %s: %d variants, PTX %d..%d lines; emit (median of 20 "
-           "each) min %.1f / median %.1f / p90 %.1f / max %.1f us, %d of %d at most 200 us; "
-           "compile min %.1f / median %.1f / max %.1f ms\n",
-           pt_target_name(t, tn, sizeof tn), k, lmin, lmax, eu[0], eu[k / 2], eu[k * 9 / 10],
-           eu[k - 1], under, k, cm[0], cm[k / 2], cm[k - 1]);
+    char tn[16], cs[160] = "";
+    if (comp && k)
+        snprintf(cs, sizeof cs, "; compile min %.1f / median %.1f / max %.1f ms", cm[0], cm[k / 2], cm[k - 1]);
+    printf("%s space on %s%s: %d configs, PTX %d..%d lines; emit (median of 20 each) min %.1f / median %.1f / p90 "
+           "%.1f / max %.1f us, %d of %d at most %.0f us; slowest: %s (%d lines)%s\nload average (1 min): %.2f "
+           "before, %.2f after\n",
+           label, pt_target_name(t, tn, sizeof tn), bench_cache ? " (--cache)" : "", k, k ? lmin : 0, lmax,
+           k ? eu[0] : 0, k ? eu[k / 2] : 0, k ? eu[k * 9 / 10] : 0, k ? eu[k - 1] : 0, under, k, bound_us, worst,
+           worst_lines, cs, load0, load_end);
     free(eu);
     free(cm);
-    free(ln);
     pt_arena_free(a);
     return 0;
 }
 
-/* Every config of the Llama-3-8B prefill space (the acceptance problem of the
- * attention issue): emit median of 20 reps each, no compiles. */
+/* The 4096^3 bf16 TN GEMM space, compiled too (bound: 200 us). */
+static int gemm_space(const pt_target *t, const pt_compiler *comp)
+{
+    pt_problem p = PT_GEMM(4096, 4096, 4096, "tn", PT_BF16, PT_BF16);
+    printf("\n");
+    return space_sweep(&gen_gemm_op, &p, "GEMM 4096^3 bf16 tn", t, comp, 200.0);
+}
+
+/* The Llama-3-8B prefill space (the attention issue's acceptance problem),
+ * no compiles (bound: 300 us). */
 static int attention_space(const pt_target *t)
 {
     pt_problem p;
@@ -370,54 +372,8 @@ static int attention_space(const pt_target *t)
     p.seqlen_q = p.seqlen_k = 4096;
     p.head_dim = p.head_dim_v = 128;
     p.causal = 1;
-    pt_arena *a = pt_arena_new();
-    pt_prepared *pp;
-    pt_err e = {0};
-    if (gen_attention_op.prepare(a, &p, t, &pp, &e)) {
-        fprintf(stderr, "emit_bench: %s\n", e.msg);
-        return 1;
-    }
-    double load0 = load1();
-    pt_space s;
-    gen_attention_op.space(pp, t, &s);
-    int64_t n = pt_space_size(&s);
-    double *eu = malloc((size_t)n * sizeof *eu), v[20];
-    int k = 0, under = 0, lmin = 1 << 30, lmax = 0, worst_lines = 0;
-    char worst[256] = "";
-    for (int64_t i = 0; i < n; i++) {
-        pt_config c;
-        pt_space_config(&s, i, &c);
-        pt_err ce = {0};
-        if (gen_attention_op.check(pp, t, &c, &ce))
-            continue;
-        char *text;
-        if (emit_time(&gen_attention_op, pp, t, &c, 20, v, &eu[k], &text))
-            return 1;
-        int ln = count_lines(text);
-        lmin = ln < lmin ? ln : lmin;
-        lmax = ln > lmax ? ln : lmax;
-        under += eu[k] <= 300.0;
-        bool w = true;
-        for (int j = 0; j < k; j++)
-            w = w && eu[k] > eu[j];
-        if (w) {
-            pt_config_str(&c, worst, sizeof worst);
-            worst_lines = ln;
-        }
-        free(text);
-        k++;
-    }
-    double load_end = load1();
-    qsort(eu, (size_t)k, sizeof *eu, cmp_double);
-    char tn[16];
-    printf("attention prefill space (Sq=Sk=4096 Hq 32 Hkv 8 d 128 causal bf16) on %s%s: %d configs, PTX %d..%d "
-           "lines; emit (median of 20 each) min %.1f / median %.1f / p90 %.1f / max %.1f us, %d of %d at most "
-           "300 us; slowest: %s (%d lines)\nload average (1 min): %.2f before, %.2f after\n",
-           pt_target_name(t, tn, sizeof tn), bench_cache ? " (--cache)" : "", k, k ? lmin : 0, lmax, k ? eu[0] : 0, k ? eu[k / 2] : 0,
-           k ? eu[k * 9 / 10] : 0, k ? eu[k - 1] : 0, under, k, worst, worst_lines, load0, load_end);
-    free(eu);
-    pt_arena_free(a);
-    return 0;
+    return space_sweep(&gen_attention_op, &p, "attention prefill (Sq=Sk=4096 Hq 32 Hkv 8 d 128 causal bf16)", t, NULL,
+                       300.0);
 }
 
 int main(int argc, char **argv)

@@ -55,10 +55,9 @@ int main(int argc, char **argv)
         ptx_module *m;
         pt_launch l;
 #ifdef CACHED
-        m = ptx_module_new_cached(&t, 90, sc);
-        if (op->check(pp, &t, &c, &e) || pt_op_emit(op, pp, &c, m, &l, &e)) {
+        if (pt_op_build_cached(op, pp, &t, 90, sc, &c, &m, &l, &e)) {
 #else
-        if (pt_op_build(op, pp, &t, 90, &c, &m, &l, &e)) {
+        if (pt_op_build(op, pp, &t, 90, &c, &m, &l, &e)) { /* a base tree may predate the cache */
 #endif
             fprintf(stderr, "%s\n", e.msg);
             return 1;

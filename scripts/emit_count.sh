@@ -9,7 +9,7 @@ tree=$1
 build=${2:-$tree/build}
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(mktemp /tmp/emit_count.XXXXXX)
-trap 'rm -f "$bin" "$bin".cg.*' EXIT
+trap 'rm -f "$bin" "$bin".cg.* "$bin".err "$bin".out' EXIT
 gcc ${CACHED:+-DCACHED} -O2 -g -std=c17 -D_GNU_SOURCE -I"$tree" -I"$tree/include" "$here/emit_count.c" "$build/libptxtune.a" \
     -lpcre2-8 -lsqlite3 -ljansson -lm -ldl -lpthread -o "$bin"
 L='batch=1 heads_q=32 heads_kv=8 seqlen_k=4096 dtype=bf16'

@@ -36,25 +36,14 @@ static void emit_one(FILE *o, const pt_op *op, const pt_prepared *pp, const pt_t
 #ifdef CACHED
     if (!cache)
         cache = ptx_sigcache_new();
-    m = NULL;
-    int rc = op->check(pp, t, c, &e);
-    if (!rc) {
-        m = ptx_module_new_cached(t, 90, cache);
-        rc = pt_op_emit(op, pp, c, m, &l, &e);
-        if (rc && m->err.code) /* pt_op_build's message */
-            pt_errf(&e, m->err.code, "%s", m->err.msg);
-    }
-    if (rc) {
-        ptx_module_free(m);
-        fprintf(o, "//// error: %s\n", e.msg);
-        return;
-    }
+    int rc = pt_op_build_cached(op, pp, t, 90, cache, c, &m, &l, &e);
 #else
-    if (pt_op_build(op, pp, t, 90, c, &m, &l, &e)) {
+    int rc = pt_op_build(op, pp, t, 90, c, &m, &l, &e); /* a base tree may predate the cache */
+#endif
+    if (rc) {
         fprintf(o, "//// error: %s\n", e.msg);
         return;
     }
-#endif
     char *text = ptx_print(m);
     fputs(text ? text : "//// print failed\n", o);
     fprintf(o, "//// launch grid %u,%u,%u block %u,%u,%u smem %zu\n", l.grid[0], l.grid[1], l.grid[2], l.block[0],

@@ -4,7 +4,8 @@
 # corpus of scripts/ptx_identity_problems.txt (default + N seeded configs of
 # every problem on sm_80/86/89/90/90a) for each, and compares with diff -r.
 #   scripts/ptx_identity.sh BASE_TREE NEW_TREE [N=30] [BUILD=build]
-# Exit 0: identical; 1: a difference (diff -r's summary printed).
+# Exit 0: identical (the corpus removed); 1: a difference (diff -r's summary
+# printed, the corpus kept under the /tmp folder named).
 # The corpus is also written by NEW_TREE with every module from one
 # ptx_sigcache (new-cached), which must equal base too.
 set -eu
@@ -31,10 +32,12 @@ rc=0
 for side in $sides; do
     [ "$side" = base ] && continue
     if diff -rq "$out/base" "$out/$side"; then
-        echo "$side: identical to base ($out)"
+        echo "$side: identical to base"
     else
         echo "$side: DIFFERENT from base ($out)"
         rc=1
     fi
 done
+# identical: the corpus goes (a difference keeps it for inspection)
+[ $rc = 0 ] && rm -rf "$out"
 exit $rc

@@ -96,13 +96,14 @@ static inline int print_round_trip(ptx_module *built, char **text, ptx_module **
  * seed for the random one, reporting sms SMs: 0 the arch's, which size
  * persistent grids), its io with seeded random inputs (then
  * plant(io, plant_arg) where plant is not NULL) allocated with the
- * device's guard bytes. The caller releases *d, *k and *io (run_release). */
-static inline int open_load_io_sms(const char *backend, emu_sched sched, uint64_t seed, int sms, const char *text,
-                                   const char *entry, const pt_prepared *pp, const pt_problem *p,
-                                   void (*plant)(tuner_io *, void *), void *plant_arg, tuner_dev **d,
-                                   tuner_kernel **k, tuner_io **io, pt_err *e)
+ * device's guard bytes, on an emulator of sm_<arch>. The caller releases
+ * *d, *k and *io (run_release). */
+static inline int open_load_io_arch(const char *backend, int arch, emu_sched sched, uint64_t seed, int sms,
+                                    const char *text, const char *entry, const pt_prepared *pp, const pt_problem *p,
+                                    void (*plant)(tuner_io *, void *), void *plant_arg, tuner_dev **d,
+                                    tuner_kernel **k, tuner_io **io, pt_err *e)
 {
-    tuner_dev_opts dopts = {.emu_threads = 1, .emu_arch = 90, .emu_schedule = (int)sched,
+    tuner_dev_opts dopts = {.emu_threads = 1, .emu_arch = arch, .emu_schedule = (int)sched,
                             .emu_schedule_seed = seed, .emu_sm_count = sms};
     int rc = tuner_dev_open(backend, &dopts, d, e);
     tuner_image img = {text, strlen(text), NULL, 0, entry, &gen_gemm_op, pp};
@@ -117,6 +118,15 @@ static inline int open_load_io_sms(const char *backend, emu_sched sched, uint64_
         rc = tuner_io_alloc(*d, *io, tuner_dev_guard_bytes(*d), e);
     }
     return rc;
+}
+
+/* The same on an sm_90 emulator. */
+static inline int open_load_io_sms(const char *backend, emu_sched sched, uint64_t seed, int sms, const char *text,
+                                   const char *entry, const pt_prepared *pp, const pt_problem *p,
+                                   void (*plant)(tuner_io *, void *), void *plant_arg, tuner_dev **d,
+                                   tuner_kernel **k, tuner_io **io, pt_err *e)
+{
+    return open_load_io_arch(backend, 90, sched, seed, sms, text, entry, pp, p, plant, plant_arg, d, k, io, e);
 }
 
 /* The same on a device of the arch's SM count. */

@@ -57,19 +57,8 @@ static int prun_one(const pt_problem *p, const char *arch, const char *config, e
         rc = pt_op_build(&gen_gemm_op, pp, &tg, 0, &c, &built, &l, e);
     if (!rc)
         rc = print_round_trip(built, &text, &parsed, e);
-    tuner_dev_opts dopts = {.emu_threads = 1, .emu_arch = tg.sm, .emu_schedule = (int)sched,
-                            .emu_schedule_seed = seed, .emu_sm_count = sms};
     if (!rc)
-        rc = tuner_dev_open("emu", &dopts, &d, e);
-    tuner_image img = {text, text ? strlen(text) : 0, NULL, 0, l.entry, &gen_gemm_op, pp};
-    if (!rc)
-        rc = tuner_load(d, &img, &k, e);
-    if (!rc)
-        rc = tuner_io_new(&gen_gemm_op, pp, &io, e);
-    if (!rc) {
-        tuner_io_random(io, (uint64_t)(p->m * 131 + p->n * 7 + p->k), 0, 0);
-        rc = tuner_io_alloc(d, io, tuner_dev_guard_bytes(d), e);
-    }
+        rc = open_load_io_arch("emu", tg.sm, sched, seed, sms, text, l.entry, pp, p, NULL, NULL, &d, &k, &io, e);
     if (!rc) {
         o->natural = l.grid[0];
         if (gx) {
