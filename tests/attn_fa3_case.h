@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "attn_e4m3_adv.h"
 #include "attn_emu_verify.h"
 #include "gen/attention_int.h"
 #include "ptx/emu/emu.h"
@@ -148,5 +149,37 @@ typedef struct f8case {
     fcase c;
     double d3[3]; /* descale_q, descale_k, descale_v (0: not given) */
 } f8case;
+
+/* Every adversarial e4m3 kind (tests/attn_e4m3_adv.h) over the shapes in
+ * turn (kind k: shape k % ns, schedule (k + sched0) % 3, seed seed0 +
+ * step k), against the reference; prints the count as "what". */
+static inline void run_e4m3_adv(const char *what, const f8case *shapes, int ns, int sched0, uint64_t seed0,
+                                uint64_t step)
+{
+    int ran = 0, failed = 0;
+    char first[2048] = "";
+    double t0 = now();
+    for (int kind = 0; kind < E4M3_ADV_N; kind++) {
+        const f8case *c = &shapes[kind % ns];
+        pt_op op;
+        e4m3_op((e4m3_adv)kind, &op);
+        double err;
+        pt_err e = {0};
+        emu_sched sch = (emu_sched)((kind + sched0) % 3);
+        int rc = run_case_d(&op, &c->c, c->d3, sch, seed0 + step * (uint64_t)kind, &err, &e);
+        ran++;
+        if (rc) {
+            char d[512];
+            describe(&c->c, d, sizeof d);
+            failed++;
+            if (!first[0])
+                snprintf(first, sizeof first, "%s: %.500s: %.1000s", e4m3_adv_names[kind], d, e.msg);
+            printf("FAILED %s: %s (%s): %s\n", e4m3_adv_names[kind], d, sched_names[sch], e.msg);
+        }
+    }
+    printf("%s: %d cases, %d failed, %.1f s\n", what, ran, failed, now() - t0);
+    fflush(stdout);
+    cr_expect_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
+}
 
 #endif

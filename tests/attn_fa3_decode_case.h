@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "attn_e4m3_adv.h"
 #include "attn_emu_verify.h"
 #include "gen/attention.h"
 #include "gen/attention_int.h"
@@ -145,6 +146,35 @@ static int check_of(const fcase *c, const char *arch, const char *config, pt_err
     }
     pt_arena_free(a);
     return rc;
+}
+
+/* Every adversarial e4m3 kind (tests/attn_e4m3_adv.h) in `variants`
+ * runs: variant v of kind k takes shape (k + v) % ns, schedule (k + v) % 3,
+ * seed seed0 + step k + v. Counts into *ran; returns the failures (the
+ * first's message in first), each printed. */
+static int run_e4m3_adv(const fcase *shapes, int ns, int variants, uint64_t seed0, uint64_t step, int *ran,
+                        char *first, size_t nfirst)
+{
+    int failed = 0;
+    for (int kind = 0; kind < E4M3_ADV_N; kind++)
+        for (int v = 0; v < variants; v++) {
+            const fcase *c = &shapes[(kind + v) % ns];
+            pt_op op;
+            e4m3_op((e4m3_adv)kind, &op);
+            double err;
+            pt_err e = {0};
+            emu_sched sch = (emu_sched)((kind + v) % 3);
+            int rc = run_case(&op, c, sch, seed0 + step * (uint64_t)kind + (uint64_t)v, &err, &e);
+            ++*ran;
+            if (rc) {
+                char d[512];
+                describe(c, d, sizeof d);
+                if (!failed++)
+                    snprintf(first, nfirst, "%s: %.500s: %.1000s", e4m3_adv_names[kind], d, e.msg);
+                printf("FAILED %s: %s (%s): %s\n", e4m3_adv_names[kind], d, sched_names[sch], e.msg);
+            }
+        }
+    return failed;
 }
 
 #endif

@@ -255,28 +255,11 @@ Test(attention_fa3_decode, adversarial_e4m3_inputs_match_the_reference, .timeout
     cr_expect_eq(pt_f32_to_e4m3(-NAN), 0xff);
     cr_expect_eq(pt_f32_to_e4m3(INFINITY), 0x7e, "+inf saturates to 448");
     cr_expect_eq(pt_f32_to_e4m3(17.0f), pt_f32_to_e4m3(16.0f), "ties to even");
-    int ran = 0, failed = 0;
+    int ran = 0;
     char first[2048] = "";
     double t0 = now();
-    int ns = (int)(sizeof e4m3_adv_shapes / sizeof *e4m3_adv_shapes);
-    for (int kind = 0; kind < E4M3_ADV_N; kind++) {
-        const fcase *c = &e4m3_adv_shapes[kind % ns];
-        pt_op op;
-        e4m3_op((e4m3_adv)kind, &op);
-        double err;
-        pt_err e = {0};
-        emu_sched sch = (emu_sched)(kind % 3);
-        int rc = run_case(&op, c, sch, (uint64_t)(31 + 7 * kind), &err, &e);
-        ran++;
-        if (rc) {
-            char d[512];
-            describe(c, d, sizeof d);
-            failed++;
-            if (!first[0])
-                snprintf(first, sizeof first, "%s: %.500s: %.1000s", e4m3_adv_names[kind], d, e.msg);
-            printf("FAILED %s: %s (%s): %s\n", e4m3_adv_names[kind], d, sched_names[sch], e.msg);
-        }
-    }
+    int failed = run_e4m3_adv(e4m3_adv_shapes, (int)(sizeof e4m3_adv_shapes / sizeof *e4m3_adv_shapes), 1, 31, 7,
+                              &ran, first, sizeof first);
     /* the same keys past the sequence in bf16 (V read straight from the stage) */
     {
         fcase c = e4m3_adv_shapes[1];

@@ -181,29 +181,11 @@ static const fcase adv_shapes[] = {
 
 Test(attention_fa3_decode_fp8, adversarial_e4m3_inputs_match_the_reference, .timeout = 600)
 {
-    int ran = 0, failed = 0;
+    int ran = 0;
     char first[2048] = "";
     double t0 = now();
-    int ns = (int)(sizeof adv_shapes / sizeof *adv_shapes);
-    for (int kind = 0; kind < E4M3_ADV_N; kind++)
-        for (int v = 0; v < 2; v++) {
-            const fcase *c = &adv_shapes[(kind + v) % ns];
-            pt_op op;
-            e4m3_op((e4m3_adv)kind, &op);
-            double err;
-            pt_err e = {0};
-            emu_sched sch = (emu_sched)((kind + v) % 3);
-            int rc = run_case(&op, c, sch, (uint64_t)(57 + 7 * kind + v), &err, &e);
-            ran++;
-            if (rc) {
-                char d[512];
-                describe(c, d, sizeof d);
-                failed++;
-                if (!first[0])
-                    snprintf(first, sizeof first, "%s: %.500s: %.1000s", e4m3_adv_names[kind], d, e.msg);
-                printf("FAILED %s: %s (%s): %s\n", e4m3_adv_names[kind], d, sched_names[sch], e.msg);
-            }
-        }
+    int failed = run_e4m3_adv(adv_shapes, (int)(sizeof adv_shapes / sizeof *adv_shapes), 2, 57, 7, &ran, first,
+                              sizeof first);
     printf("attention decode (impl=3) adversarial e4m3 inputs at hd64 / hd96 / page 2: %d cases, %d failed, %.1f s\n",
            ran, failed, now() - t0);
     fflush(stdout);

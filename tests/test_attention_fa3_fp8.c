@@ -187,32 +187,8 @@ static const f8case adv_shapes[] = {
 
 Test(attention_fa3_fp8, adversarial_e4m3_inputs_match_the_reference, .timeout = 600)
 {
-    int ran = 0, failed = 0;
-    char first[2048] = "";
-    double t0 = now();
-    int ns = (int)(sizeof adv_shapes / sizeof *adv_shapes);
-    for (int kind = 0; kind < E4M3_ADV_N; kind++) {
-        const f8case *c = &adv_shapes[kind % ns];
-        pt_op op;
-        e4m3_op((e4m3_adv)kind, &op);
-        double err;
-        pt_err e = {0};
-        emu_sched sch = (emu_sched)((kind + 2) % 3);
-        int rc = run_case_d(&op, &c->c, c->d3, sch, (uint64_t)(53 + 7 * kind), &err, &e);
-        ran++;
-        if (rc) {
-            char d[512];
-            describe(&c->c, d, sizeof d);
-            failed++;
-            if (!first[0])
-                snprintf(first, sizeof first, "%s: %.500s: %.1000s", e4m3_adv_names[kind], d, e.msg);
-            printf("FAILED %s: %s (%s): %s\n", e4m3_adv_names[kind], d, sched_names[sch], e.msg);
-        }
-    }
-    printf("attention prefill (impl=2) adversarial e4m3 inputs at hd 64 / 96 / page 1: %d cases, %d failed, %.1f s\n",
-           ran, failed, now() - t0);
-    fflush(stdout);
-    cr_expect_eq(failed, 0, "%d of %d failed; first: %s", failed, ran, first);
+    run_e4m3_adv("attention prefill (impl=2) adversarial e4m3 inputs at hd 64 / 96 / page 1",
+                 adv_shapes, (int)(sizeof adv_shapes / sizeof *adv_shapes), 2, 53, 7);
 }
 
 static int count(const char *text, const char *what)
